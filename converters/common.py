@@ -1,0 +1,100 @@
+"""Helpers shared by several converters: line readers, safe XML, field checks."""
+
+from __future__ import annotations
+
+import json
+from typing import Iterator
+from xml.etree.ElementTree import Element, ParseError
+
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import fromstring as _safe_fromstring
+
+from ..errors import SourceError
+from ..rawsource import RawSource
+
+
+def iter_lines(source: RawSource, name: str) -> Iterator[tuple[int, str]]:
+    """(line number, line without its LF or CRLF) for every line of a UTF-8 file.
+
+    Splits on LF only: texts may hold other Unicode line separators, which
+    ``str.splitlines`` would wrongly treat as line ends. A missing final line
+    terminator is accepted (several originals end without one).
+    """
+    text = source.read_text(name)
+    if text.startswith("\ufeff"):
+        raise SourceError(source.root / name, 1, "starts with a byte-order mark; expected plain UTF-8")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for lineno, line in enumerate(lines, 1):
+        yield lineno, line[:-1] if line.endswith("\r") else line
+
+
+def iter_jsonl(source: RawSource, name: str) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for every line of a JSON Lines file."""
+    for lineno, line in iter_lines(source, name):
+        if not line.strip():
+            raise SourceError(source.root / name, lineno, "empty line; expected one JSON object per line")
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise SourceError(source.root / name, lineno, f"not valid JSON ({err.msg} at column {err.colno})") from None
+        if not isinstance(obj, dict):
+            raise SourceError(source.root / name, lineno, f"expected a JSON object, got {type(obj).__name__}")
+        yield lineno, obj
+
+
+def iter_tsv(source: RawSource, name: str, ncols: int) -> Iterator[tuple[int, list[str]]]:
+    """Rows of a TAB-separated file read with quoting off (quotes are text)."""
+    for lineno, line in iter_lines(source, name):
+        fields = line.split("\t")
+        if len(fields) != ncols:
+            raise SourceError(
+                source.root / name, lineno, f"expected {ncols} TAB-separated fields, found {len(fields)}"
+            )
+        yield lineno, fields
+
+
+_TYPE_NAMES = {str: "a string", int: "an integer"}
+
+
+def require_fields(obj: dict, spec: dict[str, type], path: object, where: int | str, exact: bool = True) -> None:
+    """Check that ``obj`` has each field of ``spec`` with its type (and, if exact, no other)."""
+    for key, typ in spec.items():
+        if key not in obj:
+            raise SourceError(str(path), where, f"missing field {key!r}; expected fields {list(spec)}")
+        value = obj[key]
+        # bool is an int subclass in Python but never a valid label or offset here.
+        if not isinstance(value, typ) or isinstance(value, bool):
+            raise SourceError(str(path), where, f"field {key!r} is {value!r}; expected {_TYPE_NAMES.get(typ, typ.__name__)}")
+    if exact:
+        extra = [k for k in obj if k not in spec]
+        if extra:
+            raise SourceError(str(path), where, f"unexpected field(s) {extra}; expected fields {list(spec)}")
+
+
+def require_text(value: str, path: object, where: int | str, what: str) -> str:
+    if not value.strip():
+        raise SourceError(str(path), where, f"empty {what}; expected non-empty text")
+    return value
+
+
+def parse_label(value: str, allowed: dict[str, object], path: object, where: int | str, what: str) -> object:
+    """Map a raw label through ``allowed``; anything else is an error naming the values expected."""
+    try:
+        return allowed[value]
+    except KeyError:
+        raise SourceError(str(path), where, f"{what} is {value!r}; expected one of {sorted(allowed)}") from None
+
+
+def parse_xml(source: RawSource, name: str) -> Element:
+    """Parse an XML file with entity expansion, DTD fetches and network access refused."""
+    path = source.path(name)
+    data = path.read_bytes()
+    try:
+        return _safe_fromstring(data, forbid_dtd=False, forbid_entities=True, forbid_external=True)
+    except ParseError as err:
+        line, col = err.position
+        raise SourceError(path, line, f"malformed XML ({err.msg if hasattr(err, 'msg') else err}) at column {col}") from None
+    except DefusedXmlException as err:
+        raise SourceError(path, None, f"refused XML construct: {err}; entity declarations and external references are not allowed") from None

@@ -1,0 +1,84 @@
+"""The contract between the evaluator and its scoring backends.
+
+``encode_pair`` follows lm-evaluation-harness exactly: trailing whitespace of the
+context moves to the continuation, and the continuation tokens are those of
+``encode(context + continuation)`` after the first ``len(encode(context))``.
+``plain_loglikelihood`` is the reference: one request at a time, full forward
+pass, no cache. Every faster path is tested against it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+
+@dataclass(frozen=True)
+class LLRequest:
+    """Score log P(continuation | context)."""
+
+    context: str
+    continuation: str
+
+
+@dataclass(frozen=True)
+class LLResult:
+    logprob: float  # sum of the continuation tokens' log-probabilities
+    is_greedy: bool  # every continuation token is the argmax at its position
+    n_tokens: int
+
+
+@dataclass(frozen=True)
+class GenRequest:
+    context: str
+    stop: tuple[str, ...]
+    max_new_tokens: int
+
+
+class Backend(Protocol):
+    def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]: ...
+
+    def generate_until(self, requests: Sequence[GenRequest]) -> list[str]: ...
+
+
+def encode_pair(tokenizer: Any, context: str, continuation: str, add_special_tokens: bool = False) -> tuple[list[int], list[int]]:
+    """(context ids, continuation ids) as lm-evaluation-harness 0.4.x computes them."""
+    n_spaces = len(context) - len(context.rstrip())
+    if n_spaces > 0:
+        continuation = context[-n_spaces:] + continuation
+        context = context[:-n_spaces]
+    whole = tokenizer.encode(context + continuation, add_special_tokens=add_special_tokens)
+    ctx = tokenizer.encode(context, add_special_tokens=add_special_tokens)
+    return ctx, whole[len(ctx):]
+
+
+def prefix_token_id(tokenizer: Any) -> int:
+    """The token lm-eval puts before an empty context (BOS, else EOS)."""
+    if tokenizer.bos_token_id is not None:
+        return tokenizer.bos_token_id
+    return tokenizer.eos_token_id
+
+
+def plain_loglikelihood(model: Any, tokenizer: Any, requests: Sequence[LLRequest], max_length: int) -> list[LLResult]:
+    """Reference scorer: one full forward pass per request, left-truncated to ``max_length``."""
+    import torch
+
+    out = []
+    with torch.inference_mode():
+        for req in requests:
+            if req.context == "":
+                ctx, cont = [prefix_token_id(tokenizer)], tokenizer.encode(req.continuation, add_special_tokens=False)
+            else:
+                ctx, cont = encode_pair(tokenizer, req.context, req.continuation)
+            if not cont:
+                raise ValueError(f"continuation {req.continuation!r} encodes to no tokens")
+            # The model sees all but the last token; left-truncate as lm-eval does.
+            inp = (ctx + cont)[-(max_length + 1):][:-1]
+            ids = torch.tensor([inp], device=model.device)
+            logits = model(ids).logits[0].float()
+            logprobs = torch.log_softmax(logits[-len(cont):], dim=-1)
+            target = torch.tensor(cont, device=logprobs.device)
+            picked = logprobs.gather(1, target[:, None])[:, 0]
+            greedy = bool((logprobs.argmax(dim=-1) == target).all())
+            out.append(LLResult(float(picked.sum()), greedy, len(cont)))
+    return out

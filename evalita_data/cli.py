@@ -1,0 +1,78 @@
+"""The ``evalita-data`` command."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import EvalitaDataError
+from .registry import TASK_IDS
+
+TASK_CHOICE = click.Choice(list(TASK_IDS))
+
+
+@click.group()
+@click.version_option(__version__, prog_name="evalita-data")
+def main() -> None:
+    """Build, validate and publish the Evalita-LLM datasets from the original files."""
+
+
+@main.command()
+@click.option("--raw", "raw", type=click.Path(path_type=Path, file_okay=False), default=Path("raw"), show_default=True,
+              help="Folder with one sub-folder of original files per task.")
+@click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=Path("build"), show_default=True,
+              help="Output folder: <task>/<split>.jsonl and manifest.json.")
+@click.option("--task", "tasks", type=TASK_CHOICE, multiple=True,
+              help="Task to build (repeatable, or several after one --task); default: all ten.")
+@click.option("--seed", type=int, default=None,
+              help="Override every task's documented seed (FAQ distractors, AT shuffling, SUM sampling).")
+@click.option("--progress/--no-progress", default=None, help="Progress bars (default: on a terminal only).")
+def build(raw: Path, out: Path, tasks: tuple[str, ...], seed: int | None, progress: bool | None) -> None:
+    """Convert raw/<task>/ originals into validated <out>/<task>/<split>.jsonl files."""
+    from .pipeline import build as run_build
+
+    if progress is None:
+        progress = sys.stderr.isatty()
+    try:
+        summary = run_build(raw, out, list(tasks) or None, seed=seed, progress=progress, echo=click.echo)
+    except (EvalitaDataError, FileNotFoundError) as err:
+        click.echo(f"error: {err}", err=True)
+        click.echo(f"build failed; {out} was left as it was.", err=True)
+        sys.exit(1)
+    click.echo(f"built {len(summary.built())} task(s) into {out}; manifest: {out / 'manifest.json'}")
+    missing = summary.not_built()
+    if missing:
+        click.echo(f"{len(missing)} task(s) not built: {', '.join(o.task for o in missing)} (see above for what is missing)")
+        # Asking for a task by name and not getting it is a failure; the default 'all' is not.
+        if tasks:
+            sys.exit(1)
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path, exists=True))
+@click.option("--task", type=TASK_CHOICE, default=None, help="Task of a single JSONL file, if its path does not say.")
+def validate(path: Path, task: str | None) -> None:
+    """Validate a build folder or one JSONL split against the task schemas."""
+    from .validate import validate_path
+
+    try:
+        violations, nfiles = validate_path(path, task)
+    except ValueError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(2)
+    for v in violations:
+        click.echo(str(v))
+    if nfiles == 0:
+        click.echo(f"error: no split files found under {path}", err=True)
+        sys.exit(1)
+    if violations:
+        click.echo(f"{len(violations)} problem(s) in {nfiles} file(s)", err=True)
+        sys.exit(1)
+    click.echo(f"ok: {nfiles} file(s) valid")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""One module per task; each declares ``TASK``. The registry collects them."""

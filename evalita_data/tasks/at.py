@@ -1,0 +1,35 @@
+"""Italian medical specialty admission tests (SSM), five-option multiple choice."""
+
+from ..taskspec import TaskSpec, six_mc_prompts
+
+TASK = TaskSpec(
+    id="at",
+    title="Admission Tests (Italian medical specialty exams)",
+    source="Italian medical specialty (SSM) admission tests 2017, 2018, 2019, 2022 (Casola et al., CLiC-it 2023), Excel workbooks",
+    license="see the original distribution (not public)",
+    citation="Casola S., Labruna T., Lavelli A., Magnini B. (2023). Testing ChatGPT for Stability and Reasoning: A Case Study Using Italian Medical Specialty Tests. CLiC-it 2023.",
+    homepage="https://ceur-ws.org/Vol-3596/",
+    raw_files=["*.xlsx (one workbook per exam year, or one sheet per year)"],
+    obtain_hint="No public copy was found. Ask the authors of Casola et al. (CLiC-it 2023) for the Excel workbooks and put them in raw/at/ (see raw/at/README.md for the accepted layout).",
+    converter=None,
+    schema="at",
+    paper_splits={"dev": 21, "test": 500},
+    id_field="Id",
+    output_type="multiple_choice",
+    target="['A', 'B', 'C', 'D', 'E'].index(Correct)",
+    prompts=six_mc_prompts(
+        description="Devi risolvere un compito di risposte a domande. ",
+        question="Dato il seguente quesito di medicina: '{{Question}}' qual è la risposta corretta?",
+        question_choices="[A, B, C, D, E]",
+        answers="\nA: {{A}}\nB: {{B}}\nC: {{C}}\nD: {{D}}\nE: {{E}}\nRisposta:",
+        letter_choices=["A", "B", "C", "D", "E"],
+        p4_description="Devi risolvere un compito a scelta multipla. ",
+        affirmative="Dato il seguente quesito di medicina '{{Question}}' la risposta corretta è:",
+        affirmative_choices="[A, B, C, D, E]",
+    ),
+    metrics=["acc", "acc_norm"],
+    eval_split="test",
+    fewshot_split="dev",
+    seed=1234,
+    task_categories=["question-answering", "multiple-choice"],
+)

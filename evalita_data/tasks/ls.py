@@ -1,0 +1,30 @@
+"""Lexical substitution, Evalita 2009 (SemEval-2007 style XML + gold file)."""
+
+from ..taskspec import TaskSpec, two_gen_prompts
+
+TASK = TaskSpec(
+    id="ls",
+    title="Lexical Substitution (Evalita 2009)",
+    source="Evalita 2009 Lexical Substitution task (ISST sentences), SemEval-2007 style XML and gold files",
+    license="CC BY-NC-SA 4.0 (as published by evalitahf/lexical_substitution)",
+    citation="Toral A. (2009). The Lexical Substitution Task at EVALITA 2009. EVALITA 2009.",
+    homepage="http://www.evalita.it/2009/tasks/lexical",
+    raw_files=["trial/lexsub_trial.xml", "trial/gold.trial", "test/lexsub_test.xml", "test/gold.test"],
+    obtain_hint="No public copy was found in code repositories: download the Evalita 2009 lexical substitution data from https://live.european-language-grid.eu/catalogue/corpus/8421 and put trial/ and test/ in raw/ls/.",
+    converter=None,
+    schema="ls",
+    paper_splits={"dev": 272, "test": 1710},
+    id_field="id",
+    output_type="generate_until",
+    target="{{ answers | map(attribute='word') | join(', ') }}",
+    prompts=two_gen_prompts(
+        "Devi risolvere un compito di sostituzione lessicale. ",
+        "Trova 10 parole che possono sostituire la parola racchiusa tra i marcatori <head> nella seguente frase: '{{context}}', mantenendo lo stesso significato. Elenca i lemmi (forme base) di queste parole, separandoli con una virgola, ad esempio: lemma1, lemma2, lemma3, lemma4, lemma5. Non aggiungere commenti o altro testo. Risposta:",
+    ),
+    metrics=["ls_f1"],
+    eval_split="test",
+    fewshot_split="dev",
+    stop=["</s>"],
+    max_new_tokens=128,
+    task_categories=["text-generation"],
+)

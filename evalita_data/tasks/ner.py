@@ -1,0 +1,37 @@
+"""KIND / NERMuD (Evalita 2023): named entities in three domains."""
+
+from ..taskspec import TaskSpec, two_gen_prompts
+
+DOMAINS = ["adg", "fic", "wn"]
+
+TASK = TaskSpec(
+    id="ner",
+    title="Named Entity Recognition (KIND, NERMuD 2023)",
+    source="KIND corpus, NERMuD at Evalita 2023 (https://github.com/dhfbk/KIND, commit a2ad1391, evalita-2023/)",
+    license="CC BY-NC-SA 4.0 (ADG); CC BY-NC 4.0 (FIC, WN)",
+    citation="Paccosi T., Palmero Aprosio A. (2022). KIND: an Italian Multi-Domain Dataset for Named Entity Recognition. LREC 2022.",
+    homepage="https://github.com/dhfbk/KIND",
+    raw_files=[f"{d}_{s}.tsv" for d in ("ADG", "FIC", "WN") for s in ("train", "dev", "test")],
+    obtain_hint="Copy evalita-2023/*.tsv of https://github.com/dhfbk/KIND into raw/ner/.",
+    converter=None,
+    schema="ner",
+    configs=DOMAINS,
+    paper_splits={
+        "adg/train": 5147, "adg/dev": 1122, "adg/trial": 5, "adg/test": 521,
+        "fic/train": 11423, "fic/dev": 1051, "fic/trial": 5, "fic/test": 1517,
+        "wn/train": 10912, "wn/dev": 2594, "wn/trial": 5, "wn/test": 2088,
+    },
+    id_field=None,
+    output_type="generate_until",
+    target="{% for e in entities %}{{ e.entity_text }}${{ e.type }}{% if not loop.last %},{% endif %}{% else %}&&NOENT&&{% endfor %}",
+    prompts=two_gen_prompts(
+        "Devi svolgere un compito di riconoscimento delle entità nei testi. ",
+        "Estrai tutte le entità di tipo PER (persona), LOC (luogo) e ORG (organizzazione) dal testo seguente. Riporta ogni entità con il formato: Entità$Tipo, separando ciascuna coppia con ','. Se non ci sono entità da estrarre, rispondi con '&&NOENT&&'.\nTesto: '{{text}}'\nEntità:",
+    ),
+    metrics=["ner_f1", "ner_f1_strict"],
+    eval_split="test",
+    fewshot_split="trial",
+    stop=["</s>", "\n"],
+    max_new_tokens=128,
+    task_categories=["token-classification", "text-generation"],
+)

@@ -1,0 +1,30 @@
+"""CLinkaRT (Evalita 2023): RML->EVENT relations in clinical sentences of E3C."""
+
+from ..taskspec import TaskSpec, two_gen_prompts
+
+TASK = TaskSpec(
+    id="rel",
+    title="Relation Extraction (CLinkaRT on E3C)",
+    source="CLinkaRT, Evalita 2023, training release v1.1 on the E3C corpus (public copy: https://github.com/JPardo08/PAQUITA, commit ff30cfc1)",
+    license="CC BY-NC 4.0",
+    citation="Altuna B., Karunakaran G., Lavelli A., Magnini B., Speranza M., Zanoli R. (2023). CLinkaRT at EVALITA 2023: Overview of the Task on Linking a Lab Result to its Test Event in the Clinical Domain. EVALITA 2023.",
+    homepage="https://e3c.fbk.eu/clinkart",
+    raw_files=["training.txt", "training_tokenized/*.tsv", "test.txt", "test_tokenized/*.tsv"],
+    obtain_hint="The CLinkaRT test set is not public: ask the organisers (https://e3c.fbk.eu/clinkart) and put test.txt and test_tokenized/ in raw/rel/.",
+    converter=None,
+    schema="rel",
+    paper_splits={"train": 1113, "trial": 5, "test": 1064},
+    id_field=None,
+    output_type="generate_until",
+    target="{% for r in relations %}{{ r[0] }}${{ r[1] }}{% if not loop.last %}%{% endif %}{% else %}&&NOREL&&{% endfor %}",
+    prompts=two_gen_prompts(
+        "Devi svolgere un compito di estrazione di relazioni da documenti medici. ",
+        "Dato un documento medico devi estrarre tutte le misurazioni degli esami medici presenti. Riporta ogni relazione nel formato: misurazione$esame, separando ciascuna coppia con '%'. Se non ci sono relazioni da estrarre, rispondi con '&&NOREL&&'.\nTesto: '{{text}}'\nRelazioni:",
+    ),
+    metrics=["rel_f1", "rel_f1_strict"],
+    eval_split="test",
+    fewshot_split="trial",
+    stop=["</s>"],
+    max_new_tokens=128,
+    task_categories=["text-generation"],
+)

@@ -1,0 +1,36 @@
+"""SENTIPOLC 2016: sentiment polarity of Italian tweets."""
+
+from ..taskspec import TaskSpec, six_mc_prompts
+
+_CHOICES = ["Positivo", "Negativo", "Neutrale", "Misto"]
+
+TASK = TaskSpec(
+    id="sa",
+    title="Sentiment Analysis (SENTIPOLC 2016)",
+    source="SENTIPOLC 2016, Evalita 2016 (https://github.com/evalita2016/data, commit dad1265a)",
+    license="CC BY-NC-SA 3.0 IT (tweets also under Twitter's terms)",
+    citation="Barbieri F., Basile V., Croce D., Nissim M., Novielli N., Patti V. (2016). Overview of the Evalita 2016 SENTIment POLarity Classification Task. EVALITA 2016.",
+    homepage="http://www.di.unito.it/~tutreeb/sentipolc-evalita16/",
+    raw_files=["sentipolc16_officialdistrib_train.csv", "sentipolc16_gold2000_text.csv", "sentipolc16_gold2000.csv"],
+    obtain_hint="Copy sentipolc/*.csv of https://github.com/evalita2016/data into raw/sa/.",
+    converter="sa:convert",
+    schema="sa",
+    paper_splits={"train": 7410, "test": 2000},
+    id_field="idtwitter",
+    output_type="multiple_choice",
+    # positive (1,0)=0, negative (0,1)=1, neutral (0,0)=2, mixed (1,1)=3
+    target="{'10': 0, '01': 1, '00': 2, '11': 3}[opos ~ oneg]",
+    prompts=six_mc_prompts(
+        description="Devi svolgere un compito di analisi del sentiment. ",
+        question="Qual è il sentiment espresso nel seguente tweet: '{{text}}'?",
+        question_choices=_CHOICES,
+        answers="\nA: Positivo\nB: Negativo\nC: Neutro\nD: Misto\nRisposta:",
+        letter_choices=["A", "B", "C", "D"],
+        affirmative="Il seguente tweet: '{{text}}' esprime un sentiment",
+        affirmative_choices=_CHOICES,
+    ),
+    metrics=["sentipolc_f1", "acc"],
+    eval_split="test",
+    fewshot_split="train",
+    task_categories=["text-classification"],
+)

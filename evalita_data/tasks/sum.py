@@ -1,0 +1,31 @@
+"""Fanpage news summarization (Landro et al. 2022)."""
+
+from ..taskspec import TaskSpec, two_gen_prompts
+
+TASK = TaskSpec(
+    id="sum",
+    title="Summarization (Fanpage)",
+    source="Fanpage.it articles and summaries (Landro et al. 2022; ARTeLab/fanpage on the Hugging Face Hub)",
+    license="unknown (the source card states none)",
+    citation="Landro N., Gallo I., La Grassa R., Federici E. (2022). Two New Datasets for Italian-Language Abstractive Text Summarization. Information 13(5):228.",
+    homepage="https://www.mdpi.com/2078-2489/13/5/228",
+    raw_files=["*.csv with columns source,target"],
+    obtain_hint="Export ARTeLab/fanpage (columns source, target) to CSV and put it in raw/sum/.",
+    converter=None,
+    schema="sum",
+    paper_splits={"train": 8436, "test": 100},
+    id_field=None,
+    output_type="generate_until",
+    target="target",
+    prompts=two_gen_prompts(
+        "Devi risolvere un compito di sintesi automatica del testo. ",
+        "Riassumi il seguente articolo di giornale: '{{source}}'\nRiassunto:",
+    ),
+    metrics=["rouge1", "rouge2", "rougeL", "rougeLsum"],
+    eval_split="test",
+    fewshot_split="train",
+    stop=["</s>"],
+    max_new_tokens=256,
+    seed=1234,
+    task_categories=["summarization"],
+)
