@@ -41,12 +41,23 @@ class Backend(Protocol):
     def generate_until(self, requests: Sequence[GenRequest]) -> list[str]: ...
 
 
-def encode_pair(tokenizer: Any, context: str, continuation: str, add_special_tokens: bool = False) -> tuple[list[int], list[int]]:
-    """(context ids, continuation ids) as lm-evaluation-harness 0.4.x computes them."""
+def default_add_special_tokens(tokenizer: Any, text: str) -> bool:
+    """lm-eval's HF rule: the tokenizer's special tokens (e.g. Llama's BOS) are added,
+    unless the text already starts with the BOS string (a rendered chat template)."""
+    return not text.startswith(tokenizer.decode([prefix_token_id(tokenizer)]))
+
+
+def encode_pair(tokenizer: Any, context: str, continuation: str, add_special_tokens: bool | None = None) -> tuple[list[int], list[int]]:
+    """(context ids, continuation ids) as lm-evaluation-harness 0.4.x computes them.
+
+    ``add_special_tokens=None`` follows lm-eval's default (``default_add_special_tokens``).
+    """
     n_spaces = len(context) - len(context.rstrip())
     if n_spaces > 0:
         continuation = context[-n_spaces:] + continuation
         context = context[:-n_spaces]
+    if add_special_tokens is None:
+        add_special_tokens = default_add_special_tokens(tokenizer, context + continuation)
     whole = tokenizer.encode(context + continuation, add_special_tokens=add_special_tokens)
     ctx = tokenizer.encode(context, add_special_tokens=add_special_tokens)
     return ctx, whole[len(ctx):]

@@ -13,5 +13,53 @@ def main() -> None:
     """Evaluate language models on the Evalita-LLM tasks and report multi-prompt scores."""
 
 
+@main.command()
+@click.option("--model", "model", required=True, help="Local folder or Hub id of a causal language model.")
+@click.option("--revision", default=None, help="Model revision (branch, tag or commit) on the Hub.")
+@click.option("--data", "data_dir", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Local build folder (evalita-data build) or a folder in the Hub layout.")
+@click.option("--hub-org", default=None, help="Read the datasets <ORG>/<task> from the Hub instead of --data.")
+@click.option("--tasks", default=None, help="Comma-separated task ids or entries (e.g. te,sa,ner or ner_fic). Default: all.")
+@click.option("--prompts", default=None, help="Comma-separated prompt names (e.g. p1,p3). Default: every prompt.")
+@click.option("--num-fewshot", default=0, show_default=True, type=click.IntRange(min=0), help="Few-shot examples per prompt.")
+@click.option("--limit", default=None, type=click.IntRange(min=1), help="Evaluate only the first N documents of each task.")
+@click.option("--batch-size", default=8, show_default=True, type=click.IntRange(min=1))
+@click.option("--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
+@click.option("--dtype", default="auto", show_default=True, type=click.Choice(["auto", "float32", "float16", "bfloat16"]))
+@click.option("--apply-chat-template", is_flag=True, help="Render prompts with the tokenizer's chat template (instruction-tuned models).")
+@click.option("--trust-remote-code", is_flag=True, help="Allow model code from the Hub to run (off by default).")
+@click.option("--seed", default=1234, show_default=True, help="Seed of the few-shot sampler (lm-eval's default).")
+@click.option("--output-dir", default="results", show_default=True, type=click.Path(file_okay=False),
+              help="Where results.json, samples/ and the resume cache go.")
+def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, device, dtype,
+        apply_chat_template, trust_remote_code, seed, output_dir) -> None:
+    """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
+    from .backend_hf import HFBackend
+    from .runner import ModelInfo, RunConfig, Runner, summary_table
+    from .tasks import DataSource, select_entries
+
+    if (data_dir is None) == (hub_org is None):
+        raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")
+    split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
+    try:
+        entries = select_entries(split(tasks))
+    except KeyError as err:
+        raise click.BadParameter(err.args[0], param_hint="--tasks") from None
+    prompt_names = split(prompts)
+    if prompt_names:
+        known = {p.name for e in entries for p in e.spec.prompts}
+        unknown = sorted(set(prompt_names) - known)
+        if unknown:
+            raise click.BadParameter(f"unknown prompt(s) {', '.join(unknown)}; the tasks have {', '.join(sorted(known))}", param_hint="--prompts")
+    source = DataSource(data_dir=data_dir, hub_org=hub_org)
+    backend = HFBackend(model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code)
+    config = RunConfig(num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
+                       seed=seed, device=device, prompts=prompt_names)
+    runner = Runner(backend, ModelInfo(model, revision, backend.dtype), source, config, output_dir, echo=click.echo)
+    result = runner.run(entries)
+    click.echo(summary_table(result.results))
+    click.echo(f"{result.computed} requests computed, the rest read from {runner.cache.path}; results in {output_dir}/results.json")
+
+
 if __name__ == "__main__":
     main()

@@ -59,8 +59,8 @@ class TaskSpec:
     paper_splits: dict[str, int]
     id_field: str | None
     output_type: Literal["multiple_choice", "generate_until"]
-    # Jinja expression: MC -> index of the gold choice; generative -> reference text
-    # used as the answer of few-shot examples.
+    # MC: a Jinja expression giving the index of the gold choice; generative: a Jinja
+    # template giving the reference text (the answer of few-shot examples).
     target: str
     prompts: list[Prompt]
     metrics: list[str]

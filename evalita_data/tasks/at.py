@@ -27,7 +27,7 @@ TASK = TaskSpec(
         affirmative="Dato il seguente quesito di medicina '{{Question}}' la risposta corretta è:",
         affirmative_choices="[A, B, C, D, E]",
     ),
-    metrics=["acc", "acc_norm"],
+    metrics=["acc", "acc_norm", "acc_bytes"],
     eval_split="test",
     fewshot_split="dev",
     seed=1234,

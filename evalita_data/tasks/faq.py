@@ -30,7 +30,7 @@ TASK = TaskSpec(
         affirmative="La risposta alla domanda: '{{question}}' è:",
         affirmative_choices="[A, B, C, D]",
     ),
-    metrics=["acc"],
+    metrics=["acc", "acc_norm", "acc_bytes"],
     eval_split="test",
     fewshot_split="dev",
     seed=1234,

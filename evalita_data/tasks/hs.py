@@ -39,7 +39,7 @@ TASK = TaskSpec(
         affirmative="Il tweet: '{{full_text}}'",
         affirmative_choices=["non contiene incitamento all'odio", "contiene incitamento all'odio"],
     ),
-    metrics=["f1_macro", "acc"],
+    metrics=["f1_macro", "f1_binary", "acc", "acc_norm", "acc_bytes"],
     eval_split="test_all",
     fewshot_split="dev",
     task_categories=["text-classification"],

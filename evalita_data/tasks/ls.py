@@ -16,7 +16,8 @@ TASK = TaskSpec(
     paper_splits={"dev": 272, "test": 1710},
     id_field="id",
     output_type="generate_until",
-    target="{{ answers | map(attribute='word') | join(', ') }}",
+    # lm-eval ls_doc_to_target: the gold words joined by ", ", or &&NOSYN&& when there are none.
+    target="{% if answers %}{{ answers | map(attribute='word') | join(', ') }}{% else %}&&NOSYN&&{% endif %}",
     prompts=two_gen_prompts(
         "Devi risolvere un compito di sostituzione lessicale. ",
         "Trova 10 parole che possono sostituire la parola racchiusa tra i marcatori <head> nella seguente frase: '{{context}}', mantenendo lo stesso significato. Elenca i lemmi (forme base) di queste parole, separandoli con una virgola, ad esempio: lemma1, lemma2, lemma3, lemma4, lemma5. Non aggiungere commenti o altro testo. Risposta:",
@@ -25,6 +26,7 @@ TASK = TaskSpec(
     eval_split="test",
     fewshot_split="dev",
     stop=["</s>"],
-    max_new_tokens=128,
+    # lm-eval sets no max_gen_toks for these tasks: its default, 256, applies.
+    max_new_tokens=256,
     task_categories=["text-generation"],
 )

@@ -25,6 +25,7 @@ TASK = TaskSpec(
     eval_split="test",
     fewshot_split="trial",
     stop=["</s>"],
-    max_new_tokens=128,
+    # lm-eval sets no max_gen_toks for these tasks: its default, 256, applies.
+    max_new_tokens=256,
     task_categories=["text-generation"],
 )

@@ -29,7 +29,7 @@ TASK = TaskSpec(
         affirmative="Il seguente tweet: '{{text}}' esprime un sentiment",
         affirmative_choices=_CHOICES,
     ),
-    metrics=["sentipolc_f1", "acc"],
+    metrics=["sentipolc_f1", "acc", "acc_norm", "acc_bytes"],
     eval_split="test",
     fewshot_split="train",
     task_categories=["text-classification"],

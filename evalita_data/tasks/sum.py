@@ -16,7 +16,7 @@ TASK = TaskSpec(
     paper_splits={"train": 8436, "test": 100},
     id_field=None,
     output_type="generate_until",
-    target="target",
+    target="{{ target }}",
     prompts=two_gen_prompts(
         "Devi risolvere un compito di sintesi automatica del testo. ",
         "Riassumi il seguente articolo di giornale: '{{source}}'\nRiassunto:",

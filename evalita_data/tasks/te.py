@@ -33,7 +33,7 @@ TASK = TaskSpec(
             "La frase 1 non implica logicamente che la frase 2 sia vera",
         ],
     ),
-    metrics=["acc"],
+    metrics=["acc", "acc_norm", "acc_bytes"],
     eval_split="test",
     fewshot_split="dev",
     task_categories=["text-classification"],

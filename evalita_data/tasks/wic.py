@@ -46,7 +46,7 @@ TASK = TaskSpec(
         affirmative="La parola: '{{w1}}' nella frase: '{{sentence1}}' e la parola: '{{w2}}' nella frase: '{{sentence2}}'",
         affirmative_choices=["non hanno lo stesso significato", "hanno lo stesso significato"],
     ),
-    metrics=["f1_macro", "acc"],
+    metrics=["f1_macro", "f1_binary", "acc", "acc_norm", "acc_bytes"],
     eval_split="test",
     fewshot_split="dev",
     record_check=check_record,
