@@ -24,9 +24,11 @@ TASK = TaskSpec(
     id_field=None,
     output_type="generate_until",
     target="{% for e in entities %}{{ e.entity_text }}${{ e.type }}{% if not loop.last %},{% endif %}{% else %}&&NOENT&&{% endfor %}",
+    # lm-eval's YAML writes this prompt over three lines of a double-quoted scalar, which
+    # YAML folds into spaces: the published numbers were obtained with spaces, not newlines.
     prompts=two_gen_prompts(
         "Devi svolgere un compito di riconoscimento delle entità nei testi. ",
-        "Estrai tutte le entità di tipo PER (persona), LOC (luogo) e ORG (organizzazione) dal testo seguente. Riporta ogni entità con il formato: Entità$Tipo, separando ciascuna coppia con ','. Se non ci sono entità da estrarre, rispondi con '&&NOENT&&'.\nTesto: '{{text}}'\nEntità:",
+        "Estrai tutte le entità di tipo PER (persona), LOC (luogo) e ORG (organizzazione) dal testo seguente. Riporta ogni entità con il formato: Entità$Tipo, separando ciascuna coppia con ','. Se non ci sono entità da estrarre, rispondi con '&&NOENT&&'. Testo: '{{text}}' Entità:",
     ),
     metrics=["ner_f1", "ner_f1_strict"],
     eval_split="test",

@@ -17,9 +17,11 @@ TASK = TaskSpec(
     id_field=None,
     output_type="generate_until",
     target="{% for r in relations %}{{ r[0] }}${{ r[1] }}{% if not loop.last %}%{% endif %}{% else %}&&NOREL&&{% endfor %}",
+    # lm-eval's YAML writes this prompt over three lines of a double-quoted scalar, which
+    # YAML folds into spaces: the published numbers were obtained with spaces, not newlines.
     prompts=two_gen_prompts(
         "Devi svolgere un compito di estrazione di relazioni da documenti medici. ",
-        "Dato un documento medico devi estrarre tutte le misurazioni degli esami medici presenti. Riporta ogni relazione nel formato: misurazione$esame, separando ciascuna coppia con '%'. Se non ci sono relazioni da estrarre, rispondi con '&&NOREL&&'.\nTesto: '{{text}}'\nRelazioni:",
+        "Dato un documento medico devi estrarre tutte le misurazioni degli esami medici presenti. Riporta ogni relazione nel formato: misurazione$esame, separando ciascuna coppia con '%'. Se non ci sono relazioni da estrarre, rispondi con '&&NOREL&&'. Testo: '{{text}}' Relazioni:",
     ),
     metrics=["rel_f1", "rel_f1_strict"],
     eval_split="test",
