@@ -67,7 +67,7 @@ class HFBackend:
         self.batch_size = batch_size
         self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code)
         self.model = AutoModelForCausalLM.from_pretrained(
-            model, revision=revision, torch_dtype=_torch_dtype(dtype), trust_remote_code=trust_remote_code
+            model, revision=revision, dtype=_torch_dtype(dtype), trust_remote_code=trust_remote_code
         ).to(device)
         self.model.eval()
         self.dtype = str(self.model.dtype).removeprefix("torch.")

@@ -28,11 +28,13 @@ def main() -> None:
 @click.option("--dtype", default="auto", show_default=True, type=click.Choice(["auto", "float32", "float16", "bfloat16"]))
 @click.option("--apply-chat-template", is_flag=True, help="Render prompts with the tokenizer's chat template (instruction-tuned models).")
 @click.option("--trust-remote-code", is_flag=True, help="Allow model code from the Hub to run (off by default).")
+@click.option("--max-new-tokens", default=None, type=click.IntRange(min=1),
+              help="Override the generative tasks' limit (256, lm-eval's default), e.g. for a quick check.")
 @click.option("--seed", default=1234, show_default=True, help="Seed of the few-shot sampler (lm-eval's default).")
 @click.option("--output-dir", default="results", show_default=True, type=click.Path(file_okay=False),
               help="Where results.json, samples/ and the resume cache go.")
 def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, device, dtype,
-        apply_chat_template, trust_remote_code, seed, output_dir) -> None:
+        apply_chat_template, trust_remote_code, max_new_tokens, seed, output_dir) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
     from .backend_hf import HFBackend
     from .runner import ModelInfo, RunConfig, Runner, summary_table
@@ -54,7 +56,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     source = DataSource(data_dir=data_dir, hub_org=hub_org)
     backend = HFBackend(model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code)
     config = RunConfig(num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
-                       seed=seed, device=device, prompts=prompt_names)
+                       seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens)
     runner = Runner(backend, ModelInfo(model, revision, backend.dtype), source, config, output_dir, echo=click.echo)
     result = runner.run(entries)
     click.echo(summary_table(result.results))

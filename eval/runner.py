@@ -31,6 +31,8 @@ class RunConfig:
     seed: int = 1234  # lm-eval's default few-shot seed
     device: str = "cpu"
     prompts: list[str] | None = None  # None = every prompt of each task
+    # Overrides the tasks' max new tokens (as lm-eval's --gen_kwargs max_gen_toks=N).
+    max_new_tokens: int | None = None
     progress: bool = True
 
 
@@ -153,7 +155,8 @@ class Runner:
 
     def _run_gen(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str]) -> tuple[list[dict], int]:
         spec, task = entry.spec, entry.compiled
-        requests = [GenRequest(ctx, tuple(spec.stop), spec.max_new_tokens) for ctx in contexts]
+        max_new = self.config.max_new_tokens or spec.max_new_tokens
+        requests = [GenRequest(ctx, tuple(spec.stop), max_new) for ctx in contexts]
         with self._bar(entry, prompt, len(requests)) as bar:
             values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
         gold_field = {"ner": "entities", "rel": "relations", "ls": "answers", "sum": "target"}[entry.task_id]
@@ -198,6 +201,7 @@ class Runner:
             "config": {
                 "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": c.batch_size,
                 "apply_chat_template": c.apply_chat_template, "seed": c.seed, "device": c.device,
+                "max_new_tokens": c.max_new_tokens,
             },
             "results": result.results,
             "versions": package_versions(),

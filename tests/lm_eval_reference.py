@@ -1,9 +1,9 @@
 """Runs lm-evaluation-harness's own evalita_llm task configs on local JSONL (a script for the parity test).
 
-Usage: python lm_eval_reference.py OUT.json MODEL_DIR DATA_DIR NUM_FEWSHOT LIMIT ENTRY:PROMPT...
-Each ENTRY:PROMPT (e.g. te:p1, ner_adg:p1) loads lm-eval's YAML for that task and
+Usage: python lm_eval_reference.py OUT.json MODEL_DIR DATA_DIR LIMIT MAX_GEN_TOKS ENTRY:PROMPT:K...
+Each ENTRY:PROMPT:K (e.g. te:p1:0, ner_adg:p1:2) loads lm-eval's YAML for that task and
 prompt (includes and !function resolved), points it at DATA_DIR's JSONL files and
-evaluates it with the "hf" model at batch size 1. Writes the per-request arguments
+evaluates it with K shots with the "hf" model at batch size 1. Writes the per-request arguments
 and responses and the aggregated metrics. Run with HF_HUB_OFFLINE=1 and
 HF_DATASETS_OFFLINE=1: nothing may come from the network.
 """
@@ -31,7 +31,7 @@ YAMLS = {
 }
 
 
-def task_config(entry: str, prompt: str, data: Path) -> dict:
+def task_config(entry: str, prompt: str, k: str, data: Path) -> dict:
     import lm_eval
     from evalita_data.registry import get_task
     from lm_eval.tasks._yaml_loader import load_yaml
@@ -46,7 +46,8 @@ def task_config(entry: str, prompt: str, data: Path) -> dict:
     cfg.pop("dataset_name", None)
     cfg.pop("validation_split", None)
     cfg.update(
-        task=f"parity_{entry}_{prompt}",
+        task=f"parity_{entry}_{prompt}_{k}",
+        num_fewshot=int(k),
         dataset_path="json",
         dataset_kwargs={"data_files": files},
         test_split=spec.eval_split,
@@ -56,7 +57,7 @@ def task_config(entry: str, prompt: str, data: Path) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    out, model, data, k, limit, *pairs = argv
+    out, model, data, limit, max_gen, *pairs = argv
     from lm_eval import simple_evaluate
 
     configs = [task_config(*p.split(":"), Path(data)) for p in pairs]
@@ -64,8 +65,8 @@ def main(argv: list[str]) -> None:
         model="hf",
         model_args=f"pretrained={model},dtype=float32",
         tasks=configs,
-        num_fewshot=int(k),
         limit=int(limit),
+        gen_kwargs={"max_gen_toks": int(max_gen)},
         batch_size=1,
         device="cpu",
         log_samples=True,

@@ -26,38 +26,48 @@ from evalita_eval.tasks import DataSource, select_entries  # noqa: E402
 HERE = Path(__file__).parent
 DATA = HERE / "data" / "build"
 LIMIT = 2
+MAX_NEW_TOKENS = 48  # lm-eval's gen_kwargs max_gen_toks; keeps the test quick
 # lm-eval metric name for each of ours.
 LM_EVAL_METRIC = {"acc": "acc,none", "ner_f1": "f1,none", "f1_binary": "f1,none", "sentipolc_f1": "f1,none"}
 
 
-def _reference(tmp: Path, model: Path, k: int, pairs: list[str]) -> dict:
-    out = tmp / f"ref{k}.json"
+# entry:prompt:shots. FAQ p1 answers few-shot examples with the option text; SA p5
+# samples them from a train split; NER p1 is generative (stop at a newline).
+PAIRS = ["te:p1:0", "faq:p3:0", "ner_adg:p1:0", "te:p1:2", "faq:p1:2", "sa:p5:2"]
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    tmp = tmp_path_factory.mktemp("lm-eval")
+    out = tmp / "ref.json"
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                HF_DATASETS_CACHE=str(tmp / "hf-datasets"), TOKENIZERS_PARALLELISM="false")
     proc = subprocess.run(
-        [sys.executable, str(HERE / "lm_eval_reference.py"), str(out), str(model), str(DATA), str(k), str(LIMIT), *pairs],
+        [sys.executable, str(HERE / "lm_eval_reference.py"), str(out), str(tiny_model), str(DATA), str(LIMIT), str(MAX_NEW_TOKENS), *PAIRS],
         env=env, capture_output=True, text=True,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(out.read_text())
 
 
-def _ours(tmp: Path, model: Path, k: int, pairs: list[str]) -> dict[str, list[dict]]:
+def _ours(tmp: Path, model: Path, pairs: list[str]) -> dict[str, dict]:
     backend = HFBackend(str(model), batch_size=1, dtype="float32")
     out = {}
     for pair in pairs:
-        entry, prompt = pair.split(":")
+        entry, prompt, k = pair.split(":")
+        folder = tmp / pair.replace(":", "_")
         runner = Runner(backend, ModelInfo(str(model), None, "float32"), DataSource(DATA),
-                        RunConfig(num_fewshot=k, limit=LIMIT, prompts=[prompt], progress=False), tmp / f"ours{k}", echo=lambda _m: None)
+                        RunConfig(num_fewshot=int(k), limit=LIMIT, prompts=[prompt], progress=False, max_new_tokens=MAX_NEW_TOKENS), folder, echo=lambda _m: None)
         res = runner.run(select_entries([entry]))
-        samples = [json.loads(line) for line in open(tmp / f"ours{k}" / "samples" / f"{entry}_{prompt}.jsonl", encoding="utf-8")]
+        samples = [json.loads(line) for line in open(folder / "samples" / f"{entry}_{prompt}.jsonl", encoding="utf-8")]
         out[pair] = {"samples": samples, "metrics": res.results[entry][prompt]}
     return out
 
 
 def _compare(ref: dict, ours: dict) -> None:
-    for pair, theirs in ref.items():
-        mine = ours[pair]["samples"]
+    for pair, mine_all in ours.items():
+        theirs = ref[pair]
+        mine = mine_all["samples"]
         assert len(mine) == len(theirs["samples"]) == LIMIT, pair
         for s_mine, s_ref in zip(mine, theirs["samples"]):
             contexts = {a[0] for a in s_ref["arguments"]}
@@ -71,16 +81,16 @@ def _compare(ref: dict, ours: dict) -> None:
             else:
                 assert s_mine["generation"] == s_ref["resps"][0][0], (pair, s_ref["doc_id"])
         for ours_name, theirs_name in LM_EVAL_METRIC.items():
-            if ours_name in ours[pair]["metrics"] and theirs_name in theirs["metrics"]:
-                assert ours[pair]["metrics"][ours_name] == pytest.approx(theirs["metrics"][theirs_name], abs=1e-9), (pair, ours_name)
+            if ours_name in mine_all["metrics"] and theirs_name in theirs["metrics"]:
+                assert mine_all["metrics"][ours_name] == pytest.approx(theirs["metrics"][theirs_name], abs=1e-9), (pair, ours_name)
 
 
-def test_zero_shot_parity_with_lm_eval(tiny_model: Path, tmp_path: Path) -> None:
-    pairs = ["te:p1", "faq:p3", "ner_adg:p1"]
-    _compare(_reference(tmp_path, tiny_model, 0, pairs), _ours(tmp_path, tiny_model, 0, pairs))
+def test_zero_shot_parity_with_lm_eval(reference: dict, tiny_model: Path, tmp_path: Path) -> None:
+    _compare(reference, _ours(tmp_path, tiny_model, [p for p in PAIRS if p.endswith(":0")]))
 
 
-def test_few_shot_parity_with_lm_eval(tiny_model: Path, tmp_path: Path) -> None:
-    # FAQ p1 answers with the option text; SA p5 samples from a train split.
-    pairs = ["te:p1", "faq:p1", "sa:p5"]
-    _compare(_reference(tmp_path, tiny_model, 2, pairs), _ours(tmp_path, tiny_model, 2, pairs))
+def test_few_shot_parity_with_lm_eval(reference: dict, tiny_model: Path, tmp_path: Path) -> None:
+    shots = [p for p in PAIRS if p.endswith(":2")]
+    _compare(reference, _ours(tmp_path, tiny_model, shots))
+    # The examples really are in the context: the prompt of doc 0 holds two answered examples.
+    assert reference["te:p1:2"]["samples"][0]["arguments"][0][0].count("\n\n") == 2
