@@ -37,7 +37,15 @@ def task_config(entry: str, prompt: str, k: str, data: Path) -> dict:
     from lm_eval.tasks._yaml_loader import load_yaml
 
     folder = Path(lm_eval.__file__).parent / "tasks" / "evalita_llm"
-    cfg = load_yaml(folder / YAMLS[entry].format(n=prompt.removeprefix("p")))
+    path = folder / YAMLS[entry].format(n=prompt.removeprefix("p"))
+    if entry == "sum":
+        # sum_utils loads HF evaluate's "rouge" script from the Hub at import: keep the
+        # prompt and target, drop its scoring (SUM is not part of the model parity run).
+        cfg = load_yaml(path, resolve_func=False)
+        cfg.pop("process_results", None)
+        cfg["metric_list"] = [{"metric": "exact_match"}]
+    else:
+        cfg = load_yaml(path)
     task_id, _, domain = entry.partition("_")
     spec = get_task(task_id)
     base = data / task_id / domain if domain else data / task_id
