@@ -100,6 +100,8 @@ class HFBackend:
         for req, (_ctx, cont) in zip(requests, encoded):
             if not cont:
                 raise ValueError(f"continuation {req.continuation!r} encodes to no tokens")
+            if len(cont) > self.max_length:
+                raise ValueError(f"continuation {req.continuation[:40]!r}... has {len(cont)} tokens, more than the model's maximum length {self.max_length}")
         # Longest first, as lm-eval's Collator; ties keep the input order.
         order = sorted(range(len(requests)), key=lambda i: -len(encoded[i][0] + encoded[i][1]))
         out: list[LLResult | None] = [None] * len(requests)
