@@ -53,12 +53,19 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
         unknown = sorted(set(prompt_names) - known)
         if unknown:
             raise click.BadParameter(f"unknown prompt(s) {', '.join(unknown)}; the tasks have {', '.join(sorted(known))}", param_hint="--prompts")
+    import datasets
+
+    datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
     source = DataSource(data_dir=data_dir, hub_org=hub_org)
-    backend = HFBackend(model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code)
     config = RunConfig(num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
                        seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens)
-    runner = Runner(backend, ModelInfo(model, revision, backend.dtype), source, config, output_dir, echo=click.echo)
-    result = runner.run(entries)
+    try:
+        backend = HFBackend(model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code)
+        runner = Runner(backend, ModelInfo(model, revision, backend.dtype), source, config, output_dir, echo=click.echo)
+        result = runner.run(entries)
+    except (FileNotFoundError, ValueError, RuntimeError) as err:
+        # Bad data folder, missing split, too few few-shot examples, no chat template, no CUDA...
+        raise click.ClickException(str(err)) from err
     click.echo(summary_table(result.results))
     click.echo(f"{result.computed} requests computed, the rest read from {runner.cache.path}; results in {output_dir}/results.json")
 

@@ -61,10 +61,25 @@ def _class_f1(gold: Sequence[int], pred: Sequence[int], label: int) -> float:
     return 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
 
 
+def per_label_f1(gold: Sequence[int], pred: Sequence[int]) -> list[float]:
+    """sklearn's f1_score(average=None): F1 of each label present in gold or prediction, sorted."""
+    return [_class_f1(gold, pred, c) for c in sorted(set(gold) | set(pred))]
+
+
 def macro_f1(gold: Sequence[int], pred: Sequence[int]) -> float:
-    """sklearn's f1_score(average="macro"): mean over the labels present in gold or prediction."""
-    labels = sorted(set(gold) | set(pred))
-    return _mean([_class_f1(gold, pred, c) for c in labels])
+    """sklearn's f1_score(average="macro")."""
+    return _mean(per_label_f1(gold, pred))
+
+
+def _concat_labels(samples: Samples, labeller: Callable[[str, list], tuple[list[int], list[int]]]) -> tuple[list[int], list[int]]:
+    """(gold, predicted) labels of all samples, concatenated as lm-eval's aggregations do."""
+    gold: list[int] = []
+    pred: list[int] = []
+    for s in samples:
+        p, g = labeller(s["generation"], s["gold"])
+        pred += p
+        gold += g
+    return gold, pred
 
 
 def _gold_pred(samples: Samples) -> tuple[list[int], list[int]]:
@@ -131,18 +146,9 @@ def ner_labels(generation: str, gold: list[dict]) -> tuple[list[int], list[int]]
     return res_labels, gold_labels
 
 
-def _sklearn_f1_per_label(gold: list[int], pred: list[int]) -> list[float]:
-    return [_class_f1(gold, pred, c) for c in sorted(set(gold) | set(pred))]
-
-
 def ner_f1(samples: Samples) -> float:
     """lm-eval ``_aggreg_ner``: per-label F1 over all labels, mean of all but the last (``O``) one."""
-    pred, gold = [], []
-    for s in samples:
-        p, g = ner_labels(s["generation"], s["gold"])
-        pred += p
-        gold += g
-    f1 = _sklearn_f1_per_label(gold, pred)
+    f1 = per_label_f1(*_concat_labels(samples, ner_labels))
     if not f1:
         return 0.0
     return sum(f1[:-1]) / (len(f1) - 1) if len(f1) > 1 else f1[0]
@@ -193,12 +199,7 @@ def rel_labels(generation: str, gold: list[list[str]]) -> tuple[list[int], list[
 
 def rel_f1(samples: Samples) -> float:
     """lm-eval ``_aggreg_rel``: sklearn macro F1 over the concatenated 0/1 labels."""
-    pred, gold = [], []
-    for s in samples:
-        p, g = rel_labels(s["generation"], s["gold"])
-        pred += p
-        gold += g
-    return macro_f1(gold, pred)
+    return macro_f1(*_concat_labels(samples, rel_labels))
 
 
 def rel_f1_strict(samples: Samples) -> float:

@@ -92,8 +92,17 @@ def test_run_on_pipeline_build(tiny_model: Path, tmp_path: Path) -> None:
 def test_missing_split_is_a_clear_error(tiny_model: Path, tmp_path: Path) -> None:
     (tmp_path / "build" / "te").mkdir(parents=True)
     result = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(tmp_path / "build"), "--tasks", "te", "--output-dir", str(tmp_path / "o")])
-    assert result.exit_code != 0
-    assert "te: no split 'test'" in str(result.exception)
+    assert result.exit_code == 1
+    assert "Error: te: no split 'test'" in result.output
+
+
+def test_no_chat_template_is_a_clear_error(tiny_model: Path, tmp_path: Path) -> None:
+    from evalita_eval.backend_hf import HFBackend
+
+    backend = HFBackend(str(tiny_model))
+    backend.tokenizer.chat_template = None
+    with pytest.raises(ValueError, match="has no chat template; run without --apply-chat-template"):
+        backend.apply_chat_template([{"role": "user", "content": "ciao"}])
 
 
 def test_unknown_task_is_a_usage_error(tmp_path: Path) -> None:
