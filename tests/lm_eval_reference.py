@@ -1,9 +1,10 @@
 """Runs lm-evaluation-harness's own evalita_llm task configs on local JSONL (a script for the parity test).
 
-Usage: python lm_eval_reference.py OUT.json MODEL_DIR DATA_DIR LIMIT MAX_GEN_TOKS ENTRY:PROMPT:K...
+Usage: python lm_eval_reference.py OUT.json MODEL_DIR DATA_DIR LIMIT MAX_GEN_TOKS CHAT ENTRY:PROMPT:K...
 Each ENTRY:PROMPT:K (e.g. te:p1:0, ner_adg:p1:2) loads lm-eval's YAML for that task and
 prompt (includes and !function resolved), points it at DATA_DIR's JSONL files and
-evaluates it with K shots with the "hf" model at batch size 1. Writes the per-request arguments
+evaluates it with K shots with the "hf" model at batch size 1; CHAT=1 applies the
+tokenizer's chat template, few-shot examples as turns. Writes the per-request arguments
 and responses and the aggregated metrics. Run with HF_HUB_OFFLINE=1 and
 HF_DATASETS_OFFLINE=1: nothing may come from the network.
 """
@@ -65,7 +66,7 @@ def task_config(entry: str, prompt: str, k: str, data: Path) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    out, model, data, limit, max_gen, *pairs = argv
+    out, model, data, limit, max_gen, chat, *pairs = argv
     from lm_eval import simple_evaluate
 
     configs = [task_config(*p.split(":"), Path(data)) for p in pairs]
@@ -74,6 +75,8 @@ def main(argv: list[str]) -> None:
         model_args=f"pretrained={model},dtype=float32",
         tasks=configs,
         limit=int(limit),
+        apply_chat_template=chat == "1",
+        fewshot_as_multiturn=chat == "1",
         gen_kwargs={"max_gen_toks": int(max_gen)},
         batch_size=1,
         device="cpu",

@@ -36,35 +36,43 @@ LM_EVAL_METRIC = {"acc": "acc,none", "ner_f1": "f1,none", "f1_binary": "f1,none"
 PAIRS = ["te:p1:0", "faq:p3:0", "ner_adg:p1:0", "te:p1:2", "faq:p1:2", "sa:p5:2"]
 
 
-@pytest.fixture(scope="module")
-def reference(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    tmp = tmp_path_factory.mktemp("lm-eval")
+CHAT_PAIRS = ["te:p1:2", "ner_adg:p1:1"]
+
+
+def _lm_eval(model: Path, tmp: Path, chat: bool, pairs: list[str]) -> dict:
     out = tmp / "ref.json"
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                HF_DATASETS_CACHE=str(tmp / "hf-datasets"), TOKENIZERS_PARALLELISM="false")
     proc = subprocess.run(
-        [sys.executable, str(HERE / "lm_eval_reference.py"), str(out), str(tiny_model), str(DATA), str(LIMIT), str(MAX_NEW_TOKENS), *PAIRS],
+        [sys.executable, str(HERE / "lm_eval_reference.py"), str(out), str(model), str(DATA), str(LIMIT),
+         str(MAX_NEW_TOKENS), "1" if chat else "0", *pairs],
         env=env, capture_output=True, text=True,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(out.read_text())
 
 
-def _ours(tmp: Path, model: Path, pairs: list[str]) -> dict[str, dict]:
+@pytest.fixture(scope="module")
+def reference(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return _lm_eval(tiny_model, tmp_path_factory.mktemp("lm-eval"), False, PAIRS)
+
+
+def _ours(tmp: Path, model: Path, pairs: list[str], chat: bool = False) -> dict[str, dict]:
     backend = HFBackend(str(model), batch_size=1, dtype="float32")
     out = {}
     for pair in pairs:
         entry, prompt, k = pair.split(":")
         folder = tmp / pair.replace(":", "_")
         runner = Runner(backend, ModelInfo(str(model), None, "float32"), DataSource(DATA),
-                        RunConfig(num_fewshot=int(k), limit=LIMIT, prompts=[prompt], progress=False, max_new_tokens=MAX_NEW_TOKENS), folder, echo=lambda _m: None)
+                        RunConfig(num_fewshot=int(k), limit=LIMIT, prompts=[prompt], progress=False,
+                                  max_new_tokens=MAX_NEW_TOKENS, apply_chat_template=chat), folder, echo=lambda _m: None)
         res = runner.run(select_entries([entry]))
         samples = [json.loads(line) for line in open(folder / "samples" / f"{entry}_{prompt}.jsonl", encoding="utf-8")]
         out[pair] = {"samples": samples, "metrics": res.results[entry][prompt]}
     return out
 
 
-def _compare(ref: dict, ours: dict) -> None:
+def _compare(ref: dict, ours: dict, delimiter: str = " ") -> None:
     for pair, mine_all in ours.items():
         theirs = ref[pair]
         mine = mine_all["samples"]
@@ -73,7 +81,7 @@ def _compare(ref: dict, ours: dict) -> None:
             contexts = {a[0] for a in s_ref["arguments"]}
             assert contexts == {s_mine["prompt"]}, (pair, s_ref["doc_id"])
             if "loglikelihoods" in s_mine:
-                assert [a[1] for a in s_ref["arguments"]] == [" " + c for c in s_mine["choices"]]
+                assert [a[1] for a in s_ref["arguments"]] == [delimiter + c for c in s_mine["choices"]]
                 lls_ref = [r[0][0] for r in s_ref["resps"]]
                 for mine_ll, ref_ll in zip(s_mine["loglikelihoods"], lls_ref, strict=True):
                     assert abs(mine_ll - ref_ll) <= 1e-6 * abs(ref_ll) + 1e-5, (pair, s_ref["doc_id"], mine_ll, ref_ll)
@@ -94,3 +102,10 @@ def test_few_shot_parity_with_lm_eval(reference: dict, tiny_model: Path, tmp_pat
     _compare(reference, _ours(tmp_path, tiny_model, shots))
     # The examples really are in the context: the prompt of doc 0 holds two answered examples.
     assert reference["te:p1:2"]["samples"][0]["arguments"][0][0].count("\n\n") == 2
+
+
+def test_chat_template_parity_with_lm_eval(tiny_model: Path, tmp_path: Path) -> None:
+    """Chat mode: examples as user/assistant turns, choices scored with no leading space."""
+    ref = _lm_eval(tiny_model, tmp_path, True, CHAT_PAIRS)
+    _compare(ref, _ours(tmp_path, tiny_model, CHAT_PAIRS, chat=True), delimiter="")
+    assert ref["te:p1:2"]["samples"][0]["arguments"][0][0].startswith("<s><|user|>")
