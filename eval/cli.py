@@ -36,6 +36,8 @@ def main() -> None:
 def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, device, dtype,
         apply_chat_template, trust_remote_code, max_new_tokens, seed, output_dir) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
+    from evalita_data.prompts import PromptError
+
     from .backend_hf import HFBackend
     from .runner import ModelInfo, RunConfig, Runner, summary_table
     from .tasks import DataSource, select_entries
@@ -47,6 +49,11 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
         entries = select_entries(split(tasks))
     except KeyError as err:
         raise click.BadParameter(err.args[0], param_hint="--tasks") from None
+    try:
+        for entry in entries:
+            entry.compiled  # every template checked against the schema before any model work
+    except PromptError as err:
+        raise click.ClickException(str(err)) from err
     prompt_names = split(prompts)
     if prompt_names:
         known = {p.name for e in entries for p in e.spec.prompts}
