@@ -96,7 +96,7 @@ class TaskReport:
     cells: dict[tuple[str, str], stats.BootstrapResult] = field(default_factory=dict)
     # model -> bootstrap scores of AvgP (percent), when every cell was bootstrapped.
     avg_scores: dict[str, np.ndarray] = field(default_factory=dict)
-    rank_basis: str = "prompts"
+    rank_basis: str = "the per-prompt scores (Welch t-test across prompts; no bootstrap)"
 
 
 def build_task_report(task: str, runs: Sequence[RunResults]) -> TaskReport:
