@@ -242,8 +242,9 @@ def runs_table(runs: Sequence[RunResults]) -> TextTable:
     for r in runs:
         c = r.config
         total = sum(float(v) for v in r.timing.values()) if r.timing else None
+        limit = "all" if c.get("limit") is None else str(c["limit"])
         rows.append([r.display, r.model.get("name_or_path", ""), str(r.model.get("revision") or "–"),
-                     str(r.model.get("dtype") or ""), str(c.get("num_fewshot", "")), "all" if c.get("limit") is None else str(c["limit"]),
+                     str(r.model.get("dtype") or ""), str(c.get("num_fewshot", "")), limit,
                      str(c.get("apply_chat_template", "")), str(c.get("device", "")),
                      f"{total / 60:.1f} min" if total is not None else "", str(r.path)])
     return TextTable(["model", "name_or_path", "revision", "dtype", "shots", "limit", "chat template", "device",
