@@ -185,7 +185,7 @@ class Summary:
     ranks_by_alpha: np.ndarray  # [alpha, model], over common_tasks
 
 
-def summarize(reports: Sequence[TaskReport], models: list[str], alpha: float) -> Summary:
+def summarize(reports: Sequence[TaskReport], models: list[str]) -> Summary:
     rank_input = {}
     for rep in reports:
         t = rep.table
@@ -277,7 +277,7 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
         else:
             for rep in reports:
                 add_bootstrap(rep, runs, scorer, k, seed, progress)
-    summary = summarize(reports, models, alpha)
+    summary = summarize(reports, models)
 
     plots_dir = out / "plots"
     plots_dir.mkdir(parents=True, exist_ok=True)
