@@ -14,16 +14,14 @@ from evalita_data.rawsource import RawSource
 from evalita_data.report import ConversionReport
 from evalita_data.schema_check import record_problems
 
+from convert_helpers import run_converter
+
 SAMPLES = Path(__file__).parent / "data" / "raw" / "ner"
 FULL = Path(__file__).parents[1] / "raw" / "ner"
 
 
 def run(folder: Path, seed: int = 0) -> tuple[dict[str, list[dict]], ConversionReport]:
-    report = ConversionReport()
-    out: dict[str, list[dict]] = {}
-    for split, rec in convert(RawSource(folder), report, seed):
-        out.setdefault(split, []).append(rec)
-    return out, report
+    return run_converter(convert, folder, seed)
 
 
 @pytest.fixture(scope="module")
