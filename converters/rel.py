@@ -90,6 +90,9 @@ def read_documents(source: RawSource, name: str) -> list[Document]:
                                   f"and optionally TAB <rml text> TAB <event text>; found {len(fields)} fields {fields[:2]}")
             rml = _span_in(text, fields[2], path, rel_lineno, docid, "RML")
             event = _span_in(text, fields[3], path, rel_lineno, docid, "EVENT")
+            for what, (start, end) in (("RML", rml), ("EVENT", event)):
+                if text[start:end] != text[start:end].strip():
+                    raise SourceError(path, rel_lineno, f"document {docid}: {what} offsets {start}-{end} hold {text[start:end]!r}; expected a mention without surrounding whitespace")
             for what, (start, end), given in zip(("RML", "EVENT"), (rml, event), fields[4:]):
                 if text[start:end] != given:
                     raise SourceError(path, rel_lineno, f"document {docid}: {what} text is {given!r} but offsets {start}-{end} hold {text[start:end]!r}")

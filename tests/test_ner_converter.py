@@ -10,7 +10,6 @@ import pytest
 from evalita_data.converters.ner import REPAIR_I, convert
 from evalita_data.errors import MissingSource, SourceError
 from evalita_data.pipeline import build
-from evalita_data.rawsource import RawSource
 from evalita_data.report import ConversionReport
 from evalita_data.schema_check import record_problems
 

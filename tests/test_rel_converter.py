@@ -119,8 +119,8 @@ def test_cross_sentence_relation_is_reported_with_its_document(tmp_path):
 
 
 def test_mention_between_sentences_is_reported(tmp_path):
-    # RML 3-5 is ". ": it starts in the first sentence and ends after it.
-    write_part(tmp_path, {**FIXTURE, "D3": ("A 1. B 2.", ["3-5\t0-1"])})
+    # RML 2-6 is "1. B": it starts in the first sentence and ends in the second.
+    write_part(tmp_path, {**FIXTURE, "D3": ("A 1. B 2.", ["2-6\t0-1"])})
     _, report = run(tmp_path)
     assert report.dropped[OUTSIDE] == 1
     assert report.examples[f"dropped: {OUTSIDE}"] == ["document D3, line 12"]
@@ -140,6 +140,7 @@ def test_test_split_is_built_when_present(tmp_path):
         ("3-11\t0-200", "document D1: EVENT offsets 0-200 are outside the document"),
         ("3-11\t0-2\t120 mmHg\tFC", "document D1: EVENT text is 'FC' but offsets 0-2 hold 'PA'"),
         ("3-11\t2-0", "document D1: EVENT offsets is '2-0'"),
+        ("2-11\t0-2", "document D1: RML offsets 2-11 hold ' 120 mmHg'; expected a mention without surrounding whitespace"),
         ("3-11", "document D1: expected 'D1 TAB REL"),
     ],
 )
