@@ -41,7 +41,7 @@ PARTS = {"train": "training", "test": "test"}
 DOCID = re.compile(r"[A-Za-z0-9_.-]+")
 SENT_TOK = re.compile(r"(\d+)-(\d+)", re.ASCII)
 CROSS = "relation whose RML and EVENT are in different sentences"
-OUTSIDE = "relation with a mention outside every sentence"
+OUTSIDE = "relation with a mention not inside one sentence"
 TEST_HINT = ("The CLinkaRT test set is not public: ask the organisers (https://e3c.fbk.eu/clinkart) and put "
              "test.txt and test_tokenized/<docid>.tsv (same formats as the training files) in raw/rel/.")
 
