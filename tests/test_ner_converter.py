@@ -144,3 +144,10 @@ def test_full_data_counts():
         "wn/train": 10912, "wn/dev": 2594, "wn/trial": 5, "wn/test": 2088,
     }
     assert report.repaired == Counter({REPAIR_I: 16})
+    # Entity counts of the KIND evalita-2023 README (train files).
+    types = {d: Counter(e["type"] for rec in splits[f"{d}/train"] for e in rec["entities"]) for d in ("adg", "fic", "wn")}
+    assert types == {
+        "adg": {"LOC": 915, "PER": 889, "ORG": 1531},
+        "fic": {"LOC": 587, "PER": 3177, "ORG": 137},
+        "wn": {"LOC": 4800, "PER": 5325, "ORG": 4454},
+    }
