@@ -98,7 +98,8 @@ def parse_xml(source: RawSource, name: str) -> Element:
         return _safe_fromstring(data, forbid_dtd=False, forbid_entities=True, forbid_external=True)
     except ParseError as err:
         line, col = err.position
-        raise SourceError(path, line, f"malformed XML ({err.msg if hasattr(err, 'msg') else err}) at column {col}") from None
+        reason = str(err).split(": line")[0]  # the position is given separately
+        raise SourceError(path, line, f"malformed XML ({reason} at column {col}); expected well-formed XML") from None
     except DefusedXmlException as err:
         raise SourceError(path, None, f"refused XML construct: {err}; entity declarations and external references are not allowed") from None
 
