@@ -1,7 +1,6 @@
 """KIND IOB -> sentence records: real sentences, repairs, bad input, the build."""
 
 import json
-import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -86,15 +85,6 @@ def test_record_check_catches_missing_and_misordered_entities():
     assert record_problems("ner", {"text": "Roma ", "entities": []})[0].startswith("text: ")
 
 
-def write_domain_files(folder: Path, bad_name: str | None = None, bad_content: bytes = b"") -> None:
-    """Copies of the sample files, with one of them replaced."""
-    folder.mkdir()
-    for f in SAMPLES.glob("*.tsv"):
-        shutil.copy(f, folder / f.name)
-    if bad_name:
-        (folder / bad_name).write_bytes(bad_content)
-
-
 @pytest.mark.parametrize(
     "content, line, message",
     [
@@ -105,24 +95,25 @@ def write_domain_files(folder: Path, bad_name: str | None = None, bad_content: b
         (b"\tO\n", 1, "token '' is empty"),
     ],
 )
-def test_bad_input_names_file_and_line(tmp_path, content, line, message):
-    write_domain_files(tmp_path / "ner", "FIC_train.tsv", content)
+def test_bad_input_names_file_and_line(raw_copy, content, line, message):
+    folder = raw_copy("ner") / "ner"
+    (folder / "FIC_train.tsv").write_bytes(content)
     with pytest.raises(SourceError) as err:
-        run(tmp_path / "ner")
+        run(folder)
     assert err.value.path.endswith("FIC_train.tsv")
     assert err.value.where == line
     assert message in err.value.message
 
 
-def test_missing_test_file_is_reported_and_missing_train_fails(tmp_path):
-    write_domain_files(tmp_path / "ner")
-    (tmp_path / "ner" / "ADG_test.tsv").unlink()
-    splits, report = run(tmp_path / "ner")
+def test_missing_test_file_is_reported_and_missing_train_fails(raw_copy):
+    folder = raw_copy("ner") / "ner"
+    (folder / "ADG_test.tsv").unlink()
+    splits, report = run(folder)
     assert "adg/test" not in splits and len(splits["fic/test"]) == 25
     assert [m.splits for m in report.missing] == [["adg/test"]]
-    (tmp_path / "ner" / "WN_dev.tsv").unlink()
+    (folder / "WN_dev.tsv").unlink()
     with pytest.raises(MissingSource, match="WN_dev.tsv"):
-        run(tmp_path / "ner")
+        run(folder)
 
 
 def test_build_writes_config_folders_and_counts(tmp_path):
