@@ -38,6 +38,14 @@ def test_manifest_describes_inputs_and_outputs(samples_raw: Path, tmp_path: Path
     assert "né" in (out / "wic/dev.jsonl").read_text("utf-8")
 
 
+def test_several_tasks_after_one_option(samples_raw: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    result = CliRunner().invoke(main, ["build", "--raw", str(samples_raw), "--out", str(out), "--task", "wic", "sa", "hs"])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert sorted(manifest["tasks"]) == ["hs", "sa", "wic"]
+
+
 def test_rebuilding_one_task_keeps_the_others(samples_raw: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
     runner = CliRunner()
