@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Iterator
+import random
+from typing import Iterator, Sequence, TypeVar
 from xml.etree.ElementTree import Element, ParseError
 
 from defusedxml import DefusedXmlException
@@ -11,6 +12,8 @@ from defusedxml.ElementTree import fromstring as _safe_fromstring
 
 from ..errors import SourceError
 from ..rawsource import RawSource
+
+T = TypeVar("T")
 
 
 def iter_lines(source: RawSource, name: str) -> Iterator[tuple[int, str]]:
@@ -99,3 +102,53 @@ def parse_xml(source: RawSource, name: str) -> Element:
         raise SourceError(path, line, f"malformed XML ({reason} at column {col}); expected well-formed XML") from None
     except DefusedXmlException as err:
         raise SourceError(path, None, f"refused XML construct: {err}; entity declarations and external references are not allowed") from None
+
+
+def option_key(text: str) -> str:
+    """How two answer options are compared: whitespace runs collapsed, case folded."""
+    return " ".join(text.split()).casefold()
+
+
+def seeded_rng(*parts: object) -> random.Random:
+    """A private generator for one named random choice.
+
+    Seeding with a string is stable across runs and platforms (Python hashes it
+    with SHA-512), so e.g. ``seeded_rng("faq-options", seed, faq_id)`` gives each
+    item its own stream: adding an item never changes the draws of another.
+    """
+    return random.Random(":".join(str(p) for p in parts))
+
+
+def balanced_positions(n: int, k: int, rng: random.Random) -> list[int]:
+    """``n`` answer positions in ``range(k)``, each used ``n // k`` or ``n // k + 1`` times, seeded order.
+
+    Used for the position of the correct option, so that no letter is favoured.
+    """
+    positions = [i % k for i in range(n)]
+    rng.shuffle(positions)
+    return positions
+
+
+def place_at(items: Sequence[T], position: int, item: T) -> list[T]:
+    """``items`` with ``item`` inserted at ``position``."""
+    out = list(items)
+    out.insert(position, item)
+    return out
+
+
+def seeded_split(keys: Sequence[T], sizes: dict[str, int], rng: random.Random) -> dict[T, str]:
+    """Assign ``sizes[split]`` keys to each split (in the order given) by a seeded shuffle.
+
+    Keys left over are not in the result: the caller reports them.
+    """
+    if sum(sizes.values()) > len(keys):
+        raise ValueError(f"split sizes {sizes} exceed the {len(keys)} items")
+    order = list(keys)
+    rng.shuffle(order)
+    assignment: dict[T, str] = {}
+    start = 0
+    for split, size in sizes.items():
+        for key in order[start:start + size]:
+            assignment[key] = split
+        start += size
+    return assignment
