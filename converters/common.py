@@ -12,6 +12,7 @@ from defusedxml.ElementTree import fromstring as _safe_fromstring
 
 from ..errors import SourceError
 from ..rawsource import RawSource
+from ..report import ConversionReport
 
 T = TypeVar("T")
 
@@ -102,6 +103,16 @@ def parse_xml(source: RawSource, name: str) -> Element:
         raise SourceError(path, line, f"malformed XML ({reason} at column {col}); expected well-formed XML") from None
     except DefusedXmlException as err:
         raise SourceError(path, None, f"refused XML construct: {err}; entity declarations and external references are not allowed") from None
+
+
+def clean_text(text: str, report: ConversionReport, where: str) -> str:
+    """CRLF inside a text -> LF, surrounding whitespace removed; each change counted as a repair."""
+    cleaned = text.replace("\r\n", "\n").strip()
+    if "\r\n" in text:
+        report.repair("CRLF line break inside the text written as LF", where)
+    if text.replace("\r\n", "\n") != cleaned:
+        report.repair("surrounding whitespace removed", where)
+    return cleaned
 
 
 def option_key(text: str) -> str:

@@ -27,7 +27,7 @@ from typing import Iterator, NamedTuple
 from ..errors import MissingSource, SourceError
 from ..rawsource import RawSource
 from ..report import ConversionReport
-from .common import balanced_positions, option_key, parse_xml, place_at, require_text, seeded_rng, seeded_split
+from .common import balanced_positions, clean_text, option_key, parse_xml, place_at, require_text, seeded_rng, seeded_split
 
 CSV_NAME = "faqs_uft8_QA.csv"
 XML_NAME = "faqs_uft8_QA.xml"
@@ -94,15 +94,6 @@ def check_xml(source: RawSource, faqs: list[Faq]) -> None:
             if xml_value != csv_value:
                 raise SourceError(path, f"<faq> {n}, id={values[0]}",
                                   f"{field} differs from {CSV_NAME} (id={faq.id}): {xml_value[:60]!r} vs {csv_value[:60]!r}; expected identical values")
-
-
-def clean_text(text: str, report: ConversionReport, where: str) -> str:
-    cleaned = text.replace("\r\n", "\n").strip()
-    if "\r\n" in text:
-        report.repair("CRLF line break inside the text written as LF", where)
-    if text.replace("\r\n", "\n") != cleaned:
-        report.repair("surrounding whitespace removed", where)
-    return cleaned
 
 
 def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[tuple[str, dict]]:
