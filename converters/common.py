@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import random
 from typing import Iterator, Sequence, TypeVar
@@ -57,6 +58,25 @@ def iter_tsv(source: RawSource, name: str, ncols: int) -> Iterator[tuple[int, li
                 source.root / name, lineno, f"expected {ncols} TAB-separated fields, found {len(fields)}"
             )
         yield lineno, fields
+
+
+def iter_csv(source: RawSource, name: str, delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:
+    """(line where the record starts, fields) for every record of an RFC 4180 CSV file.
+
+    Quoted fields may span lines; a malformed record (e.g. an unclosed quote) is a
+    :class:`SourceError` naming the line. Streams: the file is never held whole.
+    """
+    path = source.root / name
+    with source.open_text(name) as fh:
+        reader = csv.reader(fh, delimiter=delimiter, strict=True)
+        start = 1
+        try:
+            for row in reader:
+                yield start, row
+                start = reader.line_num + 1
+        except csv.Error as err:
+            raise SourceError(path, start, f"malformed CSV record ({err}); expected {delimiter!r}-separated fields, "
+                              'quoted with "" escaping') from None
 
 
 _TYPE_NAMES = {str: "a string", int: "an integer"}

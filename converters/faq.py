@@ -20,14 +20,13 @@ Options and letters depend on the task seed only.
 
 from __future__ import annotations
 
-import csv
 from collections import Counter
 from typing import Iterator, NamedTuple
 
 from ..errors import MissingSource, SourceError
 from ..rawsource import RawSource
 from ..report import ConversionReport
-from .common import balanced_positions, clean_text, option_key, parse_xml, place_at, require_text, seeded_rng, seeded_split
+from .common import balanced_positions, clean_text, iter_csv, option_key, parse_xml, place_at, require_text, seeded_rng, seeded_split
 
 CSV_NAME = "faqs_uft8_QA.csv"
 XML_NAME = "faqs_uft8_QA.xml"
@@ -50,28 +49,22 @@ def read_csv(source: RawSource) -> list[tuple[int, Faq]]:
     path = source.root / CSV_NAME
     out: list[tuple[int, Faq]] = []
     seen: set[str] = set()
-    with source.open_text(CSV_NAME) as fh:
-        reader = csv.reader(fh, delimiter=";", strict=True)
-        try:
-            header = next(reader, None)
-            if header != HEADER:
-                raise SourceError(path, 1, f"header is {header}; expected {';'.join(HEADER)}")
-            lineno = reader.line_num + 1
-            for row in reader:
-                if len(row) != len(HEADER):
-                    raise SourceError(path, lineno, f"{len(row)} fields; expected {len(HEADER)} ({';'.join(HEADER)})")
-                faq = Faq(*row)
-                if not faq.id.isdigit():
-                    raise SourceError(path, lineno, f"id is {faq.id!r}; expected digits")
-                if faq.id in seen:
-                    raise SourceError(path, lineno, f"duplicate id {faq.id}")
-                seen.add(faq.id)
-                require_text(faq.question, path, lineno, "question")
-                require_text(faq.answer, path, lineno, "answer")
-                out.append((lineno, faq))
-                lineno = reader.line_num + 1
-        except csv.Error as err:
-            raise SourceError(path, reader.line_num, f"malformed CSV ({err}); expected ';'-separated fields, quoted with \"\" escaping") from None
+    for lineno, row in iter_csv(source, CSV_NAME, delimiter=";"):
+        if lineno == 1:
+            if row != HEADER:
+                raise SourceError(path, 1, f"header is {row}; expected {';'.join(HEADER)}")
+            continue
+        if len(row) != len(HEADER):
+            raise SourceError(path, lineno, f"{len(row)} fields; expected {len(HEADER)} ({';'.join(HEADER)})")
+        faq = Faq(*row)
+        if not faq.id.isdigit():
+            raise SourceError(path, lineno, f"id is {faq.id!r}; expected digits")
+        if faq.id in seen:
+            raise SourceError(path, lineno, f"duplicate id {faq.id}")
+        seen.add(faq.id)
+        require_text(faq.question, path, lineno, "question")
+        require_text(faq.answer, path, lineno, "answer")
+        out.append((lineno, faq))
     if not out:
         raise SourceError(path, None, "no FAQ records after the header")
     return out
