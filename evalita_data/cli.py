@@ -28,11 +28,18 @@ def main() -> None:
 @click.option("--task", "tasks", type=TASK_CHOICE, multiple=True,
               help="Task to build (repeatable, or several after one --task); default: all ten.")
 @click.option("--seed", type=int, default=None,
-              help="Override every task's documented seed (FAQ distractors, AT shuffling, SUM sampling).")
+              help="Override the construction seed (FAQ distractors and letters, AT option order); "
+                   "splits and the SUM sample use fixed seeds and do not change.")
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: on a terminal only).")
-def build(raw: Path, out: Path, tasks: tuple[str, ...], seed: int | None, progress: bool | None) -> None:
-    """Convert raw/<task>/ originals into validated <out>/<task>/<split>.jsonl files."""
+@click.argument("more_tasks", nargs=-1, type=TASK_CHOICE, metavar="[TASK]...")
+def build(raw: Path, out: Path, tasks: tuple[str, ...], seed: int | None, progress: bool | None, more_tasks: tuple[str, ...]) -> None:
+    """Convert raw/<task>/ originals into validated <out>/<task>/<split>.jsonl files.
+
+    Task names may also follow the options: ``--task faq at ls sum``.
+    """
     from .pipeline import build as run_build
+
+    tasks = tuple(dict.fromkeys(tasks + more_tasks))
 
     if progress is None:
         progress = sys.stderr.isatty()
