@@ -192,12 +192,23 @@ def read_sheet(ws, path: object, file_name: str, year: str, report: ConversionRe
         yield Question(qid, src, question, options)
 
 
+def workbook_names(source: RawSource, report: ConversionReport) -> list[str]:
+    """The workbooks to read; Excel's lock files (``~$name.xlsx``, left while a file is open) are skipped."""
+    names = []
+    for name in source.glob("*.xlsx"):
+        if name.rsplit("/", 1)[-1].startswith("~$"):
+            report.note(f"skipped Excel lock file {name}", "not a workbook")
+        else:
+            names.append(name)
+    return names
+
+
 def read_questions(source: RawSource, report: ConversionReport) -> tuple[list[Question], list[dict]]:
     """Usable questions in source order, and every exclusion with its reason."""
     questions: list[Question] = []
     excluded: list[dict] = []
     years: dict[str, str] = {}
-    for name in source.glob("*.xlsx"):
+    for name in workbook_names(source, report):
         path = source.path(name)
         try:
             wb = load_workbook(path, read_only=True, data_only=True, keep_vba=False)
@@ -227,7 +238,7 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
     others = [n for n in source.glob("*") if n.lower().endswith((".xls", ".xlsm", ".xlsb", ".ods", ".csv"))]
     if others:
         raise SourceError(source.root / others[0], None, "not an .xlsx workbook; save it as .xlsx (Excel workbook) to use it")
-    if not source.glob("*.xlsx"):
+    if not workbook_names(source, ConversionReport()):
         raise MissingSource("at", ["*.xlsx"], HINT)
     questions, excluded = read_questions(source, report)
     if not questions:

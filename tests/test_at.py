@@ -154,6 +154,9 @@ def test_same_year_twice_and_other_formats(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match=r"old_2016.xls: not an .xlsx workbook"):
         run_converter("at", task_dir, 1)
     (task_dir / "old_2016.xls").unlink()
+    (task_dir / "~$a.xlsx").write_bytes(b"lock")  # Excel's lock file of an open workbook: skipped
+    pairs, report = run_converter("at", task_dir, 1)
+    assert len(pairs) == 3 and "skipped Excel lock file ~$a.xlsx" in report.notes
     (task_dir / "broken_2016.xlsx").write_bytes(b"not a zip")
     with pytest.raises(SourceError, match=r"broken_2016.xlsx: cannot open as an Excel .xlsx workbook"):
         run_converter("at", task_dir, 1)

@@ -93,12 +93,21 @@ def test_several_files_are_one_pool(tmp_path: Path) -> None:
     ("source,target\nA,B,C\n", r"data.csv:2: 3 fields; expected 2 as in the header"),
     ("source,target,source\nA,B,C\n", r"names 'source' or 'target' twice"),
     ("", r"empty file"),
+    ("source,target\nA\n", r"data.csv:2: 1 fields; expected 2"),
 ])
 def test_bad_csv(tmp_path: Path, content: str, message: str) -> None:
     (tmp_path / "sum").mkdir()
     (tmp_path / "sum" / "data.csv").write_text(content, "utf-8")
     with pytest.raises(SourceError, match=message):
         run_converter("sum", tmp_path / "sum", 0)
+
+
+def test_byte_order_mark_and_column_order(tmp_path: Path) -> None:
+    (tmp_path / "sum").mkdir()
+    (tmp_path / "sum" / "data.csv").write_bytes("\ufeffTarget,Source\r\nS1,A1\r\nS2,A2\r\n".encode("utf-8"))
+    pairs, _ = run_converter("sum", tmp_path / "sum", 0)
+    assert sorted(rec["source"] for _, rec in pairs) == ["A1", "A2"]
+    assert sorted(rec["target"] for _, rec in pairs) == ["S1", "S2"]
 
 
 def test_no_csv_is_missing_source(tmp_path: Path) -> None:
