@@ -27,10 +27,11 @@ def main() -> None:
               help="Output folder: <task>/<split>.jsonl and manifest.json.")
 @click.option("--task", "tasks", type=TASK_CHOICE, multiple=True,
               help="Task to build (repeatable, or several after one --task); default: all ten.")
-@click.argument("more_tasks", nargs=-1, type=TASK_CHOICE, metavar="[TASK]...")
 @click.option("--seed", type=int, default=None,
-              help="Override every task's documented seed (FAQ distractors, AT shuffling, SUM sampling).")
+              help="Override the construction seed (FAQ distractors and letters, AT option order); "
+                   "splits and the SUM sample use fixed seeds and do not change.")
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: on a terminal only).")
+@click.argument("more_tasks", nargs=-1, type=TASK_CHOICE, metavar="[TASK]...")
 def build(raw: Path, out: Path, tasks: tuple[str, ...], more_tasks: tuple[str, ...], seed: int | None, progress: bool | None) -> None:
     """Convert raw/<task>/ originals into validated <out>/<task>/<split>.jsonl files.
 
