@@ -102,10 +102,17 @@ def config_split(spec: TaskSpec, split_key: str) -> tuple[str, str]:
     return "default", split_key
 
 
+def ordered_splits(spec: TaskSpec, keys) -> list[str]:
+    """Split keys in the registry's order (train, dev, ... as in the paper), others after, sorted."""
+    known = list(spec.paper_splits)
+    return sorted(keys, key=lambda k: (known.index(k), "") if k in known else (len(known), k))
+
+
 def configs_yaml(spec: TaskSpec, split_paths: dict[str, str]) -> list[dict]:
-    """The ``configs`` entry: one config per NER domain, else "default"; splits in manifest order."""
+    """The ``configs`` entry: one config per NER domain, else "default"; splits in registry order."""
     configs: dict[str, list[dict]] = {}
-    for key, path in split_paths.items():
+    for key in ordered_splits(spec, split_paths):
+        path = split_paths[key]
         config, split = config_split(spec, key)
         configs.setdefault(config, []).append({"split": split, "path": path})
     order = spec.configs or ["default"]
@@ -219,8 +226,8 @@ def render_card(task_id: str, entry: dict, split_paths: dict[str, str], org: str
     out += ["", "## Record schema", "", f"Every record has exactly these fields (`schemas/{spec.schema}.schema.json`):", ""]
     out += _schema_rows(spec)
     out += ["", "## Splits", "", f"Files are {data_format}.", "", "| split | rows | rows in the paper | file |", "|---|---|---|---|"]
-    for key, split in entry["splits"].items():
-        paper = spec.paper_splits.get(key, "")
+    for key in ordered_splits(spec, entry["splits"]):
+        split, paper = entry["splits"][key], spec.paper_splits.get(key, "")
         out.append(f"| {key} | {split['rows']} | {paper} | `{split_paths[key]}` |")
     missing = report.get("missing", [])
     for m in missing:
