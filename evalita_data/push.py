@@ -62,8 +62,6 @@ class RepoPlan:
 
 
 def _retryable(err: BaseException) -> bool:
-    if isinstance(err, (RepositoryNotFoundError, RevisionNotFoundError)):
-        return False
     if isinstance(err, HfHubHTTPError):
         response = getattr(err, "response", None)
         return response is not None and response.status_code in _RETRY_STATUS
@@ -77,7 +75,11 @@ def with_retries(what: str, call: Callable[[], object], delays: Sequence[float] 
         try:
             return call()
         except Exception as err:  # noqa: BLE001 - filtered right below
+            if isinstance(err, (RepositoryNotFoundError, RevisionNotFoundError)):
+                raise  # answers, not failures: the caller handles them
             if not _retryable(err):
+                if isinstance(err, HfHubHTTPError):
+                    raise PushError(f"{what}: {_short(err)}; the remote was left as it was") from None
                 raise
             if attempt == len(delays):
                 raise PushError(f"{what}: failed after {attempt + 1} attempts ({_short(err)}); the remote was left as it was") from None

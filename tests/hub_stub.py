@@ -96,8 +96,8 @@ class HubState:
         self.repos: dict[str, Repo] = {}
         self.lfs: dict[str, bytes] = {}
         self.requests: list[tuple[str, str, str | None]] = []  # (method, path, Authorization)
-        # Route name -> number of next requests to answer with 503 (to test retries).
-        self.fail_next: dict[str, int] = {}
+        # Route name -> (number of next requests to fail, HTTP status), to test retries and errors.
+        self.fail_next: dict[str, tuple[int, int]] = {}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -157,11 +157,11 @@ class _Handler(BaseHTTPRequestHandler):
             m = pattern.fullmatch(path)
             if m and route_method == method:
                 with self.state.lock:
-                    failures = self.state.fail_next.get(name, 0)
+                    failures, status = self.state.fail_next.get(name, (0, 503))
                     if failures:
-                        self.state.fail_next[name] = failures - 1
+                        self.state.fail_next[name] = (failures - 1, status)
                 if failures:
-                    return self._error(503, None, "Service temporarily unavailable (stub)", head=method == "HEAD")
+                    return self._error(status, None, f"stub: injected failure {status}", head=method == "HEAD")
                 with self.state.lock:
                     return handler(self, m, query, body)
         self._error(404, None, f"stub: no route for {method} {path}", head=method == "HEAD")

@@ -96,3 +96,15 @@ def hub_env(hub: HubStub, home: Path, token: str | None = TOKEN) -> dict:
 
 def run_cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "evalita_data.cli", *args], env=env, capture_output=True, text=True)
+
+
+def shrink_split(build_dir: Path, task: str, key: str) -> None:
+    """Drop the last record of one split and update the manifest as a rebuild would."""
+    manifest_path = build_dir / MANIFEST
+    manifest = json.loads(manifest_path.read_text("utf-8"))
+    split = manifest["tasks"][task]["splits"][key]
+    path = build_dir / task / split["file"]
+    rows = read_rows(path)[:-1]
+    write_jsonl(path, rows)
+    split.update(rows=len(rows), sha256=sha256_file(path))
+    manifest_path.write_text(json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n", "utf-8")
