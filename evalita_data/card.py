@@ -86,10 +86,12 @@ def _slug(text: str) -> str:
 
 
 def size_category(rows: int) -> str:
-    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+    """The Hub's size bucket of a dataset with ``rows`` records in all."""
+    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                         (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M")):
         if rows < limit:
             return label
-    return "n>1M"
+    return "100M<n<1B"
 
 
 def config_split(spec: TaskSpec, split_key: str) -> tuple[str, str]:

@@ -69,7 +69,7 @@ def _retryable(err: BaseException) -> bool:
 
 
 def with_retries(what: str, call: Callable[[], object], delays: Sequence[float] = RETRY_DELAYS,
-                 sleep: Callable[[float], None] = time.sleep, echo: Callable[[str], None] = lambda _m: None):
+                 sleep: Callable[[float], None] | None = None, echo: Callable[[str], None] = lambda _m: None):
     """Run ``call``; retry network errors and 5xx/429 answers after each delay, then fail clearly."""
     for attempt in range(len(delays) + 1):
         try:
@@ -84,7 +84,7 @@ def with_retries(what: str, call: Callable[[], object], delays: Sequence[float] 
             if attempt == len(delays):
                 raise PushError(f"{what}: failed after {attempt + 1} attempts ({_short(err)}); the remote was left as it was") from None
             echo(f"  {what}: {_short(err)}; retrying in {delays[attempt]:g}s")
-            sleep(delays[attempt])
+            (sleep or time.sleep)(delays[attempt])
     raise AssertionError("unreachable")
 
 

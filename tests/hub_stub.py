@@ -191,6 +191,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, "RevisionNotFound", f"Invalid rev id: {unquote(rev)}", head=head)
         return c
 
+    def _repo_commit(self, m: re.Match, rev: str | None = None, head: bool = False) -> tuple[Repo, Commit] | None:
+        repo = self._repo(m, head)
+        if repo is None:
+            return None
+        c = self._commit(repo, rev or m["rev"], head)
+        return None if c is None else (repo, c)
+
     def _base(self) -> str:
         host, port = self.server.server_address[:2]
         return f"http://{host}:{port}"
@@ -233,12 +240,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(200, {"errors": [], "warnings": []})
 
     def repo_info(self, m, q, body) -> None:
-        repo = self._repo(m)
-        if repo is None:
+        found = self._repo_commit(m, m["rev"] or "main")
+        if found is None:
             return
-        c = self._commit(repo, m["rev"] or "main")
-        if c is None:
-            return
+        repo, c = found
         card = None
         readme = c.files.get("README.md")
         if readme is not None:
@@ -266,12 +271,10 @@ class _Handler(BaseHTTPRequestHandler):
         return out
 
     def tree(self, m, q, body) -> None:
-        repo = self._repo(m)
-        if repo is None:
+        found = self._repo_commit(m)
+        if found is None:
             return
-        c = self._commit(repo, m["rev"])
-        if c is None:
-            return
+        repo, c = found
         base = unquote(m["path"] or "").strip("/")
         recursive = q.get("recursive", ["false"])[0].lower() in ("1", "true")
         prefix = base + "/" if base else ""
@@ -290,12 +293,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(200, out)
 
     def paths_info(self, m, q, body) -> None:
-        repo = self._repo(m)
-        if repo is None:
+        found = self._repo_commit(m)
+        if found is None:
             return
-        c = self._commit(repo, m["rev"])
-        if c is None:
-            return
+        repo, c = found
         ctype = self.headers.get("Content-Type", "")
         paths = json.loads(body).get("paths", []) if "json" in ctype else parse_qs(body.decode()).get("paths", [])
         folders = self._folders(c)
@@ -389,12 +390,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(200, {})
 
     def resolve(self, m, q, body, head: bool = False) -> None:
-        repo = self._repo(m, head)
-        if repo is None:
+        found = self._repo_commit(m, head=head)
+        if found is None:
             return
-        c = self._commit(repo, m["rev"], head)
-        if c is None:
-            return
+        c = found[1]
         path = unquote(m["path"])
         f = c.files.get(path)
         if f is None:

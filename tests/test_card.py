@@ -38,7 +38,7 @@ def test_every_registry_license_is_a_hub_license(task):
 
 def test_size_categories_at_their_bounds():
     assert [size_category(n) for n in (0, 999, 1000, 9999, 10_000, 100_000, 1_000_000)] == [
-        "n<1K", "n<1K", "1K<n<10K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "n>1M"]
+        "n<1K", "n<1K", "1K<n<10K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M"]
 
 
 def _published_card(build_dir, task):

@@ -184,3 +184,33 @@ def test_private_repository_on_a_new_branch(sample_build, hub, tmp_path):
     assert repo.commits[repo.branches["v0.1"]].summary == "first release"
     assert set(hub.files("priv/hs", "v0.1")) == {".gitattributes", "README.md", "manifest.json", "data/dev.parquet", "jsonl/dev.jsonl"}
     assert set(hub.files("priv/hs", "main")) == {".gitattributes"}  # main untouched
+
+
+def test_unreachable_hub_ends_in_a_clear_message(sample_build, monkeypatch):
+    import socket
+
+    with socket.socket() as s:  # a loopback port that nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    api = huggingface_hub.HfApi(endpoint=f"http://127.0.0.1:{port}", token=TOKEN)
+    waits: list[float] = []
+    monkeypatch.setattr("evalita_data.push.time.sleep", waits.append)
+    with pytest.raises(PushError, match=r"evalita-llm/hs: read: failed after 3 attempts"):
+        push(sample_build, tasks=["hs"], dry_run=True, api=api, delays=(0.5, 1.0), echo=lambda _m: None)
+    assert waits == [0.5, 1.0]
+
+
+def test_with_retries_retries_only_network_errors():
+    from evalita_data.push import with_retries
+
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise ConnectionError("connection reset")
+        return "done"
+
+    assert with_retries("x", flaky, delays=(0, 0, 0), sleep=lambda _s: None) == "done" and len(calls) == 3
+    with pytest.raises(ValueError):
+        with_retries("x", lambda: (_ for _ in ()).throw(ValueError("bad")), delays=(0,), sleep=lambda _s: None)
