@@ -79,7 +79,10 @@ def with_retries(what: str, call: Callable[[], object], delays: Sequence[float] 
                 raise  # answers, not failures: the caller handles them
             if not _retryable(err):
                 if isinstance(err, HfHubHTTPError):
-                    raise PushError(f"{what}: {_short(err)}; the remote was left as it was") from None
+                    # After a lost answer, an earlier attempt may have gone through (then: 412 conflict).
+                    state = "the remote was left as it was" if attempt == 0 else \
+                        "an earlier attempt may have committed: run the push again to see what is left"
+                    raise PushError(f"{what}: {_short(err)}; {state}") from None
                 raise
             if attempt == len(delays):
                 raise PushError(f"{what}: failed after {attempt + 1} attempts ({_short(err)}); the remote was left as it was") from None

@@ -15,6 +15,7 @@ from evalita_data.layout import BuildRefused, task_repo  # noqa: E402
 from evalita_data.pipeline import MANIFEST  # noqa: E402
 from evalita_data.push import PushError, push  # noqa: E402
 from evalita_data.registry import get_task  # noqa: E402
+from hub_stub import StoredFile  # noqa: E402
 from publish_fixtures import (  # noqa: E402,F401 - fixtures
     TOKEN, built_tasks, hub, hub_env, read_rows, run_cli, sample_build, shrink_split,
 )
@@ -106,7 +107,7 @@ def test_changed_split_is_one_commit_of_changed_files_and_foreign_files_stay(sam
     repo = hub.repo("edit-org/wic")
     # Someone else adds a file to the repository: push must never remove it.
     head = repo.commits[repo.branches["main"]]
-    repo.commit("main", "notes by a maintainer", {**head.files, "NOTES.md": type(head.files["README.md"])(b"hand-written\n", False)})
+    repo.commit("main", "notes by a maintainer", {**head.files, "NOTES.md": StoredFile(b"hand-written\n", False)})
     before = hub.files("edit-org/wic")
 
     shrink_split(build_dir, "wic", "dev")
