@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -17,7 +18,7 @@ from evalita_data.push import PushError, push  # noqa: E402
 from evalita_data.registry import get_task  # noqa: E402
 from hub_stub import StoredFile  # noqa: E402
 from publish_fixtures import (  # noqa: E402,F401 - fixtures
-    TOKEN, built_tasks, hub, hub_env, read_rows, run_cli, sample_build, shrink_split,
+    NER_RECORDS, TOKEN, built_tasks, make_ner_build, hub, hub_env, read_rows, run_cli, sample_build, shrink_split,
 )
 
 # Loads every config/split of the given repositories from HF_ENDPOINT and dumps rows and features.
@@ -31,6 +32,15 @@ for repo, config in json.loads(sys.argv[1]):
         out[f"{repo}|{config}|{split}"] = {"rows": ds[split].to_list(), "features": ds[split].features.to_dict()}
 json.dump(out, open(sys.argv[2], "w", encoding="utf-8"), ensure_ascii=False)
 """
+
+
+def _load_from_hub(hub, wanted, tmp_path) -> dict:
+    """{"repo|config|split": {"rows", "features"}} as datasets.load_dataset gets them from the stub."""
+    dump = tmp_path / "loaded.json"
+    loaded = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, json.dumps(wanted), str(dump)],
+                            env=hub_env(hub, tmp_path / "hf"), capture_output=True, text=True)
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    return json.loads(dump.read_text("utf-8"))
 
 
 def _manifest(build_dir):
@@ -82,11 +92,7 @@ def test_push_then_load_dataset_from_the_hub(sample_build, hub, tmp_path):
 
     # datasets.load_dataset from the endpoint returns the build's rows exactly.
     wanted = [[f"evalita-llm/{t}", c] for t in tasks for c in (get_task(t).configs or [None])]
-    dump = tmp_path / "loaded.json"
-    loaded = __import__("subprocess").run([sys.executable, "-c", LOAD_SCRIPT, json.dumps(wanted), str(dump)],
-                                          env=env, capture_output=True, text=True)
-    assert loaded.returncode == 0, loaded.stderr[-3000:]
-    result = json.loads(dump.read_text("utf-8"))
+    result = _load_from_hub(hub, wanted, tmp_path)
     manifest = _manifest(sample_build)
     expected_keys = set()
     for task in tasks:
@@ -215,3 +221,11 @@ def test_with_retries_retries_only_network_errors():
     assert with_retries("x", flaky, delays=(0, 0, 0), sleep=lambda _s: None) == "done" and len(calls) == 3
     with pytest.raises(ValueError):
         with_retries("x", lambda: (_ for _ in ()).throw(ValueError("bad")), delays=(0,), sleep=lambda _s: None)
+
+
+def test_ner_configs_load_from_the_hub(hub, tmp_path, monkeypatch):
+    build_dir = make_ner_build(tmp_path / "build")
+    push(build_dir, org="ner-org", api=_api(hub, monkeypatch), echo=lambda _m: None)
+    result = _load_from_hub(hub, [["ner-org/ner", domain] for domain in NER_RECORDS], tmp_path)
+    assert {k: v["rows"] for k, v in result.items()} == {
+        f"ner-org/ner|{domain}|{split}": rows for domain, by_split in NER_RECORDS.items() for split, rows in by_split.items()}
