@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import re
 from typing import Iterator
 from xml.etree.ElementTree import Element, ParseError
 
@@ -55,6 +57,7 @@ def iter_tsv(source: RawSource, name: str, ncols: int) -> Iterator[tuple[int, li
         yield lineno, fields
 
 
+_SPAN = re.compile(r"(\d+)-(\d+)", re.ASCII)
 _TYPE_NAMES = {str: "a string", int: "an integer"}
 
 
@@ -95,6 +98,44 @@ def parse_xml(source: RawSource, name: str) -> Element:
         return _safe_fromstring(data, forbid_dtd=False, forbid_entities=True, forbid_external=True)
     except ParseError as err:
         line, col = err.position
-        raise SourceError(path, line, f"malformed XML ({err.msg if hasattr(err, 'msg') else err}) at column {col}") from None
+        reason = str(err).split(": line")[0]  # the position is given separately
+        raise SourceError(path, line, f"malformed XML ({reason} at column {col}); expected well-formed XML") from None
     except DefusedXmlException as err:
         raise SourceError(path, None, f"refused XML construct: {err}; entity declarations and external references are not allowed") from None
+
+
+def iter_blocks(source: RawSource, name: str) -> Iterator[list[tuple[int, str]]]:
+    """Runs of non-empty lines, each as [(line number, line)], split at empty lines.
+
+    For the block formats (one token per line, PubTator documents): any number of
+    empty lines separates blocks, and the file may or may not end with one.
+    """
+    block: list[tuple[int, str]] = []
+    for lineno, line in iter_lines(source, name):
+        if line:
+            block.append((lineno, line))
+        elif block:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def seeded_sample(n: int, k: int, seed: int, salt: str) -> list[int]:
+    """``k`` distinct indices of ``range(n)``, ascending, drawn by ``random.Random(f"{seed}:{salt}")``.
+
+    The salt (e.g. ``"ner/adg/trial"``) keeps each draw independent of the others,
+    so adding a draw elsewhere never changes this one. A string seed is hashed
+    with SHA-512 by ``random``, so the draw is the same in every process.
+    """
+    if k > n:
+        raise ValueError(f"cannot draw {k} items from {n}")
+    return sorted(random.Random(f"{seed}:{salt}").sample(range(n), k))
+
+
+def parse_span(value: str, path: object, where: int | str, what: str) -> tuple[int, int]:
+    """``"<start>-<end>"`` as two ints with ``0 <= start < end``."""
+    match = _SPAN.fullmatch(value)
+    if not match or int(match[1]) >= int(match[2]):
+        raise SourceError(str(path), where, f"{what} is {value!r}; expected <start>-<end> with start < end")
+    return int(match[1]), int(match[2])

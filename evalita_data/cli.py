@@ -28,12 +28,19 @@ def main() -> None:
               help="Output folder: <task>/<split>.jsonl and manifest.json.")
 @click.option("--task", "tasks", type=TASK_CHOICE, multiple=True,
               help="Task to build (repeatable, or several after one --task); default: all ten.")
+@click.argument("more_tasks", nargs=-1, type=TASK_CHOICE, metavar="[TASK]...")
 @click.option("--seed", type=int, default=None,
               help="Override every task's documented seed (FAQ distractors, AT shuffling, SUM sampling).")
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: on a terminal only).")
-def build(raw: Path, out: Path, tasks: tuple[str, ...], seed: int | None, progress: bool | None) -> None:
-    """Convert raw/<task>/ originals into validated <out>/<task>/<split>.jsonl files."""
+def build(raw: Path, out: Path, tasks: tuple[str, ...], more_tasks: tuple[str, ...], seed: int | None, progress: bool | None) -> None:
+    """Convert raw/<task>/ originals into validated <out>/<task>/<split>.jsonl files.
+
+    Tasks may be named with --task (repeatable) or as arguments:
+    `evalita-data build --task faq at ls sum` builds those four.
+    """
     from .pipeline import build as run_build
+
+    tasks = tuple(dict.fromkeys(tasks + more_tasks))  # keep order, drop repeats
 
     if progress is None:
         progress = sys.stderr.isatty()
