@@ -120,7 +120,8 @@ def test_card_command_prints_published_card(sample_build):
     assert "| train | 50 | 7410 | `data/train.parquet` |" in result.output
 
 
-def test_card_command_for_unbuilt_task_fails(sample_build):
-    result = CliRunner().invoke(main, ["card", "te", "--build", str(sample_build)])
+def test_card_command_for_unbuilt_task_fails(tmp_path):
+    build_dir = make_ner_build(tmp_path / "build")  # only ner is built there
+    result = CliRunner().invoke(main, ["card", "wic", "--build", str(build_dir)])
     assert result.exit_code == 1
-    assert "te is not in" in result.output
+    assert "wic is not in" in result.output

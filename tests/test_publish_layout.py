@@ -125,5 +125,6 @@ def test_split_edited_after_build_is_refused(sample_build, tmp_path):
     path.write_text("\n".join(lines[:-1]) + "\n", "utf-8")  # still valid, one record fewer
     with pytest.raises(BuildRefused, match="sha256 differs"):
         load_checked_manifest(edited, ["hs"])
-    with pytest.raises(BuildRefused, match="te.*not in the build"):
-        load_checked_manifest(sample_build, ["te"])
+    ner_only = make_ner_build(tmp_path / "ner-only")
+    with pytest.raises(BuildRefused, match="task\\(s\\) wic not in the build; built: ner"):
+        load_checked_manifest(ner_only, ["wic"])
