@@ -23,6 +23,8 @@ from .taskspec import MCPrompt, TaskSpec
 
 DEFAULT_ORG = "evalita-llm"
 CARD = "README.md"
+# Above this many raw files the card gives a summary; manifest.json lists them all.
+MAX_LISTED_INPUTS = 20
 
 # Creative Commons licenses that the Hub knows by id (its license list); others are "other".
 _HUB_CC_IDS = {
@@ -164,6 +166,17 @@ def _conversion_doc(spec: TaskSpec) -> str:
     return (module.__doc__ or "").strip()
 
 
+def _inputs_lines(inputs: dict) -> list[str]:
+    """The raw files read with their sha256; a long list (REL: one file per document) is summarised."""
+    if not inputs:
+        return []
+    if len(inputs) > MAX_LISTED_INPUTS:
+        total = sum(v["bytes"] for v in inputs.values())
+        return ["", f"Raw files read: {len(inputs)} files, {total} bytes in all; the sha256 of each is in `manifest.json`."]
+    lines = ["", "Raw files read:", "", "| file | bytes | sha256 |", "|---|---|---|"]
+    return lines + [f"| `{name}` | {v['bytes']} | `{v['sha256']}` |" for name, v in inputs.items()]
+
+
 def _fence(text: str) -> list[str]:
     ticks = "````" if "```" in text else "```"
     return [ticks + "text", text, ticks]
@@ -221,10 +234,7 @@ def render_card(task_id: str, entry: dict, split_paths: dict[str, str], org: str
     doc = _conversion_doc(spec)
     if doc:
         out += ["", doc]
-    inputs = entry.get("inputs", {})
-    if inputs:
-        out += ["", "Raw files read:", "", "| file | bytes | sha256 |", "|---|---|---|"]
-        out += [f"| `{name}` | {v['bytes']} | `{v['sha256']}` |" for name, v in inputs.items()]
+    out += _inputs_lines(entry.get("inputs", {}))
     out += ["", "## Record schema", "", f"Every record has exactly these fields (`schemas/{spec.schema}.schema.json`):", ""]
     out += _schema_rows(spec)
     out += ["", "## Splits", "", f"Files are {data_format}.", "", "| split | rows | rows in the paper | file |", "|---|---|---|---|"]

@@ -125,3 +125,15 @@ def test_card_command_for_unbuilt_task_fails(tmp_path):
     result = CliRunner().invoke(main, ["card", "wic", "--build", str(build_dir)])
     assert result.exit_code == 1
     assert "wic is not in" in result.output
+
+
+def test_card_lists_raw_files_or_summarises_many(tmp_path):
+    from evalita_data.card import render_card
+
+    entry = json.loads((make_ner_build(tmp_path / "build") / MANIFEST).read_text("utf-8"))["tasks"]["ner"]
+    paths = {k: f"data/{k}.parquet" for k in entry["splits"]}
+    assert f"| `ADG_train.tsv` | 10 | `{'0' * 64}` |" in render_card("ner", entry, paths)
+    entry["inputs"] = {f"doc{i:02d}.tsv": {"bytes": 100, "sha256": "1" * 64} for i in range(25)}
+    card = render_card("ner", entry, paths)
+    assert "Raw files read: 25 files, 2500 bytes in all; the sha256 of each is in `manifest.json`." in card
+    assert "doc00.tsv" not in card
