@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .card import DEFAULT_ORG
 from .errors import EvalitaDataError
 from .registry import TASK_IDS
 
@@ -28,11 +29,19 @@ def main() -> None:
 @click.option("--task", "tasks", type=TASK_CHOICE, multiple=True,
               help="Task to build (repeatable, or several after one --task); default: all ten.")
 @click.option("--seed", type=int, default=None,
-              help="Override every task's documented seed (FAQ distractors, AT shuffling, SUM sampling).")
+              help="Override the construction seed (FAQ distractors and letters, AT option order); "
+                   "splits and the SUM sample use fixed seeds and do not change.")
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: on a terminal only).")
-def build(raw: Path, out: Path, tasks: tuple[str, ...], seed: int | None, progress: bool | None) -> None:
-    """Convert raw/<task>/ originals into validated <out>/<task>/<split>.jsonl files."""
+@click.argument("more_tasks", nargs=-1, type=TASK_CHOICE, metavar="[TASK]...")
+def build(raw: Path, out: Path, tasks: tuple[str, ...], more_tasks: tuple[str, ...], seed: int | None, progress: bool | None) -> None:
+    """Convert raw/<task>/ originals into validated <out>/<task>/<split>.jsonl files.
+
+    Tasks may be named with --task (repeatable) or as arguments:
+    `evalita-data build --task faq at ls sum` builds those four.
+    """
     from .pipeline import build as run_build
+
+    tasks = tuple(dict.fromkeys(tasks + more_tasks))  # keep order, drop repeats
 
     if progress is None:
         progress = sys.stderr.isatty()
@@ -72,6 +81,59 @@ def validate(path: Path, task: str | None) -> None:
         click.echo(f"{len(violations)} problem(s) in {nfiles} file(s)", err=True)
         sys.exit(1)
     click.echo(f"ok: {nfiles} file(s) valid")
+
+
+@main.command()
+@click.argument("task", type=TASK_CHOICE)
+@click.option("--build", "build_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("build"),
+              show_default=True, help="Build folder with manifest.json.")
+@click.option("--org", default=DEFAULT_ORG, show_default=True, help="Hub organisation named in the card's usage example.")
+def card(task: str, build_dir: Path, org: str) -> None:
+    """Print the dataset card (README.md) that `push` publishes for TASK."""
+    from .layout import split_path
+    from .card import render_card
+    from .pipeline import read_manifest
+
+    entry = read_manifest(build_dir)["tasks"].get(task)
+    if entry is None:
+        click.echo(f"error: {task} is not in {build_dir / 'manifest.json'}; run 'evalita-data build --task {task}' first", err=True)
+        sys.exit(1)
+    paths = {key: split_path(key, "parquet", "data") for key in entry["splits"]}
+    click.echo(render_card(task, entry, paths, org), nl=False)
+
+
+@main.command()
+@click.option("--build", "build_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("build"),
+              show_default=True, help="Build folder with manifest.json.")
+@click.option("--org", default=DEFAULT_ORG, show_default=True, help="Hub organisation (or user): repositories are <org>/<task>.")
+@click.option("--task", "tasks", type=TASK_CHOICE, multiple=True, help="Task to publish (repeatable); default: every built task.")
+@click.option("--private", is_flag=True, help="Create missing repositories as private.")
+@click.option("--revision", default="main", show_default=True, help="Branch to commit to (created from main if missing).")
+@click.option("--message", default=None, help="Commit message (default: tool version, task and split sizes).")
+@click.option("--dry-run", is_flag=True, help="Show per repository the files, sizes and what would change; commit nothing.")
+@click.option("--jsonl", is_flag=True, help="Also publish the JSONL splits under jsonl/.")
+@click.option("--to-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Write the repository layouts to DIR/<task>/ instead of the Hub (offline).")
+def push(build_dir: Path, org: str, tasks: tuple[str, ...], private: bool, revision: str, message: str | None,
+         dry_run: bool, jsonl: bool, to_dir: Path | None) -> None:
+    """Publish each built task as the Hub dataset <org>/<task>, one commit per repository.
+
+    The build is validated first; nothing invalid is published. Unchanged files are
+    not uploaded and an unchanged build makes no commit. The token comes from HF_TOKEN
+    or the stored Hub login and is never printed.
+    """
+    from .push import push as run_push
+    from .push import write_to_dir
+
+    try:
+        if to_dir is not None:
+            write_to_dir(build_dir, to_dir, org, list(tasks) or None, jsonl=jsonl, echo=click.echo)
+            return
+        run_push(build_dir, org, list(tasks) or None, private=private, revision=revision, message=message,
+                 dry_run=dry_run, jsonl=jsonl, echo=click.echo)
+    except EvalitaDataError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from . import __version__
 from .errors import MissingSource, ValidationFailed
+from .card import write_build_card
 from .jsonl import dumps
 from .rawsource import RawSource, sha256_file
 from .registry import TASK_IDS, get_task
@@ -50,7 +51,7 @@ class BuildSummary:
 # Called after a task's splits are written, with (task id, task folder, manifest entry):
 # the dataset card writer hooks in here so cards live next to their splits.
 PostTaskHook = Callable[[str, Path, dict], None]
-POST_TASK_HOOKS: list[PostTaskHook] = []
+POST_TASK_HOOKS: list[PostTaskHook] = [write_build_card]
 
 
 def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = None, progress: bool = True) -> TaskOutcome:

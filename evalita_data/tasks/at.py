@@ -1,6 +1,13 @@
 """Italian medical specialty admission tests (SSM), five-option multiple choice."""
 
+from ..record_checks import choice_problems
 from ..taskspec import TaskSpec, six_mc_prompts
+
+
+def check_record(rec: dict) -> list[str]:
+    """Correct names one of A-E; the five option texts differ."""
+    return choice_problems(rec, ["A", "B", "C", "D", "E"], "Correct")
+
 
 TASK = TaskSpec(
     id="at",
@@ -11,7 +18,7 @@ TASK = TaskSpec(
     homepage="https://ceur-ws.org/Vol-3596/",
     raw_files=["*.xlsx (one workbook per exam year, or one sheet per year)"],
     obtain_hint="No public copy was found. Ask the authors of Casola et al. (CLiC-it 2023) for the Excel workbooks and put them in raw/at/ (see raw/at/README.md for the accepted layout).",
-    converter=None,
+    converter="at:convert",
     schema="at",
     paper_splits={"dev": 21, "test": 500},
     id_field="Id",
@@ -30,6 +37,7 @@ TASK = TaskSpec(
     metrics=["acc", "acc_norm", "acc_bytes"],
     eval_split="test",
     fewshot_split="dev",
+    record_check=check_record,
     seed=1234,
     task_categories=["question-answering", "multiple-choice"],
 )

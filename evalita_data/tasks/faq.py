@@ -1,6 +1,13 @@
 """QA4FAQ (Evalita 2016), rebuilt as 4-way multiple choice over the FAQ answers."""
 
+from ..record_checks import choice_problems
 from ..taskspec import TaskSpec, six_mc_prompts
+
+
+def check_record(rec: dict) -> list[str]:
+    """correct_answer names one of A-D; the four option texts differ."""
+    return choice_problems(rec, ["A", "B", "C", "D"], "correct_answer")
+
 
 _Q = "Rispondi alla seguente domanda: '{{question}}'"
 _DESC = "Devi risolvere un compito di risposte a domande. "
@@ -14,7 +21,7 @@ TASK = TaskSpec(
     homepage="http://qa4faq.github.io/",
     raw_files=["faqs_uft8_QA.csv", "faqs_uft8_QA.xml"],
     obtain_hint="Copy qa4faq/qa4faq_dev_v3/faqs_uft8_QA.{csv,xml} of https://github.com/evalita2016/data into raw/faq/.",
-    converter=None,
+    converter="faq:convert",
     schema="faq",
     paper_splits={"dev": 5, "test": 401},
     id_field="id",
@@ -33,6 +40,7 @@ TASK = TaskSpec(
     metrics=["acc", "acc_norm", "acc_bytes"],
     eval_split="test",
     fewshot_split="dev",
+    record_check=check_record,
     seed=1234,
     task_categories=["question-answering", "multiple-choice"],
 )

@@ -1,6 +1,29 @@
 """Lexical substitution, Evalita 2009 (SemEval-2007 style XML + gold file)."""
 
+import re
+
 from ..taskspec import TaskSpec, two_gen_prompts
+
+_HEAD = re.compile(r"<head>(.*?)</head>", re.S)
+
+
+def check_record(rec: dict) -> list[str]:
+    """One <head>..</head> in context around ``head``; answers unique, positive, sorted."""
+    problems = []
+    marked = _HEAD.findall(rec["context"])
+    if len(marked) != 1 or rec["context"].count("<head>") != 1 or rec["context"].count("</head>") != 1:
+        problems.append(f"context: {len(marked)} <head>..</head> spans; expected exactly one")
+    elif marked[0] != rec["head"]:
+        problems.append(f"head: {rec['head']!r} differs from the marked word {marked[0]!r} in context")
+    if rec["lexelt"].rsplit(".", 1)[0] != rec["lexelt_lemma"]:
+        problems.append(f"lexelt_lemma: {rec['lexelt_lemma']!r} is not the lemma of lexelt {rec['lexelt']!r}")
+    words = [a["word"] for a in rec["answers"]]
+    if len(set(words)) != len(words):
+        problems.append("answers: a word is listed twice")
+    if rec["answers"] != sorted(rec["answers"], key=lambda a: (-a["count"], a["word"])):
+        problems.append("answers: not sorted by count (descending), then word")
+    return problems
+
 
 TASK = TaskSpec(
     id="ls",
@@ -11,7 +34,7 @@ TASK = TaskSpec(
     homepage="http://www.evalita.it/2009/tasks/lexical",
     raw_files=["trial/lexsub_trial.xml", "trial/gold.trial", "test/lexsub_test.xml", "test/gold.test"],
     obtain_hint="No public copy was found in code repositories: download the Evalita 2009 lexical substitution data from https://live.european-language-grid.eu/catalogue/corpus/8421 and put trial/ and test/ in raw/ls/.",
-    converter=None,
+    converter="ls:convert",
     schema="ls",
     paper_splits={"dev": 272, "test": 1710},
     id_field="id",
@@ -25,6 +48,7 @@ TASK = TaskSpec(
     metrics=["ls_f1"],
     eval_split="test",
     fewshot_split="dev",
+    record_check=check_record,
     stop=["</s>"],
     # lm-eval sets no max_gen_toks for these tasks: its default, 256, applies.
     max_new_tokens=256,

@@ -4,6 +4,21 @@ from ..taskspec import TaskSpec, two_gen_prompts
 
 DOMAINS = ["adg", "fic", "wn"]
 
+
+def check_record(rec: dict) -> list[str]:
+    """Every entity text occurs in the text, in order of appearance and without overlap."""
+    problems = []
+    text, pos = rec["text"], 0
+    for i, ent in enumerate(rec["entities"]):
+        found = text.find(ent["entity_text"], pos)
+        if found >= 0:
+            pos = found + len(ent["entity_text"])
+        elif ent["entity_text"] in text:
+            problems.append(f"entities.{i}.entity_text: {ent['entity_text']!r} is not after the previous entity in text")
+        else:
+            problems.append(f"entities.{i}.entity_text: {ent['entity_text']!r} does not occur in text")
+    return problems
+
 TASK = TaskSpec(
     id="ner",
     title="Named Entity Recognition (KIND, NERMuD 2023)",
@@ -13,7 +28,7 @@ TASK = TaskSpec(
     homepage="https://github.com/dhfbk/KIND",
     raw_files=[f"{d}_{s}.tsv" for d in ("ADG", "FIC", "WN") for s in ("train", "dev", "test")],
     obtain_hint="Copy evalita-2023/*.tsv of https://github.com/dhfbk/KIND into raw/ner/.",
-    converter=None,
+    converter="ner:convert",
     schema="ner",
     configs=DOMAINS,
     paper_splits={
@@ -34,6 +49,7 @@ TASK = TaskSpec(
     eval_split="test",
     fewshot_split="trial",
     stop=["</s>", "\n"],
+    record_check=check_record,
     # lm-eval sets no max_gen_toks for these tasks: its default, 256, applies.
     max_new_tokens=256,
     task_categories=["token-classification", "text-generation"],

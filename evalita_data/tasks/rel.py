@@ -2,6 +2,18 @@
 
 from ..taskspec import TaskSpec, two_gen_prompts
 
+MENTIONS = ("RML", "EVENT")
+
+
+def check_record(rec: dict) -> list[str]:
+    """Both mentions of every relation occur in the sentence text."""
+    return [
+        f"relations.{i}.{j}: {what} {mention!r} does not occur in text"
+        for i, pair in enumerate(rec["relations"])
+        for j, (what, mention) in enumerate(zip(MENTIONS, pair))
+        if mention not in rec["text"]
+    ]
+
 TASK = TaskSpec(
     id="rel",
     title="Relation Extraction (CLinkaRT on E3C)",
@@ -11,7 +23,7 @@ TASK = TaskSpec(
     homepage="https://e3c.fbk.eu/clinkart",
     raw_files=["training.txt", "training_tokenized/*.tsv", "test.txt", "test_tokenized/*.tsv"],
     obtain_hint="The CLinkaRT test set is not public: ask the organisers (https://e3c.fbk.eu/clinkart) and put test.txt and test_tokenized/ in raw/rel/.",
-    converter=None,
+    converter="rel:convert",
     schema="rel",
     paper_splits={"train": 1113, "trial": 5, "test": 1064},
     id_field=None,
@@ -27,6 +39,7 @@ TASK = TaskSpec(
     eval_split="test",
     fewshot_split="trial",
     stop=["</s>"],
+    record_check=check_record,
     # lm-eval sets no max_gen_toks for these tasks: its default, 256, applies.
     max_new_tokens=256,
     task_categories=["text-generation"],

@@ -1,0 +1,214 @@
+"""Scores across prompts, models and test items (docs/statistics.md).
+
+Pure functions over numpy arrays; no torch. Definitions follow the Evalita-LLM paper
+(MinP/MaxP/AvgP/Sat/CPS), the Sharpe score paper and the EuroEval methodology
+(bootstrap mean and CI, mean rank score).
+
+``scale`` is the value of a perfect score: 1 for fractions, 100 for percentages. Every
+result is on the scale of its input; the few formulas that are not scale-free (Sat, the
+``+ 1`` of the Sharpe score) divide by ``scale`` so that percent and fraction inputs give
+the same numbers up to the factor.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
+
+# Sharpe score: population std (ddof=0) over the prompts -- the prompts are the whole
+# set being summarised, not a sample of a larger one.
+SHARPE_DDOF = 0
+ALPHAS: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(21))  # 0.0 .. 2.0
+
+
+@dataclass(frozen=True)
+class SpreadStats:
+    """Summary of one set of scores (one model across prompts, or one prompt across models)."""
+
+    min: float
+    max: float
+    avg: float
+    sat: float  # 1 - (max - avg) / scale: 1 when every score reaches the best one
+    cps: float  # Combined Performance Score = sat * max
+
+    def as_dict(self) -> dict[str, float]:
+        return {"MinP": self.min, "MaxP": self.max, "AvgP": self.avg, "Sat": self.sat, "CPS": self.cps}
+
+
+def spread_stats(scores: Sequence[float], scale: float = 1.0) -> SpreadStats:
+    """MinP, MaxP, AvgP, Sat and CPS of ``scores``."""
+    arr = _finite_1d(scores, "scores")
+    mx, avg = float(arr.max()), float(arr.mean())
+    sat = 1.0 - (mx - avg) / scale
+    return SpreadStats(min=float(arr.min()), max=mx, avg=avg, sat=sat, cps=sat * mx)
+
+
+@dataclass(frozen=True)
+class TableStats:
+    """Both views of a prompts x models table of one task."""
+
+    per_prompt: list[SpreadStats]  # one per row: across the models
+    per_model: list[SpreadStats]  # one per column: across the prompts
+    sharpe: list[float]  # one per column: Sharpe score across the prompts
+
+
+def table_stats(scores: np.ndarray, scale: float = 1.0, alpha: float = 1.0) -> TableStats:
+    """``scores[i, j]`` = score of prompt i with model j (the paper's table layout)."""
+    table = np.asarray(scores, dtype=float)
+    if table.ndim != 2 or 0 in table.shape:
+        raise ValueError(f"expected a non-empty prompts x models table, got shape {table.shape}")
+    return TableStats(
+        per_prompt=[spread_stats(row, scale) for row in table],
+        per_model=[spread_stats(col, scale) for col in table.T],
+        sharpe=[sharpe_score(col, alpha, scale) for col in table.T],
+    )
+
+
+def sharpe_score(scores: Sequence[float], alpha: float = 1.0, scale: float = 1.0, ddof: int = SHARPE_DDOF) -> float:
+    """mean / (alpha * std / scale + 1): the mean, penalised by the spread across prompts.
+
+    alpha = 0 gives the plain mean; larger alpha penalises variance more.
+    """
+    arr = _finite_1d(scores, "scores")
+    if alpha < 0:
+        raise ValueError(f"alpha must be >= 0, got {alpha}")
+    std = float(arr.std(ddof=ddof)) if arr.size > ddof else 0.0
+    return float(arr.mean()) / (alpha * std / scale + 1.0)
+
+
+def rank_descending(values: Sequence[float]) -> list[int]:
+    """1-based ranks, best (largest) first; ties keep input order."""
+    order = sorted(range(len(values)), key=lambda i: -values[i])
+    ranks = [0] * len(values)
+    for rank, i in enumerate(order, 1):
+        ranks[i] = rank
+    return ranks
+
+
+def sharpe_ranks(per_model_scores: Sequence[Sequence[float]], alphas: Sequence[float] = ALPHAS,
+                 scale: float = 1.0) -> np.ndarray:
+    """ranks[a, m]: rank of model m by Sharpe score at alphas[a] (1 = best)."""
+    return np.array([rank_descending([sharpe_score(s, a, scale) for s in per_model_scores]) for a in alphas])
+
+
+# ---------------------------------------------------------------- bootstrap
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """k bootstrap scores of one metric and their summary (EuroEval convention).
+
+    ``ci_low``/``ci_high`` = mean -+ 1.96 * sample std / sqrt(k) (EuroEval's interval of
+    the mean); ``pct_low``/``pct_high`` = 2.5th/97.5th percentiles of the scores (the
+    usual percentile interval, wider).
+    """
+
+    point: float  # the metric on the original, not resampled, items
+    mean: float
+    std: float  # sample std (ddof=1) of the bootstrap scores
+    ci_low: float
+    ci_high: float
+    pct_low: float
+    pct_high: float
+    scores: np.ndarray
+
+    @property
+    def k(self) -> int:
+        return int(self.scores.size)
+
+
+def bootstrap_indices(n: int, k: int, seed: int) -> np.ndarray:
+    """k rows of n item indices drawn with replacement from a Generator seeded with ``seed``."""
+    if n <= 0 or k <= 0:
+        raise ValueError(f"bootstrap needs n > 0 items and k > 0 resamples, got n={n}, k={k}")
+    return np.random.default_rng(seed).integers(0, n, size=(k, n))
+
+
+def summarize_bootstrap(scores: Sequence[float], point: float = math.nan) -> BootstrapResult:
+    arr = _finite_1d(scores, "bootstrap scores")
+    mean = float(arr.mean())
+    std = float(arr.std(ddof=1)) if arr.size > 1 else 0.0
+    half = 1.96 * std / math.sqrt(arr.size)
+    return BootstrapResult(
+        point=point, mean=mean, std=std, ci_low=mean - half, ci_high=mean + half,
+        pct_low=float(np.percentile(arr, 2.5)), pct_high=float(np.percentile(arr, 97.5)), scores=arr,
+    )
+
+
+def bootstrap(samples: Sequence[T], metric: Callable[[list[T]], float], k: int = 1000, seed: int = 0,
+              indices: np.ndarray | None = None) -> BootstrapResult:
+    """Resample the test items k times and recompute ``metric`` on each resample.
+
+    ``metric`` takes a list of per-item samples and returns one number, so corpus-level
+    metrics (F1 over all items) are recomputed, not averaged. ``indices`` (k x n) replaces
+    the seeded draw, for tests.
+    """
+    items = list(samples)
+    idx = bootstrap_indices(len(items), k, seed) if indices is None else np.asarray(indices)
+    scores = [float(metric([items[i] for i in row])) for row in idx]
+    return summarize_bootstrap(scores, point=float(metric(items)))
+
+
+# ---------------------------------------------------------------- mean rank score
+
+
+def welch_greater_pvalue(a: Sequence[float], b: Sequence[float]) -> float:
+    """p-value of the one-sided Welch t-test H1: mean(a) > mean(b)."""
+    x, y = _finite_1d(a, "a"), _finite_1d(b, "b")
+    vx = x.var(ddof=1) / x.size if x.size > 1 else 0.0
+    vy = y.var(ddof=1) / y.size if y.size > 1 else 0.0
+    diff = float(x.mean() - y.mean())
+    if vx + vy == 0.0:
+        # No spread at all: the difference is certain (or there is none).
+        return 0.0 if diff > 0 else 1.0
+    from scipy import stats as sps
+
+    return float(sps.ttest_ind(x, y, equal_var=False, alternative="greater").pvalue)
+
+
+def dataset_rank_scores(model_scores: Mapping[str, Sequence[float]], significance: float = 0.05) -> dict[str, float]:
+    """EuroEval rank scores of the models on one dataset (1 = best; lower is better).
+
+    Models are sorted by mean score; each next model gets the previous model's rank
+    score, plus |difference of means| / std of all models' means (population std) when
+    a one-sided Welch t-test finds it significantly worse than the previous model.
+    """
+    means = {m: float(np.mean(_finite_1d(s, f"scores of {m}"))) for m, s in model_scores.items()}
+    order = sorted(means, key=lambda m: -means[m])  # stable: ties keep input order
+    spread = float(np.std(list(means.values())))
+    ranks: dict[str, float] = {}
+    prev: str | None = None
+    for model in order:
+        if prev is None:
+            ranks[model] = 1.0
+        else:
+            step = 0.0
+            if spread > 0 and welch_greater_pvalue(model_scores[prev], model_scores[model]) < significance:
+                step = abs(means[prev] - means[model]) / spread
+            ranks[model] = ranks[prev] + step
+        prev = model
+    return ranks
+
+
+def mean_rank_scores(scores: Mapping[str, Mapping[str, Sequence[float]]], significance: float = 0.05) -> dict[str, float]:
+    """scores[dataset][model] = bootstrap scores -> each model's mean rank score over the
+    datasets it was evaluated on."""
+    per_model: dict[str, list[float]] = {}
+    for dataset_scores in scores.values():
+        for model, rank in dataset_rank_scores(dataset_scores, significance).items():
+            per_model.setdefault(model, []).append(rank)
+    return {m: float(np.mean(r)) for m, r in per_model.items()}
+
+
+def _finite_1d(values: Sequence[float], what: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=float).reshape(-1)
+    if arr.size == 0:
+        raise ValueError(f"{what}: no values")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{what}: not all finite: {arr.tolist()}")
+    return arr

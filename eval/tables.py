@@ -1,0 +1,221 @@
+"""Score tables: (model, task, prompt, score) rows -> the paper's per-task tables.
+
+Shared by ``evalita-eval aggregate`` (rows from a CSV/JSON of any harness) and
+``evalita-eval report`` (rows from results.json files).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import Iterable, Literal, Sequence
+
+import numpy as np
+
+from .stats import TableStats, table_stats
+
+ScaleName = Literal["auto", "percent", "fraction"]
+SCORE_COLUMNS = ("model", "task", "prompt", "score")
+
+
+class ScoresError(ValueError):
+    """A scores file or results file that cannot be read as documented."""
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    model: str
+    task: str
+    prompt: str
+    score: float
+    where: str = ""  # "file:line" or "file[index]", for error messages
+
+
+def natural_key(text: str) -> list:
+    """p2 before p10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def read_scores(path: Path) -> list[ScoreRow]:
+    """Rows of a scores file: CSV with a header naming model, task, prompt, score (other
+    columns ignored), or JSON: a list of objects with those keys (or {"rows": [...]})."""
+    if path.suffix.lower() == ".json":
+        return _read_json_scores(path)
+    return _read_csv_scores(path)
+
+
+def _read_csv_scores(path: Path) -> list[ScoreRow]:
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in SCORE_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ScoresError(f"{path}:1: header {reader.fieldnames} lacks column(s) {missing}; "
+                              f"expected a header with {', '.join(SCORE_COLUMNS)}")
+        return [_make_row(rec, f"{path}:{reader.line_num}") for rec in reader]
+
+
+def _read_json_scores(path: Path) -> list[ScoreRow]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ScoresError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
+    if isinstance(data, dict) and "rows" in data:
+        data = data["rows"]
+    if not isinstance(data, list):
+        raise ScoresError(f"{path}: expected a JSON list of {{model, task, prompt, score}} objects (or {{\"rows\": [...]}})")
+    rows = []
+    for i, rec in enumerate(data):
+        if not isinstance(rec, dict):
+            raise ScoresError(f"{path}[{i}]: expected an object with keys {', '.join(SCORE_COLUMNS)}, got {rec!r}")
+        missing = [c for c in SCORE_COLUMNS if c not in rec]
+        if missing:
+            raise ScoresError(f"{path}[{i}]: missing key(s) {missing}")
+        rows.append(_make_row(rec, f"{path}[{i}]"))
+    return rows
+
+
+def _make_row(rec: dict, where: str) -> ScoreRow:
+    names = {c: str(rec[c]).strip() for c in ("model", "task", "prompt")}
+    for col, value in names.items():
+        if not value:
+            raise ScoresError(f"{where}: empty {col}")
+    try:
+        score = float(rec["score"])
+    except (TypeError, ValueError):
+        raise ScoresError(f"{where}: score {rec['score']!r} is not a number") from None
+    if not math.isfinite(score):
+        raise ScoresError(f"{where}: score {rec['score']!r} is not finite")
+    return ScoreRow(names["model"], names["task"], names["prompt"], score, where)
+
+
+def resolve_scale(rows: Sequence[ScoreRow], scale: ScaleName = "auto") -> float:
+    """100 for percentages, 1 for fractions. 'auto': percent if any score is above 1.
+
+    Every score must lie in [0, scale]."""
+    if scale == "auto":
+        value = 100.0 if any(r.score > 1.0 for r in rows) else 1.0
+    elif scale == "percent":
+        value = 100.0
+    elif scale == "fraction":
+        value = 1.0
+    else:
+        raise ValueError(f"unknown scale {scale!r}; expected auto, percent or fraction")
+    for r in rows:
+        if not 0.0 <= r.score <= value:
+            unit = "percent" if value == 100.0 else "fraction"
+            raise ScoresError(f"{r.where}: score {r.score} is outside [0, {value:g}] ({unit} scale)")
+    return value
+
+
+@dataclass
+class TaskTable:
+    """One task: scores[i, j] = prompt i, model j (the paper's layout)."""
+
+    task: str
+    prompts: list[str]
+    models: list[str]
+    scores: np.ndarray
+    scale: float
+    notes: list[str] = field(default_factory=list)
+
+    def stats(self, alpha: float = 1.0) -> TableStats:
+        return table_stats(self.scores, self.scale, alpha)
+
+    def model_scores(self, model: str) -> np.ndarray:
+        return self.scores[:, self.models.index(model)]
+
+
+def build_tables(rows: Iterable[ScoreRow], scale: float) -> list[TaskTable]:
+    """Group rows by task; models in order of first appearance, prompts in natural order.
+
+    Every model of a task must have a score for every prompt of that task."""
+    cells: dict[str, dict[tuple[str, str], ScoreRow]] = {}
+    for r in rows:
+        task_cells = cells.setdefault(r.task, {})
+        if (r.prompt, r.model) in task_cells:
+            first = task_cells[(r.prompt, r.model)]
+            raise ScoresError(f"{r.where}: second score for model {r.model!r}, task {r.task!r}, "
+                              f"prompt {r.prompt!r} (first at {first.where})")
+        task_cells[(r.prompt, r.model)] = r
+    tables = []
+    for task, task_cells in cells.items():
+        models = list(dict.fromkeys(m for _, m in task_cells))
+        prompts = sorted({p for p, _ in task_cells}, key=natural_key)
+        missing = [f"{m}/{p}" for p in prompts for m in models if (p, m) not in task_cells]
+        if missing:
+            raise ScoresError(f"task {task!r}: no score for model/prompt {', '.join(missing)}; "
+                              "every model needs a score for every prompt of the task")
+        scores = np.array([[task_cells[(p, m)].score for m in models] for p in prompts])
+        tables.append(TaskTable(task, prompts, models, scores, scale))
+    return tables
+
+
+# ---------------------------------------------------------------- rendering
+
+
+@dataclass
+class TextTable:
+    """A rendered table: the same cells go to Markdown and to HTML."""
+
+    headers: list[str]
+    rows: list[list[str]]
+    # Rows from this index on are summary rows (drawn apart in HTML).
+    summary_from: int | None = None
+    # Leading columns of text (left-aligned); the rest are numbers (right-aligned).
+    text_cols: int = 1
+
+    def markdown(self) -> str:
+        def line(cells: Sequence[str]) -> str:
+            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+        align = ["---"] * self.text_cols + ["---:"] * (len(self.headers) - self.text_cols)
+        return "\n".join([line(self.headers), line(align)] + [line(r) for r in self.rows])
+
+
+def digits_for(scale: float) -> int:
+    """Two decimals in percent (as the paper prints), four in fractions: same precision."""
+    return 2 if scale == 100.0 else 4
+
+
+def fmt(value: float, scale: float) -> str:
+    """Round half up, as the paper's tables (spreadsheets) do: 71.925 -> 71.93.
+
+    Rounding to 9 decimals first removes binary noise (71.925 is 71.92499999... as a float)."""
+    if value is None or math.isnan(value):
+        return ""
+    exact = Decimal(repr(round(float(value), 9)))
+    return str(exact.quantize(Decimal(1).scaleb(-digits_for(scale)), rounding=ROUND_HALF_UP))
+
+
+def paper_table(table: TaskTable, alpha: float = 1.0) -> TextTable:
+    """Prompts as rows and models as columns, MinP/MaxP/AvgP/CPS per prompt on the right,
+    MinP/MaxP/AvgP/CPS and the Sharpe score per model at the bottom."""
+    st, s = table.stats(alpha), table.scale
+    view_cols = ["MinP", "MaxP", "AvgP", "CPS"]
+    rows = []
+    for i, prompt in enumerate(table.prompts):
+        pp = st.per_prompt[i].as_dict()
+        rows.append([prompt] + [fmt(v, s) for v in table.scores[i]] + [fmt(pp[c], s) for c in view_cols])
+    blank = [""] * len(view_cols)
+    for c in view_cols:
+        rows.append([c] + [fmt(pm.as_dict()[c], s) for pm in st.per_model] + blank)
+    rows.append([f"Sharpe (α={alpha:g})"] + [fmt(v, s) for v in st.sharpe] + blank)
+    return TextTable(["prompt"] + table.models + view_cols, rows, summary_from=len(table.prompts))
+
+
+def table_json(table: TaskTable, alpha: float = 1.0) -> dict:
+    st = table.stats(alpha)
+    return {
+        "models": table.models,
+        "prompts": table.prompts,
+        "scores": table.scores.tolist(),
+        "per_prompt": {p: st.per_prompt[i].as_dict() for i, p in enumerate(table.prompts)},
+        "per_model": {m: st.per_model[j].as_dict() for j, m in enumerate(table.models)},
+        "sharpe": {m: st.sharpe[j] for j, m in enumerate(table.models)},
+        "notes": table.notes,
+    }
