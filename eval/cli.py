@@ -25,7 +25,8 @@ def main() -> None:
 @click.option("--data", "data_dir", type=click.Path(exists=True, file_okay=False), default=None,
               help="Local build folder (evalita-data build) or a folder in the Hub layout.")
 @click.option("--hub-org", default=None, help="Read the datasets <ORG>/<task> from the Hub instead of --data.")
-@click.option("--tasks", default=None, help="Comma-separated task ids or entries (e.g. te,sa,ner or ner_fic). Default: all.")
+@click.option("--tasks", default=None,
+              help="Comma-separated task ids or entries (e.g. te,sa,ner or ner_fic). Default: every task the data have.")
 @click.option("--prompts", default=None, help="Comma-separated prompt names (e.g. p1,p3). Default: every prompt.")
 @click.option("--num-fewshot", default=0, show_default=True, type=click.IntRange(min=0), help="Few-shot examples per prompt.")
 @click.option("--limit", default=None, type=click.IntRange(min=1), help="Evaluate only the first N documents of each task.")
@@ -71,7 +72,8 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
     source = DataSource(data_dir=data_dir, hub_org=hub_org)
     config = RunConfig(num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
-                       seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens)
+                       seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens,
+                       skip_missing=tasks is None)
     try:
         backend = HFBackend(model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code)
         runner = Runner(backend, ModelInfo(model, revision, backend.dtype), source, config, output_dir, echo=click.echo)

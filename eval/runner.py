@@ -34,6 +34,9 @@ class RunConfig:
     # Overrides the tasks' max new tokens (as lm-eval's --gen_kwargs max_gen_toks=N).
     max_new_tokens: int | None = None
     progress: bool = True
+    # Skip (with a note) tasks whose evaluation split the data lack, instead of failing:
+    # for runs over "all tasks" of a partial build.
+    skip_missing: bool = False
 
 
 @dataclass
@@ -182,6 +185,9 @@ class Runner:
         manifest: dict[str, dict[str, str]] = {}
         try:
             for entry in entries:
+                if self.config.skip_missing and not self.source.has_split(entry, entry.spec.eval_split):
+                    self.echo(f"{entry.name}: skipped, {self.source.description} has no split {entry.spec.eval_split!r}")
+                    continue
                 start = time.perf_counter()
                 result.results[entry.name], n = self.run_entry(entry)
                 result.computed += n
