@@ -114,8 +114,24 @@ class DataSource:
             ds = load_dataset(f"{self.hub_org}/{entry.task_id}", name=entry.config or "default", split=split)
         return [dict(r) for r in ds]
 
+    def _published_manifest(self, entry: TaskEntry) -> dict | None:
+        """The manifest.json that `evalita-data push` publishes beside the data, if any."""
+        import json
+
+        if self.data_dir is not None:
+            path = self.data_dir / entry.task_id / "manifest.json"
+            return json.loads(path.read_text("utf-8")) if path.is_file() else None
+        try:
+            from huggingface_hub import hf_hub_download
+
+            path = hf_hub_download(f"{self.hub_org}/{entry.task_id}", "manifest.json", repo_type="dataset")
+        except Exception:  # no manifest in that repository, or offline: fall back to the records
+            return None
+        return json.loads(Path(path).read_text("utf-8"))
+
     def sha256(self, entry: TaskEntry, split: str) -> str:
-        """sha256 of the split's file when local, else of its records as canonical JSON."""
+        """sha256 of the split's JSONL as built: the file itself when local, else the value the
+        published manifest.json records; without either, of the records as canonical JSON."""
         path = self._jsonl(entry, split)
         h = hashlib.sha256()
         if path is not None and path.is_file():
@@ -123,6 +139,10 @@ class DataSource:
                 for block in iter(lambda: fh.read(1 << 20), b""):
                     h.update(block)
             return h.hexdigest()
+        manifest = self._published_manifest(entry)
+        key = f"{entry.config}/{split}" if entry.config else split
+        if manifest and key in manifest.get("splits", {}):
+            return manifest["splits"][key]["sha256"]
         import json
 
         for rec in self.load(entry, split):

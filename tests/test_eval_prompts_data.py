@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import pytest
@@ -44,25 +43,23 @@ def test_select_entries() -> None:
         select_entries(["xx"])
 
 
-def _hub_layout(root: Path) -> None:
-    """What `evalita-data push --to-dir` writes: <task>/README.md declaring configs and splits."""
-    te = root / "te"
-    te.mkdir(parents=True)
-    (te / "test.jsonl").write_bytes((DATA / "te" / "test.jsonl").read_bytes())
-    (te / "README.md").write_text("---\nconfigs:\n- config_name: default\n  data_files:\n  - split: test\n    path: test.jsonl\n---\n# te\n")
-    ner = root / "ner"
-    (ner / "data").mkdir(parents=True)
-    (ner / "data" / "fic-test.jsonl").write_bytes((DATA / "ner" / "fic" / "test.jsonl").read_bytes())
-    (ner / "README.md").write_text("---\nconfigs:\n- config_name: fic\n  data_files:\n  - split: test\n    path: data/fic-test.jsonl\n---\n")
+def test_hub_layout_folder_reads_as_the_build(tmp_path: Path) -> None:
+    """`evalita-data push --to-dir` output (README configs, parquet, manifest.json) gives the same
+    records and the same split sha256 as the build folder it came from."""
+    from click.testing import CliRunner
 
+    from evalita_data.cli import main as data_main
+    from evalita_data.pipeline import build
 
-def test_hub_layout_folder(tmp_path: Path) -> None:
-    _hub_layout(tmp_path)
-    src = DataSource(tmp_path)
-    te, ner_fic = select_entries(["te", "ner_fic"])
-    assert src.load(te, "test") == [json.loads(x) for x in (DATA / "te" / "test.jsonl").read_text("utf-8").splitlines()]
-    assert src.load(ner_fic, "test")[0]["entities"][0] == {"entity_text": "Mario Rossi", "type": "PER"}
-    assert len(src.sha256(ner_fic, "test")) == 64
+    build(Path(__file__).parent / "data" / "raw", tmp_path / "build", tasks=["te", "ner"], progress=False)
+    result = CliRunner().invoke(data_main, ["push", "--build", str(tmp_path / "build"), "--to-dir", str(tmp_path / "hub")])
+    assert result.exit_code == 0, result.output
+    from_build, from_hub = DataSource(tmp_path / "build"), DataSource(tmp_path / "hub")
+    for entry in select_entries(["te", "ner_fic"]):
+        for split in ("test", entry.spec.fewshot_split):
+            assert from_hub.load(entry, split) == from_build.load(entry, split)
+            assert from_hub.sha256(entry, split) == from_build.sha256(entry, split)
+    assert len(from_hub.load(select_entries(["ner_fic"])[0], "trial")) == 5
 
 
 def test_source_needs_exactly_one_origin() -> None:
