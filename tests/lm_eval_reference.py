@@ -1,10 +1,10 @@
 """Runs lm-evaluation-harness's own evalita_llm task configs on local JSONL (a script for the parity test).
 
-Usage: python lm_eval_reference.py OUT.json MODEL_DIR DATA_DIR LIMIT MAX_GEN_TOKS CHAT ENTRY:PROMPT:K...
-Each ENTRY:PROMPT:K (e.g. te:p1:0, ner_adg:p1:2) loads lm-eval's YAML for that task and
+Usage: python lm_eval_reference.py OUT.json MODEL_DIR DATA_DIR LIMIT MAX_GEN_TOKS ENTRY:PROMPT:K[:chat]...
+Each ENTRY:PROMPT:K (e.g. te:p1:0, ner_adg:p1:2:chat) loads lm-eval's YAML for that task and
 prompt (includes and !function resolved), points it at DATA_DIR's JSONL files and
-evaluates it with K shots with the "hf" model at batch size 1; CHAT=1 applies the
-tokenizer's chat template, few-shot examples as turns. Writes the per-request arguments
+evaluates it with K shots with the "hf" model at batch size 1; ":chat" applies the
+tokenizer's chat template, few-shot examples as turns (a second lm-eval evaluation). Writes the per-request arguments
 and responses and the aggregated metrics. Run with HF_HUB_OFFLINE=1 and
 HF_DATASETS_OFFLINE=1: nothing may come from the network.
 """
@@ -32,7 +32,7 @@ YAMLS = {
 }
 
 
-def task_config(entry: str, prompt: str, k: str, data: Path) -> dict:
+def task_config(entry: str, prompt: str, k: str, data: Path, chat: bool = False) -> dict:
     import lm_eval
     from evalita_data.registry import get_task
     from lm_eval.tasks._yaml_loader import load_yaml
@@ -55,7 +55,7 @@ def task_config(entry: str, prompt: str, k: str, data: Path) -> dict:
     cfg.pop("dataset_name", None)
     cfg.pop("validation_split", None)
     cfg.update(
-        task=f"parity_{entry}_{prompt}_{k}",
+        task=f"parity_{entry}_{prompt}_{k}" + ("_chat" if chat else ""),
         num_fewshot=int(k),
         dataset_path="json",
         dataset_kwargs={"data_files": files},
@@ -66,32 +66,35 @@ def task_config(entry: str, prompt: str, k: str, data: Path) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    out, model, data, limit, max_gen, chat, *pairs = argv
+    out, model, data, limit, max_gen, *pairs = argv
     from lm_eval import simple_evaluate
 
-    configs = [task_config(*p.split(":"), Path(data)) for p in pairs]
-    res = simple_evaluate(
-        model="hf",
-        model_args=f"pretrained={model},dtype=float32",
-        tasks=configs,
-        limit=int(limit),
-        apply_chat_template=chat == "1",
-        fewshot_as_multiturn=chat == "1",
-        gen_kwargs={"max_gen_toks": int(max_gen)},
-        batch_size=1,
-        device="cpu",
-        log_samples=True,
-    )
     dump = {}
-    for p in pairs:
-        name = "parity_" + p.replace(":", "_")
-        dump[p] = {
-            "metrics": {k: v for k, v in res["results"][name].items() if isinstance(v, (int, float))},
-            "samples": [
-                {"doc_id": s["doc_id"], "arguments": [list(a) for a in s["arguments"]], "resps": s["resps"]}
-                for s in sorted(res["samples"][name], key=lambda s: s["doc_id"])
-            ],
-        }
+    for chat in (False, True):
+        group = [p for p in pairs if p.endswith(":chat") == chat]
+        if not group:
+            continue
+        res = simple_evaluate(
+            model="hf",
+            model_args=f"pretrained={model},dtype=float32",
+            tasks=[task_config(*p.split(":")[:3], Path(data), chat) for p in group],
+            batch_size=1,
+            device="cpu",
+            limit=int(limit),
+            apply_chat_template=chat,
+            fewshot_as_multiturn=chat,
+            gen_kwargs={"max_gen_toks": int(max_gen)},
+            log_samples=True,
+        )
+        for p in group:
+            name = "parity_" + p.replace(":", "_")
+            dump[p] = {
+                "metrics": {k: v for k, v in res["results"][name].items() if isinstance(v, (int, float))},
+                "samples": [
+                    {"doc_id": s["doc_id"], "arguments": [list(a) for a in s["arguments"]], "resps": s["resps"]}
+                    for s in sorted(res["samples"][name], key=lambda s: s["doc_id"])
+                ],
+            }
     Path(out).write_text(json.dumps(dump, ensure_ascii=False, default=str))
 
 

@@ -36,16 +36,16 @@ LM_EVAL_METRIC = {"acc": "acc,none", "ner_f1": "f1,none", "f1_binary": "f1,none"
 PAIRS = ["te:p1:0", "faq:p3:0", "ner_adg:p1:0", "te:p1:2", "faq:p1:2", "sa:p5:2"]
 
 
-CHAT_PAIRS = ["te:p1:2", "ner_adg:p1:1"]
+CHAT_PAIRS = ["te:p1:2:chat", "ner_adg:p1:1:chat"]
 
 
-def _lm_eval(model: Path, tmp: Path, chat: bool, pairs: list[str]) -> dict:
+def _lm_eval(model: Path, tmp: Path, pairs: list[str]) -> dict:
     out = tmp / "ref.json"
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                HF_DATASETS_CACHE=str(tmp / "hf-datasets"), TOKENIZERS_PARALLELISM="false")
     proc = subprocess.run(
         [sys.executable, str(HERE / "lm_eval_reference.py"), str(out), str(model), str(DATA), str(LIMIT),
-         str(MAX_NEW_TOKENS), "1" if chat else "0", *pairs],
+         str(MAX_NEW_TOKENS), *pairs],
         env=env, capture_output=True, text=True,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -54,14 +54,14 @@ def _lm_eval(model: Path, tmp: Path, chat: bool, pairs: list[str]) -> dict:
 
 @pytest.fixture(scope="module")
 def reference(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return _lm_eval(tiny_model, tmp_path_factory.mktemp("lm-eval"), False, PAIRS)
+    return _lm_eval(tiny_model, tmp_path_factory.mktemp("lm-eval"), PAIRS + CHAT_PAIRS)
 
 
 def _ours(tmp: Path, model: Path, pairs: list[str], chat: bool = False) -> dict[str, dict]:
     backend = HFBackend(str(model), batch_size=1, dtype="float32")
     out = {}
     for pair in pairs:
-        entry, prompt, k = pair.split(":")
+        entry, prompt, k = pair.split(":")[:3]
         folder = tmp / pair.replace(":", "_")
         runner = Runner(backend, ModelInfo(str(model), None, "float32"), DataSource(DATA),
                         RunConfig(num_fewshot=int(k), limit=LIMIT, prompts=[prompt], progress=False,
@@ -104,8 +104,7 @@ def test_few_shot_parity_with_lm_eval(reference: dict, tiny_model: Path, tmp_pat
     assert reference["te:p1:2"]["samples"][0]["arguments"][0][0].count("\n\n") == 2
 
 
-def test_chat_template_parity_with_lm_eval(tiny_model: Path, tmp_path: Path) -> None:
+def test_chat_template_parity_with_lm_eval(reference: dict, tiny_model: Path, tmp_path: Path) -> None:
     """Chat mode: examples as user/assistant turns, choices scored with no leading space."""
-    ref = _lm_eval(tiny_model, tmp_path, True, CHAT_PAIRS)
-    _compare(ref, _ours(tmp_path, tiny_model, CHAT_PAIRS, chat=True), delimiter="")
-    assert ref["te:p1:2"]["samples"][0]["arguments"][0][0].startswith("<s><|user|>")
+    _compare(reference, _ours(tmp_path, tiny_model, CHAT_PAIRS, chat=True), delimiter="")
+    assert reference["te:p1:2:chat"]["samples"][0]["arguments"][0][0].startswith("<s><|user|>")
