@@ -1,4 +1,9 @@
-"""Runs tasks x prompts on any ``Backend`` and writes results.json and samples/*.jsonl."""
+"""Runs tasks x prompts on any ``Backend`` and writes results.json and samples/*.jsonl.
+
+Every request goes through the resume cache (``cache.py``): a request already in
+``OUTPUT/cache.jsonl`` is read back, the others are computed a few batches at a time
+and appended before the next ones start.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ from .tasks import DataSource, TaskEntry
 
 # Requests computed between two cache writes: small enough to lose little on a crash.
 CHUNK_BATCHES = 4
+# The record field a generative task's metrics compare the generation with.
+GOLD_FIELD = {"ner": "entities", "rel": "relations", "ls": "answers", "sum": "target"}
 VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score", "jinja2")
 
 
@@ -162,7 +169,7 @@ class Runner:
         requests = [GenRequest(ctx, tuple(spec.stop), max_new) for ctx in contexts]
         with self._bar(entry, prompt, len(requests)) as bar:
             values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
-        gold_field = {"ner": "entities", "rel": "relations", "ls": "answers", "sum": "target"}[entry.task_id]
+        gold_field = GOLD_FIELD[entry.task_id]
         samples = [
             {"doc_id": i, "prompt": ctx, "generation": gen, "prediction": gen, "reference": task.target(doc), "gold": doc[gold_field]}
             for i, (doc, ctx, gen) in enumerate(zip(docs, contexts, values))
