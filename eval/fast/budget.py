@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-# On CPU the packed tree's dense attention mask grows with the square of the budget;
-# 1024 tokens keeps it small while leaving enough room for prefix sharing.
-DEFAULT_MAX_BATCH_TOKENS = 1024
+DEFAULT_MAX_BATCH_TOKENS = 4096
+# A packed tree attends densely over its nodes (cost: its size squared); 512 nodes hold
+# an item's context and choices, and its siblings from other prompts, at a small cost.
+DEFAULT_MAX_TREE_TOKENS = 512
 
 
 def _fits(model: Any, n_tokens: int) -> bool:

@@ -26,10 +26,16 @@ class PackedTree:
     def __len__(self) -> int:
         return len(self.tokens)
 
-    def ancestor_mask(self) -> np.ndarray:
-        """Boolean (n, n) mask, True where node i may attend to node j (j is i or an ancestor)."""
+    def ancestor_mask(self, width: int | None = None) -> np.ndarray:
+        """Boolean (width, width) mask, True where node i may attend to node j (j is i or an ancestor).
+
+        Padding nodes past the tree (up to ``width``) attend to themselves only, which keeps
+        their attention finite; no real node attends to them.
+        """
         n = len(self.tokens)
-        mask = np.zeros((n, n), dtype=bool)
+        width = n if width is None else width
+        mask = np.zeros((width, width), dtype=bool)
+        mask[np.arange(n, width), np.arange(n, width)] = True
         for i, p in enumerate(self.parent):
             if p >= 0:
                 # Nodes come in depth-first order, so the parent's row is already complete.
@@ -46,23 +52,28 @@ def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
     return i
 
 
-def pack_trees(seqs: Sequence[Sequence[int]], max_tokens: int) -> list[PackedTree]:
-    """Split ``seqs`` into prefix trees of at most ``max_tokens`` nodes each.
+def pack_trees(seqs: Sequence[Sequence[int]], max_tokens: int, slack: int = 64) -> list[PackedTree]:
+    """Split ``seqs`` into prefix trees of about ``max_tokens`` nodes each.
 
-    A sequence longer than ``max_tokens`` gets a tree of its own. Every index of ``seqs``
-    appears in exactly one tree's ``paths``.
+    Attention over a packed tree costs the square of its size, so trees stay small; but
+    a tree may grow to ``slack`` nodes past its longest sequence, so that the choices of
+    an item with a context longer than ``max_tokens`` still share that context. Every
+    index of ``seqs`` appears in exactly one tree's ``paths``.
     """
     order = sorted(range(len(seqs)), key=lambda i: seqs[i])
     trees: list[PackedTree] = []
     tree = PackedTree()
     prev: Sequence[int] = ()
     prev_path: list[int] = []
+    longest = 0
     for i in order:
         seq = seqs[i]
         shared = _lcp(prev, seq)
-        if len(tree) and len(tree) + len(seq) - shared > max_tokens:
+        size = len(tree) + len(seq) - shared
+        if len(tree) and size > max(max_tokens, max(longest, len(seq)) + slack):
             trees.append(tree)
-            tree, shared, prev_path = PackedTree(), 0, []
+            tree, shared, prev_path, longest = PackedTree(), 0, [], 0
+        longest = max(longest, len(seq))
         path = prev_path[:shared]
         for pos in range(shared, len(seq)):
             tree.parent.append(path[-1] if path else -1)
@@ -74,3 +85,17 @@ def pack_trees(seqs: Sequence[Sequence[int]], max_tokens: int) -> list[PackedTre
     if len(tree) or tree.paths:
         trees.append(tree)
     return trees
+
+
+def batch_trees(trees: list[PackedTree], max_tokens: int) -> list[list[PackedTree]]:
+    """Group trees into forward passes of at most ``max_tokens`` padded tokens (rows x longest row)."""
+    batches: list[list[PackedTree]] = []
+    cur: list[PackedTree] = []
+    for tree in sorted(trees, key=len, reverse=True):  # longest first: the first row sets the width
+        if cur and len(cur[0]) * (len(cur) + 1) > max_tokens:
+            batches.append(cur)
+            cur = []
+        cur.append(tree)
+    if cur:
+        batches.append(cur)
+    return batches
