@@ -31,7 +31,7 @@ def italian_lines(limit: int = 20000) -> Iterator[str]:
             n += 1
 
 
-def build_tokenizer(out_dir: Path, vocab_size: int = 4096):
+def build_tokenizer(out_dir: Path, vocab_size: int = 4096, corpus_lines: int = 20000):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -41,20 +41,22 @@ def build_tokenizer(out_dir: Path, vocab_size: int = 4096):
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size, special_tokens=SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
     )
-    tok.train_from_iterator(italian_lines(), trainer=trainer)
+    tok.train_from_iterator(italian_lines(corpus_lines), trainer=trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>")
     fast.save_pretrained(out_dir)
     return fast
 
 
-def build_tiny_model(out_dir: str | Path, layers: int = 2, hidden: int = 64, seed: int = 0, heads: int | None = None) -> Path:
+def build_tiny_model(
+    out_dir: str | Path, layers: int = 2, hidden: int = 64, seed: int = 0, heads: int | None = None, vocab_size: int = 4096, corpus_lines: int = 20000
+) -> Path:
     """Write a Llama-shaped checkpoint with random weights (seeded) and its tokenizer to ``out_dir``."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tok = build_tokenizer(out)
+    tok = build_tokenizer(out, vocab_size, corpus_lines)
     heads = heads or max(2, hidden // 32)
     config = LlamaConfig(
         vocab_size=len(tok),
