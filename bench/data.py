@@ -119,3 +119,37 @@ def mc_items(task_id: str, prompt_name: str, records: list[dict]) -> list[MCItem
         choices = list(choices_expr(**rec)) if choices_expr else list(prompt.choices)
         items.append(MCItem(task_id, prompt_name, template.render(**rec), [str(c) for c in choices]))
     return items
+
+
+# Words per template variable in the synthetic records of the other tasks (lengths of
+# the real records, roughly); unlisted variables get DEFAULT_WORDS.
+FIELD_WORDS = {
+    "sentence1": 25, "sentence2": 25, "w1": 1, "w2": 1, "text": 30, "full_text": 30,
+    "context": 40, "source": 400,
+}
+DEFAULT_WORDS = 20
+
+
+def eval_size(task_id: str) -> int:
+    """Rows of the task's evaluation split in the paper (NER: summed over its domains)."""
+    spec = get_task(task_id)
+    return sum(n for key, n in spec.paper_splits.items() if key.split("/")[-1] == spec.eval_split)
+
+
+def synthetic_records(task_id: str, n: int, seed: int = 0) -> list[dict]:
+    """Records with every variable the task's prompts read, filled with Italian-looking words."""
+    from jinja2 import meta
+
+    if task_id in BUILDERS:
+        return BUILDERS[task_id]()[:n]
+    spec = get_task(task_id)
+    names: set[str] = set()
+    for p in spec.prompts:
+        names |= meta.find_undeclared_variables(_ENV.parse(p.template))
+    rng, pool = random.Random(seed), _word_pool()
+    return [{name: _sentence(rng, pool, FIELD_WORDS.get(name, DEFAULT_WORDS), FIELD_WORDS.get(name, DEFAULT_WORDS)) for name in sorted(names)} for _ in range(n)]
+
+
+def gen_contexts(task_id: str, prompt_name: str, records: list[dict]) -> list[str]:
+    template = _ENV.from_string(get_task(task_id).prompt(prompt_name).template)
+    return [template.render(**rec) for rec in records]

@@ -72,7 +72,7 @@ def _generate_batch(model: Any, tokenizer: Any, contexts: list[list[int]], reque
     pos = (attn.cumsum(-1) - 1).clamp(min=0)
     cache = DynamicCache(config=model.config)
     generated: list[list[int]] = [[] for _ in contexts]
-    texts = [""] * len(contexts)
+    windows = [4 * max((len(s) for s in r.stop), default=0) + 4 for r in requests]
     active = list(range(len(contexts)))  # request index of each live row
     with torch.inference_mode():
         logits = model(input_ids=ids, attention_mask=attn, position_ids=pos, past_key_values=cache, use_cache=True, logits_to_keep=1).logits
@@ -85,9 +85,11 @@ def _generate_batch(model: Any, tokenizer: Any, contexts: list[list[int]], reque
                 if tok == eos:
                     continue
                 generated[i].append(tok)
-                texts[i] = tokenizer.decode(generated[i], skip_special_tokens=True)
                 # Stop strings are checked on the fly, so a finished row leaves the batch now.
-                if len(generated[i]) >= req.max_new_tokens or any(s and s in texts[i] for s in req.stop):
+                # A new occurrence ends in the last token and spans at most 4 tokens per
+                # character (byte-level pieces), so decoding that tail is enough.
+                tail = tokenizer.decode(generated[i][-windows[i]:], skip_special_tokens=True)
+                if len(generated[i]) >= req.max_new_tokens or any(s and s in tail for s in req.stop):
                     continue
                 keep.append(row)
             if not keep:
@@ -100,4 +102,4 @@ def _generate_batch(model: Any, tokenizer: Any, contexts: list[list[int]], reque
             attn = torch.cat([attn, torch.ones_like(attn[:, :1])], dim=1)
             last_pos = last_pos + 1
             logits = model(input_ids=nxt[:, None], attention_mask=attn, position_ids=last_pos[:, None], past_key_values=cache, use_cache=True).logits
-    return [cut_at_stop(t, r.stop) for t, r in zip(texts, requests)]
+    return [cut_at_stop(tokenizer.decode(g, skip_special_tokens=True), r.stop) for g, r in zip(generated, requests)]
