@@ -55,14 +55,13 @@ def lmeval_yaml(task_id: str, prompt: MCPrompt, data_file: Path) -> dict:
     }
 
 
-def run_ours(model_dir: Path, records: dict, prompts: list[str], args) -> tuple[float, float, dict]:
+def run_ours(model_dir: Path, records: dict, pairs: list[tuple[str, str]], args) -> tuple[float, float, dict]:
     t0 = time.perf_counter()
     model, tok = tiny.load(model_dir)
     requests = []
-    for task_id, recs in records.items():
-        for p in prompts:
-            for item in data.mc_items(task_id, p, recs):
-                requests += item.requests()
+    for task_id, p in pairs:
+        for item in data.mc_items(task_id, p, records[task_id]):
+            requests += item.requests()
     backend = FastBackend(model, tok, max_length=args.max_length, max_batch_tokens=args.max_batch_tokens)
     t1 = time.perf_counter()
     results = backend.loglikelihood(requests)
@@ -117,6 +116,7 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--tasks", default="te,faq,at")
     ap.add_argument("--prompts", default=",".join(PROMPTS))
+    ap.add_argument("--only", default=None, help="task:prompt pairs instead of tasks x prompts, e.g. te:p1,te:p3,faq:p1")
     ap.add_argument("--batch-size", type=int, default=8, help="lm-eval batch size")
     ap.add_argument("--max-batch-tokens", type=int, default=None, help="our token budget (default: FastBackend's)")
     ap.add_argument("--max-length", type=int, default=2048)
@@ -127,7 +127,11 @@ def main() -> None:
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    tasks, prompts = args.tasks.split(","), args.prompts.split(",")
+    if args.only:
+        pairs = [tuple(x.split(":")) for x in args.only.split(",")]
+    else:
+        pairs = [(t, p) for t in args.tasks.split(",") for p in args.prompts.split(",")]
+    tasks = list(dict.fromkeys(t for t, _ in pairs))
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -140,14 +144,14 @@ def main() -> None:
             path = tmp / f"{t}.jsonl"
             data.write_jsonl(path, recs)
             records[t] = recs
-            for p in prompts:
+            for p in (p for task, p in pairs if task == t):
                 cfg = lmeval_yaml(t, get_task(t).prompt(p), path)
                 (yaml_dir / f"{cfg['task']}.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
                 names.append(cfg["task"])
 
         ours, theirs = [], []
         for _ in range(args.repeat):
-            ours.append(run_ours(model_dir, records, prompts, args))
+            ours.append(run_ours(model_dir, records, pairs, args))
             theirs.append(run_lmeval(model_dir, names, yaml_dir, args))
 
     n = len(ours[0][2])
@@ -160,7 +164,7 @@ def main() -> None:
     ref_wall, ref_score = statistics.median(t[0] for t in theirs), statistics.median(t[1] for t in theirs)
     m = {
         "model": f"{args.layers}x{args.hidden}" if not args.model_dir else str(args.model_dir),
-        "tasks": tasks, "prompts": prompts, "requests": n, "batch_size": args.batch_size,
+        "pairs": [f"{t}:{p}" for t, p in pairs], "requests": n, "batch_size": args.batch_size,
         "ours_wall_s": our_wall, "ours_scoring_s": our_score, "lmeval_wall_s": ref_wall, "lmeval_scoring_s": ref_score,
         "speedup_wall": ref_wall / our_wall, "speedup_scoring": ref_score / our_score,
         "max_abs_delta_ll": max_delta, "within_bound": within, "unmatched_requests": len(missing),

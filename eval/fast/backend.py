@@ -80,17 +80,7 @@ class FastBackend:
         # Scored positions in row-major order, as the model returns their logits.
         flat_row = np.full(keep.shape, -1, dtype=np.int64)
         flat_row[keep] = np.arange(int(keep.sum()))
-        dev = self.device
-        with torch.inference_mode():
-            logits = self._logits(
-                torch.from_numpy(ids).to(dev), torch.from_numpy(pos).to(dev), torch.from_numpy(mask).to(dev), torch.from_numpy(keep).to(dev)
-            )
-            # Only the positions whose next token is scored reach the vocabulary projection;
-            # log p(target) = logit - logsumexp, without writing out a log-softmax matrix.
-            logits = logits.float()
-            lse = torch.logsumexp(logits, dim=-1)
-            argmax = logits.argmax(dim=-1)
-        # One gather for the whole pass, then per-request sums over contiguous slices.
+        # (scored row, target token) pairs of every request, in request order.
         rows, flat_targets, bounds, owners = [], [], [0], []
         for b, tree in enumerate(trees):
             for i, path in tree.paths:
@@ -99,20 +89,86 @@ class FastBackend:
                 flat_targets.extend(cont)
                 bounds.append(len(rows))
                 owners.append(i)
-        rows_t = torch.tensor(rows, device=dev)
-        target_t = torch.tensor(flat_targets, device=dev)
-        picked = (logits[rows_t, target_t] - lse[rows_t]).cpu().numpy()
-        hits = (argmax[rows_t] == target_t).cpu().numpy()
+        dev = self.device
+        with torch.inference_mode():
+            allowed = torch.from_numpy(mask).to(dev)
+            # An additive float mask is used as is by every attention layer (a boolean one
+            # would be converted in each).
+            dtype = self.model.dtype
+            additive = torch.zeros(allowed.shape, dtype=dtype, device=dev).masked_fill_(~allowed, torch.finfo(dtype).min)
+            args = (torch.from_numpy(ids).to(dev), torch.from_numpy(pos).to(dev), additive, torch.from_numpy(keep).to(dev))
+            picked, hits = self._target_logprobs(args, torch.tensor(rows, device=dev), torch.tensor(flat_targets, device=dev))
+        picked, hits = picked.cpu().numpy(), hits.cpu().numpy()
         return [
             (i, LLResult(float(picked[a:b].sum()), bool(hits[a:b].all()), b - a))
             for i, a, b in zip(owners, bounds[:-1], bounds[1:])
         ]
 
-    def _logits(self, ids, pos, mask, keep):
-        """Logits at the ``keep`` positions, (n_kept, vocab), in row-major order."""
-        if self._keep_mask_supported:
-            return self.model(input_ids=ids, position_ids=pos, attention_mask=mask, logits_to_keep=keep, use_cache=False).logits
-        return self.model(input_ids=ids, position_ids=pos, attention_mask=mask, use_cache=False).logits[keep]
+    def _target_logprobs(self, model_args, rows, targets):
+        """log p(target) and target == argmax for each (scored row, target) pair.
+
+        Only the scored positions reach the vocabulary projection. Where the head is a
+        plain linear layer, it runs over chunks of rows small enough to stay in cache, and
+        log p = logit - logsumexp is taken chunk by chunk: no (rows x vocab) log-softmax
+        matrix is ever written out, which is most of the work of a small model.
+        """
+        import torch
+
+        ids, pos, mask, keep = model_args
+        head = self._plain_head()
+        if head is None:
+            logits = self._logits(ids, pos, mask, keep)
+            return self._pick(logits.float(), 0, rows, targets, torch.arange(len(rows), device=rows.device))
+        hidden = self.model.get_decoder()(input_ids=ids, position_ids=pos, attention_mask=mask, use_cache=False).last_hidden_state[keep]
+        picked = torch.empty(len(rows), dtype=torch.float32, device=rows.device)
+        hits = torch.empty(len(rows), dtype=torch.bool, device=rows.device)
+        order = torch.argsort(rows, stable=True)
+        sorted_rows = rows[order]
+        step = self._chunk_rows(head.weight.shape[0])
+        for r0 in range(0, hidden.shape[0], step):
+            r1 = min(r0 + step, hidden.shape[0])
+            lo, hi = torch.searchsorted(sorted_rows, torch.tensor([r0, r1], device=rows.device)).tolist()
+            if lo == hi:
+                continue
+            sel = order[lo:hi]
+            p, h = self._pick(head(hidden[r0:r1]).float(), r0, rows[sel], targets[sel], sel)
+            picked[sel], hits[sel] = p, h
+        return picked, hits
+
+    @staticmethod
+    def _pick(logits, r0, rows, targets, sel):
+        import torch
+
+        local = rows - r0
+        mx = logits.amax(dim=-1)
+        lse = mx + (logits - mx[:, None]).exp_().sum(dim=-1).log_()
+        target_logit = logits[local, targets]
+        # The target is greedy iff it is the first maximal index (argmax's tie rule); argmax,
+        # slow on CPU, only runs on the rows where the target reaches the maximum.
+        hits = target_logit == mx[local]
+        if hits.any():
+            cand = hits.nonzero()[:, 0]
+            hits[cand] = logits[local[cand]].argmax(dim=-1) == targets[cand]
+        return target_logit - lse[local], hits
+
+    def _chunk_rows(self, vocab: int) -> int:
+        # About 1 MB of float32 logits per chunk on CPU (cache-resident); 256 MB on a GPU.
+        elements = 1 << 18 if self.device.type == "cpu" else 1 << 26
+        return max(1, elements // vocab)
+
+    def _plain_head(self):
+        """The output layer when logits are exactly ``head(last hidden state)``, else None."""
+        import torch
+
+        head = self.model.get_output_embeddings()
+        config = self.model.config
+        # Soft-capped or scaled logits (Gemma 2, Cohere...) need the model's own forward.
+        for attr in ("final_logit_softcapping", "logit_scale", "logits_scaling", "output_multiplier_scale"):
+            if getattr(config, attr, None) not in (None, 1, 1.0):
+                return None
+        if not isinstance(head, torch.nn.Linear) or not hasattr(self.model, "get_decoder"):
+            return None
+        return head
 
     # -- generation ----------------------------------------------------------------------
 
