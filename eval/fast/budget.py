@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 DEFAULT_MAX_BATCH_TOKENS = 4096
-# A packed tree attends densely over its nodes (cost: its size squared); 512 nodes hold
-# an item's context and choices, and its siblings from other prompts, at a small cost.
-DEFAULT_MAX_TREE_TOKENS = 512
+# A packed tree attends densely over its nodes (cost: its size squared); 256 nodes hold
+# an item's context and choices (a longer context may exceed it, see tree.pack_trees).
+DEFAULT_MAX_TREE_TOKENS = 256
 
 
 def _fits(model: Any, n_tokens: int) -> bool:
