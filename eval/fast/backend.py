@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Sequence
 
 from ..api import GenRequest, LLRequest, LLResult
@@ -15,12 +16,22 @@ class FastBackend:
     """Exact log-likelihoods and greedy generation, faster than one forward pass per request.
 
     ``max_batch_tokens`` bounds the padded tokens of one forward pass (rows x longest row:
-    prefix trees for scoring, context + new tokens for generation); ``max_tree_tokens``
-    bounds one prefix tree, whose attention costs the square of its size. ``None`` probes the largest budget
-    that fits on a CUDA device once, here; elsewhere it takes a CPU-friendly default.
+    prefix trees for scoring, context + new tokens for generation); ``None`` probes the
+    largest budget that fits on a CUDA device once, here, and takes a CPU default
+    elsewhere. ``max_tree_tokens`` bounds one prefix tree, whose attention costs the
+    square of its size. ``progress`` (default: stderr is a terminal) shows tqdm bars.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, max_length: int = 2048, max_batch_tokens: int | None = None, device: Any = None, max_tree_tokens: int = DEFAULT_MAX_TREE_TOKENS, progress: bool = False):
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        max_length: int = 2048,
+        max_batch_tokens: int | None = None,
+        device: Any = None,
+        max_tree_tokens: int = DEFAULT_MAX_TREE_TOKENS,
+        progress: bool | None = None,
+    ):
         import torch
         import transformers
 
@@ -38,7 +49,7 @@ class FastBackend:
         # One request of the longest allowed length must fit in a pass.
         self.max_batch_tokens = max(max_batch_tokens, max_length)
         self.max_tree_tokens = max_tree_tokens
-        self.progress = progress
+        self.progress = sys.stderr.isatty() if progress is None else progress
         # transformers >= 5 projects only boolean-masked positions onto the vocabulary.
         self._keep_mask_supported = int(transformers.__version__.split(".")[0]) >= 5
 
