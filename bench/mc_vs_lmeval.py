@@ -1,0 +1,189 @@
+"""Multiple-choice scoring: FastBackend vs lm-evaluation-harness ``--model hf``, same run, same machine.
+
+Builds a random-weight Llama-shaped model (``--layers``/``--hidden``) and the bench data
+(TE, FAQ, AT; all six prompts by default), then scores the same requests with our
+FastBackend and with ``lm_eval.simple_evaluate(model="hf")`` at the same batch size, and
+prints one line: wall times, requests/s, the speed-up, and the largest difference
+between the two log-likelihoods (with the bound 1e-6*|LL| + 1e-5).
+
+    .venv/bin/python bench/mc_vs_lmeval.py                        # tiny model, 2 x 64
+    .venv/bin/python bench/mc_vs_lmeval.py --layers 8 --hidden 512
+
+Wall times include everything after the imports: loading the model, building the
+requests (ours) or indexing the tasks and loading the datasets (lm-eval), and scoring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import data  # noqa: E402  (bench/ is on sys.path when run as a script)
+import tiny  # noqa: E402
+import torch  # noqa: E402
+import yaml  # noqa: E402
+from evalita_data.registry import get_task  # noqa: E402
+from evalita_data.taskspec import MCPrompt  # noqa: E402
+from evalita_eval.fast import FastBackend  # noqa: E402
+
+PROMPTS = ["p1", "p2", "p3", "p4", "p5", "p6"]
+
+
+def lmeval_yaml(task_id: str, prompt: MCPrompt, data_file: Path) -> dict:
+    spec = get_task(task_id)
+    choices = prompt.choices if isinstance(prompt.choices, list) else "{{" + prompt.choices + "}}"
+    return {
+        "task": f"bench_{task_id}_{prompt.name}",
+        "dataset_path": "json",
+        "dataset_kwargs": {"data_files": {"test": str(data_file)}},
+        "test_split": "test",
+        "output_type": "multiple_choice",
+        "doc_to_text": prompt.template,
+        "doc_to_choice": choices,
+        "doc_to_target": "{{" + spec.target + "}}",
+        "metric_list": [{"metric": "acc"}],
+    }
+
+
+def run_ours(model_dir: Path, records: dict, pairs: list[tuple[str, str]], args) -> tuple[float, float, dict]:
+    t0 = time.perf_counter()
+    model, tok = tiny.load(model_dir)
+    requests = []
+    for task_id, p in pairs:
+        for item in data.mc_items(task_id, p, records[task_id]):
+            requests += item.requests()
+    backend = FastBackend(model, tok, max_length=args.max_length, max_batch_tokens=args.max_batch_tokens)
+    t1 = time.perf_counter()
+    results = backend.loglikelihood(requests)
+    t2 = time.perf_counter()
+    return t2 - t0, t2 - t1, {(r.context, r.continuation): res.logprob for r, res in zip(requests, results)}
+
+
+def run_lmeval(model_dir: Path, task_names: list[str], yaml_dir: Path, args) -> tuple[float, float, dict]:
+    import lm_eval
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+
+    scoring = [0.0]
+    original = HFLM.loglikelihood
+
+    def timed(self, requests, *a, **kw):
+        s = time.perf_counter()
+        try:
+            return original(self, requests, *a, **kw)
+        finally:
+            scoring[0] += time.perf_counter() - s
+
+    HFLM.loglikelihood = timed
+    try:
+        t0 = time.perf_counter()
+        out = lm_eval.simple_evaluate(
+            model="hf",
+            model_args=f"pretrained={model_dir},dtype=float32,max_length={args.max_length}",
+            tasks=task_names,
+            batch_size=args.batch_size,
+            device="cpu",
+            task_manager=TaskManager(include_path=str(yaml_dir)),
+            log_samples=True,
+            limit=None,
+        )
+        total = time.perf_counter() - t0
+    finally:
+        HFLM.loglikelihood = original
+    lls = {}
+    for samples in out["samples"].values():
+        for s in samples:
+            for args_, resp in zip(s["arguments"].values() if isinstance(s["arguments"], dict) else s["arguments"], s["resps"]):
+                ctx, cont = (args_["arg_0"], args_["arg_1"]) if isinstance(args_, dict) else args_
+                lls[(ctx, cont)] = float(resp[0][0])
+    return total, scoring[0], lls
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model-dir", type=Path, help="a saved checkpoint; default: build a random-weight one")
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--tasks", default="te,faq,at")
+    ap.add_argument("--prompts", default=",".join(PROMPTS))
+    ap.add_argument("--only", default=None, help="task:prompt pairs instead of tasks x prompts, e.g. te:p1,te:p3,faq:p1")
+    ap.add_argument("--batch-size", type=int, default=8, help="lm-eval batch size")
+    ap.add_argument("--max-batch-tokens", type=int, default=None, help="our token budget (default: FastBackend's)")
+    ap.add_argument("--max-length", type=int, default=2048)
+    ap.add_argument("--limit", type=int, default=None, help="items per task (default: all)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each side; medians are reported")
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--json", type=Path, help="also write the measurements here")
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.only:
+        pairs = [tuple(x.split(":")) for x in args.only.split(",")]
+    else:
+        pairs = [(t, p) for t in args.tasks.split(",") for p in args.prompts.split(",")]
+    tasks = list(dict.fromkeys(t for t, _ in pairs))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        model_dir = args.model_dir or tiny.build_tiny_model(tmp / "model", layers=args.layers, hidden=args.hidden)
+        records, names = {}, []
+        yaml_dir = tmp / "tasks"
+        yaml_dir.mkdir()
+        for t in tasks:
+            recs = data.BUILDERS[t]()[: args.limit]
+            path = tmp / f"{t}.jsonl"
+            data.write_jsonl(path, recs)
+            records[t] = recs
+            for p in (p for task, p in pairs if task == t):
+                cfg = lmeval_yaml(t, get_task(t).prompt(p), path)
+                (yaml_dir / f"{cfg['task']}.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+                names.append(cfg["task"])
+
+        ours, theirs = [], []
+        for _ in range(args.repeat):
+            ours.append(run_ours(model_dir, records, pairs, args))
+            theirs.append(run_lmeval(model_dir, names, yaml_dir, args))
+
+    n = len(ours[0][2])
+    our_ll, ref_ll = ours[0][2], theirs[0][2]
+    missing = [k for k in our_ll if k not in ref_ll]
+    deltas = [(abs(our_ll[k] - ref_ll[k]), 1e-6 * abs(ref_ll[k]) + 1e-5) for k in our_ll if k in ref_ll]
+    max_delta = max(d for d, _ in deltas)
+    outside = sum(d > bound for d, bound in deltas)
+    worst = max(deltas, key=lambda x: x[0] / x[1])
+    within = not outside and not missing
+    our_wall, our_score = statistics.median(o[0] for o in ours), statistics.median(o[1] for o in ours)
+    ref_wall, ref_score = statistics.median(t[0] for t in theirs), statistics.median(t[1] for t in theirs)
+    m = {
+        "model": f"{args.layers}x{args.hidden}" if not args.model_dir else str(args.model_dir),
+        "pairs": [f"{t}:{p}" for t, p in pairs], "requests": n, "batch_size": args.batch_size,
+        "ours_wall_s": our_wall, "ours_scoring_s": our_score, "lmeval_wall_s": ref_wall, "lmeval_scoring_s": ref_score,
+        "speedup_wall": ref_wall / our_wall, "speedup_scoring": ref_score / our_score,
+        "max_abs_delta_ll": max_delta, "within_bound": within, "outside_bound": outside,
+        "worst_delta_over_bound": worst[0] / worst[1], "unmatched_requests": len(missing),
+    }
+    if args.json:
+        args.json.write_text(json.dumps(m, indent=1))
+    print(
+        f"mc_vs_lmeval model={m['model']} requests={n} | ours {our_wall:.1f}s wall ({n / our_wall:.0f} req/s), "
+        f"{our_score:.1f}s scoring | lm-eval {ref_wall:.1f}s wall ({n / ref_wall:.0f} req/s), {ref_score:.1f}s scoring | "
+        f"speed-up {m['speedup_wall']:.2f}x wall, {m['speedup_scoring']:.2f}x scoring | "
+        f"max|dLL| {max_delta:.2e}, worst dLL/bound {worst[0] / worst[1]:.2f}, "
+        f"{'all within' if within else f'{outside} OUTSIDE'} 1e-6*|LL|+1e-5"
+        + (f" ({len(missing)} requests unmatched)" if missing else "")
+    )
+    sys.exit(0 if within else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""``FastBackend``: the Backend protocol over shared-prefix trees and token-budget batches."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Sequence
+
+from ..api import GenRequest, LLRequest, LLResult
+from .budget import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_TREE_TOKENS, probe_max_batch_tokens
+from .encode import encode_requests
+from .generate import generate_greedy
+from .tree import PackedTree, batch_trees, pack_trees
+
+
+class FastBackend:
+    """Exact log-likelihoods and greedy generation, faster than one forward pass per request.
+
+    ``max_batch_tokens`` bounds the padded tokens of one forward pass (rows x longest row:
+    prefix trees for scoring, context + new tokens for generation); ``None`` probes the
+    largest budget that fits on a CUDA device once, here, and takes a CPU default
+    elsewhere. ``max_tree_tokens`` bounds one prefix tree, whose attention costs the
+    square of its size. ``progress`` (default: stderr is a terminal) shows tqdm bars.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        max_length: int = 2048,
+        max_batch_tokens: int | None = None,
+        device: Any = None,
+        max_tree_tokens: int = DEFAULT_MAX_TREE_TOKENS,
+        progress: bool | None = None,
+    ):
+        import torch
+        import transformers
+
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.device = torch.device(device) if device is not None else model.device
+        if self.model.device != self.device:
+            self.model.to(self.device)
+        if max_batch_tokens is None:
+            if self.device.type == "cuda":
+                max_batch_tokens = probe_max_batch_tokens(self.model, max_length)
+            else:
+                max_batch_tokens = DEFAULT_MAX_BATCH_TOKENS
+        # One request of the longest allowed length must fit in a pass.
+        self.max_batch_tokens = max(max_batch_tokens, max_length)
+        self.max_tree_tokens = max_tree_tokens
+        self.progress = sys.stderr.isatty() if progress is None else progress
+        # transformers >= 5 projects only boolean-masked positions onto the vocabulary.
+        self._keep_mask_supported = int(transformers.__version__.split(".")[0]) >= 5
+
+    # -- log-likelihoods ---------------------------------------------------------------
+
+    def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
+        pairs = encode_requests(self.tokenizer, requests)
+        inputs, targets = [], []
+        for req, (ctx, cont) in zip(requests, pairs):
+            if not cont:
+                raise ValueError(f"continuation {req.continuation!r} encodes to no tokens")
+            # Same left truncation as the plain path: the model sees all but the last token.
+            inp = (ctx + cont)[-(self.max_length + 1):][:-1]
+            if len(inp) < len(cont):
+                raise ValueError(f"continuation {req.continuation!r} is longer than max_length={self.max_length} tokens")
+            inputs.append(inp)
+            targets.append(cont)
+        results: list[LLResult | None] = [None] * len(requests)
+        batches = batch_trees(pack_trees(inputs, self.max_tree_tokens), self.max_batch_tokens)
+        for batch in _progress(batches, self.progress, "scoring"):
+            for i, res in self._score_batch(batch, targets):
+                results[i] = res
+        return results  # type: ignore[return-value]
+
+    def _score_batch(self, trees: list[PackedTree], targets: list[list[int]]) -> list[tuple[int, LLResult]]:
+        import numpy as np
+        import torch
+
+        width = len(trees[0])
+        ids = np.zeros((len(trees), width), dtype=np.int64)
+        pos = np.zeros((len(trees), width), dtype=np.int64)
+        keep = np.zeros((len(trees), width), dtype=bool)
+        for b, tree in enumerate(trees):
+            ids[b, : len(tree)] = tree.tokens
+            pos[b, : len(tree)] = tree.depth
+            for i, path in tree.paths:
+                keep[b, path[len(path) - len(targets[i]):]] = True
+        mask = np.stack([t.ancestor_mask(width) for t in trees])[:, None]
+        # Scored positions in row-major order, as the model returns their logits.
+        flat_row = np.full(keep.shape, -1, dtype=np.int64)
+        flat_row[keep] = np.arange(int(keep.sum()))
+        # (scored row, target token) pairs of every request, in request order.
+        rows, flat_targets, bounds, owners = [], [], [0], []
+        for b, tree in enumerate(trees):
+            for i, path in tree.paths:
+                cont = targets[i]
+                rows.extend(flat_row[b, path[len(path) - len(cont):]].tolist())
+                flat_targets.extend(cont)
+                bounds.append(len(rows))
+                owners.append(i)
+        dev = self.device
+        with torch.inference_mode():
+            allowed = torch.from_numpy(mask).to(dev)
+            # An additive float mask is used as is by every attention layer (a boolean one
+            # would be converted in each).
+            dtype = self.model.dtype
+            additive = torch.zeros(allowed.shape, dtype=dtype, device=dev).masked_fill_(~allowed, torch.finfo(dtype).min)
+            args = (torch.from_numpy(ids).to(dev), torch.from_numpy(pos).to(dev), additive, torch.from_numpy(keep).to(dev))
+            picked, hits = self._target_logprobs(args, torch.tensor(rows, device=dev), torch.tensor(flat_targets, device=dev))
+        picked, hits = picked.cpu().numpy(), hits.cpu().numpy()
+        return [
+            (i, LLResult(float(picked[a:b].sum()), bool(hits[a:b].all()), b - a))
+            for i, a, b in zip(owners, bounds[:-1], bounds[1:])
+        ]
+
+    def _target_logprobs(self, model_args, rows, targets):
+        """log p(target) and target == argmax for each (scored row, target) pair.
+
+        Only the scored positions reach the vocabulary projection. Where the head is a
+        plain linear layer, it runs over chunks of rows small enough to stay in cache, and
+        log p = logit - logsumexp is taken chunk by chunk: no (rows x vocab) log-softmax
+        matrix is ever written out, which is most of the work of a small model.
+        """
+        import torch
+
+        ids, pos, mask, keep = model_args
+        head = self._plain_head()
+        if head is None:
+            logits = self._logits(ids, pos, mask, keep)
+            return self._pick(logits.float(), 0, rows, targets, torch.arange(len(rows), device=rows.device))
+        hidden = self.model.get_decoder()(input_ids=ids, position_ids=pos, attention_mask=mask, use_cache=False).last_hidden_state[keep]
+        picked = torch.empty(len(rows), dtype=torch.float32, device=rows.device)
+        hits = torch.empty(len(rows), dtype=torch.bool, device=rows.device)
+        order = torch.argsort(rows, stable=True)
+        sorted_rows = rows[order]
+        step = self._chunk_rows(head.weight.shape[0])
+        for r0 in range(0, hidden.shape[0], step):
+            r1 = min(r0 + step, hidden.shape[0])
+            lo, hi = torch.searchsorted(sorted_rows, torch.tensor([r0, r1], device=rows.device)).tolist()
+            if lo == hi:
+                continue
+            sel = order[lo:hi]
+            p, h = self._pick(head(hidden[r0:r1]).float(), r0, rows[sel], targets[sel], sel)
+            picked[sel], hits[sel] = p, h
+        return picked, hits
+
+    @staticmethod
+    def _pick(logits, r0, rows, targets, sel):
+        import torch
+
+        local = rows - r0
+        mx = logits.amax(dim=-1)
+        lse = mx + (logits - mx[:, None]).exp_().sum(dim=-1).log_()
+        target_logit = logits[local, targets]
+        # The target is greedy iff it is the first maximal index (argmax's tie rule); argmax,
+        # slow on CPU, only runs on the rows where the target reaches the maximum.
+        hits = target_logit == mx[local]
+        if hits.any():
+            cand = hits.nonzero()[:, 0]
+            hits[cand] = logits[local[cand]].argmax(dim=-1) == targets[cand]
+        return target_logit - lse[local], hits
+
+    def _chunk_rows(self, vocab: int) -> int:
+        # About 4 MB of float32 logits per chunk on CPU (cache-sized, few ops); 256 MB on a GPU.
+        elements = 1 << 20 if self.device.type == "cpu" else 1 << 26
+        return max(1, elements // vocab)
+
+    def _plain_head(self):
+        """The output layer when logits are exactly ``head(last hidden state)``, else None."""
+        import torch
+
+        head = self.model.get_output_embeddings()
+        config = self.model.config
+        # Soft-capped or scaled logits (Gemma 2, Cohere...) need the model's own forward.
+        for attr in ("final_logit_softcapping", "logit_scale", "logits_scaling", "output_multiplier_scale"):
+            if getattr(config, attr, None) not in (None, 1, 1.0):
+                return None
+        if not isinstance(head, torch.nn.Linear) or not hasattr(self.model, "get_decoder"):
+            return None
+        return head
+
+    # -- generation ----------------------------------------------------------------------
+
+    def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
+        return generate_greedy(self.model, self.tokenizer, requests, self.max_length, self.max_batch_tokens, self.device, self.progress)
+
+
+def _progress(items: list, enabled: bool, desc: str):
+    if not enabled:
+        return items
+    from tqdm import tqdm
+
+    return tqdm(items, desc=desc, unit="pass")
