@@ -70,6 +70,14 @@ def prefix_token_id(tokenizer: Any) -> int:
     return tokenizer.eos_token_id
 
 
+def encode_request(tokenizer: Any, req: LLRequest) -> tuple[list[int], list[int]]:
+    """(context ids, continuation ids) of one request; an empty context becomes lm-eval's prefix token."""
+    if req.context == "":
+        special = default_add_special_tokens(tokenizer, req.continuation)
+        return [prefix_token_id(tokenizer)], tokenizer.encode(req.continuation, add_special_tokens=special)
+    return encode_pair(tokenizer, req.context, req.continuation)
+
+
 def plain_loglikelihood(model: Any, tokenizer: Any, requests: Sequence[LLRequest], max_length: int) -> list[LLResult]:
     """Reference scorer: one full forward pass per request, left-truncated to ``max_length``."""
     import torch
@@ -77,10 +85,7 @@ def plain_loglikelihood(model: Any, tokenizer: Any, requests: Sequence[LLRequest
     out = []
     with torch.inference_mode():
         for req in requests:
-            if req.context == "":
-                ctx, cont = [prefix_token_id(tokenizer)], tokenizer.encode(req.continuation, add_special_tokens=False)
-            else:
-                ctx, cont = encode_pair(tokenizer, req.context, req.continuation)
+            ctx, cont = encode_request(tokenizer, req)
             if not cont:
                 raise ValueError(f"continuation {req.continuation!r} encodes to no tokens")
             # The model sees all but the last token; left-truncate as lm-eval does.

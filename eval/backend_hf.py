@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .api import GenRequest, LLRequest, LLResult, default_add_special_tokens, encode_pair, prefix_token_id
+from .api import GenRequest, LLRequest, LLResult, default_add_special_tokens, encode_request
 
 DEFAULT_MAX_LENGTH = 2048  # lm-eval's default when neither config nor tokenizer says
 _TOKENIZER_INFINITY = 1000000000000000019884624838656
@@ -87,16 +87,10 @@ class HFBackend:
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     # -- log-likelihood -----------------------------------------------------------------
-    def _encode(self, req: LLRequest) -> tuple[list[int], list[int]]:
-        if req.context == "":
-            special = default_add_special_tokens(self.tokenizer, req.continuation)
-            return [prefix_token_id(self.tokenizer)], self.tokenizer.encode(req.continuation, add_special_tokens=special)
-        return encode_pair(self.tokenizer, req.context, req.continuation)
-
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
         import torch
 
-        encoded = [self._encode(r) for r in requests]
+        encoded = [encode_request(self.tokenizer, r) for r in requests]
         for req, (_ctx, cont) in zip(requests, encoded):
             if not cont:
                 raise ValueError(f"continuation {req.continuation!r} encodes to no tokens")

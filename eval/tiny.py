@@ -9,6 +9,7 @@ token when asked for special tokens, which exercises lm-eval's conventions.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
 
 # Italian text for the tokenizer; the registry's prompt templates are added to it.
 _ITALIAN = [
@@ -52,8 +53,23 @@ CHAT_TEMPLATE = (
 )
 
 
-def build_tiny_model(dir: str | Path, layers: int = 2, hidden: int = 64, seed: int = 0, vocab_size: int = 1000, max_positions: int = 2048) -> Path:
-    """Save a seeded random Llama model and its trained tokenizer under ``dir``; returns ``dir``."""
+def build_tiny_model(
+    dir: str | Path,
+    layers: int = 2,
+    hidden: int = 64,
+    seed: int = 0,
+    vocab_size: int = 1000,
+    max_positions: int = 2048,
+    corpus: Iterable[str] | None = None,
+    heads: int = 4,
+    kv_heads: int | None = None,
+) -> Path:
+    """Save a seeded random Llama model and its trained tokenizer under ``dir``; returns ``dir``.
+
+    ``corpus`` replaces the built-in Italian sentences for the tokenizer (the benchmarks
+    train on the raw files for realistic token counts); ``kv_heads`` < ``heads`` gives
+    grouped-query attention as in Llama 3.
+    """
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -70,7 +86,7 @@ def build_tiny_model(dir: str | Path, layers: int = 2, hidden: int = 64, seed: i
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator(_corpus(), trainer=trainer)
+    tok.train_from_iterator(_corpus() if corpus is None else corpus, trainer=trainer)
     bos = tok.token_to_id("<s>")
     tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", bos)])
     fast = PreTrainedTokenizerFast(
@@ -84,8 +100,8 @@ def build_tiny_model(dir: str | Path, layers: int = 2, hidden: int = 64, seed: i
         hidden_size=hidden,
         intermediate_size=hidden * 2,
         num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=4,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads or heads,
         max_position_embeddings=max_positions,
         bos_token_id=bos,
         eos_token_id=tok.token_to_id("</s>"),

@@ -1,20 +1,8 @@
-"""Shared fixtures for the fast-backend tests: the bench's tiny model, built once per session."""
+"""Shared fixtures for the fast-backend tests: the tiny model, built once per session."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-BENCH = Path(__file__).resolve().parent.parent / "bench"
-
-
-def bench_module(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def within_bound(got: float, ref: float) -> bool:
@@ -24,7 +12,16 @@ def within_bound(got: float, ref: float) -> bool:
 
 @pytest.fixture(scope="session")
 def tiny_lm(tmp_path_factory):
-    """(model, tokenizer) of a 2-layer, 64-wide Llama with seeded random weights (CPU, float32)."""
-    tiny = bench_module("tiny")
-    path = tiny.build_tiny_model(tmp_path_factory.mktemp("tiny"), layers=2, hidden=64, seed=0, vocab_size=1024, corpus_lines=2000)
-    return tiny.load(path)
+    """(model, tokenizer) of a 2-layer, 64-wide Llama with seeded random weights (CPU, float32).
+
+    Its tokenizer adds BOS like Llama's, so the fast path is checked against the
+    reference's special-token rule too.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from evalita_eval.tiny import build_tiny_model
+
+    path = build_tiny_model(tmp_path_factory.mktemp("tiny"), layers=2, hidden=64, seed=0, kv_heads=2)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    return model, AutoTokenizer.from_pretrained(path)

@@ -1,38 +1,50 @@
-"""lm-eval tokenisation of many requests at once (one batched tokenizer call per list)."""
+"""lm-eval tokenisation of many requests at once (one batched tokenizer call per list).
+
+Gives exactly :func:`evalita_eval.api.encode_request` for every request, including its
+rule for special tokens (added unless the text already starts with the BOS string).
+"""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..api import LLRequest, prefix_token_id
+from ..api import LLRequest, default_add_special_tokens, prefix_token_id
+
+Key = tuple[str, bool]  # (text, add special tokens)
 
 
-def _batch_encode(tokenizer: Any, texts: list[str]) -> dict[str, list[int]]:
-    unique = [t for t in dict.fromkeys(texts) if t]
-    ids = tokenizer(unique, add_special_tokens=False)["input_ids"] if unique else []
-    return {"": [], **dict(zip(unique, ids))}
+def _batch_encode(tokenizer: Any, keys: list[Key]) -> dict[Key, list[int]]:
+    out: dict[Key, list[int]] = {}
+    for special in (False, True):
+        unique = [text for text, flag in dict.fromkeys(keys) if flag is special]
+        if unique:
+            out.update(zip(((t, special) for t in unique), tokenizer(unique, add_special_tokens=special)["input_ids"]))
+    return out
 
 
 def encode_requests(tokenizer: Any, requests: Sequence[LLRequest]) -> list[tuple[list[int], list[int]]]:
-    """(context ids, continuation ids) per request, equal to ``api.encode_pair`` / ``plain_loglikelihood``.
+    """(context ids, continuation ids) per request, equal to ``api.encode_request``.
 
     Contexts repeat across the choices of an item, so each distinct string is encoded once.
     """
-    pairs = []  # (context is empty, context, continuation)
+    pairs = []  # (context is empty, context, continuation, add special tokens)
     for req in requests:
         if req.context == "":
-            pairs.append((True, "", req.continuation))
+            pairs.append((True, "", req.continuation, default_add_special_tokens(tokenizer, req.continuation)))
             continue
         # Trailing whitespace of the context belongs to the continuation (lm-eval).
         ctx = req.context.rstrip()
-        pairs.append((False, ctx, req.context[len(ctx):] + req.continuation))
-    texts = [c for _, c, _ in pairs] + [c + k for empty, c, k in pairs if not empty] + [k for empty, _, k in pairs if empty]
-    ids = _batch_encode(tokenizer, texts)
+        cont = req.context[len(ctx):] + req.continuation
+        pairs.append((False, ctx, cont, default_add_special_tokens(tokenizer, ctx + cont)))
+    keys: list[Key] = []
+    for empty, ctx, cont, special in pairs:
+        keys.extend([(cont, special)] if empty else [(ctx, special), (ctx + cont, special)])
+    ids = _batch_encode(tokenizer, keys)
     out = []
-    for empty, ctx, cont in pairs:
+    for empty, ctx, cont, special in pairs:
         if empty:
-            out.append(([prefix_token_id(tokenizer)], list(ids[cont])))
+            out.append(([prefix_token_id(tokenizer)], list(ids.get((cont, special), []))))
             continue
-        ctx_ids = ids[ctx]
-        out.append((list(ctx_ids), list(ids[ctx + cont][len(ctx_ids):])))
+        ctx_ids = ids[(ctx, special)]
+        out.append((list(ctx_ids), list(ids[(ctx + cont, special)][len(ctx_ids):])))
     return out

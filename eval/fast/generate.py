@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..api import GenRequest, prefix_token_id
+from ..api import GenRequest, default_add_special_tokens, prefix_token_id
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:
@@ -16,9 +16,15 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> str:
 
 
 def context_ids(tokenizer: Any, requests: Sequence[GenRequest], max_length: int) -> list[list[int]]:
-    """Context tokens as lm-eval feeds them: no special tokens, left-truncated to leave room for the answer."""
-    texts = [r.context for r in requests]
-    encoded = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+    """Context tokens as lm-eval feeds them (special tokens unless the text starts with BOS),
+    left-truncated to leave room for the answer."""
+    flags = [default_add_special_tokens(tokenizer, r.context) for r in requests]
+    encoded: list[list[int]] = [[] for _ in requests]
+    for special in (False, True):
+        rows = [i for i, f in enumerate(flags) if f is special]
+        if rows:
+            for i, ids in zip(rows, tokenizer([requests[i].context for i in rows], add_special_tokens=special)["input_ids"]):
+                encoded[i] = ids
     out = []
     for req, ids in zip(requests, encoded):
         ids = list(ids) or [prefix_token_id(tokenizer)]
