@@ -80,6 +80,15 @@ class HFBackend:
                 self.tokenizer.pad_token_id = self.tokenizer.eos_token_id
         self.max_length = max_length or resolve_max_length(self.model.config, self.tokenizer)
 
+    def fast(self, max_batch_tokens: int | None = None) -> "Any":
+        """A FastBackend on this model and tokenizer (shared prefixes, token-budget batches)."""
+        from .fast import FastBackend
+
+        backend = FastBackend(self.model, self.tokenizer, max_length=self.max_length, max_batch_tokens=max_batch_tokens, device=self.device)
+        backend.apply_chat_template = self.apply_chat_template  # type: ignore[attr-defined]
+        backend.dtype = self.dtype  # type: ignore[attr-defined]
+        return backend
+
     # -- chat ---------------------------------------------------------------------------
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
         if not getattr(self.tokenizer, "chat_template", None):

@@ -30,7 +30,12 @@ def main() -> None:
 @click.option("--prompts", default=None, help="Comma-separated prompt names (e.g. p1,p3). Default: every prompt.")
 @click.option("--num-fewshot", default=0, show_default=True, type=click.IntRange(min=0), help="Few-shot examples per prompt.")
 @click.option("--limit", default=None, type=click.IntRange(min=1), help="Evaluate only the first N documents of each task.")
-@click.option("--batch-size", default=8, show_default=True, type=click.IntRange(min=1))
+@click.option("--batch-size", default=8, show_default=True, type=click.IntRange(min=1), help="Requests per batch (hf backend).")
+@click.option("--backend", "backend_name", default="hf", show_default=True, type=click.Choice(["hf", "fast"]),
+              help="hf: batched plain path, parity-tested against lm-eval; fast: shared-prefix scoring with "
+                   "token-budget batches (same log-likelihoods within 1e-6*|LL|+1e-5), see docs/fast.md.")
+@click.option("--max-batch-tokens", default=None, type=click.IntRange(min=1),
+              help="Token budget per forward pass (fast backend); default: probed on CUDA, a CPU default otherwise.")
 @click.option("--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
 @click.option("--dtype", default="auto", show_default=True, type=click.Choice(["auto", "float32", "float16", "bfloat16"]))
 @click.option("--apply-chat-template", is_flag=True, help="Render prompts with the tokenizer's chat template (instruction-tuned models).")
@@ -40,7 +45,7 @@ def main() -> None:
 @click.option("--seed", default=1234, show_default=True, help="Seed of the few-shot sampler (lm-eval's default).")
 @click.option("--output-dir", default="results", show_default=True, type=click.Path(file_okay=False),
               help="Where results.json, samples/ and the resume cache go.")
-def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, device, dtype,
+def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, backend_name, max_batch_tokens, device, dtype,
         apply_chat_template, trust_remote_code, max_new_tokens, seed, output_dir) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
     from evalita_data.prompts import PromptError
@@ -76,7 +81,9 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
                        skip_missing=tasks is None)
     try:
         backend = HFBackend(model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code)
-        runner = Runner(backend, ModelInfo(model, revision, backend.dtype), source, config, output_dir, echo=click.echo)
+        if backend_name == "fast":
+            backend = backend.fast(max_batch_tokens)
+        runner = Runner(backend, ModelInfo(model, revision, backend.dtype, backend_name), source, config, output_dir, echo=click.echo)
         result = runner.run(entries)
     except (FileNotFoundError, ValueError, RuntimeError) as err:
         # Bad data folder, missing split, too few few-shot examples, no chat template, no CUDA...

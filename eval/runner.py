@@ -51,10 +51,13 @@ class ModelInfo:
     name_or_path: str
     revision: str | None
     dtype: str
+    # "hf" (plain batched) or "fast" (shared prefixes): equal within float rounding, yet
+    # kept apart in the cache so that a rerun reproduces its own numbers bit for bit.
+    backend: str = "hf"
 
     @property
     def cache_key(self) -> str:
-        return json.dumps([self.name_or_path, self.revision, self.dtype])
+        return json.dumps([self.name_or_path, self.revision, self.dtype, self.backend])
 
 
 @dataclass
@@ -97,7 +100,8 @@ class Runner:
         keys = [request_key(self.model.cache_key, kind, asdict(r)) for r in requests]
         pending = sorted({k: i for i, k in enumerate(keys) if k not in self.cache}.values(), key=lambda i: -len(requests[i].context))
         bar.update(len(requests) - len(pending))
-        step = max(1, self.config.batch_size * CHUNK_BATCHES)
+        # A backend that batches by tokens (FastBackend) asks for larger calls to share more.
+        step = getattr(self.backend, "requests_per_call", None) or max(1, self.config.batch_size * CHUNK_BATCHES)
         for start in range(0, len(pending), step):
             chunk = pending[start : start + step]
             values = compute([requests[i] for i in chunk])
@@ -209,7 +213,7 @@ class Runner:
     def _write_results(self, result: RunResult, manifest: dict) -> None:
         c = self.config
         doc = {
-            "model": {"name_or_path": self.model.name_or_path, "revision": self.model.revision, "dtype": self.model.dtype},
+            "model": {"name_or_path": self.model.name_or_path, "revision": self.model.revision, "dtype": self.model.dtype, "backend": self.model.backend},
             "data": {"source": self.source.description, "manifest_sha256": manifest},
             "config": {
                 "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": c.batch_size,

@@ -22,6 +22,10 @@ class FastBackend:
     square of its size. ``progress`` (default: stderr is a terminal) shows tqdm bars.
     """
 
+    # The evaluator hands over this many requests per call (a resume-cache write each):
+    # large enough for the choices, prompts and few-shot prefixes of many items to share.
+    requests_per_call = 2048
+
     def __init__(
         self,
         model: Any,
