@@ -9,6 +9,22 @@ import click
 
 from . import __version__
 
+# What each command imports beyond the data toolkit's own dependencies.
+RUN_NEEDS = ("torch", "transformers", "datasets", "numpy", "sklearn", "rouge_score")
+STATS_NEEDS = ("numpy", "scipy", "matplotlib")
+
+
+def require(command: str, modules: tuple[str, ...]) -> None:
+    """Stop with an install hint, not a traceback, when the evaluator extra is missing."""
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise click.ClickException(
+            f"`evalita-eval {command}` needs {', '.join(missing)}, which `pip install evalita-llm` alone does not "
+            "install. Install the evaluator: pip install torch 'evalita-llm[eval]' (from a checkout: pip install torch '.[eval]')."
+        )
+
 
 @click.group()
 @click.version_option(__version__, prog_name="evalita-eval")
@@ -48,6 +64,7 @@ def main() -> None:
 def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, backend_name, max_batch_tokens, device, dtype,
         apply_chat_template, trust_remote_code, max_new_tokens, seed, output_dir) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
+    require("run", RUN_NEEDS)
     from evalita_data.prompts import PromptError
 
     from .backend_hf import HFBackend
@@ -104,6 +121,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
               show_default=True, help="Folder for aggregate.md and aggregate.json.")
 def aggregate(scores: Path, scale: str, alpha: float, out: Path) -> None:
     """Paper-style tables (MinP/MaxP/AvgP/CPS, Sharpe) from a CSV/JSON of (model, task, prompt, score) rows."""
+    require("aggregate", STATS_NEEDS)
     from .aggregate import run_aggregate
 
     try:
@@ -126,6 +144,7 @@ def aggregate(scores: Path, scale: str, alpha: float, out: Path) -> None:
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: on a terminal only).")
 def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float, progress: bool | None) -> None:
     """Markdown + HTML report with plots from one or more results.json of `evalita-eval run`."""
+    require("report", STATS_NEEDS)
     from .report import write_report
 
     if progress is None:

@@ -174,3 +174,13 @@ def test_resume_after_kill(tiny_model: Path, tmp_path: Path) -> None:
     assert got == want
     for name in ("te_p1", "ner_adg_p2"):
         assert (out / "samples" / f"{name}.jsonl").read_text() == (tmp_path / "fresh" / "samples" / f"{name}.jsonl").read_text()
+
+
+def test_missing_evaluator_extra_is_an_install_hint(monkeypatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "transformers" else real(name, *a))
+    result = CliRunner().invoke(main, ["run", "--model", "x", "--data", "."])
+    assert result.exit_code == 1
+    assert "needs transformers" in result.output and "evalita-llm[eval]" in result.output
