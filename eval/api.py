@@ -41,6 +41,14 @@ class Backend(Protocol):
     def generate_until(self, requests: Sequence[GenRequest]) -> list[str]: ...
 
 
+def cut_at_stop(text: str, stop: Sequence[str]) -> str:
+    """The text before the first occurrence of any stop string (lm-eval's sequential split)."""
+    for s in stop:
+        if s:
+            text = text.split(s)[0]
+    return text
+
+
 def default_add_special_tokens(tokenizer: Any, text: str) -> bool:
     """lm-eval's HF rule: the tokenizer's special tokens (e.g. Llama's BOS) are added,
     unless the text already starts with the BOS string (a rendered chat template)."""

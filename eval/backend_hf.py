@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .api import GenRequest, LLRequest, LLResult, default_add_special_tokens, encode_request
+from .api import GenRequest, LLRequest, LLResult, cut_at_stop, default_add_special_tokens, encode_request
 
 DEFAULT_MAX_LENGTH = 2048  # lm-eval's default when neither config nor tokenizer says
 _TOKENIZER_INFINITY = 1000000000000000019884624838656
@@ -172,11 +172,3 @@ class HFBackend:
                     text = self.tokenizer.decode(gen[row, ids.shape[1] :].tolist(), skip_special_tokens=True)
                     out[i] = cut_at_stop(text, until)
         return out  # type: ignore[return-value]
-
-
-def cut_at_stop(text: str, stop: Sequence[str]) -> str:
-    """The text before the first occurrence of any stop string (lm-eval's post-processing)."""
-    for s in stop:
-        if s:
-            text = text.split(s)[0]
-    return text

@@ -13,6 +13,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalita_data.rawsource import sha256_file
 from evalita_data.prompts import CompiledTask, compiled
 from evalita_data.registry import TASK_IDS, get_task
 from evalita_data.taskspec import TaskSpec
@@ -133,18 +134,15 @@ class DataSource:
         """sha256 of the split's JSONL as built: the file itself when local, else the value the
         published manifest.json records; without either, of the records as canonical JSON."""
         path = self._jsonl(entry, split)
-        h = hashlib.sha256()
         if path is not None and path.is_file():
-            with open(path, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(block)
-            return h.hexdigest()
+            return sha256_file(path)
         manifest = self._published_manifest(entry)
         key = f"{entry.config}/{split}" if entry.config else split
         if manifest and key in manifest.get("splits", {}):
             return manifest["splits"][key]["sha256"]
         import json
 
+        h = hashlib.sha256()
         for rec in self.load(entry, split):
             h.update(json.dumps(rec, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
         return h.hexdigest()

@@ -4,15 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..api import GenRequest, default_add_special_tokens, prefix_token_id
-
-
-def cut_at_stop(text: str, stop: Sequence[str]) -> str:
-    """The text before the first occurrence of any stop string (lm-eval's sequential split)."""
-    for s in stop:
-        if s:
-            text = text.split(s)[0]
-    return text
+from ..api import GenRequest, cut_at_stop, default_add_special_tokens, prefix_token_id
 
 
 def context_ids(tokenizer: Any, requests: Sequence[GenRequest], max_length: int) -> list[list[int]]:
