@@ -9,8 +9,9 @@ pass, no cache. Every faster path is tested against it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Sequence
 
 
 @dataclass(frozen=True)
@@ -35,10 +36,74 @@ class GenRequest:
     max_new_tokens: int
 
 
-class Backend(Protocol):
-    def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]: ...
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do; the runner checks these before any request is sent."""
 
-    def generate_until(self, requests: Sequence[GenRequest]) -> list[str]: ...
+    loglikelihood: bool = True  # scores LLRequests (API chat endpoints cannot)
+    generate: bool = True
+    chat_template: bool = True  # renders chat messages to a prompt string
+    constrained: bool = False  # honours a constraint on GenRequest (instruct settings)
+
+
+@dataclass
+class BackendOptions:
+    """Everything a backend may be built from; the CLI fills it, each backend reads its part."""
+
+    model: str
+    revision: str | None = None
+    device: str = "cpu"
+    dtype: str = "auto"
+    batch_size: int = 8
+    trust_remote_code: bool = False
+    max_length: int | None = None  # None: the model's own (lm-eval's rule)
+    max_batch_tokens: int | None = None  # token-budget backends (fast)
+    threads: int | None = None  # torch intra-op threads on CPU; None: torch's default
+    # Engines (vLLM): passed through as the user wrote them.
+    tensor_parallel_size: int = 1
+    data_parallel_size: int = 1
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | None = None
+    # OpenAI-compatible servers.
+    base_url: str | None = None
+    api_key_env: str | None = None  # the NAME of the environment variable holding the key
+    concurrency: int = 4
+    timeout_s: float = 120.0
+    max_retries: int = 5
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class BackendUnsupported(ValueError):
+    """A request kind or option this backend does not offer (a clear CLI error, no traceback)."""
+
+
+class Backend(ABC):
+    """One inference engine. Subclasses register under a name (``evalita_eval.backends``)."""
+
+    name: ClassVar[str] = ""
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    # Requests the runner hands over per call (one resume-cache write each); None: batch_size * 4.
+    requests_per_call: ClassVar[int | None] = None
+    # Part of the resume-cache key: a rerun reproduces its own numbers bit for bit.
+    dtype: str = "unknown"
+    tokenizer_name: str = ""
+
+    @classmethod
+    @abstractmethod
+    def from_options(cls, options: BackendOptions) -> "Backend":
+        """Build the backend from CLI options (import heavy libraries here, not at module level)."""
+
+    def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
+        raise BackendUnsupported(f"backend {self.name!r} cannot score log-likelihoods")
+
+    def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
+        raise BackendUnsupported(f"backend {self.name!r} cannot generate")
+
+    def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
+        raise BackendUnsupported(f"backend {self.name!r} cannot apply a chat template")
+
+    def close(self) -> None:
+        """Release engines, servers' sessions, GPU memory. Idempotent."""
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:
