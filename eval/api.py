@@ -30,10 +30,34 @@ class LLResult:
 
 
 @dataclass(frozen=True)
+class Constraint:
+    """What a constrained generation may write (``--constrained``; docs/settings.md).
+
+    ``kind`` "choice": exactly one of the strings in ``choices``; "regex": a full match of
+    ``pattern`` (the subset of regular expressions that vLLM's and xgrammar's structured
+    outputs share: literals, classes, groups, alternation, ``? * + {m,n}``). An engine with
+    structured outputs takes it as they are: vLLM ``StructuredOutputsParams(choice=...)`` or
+    ``(regex=...)``, see ``as_structured_outputs``.
+    """
+
+    kind: str  # "choice" | "regex"
+    choices: tuple[str, ...] = ()
+    pattern: str = ""
+
+    def as_structured_outputs(self) -> dict[str, Any]:
+        """The keyword arguments of vLLM's ``StructuredOutputsParams`` (and the server's
+        ``structured_outputs`` request field) for this constraint."""
+        return {"choice": list(self.choices)} if self.kind == "choice" else {"regex": self.pattern}
+
+
+@dataclass(frozen=True)
 class GenRequest:
     context: str
     stop: tuple[str, ...]
     max_new_tokens: int
+    # None: free generation. Left out of the resume-cache key when None (Runner._cached),
+    # so caches written before constraints existed stay valid.
+    constraint: Constraint | None = None
 
 
 @dataclass(frozen=True)

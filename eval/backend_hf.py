@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .api import GenRequest, LLRequest, LLResult, cut_at_stop, default_add_special_tokens, encode_request
+from .api import Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, default_add_special_tokens, encode_request
 
 DEFAULT_MAX_LENGTH = 2048  # lm-eval's default when neither config nor tokenizer says
 _TOKENIZER_INFINITY = 1000000000000000019884624838656
@@ -43,6 +43,10 @@ def _torch_dtype(dtype: str) -> Any:
 
 class HFBackend:
     """A ``Backend`` on ``AutoModelForCausalLM``; loads nothing remote unless the id is a Hub id."""
+
+    # Constrained requests: an xgrammar logits processor in generate (eval/constrained.py).
+    capabilities = Capabilities(constrained=True)
+    _grammars = None
 
     def __init__(
         self,
@@ -87,6 +91,9 @@ class HFBackend:
         backend = FastBackend(self.model, self.tokenizer, max_length=self.max_length, max_batch_tokens=max_batch_tokens, device=self.device)
         backend.apply_chat_template = self.apply_chat_template  # type: ignore[attr-defined]
         backend.dtype = self.dtype  # type: ignore[attr-defined]
+        # Constrained requests take this backend's generate path (eval/constrained.py).
+        backend.generate_until = _constrained_via(self.generate_until, backend.generate_until)  # type: ignore[method-assign]
+        backend.capabilities = self.capabilities  # type: ignore[misc]
         return backend
 
     # -- chat ---------------------------------------------------------------------------
@@ -141,8 +148,8 @@ class HFBackend:
         out: list[str | None] = [None] * len(requests)
         groups: dict[tuple, list[int]] = {}
         for i, r in enumerate(requests):
-            groups.setdefault((r.stop, r.max_new_tokens), []).append(i)
-        for (stop, max_new), idx in groups.items():
+            groups.setdefault((r.stop, r.max_new_tokens, r.constraint is not None), []).append(i)
+        for (stop, max_new, constrained), idx in groups.items():
             until = list(stop) + ([eos] if eos not in stop else [])
             max_ctx = self.max_length - max_new
             if max_ctx <= 0:
@@ -157,8 +164,10 @@ class HFBackend:
                 enc = self.tokenizer(contexts, padding="longest", return_tensors="pt", add_special_tokens=special)
                 ids = enc["input_ids"][:, -max_ctx:].to(self.device)
                 mask = enc["attention_mask"][:, -max_ctx:].to(self.device)
+                processors = [self._grammar_processor([requests[i].constraint for i in batch])] if constrained else None
                 with torch.inference_mode():
                     gen = self.model.generate(
+                        logits_processor=processors,
                         input_ids=ids,
                         attention_mask=mask,
                         max_new_tokens=max_new,
@@ -172,3 +181,25 @@ class HFBackend:
                     text = self.tokenizer.decode(gen[row, ids.shape[1] :].tolist(), skip_special_tokens=True)
                     out[i] = cut_at_stop(text, until)
         return out  # type: ignore[return-value]
+
+    def _grammar_processor(self, constraints: list) -> Any:
+        from .constrained import GrammarCache
+
+        if self._grammars is None:
+            self._grammars = GrammarCache(self.tokenizer, self.model.config.vocab_size)
+        return self._grammars.logits_processor(constraints)
+
+
+def _constrained_via(constrained_path: Any, free_path: Any) -> Any:
+    """generate_until that sends constrained requests to ``constrained_path``, the others to ``free_path``."""
+
+    def generate_until(requests: Sequence[GenRequest]) -> list[str]:
+        out: list[str | None] = [None] * len(requests)
+        for path, wanted in ((constrained_path, True), (free_path, False)):
+            idx = [i for i, r in enumerate(requests) if (r.constraint is not None) == wanted]
+            if idx:
+                for i, text in zip(idx, path([requests[i] for i in idx])):
+                    out[i] = text
+        return out  # type: ignore[return-value]
+
+    return generate_until

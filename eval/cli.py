@@ -59,10 +59,18 @@ def main() -> None:
 @click.option("--max-new-tokens", default=None, type=click.IntRange(min=1),
               help="Override the generative tasks' limit (256, lm-eval's default), e.g. for a quick check.")
 @click.option("--seed", default=1234, show_default=True, help="Seed of the few-shot sampler (lm-eval's default).")
+@click.option("--setting", default="loglikelihood", show_default=True, type=click.Choice(["loglikelihood", "ce", "ce-ni", "oe"]),
+              help="How MC tasks are asked: log-likelihood of each choice, or a generated answer: ce (lettered options), "
+                   "ce-ni (options without letters), oe (no options). See docs/settings.md.")
+@click.option("--constrained", is_flag=True, help="Constrained decoding (xgrammar): answers limited to the choices or the task's output format.")
+@click.option("--system-instruction", default=None, help="System instruction (as lm-eval's --system_instruction).")
+@click.option("--fewshot-as-multiturn/--no-fewshot-as-multiturn", default=None,
+              help="Few-shot examples as user/assistant turns (default with --apply-chat-template, as lm-eval) or in one user turn.")
 @click.option("--output-dir", default="results", show_default=True, type=click.Path(file_okay=False),
               help="Where results.json, samples/ and the resume cache go.")
 def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, backend_name, max_batch_tokens, device, dtype,
-        apply_chat_template, trust_remote_code, max_new_tokens, seed, output_dir) -> None:
+        apply_chat_template, trust_remote_code, max_new_tokens, seed, setting, constrained, system_instruction, fewshot_as_multiturn,
+        output_dir) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
     require("run", RUN_NEEDS)
     from evalita_data.prompts import PromptError
@@ -85,7 +93,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
         raise click.ClickException(str(err)) from err
     prompt_names = split(prompts)
     if prompt_names:
-        known = {p.name for e in entries for p in e.spec.prompts}
+        known = {p.name for e in entries for p in e.spec.prompts} if setting == "loglikelihood" else {"p1", "p2"}
         unknown = sorted(set(prompt_names) - known)
         if unknown:
             raise click.BadParameter(f"unknown prompt(s) {', '.join(unknown)}; the tasks have {', '.join(sorted(known))}", param_hint="--prompts")
@@ -95,7 +103,8 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     source = DataSource(data_dir=data_dir, hub_org=hub_org)
     config = RunConfig(num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
                        seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens,
-                       skip_missing=tasks is None)
+                       skip_missing=tasks is None, setting=setting, constrained=constrained,
+                       system_instruction=system_instruction, fewshot_as_multiturn=fewshot_as_multiturn)
     try:
         backend = HFBackend(model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code)
         if backend_name == "fast":

@@ -49,7 +49,9 @@ def _mean(values: list[float]) -> float:
 
 def _accuracy(norm: str | None) -> Callable[[Samples], float]:
     def score(samples: Samples) -> float:
-        return _mean([float(mc_prediction(s["loglikelihoods"], s["choices"], norm) == s["gold"]) for s in samples])
+        # Generated answers (eval/settings.py) carry their parsed "prediction", no log-likelihoods.
+        return _mean([float((mc_prediction(s["loglikelihoods"], s["choices"], norm) if "loglikelihoods" in s else s["prediction"]) == s["gold"])
+                      for s in samples])
 
     return score
 
@@ -237,12 +239,12 @@ def ls_f1(samples: Samples) -> float:
 
 
 # -- SUM ------------------------------------------------------------------------------
-def _rouge(kind: str) -> Callable[[Samples], float]:
+def _rouge(kind: str, reference: str = "gold") -> Callable[[Samples], float]:
     def score(samples: Samples) -> float:
         from rouge_score import rouge_scorer
 
         scorer = rouge_scorer.RougeScorer([kind], use_stemmer=False)
-        return _mean([scorer.score(s["gold"], s["generation"])[kind].fmeasure for s in samples])
+        return _mean([scorer.score(s[reference], s["generation"])[kind].fmeasure for s in samples])
 
     return score
 
@@ -263,6 +265,8 @@ METRICS: dict[str, Callable[[Samples], float]] = {
     "rouge2": _rouge("rouge2"),
     "rougeL": _rouge("rougeL"),
     "rougeLsum": _rouge("rougeLsum"),
+    # Open-ended answers of MC tasks (eval/settings.py): generation vs the gold answer text.
+    "rougeL_answer": _rouge("rougeL", "gold_answer"),
 }
 
 

@@ -20,6 +20,8 @@ from .api import Backend, GenRequest, LLRequest
 from .cache import RequestCache, request_key
 from .fewshot import build_contexts
 from .metrics import mc_prediction, score_samples
+from . import settings as st
+from .constrained import task_constraint
 from .tasks import DataSource, TaskEntry
 
 # Requests computed between two cache writes: small enough to lose little on a crash.
@@ -44,6 +46,11 @@ class RunConfig:
     # Skip (with a note) tasks whose evaluation split the data lack, instead of failing:
     # for runs over "all tasks" of a partial build.
     skip_missing: bool = False
+    # Instruct settings (docs/settings.md): how MC tasks are asked and scored; constrained decoding.
+    setting: str = "loglikelihood"
+    constrained: bool = False
+    system_instruction: str | None = None
+    fewshot_as_multiturn: bool | None = None  # None: as lm-eval, multi-turn exactly when chatting
 
 
 @dataclass
@@ -65,6 +72,14 @@ class RunResult:
     results: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     timing: dict[str, float] = field(default_factory=dict)
     computed: int = 0  # requests sent to the backend (not found in the cache)
+
+
+def _cache_payload(request: Any) -> dict:
+    """The request as cache-key payload; an absent constraint is left out (older caches stay valid)."""
+    payload = asdict(request)
+    if payload.get("constraint", 0) is None:
+        del payload["constraint"]
+    return payload
 
 
 def package_versions() -> dict[str, str]:
@@ -89,6 +104,11 @@ class Runner:
         self.echo = echo
         self.cache = RequestCache(self.out / "cache.jsonl")
         self.chat = None
+        if config.fewshot_as_multiturn and not config.apply_chat_template:
+            raise ValueError("--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)")
+        capabilities = getattr(backend, "capabilities", None)
+        if config.constrained and not (capabilities is not None and capabilities.constrained):
+            raise ValueError(f"backend {getattr(backend, 'name', '') or type(backend).__name__} cannot do constrained decoding (--constrained)")
         if config.apply_chat_template:
             render = getattr(backend, "apply_chat_template", None)
             if render is None:
@@ -97,7 +117,7 @@ class Runner:
 
     # -- requests through the cache -----------------------------------------------------
     def _cached(self, kind: str, requests: Sequence[Any], compute: Callable[[list], list], to_json: Callable[[Any], Any], bar: tqdm) -> tuple[list[Any], int]:
-        keys = [request_key(self.model.cache_key, kind, asdict(r)) for r in requests]
+        keys = [request_key(self.model.cache_key, kind, _cache_payload(r)) for r in requests]
         pending = sorted({k: i for i, k in enumerate(keys) if k not in self.cache}.values(), key=lambda i: -len(requests[i].context))
         bar.update(len(requests) - len(pending))
         # A backend that batches by tokens (FastBackend) asks for larger calls to share more.
@@ -125,15 +145,27 @@ class Runner:
     def run_entry(self, entry: TaskEntry) -> tuple[dict[str, dict[str, float]], int]:
         spec, task = entry.spec, entry.compiled
         docs, pool = self._docs(entry)
-        names = [p.name for p in spec.prompts if self.config.prompts is None or p.name in self.config.prompts]
         mc = spec.output_type == "multiple_choice"
+        setting = self.config.setting if mc else "loglikelihood"
+        if setting != "loglikelihood":
+            task = st.setting_task(entry.task_id, setting)
+        names = [p for p in task.prompts if self.config.prompts is None or p in self.config.prompts]
         per_prompt: dict[str, dict[str, float]] = {}
         computed = 0
         for name in names:
             contexts = build_contexts(
                 task, name, docs, pool, self.config.num_fewshot, self.config.seed, self.chat,
                 pool_is_eval_split=spec.fewshot_split == spec.eval_split,
+                system_instruction=self.config.system_instruction,
+                multiturn=self.config.fewshot_as_multiturn is not False,
             )
+            if setting != "loglikelihood":
+                samples, n = self._run_setting(entry, task, setting, name, docs, contexts)
+                computed += n
+                self._write_samples(entry, name, samples)
+                per_prompt[name] = {m: score_samples(m, samples) for m in st.setting_metrics(spec, setting)}
+                per_prompt[name].update({st.UNPARSED: sum(s["parsed"] is None for s in samples), "n": len(samples)})
+                continue
             if mc:
                 samples, n = self._run_mc(entry, name, docs, contexts)
             else:
@@ -167,10 +199,34 @@ class Runner:
             })
         return samples, n
 
+    def _run_setting(self, entry: TaskEntry, task: Any, setting: str, prompt: str, docs: list[dict], contexts: list[str]) -> tuple[list[dict], int]:
+        """A multiple-choice task answered by generation (docs/settings.md)."""
+        metrics = entry.spec.metrics
+        choices = [task.choices(prompt, d) for d in docs]
+        max_new = self.config.max_new_tokens or st.MAX_NEW_TOKENS[setting]
+        requests = [
+            GenRequest(ctx, st.STOP, max_new, st.answer_constraint(cs) if self.config.constrained else None)
+            for ctx, cs in zip(contexts, choices)
+        ]
+        with self._bar(entry, prompt, len(requests)) as bar:
+            values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
+        samples = []
+        for i, (doc, ctx, cs, gen) in enumerate(zip(docs, contexts, choices, values)):
+            gold, parsed = task.target(doc), st.parse_answer(setting, gen, cs)
+            answer_texts = st.setting_task(entry.task_id, "oe").choices(prompt, doc)
+            samples.append({
+                "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed,
+                "parsed_answer": None if parsed is None else cs[parsed],
+                "prediction": st.scored_prediction(parsed, gold, len(cs), metrics), "gold": gold,
+                "gold_answer": answer_texts[gold],
+            })
+        return samples, n
+
     def _run_gen(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str]) -> tuple[list[dict], int]:
         spec, task = entry.spec, entry.compiled
         max_new = self.config.max_new_tokens or spec.max_new_tokens
-        requests = [GenRequest(ctx, tuple(spec.stop), max_new) for ctx in contexts]
+        constraint = task_constraint(entry.task_id) if self.config.constrained else None
+        requests = [GenRequest(ctx, tuple(spec.stop), max_new, constraint) for ctx in contexts]
         with self._bar(entry, prompt, len(requests)) as bar:
             values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
         gold_field = GOLD_FIELD[entry.task_id]
@@ -219,6 +275,8 @@ class Runner:
                 "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": c.batch_size,
                 "apply_chat_template": c.apply_chat_template, "seed": c.seed, "device": c.device,
                 "max_new_tokens": c.max_new_tokens,
+                "setting": c.setting, "constrained": c.constrained,
+                "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
             },
             "results": result.results,
             "versions": package_versions(),
@@ -234,7 +292,7 @@ def summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
     rows = [("task", "prompt", "n", "metrics")]
     for task, prompts in results.items():
         for prompt, scores in prompts.items():
-            metrics = "  ".join(f"{m}={100 * v:.2f}" for m, v in scores.items() if m != "n")
+            metrics = "  ".join(f"{m}={v}" if m == st.UNPARSED else f"{m}={100 * v:.2f}" for m, v in scores.items() if m != "n")
             rows.append((task, prompt, str(scores.get("n", "")), metrics))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}" for r in rows)

@@ -41,6 +41,24 @@ Prompt = Union[MCPrompt, GenPrompt]
 
 
 @dataclass(frozen=True)
+class InstructPrompts:
+    """What the generative settings (CE, CE-NI, OE; eval/settings.py) of a multiple-choice task need.
+
+    ``question`` is the question without its options; ``answers`` are the answer texts in
+    the order of the task's target index (a fixed list or a Jinja expression, as
+    ``MCPrompt.choices``): CE lists them after letters A, B, ..., CE-NI lists them bare, OE
+    does not show them (they are what an open answer is matched against; the gold one is
+    the OE reference). ``description`` opens the second prompt of every setting; ``oe_hint``
+    tells the model the expected form of an open answer.
+    """
+
+    question: str
+    answers: Union[list[str], str]
+    description: str
+    oe_hint: str = "Rispondi in modo breve."
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     id: str
     title: str
@@ -74,6 +92,8 @@ class TaskSpec:
     record_check: RecordCheck | None = None
     seed: int = 0
     task_categories: list[str] = field(default_factory=list)
+    # Multiple-choice tasks: the prompts of the instruct settings (--setting ce|ce-ni|oe).
+    instruct: InstructPrompts | None = None
 
     def load_converter(self) -> Converter | None:
         if self.converter is None:

@@ -1,7 +1,7 @@
 """Italian medical specialty admission tests (SSM), five-option multiple choice."""
 
 from ..record_checks import choice_problems
-from ..taskspec import TaskSpec, six_mc_prompts
+from ..taskspec import InstructPrompts, TaskSpec, six_mc_prompts
 
 
 def check_record(rec: dict) -> list[str]:
@@ -40,4 +40,10 @@ TASK = TaskSpec(
     record_check=check_record,
     seed=1234,
     task_categories=["question-answering", "multiple-choice"],
+    instruct=InstructPrompts(
+        question="Dato il seguente quesito di medicina: '{{Question}}' qual è la risposta corretta?",
+        answers="[A, B, C, D, E]",
+        description="Devi risolvere un compito di risposte a domande. ",
+        oe_hint="Rispondi con il testo della risposta, senza commenti.",
+    ),
 )

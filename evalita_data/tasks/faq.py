@@ -1,7 +1,7 @@
 """QA4FAQ (Evalita 2016), rebuilt as 4-way multiple choice over the FAQ answers."""
 
 from ..record_checks import choice_problems
-from ..taskspec import TaskSpec, six_mc_prompts
+from ..taskspec import InstructPrompts, TaskSpec, six_mc_prompts
 
 
 def check_record(rec: dict) -> list[str]:
@@ -43,4 +43,10 @@ TASK = TaskSpec(
     record_check=check_record,
     seed=1234,
     task_categories=["question-answering", "multiple-choice"],
+    instruct=InstructPrompts(
+        question=_Q,
+        answers="[A, B, C, D]",
+        description=_DESC,
+        oe_hint="Rispondi con il testo della risposta, senza commenti.",
+    ),
 )

@@ -1,6 +1,6 @@
 """HaSpeeDe 2 (Evalita 2020): hate speech detection, task A."""
 
-from ..taskspec import TaskSpec, six_mc_prompts
+from ..taskspec import InstructPrompts, TaskSpec, six_mc_prompts
 
 _Q = "C'è incitamento all'odio nel seguente tweet: '{{full_text}}'?"
 
@@ -43,4 +43,10 @@ TASK = TaskSpec(
     eval_split="test_all",
     fewshot_split="dev",
     task_categories=["text-classification"],
+    instruct=InstructPrompts(
+        question=_Q,
+        answers=["No", "Sì"],
+        description="Devi svolgere un compito di identificazione di incitamento all'odio. ",
+        oe_hint="Rispondi con una sola parola.",
+    ),
 )

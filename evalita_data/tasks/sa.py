@@ -1,6 +1,6 @@
 """SENTIPOLC 2016: sentiment polarity of Italian tweets."""
 
-from ..taskspec import TaskSpec, six_mc_prompts
+from ..taskspec import InstructPrompts, TaskSpec, six_mc_prompts
 
 _CHOICES = ["Positivo", "Negativo", "Neutrale", "Misto"]
 
@@ -33,4 +33,11 @@ TASK = TaskSpec(
     eval_split="test",
     fewshot_split="train",
     task_categories=["text-classification"],
+    # The answers as p3/p4 list them ("Neutro", the usual word for a neutral answer).
+    instruct=InstructPrompts(
+        question="Qual è il sentiment espresso nel seguente tweet: '{{text}}'?",
+        answers=["Positivo", "Negativo", "Neutro", "Misto"],
+        description="Devi svolgere un compito di analisi del sentiment. ",
+        oe_hint="Rispondi con una sola parola.",
+    ),
 )

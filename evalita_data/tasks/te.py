@@ -1,6 +1,6 @@
 """Textual entailment, Evalita 2009 (RTE-style XML)."""
 
-from ..taskspec import TaskSpec, six_mc_prompts
+from ..taskspec import InstructPrompts, TaskSpec, six_mc_prompts
 
 TASK = TaskSpec(
     id="te",
@@ -37,4 +37,10 @@ TASK = TaskSpec(
     eval_split="test",
     fewshot_split="dev",
     task_categories=["text-classification"],
+    instruct=InstructPrompts(
+        question="La frase: '{{text1}}' implica logicamente che la frase: '{{text2}}' sia vera?",
+        answers=["Sì", "No"],
+        description="Devi risolvere un compito di inferenza semantica. ",
+        oe_hint="Rispondi con una sola parola.",
+    ),
 )

@@ -1,6 +1,6 @@
 """WiC-ITA (Evalita 2023): word in context, monolingual binary subtask."""
 
-from ..taskspec import TaskSpec, six_mc_prompts
+from ..taskspec import InstructPrompts, TaskSpec, six_mc_prompts
 
 
 def check_record(rec: dict) -> list[str]:
@@ -51,4 +51,10 @@ TASK = TaskSpec(
     fewshot_split="dev",
     record_check=check_record,
     task_categories=["text-classification"],
+    instruct=InstructPrompts(
+        question=_Q,
+        answers=["No", "Sì"],
+        description="Devi determinare se una stessa parola usata in due frasi differenti ha lo stesso significato in entrambi i contesti. ",
+        oe_hint="Rispondi con una sola parola.",
+    ),
 )
