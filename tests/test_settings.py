@@ -258,3 +258,23 @@ def test_multiturn_needs_chat_template(tiny_model: Path, tmp_path: Path) -> None
     result = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te", "--limit", "1",
                                        "--fewshot-as-multiturn", "--output-dir", str(tmp_path)])
     assert result.exit_code != 0 and "--fewshot-as-multiturn needs --apply-chat-template" in result.output
+
+
+def test_report_puts_settings_side_by_side(tiny_model: Path, tmp_path: Path) -> None:
+    from evalita_eval.report import write_report
+
+    runs = {"ll": [], "ce": ["--setting", "ce", "--constrained"], "oe": ["--setting", "oe", "--max-new-tokens", "2"]}
+    for name, extra in runs.items():
+        _run(["--model", str(tiny_model), "--data", str(DATA), "--tasks", "te", "--limit", "2", "--output-dir", str(tmp_path / name), *extra])
+    write_report([tmp_path / n / "results.json" for n in runs], tmp_path / "rep", k=5, echo=lambda _s: None)
+    payload = json.loads((tmp_path / "rep" / "report.json").read_text("utf-8"))
+    assert set(payload["tasks"]) == {"te [loglikelihood]", "te [ce constrained]", "te [oe]"}
+    assert payload["settings"]["headers"] == ["model", "task", "loglikelihood", "ce constrained", "oe"]
+    [row] = payload["settings"]["rows"]
+    ce = json.loads((tmp_path / "ce" / "results.json").read_text("utf-8"))["results"]["te"]
+    accs = sorted(100 * ce[p]["acc"] for p in ("p1", "p2"))
+    assert row[:2] == [tiny_model.name, "te"] and row[3].startswith(f"{sum(accs) / 2:.1f} [{accs[0]:.1f}–{accs[1]:.1f}]")
+    assert row[3].endswith("(unparsed 0)") and "(unparsed " not in row[2]
+    oe = json.loads((tmp_path / "oe" / "results.json").read_text("utf-8"))["results"]["te"]
+    assert row[4].endswith(f"(unparsed {oe['p1']['unparsed'] + oe['p2']['unparsed']})")
+    assert "## Settings side by side" in (tmp_path / "rep" / "report.md").read_text("utf-8")
