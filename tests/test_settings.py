@@ -278,3 +278,17 @@ def test_report_puts_settings_side_by_side(tiny_model: Path, tmp_path: Path) -> 
     oe = json.loads((tmp_path / "oe" / "results.json").read_text("utf-8"))["results"]["te"]
     assert row[4].endswith(f"(unparsed {oe['p1']['unparsed'] + oe['p2']['unparsed']})")
     assert "## Settings side by side" in (tmp_path / "rep" / "report.md").read_text("utf-8")
+
+
+def test_docs_show_the_renderers_output() -> None:
+    """docs/settings.md quotes real output of the renderer: keep them equal."""
+    from evalita_eval.settings import setting_task
+
+    text = (Path(__file__).parent.parent / "docs" / "settings.md").read_text("utf-8")
+    doc = _records("te", None, "test")[0]
+    for setting in SETTINGS:
+        task = setting_task("te", setting)
+        assert f"```\n{task.render('p1', doc)} {task.fewshot_answer('p1', doc)}\n```" in text, setting
+    at = _records("at", None, "test")[0]
+    task = setting_task("at", "ce-ni")
+    assert f"```\n{task.render('p2', at)} {task.fewshot_answer('p2', at)}\n```" in text
