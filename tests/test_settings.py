@@ -292,3 +292,20 @@ def test_docs_show_the_renderers_output() -> None:
     at = _records("at", None, "test")[0]
     task = setting_task("at", "ce-ni")
     assert f"```\n{task.render('p2', at)} {task.fewshot_answer('p2', at)}\n```" in text
+
+
+def test_constrained_needs_a_backend_that_honours_it(tmp_path: Path) -> None:
+    from evalita_eval.api import Backend
+    from evalita_eval.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.tasks import DataSource
+
+    class Plain(Backend):
+        name = "plain"
+
+        @classmethod
+        def from_options(cls, options):  # pragma: no cover - never built from options here
+            return cls()
+
+    with pytest.raises(ValueError, match="backend plain cannot do constrained decoding"):
+        Runner(Plain(), ModelInfo("m", None, "float32"), DataSource(DATA), RunConfig(constrained=True), tmp_path)
+    Runner(Plain(), ModelInfo("m", None, "float32"), DataSource(DATA), RunConfig(), tmp_path)  # unconstrained: fine
