@@ -26,10 +26,11 @@ from typing import Any, Sequence
 
 from .api import Constraint
 
-_PIECE = r"[^,$\n]+"  # an entity text: no comma (the pair separator), no $, one line
+# Entity texts and mentions may hold the pair separator themselves ("Via Principe Amedeo, 184",
+# "31,9%" in the KIND and CLinkaRT training data): only $ and line breaks are excluded.
+_PIECE = r"[^$\n]+"
 _NER = rf"&&NOENT&&|{_PIECE}\$(PER|LOC|ORG)(, ?{_PIECE}\$(PER|LOC|ORG))*"
-_MENTION = r"[^$%\n]+"
-_REL = rf"&&NOREL&&|{_MENTION}\${_MENTION}(%{_MENTION}\${_MENTION})*"
+_REL = rf"&&NOREL&&|{_PIECE}\${_PIECE}(%{_PIECE}\${_PIECE})*"
 _WORD = r"[^,\n]+"
 _LS = rf"&&NOSYN&&|{_WORD}(, ?{_WORD})*"
 

@@ -127,6 +127,10 @@ def test_every_gold_answer_is_accepted_by_its_constraint(grammars) -> None:
                     assert accepts(cache, task_constraint(entry.task_id), gold, tok), (entry.name, gold)
                     checked += 1
     assert checked > 100
+    # Gold answers of the full KIND / CLinkaRT training data that hold the separators themselves.
+    for task, gold in (("ner", "112, High Street$LOC,Islington N. London$LOC"), ("ner", "Caserma Sani$LOC,Via Principe Amedeo, 184$LOC"),
+                       ("rel", "9,8 g/dl$Hb%31,9%$ematocrito%10,66 × 10³/μl$neutrofili"), ("rel", "3.2 mg%$Cr")):
+        assert accepts(cache, task_constraint(task), gold, tok), gold
     assert not accepts(cache, task_constraint("ner"), "Verdi$XYZ", tok)
     assert not accepts(cache, answer_constraint(["Sì", "No"]), "Si", tok)
 
