@@ -161,18 +161,16 @@ class Runner:
             )
             if setting != "loglikelihood":
                 samples, n = self._run_setting(entry, task, setting, name, docs, contexts)
-                computed += n
-                self._write_samples(entry, name, samples)
-                per_prompt[name] = {m: score_samples(m, samples) for m in st.setting_metrics(spec, setting)}
-                per_prompt[name].update({st.UNPARSED: sum(s["parsed"] is None for s in samples), "n": len(samples)})
-                continue
-            if mc:
+            elif mc:
                 samples, n = self._run_mc(entry, name, docs, contexts)
             else:
                 samples, n = self._run_gen(entry, name, docs, contexts)
             computed += n
             self._write_samples(entry, name, samples)
-            scores = {m: score_samples(m, samples) for m in spec.metrics}
+            if setting != "loglikelihood":
+                scores = st.setting_scores(spec, setting, samples)
+            else:
+                scores = {m: score_samples(m, samples) for m in spec.metrics}
             scores["n"] = len(samples)
             per_prompt[name] = scores
         return per_prompt, computed

@@ -29,6 +29,7 @@ from evalita_data.taskspec import MCPrompt, TaskSpec
 from .answers import match_option, parse_letter
 from .api import Constraint
 from .constrained import choice_constraint
+from .metrics import score_samples
 
 SETTINGS = ("loglikelihood", "ce", "ce-ni", "oe")
 GENERATIVE_SETTINGS = SETTINGS[1:]
@@ -112,3 +113,10 @@ def setting_metrics(spec: TaskSpec, setting: str) -> list[str]:
     """The task's metrics computable from generated answers; OE adds ROUGE-L against the gold answer text."""
     metrics = [m for m in spec.metrics if m not in LL_ONLY_METRICS]
     return metrics + (["rougeL_answer"] if setting == "oe" else [])
+
+
+def setting_scores(spec: TaskSpec, setting: str, samples: list[dict]) -> dict[str, float]:
+    """The prompt's scores on generated answers, and how many answers no rule could parse."""
+    scores: dict[str, float] = {m: score_samples(m, samples) for m in setting_metrics(spec, setting)}
+    scores[UNPARSED] = sum(s["parsed"] is None for s in samples)
+    return scores
