@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Sequence
 
+from .answers import normalize
 from .parsers import NO_REL, parse_ls, parse_ner, parse_rel
 
 Samples = Sequence[dict]
@@ -239,12 +240,12 @@ def ls_f1(samples: Samples) -> float:
 
 
 # -- SUM ------------------------------------------------------------------------------
-def _rouge(kind: str, reference: str = "gold") -> Callable[[Samples], float]:
+def _rouge(kind: str, reference: str = "gold", prepare: Callable[[str], str] = str) -> Callable[[Samples], float]:
     def score(samples: Samples) -> float:
         from rouge_score import rouge_scorer
 
         scorer = rouge_scorer.RougeScorer([kind], use_stemmer=False)
-        return _mean([scorer.score(s[reference], s["generation"])[kind].fmeasure for s in samples])
+        return _mean([scorer.score(prepare(s[reference]), prepare(s["generation"]))[kind].fmeasure for s in samples])
 
     return score
 
@@ -266,7 +267,8 @@ METRICS: dict[str, Callable[[Samples], float]] = {
     "rougeL": _rouge("rougeL"),
     "rougeLsum": _rouge("rougeLsum"),
     # Open-ended answers of MC tasks (eval/settings.py): generation vs the gold answer text.
-    "rougeL_answer": _rouge("rougeL", "gold_answer"),
+    # Accents folded first (answers.normalize): rouge-score's tokenizer drops non-ASCII letters ("Sì" -> "s").
+    "rougeL_answer": _rouge("rougeL", "gold_answer", normalize),
 }
 
 

@@ -313,3 +313,11 @@ def test_constrained_needs_a_backend_that_honours_it(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="backend plain cannot do constrained decoding"):
         Runner(Plain(), ModelInfo("m", None, "float32"), DataSource(DATA), RunConfig(constrained=True), tmp_path)
     Runner(Plain(), ModelInfo("m", None, "float32"), DataSource(DATA), RunConfig(), tmp_path)  # unconstrained: fine
+
+
+def test_rouge_l_answer_folds_accents() -> None:
+    from evalita_eval.metrics import score_samples
+
+    samples = [{"gold_answer": "Sì", "generation": "si"}, {"gold_answer": "Il pancreas", "generation": "pancreas, direi"}]
+    # 1.0, then LCS 1 of 2 reference and 2 generated tokens: P = R = 1/2, F = 1/2
+    assert score_samples("rougeL_answer", samples) == pytest.approx((1.0 + 0.5) / 2)
