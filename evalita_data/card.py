@@ -248,7 +248,7 @@ def render_card(task_id: str, entry: dict, split_paths: dict[str, str], org: str
             "Nothing is dropped or changed silently; the counts below come from the build manifest.", ""]
     out += _counts_table("Dropped", report.get("dropped", {})) + [""] + _counts_table("Repaired", report.get("repaired", {}))
     out += ["", "## Prompts used by Evalita-LLM", "",
-            f"Output type `{spec.output_type}`; metrics: {', '.join(spec.metrics)}. "
+            f"Output type `{spec.output_type}`; metrics: {', '.join(spec.metric_names())}. "
             "Templates are Jinja over the record fields" + (
                 " and " + ", ".join(f"`{k}` = `{v}`" for k, v in spec.derived.items()) if spec.derived else "") + "."]
     out += _prompt_lines(spec)

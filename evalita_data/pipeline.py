@@ -21,7 +21,7 @@ from .errors import MissingSource, ValidationFailed
 from .card import write_build_card
 from .jsonl import dumps
 from .rawsource import RawSource, sha256_file
-from .registry import TASK_IDS, get_task
+from .registry import get_task, task_ids
 from .report import ConversionReport
 from .schema_check import record_problems
 
@@ -60,12 +60,12 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
     converter = spec.load_converter()
     if converter is None:
         return TaskOutcome(task_id, "not_implemented", message=f"{task_id}: converter not written yet")
-    source = RawSource(raw_root / task_id)
+    source = RawSource(raw_root / spec.raw_dir)
     if not source.root.is_dir():
         return TaskOutcome(
             task_id, "missing", message=f"{task_id}: no folder {source.root}. {spec.obtain_hint}"
         )
-    report = ConversionReport()
+    report = ConversionReport(default_hint=spec.obtain_hint)
     use_seed = spec.seed if seed is None else seed
     handles: dict[str, IO[str]] = {}
     rows: dict[str, int] = {}
@@ -100,7 +100,7 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
             rows[split] = n
             bar.update(1)
     except MissingSource as err:
-        return TaskOutcome(task_id, "missing", message=str(err))
+        return TaskOutcome(task_id, "missing", message=str(err.for_task(task_id, spec.obtain_hint)))
     finally:
         for fh in handles.values():
             fh.close()
@@ -143,8 +143,8 @@ def build(
     Raises on the first bad input or invalid record and leaves ``out`` as it was.
     Tasks whose originals are missing are reported, not failed.
     """
-    task_ids = list(tasks) if tasks else list(TASK_IDS)
-    for tid in task_ids:
+    chosen = list(tasks) if tasks else list(task_ids())
+    for tid in chosen:
         get_task(tid)  # unknown ids fail before any work
     if not raw.is_dir():
         raise FileNotFoundError(f"raw folder {raw} does not exist")
@@ -152,7 +152,7 @@ def build(
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         outcomes = []
-        for tid in task_ids:
+        for tid in chosen:
             outcome = convert_task(tid, raw, tmp / tid, seed=seed, progress=progress)
             echo(_describe(outcome))
             outcomes.append(outcome)
