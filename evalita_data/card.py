@@ -9,9 +9,9 @@ Two layouts exist: the build folder (``<split>.jsonl`` beside the card, so that
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,10 +160,10 @@ def _schema_rows(spec: TaskSpec) -> list[str]:
 
 
 def _conversion_doc(spec: TaskSpec) -> str:
-    if spec.converter is None:
+    converter = spec.load_converter()
+    if converter is None:
         return ""
-    module = importlib.import_module(f"evalita_data.converters.{spec.converter.split(':')[0]}")
-    return (module.__doc__ or "").strip()
+    return (sys.modules[converter.__module__].__doc__ or "").strip()
 
 
 def _inputs_lines(inputs: dict) -> list[str]:
