@@ -146,8 +146,6 @@ class FastBackend:
 
     @staticmethod
     def _pick(logits, r0, rows, targets, sel):
-        import torch
-
         local = rows - r0
         mx = logits.amax(dim=-1)
         lse = mx + (logits - mx[:, None]).exp_().sum(dim=-1).log_()
