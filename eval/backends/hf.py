@@ -97,11 +97,22 @@ def plain_loglikelihood(model: Any, tokenizer: Any, requests: Sequence[LLRequest
     return out
 
 
-def chat_prompt(tokenizer: Any, messages: list[dict[str, str]], model_name: str) -> str:
-    """The tokenizer's chat template rendered with the generation prompt (HF-based backends)."""
-    if not getattr(tokenizer, "chat_template", None):
-        raise ValueError(f"model {model_name} has no chat template; run without --apply-chat-template")
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+class OnHFModel:
+    """What every backend on a loaded transformers model and tokenizer shares: the names and
+    dtype of the resume-cache key, and the tokenizer's chat template."""
+
+    model: Any
+    tokenizer: Any
+
+    def _identify(self, name_or_path: str) -> None:
+        self.name_or_path = name_or_path or getattr(self.model, "name_or_path", "")
+        self.dtype = str(self.model.dtype).removeprefix("torch.")
+        self.tokenizer_name = getattr(self.tokenizer, "name_or_path", "")
+
+    def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise ValueError(f"model {self.name_or_path} has no chat template; run without --apply-chat-template")
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
 # -- loading ----------------------------------------------------------------------------------
@@ -169,7 +180,7 @@ def load_hf(options: BackendOptions) -> LoadedModel:
 
 
 @register_backend("hf")
-class HFBackend(Backend):
+class HFBackend(OnHFModel, Backend):
     """Batched plain transformers forward passes; parity-tested against lm-eval's ``hf`` model."""
 
     def __init__(self, model: Any, tokenizer: Any, *, max_length: int, batch_size: int = 8, name_or_path: str = "") -> None:
@@ -179,9 +190,7 @@ class HFBackend(Backend):
         self.tokenizer = tokenizer
         self.max_length = max_length
         self.batch_size = batch_size
-        self.name_or_path = name_or_path or getattr(model, "name_or_path", "")
-        self.dtype = str(model.dtype).removeprefix("torch.")
-        self.tokenizer_name = getattr(tokenizer, "name_or_path", "")
+        self._identify(name_or_path)
         # Inputs go where the first layer is (device_map="auto" dispatches the rest).
         self.device = model.device
 
@@ -189,10 +198,6 @@ class HFBackend(Backend):
     def from_options(cls, options: BackendOptions) -> "HFBackend":
         loaded = load_hf(options)
         return cls(loaded.model, loaded.tokenizer, max_length=loaded.max_length, batch_size=options.batch_size, name_or_path=options.model)
-
-    # -- chat ---------------------------------------------------------------------------
-    def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
-        return chat_prompt(self.tokenizer, messages, self.name_or_path)
 
     # -- log-likelihood -----------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
