@@ -21,7 +21,7 @@ from .errors import MissingSource, ValidationFailed
 from .card import write_build_card
 from .jsonl import dumps
 from .rawsource import RawSource, sha256_file
-from .registry import get_task, task_ids
+from .registry import get_task, task_ids as registered_task_ids
 from .report import ConversionReport
 from .schema_check import record_problems
 
@@ -143,8 +143,8 @@ def build(
     Raises on the first bad input or invalid record and leaves ``out`` as it was.
     Tasks whose originals are missing are reported, not failed.
     """
-    chosen = list(tasks) if tasks else list(task_ids())
-    for tid in chosen:
+    task_ids = list(tasks) if tasks else list(registered_task_ids())
+    for tid in task_ids:
         get_task(tid)  # unknown ids fail before any work
     if not raw.is_dir():
         raise FileNotFoundError(f"raw folder {raw} does not exist")
@@ -152,7 +152,7 @@ def build(
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         outcomes = []
-        for tid in chosen:
+        for tid in task_ids:
             outcome = convert_task(tid, raw, tmp / tid, seed=seed, progress=progress)
             echo(_describe(outcome))
             outcomes.append(outcome)

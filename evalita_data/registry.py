@@ -77,7 +77,13 @@ def _folder_modules(folder: Path) -> list[ModuleType]:
 def _entry_point_modules() -> list[ModuleType]:
     from importlib.metadata import entry_points
 
-    return [ep.load() for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    modules = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        module = ep.load()
+        if not isinstance(module, ModuleType) or not (hasattr(module, "TASK") or hasattr(module, "TASKS")):
+            raise TaskRegistryError(f"entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP}) must name a module defining TASK or TASKS")
+        modules.append(module)
+    return modules
 
 
 def _check(found: _Found) -> None:

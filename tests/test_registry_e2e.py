@@ -206,3 +206,21 @@ def test_a_bad_spec_stops_the_registry_naming_its_file(change: dict, problem: st
         with pytest.raises(TaskRegistryError) as err:
             discover()
     assert str(folder / "capitals.py") in str(err.value) and problem in str(err.value)
+
+
+def test_an_installed_package_adds_tasks_through_its_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A distribution on sys.path whose entry point (group evalita_llm.tasks) names a task module."""
+    pkg = tmp_path / "capitals_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("", "utf-8")
+    for name in ("capitals.py", "capitals_convert.py", "capitals.schema.json"):
+        (pkg / name).write_bytes((EXTRA / name).read_bytes())
+    info = tmp_path / "capitals_pkg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: capitals-pkg\nVersion: 1.0\n", "utf-8")
+    (info / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\ncapitals = capitals_pkg.capitals\n", "utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    found = discover()
+    assert list(found)[-2:] == ["capitals", "capitals_gen"]
+    assert found["capitals"].schema_path() == (pkg / "capitals.schema.json").resolve()
