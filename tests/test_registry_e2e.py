@@ -41,7 +41,9 @@ def _raw_root(task_id: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def extra_registry():
+def extra_registry(tiny_model: Path):
+    # The tiny model's tokenizer is trained on the registry's prompts: build it from the
+    # built-in tasks only, before the extra folder is registered, as in every other test.
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(ENV_VAR, str(EXTRA))
         registry.reload()
