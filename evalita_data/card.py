@@ -235,7 +235,7 @@ def render_card(task_id: str, entry: dict, split_paths: dict[str, str], org: str
     if doc:
         out += ["", doc]
     out += _inputs_lines(entry.get("inputs", {}))
-    out += ["", "## Record schema", "", f"Every record has exactly these fields (`schemas/{spec.schema}.schema.json`):", ""]
+    out += ["", "## Record schema", "", f"Every record has exactly these fields (`{spec.schema_label}`):", ""]
     out += _schema_rows(spec)
     out += ["", "## Splits", "", f"Files are {data_format}.", "", "| split | rows | rows in the paper | file |", "|---|---|---|---|"]
     for key in ordered_splits(spec, entry["splits"]):

@@ -90,7 +90,7 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
                 ids.add(rid)
             if problems:
                 where = f"split {split}, record {n}" + (f" ({spec.id_field}={rid!r})" if spec.id_field else "")
-                raise ValidationFailed(f"{task_id}: {where} does not match schemas/{spec.schema}.schema.json: " + "; ".join(problems))
+                raise ValidationFailed(f"{task_id}: {where} does not match {spec.schema_label}: " + "; ".join(problems))
             fh = handles.get(split)
             if fh is None:
                 path = dest / f"{split}.jsonl"

@@ -45,7 +45,7 @@ def _check_names(spec: TaskSpec, what: str, source: str, allowed: set[str]) -> N
     if unknown:
         raise PromptError(
             f"task {spec.id}, {what}: uses {', '.join(unknown)}, which the record does not have "
-            f"(fields of {spec.schema_path().name} and derived: {', '.join(sorted(allowed))})"
+            f"(fields of {spec.schema_label} and derived: {', '.join(sorted(allowed))})"
         )
 
 

@@ -132,6 +132,11 @@ class TaskSpec:
         return schema_file(self.schema)
 
     @property
+    def schema_label(self) -> str:
+        """How messages and cards name the schema: ``schemas/<name>.schema.json`` or the file's name."""
+        return f"schemas/{self.schema}.schema.json" if isinstance(self.schema, str) else self.schema.name
+
+    @property
     def raw_dir(self) -> str:
         return self.raw_folder or self.id
 
