@@ -24,12 +24,12 @@ from typing import Sequence
 
 from evalita_data.prompts import CompiledTask, compile_task
 from evalita_data.registry import get_task
-from evalita_data.taskspec import MCPrompt, TaskSpec
+from evalita_data.taskspec import MCPrompt, Metric, TaskSpec
 
 from .answers import match_option, parse_letter
 from .api import Constraint
 from .constrained import choice_constraint
-from .metrics import score_samples
+from .metrics import ROUGE_L_ANSWER
 
 SETTINGS = ("loglikelihood", "ce", "ce-ni", "oe")
 GENERATIVE_SETTINGS = SETTINGS[1:]
@@ -109,14 +109,14 @@ def scored_prediction(parsed: int | None, gold: int, n_choices: int, metrics: Se
     return -1
 
 
-def setting_metrics(spec: TaskSpec, setting: str) -> list[str]:
+def setting_metrics(spec: TaskSpec, setting: str) -> list[Metric]:
     """The task's metrics computable from generated answers; OE adds ROUGE-L against the gold answer text."""
-    metrics = [m for m in spec.metrics if m not in LL_ONLY_METRICS]
-    return metrics + (["rougeL_answer"] if setting == "oe" else [])
+    metrics = [m for m in spec.metrics if m.name not in LL_ONLY_METRICS]
+    return metrics + ([ROUGE_L_ANSWER] if setting == "oe" else [])
 
 
 def setting_scores(spec: TaskSpec, setting: str, samples: list[dict]) -> dict[str, float]:
     """The prompt's scores on generated answers, and how many answers no rule could parse."""
-    scores: dict[str, float] = {m: score_samples(m, samples) for m in setting_metrics(spec, setting)}
+    scores: dict[str, float] = {m.name: m(samples) for m in setting_metrics(spec, setting)}
     scores[UNPARSED] = sum(s["parsed"] is None for s in samples)
     return scores

@@ -145,11 +145,11 @@ def test_ce_constrained_one_token_equals_loglikelihood(tiny_model: Path) -> None
     """Greedy decoding of one token restricted to the letters picks argmax over the letters'
     logits; with one-token letters and no delimiter (chat mode) that is the argmax of the
     letters' log-likelihoods, log_softmax being monotone with one normaliser per position."""
-    from evalita_eval.api import LLRequest
-    from evalita_eval.backend_hf import HFBackend
+    from evalita_eval.api import BackendOptions, LLRequest
+    from evalita_eval.backends import create_backend
     from evalita_eval.settings import answer_constraint, setting_task
 
-    backend = HFBackend(str(tiny_model))
+    backend = create_backend("hf", BackendOptions(str(tiny_model)))
     compared = 0
     for task_id in MC_TASKS:
         task = setting_task(task_id, "ce")
@@ -310,7 +310,7 @@ def test_constrained_needs_a_backend_that_honours_it(tmp_path: Path) -> None:
         def from_options(cls, options):  # pragma: no cover - never built from options here
             return cls()
 
-    with pytest.raises(ValueError, match="backend plain cannot do constrained decoding"):
+    with pytest.raises(ValueError, match="backend .plain. cannot do constrained decoding"):
         Runner(Plain(), ModelInfo("m", None, "float32"), DataSource(DATA), RunConfig(constrained=True), tmp_path)
     Runner(Plain(), ModelInfo("m", None, "float32"), DataSource(DATA), RunConfig(), tmp_path)  # unconstrained: fine
 

@@ -18,7 +18,8 @@ pytest.importorskip("accelerate", reason="lm-eval's hf model needs accelerate (e
 from lm_eval_reference import SYSTEM_INSTRUCTION  # noqa: E402
 from test_eval_parity import DATA, LIMIT, MAX_NEW_TOKENS, _compare, _lm_eval  # noqa: E402
 
-from evalita_eval.backend_hf import HFBackend  # noqa: E402
+from evalita_eval.api import BackendOptions  # noqa: E402
+from evalita_eval.backends import create_backend  # noqa: E402
 from evalita_eval.runner import ModelInfo, RunConfig, Runner  # noqa: E402
 from evalita_eval.tasks import DataSource, select_entries  # noqa: E402
 
@@ -32,7 +33,7 @@ def _ours(tmp: Path, model: Path, pair: str) -> dict:
                        apply_chat_template=chat, system_instruction=SYSTEM_INSTRUCTION if "sys" in modes else None,
                        fewshot_as_multiturn=(False if "single" in modes else None) if chat else None)
     folder = tmp / pair.replace(":", "_")
-    runner = Runner(HFBackend(str(model), batch_size=1, dtype="float32"), ModelInfo(str(model), None, "float32"), DataSource(DATA),
+    runner = Runner(create_backend("hf", BackendOptions(str(model), batch_size=1, dtype="float32")), ModelInfo(str(model), None, "float32"), DataSource(DATA),
                     config, folder, echo=lambda _m: None)
     res = runner.run(select_entries([entry]))
     samples = [json.loads(line) for line in open(folder / "samples" / f"{entry}_{prompt}.jsonl", encoding="utf-8")]
