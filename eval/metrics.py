@@ -13,6 +13,9 @@ plain micro-F1 over multisets of pairs.
 Sample fields: MC ``loglikelihoods``, ``choices``, ``prediction`` (argmax index),
 ``gold`` (index); generative ``generation`` and ``gold`` (NER: the entity dicts;
 REL: the [RML, EVENT] pairs; LS: the {word, count} answers; SUM: the reference text).
+MC tasks answered by generation (``--setting ce|ce-ni|oe``, eval/settings.py) have no
+``loglikelihoods``: the accuracies read their parsed ``prediction``; ``rougeL_answer``
+compares the ``generation`` with the ``gold_answer`` text.
 """
 
 from __future__ import annotations

@@ -250,7 +250,20 @@ class Runner:
             if names and not able:
                 raise BackendUnsupported(f"backend {self.backend.name!r} cannot {what}, which {', '.join(names)} need(s)")
 
+    def without_instruct(self, entries: Sequence[TaskEntry]) -> list[TaskEntry]:
+        """Multiple-choice entries that the generative setting cannot ask: they declare no ``TaskSpec.instruct``."""
+        if self.config.setting == "loglikelihood":
+            return []
+        return [e for e in entries if e.spec.output_type == "multiple_choice" and e.spec.instruct is None]
+
     def run(self, entries: Sequence[TaskEntry]) -> RunResult:
+        unaskable = self.without_instruct(entries)
+        if unaskable and not self.config.skip_missing:
+            raise ValueError(f"--setting {self.config.setting} needs the instruct prompts (TaskSpec.instruct) that "
+                             f"{', '.join(e.name for e in unaskable)} do(es) not declare")
+        for entry in unaskable:  # a run over every task: the others go on
+            self.echo(f"{entry.name}: skipped, the task declares no instruct prompts for --setting {self.config.setting}")
+        entries = [e for e in entries if e not in unaskable]
         self.check_capabilities(entries)
         self.out.mkdir(parents=True, exist_ok=True)
         result = RunResult()

@@ -6,6 +6,7 @@ documents with the tiny model through every registered backend that runs here.""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -162,6 +163,50 @@ def test_evaluate_every_task_with_every_backend(task_id: str, backend_name: str,
                     assert s["gold"] == doc[spec.gold_field]  # the field the spec names, not a table in the runner
                 else:
                     assert len(s["loglikelihoods"]) == len(s["choices"]) and all(ll < 0 for ll in s["loglikelihoods"])
+
+
+@pytest.mark.parametrize("backend_name", _backends())
+def test_a_generative_setting_on_every_instruct_task(backend_name: str, extra_registry, built: Path, tiny_model: Path, tmp_path: Path) -> None:
+    """--setting ce --constrained on every registered MC task that declares instruct prompts: answers
+    generated under the letter constraint, so every one parses; an MC task without them is refused."""
+    from evalita_eval.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.settings import setting_metrics
+    from evalita_eval.tasks import DataSource, select_entries
+
+    backend = _backend(backend_name, tiny_model)
+    if not (backend.capabilities.generate and backend.capabilities.constrained):
+        pytest.skip(f"backend {backend_name!r} cannot do constrained generation")
+    config = RunConfig(limit=LIMIT, max_new_tokens=4, progress=False, setting="ce", constrained=True)
+    ids = [t for t, spec in extra_registry.items() if spec.output_type == "multiple_choice" and spec.instruct is not None]
+    assert ids == ["wic", "te", "sa", "hs", "faq", "at"]
+    for task_id in ids:
+        spec = extra_registry[task_id]
+        [entry] = select_entries([task_id])
+        source = DataSource(built if DataSource(built).has_split(entry, spec.eval_split) else EVAL_FIXTURES)
+        out = tmp_path / task_id
+        result = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, backend_name), source, config, out, echo=lambda _m: None).run([entry])
+        n = min(LIMIT, len(source.load(entry, spec.eval_split)))
+        assert list(result.results[task_id]) == ["p1", "p2"]
+        for prompt, scores in result.results[task_id].items():
+            assert set(scores) == {m.name for m in setting_metrics(spec, "ce")} | {"unparsed", "n"}
+            assert scores["n"] == n and scores["unparsed"] == 0
+            samples = [json.loads(x) for x in (out / "samples" / f"{task_id}_{prompt}.jsonl").read_text("utf-8").splitlines()]
+            assert [s["generation"] for s in samples] == [s["choices"][s["parsed"]] for s in samples]
+            assert all(s["generation"] in "ABCDE" for s in samples)
+            assert scores["acc"] == sum(s["parsed"] == s["gold"] for s in samples) / n
+    # The extra MC task declares no instruct prompts: refused before any request, naming it.
+    [entry] = select_entries(["capitals"])
+    runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, backend_name), DataSource(built), config,
+                    tmp_path / "capitals", echo=lambda _m: None)
+    with pytest.raises(ValueError, match="--setting ce needs the instruct prompts .* capitals do"):
+        runner.run([entry])
+    assert not (tmp_path / "capitals").exists()
+    # A run over every task (skip_missing) goes on without it, with a note.
+    notes: list[str] = []
+    runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, backend_name), DataSource(built),
+                    replace(config, skip_missing=True), tmp_path / "all", echo=notes.append)
+    assert runner.run([entry]).results == {}
+    assert notes == ["capitals: skipped, the task declares no instruct prompts for --setting ce"]
 
 
 def test_extra_task_through_both_clis(extra_registry, tiny_model: Path, tmp_path: Path) -> None:
