@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from evalita_data.cli_errors import FriendlyGroup
+
 from . import __version__
 
 # What each command imports beyond the data toolkit's own dependencies.
@@ -26,7 +28,7 @@ def require(command: str, modules: tuple[str, ...]) -> None:
         )
 
 
-@click.group()
+@click.group(cls=FriendlyGroup)
 @click.version_option(__version__, prog_name="evalita-eval")
 def main() -> None:
     """Evaluate language models on the Evalita-LLM tasks and report multi-prompt scores."""

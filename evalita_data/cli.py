@@ -9,13 +9,14 @@ import click
 
 from . import __version__
 from .card import DEFAULT_ORG
+from .cli_errors import FriendlyGroup
 from .errors import EvalitaDataError
 from .registry import TASK_IDS
 
 TASK_CHOICE = click.Choice(list(TASK_IDS))
 
 
-@click.group()
+@click.group(cls=FriendlyGroup)
 @click.version_option(__version__, prog_name="evalita-data")
 def main() -> None:
     """Build, validate and publish the Evalita-LLM datasets from the original files."""
