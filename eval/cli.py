@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from evalita_data.cli_errors import FriendlyGroup
+from evalita_data.cli_errors import FriendlyGroup, one_line
 
 from . import __version__
 
@@ -26,6 +26,16 @@ def require(command: str, modules: tuple[str, ...]) -> None:
             f"`evalita-eval {command}` needs {', '.join(missing)}, which `pip install evalita-llm` alone does not "
             "install. Install the evaluator: pip install torch 'evalita-llm[eval]' (from a checkout: pip install torch '.[eval]')."
         )
+
+
+def check_model_name(model: str) -> None:
+    """A --model that names a local path must exist; anything else must look like a Hub id (org/name)."""
+    import re
+
+    if Path(model).expanduser().exists():
+        return
+    if model.startswith((".", "/", "~")) or model.count("/") > 1 or not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", model):
+        raise click.BadParameter(f"{model}: no such model folder (and not a Hub model id such as org/name)", param_hint="--model")
 
 
 @click.group(cls=FriendlyGroup)
@@ -63,18 +73,20 @@ def main() -> None:
 @click.option("--seed", default=1234, show_default=True, help="Seed of the few-shot sampler (lm-eval's default).")
 @click.option("--output-dir", default="results", show_default=True, type=click.Path(file_okay=False),
               help="Where results.json, samples/ and the resume cache go.")
+@click.option("--progress/--no-progress", default=None, help="A progress bar per task (default: on a terminal only).")
 def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, backend_name, max_batch_tokens, device, dtype,
-        apply_chat_template, trust_remote_code, max_new_tokens, seed, output_dir) -> None:
+        apply_chat_template, trust_remote_code, max_new_tokens, seed, output_dir, progress) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
     require("run", RUN_NEEDS)
     from evalita_data.prompts import PromptError
 
     from .backend_hf import HFBackend
-    from .runner import ModelInfo, RunConfig, Runner, summary_table
+    from .runner import ModelInfo, RunConfig, Runner, run_counts, summary_table, task_summary_table
     from .tasks import DataSource, select_entries
 
     if (data_dir is None) == (hub_org is None):
         raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")
+    check_model_name(model)
     split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
     try:
         entries = select_entries(split(tasks))
@@ -94,8 +106,12 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     import datasets
 
     datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
-    source = DataSource(data_dir=data_dir, hub_org=hub_org)
-    config = RunConfig(num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
+    try:
+        source = DataSource(data_dir=data_dir, hub_org=hub_org)
+    except FileNotFoundError as err:
+        raise click.ClickException(str(err)) from None
+    config = RunConfig(progress=sys.stderr.isatty() if progress is None else progress,
+                       num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
                        seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens,
                        skip_missing=tasks is None)
     try:
@@ -104,11 +120,17 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
             backend = backend.fast(max_batch_tokens)
         runner = Runner(backend, ModelInfo(model, revision, backend.dtype, backend_name), source, config, output_dir, echo=click.echo)
         result = runner.run(entries)
-    except (FileNotFoundError, ValueError, RuntimeError) as err:
-        # Bad data folder, missing split, too few few-shot examples, no chat template, no CUDA...
-        raise click.ClickException(str(err)) from err
+    except KeyboardInterrupt:
+        click.echo(f"\ninterrupted: the finished requests are kept in {Path(output_dir) / 'cache.jsonl'} and "
+                   f"{Path(output_dir) / 'results.json'} is marked partial; run the same command again to resume", err=True)
+        sys.exit(130)
+    except (FileNotFoundError, ValueError, RuntimeError, OSError) as err:
+        # Bad data folder, missing split, data differing from their manifest, too few few-shot
+        # examples, no chat template, no CUDA, a model folder that is not a model...
+        raise click.ClickException(one_line(err)) from err
     click.echo(summary_table(result.results))
-    click.echo(f"{result.computed} requests computed, the rest read from {runner.cache.path}; results in {output_dir}/results.json")
+    click.echo(task_summary_table(result.results))
+    click.echo(run_counts(result, runner.cache.path, output_dir))
 
 
 # ---------------------------------------------------------------- aggregate / report

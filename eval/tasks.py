@@ -173,7 +173,7 @@ class DataSource:
             return _read_parquet_file(parquet, str(parquet))
         why = self._why_missing(entry, split)
         raise FileNotFoundError(
-            f"{entry.name}: {self.data_dir} has no split {split!r}{why}: expected {path} "
+            f"{entry.name}: no split {split!r} in {self.data_dir}{why}: expected {path} "
             f"(evalita-data build) or {parquet} (Hub layout)"
         )
 
@@ -252,13 +252,13 @@ def _check_data_folder(folder: Path) -> None:
     """A --data folder is a build or a Hub-layout folder, not e.g. the raw originals."""
     if (folder / "manifest.json").is_file():
         return
-    for tid in TASK_IDS:
-        task = folder / tid
-        layouts = [task / "manifest.json", *task.glob("data/**/*.parquet"), *task.glob("*.jsonl")]
-        layouts += [f for c in get_task(tid).configs for f in (task / c).glob("*.jsonl")]
-        if any(p.is_file() for p in layouts):
-            return
+    tasks = [folder / tid for tid in TASK_IDS if (folder / tid).is_dir()]
+    # Builds and Hub layouts hold only JSONL, Parquet, cards and manifests; originals hold other files.
+    foreign = next((p for t in tasks for p in t.rglob("*") if p.is_file() and p.suffix not in (".jsonl", ".parquet", ".md", ".json")), None)
+    if tasks and foreign is None:
+        return
+    why = f"{foreign} is not a split file" if foreign else f"no <task>/ folder of {', '.join(TASK_IDS)}"
     raise FileNotFoundError(
-        f"{folder} is not a build folder (no manifest.json, no <task>/<split>.jsonl): --data takes the output of "
-        "`evalita-data build` (or of `push --to-dir`); raw originals must be built first"
+        f"{folder} is not a build folder (no manifest.json; {why}): --data takes the output of `evalita-data build` "
+        "(or of `push --to-dir`); raw originals must be built first"
     )
