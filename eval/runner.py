@@ -138,10 +138,10 @@ class Runner:
         mc = spec.output_type == "multiple_choice"
         per_prompt: dict[str, dict[str, float]] = {}
         computed = 0
-        # One bar per task (done/total, rate, ETA); disable=None: silent when stderr is not a terminal.
-        # Closed by run(), also when the task fails or is interrupted.
+        # One bar per task (done/total, rate, ETA); the CLI turns it off when stderr is not a
+        # terminal or with --no-progress. Closed by run(), also when the task fails or is interrupted.
         self._task_bar = tqdm(total=self._task_requests(entry, docs, names), desc=entry.name, unit="req",
-                              disable=None if self.config.progress else True, dynamic_ncols=True)
+                              disable=not self.config.progress, dynamic_ncols=True)
         for name in names:
             contexts = build_contexts(
                 task, name, docs, pool, self.config.num_fewshot, self.config.seed, self.chat,
