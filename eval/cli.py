@@ -108,8 +108,12 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
     try:
         source = DataSource(data_dir=data_dir, hub_org=hub_org)
-    except FileNotFoundError as err:
-        raise click.ClickException(str(err)) from None
+        # Read (and verify) every evaluation split before the model loads: data errors fail fast.
+        for entry in entries:
+            if tasks is not None or source.has_split(entry, entry.spec.eval_split):
+                source.load(entry, entry.spec.eval_split)
+    except (FileNotFoundError, ValueError) as err:
+        raise click.ClickException(one_line(err)) from None
     config = RunConfig(progress=sys.stderr.isatty() if progress is None else progress,
                        num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
                        seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens,

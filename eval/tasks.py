@@ -64,6 +64,10 @@ class DataMismatch(ValueError):
     """The data read do not have the sha256 their manifest records: refused, never evaluated."""
 
 
+class HubUnreachable(FileNotFoundError):
+    """The Hub cannot be reached (offline, refused, timed out) and the file is not cached."""
+
+
 @dataclass(frozen=True)
 class LoadedSplit:
     records: list[dict]
@@ -193,6 +197,8 @@ class DataSource:
         if repo not in self._manifests:
             try:
                 self._manifests[repo] = _read_json(Path(_hub_file(repo, "manifest.json")))
+            except HubUnreachable:
+                raise
             except FileNotFoundError:
                 self._manifests[repo] = None  # a repository without manifest: nothing to compare with
         return self._manifests[repo], f"hf://datasets/{repo}/manifest.json"
@@ -236,15 +242,18 @@ def _read_json(path: Path) -> dict:
 def _hub_file(repo: str, name: str) -> str:
     """A file of a Hub dataset repository, through huggingface_hub's content-addressed cache."""
     from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
+    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError, RepositoryNotFoundError
 
     try:
         return hf_hub_download(repo, name, repo_type="dataset")
+    except LocalEntryNotFoundError:  # offline (HF_HUB_OFFLINE) or unreachable, and not in the local cache
+        raise HubUnreachable(f"hf://datasets/{repo}/{name}: the Hub cannot be reached (offline, HF_HUB_OFFLINE or no network) "
+                                "and the file is not in the local cache; evaluate a local folder with --data") from None
     except (EntryNotFoundError, RepositoryNotFoundError) as err:
         raise FileNotFoundError(f"hf://datasets/{repo}/{name}: not found on the Hub ({type(err).__name__})") from None
     except Exception as err:  # noqa: BLE001 - offline, refused, timed out: one line
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise FileNotFoundError(f"hf://datasets/{repo}/{name}: cannot read it from the Hub ({first[:200]}); "
+        raise HubUnreachable(f"hf://datasets/{repo}/{name}: cannot read it from the Hub ({first[:200]}); "
                                 "check the network or HF_ENDPOINT, or evaluate a local folder with --data") from None
 
 
