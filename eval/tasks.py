@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalita_data.jsonl import dumps, loads_strict
+from evalita_data.safepaths import UnsafePath, check_hub_name
 from evalita_data.prompts import CompiledTask, compiled
 from evalita_data.registry import TASK_IDS, get_task
 from evalita_data.taskspec import TaskSpec
@@ -120,6 +121,11 @@ class DataSource:
             raise ValueError("give exactly one of a data folder or a Hub organisation")
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self.hub_org = hub_org
+        if hub_org is not None:
+            try:
+                check_hub_name(hub_org, "--hub-org")
+            except UnsafePath as err:
+                raise ValueError(str(err)) from None
         self._cache: dict[tuple[str, str], LoadedSplit] = {}
         self._manifests: dict[str, dict | None] = {}
         if self.data_dir is not None:

@@ -94,7 +94,13 @@ def card(task: str, build_dir: Path, org: str) -> None:
     from .layout import split_path
     from .card import render_card
     from .pipeline import read_manifest
+    from .safepaths import check_hub_name
 
+    try:
+        check_hub_name(org)
+    except EvalitaDataError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(1)
     entry = read_manifest(build_dir)["tasks"].get(task)
     if entry is None:
         click.echo(f"error: {task} is not in {build_dir / 'manifest.json'}; run 'evalita-data build --task {task}' first", err=True)
