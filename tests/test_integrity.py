@@ -216,3 +216,8 @@ def test_seed_changes_only_faq_distractors_and_at_letters(raw_copy, tmp_path: Pa
     a, b = tree_digest(tmp_path / "s0"), tree_digest(tmp_path / "s5")
     changed = sorted(k for k in a if k.endswith(".jsonl") and a[k] != b.get(k))
     assert changed == ["faq/dev.jsonl", "faq/test.jsonl"]
+
+
+def test_card_refuses_an_invalid_org(raw_copy, tmp_path: Path) -> None:
+    build(raw_copy("te"), tmp_path / "build", tasks=["te"], progress=False)
+    assert_one_clear_line(invoke("card", "te", "--build", tmp_path / "build", "--org", "../../x"), "not a valid Hub name")

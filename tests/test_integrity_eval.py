@@ -181,3 +181,10 @@ def test_eval_debug_shows_the_traceback(tmp_path: Path, monkeypatch) -> None:
     assert_one_clear_line(plain, "RuntimeError: an unexpected failure")
     debug = CliRunner().invoke(main, ["--debug", *args])
     assert isinstance(debug.exception, RuntimeError)
+
+
+def test_an_invalid_hub_org_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="--hub-org '../../x' is not a valid Hub name"):
+        DataSource(hub_org="../../x")
+    result = run("--model", tmp_path, "--hub-org", "../../x", "--tasks", "te", "--output-dir", tmp_path / "o")
+    assert_one_clear_line(result, "not a valid Hub name")
