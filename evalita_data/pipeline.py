@@ -1,6 +1,6 @@
 """The one build pipeline: raw folder -> converter -> schema validation -> JSONL writer.
 
-Everything is written to a new version folder inside the output (see install.py); the
+Everything is written to a new version folder beside the output (see install.py); the
 output switches to it, in one atomic step, only when every requested task converted and
 validated.
 """

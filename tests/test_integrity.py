@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -221,3 +222,14 @@ def test_seed_changes_only_faq_distractors_and_at_letters(raw_copy, tmp_path: Pa
 def test_card_refuses_an_invalid_org(raw_copy, tmp_path: Path) -> None:
     build(raw_copy("te"), tmp_path / "build", tasks=["te"], progress=False)
     assert_one_clear_line(invoke("card", "te", "--build", tmp_path / "build", "--org", "../../x"), "not a valid Hub name")
+
+
+def test_a_build_removes_what_killed_builds_left(raw_copy, tmp_path: Path) -> None:
+    raw, out = raw_copy("te"), tmp_path / "build"
+    old_style = tmp_path / ".build.tmp-k1ll3d"  # the temporary folder of an older evalita-data, killed
+    (old_style / "te").mkdir(parents=True)
+    stale = tmp_path / ".build.versions" / "20260101T000000-1-abcdef"  # a version a killed build never switched to
+    stale.mkdir(parents=True)
+    build(raw, out, tasks=["te"], progress=False)
+    assert not old_style.exists() and not stale.exists()
+    assert sorted(p.name for p in (tmp_path / ".build.versions").iterdir()) == [".lock", Path(os.readlink(out)).name]
