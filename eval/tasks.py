@@ -16,7 +16,7 @@ from pathlib import Path
 from evalita_data.jsonl import dumps, loads_strict
 from evalita_data.safepaths import UnsafePath, check_hub_name
 from evalita_data.prompts import CompiledTask, compiled
-from evalita_data.registry import TASK_IDS, get_task
+from evalita_data.registry import get_task, task_ids, tasks
 from evalita_data.taskspec import TaskSpec
 
 
@@ -36,14 +36,7 @@ class TaskEntry:
 
 
 def all_entries() -> list[TaskEntry]:
-    out = []
-    for tid in TASK_IDS:
-        spec = get_task(tid)
-        if spec.configs:
-            out += [TaskEntry(f"{tid}_{c}", tid, c) for c in spec.configs]
-        else:
-            out.append(TaskEntry(tid, tid, None))
-    return out
+    return [TaskEntry(name, spec.id, config) for spec in tasks().values() for name, config in spec.entries()]
 
 
 def select_entries(names: list[str] | None) -> list[TaskEntry]:
@@ -55,7 +48,7 @@ def select_entries(names: list[str] | None) -> list[TaskEntry]:
     for name in names:
         hits = [e for e in entries if e.name == name or e.task_id == name]
         if not hits:
-            known = sorted({e.name for e in entries} | set(TASK_IDS))
+            known = sorted({e.name for e in entries} | set(task_ids()))
             raise KeyError(f"unknown task {name!r}; known: {', '.join(known)}")
         chosen += [h for h in hits if h not in chosen]
     return chosen
@@ -267,12 +260,12 @@ def _check_data_folder(folder: Path) -> None:
     """A --data folder is a build or a Hub-layout folder, not e.g. the raw originals."""
     if (folder / "manifest.json").is_file():
         return
-    tasks = [folder / tid for tid in TASK_IDS if (folder / tid).is_dir()]
+    found = [folder / tid for tid in task_ids() if (folder / tid).is_dir()]
     # Builds and Hub layouts hold only JSONL, Parquet, cards and manifests; originals hold other files.
-    foreign = next((p for t in tasks for p in t.rglob("*") if p.is_file() and p.suffix not in (".jsonl", ".parquet", ".md", ".json")), None)
-    if tasks and foreign is None:
+    foreign = next((p for t in found for p in t.rglob("*") if p.is_file() and p.suffix not in (".jsonl", ".parquet", ".md", ".json")), None)
+    if found and foreign is None:
         return
-    why = f"{foreign} is not a split file" if foreign else f"no <task>/ folder of {', '.join(TASK_IDS)}"
+    why = f"{foreign} is not a split file" if foreign else f"no <task>/ folder of {', '.join(task_ids())}"
     raise FileNotFoundError(
         f"{folder} is not a build folder (no manifest.json; {why}): --data takes the output of `evalita-data build` "
         "(or of `push --to-dir`); raw originals must be built first"

@@ -24,7 +24,7 @@ from .jsonl import read_jsonl
 from .parquet import parquet_bytes
 from .pipeline import MANIFEST
 from .rawsource import sha256_file
-from .registry import TASK_IDS
+from .registry import task_ids
 from .safepaths import check_inside, check_split_key
 from .validate import validate_path
 
@@ -74,8 +74,8 @@ def load_checked_manifest(build: Path, tasks: list[str] | None = None) -> tuple[
     if not isinstance(built, dict):
         raise BuildRefused(f"{path}: not a build manifest ('tasks' is not an object)")
     for task, entry in built.items():
-        if task not in TASK_IDS:
-            raise BuildRefused(f"{path}: unknown task {task!r} in the manifest; known: {', '.join(TASK_IDS)}")
+        if task not in task_ids():
+            raise BuildRefused(f"{path}: unknown task {task!r} in the manifest; known: {', '.join(task_ids())}")
         try:
             for key, split in entry["splits"].items():
                 check_split_key(key, f"{path} [{task}]")

@@ -23,7 +23,7 @@ from .safepaths import check_output_apart
 from .card import write_build_card
 from .jsonl import dumps
 from .rawsource import RawSource, sha256_file
-from .registry import TASK_IDS, get_task
+from .registry import get_task, task_ids as registered_task_ids
 from .report import ConversionReport
 from .schema_check import record_problems
 
@@ -62,12 +62,12 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
     converter = spec.load_converter()
     if converter is None:
         return TaskOutcome(task_id, "not_implemented", message=f"{task_id}: converter not written yet")
-    source = RawSource(raw_root / task_id)
+    source = RawSource(raw_root / spec.raw_dir)
     if not source.root.is_dir():
         return TaskOutcome(
             task_id, "missing", message=f"{task_id}: no folder {source.root}. {spec.obtain_hint}"
         )
-    report = ConversionReport()
+    report = ConversionReport(default_hint=spec.obtain_hint)
     use_seed = spec.seed if seed is None else seed
     handles: dict[str, IO[str]] = {}
     rows: dict[str, int] = {}
@@ -92,7 +92,7 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
                 ids.add(rid)
             if problems:
                 where = f"split {split}, record {n}" + (f" ({spec.id_field}={rid!r})" if spec.id_field else "")
-                raise ValidationFailed(f"{task_id}: {where} does not match schemas/{spec.schema}.schema.json: " + "; ".join(problems))
+                raise ValidationFailed(f"{task_id}: {where} does not match {spec.schema_label}: " + "; ".join(problems))
             fh = handles.get(split)
             if fh is None:
                 path = dest / f"{split}.jsonl"
@@ -102,7 +102,7 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
             rows[split] = n
             bar.update(1)
     except MissingSource as err:
-        return TaskOutcome(task_id, "missing", message=str(err))
+        return TaskOutcome(task_id, "missing", message=str(err.for_task(task_id, spec.obtain_hint)))
     finally:
         for fh in handles.values():
             fh.close()
@@ -178,7 +178,7 @@ def build(
     Raises on the first bad input or invalid record and leaves ``out`` as it was.
     Tasks whose originals are missing are reported, not failed.
     """
-    task_ids = list(tasks) if tasks else list(TASK_IDS)
+    task_ids = list(tasks) if tasks else list(registered_task_ids())
     for tid in task_ids:
         get_task(tid)  # unknown ids fail before any work
     check_output_apart(out, {"--raw": raw})
@@ -240,11 +240,13 @@ def _install(staging: Staging, out: Path, outcomes: list[TaskOutcome]) -> None:
 
 
 def check_raw_folder(raw: Path, task_ids: list[str]) -> None:
-    """A raw folder must hold at least one ``<task>/`` sub-folder of the requested tasks."""
+    """A raw folder must hold at least one raw sub-folder (``spec.raw_dir``) of the requested tasks."""
     if not raw.is_dir():
         raise FileNotFoundError(f"raw folder {raw} does not exist")
-    if any((raw / tid).is_dir() for tid in task_ids):
+    folders = list(dict.fromkeys(get_task(tid).raw_dir for tid in task_ids))  # variants of one dataset share a folder
+    if any((raw / name).is_dir() for name in folders):
         return
-    inside = " (it looks like the folder of one task: pass its parent)" if raw.name in TASK_IDS else ""
-    raise EvalitaDataError(f"{raw} holds no folder of {', '.join(task_ids)}{inside}; --raw is the folder with one "
+    known = {get_task(tid).raw_dir for tid in registered_task_ids()}
+    inside = " (it looks like the folder of one task: pass its parent)" if raw.name in known else ""
+    raise EvalitaDataError(f"{raw} holds no folder of {', '.join(folders)}{inside}; --raw is the folder with one "
                            "sub-folder of originals per task (raw/<task>/), nothing was built")

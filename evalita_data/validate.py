@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .jsonl import JsonlError, read_jsonl
-from .registry import TASK_IDS, get_task
+from .registry import get_task, task_ids
 from .schema_check import record_problems
 
 
@@ -51,7 +51,7 @@ def task_of(path: Path, root: Path | None = None) -> str:
     """The task a split file belongs to: the first folder under the build root named like a task."""
     parts = path.resolve().relative_to(root.resolve()).parts if root else path.resolve().parts
     for part in parts:
-        if part in TASK_IDS:
+        if part in task_ids():
             return part
     raise ValueError(f"{path}: cannot tell which task this file belongs to; pass --task")
 
@@ -59,7 +59,7 @@ def task_of(path: Path, root: Path | None = None) -> str:
 def split_files(build_dir: Path) -> list[Path]:
     """Every split file of a build folder, task by task, in a stable order."""
     files = []
-    for tid in TASK_IDS:
+    for tid in task_ids():
         tdir = build_dir / tid
         if tdir.is_dir():
             files.extend(sorted(tdir.rglob("*.jsonl")))
@@ -68,7 +68,7 @@ def split_files(build_dir: Path) -> list[Path]:
 
 def validate_path(path: Path, task_id: str | None = None) -> tuple[list[Violation], int]:
     """Validate a build folder or one file; returns (violations, files checked)."""
-    if path.is_dir() and path.name in TASK_IDS and not (path / "manifest.json").is_file():
+    if path.is_dir() and path.name in task_ids() and not (path / "manifest.json").is_file():
         # One task folder of a build (build/wic): its split files.
         files = sorted(path.rglob("*.jsonl"))
         return [v for f in files for v in validate_file(f, task_id or path.name)], len(files)
