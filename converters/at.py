@@ -201,6 +201,10 @@ def workbook_names(source: RawSource, report: ConversionReport) -> list[str]:
     return names
 
 
+def _reason(err: BaseException) -> str:
+    return f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"
+
+
 def read_questions(source: RawSource, report: ConversionReport) -> tuple[list[Question], list[dict]]:
     """Usable questions in source order, and every exclusion with its reason."""
     questions: list[Question] = []
@@ -210,8 +214,9 @@ def read_questions(source: RawSource, report: ConversionReport) -> tuple[list[Qu
         path = source.path(name)
         try:
             wb = load_workbook(path, read_only=True, data_only=True, keep_vba=False)
-        except (zipfile.BadZipFile, InvalidFileException, KeyError, OSError) as err:
-            raise SourceError(path, None, f"cannot open as an Excel .xlsx workbook ({err})") from None
+        except (zipfile.BadZipFile, InvalidFileException, KeyError, OSError, ValueError, TypeError, SyntaxError) as err:
+            # openpyxl reports a damaged or hostile file with many exception types, none naming it.
+            raise SourceError(path, None, f"cannot open as an Excel .xlsx workbook ({_reason(err)})") from None
         try:
             for ws in wb.worksheets:
                 ws.reset_dimensions()  # stored dimensions may be wrong in files not written by Excel
@@ -227,6 +232,8 @@ def read_questions(source: RawSource, report: ConversionReport) -> tuple[list[Qu
                         excluded.append({"Id": q.id, "where": q.where, "reason": q.excluded})
                     else:
                         questions.append(q)
+        except (zipfile.BadZipFile, KeyError, OSError, ValueError, TypeError, SyntaxError) as err:
+            raise SourceError(path, None, f"cannot read as an Excel .xlsx workbook ({_reason(err)})") from None
         finally:
             wb.close()
     return questions, excluded

@@ -32,6 +32,9 @@ DOMAINS = ("adg", "fic", "wn")
 TYPES = ("PER", "LOC", "ORG")
 LABELS = {"O"} | {f"{p}-{t}" for p in "BI" for t in TYPES}
 TRIAL_SIZE = 5
+# The trial split is part of the benchmark: drawn with a fixed seed, never --seed (which only
+# changes FAQ distractors and AT letters, see docs/converters-constructed.md).
+TRIAL_SEED = 0
 REPAIR_I = "I- label not preceded by B-/I- of the same type, read as B-"
 
 
@@ -91,7 +94,7 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
         if len(with_entities) < TRIAL_SIZE:
             raise SourceError(source.root / file_name(domain, "dev"), None,
                               f"{len(with_entities)} sentences with entities; expected at least {TRIAL_SIZE} to draw the trial split")
-        for i in seeded_sample(len(with_entities), TRIAL_SIZE, seed, f"ner/{domain}/trial"):
+        for i in seeded_sample(len(with_entities), TRIAL_SIZE, TRIAL_SEED, f"ner/{domain}/trial"):
             yield f"{domain}/trial", with_entities[i]
         test = file_name(domain, "test")
         if source.exists(test):

@@ -37,6 +37,9 @@ from ..report import ConversionReport
 from .common import iter_blocks, parse_span, seeded_sample
 
 TRIAL_SIZE = 5
+# The trial split is part of the benchmark: drawn with a fixed seed, never --seed (which only
+# changes FAQ distractors and AT letters, see docs/converters-constructed.md).
+TRIAL_SEED = 0
 PARTS = {"train": "training", "test": "test"}
 DOCID = re.compile(r"[A-Za-z0-9_.-]+")
 SENT_TOK = re.compile(r"(\d+)-(\d+)", re.ASCII)
@@ -190,7 +193,7 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
     if len(with_relations) < TRIAL_SIZE:
         raise SourceError(source.root / "training.txt", None,
                           f"{len(with_relations)} sentences with relations; expected at least {TRIAL_SIZE} to draw the trial split")
-    for i in seeded_sample(len(with_relations), TRIAL_SIZE, seed, "rel/trial"):
+    for i in seeded_sample(len(with_relations), TRIAL_SIZE, TRIAL_SEED, "rel/trial"):
         yield "trial", with_relations[i]
     if source.exists("test.txt"):
         yield from (("test", rec) for rec in read_part(source, PARTS["test"], report))

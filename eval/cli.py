@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from evalita_data.cli import RegistryChoice
+from evalita_data.cli_errors import FriendlyGroup, one_line
 
 from . import __version__
 
@@ -28,7 +29,17 @@ def require(command: str, modules: tuple[str, ...]) -> None:
         )
 
 
-@click.group()
+def check_model_name(model: str) -> None:
+    """A --model that names a local path must exist; anything else must look like a Hub id (org/name)."""
+    import re
+
+    if Path(model).expanduser().exists():
+        return
+    if model.startswith((".", "/", "~")) or model.count("/") > 1 or not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", model):
+        raise click.BadParameter(f"{model}: no such model folder (and not a Hub model id such as org/name)", param_hint="--model")
+
+
+@click.group(cls=FriendlyGroup)
 @click.version_option(__version__, prog_name="evalita-eval")
 def main() -> None:
     """Evaluate language models on the Evalita-LLM tasks and report multi-prompt scores."""
@@ -101,21 +112,23 @@ def _task_help() -> str:
               help="Few-shot examples as user/assistant turns (default with --apply-chat-template, as lm-eval) or in one user turn.")
 @click.option("--output-dir", default="results", show_default=True, type=click.Path(file_okay=False),
               help="Where results.json, samples/ and the resume cache go.")
+@click.option("--progress/--no-progress", default=None, help="A progress bar per task (default: on a terminal only).")
 def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, backend_name, max_batch_tokens, device, dtype,
         max_length, threads, tensor_parallel_size, data_parallel_size, gpu_memory_utilization, max_model_len, base_url, api_key_env,
         concurrency, timeout_s, max_retries, backend_args, apply_chat_template, trust_remote_code, max_new_tokens, seed, setting, constrained,
-        system_instruction, fewshot_as_multiturn, output_dir) -> None:
+        system_instruction, fewshot_as_multiturn, output_dir, progress) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
     require("run", RUN_NEEDS)
     from evalita_data.prompts import PromptError
 
     from .api import BackendOptions
     from .backends import create_backend
-    from .runner import ModelInfo, RunConfig, Runner, summary_table
+    from .runner import ModelInfo, RunConfig, Runner, run_counts, summary_table, task_summary_table
     from .tasks import DataSource, select_entries
 
     if (data_dir is None) == (hub_org is None):
         raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")
+    check_model_name(model)
     split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
     try:
         entries = select_entries(split(tasks))
@@ -135,8 +148,16 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     import datasets
 
     datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
-    source = DataSource(data_dir=data_dir, hub_org=hub_org)
-    config = RunConfig(num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
+    try:
+        source = DataSource(data_dir=data_dir, hub_org=hub_org)
+        # Read (and verify) every evaluation split before the model loads: data errors fail fast.
+        for entry in entries:
+            if tasks is not None or source.has_split(entry, entry.spec.eval_split):
+                source.load(entry, entry.spec.eval_split)
+    except (FileNotFoundError, ValueError) as err:
+        raise click.ClickException(one_line(err)) from None
+    config = RunConfig(progress=sys.stderr.isatty() if progress is None else progress,
+                       num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
                        seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens,
                        skip_missing=tasks is None, setting=setting, constrained=constrained,
                        system_instruction=system_instruction, fewshot_as_multiturn=fewshot_as_multiturn)
@@ -157,12 +178,18 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
             result = runner.run(entries)
         finally:
             backend.close()
-    except (FileNotFoundError, ValueError, RuntimeError) as err:
-        # Bad data folder, missing split, too few few-shot examples, no chat template, no CUDA,
+    except KeyboardInterrupt:
+        click.echo(f"\ninterrupted: the finished requests are kept in {Path(output_dir) / 'cache.jsonl'} and "
+                   f"{Path(output_dir) / 'results.json'} is marked partial; run the same command again to resume", err=True)
+        sys.exit(130)
+    except (FileNotFoundError, ValueError, RuntimeError, OSError) as err:
+        # Bad data folder, missing split, data differing from their manifest, too few few-shot
+        # examples, no chat template, no CUDA, a model folder that is not a model,
         # a request kind the backend cannot serve (BackendUnsupported)...
-        raise click.ClickException(str(err)) from err
+        raise click.ClickException(one_line(err)) from err
     click.echo(summary_table(result.results))
-    click.echo(f"{result.computed} requests computed, the rest read from {runner.cache.path}; results in {output_dir}/results.json")
+    click.echo(task_summary_table(result.results))
+    click.echo(run_counts(result, runner.cache.path, output_dir))
 
 
 # ---------------------------------------------------------------- aggregate / report

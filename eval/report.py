@@ -48,6 +48,10 @@ def load_results(path: Path) -> RunResults:
     for key in ("model", "results"):
         if not isinstance(data.get(key), dict):
             raise ScoresError(f"{path}: missing object {key!r}; expected the results.json of `evalita-eval run`")
+    if data.get("status", "complete") != "complete":
+        # Written after every task by `run`: an interrupted or killed run has only some tasks.
+        raise ScoresError(f"{path}: an unfinished run (status {data.get('status')!r}, {len(data['results'])} task(s) done); "
+                          "run the same `evalita-eval run` command again to complete it, then report")
     if not data["model"].get("name_or_path"):
         raise ScoresError(f"{path}: model.name_or_path is missing")
     for task, prompts in data["results"].items():

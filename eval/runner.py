@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections import Counter
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -70,6 +72,9 @@ class RunResult:
     results: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     timing: dict[str, float] = field(default_factory=dict)
     computed: int = 0  # requests sent to the backend (not found in the cache)
+    cached: int = 0  # requests read back from the resume cache
+    requests: int = 0  # every request of the run (a request repeated within it counts each time)
+    status: str = "partial"  # "complete" once every task is finished
 
 
 def _cache_payload(request: Any) -> dict:
@@ -101,6 +106,8 @@ class Runner:
         self.out = Path(output_dir)
         self.echo = echo
         self.cache = RequestCache(self.out / "cache.jsonl")
+        self._counts: Counter = Counter()  # requests / cached, over the whole run
+        self._task_bar: tqdm | None = None
         self.chat = None
         if config.fewshot_as_multiturn and not config.apply_chat_template:
             raise ValueError("--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)")
@@ -115,6 +122,8 @@ class Runner:
     def _cached(self, kind: str, requests: Sequence[Any], compute: Callable[[list], list], to_json: Callable[[Any], Any], bar: tqdm) -> tuple[list[Any], int]:
         keys = [request_key(self.model.cache_key, kind, _cache_payload(r)) for r in requests]
         pending = sorted({k: i for i, k in enumerate(keys) if k not in self.cache}.values(), key=lambda i: -len(requests[i].context))
+        self._counts["requests"] += len(keys)
+        self._counts["cached"] += sum(k in self.cache for k in keys)
         bar.update(len(requests) - len(pending))
         # A backend that batches by tokens (fast) asks for larger calls to share more.
         step = self.backend.requests_per_call or max(1, self.config.batch_size * CHUNK_BATCHES)
@@ -148,6 +157,10 @@ class Runner:
         names = [p for p in task.prompts if self.config.prompts is None or p in self.config.prompts]
         per_prompt: dict[str, dict[str, float]] = {}
         computed = 0
+        # One bar per task (done/total, rate, ETA); the CLI turns it off when stderr is not a
+        # terminal or with --no-progress. Closed by run(), also when the task fails or is interrupted.
+        self._task_bar = tqdm(total=self._task_requests(entry, docs, names), desc=entry.name, unit="req",
+                              disable=not self.config.progress, dynamic_ncols=True)
         for name in names:
             contexts = build_contexts(
                 task, name, docs, pool, self.config.num_fewshot, self.config.seed, self.chat,
@@ -171,8 +184,17 @@ class Runner:
             per_prompt[name] = scores
         return per_prompt, computed
 
-    def _bar(self, entry: TaskEntry, prompt: str, total: int) -> tqdm:
+    def _bar(self, entry: TaskEntry, prompt: str, total: int):
+        if self._task_bar is not None:  # one bar per task, shared by its prompts
+            self._task_bar.set_postfix_str(prompt, refresh=False)
+            return nullcontext(self._task_bar)
         return tqdm(total=total, desc=f"{entry.name} {prompt}", unit="req", leave=False, disable=None if self.config.progress else True)
+
+    def _task_requests(self, entry: TaskEntry, docs: list[dict], names: list[str]) -> int:
+        """How many requests the task's prompts send (for the task's progress bar)."""
+        if entry.spec.output_type != "multiple_choice":
+            return len(docs) * len(names)
+        return sum(len(entry.compiled.choices(name, d)) for name in names for d in docs)
 
     def _run_mc(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str]) -> tuple[list[dict], int]:
         task = entry.compiled
@@ -274,12 +296,20 @@ class Runner:
                     self.echo(f"{entry.name}: skipped, {self.source.description} has no split {entry.spec.eval_split!r}")
                     continue
                 start = time.perf_counter()
-                result.results[entry.name], n = self.run_entry(entry)
+                try:
+                    result.results[entry.name], n = self.run_entry(entry)
+                finally:
+                    if self._task_bar is not None:
+                        self._task_bar.close()
+                        self._task_bar = None
                 result.computed += n
+                result.cached, result.requests = self._counts["cached"], self._counts["requests"]
                 result.timing[entry.name] = round(time.perf_counter() - start, 3)
                 splits = [entry.spec.eval_split] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
                 manifest[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
                 self._write_results(result, manifest)
+            result.status = "complete"
+            self._write_results(result, manifest)
         finally:
             self.cache.close()
         return result
@@ -287,6 +317,8 @@ class Runner:
     def _write_results(self, result: RunResult, manifest: dict) -> None:
         c = self.config
         doc = {
+            # "partial" until every task is finished: a killed or interrupted run is never taken for a whole one.
+            "status": result.status,
             "model": {"name_or_path": self.model.name_or_path, "revision": self.model.revision, "dtype": self.model.dtype, "backend": self.model.backend},
             "data": {"source": self.source.description, "manifest_sha256": manifest},
             "config": {
@@ -314,3 +346,34 @@ def summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
             rows.append((task, prompt, str(scores.get("n", "")), metrics))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}" for r in rows)
+
+
+def task_summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
+    """Per task, the headline metric over its prompts: AvgP, MaxP and CPS (SPEC: CPS = (1 - (MaxP - AvgP)) * MaxP), in %."""
+    from evalita_data.registry import task_of_entry
+
+    from .stats import spread_stats
+
+    rows = [("task", "metric", "prompts", "AvgP %", "MaxP %", "CPS %")]
+    for name, prompts in results.items():
+        spec = task_of_entry(name)
+        if not prompts or spec is None:
+            continue
+        metric = spec.metrics[0].name  # the headline metric, as in the report
+        values = [scores[metric] for scores in prompts.values() if metric in scores]
+        if not values:
+            continue
+        s = spread_stats(values)
+        rows.append((name, metric, str(len(values)), f"{100 * s.avg:.2f}", f"{100 * s.max:.2f}", f"{100 * s.cps:.2f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows)
+
+
+def run_counts(result: RunResult, cache_path: Path, output_dir: str | Path) -> str:
+    """What was computed and what was read back from the resume cache, exactly."""
+    repeated = result.requests - result.computed - result.cached
+    text = f"{result.computed} requests computed, {result.cached} read from the cache {cache_path}"
+    if repeated:
+        text += f", {repeated} repeated within the run (computed once)"
+    text += f" ({result.requests} in all)"
+    return text + f"; results in {Path(output_dir) / 'results.json'}"

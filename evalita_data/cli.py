@@ -10,6 +10,7 @@ import click
 
 from . import __version__
 from .card import DEFAULT_ORG
+from .cli_errors import FriendlyGroup
 from .errors import EvalitaDataError
 from .registry import task_ids
 
@@ -33,7 +34,7 @@ class RegistryChoice(click.Choice):
 TASK_CHOICE = RegistryChoice(task_ids)
 
 
-@click.group()
+@click.group(cls=FriendlyGroup)
 @click.version_option(__version__, prog_name="evalita-data")
 def main() -> None:
     """Build, validate and publish the Evalita-LLM datasets from the original files."""
@@ -111,7 +112,13 @@ def card(task: str, build_dir: Path, org: str) -> None:
     from .layout import split_path
     from .card import render_card
     from .pipeline import read_manifest
+    from .safepaths import check_hub_name
 
+    try:
+        check_hub_name(org)
+    except EvalitaDataError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(1)
     entry = read_manifest(build_dir)["tasks"].get(task)
     if entry is None:
         click.echo(f"error: {task} is not in {build_dir / 'manifest.json'}; run 'evalita-data build --task {task}' first", err=True)

@@ -50,3 +50,7 @@ class MissingSource(EvalitaDataError):
 
 class ValidationFailed(EvalitaDataError):
     """Converted records do not match their schema."""
+
+
+class DiskFull(EvalitaDataError):
+    """The device ran out of space; what was being written was discarded."""
