@@ -38,8 +38,9 @@ def main() -> None:
 @main.command()
 @click.option("--model", "model", required=True, help="Local folder or Hub id of a causal language model.")
 @click.option("--revision", default=None, help="Model revision (branch, tag or commit) on the Hub.")
-@click.option("--data", "data_dir", type=click.Path(exists=True, file_okay=False), default=None,
-              help="Local build folder (evalita-data build) or a folder in the Hub layout.")
+@click.option("--data", "data_dir", default=None,
+              help="Local build folder (evalita-data build), a folder in the Hub layout, or hf:ORG for the "
+                   "official Evalita-LLM splits on the Hub (hf:evalitahf, as lm-eval's evalita_llm tasks).")
 @click.option("--hub-org", default=None, help="Read the datasets <ORG>/<task> from the Hub instead of --data.")
 @click.option("--tasks", default=None,
               help="Comma-separated task ids or entries (e.g. te,sa,ner or ner_fic). Default: every task the data have.")
@@ -92,7 +93,14 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     import datasets
 
     datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
-    source = DataSource(data_dir=data_dir, hub_org=hub_org)
+    from .official import OfficialSource, is_official
+
+    if is_official(data_dir):
+        source = OfficialSource.from_spec(data_dir)
+    elif data_dir is not None and not Path(data_dir).is_dir():
+        raise click.BadParameter(f"{data_dir!r} is not a folder (nor hf:ORG)", param_hint="--data")
+    else:
+        source = DataSource(data_dir=data_dir, hub_org=hub_org)
     config = RunConfig(num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
                        seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens,
                        skip_missing=tasks is None)
@@ -155,6 +163,37 @@ def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float
         click.echo(f"error: {err}", err=True)
         sys.exit(1)
     click.echo("written: " + ", ".join(str(p) for p in written))
+
+
+# ---------------------------------------------------------------- push-results / export-lm-eval
+
+
+@main.command("push-results")
+@click.argument("results_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--repo", "repo_id", required=True, help="Hub dataset ORG/NAME to publish to (created if missing).")
+@click.option("--private", is_flag=True, help="Create the repository as private.")
+@click.option("--revision", default="main", show_default=True, help="Branch to commit to (created from main if missing).")
+@click.option("--message", default=None, help="Commit message.")
+@click.option("--dry-run", is_flag=True, help="Show the files and what would change; commit nothing.")
+@click.option("--to-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Write the repository layout to DIR instead of the Hub (offline).")
+def push_results(results_dir: Path, repo_id: str, private: bool, revision: str, message: str | None, dry_run: bool,
+                 to_dir: Path | None) -> None:
+    """Publish RESULTS_DIR (results.json, samples/ and a card with the per-task tables) as a Hub dataset, one commit.
+
+    Nothing is deleted; the token comes from HF_TOKEN or the stored login and is never printed."""
+    require("push-results", STATS_NEEDS)
+    from evalita_data.errors import EvalitaDataError
+
+    from .push_results import push_results as run_push
+    from .tables import ScoresError
+
+    try:
+        run_push(results_dir, repo_id, private=private, revision=revision, message=message, dry_run=dry_run,
+                 to_dir=to_dir, echo=click.echo)
+    except (EvalitaDataError, ScoresError) as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

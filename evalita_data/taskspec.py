@@ -41,6 +41,18 @@ Prompt = Union[MCPrompt, GenPrompt]
 
 
 @dataclass(frozen=True)
+class HubSplits:
+    """Where the official Evalita-LLM copy of a task is on the Hub (``<org>/<dataset>``),
+    as lm-eval's ``evalita_llm`` tasks read it: its split names differ from ours."""
+
+    dataset: str
+    test: str = "test"
+    fewshot: str = "dev"
+    # None: the entry's own config (NER domains), else the repository's default config.
+    config: str | None = None
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     id: str
     title: str
@@ -74,6 +86,8 @@ class TaskSpec:
     record_check: RecordCheck | None = None
     seed: int = 0
     task_categories: list[str] = field(default_factory=list)
+    # The official published copy (evalitahf/*), read by `evalita-eval run --data hf:ORG`.
+    hub_splits: HubSplits | None = None
 
     def load_converter(self) -> Converter | None:
         if self.converter is None:

@@ -1,7 +1,7 @@
 """Italian medical specialty admission tests (SSM), five-option multiple choice."""
 
 from ..record_checks import choice_problems
-from ..taskspec import TaskSpec, six_mc_prompts
+from ..taskspec import HubSplits, TaskSpec, six_mc_prompts
 
 
 def check_record(rec: dict) -> list[str]:
@@ -40,4 +40,5 @@ TASK = TaskSpec(
     record_check=check_record,
     seed=1234,
     task_categories=["question-answering", "multiple-choice"],
+    hub_splits=HubSplits("admission_test"),
 )

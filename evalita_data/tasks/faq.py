@@ -1,7 +1,7 @@
 """QA4FAQ (Evalita 2016), rebuilt as 4-way multiple choice over the FAQ answers."""
 
 from ..record_checks import choice_problems
-from ..taskspec import TaskSpec, six_mc_prompts
+from ..taskspec import HubSplits, TaskSpec, six_mc_prompts
 
 
 def check_record(rec: dict) -> list[str]:
@@ -43,4 +43,5 @@ TASK = TaskSpec(
     record_check=check_record,
     seed=1234,
     task_categories=["question-answering", "multiple-choice"],
+    hub_splits=HubSplits("faq", test="test_1", fewshot="dev_1"),
 )

@@ -1,6 +1,6 @@
 """HaSpeeDe 2 (Evalita 2020): hate speech detection, task A."""
 
-from ..taskspec import TaskSpec, six_mc_prompts
+from ..taskspec import HubSplits, TaskSpec, six_mc_prompts
 
 _Q = "C'è incitamento all'odio nel seguente tweet: '{{full_text}}'?"
 
@@ -43,4 +43,5 @@ TASK = TaskSpec(
     eval_split="test_all",
     fewshot_split="dev",
     task_categories=["text-classification"],
+    hub_splits=HubSplits("hatespeech_detection", test="test_all"),
 )

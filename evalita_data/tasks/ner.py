@@ -1,6 +1,6 @@
 """KIND / NERMuD (Evalita 2023): named entities in three domains."""
 
-from ..taskspec import TaskSpec, two_gen_prompts
+from ..taskspec import HubSplits, TaskSpec, two_gen_prompts
 
 DOMAINS = ["adg", "fic", "wn"]
 
@@ -53,4 +53,5 @@ TASK = TaskSpec(
     # lm-eval sets no max_gen_toks for these tasks: its default, 256, applies.
     max_new_tokens=256,
     task_categories=["token-classification", "text-generation"],
+    hub_splits=HubSplits("entity_recognition", test="reduced_test", fewshot="trial"),
 )

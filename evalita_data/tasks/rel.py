@@ -1,6 +1,6 @@
 """CLinkaRT (Evalita 2023): RML->EVENT relations in clinical sentences of E3C."""
 
-from ..taskspec import TaskSpec, two_gen_prompts
+from ..taskspec import HubSplits, TaskSpec, two_gen_prompts
 
 MENTIONS = ("RML", "EVENT")
 
@@ -43,4 +43,5 @@ TASK = TaskSpec(
     # lm-eval sets no max_gen_toks for these tasks: its default, 256, applies.
     max_new_tokens=256,
     task_categories=["text-generation"],
+    hub_splits=HubSplits("relation_extraction"),
 )

@@ -1,6 +1,6 @@
 """SENTIPOLC 2016: sentiment polarity of Italian tweets."""
 
-from ..taskspec import TaskSpec, six_mc_prompts
+from ..taskspec import HubSplits, TaskSpec, six_mc_prompts
 
 _CHOICES = ["Positivo", "Negativo", "Neutrale", "Misto"]
 
@@ -33,4 +33,5 @@ TASK = TaskSpec(
     eval_split="test",
     fewshot_split="train",
     task_categories=["text-classification"],
+    hub_splits=HubSplits("sentiment_analysis", fewshot="train"),
 )

@@ -1,6 +1,6 @@
 """Fanpage news summarization (Landro et al. 2022)."""
 
-from ..taskspec import TaskSpec, two_gen_prompts
+from ..taskspec import HubSplits, TaskSpec, two_gen_prompts
 
 TASK = TaskSpec(
     id="sum",
@@ -29,4 +29,5 @@ TASK = TaskSpec(
     # The sample itself uses the fixed converters.sum.SAMPLE_SEED: --seed never changes the test set.
     seed=1234,
     task_categories=["summarization"],
+    hub_splits=HubSplits("summarization-fp", test="test_100"),
 )

@@ -1,6 +1,6 @@
 """Textual entailment, Evalita 2009 (RTE-style XML)."""
 
-from ..taskspec import TaskSpec, six_mc_prompts
+from ..taskspec import HubSplits, TaskSpec, six_mc_prompts
 
 TASK = TaskSpec(
     id="te",
@@ -37,4 +37,5 @@ TASK = TaskSpec(
     eval_split="test",
     fewshot_split="dev",
     task_categories=["text-classification"],
+    hub_splits=HubSplits("textual_entailment"),
 )

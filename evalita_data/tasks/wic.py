@@ -1,6 +1,6 @@
 """WiC-ITA (Evalita 2023): word in context, monolingual binary subtask."""
 
-from ..taskspec import TaskSpec, six_mc_prompts
+from ..taskspec import HubSplits, TaskSpec, six_mc_prompts
 
 
 def check_record(rec: dict) -> list[str]:
@@ -51,4 +51,5 @@ TASK = TaskSpec(
     fewshot_split="dev",
     record_check=check_record,
     task_categories=["text-classification"],
+    hub_splits=HubSplits("word_in_context", config="default"),
 )

@@ -1,0 +1,76 @@
+"""`evalita-eval run --data hf:evalitahf`: the official splits served by the loopback Hub stub."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("huggingface_hub")
+
+from evalita_data.registry import TASK_IDS, get_task  # noqa: E402
+from evalita_eval.official import OfficialSource  # noqa: E402
+from evalita_eval.tasks import all_entries  # noqa: E402
+from official_hub import serve_official  # noqa: E402
+from publish_fixtures import hub, hub_env, sample_build  # noqa: E402,F401 - fixtures
+
+
+def run_eval(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "evalita_eval.cli", "run", *args], env=env, capture_output=True, text=True)
+
+
+def test_the_registry_declares_the_official_layout() -> None:
+    declared = {t: (get_task(t).hub_splits.dataset, get_task(t).hub_splits.test, get_task(t).hub_splits.fewshot) for t in TASK_IDS}
+    assert declared["faq"] == ("faq", "test_1", "dev_1")
+    assert declared["ner"] == ("entity_recognition", "reduced_test", "trial")
+    assert declared["sum"] == ("summarization-fp", "test_100", "dev")
+    assert declared["hs"] == ("hatespeech_detection", "test_all", "dev")
+    assert declared["sa"] == ("sentiment_analysis", "test", "train")
+    assert get_task("wic").hub_splits.config == "default"
+    source = OfficialSource("evalitahf")
+    faq = next(e for e in all_entries() if e.name == "faq")
+    ner = next(e for e in all_entries() if e.name == "ner_wn")
+    assert (source.official_split(faq, "test"), source.official_split(faq, "dev")) == ("test_1", "dev_1")
+    assert (source.official_split(ner, "test"), source.config(ner)) == ("reduced_test", "wn")
+
+
+def test_run_on_the_official_splits_evaluates_all_ten_tasks(sample_build: Path, hub, tiny_model: Path, tmp_path: Path) -> None:  # noqa: F811
+    shas = serve_official(hub, sample_build)
+    assert len(shas) == 10
+    env = hub_env(hub, tmp_path / "hf")
+    out = tmp_path / "run"
+    proc = run_eval(["--model", str(tiny_model), "--data", "hf:evalitahf", "--prompts", "p1", "--limit", "2",
+                     "--num-fewshot", "1", "--max-new-tokens", "3", "--output-dir", str(out)], env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((out / "results.json").read_text("utf-8"))
+    entries = ["wic", "te", "sa", "hs", "faq", "at", "ls", "ner_adg", "ner_fic", "ner_wn", "rel", "sum"]
+    assert sorted(result["results"]) == sorted(entries)
+    assert all(result["results"][e]["p1"]["n"] == 2 for e in entries)
+    assert result["data"]["source"] == "hf:evalitahf"
+    # the commit of every dataset read, and a hash of the records of both splits used
+    assert result["data"]["revisions"] == shas
+    assert set(result["data"]["manifest_sha256"]["faq"]) == {"test", "dev"}
+    # the FAQ test records came from test_1 of the stub: the same rows as our build's test split
+    first = json.loads((out / "samples" / "faq_p1.jsonl").read_text("utf-8").splitlines()[0])
+    built = json.loads((sample_build / "faq" / "test.jsonl").read_text("utf-8").splitlines()[0])
+    assert built["question"] in first["prompt"]
+
+
+def test_a_record_that_breaks_the_schema_is_refused(sample_build: Path, hub, tiny_model: Path, tmp_path: Path) -> None:  # noqa: F811
+    def break_row(config: str, split: str, records: list[dict]) -> list[dict]:
+        if split == "test":
+            records = [dict(r) for r in records]
+            records[1]["entailment"] = "FORSE"
+        return records
+
+    serve_official(hub, sample_build, tasks=["te"], org="broken", edit=break_row)
+    env = hub_env(hub, tmp_path / "hf")
+    proc = run_eval(["--model", str(tiny_model), "--data", "hf:broken", "--tasks", "te", "--prompts", "p1", "--limit", "1",
+                     "--output-dir", str(tmp_path / "run")], env)
+    assert proc.returncode == 1
+    assert "broken/textual_entailment split test row 1: does not match the te schema: entailment:" in proc.stderr
+    assert "FORSE" in proc.stderr
+    assert not (tmp_path / "run" / "results.json").exists()
