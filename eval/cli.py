@@ -196,5 +196,21 @@ def push_results(results_dir: Path, repo_id: str, private: bool, revision: str, 
         sys.exit(1)
 
 
+@main.command("export-lm-eval")
+@click.argument("out_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--org", default=None, help="Read the datasets ORG/<task> from the Hub (as `evalita-data push` publishes them).")
+@click.option("--data-dir", type=click.Path(path_type=Path, exists=True, file_okay=False), default=None,
+              help="Read the datasets from DIR/<task>, a folder written by `evalita-data push --to-dir DIR`.")
+def export_lm_eval(out_dir: Path, org: str | None, data_dir: Path | None) -> None:
+    """Write lm-evaluation-harness task YAMLs (a group per task, a task per task x prompt) and their utils.py.
+
+    Run them with: lm_eval --include_path OUT_DIR --tasks evalita-llm (or evalita-llm_<task>)."""
+    from .export_lm_eval import export
+
+    if (org is None) == (data_dir is None):
+        raise click.UsageError("give exactly one of --org ORG or --data-dir DIR")
+    export(out_dir, org=org, data_dir=data_dir, echo=click.echo)
+
+
 if __name__ == "__main__":
     main()
