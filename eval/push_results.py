@@ -18,7 +18,9 @@ from evalita_data.layout import RepoFile, TaskRepo, write_repo_dir
 from evalita_data.push import DEFAULT_BRANCH, RETRY_DELAYS, PushError, RepoPlan, _describe, commit_plan, plan_repo
 
 from .report import RunResults, build_task_report, load_results, task_order
-from .tables import paper_table
+from .tables import TextTable, fmt
+
+STAT_COLUMNS = ("MinP", "MaxP", "AvgP", "CPS")
 
 CARD = "README.md"
 
@@ -32,7 +34,7 @@ def model_folder(run: RunResults) -> str:
 
 def render_card(run: RunResults, folder: str, repo_id: str) -> str:
     """The dataset card: YAML header, the run's settings and one paper table per task."""
-    run.display = run.model["name_or_path"].rstrip("/").split("/")[-1]
+    run.display = run.model["name_or_path"]
     lines = [
         "---",
         "pretty_name: Evalita-LLM results",
@@ -53,20 +55,28 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
         "dtype": run.model.get("dtype"), "backend": run.model.get("backend"), "data": run.data.get("source"),
         **{k: run.config.get(k) for k in ("num_fewshot", "limit", "apply_chat_template", "seed", "max_new_tokens")},
     }
-    lines += [f"| {k} | {v} |" for k, v in settings.items()]
+    lines += [f"| {k} | {'–' if v is None else v} |" for k, v in settings.items()]
     for repo, sha in sorted((run.data.get("revisions") or {}).items()):
         lines.append(f"| data revision {repo} | {sha} |")
-    lines += ["", "## Scores per task (percent)", "",
-              "Prompts as rows; MinP/MaxP/AvgP are the minimum, maximum and mean over prompts, CPS the "
-              "combined performance score and Sharpe the variance-penalised mean (see docs/statistics.md).", ""]
+    lines += ["", "## Scores (percent)", "",
+              "One row per task: its headline metric on every prompt, then the multi-prompt statistics: MinP, MaxP and "
+              "AvgP (minimum, maximum, mean over prompts), CPS (combined performance score) and the Sharpe score "
+              "(mean penalised by the spread over prompts, α=1); see docs/statistics.md.", ""]
+    rows, notes = [], []
     for task in task_order(set(run.results)):
         rep = build_task_report(task, [run])
-        lines += [f"### {task} ({rep.metric})", "", paper_table(rep.table).markdown(), ""]
-        lines += [f"Note: {n}" for n in rep.table.notes]
+        t, st = rep.table, rep.table.stats()
+        pm = st.per_model[0].as_dict()
+        prompts = ", ".join(f"{p} {fmt(v, t.scale)}" for p, v in zip(t.prompts, t.scores[:, 0]))
+        rows.append([task, rep.metric, prompts] + [fmt(pm[c], t.scale) for c in STAT_COLUMNS]
+                    + [fmt(st.sharpe[0], t.scale)])
+        notes += [f"{task}: {n}" for n in t.notes]
+    lines.append(TextTable(["task", "metric", "by prompt"] + list(STAT_COLUMNS) + ["Sharpe"], rows, text_cols=3).markdown())
+    lines += [""] + [f"Note: {n}" for n in notes]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def results_repo(results_dir: Path, repo_id: str) -> TaskRepo:
+def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = print) -> TaskRepo:
     """Every file to publish for one run folder (``evalita-eval run --output-dir``)."""
     path = results_dir / "results.json"
     if not path.is_file():
@@ -75,12 +85,16 @@ def results_repo(results_dir: Path, repo_id: str) -> TaskRepo:
     folder = model_folder(run)
     files = [RepoFile(CARD, render_card(run, folder, repo_id).encode("utf-8")),
              RepoFile(f"{folder}/results.json", path.read_bytes())]
+    missing = []
     for task, prompts in run.results.items():
         for prompt in prompts:
             sample = run.samples_path(task, prompt)
-            if not sample.is_file():
-                raise PushError(f"{sample}: missing samples of {task}/{prompt}; the run folder is incomplete")
-            files.append(RepoFile(f"{folder}/samples/{sample.name}", sample.read_bytes()))
+            if sample.is_file():
+                files.append(RepoFile(f"{folder}/samples/{sample.name}", sample.read_bytes()))
+            else:
+                missing.append(f"{task}/{prompt}")
+    if missing:  # scores without their samples (e.g. results.json from elsewhere): publish, but say so
+        echo(f"note: {results_dir / 'samples'} has no samples of {', '.join(missing)}; only their scores are published")
     return TaskRepo("results", repo_id, tuple(files))
 
 
@@ -94,7 +108,7 @@ def push_results(results_dir: Path, repo_id: str, private: bool = False, revisio
                  message: str | None = None, dry_run: bool = False, to_dir: Path | None = None, api=None,
                  delays: Sequence[float] = RETRY_DELAYS, echo: Callable[[str], None] = print) -> RepoPlan | None:
     """Publish one run; with ``to_dir`` write the repository layout there instead (offline)."""
-    repo = results_repo(results_dir, check_repo_id(repo_id))
+    repo = results_repo(results_dir, check_repo_id(repo_id), echo)
     if to_dir is not None:
         written = write_repo_dir(repo, to_dir)
         echo(f"{to_dir}: {len(written)} file(s), {sum(len(f.data) for f in repo.files)} bytes")
