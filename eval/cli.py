@@ -96,7 +96,10 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     from .official import OfficialSource, is_official
 
     if is_official(data_dir):
-        source = OfficialSource.from_spec(data_dir)
+        try:
+            source = OfficialSource.from_spec(data_dir)
+        except ValueError as err:
+            raise click.BadParameter(str(err), param_hint="--data") from None
     elif data_dir is not None and not Path(data_dir).is_dir():
         raise click.BadParameter(f"{data_dir!r} is not a folder (nor hf:ORG)", param_hint="--data")
     else:

@@ -105,9 +105,13 @@ class OfficialSource:
         from datasets import load_dataset
 
         repo_id, official = self.repo_id(entry), self.official_split(entry, split)
-        ds = load_dataset(repo_id, name=self.config(entry), split=official, revision=self.revision(entry))
-        records = [dict(r) for r in ds]
         where = f"{repo_id}" + (f" config {self.config(entry)}" if self.config(entry) else "")
+        try:
+            ds = load_dataset(repo_id, name=self.config(entry), split=official, revision=self.revision(entry))
+        except Exception as err:  # unknown repository, config or split, or the Hub unreachable
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise FileNotFoundError(f"{entry.name}: cannot read {where} split {official} ({first[:300]})") from None
+        records = [dict(r) for r in ds]
         for i, rec in enumerate(records):
             problems = record_problems(entry.task_id, rec)
             if problems:

@@ -74,3 +74,12 @@ def test_a_record_that_breaks_the_schema_is_refused(sample_build: Path, hub, tin
     assert "broken/textual_entailment split test row 1: does not match the te schema: entailment:" in proc.stderr
     assert "FORSE" in proc.stderr
     assert not (tmp_path / "run" / "results.json").exists()
+
+
+def test_a_missing_official_dataset_is_a_clear_error(hub, tiny_model: Path, tmp_path: Path) -> None:  # noqa: F811
+    env = hub_env(hub, tmp_path / "hf")
+    proc = run_eval(["--model", str(tiny_model), "--data", "hf:nobody", "--tasks", "faq", "--output-dir", str(tmp_path / "run")], env)
+    assert proc.returncode == 1
+    assert "faq: cannot read nobody/faq split test_1" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_eval(["--model", str(tiny_model), "--data", "hf:", "--output-dir", str(tmp_path / "run")], env)
+    assert proc.returncode == 2 and "hf:ORG needs a Hub organisation name" in proc.stderr
