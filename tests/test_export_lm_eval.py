@@ -18,6 +18,7 @@ from publish_fixtures import sample_build  # noqa: F401 - fixture
 
 MAX_NEW = 3
 LIMIT = 2
+SHOTS = 1  # exercises the few-shot split and the answers (doc_to_target) of the examples
 
 
 def offline_env(tmp_path: Path) -> dict:
@@ -60,12 +61,13 @@ def test_exported_yaml_declares_our_prompts_splits_and_metrics(tmp_path: Path) -
     assert group["task"] == ["evalita-llm_ner_fic_p1", "evalita-llm_ner_fic_p2"]
 
 
-def _lm_eval_predictions(samples_dir: Path, name: str, mc: bool) -> list:
+def _lm_eval_predictions(samples_dir: Path, name: str, mc: bool) -> list[tuple[str, object]]:
+    """(context, prediction) per document: the log-likelihoods of the choices, or the generation."""
     [path] = list(samples_dir.glob(f"*/samples_{name}_*.jsonl"))
     rows = sorted((json.loads(line) for line in path.read_text("utf-8").splitlines()), key=lambda r: r["doc_id"])
     if mc:
-        return [[float(ll) for ll, _ in r["filtered_resps"]] for r in rows]
-    return [r["filtered_resps"][0] for r in rows]
+        return [(r["arguments"]["gen_args_0"]["arg_0"], [float(ll) for ll, _ in r["filtered_resps"]]) for r in rows]
+    return [(r["arguments"]["gen_args_0"]["arg_0"], r["filtered_resps"][0]) for r in rows]
 
 
 def test_lm_eval_on_the_exported_tasks_predicts_what_run_predicts(sample_build: Path, tiny_model: Path, tmp_path: Path) -> None:  # noqa: F811
@@ -82,13 +84,13 @@ def test_lm_eval_on_the_exported_tasks_predicts_what_run_predicts(sample_build: 
     # one lm-eval invocation for every built task and prompt
     proc = cli("lm_eval", ["--model", "hf", "--model_args", f"pretrained={tiny_model},dtype=float32", "--device", "cpu",
                            "--include_path", str(tasks), "--tasks", ",".join(names), "--limit", str(LIMIT),
-                           "--gen_kwargs", f"max_gen_toks={MAX_NEW}", "--log_samples", "--output_path", str(tmp_path / "lm")],
+                           "--num_fewshot", str(SHOTS), "--gen_kwargs", f"max_gen_toks={MAX_NEW}", "--log_samples", "--output_path", str(tmp_path / "lm")],
                env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-4000:]
     ours = tmp_path / "ours"
     proc = cli("evalita_eval.cli", ["run", "--model", str(tiny_model), "--data", str(pushed), "--dtype", "float32",
                                     "--tasks", ",".join(e.name for e in entries), "--limit", str(LIMIT),
-                                    "--max-new-tokens", str(MAX_NEW), "--output-dir", str(ours)], env)
+                                    "--num-fewshot", str(SHOTS), "--max-new-tokens", str(MAX_NEW), "--output-dir", str(ours)], env)
     assert proc.returncode == 0, proc.stderr[-4000:]
     compared = 0
     for e in entries:
@@ -97,7 +99,8 @@ def test_lm_eval_on_the_exported_tasks_predicts_what_run_predicts(sample_build: 
             theirs = _lm_eval_predictions(tmp_path / "lm", task_name(e, p.name), mc)
             mine = [json.loads(line) for line in (ours / "samples" / f"{e.name}_{p.name}.jsonl").read_text("utf-8").splitlines()]
             assert len(theirs) == len(mine) == LIMIT, (e.name, p.name)
-            for t, m in zip(theirs, mine):
+            for (context, t), m in zip(theirs, mine):
+                assert context == m["prompt"], (e.name, p.name)  # the same few-shot example and prompt
                 if mc:
                     assert t == pytest.approx(m["loglikelihoods"], rel=1e-5, abs=1e-4), (e.name, p.name)
                     assert max(range(len(t)), key=t.__getitem__) == max(range(len(t)), key=m["loglikelihoods"].__getitem__)
