@@ -212,7 +212,10 @@ def export_lm_eval(out_dir: Path, org: str | None, data_dir: Path | None) -> Non
 
     if (org is None) == (data_dir is None):
         raise click.UsageError("give exactly one of --org ORG or --data-dir DIR")
-    export(out_dir, org=org, data_dir=data_dir, echo=click.echo)
+    try:
+        export(out_dir, org=org, data_dir=data_dir, echo=click.echo)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--org") from None
 
 
 if __name__ == "__main__":

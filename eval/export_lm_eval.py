@@ -19,6 +19,7 @@ from typing import Callable
 
 import yaml
 
+from evalita_data.hub_names import check_org
 from evalita_data.prompts import compiled
 from evalita_data.taskspec import MCPrompt
 
@@ -97,6 +98,8 @@ def export(out: Path, org: str | None = None, data_dir: Path | None = None, echo
     """Write the YAMLs and utils.py under ``out``; datasets ``ORG/<task>`` or ``DATA_DIR/<task>``."""
     if (org is None) == (data_dir is None):
         raise ValueError("give exactly one of --org ORG or --data-dir DIR")
+    if org is not None:
+        check_org(org, "--org")
     out.mkdir(parents=True, exist_ok=True)
     entries = all_entries()
     written = []

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from evalita_data.hub_names import check_org
 from evalita_data.schema_check import record_problems
 from evalita_data.taskspec import HubSplits
 
@@ -35,8 +36,9 @@ class OfficialSource:
     """Duck-typed like ``tasks.DataSource``: description, has_split, load, sha256; plus revisions."""
 
     def __init__(self, org: str) -> None:
-        if not org or "/" in org:
+        if not org:
             raise ValueError(f"hf:ORG needs a Hub organisation name, got {org!r}")
+        check_org(org, "hf:ORG organisation")
         self.org = org
         self._records: dict[tuple[str, str], list[dict]] = {}
         self._revisions: dict[str, str] = {}  # repo id -> commit sha read

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Callable, Sequence
 
+from evalita_data.hub_names import check_repo_id
 from evalita_data.layout import RepoFile, TaskRepo, write_repo_dir
 from evalita_data.push import DEFAULT_BRANCH, RETRY_DELAYS, PushError, RepoPlan, _describe, commit_plan, plan_repo
 
@@ -96,12 +97,6 @@ def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = 
     if missing:  # scores without their samples (e.g. results.json from elsewhere): publish, but say so
         echo(f"note: {results_dir / 'samples'} has no samples of {', '.join(missing)}; only their scores are published")
     return TaskRepo("results", repo_id, tuple(files))
-
-
-def check_repo_id(repo_id: str) -> str:
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*", repo_id) or ".." in repo_id:
-        raise PushError(f"--repo {repo_id!r}: expected ORG/NAME (letters, digits, '.', '_', '-')")
-    return repo_id
 
 
 def push_results(results_dir: Path, repo_id: str, private: bool = False, revision: str = DEFAULT_BRANCH,

@@ -59,6 +59,8 @@ def test_exported_yaml_declares_our_prompts_splits_and_metrics(tmp_path: Path) -
     assert wic["doc_to_text"].startswith("{% set w1 = sentence1[start1:end1] %}{% set w2 = sentence2[start2:end2] %}")
     group = yaml.safe_load((out / "evalita-llm_ner_fic.yaml").read_text("utf-8"))
     assert group["task"] == ["evalita-llm_ner_fic_p1", "evalita-llm_ner_fic_p2"]
+    bad = cli("evalita_eval.cli", ["export-lm-eval", str(tmp_path / "bad"), "--org", "../x"], offline_env(tmp_path))
+    assert bad.returncode == 2 and "--org '../x': expected a Hub name" in bad.stderr
 
 
 def _lm_eval_predictions(samples_dir: Path, name: str, mc: bool) -> list[tuple[str, object]]:

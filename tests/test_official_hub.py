@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -53,6 +54,10 @@ def test_run_on_the_official_splits_evaluates_all_ten_tasks(sample_build: Path, 
     # the commit of every dataset read, and a hash of the records of both splits used
     assert result["data"]["revisions"] == shas
     assert set(result["data"]["manifest_sha256"]["faq"]) == {"test", "dev"}
+    # the hash of what was loaded: one canonical JSON line per record, here the build's FAQ test records
+    rows = [json.loads(line) for line in (sample_build / "faq" / "test.jsonl").read_text("utf-8").splitlines()]
+    canonical = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows).encode("utf-8")
+    assert result["data"]["manifest_sha256"]["faq"]["test"] == hashlib.sha256(canonical).hexdigest()
     # the FAQ test records came from test_1 of the stub: the same rows as our build's test split
     first = json.loads((out / "samples" / "faq_p1.jsonl").read_text("utf-8").splitlines()[0])
     built = json.loads((sample_build / "faq" / "test.jsonl").read_text("utf-8").splitlines()[0])
