@@ -91,8 +91,10 @@ def fetch_fanpage(raw_root: Path, revision: str | None = None, force: bool = Fal
     info = api.dataset_info(FANPAGE_REPO, revision=revision)
     sha = info.sha  # every file from this one commit
     card = info.card_data.to_dict() if info.card_data is not None else {}
-    files = sorted((f for f in api.list_repo_files(FANPAGE_REPO, repo_type="dataset", revision=sha)
-                    if f.endswith((".parquet", ".csv"))), key=_split_rank)
+    listed = api.list_repo_files(FANPAGE_REPO, repo_type="dataset", revision=sha)
+    # One copy of the data: the Parquet files if there are any, else the CSV files.
+    files = sorted((f for f in listed if f.endswith(".parquet")), key=_split_rank) or \
+        sorted((f for f in listed if f.endswith(".csv")), key=_split_rank)
     if not files:
         raise FetchError(f"{FANPAGE_REPO}@{sha}: no Parquet or CSV data file; the dataset layout changed")
     folder.mkdir(parents=True, exist_ok=True)
