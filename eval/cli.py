@@ -204,7 +204,9 @@ def push_results(results_dir: Path, repo_id: str, private: bool, revision: str, 
 @click.option("--org", default=None, help="Read the datasets ORG/<task> from the Hub (as `evalita-data push` publishes them).")
 @click.option("--data-dir", type=click.Path(path_type=Path, exists=True, file_okay=False), default=None,
               help="Read the datasets from DIR/<task>, a folder written by `evalita-data push --to-dir DIR`.")
-def export_lm_eval(out_dir: Path, org: str | None, data_dir: Path | None) -> None:
+@click.option("--official", is_flag=True,
+              help="Read the Evalita-LLM copies ORG/<dataset> with their split names (--org evalitahf), as `run --data hf:ORG`.")
+def export_lm_eval(out_dir: Path, org: str | None, data_dir: Path | None, official: bool) -> None:
     """Write lm-evaluation-harness task YAMLs (a group per task, a task per task x prompt) and their utils.py.
 
     Run them with: lm_eval --include_path OUT_DIR --tasks evalita-llm (or evalita-llm_<task>)."""
@@ -213,7 +215,7 @@ def export_lm_eval(out_dir: Path, org: str | None, data_dir: Path | None) -> Non
     if (org is None) == (data_dir is None):
         raise click.UsageError("give exactly one of --org ORG or --data-dir DIR")
     try:
-        export(out_dir, org=org, data_dir=data_dir, echo=click.echo)
+        export(out_dir, org=org, data_dir=data_dir, official=official, echo=click.echo)
     except ValueError as err:
         raise click.BadParameter(str(err), param_hint="--org") from None
 

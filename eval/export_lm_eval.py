@@ -51,17 +51,28 @@ def _with_derived(entry: TaskEntry, template: str) -> str:
     return sets + template
 
 
-def task_yaml(entry: TaskEntry, prompt: str, dataset_path: str) -> dict:
+def dataset_fields(entry: TaskEntry, org: str | None, data_dir: Path | None, official: bool) -> dict:
+    """Where lm-eval reads the entry: our layout (``ORG/<task>`` or ``DIR/<task>``, our split
+    names) or, with ``official``, the Evalita-LLM copy ``ORG/<dataset>`` and its split names."""
+    spec = entry.spec
+    if official:
+        hub = spec.hub_splits
+        assert hub is not None and org is not None
+        return {"dataset_path": f"{org}/{hub.dataset}", "dataset_name": hub.config or entry.config,
+                "test_split": hub.test, "fewshot_split": hub.fewshot}
+    path = f"{org}/{entry.task_id}" if org is not None else str(Path(data_dir).resolve() / entry.task_id)  # type: ignore[arg-type]
+    return {"dataset_path": path, "dataset_name": entry.config or "default",
+            "test_split": spec.eval_split, "fewshot_split": spec.fewshot_split}
+
+
+def task_yaml(entry: TaskEntry, prompt: str, dataset: dict) -> dict:
     spec = entry.spec
     p = spec.prompt(prompt)
     doc = {
         "task": task_name(entry, prompt),
         "task_alias": f"{entry.name} {prompt}",
         "tag": f"{PREFIX}_{entry.name}_tasks",
-        "dataset_path": dataset_path,
-        "dataset_name": entry.config or "default",
-        "test_split": spec.eval_split,
-        "fewshot_split": spec.fewshot_split,
+        **{k: v for k, v in dataset.items() if v is not None},
         "output_type": spec.output_type,
         "doc_to_text": _with_derived(entry, p.template),
     }
@@ -94,10 +105,14 @@ def utils_source(entries: list[TaskEntry]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def export(out: Path, org: str | None = None, data_dir: Path | None = None, echo: Callable[[str], None] = print) -> list[Path]:
-    """Write the YAMLs and utils.py under ``out``; datasets ``ORG/<task>`` or ``DATA_DIR/<task>``."""
+def export(out: Path, org: str | None = None, data_dir: Path | None = None, official: bool = False,
+           echo: Callable[[str], None] = print) -> list[Path]:
+    """Write the YAMLs and utils.py under ``out``; datasets ``ORG/<task>`` or ``DATA_DIR/<task>``
+    (``official``: the Evalita-LLM copies ``ORG/<dataset>`` with their split names)."""
     if (org is None) == (data_dir is None):
         raise ValueError("give exactly one of --org ORG or --data-dir DIR")
+    if official and org is None:
+        raise ValueError("--official reads the Evalita-LLM datasets of a Hub organisation: give --org (e.g. evalitahf)")
     if org is not None:
         check_org(org, "--org")
     out.mkdir(parents=True, exist_ok=True)
@@ -111,11 +126,11 @@ def export(out: Path, org: str | None = None, data_dir: Path | None = None, echo
 
     groups = []
     for e in entries:
-        dataset_path = f"{org}/{e.task_id}" if org is not None else str(Path(data_dir).resolve() / e.task_id)
+        dataset = dataset_fields(e, org, data_dir, official)
         names = []
         for p in e.spec.prompts:
             names.append(task_name(e, p.name))
-            write(f"{names[-1]}.yaml", _dump(task_yaml(e, p.name, dataset_path)))
+            write(f"{names[-1]}.yaml", _dump(task_yaml(e, p.name, dataset)))
         group = f"{PREFIX}_{e.name}"
         groups.append(group)
         write(f"{group}.yaml", _dump({"group": group, "group_alias": e.name, "task": names, "metadata": {"version": 1}}))

@@ -59,6 +59,13 @@ def test_exported_yaml_declares_our_prompts_splits_and_metrics(tmp_path: Path) -
     assert wic["doc_to_text"].startswith("{% set w1 = sentence1[start1:end1] %}{% set w2 = sentence2[start2:end2] %}")
     group = yaml.safe_load((out / "evalita-llm_ner_fic.yaml").read_text("utf-8"))
     assert group["task"] == ["evalita-llm_ner_fic_p1", "evalita-llm_ner_fic_p2"]
+    official = tmp_path / "official"
+    assert cli("evalita_eval.cli", ["export-lm-eval", str(official), "--org", "evalitahf", "--official"], offline_env(tmp_path)).returncode == 0
+    faq = yaml.load((official / "evalita-llm_faq_p3.yaml").read_text("utf-8"), Loader=loader)  # noqa: S506
+    assert (faq["dataset_path"], faq["test_split"], faq["fewshot_split"]) == ("evalitahf/faq", "test_1", "dev_1")
+    assert "dataset_name" not in faq  # the repository's default config, as lm-eval's own YAML
+    ner = yaml.load((official / "evalita-llm_ner_wn_p2.yaml").read_text("utf-8"), Loader=loader)  # noqa: S506
+    assert (ner["dataset_path"], ner["dataset_name"], ner["test_split"]) == ("evalitahf/entity_recognition", "wn", "reduced_test")
     bad = cli("evalita_eval.cli", ["export-lm-eval", str(tmp_path / "bad"), "--org", "../x"], offline_env(tmp_path))
     assert bad.returncode == 2 and "--org '../x': expected a Hub name" in bad.stderr
 

@@ -88,3 +88,30 @@ def test_a_missing_official_dataset_is_a_clear_error(hub, tiny_model: Path, tmp_
     assert "faq: cannot read nobody/faq split test_1" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_eval(["--model", str(tiny_model), "--data", "hf:", "--output-dir", str(tmp_path / "run")], env)
     assert proc.returncode == 2 and "hf:ORG needs a Hub organisation name" in proc.stderr
+
+
+def test_lm_eval_on_the_official_export_reads_the_same_splits_as_run(sample_build: Path, hub, tiny_model: Path, tmp_path: Path) -> None:  # noqa: F811
+    """`export-lm-eval --official --org evalitahf`: lm-eval reads test_1 / reduced_test / test_all / test_100
+    from the stub and builds the same 1-shot contexts as `run --data hf:evalitahf`."""
+    pytest.importorskip("lm_eval")
+    serve_official(hub, sample_build)
+    env = hub_env(hub, tmp_path / "hf")
+    tasks = tmp_path / "tasks"
+    proc = subprocess.run([sys.executable, "-m", "evalita_eval.cli", "export-lm-eval", str(tasks), "--org", "evalitahf", "--official"],
+                          env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    entries = ["faq", "hs", "ner_wn", "sum"]
+    proc = subprocess.run([sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={tiny_model},dtype=float32",
+                           "--device", "cpu", "--include_path", str(tasks), "--tasks", ",".join(f"evalita-llm_{e}_p1" for e in entries),
+                           "--limit", "2", "--num_fewshot", "1", "--gen_kwargs", "max_gen_toks=3", "--log_samples",
+                           "--output_path", str(tmp_path / "lm")], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out = tmp_path / "run"
+    proc = run_eval(["--model", str(tiny_model), "--dtype", "float32", "--data", "hf:evalitahf", "--tasks", ",".join(entries),
+                     "--prompts", "p1", "--limit", "2", "--num-fewshot", "1", "--max-new-tokens", "3", "--output-dir", str(out)], env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for e in entries:
+        [path] = list((tmp_path / "lm").glob(f"*/samples_evalita-llm_{e}_p1_*.jsonl"))
+        theirs = sorted((json.loads(line) for line in path.read_text("utf-8").splitlines()), key=lambda r: r["doc_id"])
+        mine = [json.loads(line) for line in (out / "samples" / f"{e}_p1.jsonl").read_text("utf-8").splitlines()]
+        assert [r["arguments"]["gen_args_0"]["arg_0"] for r in theirs] == [m["prompt"] for m in mine], e
