@@ -40,8 +40,6 @@ LETTERS = ["A", "B", "C", "D", "E"]
 DEV_SIZE = 21
 TEST_CAP = 500
 SPLIT_SEED = 2023
-HINT = ("No public copy was found. Ask the authors of Casola et al. (CLiC-it 2023) for the Excel workbooks "
-        "and put them in raw/at/ (accepted layout: raw/at/README.md).")
 
 # Header name (normalised: case-folded, single spaces, no final '.' or ':') -> column role.
 # Options: ("option", 0) is the correct answer, 1-4 the wrong ones.
@@ -239,7 +237,7 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
     if others:
         raise SourceError(source.root / others[0], None, "not an .xlsx workbook; save it as .xlsx (Excel workbook) to use it")
     if not workbook_names(source, ConversionReport()):
-        raise MissingSource("at", ["*.xlsx"], HINT)
+        raise MissingSource(["*.xlsx"])
     questions, excluded = read_questions(source, report)
     if not questions:
         raise SourceError(source.root, None, "no usable question in the workbooks")

@@ -33,7 +33,6 @@ TYPES = ("PER", "LOC", "ORG")
 LABELS = {"O"} | {f"{p}-{t}" for p in "BI" for t in TYPES}
 TRIAL_SIZE = 5
 REPAIR_I = "I- label not preceded by B-/I- of the same type, read as B-"
-HINT = "Copy evalita-2023/*.tsv of https://github.com/dhfbk/KIND into raw/ner/."
 
 
 def file_name(domain: str, split: str) -> str:
@@ -82,7 +81,7 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
     needed = [file_name(d, s) for d in DOMAINS for s in ("train", "dev")]
     absent = [n for n in needed if not source.exists(n)]
     if absent:
-        raise MissingSource("ner", absent, HINT)
+        raise MissingSource(absent)
     for domain in DOMAINS:
         for rec in read_sentences(source, file_name(domain, "train"), report):
             yield f"{domain}/train", rec
@@ -99,4 +98,4 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
             for rec in read_sentences(source, test, report):
                 yield f"{domain}/test", rec
         else:
-            report.missing_part([test], [f"{domain}/test"], HINT)
+            report.missing_part([test], [f"{domain}/test"])

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from evalita_data.cli import RegistryChoice
+
 from . import __version__
 
 # What each command imports beyond the data toolkit's own dependencies.
@@ -35,6 +37,23 @@ def main() -> None:
 # ---------------------------------------------------------------- run
 
 
+def _backend_names() -> list[str]:
+    from .backends import backend_names
+
+    try:
+        return backend_names()
+    except ImportError:
+        require("run", RUN_NEEDS)  # a missing evaluator extra: the install hint
+        raise
+
+
+def _task_help() -> str:
+    from evalita_data.registry import task_ids
+
+    return ("Comma-separated task ids or entries (e.g. te,sa,ner or ner_fic); the registered tasks: "
+            f"{', '.join(task_ids())}. Default: every task the data have.")
+
+
 @main.command()
 @click.option("--model", "model", required=True, help="Local folder or Hub id of a causal language model.")
 @click.option("--revision", default=None, help="Model revision (branch, tag or commit) on the Hub.")
@@ -42,19 +61,33 @@ def main() -> None:
               help="Local build folder (evalita-data build), a folder in the Hub layout, or hf:ORG for the "
                    "official Evalita-LLM splits on the Hub (hf:evalitahf, as lm-eval's evalita_llm tasks).")
 @click.option("--hub-org", default=None, help="Read the datasets <ORG>/<task> from the Hub instead of --data.")
-@click.option("--tasks", default=None,
-              help="Comma-separated task ids or entries (e.g. te,sa,ner or ner_fic). Default: every task the data have.")
+@click.option("--tasks", default=None, help=_task_help())
 @click.option("--prompts", default=None, help="Comma-separated prompt names (e.g. p1,p3). Default: every prompt.")
 @click.option("--num-fewshot", default=0, show_default=True, type=click.IntRange(min=0), help="Few-shot examples per prompt.")
 @click.option("--limit", default=None, type=click.IntRange(min=1), help="Evaluate only the first N documents of each task.")
 @click.option("--batch-size", default=8, show_default=True, type=click.IntRange(min=1), help="Requests per batch (hf backend).")
-@click.option("--backend", "backend_name", default="hf", show_default=True, type=click.Choice(["hf", "fast"]),
-              help="hf: batched plain path, parity-tested against lm-eval; fast: shared-prefix scoring with "
-                   "token-budget batches (same log-likelihoods within 1e-6*|LL|+1e-5), see docs/fast.md.")
+@click.option("--backend", "backend_name", default="hf", show_default=True, type=RegistryChoice(_backend_names),
+              help="The engine (every module of evalita_eval/backends/ registers one). hf: batched plain path, parity-tested "
+                   "against lm-eval; fast: shared-prefix scoring with token-budget batches (same log-likelihoods within "
+                   "1e-6*|LL|+1e-5), see docs/fast.md.")
 @click.option("--max-batch-tokens", default=None, type=click.IntRange(min=1),
               help="Token budget per forward pass (fast backend); default: probed on CUDA, a CPU default otherwise.")
-@click.option("--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
+@click.option("--device", default="cpu", show_default=True,
+              help="cpu, cuda, cuda:N, or auto: spread a model larger than one device over all GPUs (device_map=auto, needs accelerate).")
 @click.option("--dtype", default="auto", show_default=True, type=click.Choice(["auto", "float32", "float16", "bfloat16"]))
+@click.option("--max-length", default=None, type=click.IntRange(min=1), help="Context length in tokens; default: the model's own (lm-eval's rule).")
+@click.option("--threads", default=None, type=click.IntRange(min=1), help="torch intra-op threads (CPU); default: torch's.")
+@click.option("--tensor-parallel-size", default=1, show_default=True, type=click.IntRange(min=1), help="GPUs per model replica (engines such as vLLM).")
+@click.option("--data-parallel-size", default=1, show_default=True, type=click.IntRange(min=1), help="Model replicas (engines such as vLLM).")
+@click.option("--gpu-memory-utilization", default=None, type=click.FloatRange(0, 1, min_open=True), help="Fraction of GPU memory the engine may take (vLLM).")
+@click.option("--max-model-len", default=None, type=click.IntRange(min=1), help="Engine context length (vLLM); default: the model's.")
+@click.option("--base-url", default=None, help="OpenAI-compatible server URL (e.g. http://127.0.0.1:8000/v1).")
+@click.option("--api-key-env", default=None, help="NAME of the environment variable holding the server's API key (the key is never a flag).")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1), help="Requests in flight at once (server backends).")
+@click.option("--timeout", "timeout_s", default=120.0, show_default=True, type=click.FloatRange(min=0, min_open=True), help="Seconds per server request.")
+@click.option("--max-retries", default=5, show_default=True, type=click.IntRange(min=0), help="Retries of a failed server request.")
+@click.option("--backend-arg", "backend_args", multiple=True, metavar="KEY=VALUE",
+              help="An engine-specific setting passed to the backend as BackendOptions.extra (repeatable).")
 @click.option("--apply-chat-template", is_flag=True, help="Render prompts with the tokenizer's chat template (instruction-tuned models).")
 @click.option("--trust-remote-code", is_flag=True, help="Allow model code from the Hub to run (off by default).")
 @click.option("--max-new-tokens", default=None, type=click.IntRange(min=1),
@@ -63,12 +96,14 @@ def main() -> None:
 @click.option("--output-dir", default="results", show_default=True, type=click.Path(file_okay=False),
               help="Where results.json, samples/ and the resume cache go.")
 def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, backend_name, max_batch_tokens, device, dtype,
-        apply_chat_template, trust_remote_code, max_new_tokens, seed, output_dir) -> None:
+        max_length, threads, tensor_parallel_size, data_parallel_size, gpu_memory_utilization, max_model_len, base_url, api_key_env,
+        concurrency, timeout_s, max_retries, backend_args, apply_chat_template, trust_remote_code, max_new_tokens, seed, output_dir) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
     require("run", RUN_NEEDS)
     from evalita_data.prompts import PromptError
 
-    from .backend_hf import HFBackend
+    from .api import BackendOptions
+    from .backends import create_backend
     from .runner import ModelInfo, RunConfig, Runner, summary_table
     from .tasks import DataSource, select_entries
 
@@ -107,14 +142,26 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     config = RunConfig(num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
                        seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens,
                        skip_missing=tasks is None)
+    bad = [a for a in backend_args if "=" not in a]
+    if bad:
+        raise click.BadParameter(f"expected KEY=VALUE, got {bad[0]!r}", param_hint="--backend-arg")
+    options = BackendOptions(
+        model=model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code,
+        max_length=max_length, max_batch_tokens=max_batch_tokens, threads=threads, tensor_parallel_size=tensor_parallel_size,
+        data_parallel_size=data_parallel_size, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+        base_url=base_url, api_key_env=api_key_env, concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries,
+        extra=dict(a.split("=", 1) for a in backend_args),
+    )
     try:
-        backend = HFBackend(model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code)
-        if backend_name == "fast":
-            backend = backend.fast(max_batch_tokens)
-        runner = Runner(backend, ModelInfo(model, revision, backend.dtype, backend_name), source, config, output_dir, echo=click.echo)
-        result = runner.run(entries)
+        backend = create_backend(backend_name, options)
+        try:
+            runner = Runner(backend, ModelInfo(model, revision, backend.dtype, backend_name), source, config, output_dir, echo=click.echo)
+            result = runner.run(entries)
+        finally:
+            backend.close()
     except (FileNotFoundError, ValueError, RuntimeError) as err:
-        # Bad data folder, missing split, too few few-shot examples, no chat template, no CUDA...
+        # Bad data folder, missing split, too few few-shot examples, no chat template, no CUDA,
+        # a request kind the backend cannot serve (BackendUnsupported)...
         raise click.ClickException(str(err)) from err
     click.echo(summary_table(result.results))
     click.echo(f"{result.computed} requests computed, the rest read from {runner.cache.path}; results in {output_dir}/results.json")

@@ -83,7 +83,8 @@ def task_yaml(entry: TaskEntry, prompt: str, dataset: dict) -> dict:
         doc["doc_to_target"] = _with_derived(entry, spec.target)
         doc["generation_kwargs"] = {"until": list(spec.stop), "max_gen_toks": spec.max_new_tokens, "do_sample": False}
     doc["process_results"] = FunctionRef(f"process_{entry.name}_{prompt}")
-    doc["metric_list"] = [{"metric": m, "aggregation": FunctionRef(f"agg_{m}"), "higher_is_better": True} for m in spec.metrics]
+    doc["metric_list"] = [{"metric": m.name, "aggregation": FunctionRef(f"agg_{entry.name}_{m.name}"), "higher_is_better": m.higher_is_better}
+                          for m in spec.metrics]
     doc["metadata"] = {"version": 1}
     return doc
 
@@ -95,13 +96,13 @@ def _dump(doc: dict) -> str:
 def utils_source(entries: list[TaskEntry]) -> str:
     lines = ['"""Written by `evalita-eval export-lm-eval`: lm-eval calls these, they score with evalita_eval."""', "",
              "from evalita_eval.export_lm_eval import aggregator, processor", ""]
-    metrics: list[str] = []
     for e in entries:
         for p in e.spec.prompts:
             lines.append(f"process_{e.name}_{p.name} = processor({e.name!r}, {p.name!r})")
-        metrics += [m for m in e.spec.metrics if m not in metrics]
     lines.append("")
-    lines += [f"agg_{m} = aggregator({m!r})" for m in metrics]
+    # One aggregation per entry and metric: a task added to the registry may declare its own
+    # Metric under a name another task also uses.
+    lines += [f"agg_{e.name}_{m.name} = aggregator({e.name!r}, {m.name!r})" for e in entries for m in e.spec.metrics]
     return "\n".join(lines) + "\n"
 
 
@@ -117,6 +118,14 @@ def export(out: Path, org: str | None = None, data_dir: Path | None = None, offi
         check_org(org, "--org")
     out.mkdir(parents=True, exist_ok=True)
     entries = all_entries()
+    if official:
+        # Only tasks with an official Hub copy (TaskSpec.hub_splits) can be read from ORG/<dataset>.
+        skipped = [e.name for e in entries if e.spec.hub_splits is None]
+        entries = [e for e in entries if e.spec.hub_splits is not None]
+        if skipped:
+            echo(f"--official: skipped {', '.join(skipped)} (no TaskSpec.hub_splits)")
+        if not entries:
+            raise ValueError("--official: no registered task declares an official Hub copy (TaskSpec.hub_splits)")
     written = []
 
     def write(name: str, text: str) -> None:
@@ -146,9 +155,8 @@ def export(out: Path, org: str | None = None, data_dir: Path | None = None, offi
 def processor(entry_name: str, prompt: str) -> Callable[[dict, list], dict]:
     """lm-eval's process_results for one task x prompt: the sample dict our metrics read, per metric."""
     from .metrics import mc_prediction
-    from .runner import GOLD_FIELD
 
-    entry = next(e for e in all_entries() if e.name == entry_name)
+    entry = _entry(entry_name)
     task = compiled(entry.task_id)
     mc = entry.spec.output_type == "multiple_choice"
 
@@ -160,16 +168,21 @@ def processor(entry_name: str, prompt: str) -> Callable[[dict, list], dict]:
                       "prediction": mc_prediction(lls, choices), "gold": task.target(doc)}
         else:
             sample = {"generation": results[0], "prediction": results[0], "reference": task.target(doc),
-                      "gold": doc[GOLD_FIELD[entry.task_id]]}
-        return {m: sample for m in entry.spec.metrics}
+                      "gold": doc[entry.spec.gold_field]}
+        return {m.name: sample for m in entry.spec.metrics}
 
     return process
 
 
-def aggregator(metric: str) -> Callable[[list[dict]], float]:
-    def aggregate(samples: list[dict]) -> float:
-        from .metrics import score_samples
+def aggregator(entry_name: str, metric: str) -> Callable[[list[dict]], float]:
+    """lm-eval's aggregation of one entry's metric: the task's own Metric over the samples."""
+    [scorer] = [m for m in _entry(entry_name).spec.metrics if m.name == metric]
 
-        return score_samples(metric, samples)
+    def aggregate(samples: list[dict]) -> float:
+        return scorer(samples)
 
     return aggregate
+
+
+def _entry(name: str) -> TaskEntry:
+    return next(e for e in all_entries() if e.name == name)

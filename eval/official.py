@@ -89,6 +89,8 @@ class OfficialSource:
 
     # -- DataSource interface ------------------------------------------------------------
     def has_split(self, entry: TaskEntry, split: str) -> bool:
+        if entry.spec.hub_splits is None:
+            return False  # a registered task without an official copy: skipped like a missing split
         try:
             self.load(entry, split)
         except OfficialDataError:

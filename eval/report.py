@@ -70,22 +70,28 @@ def assign_display_names(runs: Sequence[RunResults]) -> None:
 
 def headline_metric(task: str, available: Sequence[str]) -> tuple[str, str | None]:
     """(metric, note): the first metric of the task's declaration, else the first reported one."""
-    from evalita_data.registry import TASKS
+    from evalita_data.registry import task_of_entry
 
-    base = task if task in TASKS else re.split(r"[_/\-]", task)[0]
-    if base in TASKS:
-        declared = TASKS[base].metrics[0]
+    spec = task_of_entry(task)
+    if spec is not None:
+        declared = spec.metrics[0].name
         if declared in available:
             return declared, None
-        return available[0], f"headline metric {declared!r} of task {base} not in the results; using {available[0]!r}"
+        return available[0], f"headline metric {declared!r} of task {spec.id} not in the results; using {available[0]!r}"
     return available[0], f"task {task!r} is not in the registry; headline metric = first reported, {available[0]!r}"
 
 
 def task_order(tasks: set[str]) -> list[str]:
-    from evalita_data.registry import TASK_IDS
+    """Registry order (the paper's), entries of one task together; unknown names last."""
+    from evalita_data.registry import task_ids, task_of_entry
 
-    rank = {t: i for i, t in enumerate(TASK_IDS)}
-    return sorted(tasks, key=lambda t: (rank.get(re.split(r"[_/\-]", t)[0], len(rank)), natural_key(t)))
+    rank = {t: i for i, t in enumerate(task_ids())}
+
+    def key(name: str) -> tuple[int, list]:
+        spec = task_of_entry(name)
+        return (rank[spec.id] if spec is not None else len(rank), natural_key(name))
+
+    return sorted(tasks, key=key)
 
 
 @dataclass

@@ -16,16 +16,14 @@ from typing import Any, Callable, Sequence
 
 from tqdm import tqdm
 
-from .api import Backend, GenRequest, LLRequest
+from .api import Backend, BackendUnsupported, GenRequest, LLRequest
 from .cache import RequestCache, request_key
 from .fewshot import build_contexts
-from .metrics import mc_prediction, score_samples
+from .metrics import mc_prediction
 from .tasks import DataSource, TaskEntry
 
 # Requests computed between two cache writes: small enough to lose little on a crash.
 CHUNK_BATCHES = 4
-# The record field a generative task's metrics compare the generation with.
-GOLD_FIELD = {"ner": "entities", "rel": "relations", "ls": "answers", "sum": "target"}
 VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score", "jinja2")
 
 
@@ -90,18 +88,17 @@ class Runner:
         self.cache = RequestCache(self.out / "cache.jsonl")
         self.chat = None
         if config.apply_chat_template:
-            render = getattr(backend, "apply_chat_template", None)
-            if render is None:
-                raise ValueError("this backend cannot apply a chat template")
-            self.chat = render
+            if not backend.capabilities.chat_template:
+                raise BackendUnsupported(f"backend {backend.name!r} cannot apply a chat template; run without --apply-chat-template")
+            self.chat = backend.apply_chat_template
 
     # -- requests through the cache -----------------------------------------------------
     def _cached(self, kind: str, requests: Sequence[Any], compute: Callable[[list], list], to_json: Callable[[Any], Any], bar: tqdm) -> tuple[list[Any], int]:
         keys = [request_key(self.model.cache_key, kind, asdict(r)) for r in requests]
         pending = sorted({k: i for i, k in enumerate(keys) if k not in self.cache}.values(), key=lambda i: -len(requests[i].context))
         bar.update(len(requests) - len(pending))
-        # A backend that batches by tokens (FastBackend) asks for larger calls to share more.
-        step = getattr(self.backend, "requests_per_call", None) or max(1, self.config.batch_size * CHUNK_BATCHES)
+        # A backend that batches by tokens (fast) asks for larger calls to share more.
+        step = self.backend.requests_per_call or max(1, self.config.batch_size * CHUNK_BATCHES)
         for start in range(0, len(pending), step):
             chunk = pending[start : start + step]
             values = compute([requests[i] for i in chunk])
@@ -140,7 +137,7 @@ class Runner:
                 samples, n = self._run_gen(entry, name, docs, contexts)
             computed += n
             self._write_samples(entry, name, samples)
-            scores = {m: score_samples(m, samples) for m in spec.metrics}
+            scores = {m.name: m(samples) for m in spec.metrics}
             scores["n"] = len(samples)
             per_prompt[name] = scores
         return per_prompt, computed
@@ -173,9 +170,8 @@ class Runner:
         requests = [GenRequest(ctx, tuple(spec.stop), max_new) for ctx in contexts]
         with self._bar(entry, prompt, len(requests)) as bar:
             values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
-        gold_field = GOLD_FIELD[entry.task_id]
         samples = [
-            {"doc_id": i, "prompt": ctx, "generation": gen, "prediction": gen, "reference": task.target(doc), "gold": doc[gold_field]}
+            {"doc_id": i, "prompt": ctx, "generation": gen, "prediction": gen, "reference": task.target(doc), "gold": doc[spec.gold_field]}
             for i, (doc, ctx, gen) in enumerate(zip(docs, contexts, values))
         ]
         return samples, n
@@ -190,7 +186,17 @@ class Runner:
         tmp.replace(folder / f"{entry.name}_{prompt}.jsonl")
 
     # -- everything --------------------------------------------------------------------
+    def check_capabilities(self, entries: Sequence[TaskEntry]) -> None:
+        """Refuse, before any work, entries whose request kind the backend cannot serve."""
+        caps = self.backend.capabilities
+        for kind, able in (("multiple_choice", caps.loglikelihood), ("generate_until", caps.generate)):
+            names = [e.name for e in entries if e.spec.output_type == kind]
+            if names and not able:
+                what = "score log-likelihoods" if kind == "multiple_choice" else "generate"
+                raise BackendUnsupported(f"backend {self.backend.name!r} cannot {what}, which {', '.join(names)} need(s)")
+
     def run(self, entries: Sequence[TaskEntry]) -> RunResult:
+        self.check_capabilities(entries)
         self.out.mkdir(parents=True, exist_ok=True)
         result = RunResult()
         manifest: dict[str, dict[str, str]] = {}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from evalita_data.rawsource import sha256_file
 from evalita_data.prompts import CompiledTask, compiled
-from evalita_data.registry import TASK_IDS, get_task
+from evalita_data.registry import get_task, task_ids, tasks
 from evalita_data.taskspec import TaskSpec
 
 
@@ -35,14 +35,7 @@ class TaskEntry:
 
 
 def all_entries() -> list[TaskEntry]:
-    out = []
-    for tid in TASK_IDS:
-        spec = get_task(tid)
-        if spec.configs:
-            out += [TaskEntry(f"{tid}_{c}", tid, c) for c in spec.configs]
-        else:
-            out.append(TaskEntry(tid, tid, None))
-    return out
+    return [TaskEntry(name, spec.id, config) for spec in tasks().values() for name, config in spec.entries()]
 
 
 def select_entries(names: list[str] | None) -> list[TaskEntry]:
@@ -54,7 +47,7 @@ def select_entries(names: list[str] | None) -> list[TaskEntry]:
     for name in names:
         hits = [e for e in entries if e.name == name or e.task_id == name]
         if not hits:
-            known = sorted({e.name for e in entries} | set(TASK_IDS))
+            known = sorted({e.name for e in entries} | set(task_ids()))
             raise KeyError(f"unknown task {name!r}; known: {', '.join(known)}")
         chosen += [h for h in hits if h not in chosen]
     return chosen

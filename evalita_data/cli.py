@@ -4,15 +4,33 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Callable, Sequence
 
 import click
 
 from . import __version__
 from .card import DEFAULT_ORG
 from .errors import EvalitaDataError
-from .registry import TASK_IDS
+from .registry import task_ids
 
-TASK_CHOICE = click.Choice(list(TASK_IDS))
+
+class RegistryChoice(click.Choice):
+    """A choice among the names a registry holds, read when the command runs (not at import)."""
+
+    def __init__(self, names: Callable[[], Sequence[str]]) -> None:
+        self._names = names
+        super().__init__([])
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        return tuple(self._names())
+
+    @choices.setter
+    def choices(self, _value: object) -> None:
+        pass
+
+
+TASK_CHOICE = RegistryChoice(task_ids)
 
 
 @click.group()
@@ -27,7 +45,7 @@ def main() -> None:
 @click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=Path("build"), show_default=True,
               help="Output folder: <task>/<split>.jsonl and manifest.json.")
 @click.option("--task", "tasks", type=TASK_CHOICE, multiple=True,
-              help="Task to build (repeatable, or several after one --task); default: all ten.")
+              help="Task to build (repeatable, or several after one --task); default: every registered task.")
 @click.option("--seed", type=int, default=None,
               help="Override the construction seed (FAQ distractors and letters, AT option order); "
                    "splits and the SUM sample use fixed seeds and do not change.")

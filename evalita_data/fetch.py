@@ -85,7 +85,7 @@ def fetch_fanpage(raw_root: Path, revision: str | None = None, force: bool = Fal
     """ARTeLab/fanpage (all splits) -> raw/sum/fanpage.csv + FETCHED.json; returns the CSV path."""
     from huggingface_hub import HfApi, hf_hub_download
 
-    folder = raw_root / "sum"
+    folder = raw_root / get_task("sum").raw_dir
     dest = _check_destination(folder, force)
     api = HfApi()
     info = api.dataset_info(FANPAGE_REPO, revision=revision)

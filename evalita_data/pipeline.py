@@ -21,7 +21,7 @@ from .errors import MissingSource, ValidationFailed
 from .card import write_build_card
 from .jsonl import dumps
 from .rawsource import RawSource, sha256_file
-from .registry import TASK_IDS, get_task
+from .registry import get_task, task_ids as registered_task_ids
 from .report import ConversionReport
 from .schema_check import record_problems
 
@@ -60,12 +60,12 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
     converter = spec.load_converter()
     if converter is None:
         return TaskOutcome(task_id, "not_implemented", message=f"{task_id}: converter not written yet")
-    source = RawSource(raw_root / task_id)
+    source = RawSource(raw_root / spec.raw_dir)
     if not source.root.is_dir():
         return TaskOutcome(
             task_id, "missing", message=f"{task_id}: no folder {source.root}. {spec.obtain_hint}"
         )
-    report = ConversionReport()
+    report = ConversionReport(default_hint=spec.obtain_hint)
     use_seed = spec.seed if seed is None else seed
     handles: dict[str, IO[str]] = {}
     rows: dict[str, int] = {}
@@ -90,7 +90,7 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
                 ids.add(rid)
             if problems:
                 where = f"split {split}, record {n}" + (f" ({spec.id_field}={rid!r})" if spec.id_field else "")
-                raise ValidationFailed(f"{task_id}: {where} does not match schemas/{spec.schema}.schema.json: " + "; ".join(problems))
+                raise ValidationFailed(f"{task_id}: {where} does not match {spec.schema_label}: " + "; ".join(problems))
             fh = handles.get(split)
             if fh is None:
                 path = dest / f"{split}.jsonl"
@@ -100,7 +100,7 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
             rows[split] = n
             bar.update(1)
     except MissingSource as err:
-        return TaskOutcome(task_id, "missing", message=str(err))
+        return TaskOutcome(task_id, "missing", message=str(err.for_task(task_id, spec.obtain_hint)))
     finally:
         for fh in handles.values():
             fh.close()
@@ -147,7 +147,7 @@ def build(
     Raises on the first bad input or invalid record and leaves ``out`` as it was.
     Tasks whose originals are missing are reported, not failed.
     """
-    task_ids = list(tasks) if tasks else list(TASK_IDS)
+    task_ids = list(tasks) if tasks else list(registered_task_ids())
     for tid in task_ids:
         get_task(tid)  # unknown ids fail before any work
     if not raw.is_dir():

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .jsonl import read_jsonl
-from .registry import TASK_IDS, get_task
+from .registry import get_task, task_ids
 from .schema_check import record_problems
 
 
@@ -46,7 +46,7 @@ def task_of(path: Path, root: Path | None = None) -> str:
     """The task a split file belongs to: the first folder under the build root named like a task."""
     parts = path.resolve().relative_to(root.resolve()).parts if root else path.resolve().parts
     for part in parts:
-        if part in TASK_IDS:
+        if part in task_ids():
             return part
     raise ValueError(f"{path}: cannot tell which task this file belongs to; pass --task")
 
@@ -54,7 +54,7 @@ def task_of(path: Path, root: Path | None = None) -> str:
 def split_files(build_dir: Path) -> list[Path]:
     """Every split file of a build folder, task by task, in a stable order."""
     files = []
-    for tid in TASK_IDS:
+    for tid in task_ids():
         tdir = build_dir / tid
         if tdir.is_dir():
             files.extend(sorted(tdir.rglob("*.jsonl")))

@@ -15,7 +15,7 @@ import yaml
 
 from evalita_data.jsonl import read_jsonl
 from evalita_data.parquet import parquet_bytes
-from evalita_data.registry import TASK_IDS, get_task
+from evalita_data.registry import get_task, tasks as registered_tasks
 from hub_stub import GITATTRIBUTES, HubStub, Repo, StoredFile
 
 ORG = "evalitahf"
@@ -61,10 +61,15 @@ def official_files(build: Path, task: str, edit=None) -> dict[str, StoredFile]:
     return files
 
 
-def serve_official(stub: HubStub, build: Path, tasks: list[str] = TASK_IDS, org: str = ORG, edit=None) -> dict[str, str]:
-    """Put every task's official repository into the stub; returns repo id -> commit sha."""
+def official_task_ids() -> list[str]:
+    """The registered tasks that declare an official copy (TaskSpec.hub_splits)."""
+    return [t for t, spec in registered_tasks().items() if spec.hub_splits is not None]
+
+
+def serve_official(stub: HubStub, build: Path, tasks: list[str] | None = None, org: str = ORG, edit=None) -> dict[str, str]:
+    """Put the official repository of ``tasks`` (default: every task that has one) into the stub; returns repo id -> commit sha."""
     shas = {}
-    for task in tasks:
+    for task in tasks if tasks is not None else official_task_ids():
         repo_id = f"{org}/{get_task(task).hub_splits.dataset}"
         repo = Repo(repo_id, private=False)
         shas[repo_id] = repo.commit("main", f"official layout of {task}", official_files(build, task, edit)).sha

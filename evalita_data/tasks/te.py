@@ -1,5 +1,7 @@
 """Textual entailment, Evalita 2009 (RTE-style XML)."""
 
+from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM
+
 from ..taskspec import HubSplits, TaskSpec, six_mc_prompts
 
 TASK = TaskSpec(
@@ -9,7 +11,6 @@ TASK = TaskSpec(
     license="CC BY-NC-SA 4.0 (as published by evalitahf/textual_entailment)",
     citation="Bos J., Zanzotto F. M., Pennacchiotti M. (2009). Textual Entailment at EVALITA 2009. EVALITA 2009.",
     homepage="https://www.evalita.it/campaigns/evalita-2009/tasks/textual-entailment/",
-    raw_files=["*.xml (one file per split: a name containing 'dev' and one containing 'test')"],
     obtain_hint=(
         "No public copy was found. Ask the Evalita 2009 organisers for the RTE XML files "
         "(<pair id=.. entailment=YES|NO|SI><t>..</t><h>..</h></pair>) and put the dev file "
@@ -33,7 +34,8 @@ TASK = TaskSpec(
             "La frase 1 non implica logicamente che la frase 2 sia vera",
         ],
     ),
-    metrics=["acc", "acc_norm", "acc_bytes"],
+    metrics=[ACC, ACC_NORM, ACC_BYTES],
+    order=1,
     eval_split="test",
     fewshot_split="dev",
     task_categories=["text-classification"],
