@@ -68,8 +68,9 @@ def _task_help() -> str:
 @main.command()
 @click.option("--model", "model", required=True, help="Local folder or Hub id of a causal language model.")
 @click.option("--revision", default=None, help="Model revision (branch, tag or commit) on the Hub.")
-@click.option("--data", "data_dir", type=click.Path(exists=True, file_okay=False), default=None,
-              help="Local build folder (evalita-data build) or a folder in the Hub layout.")
+@click.option("--data", "data_dir", default=None,
+              help="Local build folder (evalita-data build), a folder in the Hub layout, or hf:ORG for the "
+                   "official Evalita-LLM splits on the Hub (hf:evalitahf, as lm-eval's evalita_llm tasks).")
 @click.option("--hub-org", default=None, help="Read the datasets <ORG>/<task> from the Hub instead of --data.")
 @click.option("--tasks", default=None, help=_task_help())
 @click.option("--prompts", default=None, help="Comma-separated prompt names (e.g. p1,p3). Default: every prompt.")
@@ -148,8 +149,18 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     import datasets
 
     datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
+    from .official import OfficialSource, is_official
+
+    if is_official(data_dir):
+        try:
+            source = OfficialSource.from_spec(data_dir)
+        except ValueError as err:
+            raise click.BadParameter(str(err), param_hint="--data") from None
+    elif data_dir is not None and not Path(data_dir).is_dir():
+        raise click.BadParameter(f"{data_dir!r} is not a folder (nor hf:ORG)", param_hint="--data")
     try:
-        source = DataSource(data_dir=data_dir, hub_org=hub_org)
+        if not is_official(data_dir):
+            source = DataSource(data_dir=data_dir, hub_org=hub_org)
         # Read (and verify) every evaluation split before the model loads: data errors fail fast.
         for entry in entries:
             if tasks is not None or source.has_split(entry, entry.spec.eval_split):
@@ -238,6 +249,58 @@ def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float
         click.echo(f"error: {err}", err=True)
         sys.exit(1)
     click.echo("written: " + ", ".join(str(p) for p in written))
+
+
+# ---------------------------------------------------------------- push-results / export-lm-eval
+
+
+@main.command("push-results")
+@click.argument("results_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--repo", "repo_id", required=True, help="Hub dataset ORG/NAME to publish to (created if missing).")
+@click.option("--private", is_flag=True, help="Create the repository as private.")
+@click.option("--revision", default="main", show_default=True, help="Branch to commit to (created from main if missing).")
+@click.option("--message", default=None, help="Commit message.")
+@click.option("--dry-run", is_flag=True, help="Show the files and what would change; commit nothing.")
+@click.option("--to-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Write the repository layout to DIR instead of the Hub (offline).")
+def push_results(results_dir: Path, repo_id: str, private: bool, revision: str, message: str | None, dry_run: bool,
+                 to_dir: Path | None) -> None:
+    """Publish RESULTS_DIR (results.json, samples/ and a card with the per-task tables) as a Hub dataset, one commit.
+
+    Nothing is deleted; the token comes from HF_TOKEN or the stored login and is never printed."""
+    require("push-results", STATS_NEEDS)
+    from evalita_data.errors import EvalitaDataError
+
+    from .push_results import push_results as run_push
+    from .tables import ScoresError
+
+    try:
+        run_push(results_dir, repo_id, private=private, revision=revision, message=message, dry_run=dry_run,
+                 to_dir=to_dir, echo=click.echo)
+    except (EvalitaDataError, ScoresError) as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(1)
+
+
+@main.command("export-lm-eval")
+@click.argument("out_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--org", default=None, help="Read the datasets ORG/<task> from the Hub (as `evalita-data push` publishes them).")
+@click.option("--data-dir", type=click.Path(path_type=Path, exists=True, file_okay=False), default=None,
+              help="Read the datasets from DIR/<task>, a folder written by `evalita-data push --to-dir DIR`.")
+@click.option("--official", is_flag=True,
+              help="Read the Evalita-LLM copies ORG/<dataset> with their split names (--org evalitahf), as `run --data hf:ORG`.")
+def export_lm_eval(out_dir: Path, org: str | None, data_dir: Path | None, official: bool) -> None:
+    """Write lm-evaluation-harness task YAMLs (a group per task, a task per task x prompt) and their utils.py.
+
+    Run them with: lm_eval --include_path OUT_DIR --tasks evalita-llm (or evalita-llm_<task>)."""
+    from .export_lm_eval import export
+
+    if (org is None) == (data_dir is None):
+        raise click.UsageError("give exactly one of --org ORG or --data-dir DIR")
+    try:
+        export(out_dir, org=org, data_dir=data_dir, official=official, echo=click.echo)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--org") from None
 
 
 if __name__ == "__main__":

@@ -320,7 +320,8 @@ class Runner:
             # "partial" until every task is finished: a killed or interrupted run is never taken for a whole one.
             "status": result.status,
             "model": {"name_or_path": self.model.name_or_path, "revision": self.model.revision, "dtype": self.model.dtype, "backend": self.model.backend},
-            "data": {"source": self.source.description, "manifest_sha256": manifest},
+            # A source may add its provenance (the official Hub source: dataset revisions).
+            "data": {"source": self.source.description, "manifest_sha256": manifest, **getattr(self.source, "provenance", dict)()},
             "config": {
                 "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": c.batch_size,
                 "apply_chat_template": c.apply_chat_template, "seed": c.seed, "device": c.device,

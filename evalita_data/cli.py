@@ -161,5 +161,23 @@ def push(build_dir: Path, org: str, tasks: tuple[str, ...], private: bool, revis
         sys.exit(1)
 
 
+@main.command()
+@click.argument("task", type=TASK_CHOICE)
+@click.option("--raw", "raw", type=click.Path(path_type=Path, file_okay=False), default=Path("raw"), show_default=True,
+              help="Folder with one sub-folder of original files per task.")
+@click.option("--revision", default=None, help="Dataset revision (branch, tag or commit) to download; default: main.")
+@click.option("--force", is_flag=True, help="Replace a file that an earlier fetch wrote.")
+def fetch(task: str, raw: Path, revision: str | None, force: bool) -> None:
+    """Download TASK's originals into RAW/TASK/ where a public client can (sum: ARTeLab/fanpage);
+    otherwise print where and how to get them, and exit 1."""
+    from .fetch import fetch as run_fetch
+
+    try:
+        run_fetch(task, raw, revision=revision, force=force, echo=click.echo)
+    except EvalitaDataError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(1)
+
+
 if __name__ == "__main__":
     main()

@@ -121,6 +121,10 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
         },
         "report": report.to_json(),
     }
+    from .fetch import fetched_provenance  # what `evalita-data fetch` downloaded: revision, license
+
+    if (fetched := fetched_provenance(source.root)) is not None:
+        entry["fetched"] = fetched
     for hook in POST_TASK_HOOKS:
         hook(task_id, dest, entry)
     return TaskOutcome(task_id, "built", entry=entry)

@@ -175,26 +175,34 @@ def push(
         plan = plan_repo(api, repo, revision, delays)
         plans.append(plan)
         _describe(plan, revision, dry_run, echo)
-        upload = plan.to_upload()
-        if dry_run or not upload:
-            continue
-        if not plan.exists:
-            with_retries(f"{repo.repo_id}: create", lambda: api.create_repo(
-                repo.repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True), delays, echo=echo)
-        if revision != DEFAULT_BRANCH:
-            with_retries(f"{repo.repo_id}: branch {revision}", lambda: api.create_branch(
-                repo.repo_id, branch=revision, repo_type=REPO_TYPE, exist_ok=True), delays, echo=echo)
-        info = with_retries(f"{repo.repo_id}: commit", lambda: api.create_commit(
-            repo.repo_id,
-            [CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=f.data) for f in upload],
-            commit_message=message or commit_message(repo, entry),
-            repo_type=REPO_TYPE,
-            revision=revision,
-            # The commit fails instead of overwriting a change made since we looked.
-            parent_commit=plan.parent_commit,
-        ), delays, echo=echo)
-        echo(f"  committed {len(upload)} file(s): {info.oid}")
+        if not dry_run:
+            commit_plan(api, plan, revision, private, message or commit_message(repo, entry), delays, echo)
     return plans
+
+
+def commit_plan(api: HfApi, plan: RepoPlan, revision: str, private: bool, message: str,
+                delays: Sequence[float] = RETRY_DELAYS, echo: Callable[[str], None] = print) -> str | None:
+    """One commit of the plan's new and changed files (only additions); the commit id, or None if nothing changed."""
+    repo, upload = plan.repo, plan.to_upload()
+    if not upload:
+        return None
+    if not plan.exists:
+        with_retries(f"{repo.repo_id}: create", lambda: api.create_repo(
+            repo.repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True), delays, echo=echo)
+    if revision != DEFAULT_BRANCH:
+        with_retries(f"{repo.repo_id}: branch {revision}", lambda: api.create_branch(
+            repo.repo_id, branch=revision, repo_type=REPO_TYPE, exist_ok=True), delays, echo=echo)
+    info = with_retries(f"{repo.repo_id}: commit", lambda: api.create_commit(
+        repo.repo_id,
+        [CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=f.data) for f in upload],
+        commit_message=message,
+        repo_type=REPO_TYPE,
+        revision=revision,
+        # The commit fails instead of overwriting a change made since we looked.
+        parent_commit=plan.parent_commit,
+    ), delays, echo=echo)
+    echo(f"  committed {len(upload)} file(s): {info.oid}")
+    return info.oid
 
 
 def _describe(plan: RepoPlan, revision: str, dry_run: bool, echo: Callable[[str], None]) -> None:

@@ -95,6 +95,18 @@ class InstructPrompts:
 
 
 @dataclass(frozen=True)
+class HubSplits:
+    """Where the official Evalita-LLM copy of a task is on the Hub (``<org>/<dataset>``),
+    as lm-eval's ``evalita_llm`` tasks read it: its split names differ from ours."""
+
+    dataset: str
+    test: str = "test"
+    fewshot: str = "dev"
+    # None: the entry's own config (NER domains), else the repository's default config.
+    config: str | None = None
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     id: str
     title: str
@@ -141,6 +153,8 @@ class TaskSpec:
     raw_folder: str = ""
     # Multiple-choice tasks: the prompts of the instruct settings (--setting ce|ce-ni|oe).
     instruct: InstructPrompts | None = None
+    # The official published copy (evalitahf/*), read by `evalita-eval run --data hf:ORG`.
+    hub_splits: HubSplits | None = None
 
     def load_converter(self) -> Converter | None:
         if self.converter is None or callable(self.converter):

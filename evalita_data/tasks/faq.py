@@ -3,7 +3,7 @@
 from ..record_checks import choice_problems
 from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM
 
-from ..taskspec import InstructPrompts, TaskSpec, six_mc_prompts
+from ..taskspec import HubSplits, InstructPrompts, TaskSpec, six_mc_prompts
 
 
 def check_record(rec: dict) -> list[str]:
@@ -51,4 +51,5 @@ TASK = TaskSpec(
         description=_DESC,
         oe_hint="Rispondi con il testo della risposta, senza commenti.",
     ),
+    hub_splits=HubSplits("faq", test="test_1", fewshot="dev_1"),
 )

@@ -2,7 +2,7 @@
 
 from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM, F1_BINARY, F1_MACRO
 
-from ..taskspec import InstructPrompts, TaskSpec, six_mc_prompts
+from ..taskspec import HubSplits, InstructPrompts, TaskSpec, six_mc_prompts
 
 _Q = "C'è incitamento all'odio nel seguente tweet: '{{full_text}}'?"
 
@@ -45,4 +45,5 @@ TASK = TaskSpec(
         description="Devi svolgere un compito di identificazione di incitamento all'odio. ",
         oe_hint="Rispondi con una sola parola.",
     ),
+    hub_splits=HubSplits("hatespeech_detection", test="test_all"),
 )

@@ -4,7 +4,7 @@ import re
 
 from evalita_eval.metrics import LS_F1
 
-from ..taskspec import TaskSpec, two_gen_prompts
+from ..taskspec import HubSplits, TaskSpec, two_gen_prompts
 
 _HEAD = re.compile(r"<head>(.*?)</head>", re.S)
 
@@ -56,4 +56,5 @@ TASK = TaskSpec(
     # lm-eval sets no max_gen_toks for these tasks: its default, 256, applies.
     max_new_tokens=256,
     task_categories=["text-generation"],
+    hub_splits=HubSplits("lexical_substitution"),
 )

@@ -2,7 +2,7 @@
 
 from evalita_eval.metrics import NER_F1, NER_F1_STRICT
 
-from ..taskspec import TaskSpec, two_gen_prompts
+from ..taskspec import HubSplits, TaskSpec, two_gen_prompts
 
 DOMAINS = ["adg", "fic", "wn"]
 
@@ -56,4 +56,5 @@ TASK = TaskSpec(
     # lm-eval sets no max_gen_toks for these tasks: its default, 256, applies.
     max_new_tokens=256,
     task_categories=["token-classification", "text-generation"],
+    hub_splits=HubSplits("entity_recognition", test="reduced_test", fewshot="trial"),
 )

@@ -2,7 +2,7 @@
 
 from evalita_eval.metrics import REL_F1, REL_F1_STRICT
 
-from ..taskspec import TaskSpec, two_gen_prompts
+from ..taskspec import HubSplits, TaskSpec, two_gen_prompts
 
 MENTIONS = ("RML", "EVENT")
 
@@ -46,4 +46,5 @@ TASK = TaskSpec(
     # lm-eval sets no max_gen_toks for these tasks: its default, 256, applies.
     max_new_tokens=256,
     task_categories=["text-generation"],
+    hub_splits=HubSplits("relation_extraction"),
 )

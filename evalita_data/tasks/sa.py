@@ -2,7 +2,7 @@
 
 from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM, SENTIPOLC_F1
 
-from ..taskspec import InstructPrompts, TaskSpec, six_mc_prompts
+from ..taskspec import HubSplits, InstructPrompts, TaskSpec, six_mc_prompts
 
 _CHOICES = ["Positivo", "Negativo", "Neutrale", "Misto"]
 
@@ -42,4 +42,5 @@ TASK = TaskSpec(
         description="Devi svolgere un compito di analisi del sentiment. ",
         oe_hint="Rispondi con una sola parola.",
     ),
+    hub_splits=HubSplits("sentiment_analysis", fewshot="train"),
 )

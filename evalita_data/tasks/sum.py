@@ -2,7 +2,7 @@
 
 from evalita_eval.metrics import ROUGE1, ROUGE2, ROUGE_L, ROUGE_LSUM
 
-from ..taskspec import TaskSpec, two_gen_prompts
+from ..taskspec import HubSplits, TaskSpec, two_gen_prompts
 
 TASK = TaskSpec(
     id="sum",
@@ -32,4 +32,5 @@ TASK = TaskSpec(
     # The sample itself uses the fixed converters.sum.SAMPLE_SEED: --seed never changes the test set.
     seed=1234,
     task_categories=["summarization"],
+    hub_splits=HubSplits("summarization-fp", test="test_100"),
 )

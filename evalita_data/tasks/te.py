@@ -2,7 +2,7 @@
 
 from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM
 
-from ..taskspec import InstructPrompts, TaskSpec, six_mc_prompts
+from ..taskspec import HubSplits, InstructPrompts, TaskSpec, six_mc_prompts
 
 TASK = TaskSpec(
     id="te",
@@ -45,4 +45,5 @@ TASK = TaskSpec(
         description="Devi risolvere un compito di inferenza semantica. ",
         oe_hint="Rispondi con una sola parola.",
     ),
+    hub_splits=HubSplits("textual_entailment"),
 )

@@ -2,7 +2,7 @@
 
 from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM, F1_BINARY, F1_MACRO
 
-from ..taskspec import InstructPrompts, TaskSpec, six_mc_prompts
+from ..taskspec import HubSplits, InstructPrompts, TaskSpec, six_mc_prompts
 
 
 def check_record(rec: dict) -> list[str]:
@@ -59,4 +59,5 @@ TASK = TaskSpec(
         description="Devi determinare se una stessa parola usata in due frasi differenti ha lo stesso significato in entrambi i contesti. ",
         oe_hint="Rispondi con una sola parola.",
     ),
+    hub_splits=HubSplits("word_in_context", config="default"),
 )

@@ -1,0 +1,133 @@
+"""The official Evalita-LLM splits on the Hub (``evalitahf/*``), as a data source of ``run``.
+
+``evalita-eval run --data hf:ORG`` reads ``ORG/<dataset>`` as declared by each task's
+``TaskSpec.hub_splits`` (the datasets that lm-eval's ``evalita_llm`` tasks and the
+leaderboard use). Their split names differ from ours (``test_all``, ``test_1``/``dev_1``,
+``reduced_test``/``trial``, ``test_100``): this source translates the runner's split
+names (``spec.eval_split`` / ``spec.fewshot_split``) to the official ones, so the runner
+is the same for every source. Every record is checked against our schema; the dataset
+revision (commit sha) is pinned when first read and recorded with the hash of the
+records loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from evalita_data.hub_names import check_org
+from evalita_data.schema_check import record_problems
+from evalita_data.taskspec import HubSplits
+
+from .tasks import TaskEntry
+
+PREFIX = "hf:"
+
+
+class OfficialDataError(ValueError):
+    """The Hub copy does not match our schema, or lacks a declared split."""
+
+
+def is_official(data: str | None) -> bool:
+    return data is not None and data.startswith(PREFIX)
+
+
+class OfficialSource:
+    """Duck-typed like ``tasks.DataSource``: description, has_split, load, sha256; plus revisions."""
+
+    def __init__(self, org: str) -> None:
+        if not org:
+            raise ValueError(f"hf:ORG needs a Hub organisation name, got {org!r}")
+        check_org(org, "hf:ORG organisation")
+        self.org = org
+        self._records: dict[tuple[str, str], list[dict]] = {}
+        self._revisions: dict[str, str] = {}  # repo id -> commit sha read
+
+    @classmethod
+    def from_spec(cls, data: str) -> "OfficialSource":
+        return cls(data[len(PREFIX):])
+
+    @property
+    def description(self) -> str:
+        return f"{PREFIX}{self.org}"
+
+    # -- the official names of an entry's split -----------------------------------------
+    def _hub(self, entry: TaskEntry) -> HubSplits:
+        hub = entry.spec.hub_splits
+        if hub is None:
+            raise OfficialDataError(f"{entry.name}: the task declares no official Hub copy (TaskSpec.hub_splits)")
+        return hub
+
+    def repo_id(self, entry: TaskEntry) -> str:
+        return f"{self.org}/{self._hub(entry).dataset}"
+
+    def official_split(self, entry: TaskEntry, split: str) -> str:
+        """Our split name (eval or few-shot split of the task) -> the official one."""
+        spec, hub = entry.spec, self._hub(entry)
+        mapping = {spec.eval_split: hub.test, spec.fewshot_split: hub.fewshot}
+        return mapping.get(split, split)
+
+    def config(self, entry: TaskEntry) -> str | None:
+        return self._hub(entry).config or entry.config
+
+    def revision(self, entry: TaskEntry) -> str:
+        """The commit sha of the dataset, read once so that every split comes from one commit."""
+        repo_id = self.repo_id(entry)
+        if repo_id not in self._revisions:
+            from huggingface_hub import HfApi
+
+            self._revisions[repo_id] = HfApi().dataset_info(repo_id).sha
+        return self._revisions[repo_id]
+
+    @property
+    def revisions(self) -> dict[str, str]:
+        """Repo id -> commit sha of every dataset read so far (written to results.json)."""
+        return dict(self._revisions)
+
+    def provenance(self) -> dict:
+        return {"revisions": self.revisions}
+
+    # -- DataSource interface ------------------------------------------------------------
+    def has_split(self, entry: TaskEntry, split: str) -> bool:
+        if entry.spec.hub_splits is None:
+            return False  # a registered task without an official copy: skipped like a missing split
+        try:
+            self.load(entry, split)
+        except OfficialDataError:
+            raise  # a copy that breaks our schema is an error, not a missing split
+        except Exception:
+            return False
+        return True
+
+    def load(self, entry: TaskEntry, split: str) -> list[dict]:
+        key = (entry.name, split)
+        if key not in self._records:
+            self._records[key] = self._load(entry, split)
+        return self._records[key]
+
+    def _load(self, entry: TaskEntry, split: str) -> list[dict]:
+        from datasets import load_dataset
+
+        repo_id, official = self.repo_id(entry), self.official_split(entry, split)
+        where = f"{repo_id}" + (f" config {self.config(entry)}" if self.config(entry) else "")
+        try:
+            ds = load_dataset(repo_id, name=self.config(entry), split=official, revision=self.revision(entry))
+        except Exception as err:  # unknown repository, config or split, or the Hub unreachable
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise FileNotFoundError(f"{entry.name}: cannot read {where} split {official} ({first[:300]})") from None
+        records = [dict(r) for r in ds]
+        for i, rec in enumerate(records):
+            problems = record_problems(entry.task_id, rec)
+            if problems:
+                raise OfficialDataError(
+                    f"{where} split {official} row {i}: does not match the {entry.task_id} schema: {'; '.join(problems[:3])}"
+                    + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
+                )
+        return records
+
+    def sha256(self, entry: TaskEntry, split: str) -> str:
+        """sha256 of the records loaded, one canonical JSON line each (sorted keys)."""
+        h = hashlib.sha256()
+        for rec in self.load(entry, split):
+            h.update(json.dumps(rec, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
+        return h.hexdigest()
