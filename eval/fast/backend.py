@@ -20,6 +20,7 @@ class FastBackend:
     largest budget that fits on a CUDA device once, here, and takes a CPU default
     elsewhere. ``max_tree_tokens`` bounds one prefix tree, whose attention costs the
     square of its size. ``progress`` (default: stderr is a terminal) shows tqdm bars.
+    ``threads`` (``BackendOptions.threads``) sets torch's intra-op threads; None leaves them.
     """
 
     # The evaluator hands over this many requests per call (a resume-cache write each):
@@ -35,9 +36,15 @@ class FastBackend:
         device: Any = None,
         max_tree_tokens: int = DEFAULT_MAX_TREE_TOKENS,
         progress: bool | None = None,
+        threads: int | None = None,
     ):
         import torch
         import transformers
+
+        if threads is not None:
+            # Process-wide (torch has one intra-op pool). Under contention for the cores,
+            # fewer threads than cores avoids waiting on a descheduled worker at every op.
+            torch.set_num_threads(threads)
 
         self.model = model.eval()
         self.tokenizer = tokenizer
