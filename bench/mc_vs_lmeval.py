@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -66,7 +67,19 @@ def run_ours(model_dir: Path, records: dict, pairs: list[tuple[str, str]], args)
     t1 = time.perf_counter()
     results = backend.loglikelihood(requests)
     t2 = time.perf_counter()
+    args.work = model_tokens(backend, tok, requests)
     return t2 - t0, t2 - t1, {(r.context, r.continuation): res.logprob for r, res in zip(requests, results)}
+
+
+def model_tokens(backend: FastBackend, tok, requests) -> tuple[int, int]:
+    """Tokens through the model: (lm-eval's, ours). The ceiling of a scoring speed-up at equal
+    per-token speed. lm-eval runs every distinct input (context + continuation minus its last
+    token) once: one-token choices of a context share it; ours runs each prefix-tree node once."""
+    from evalita_eval.fast.encode import encode_requests
+    from evalita_eval.fast.tree import pack_trees
+
+    seqs = [tuple((c + x)[-(backend.max_length + 1):][:-1]) for c, x in encode_requests(tok, requests)]
+    return sum(map(len, set(seqs))), sum(len(t) for t in pack_trees(seqs, backend.max_tree_tokens))
 
 
 def run_lmeval(model_dir: Path, task_names: list[str], yaml_dir: Path, args) -> tuple[float, float, dict]:
@@ -109,6 +122,13 @@ def run_lmeval(model_dir: Path, task_names: list[str], yaml_dir: Path, args) -> 
     return total, scoring[0], lls
 
 
+def compete() -> subprocess.Popen:
+    """A CPU-bound process (a Python busy loop) competing for the cores; killed by its pid at the end."""
+    import subprocess
+
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model-dir", type=Path, help="a saved checkpoint; default: build a random-weight one")
@@ -124,9 +144,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="runs of each side; medians are reported")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--json", type=Path, help="also write the measurements here")
+    ap.add_argument("--compete", action="store_true", help="run a CPU-bound competing process during both sides")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    load_before = os.getloadavg()
+    competitor = compete() if args.compete else None
     if args.only:
         pairs = [tuple(x.split(":")) for x in args.only.split(",")]
     else:
@@ -150,9 +173,15 @@ def main() -> None:
                 names.append(cfg["task"])
 
         ours, theirs = [], []
-        for _ in range(args.repeat):
-            ours.append(run_ours(model_dir, records, pairs, args))
-            theirs.append(run_lmeval(model_dir, names, yaml_dir, args))
+        try:
+            for _ in range(args.repeat):
+                ours.append(run_ours(model_dir, records, pairs, args))
+                theirs.append(run_lmeval(model_dir, names, yaml_dir, args))
+        finally:
+            if competitor is not None:
+                competitor.kill()
+                competitor.wait()
+    load_after = os.getloadavg()
 
     n = len(ours[0][2])
     our_ll, ref_ll = ours[0][2], theirs[0][2]
@@ -171,6 +200,8 @@ def main() -> None:
         "speedup_wall": ref_wall / our_wall, "speedup_scoring": ref_score / our_score,
         "max_abs_delta_ll": max_delta, "within_bound": within, "outside_bound": outside,
         "worst_delta_over_bound": worst[0] / worst[1], "unmatched_requests": len(missing),
+        "model_tokens_lmeval": args.work[0], "model_tokens_ours": args.work[1],
+        "threads": torch.get_num_threads(), "compete": args.compete, "load_before": load_before, "load_after": load_after,
     }
     if args.json:
         args.json.write_text(json.dumps(m, indent=1))
@@ -181,6 +212,9 @@ def main() -> None:
         f"max|dLL| {max_delta:.2e}, worst dLL/bound {worst[0] / worst[1]:.2f}, "
         f"{'all within' if within else f'{outside} OUTSIDE'} 1e-6*|LL|+1e-5"
         + (f" ({len(missing)} requests unmatched)" if missing else "")
+        + f" | model tokens lm-eval/ours {args.work[0] / args.work[1]:.2f}x ({args.work[0]}/{args.work[1]})"
+        + f" | threads {torch.get_num_threads()}{', with a competing process' if args.compete else ''}"
+        + f" | load {' '.join(f'{x:.1f}' for x in load_before)} -> {' '.join(f'{x:.1f}' for x in load_after)} on {os.cpu_count()} CPUs"
     )
     sys.exit(0 if within else 1)
 
