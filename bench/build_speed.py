@@ -9,7 +9,8 @@ The reference's ``evalita_data``, ``converters`` and ``schemas`` come out of git
 the same way, so both import alike. Each build runs in a fresh interpreter
 (``python -c``), alternating reference and ours; "build" times the ``pipeline.build``
 call, "wall" the whole process (interpreter start and imports included, as a user
-sees ``evalita-data build``). Every output file of the two builds is compared byte
+sees ``evalita-data build``), "CPU" the user + system seconds of the process and its
+workers (less sensitive to other jobs than wall time, blind to parallelism). Every output file of the two builds is compared byte
 for byte; exit status 1 if any differs. The machine's load average is printed before
 and after: ratios are comparable only within one run.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -67,10 +69,16 @@ def _layout(src: Path, pkg: Path) -> Path:
 
 def run_build(pkg: Path, raw: Path, out: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(pkg))
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _children_cpu()
     done = subprocess.run([sys.executable, "-c", RUN, str(raw), str(out), str(pkg)], env=env, cwd=pkg, check=True, capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]), wall=wall)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]), wall=wall, cpu=_children_cpu() - cpu0)
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of finished child processes (and the workers they waited for)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def differing_files(a: Path, b: Path) -> list[str]:
@@ -99,12 +107,13 @@ def main() -> None:
             diff, nfiles = differing_files(tmp / f"out-ref-{i}", tmp / f"out-ours-{i}")
             bad += diff
     load_after = os.getloadavg()
-    med = {side: {k: statistics.median(r[k] for r in runs) for k in ("build", "wall")} for side, runs in (("ref", ref), ("ours", ours))}
+    med = {side: {k: statistics.median(r[k] for r in runs) for k in ("build", "wall", "cpu")} for side, runs in (("ref", ref), ("ours", ours))}
     print(
         f"build_speed raw={args.raw} reference={args.reference_ref} runs={repeat} | "
-        f"reference {med['ref']['build']:.2f}s build, {med['ref']['wall']:.2f}s wall | "
-        f"ours {med['ours']['build']:.2f}s build, {med['ours']['wall']:.2f}s wall | "
-        f"speed-up {med['ref']['build'] / med['ours']['build']:.2f}x build, {med['ref']['wall'] / med['ours']['wall']:.2f}x wall | "
+        f"reference {med['ref']['build']:.2f}s build, {med['ref']['wall']:.2f}s wall, {med['ref']['cpu']:.2f}s CPU | "
+        f"ours {med['ours']['build']:.2f}s build, {med['ours']['wall']:.2f}s wall, {med['ours']['cpu']:.2f}s CPU | "
+        f"speed-up {med['ref']['build'] / med['ours']['build']:.2f}x build, {med['ref']['wall'] / med['ours']['wall']:.2f}x wall, "
+        f"{med['ref']['cpu'] / med['ours']['cpu']:.2f}x CPU | "
         f"{nfiles} files, {'all identical' if not bad else f'{len(set(bad))} DIFFER: ' + ', '.join(sorted(set(bad))[:5])} | "
         f"load {' '.join(f'{x:.1f}' for x in load_before)} -> {' '.join(f'{x:.1f}' for x in load_after)} on {os.cpu_count()} CPUs"
     )

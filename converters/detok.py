@@ -64,12 +64,11 @@ def _kind(token: str) -> tuple[str | None, bool, bool, bool]:
     return PLAIN if kind == PLAIN else kind
 
 
-def detokenize(tokens: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
-    """The sentence text and the (start, end) character span of every token in it.
+def join_tokens(tokens: Sequence[str]) -> list[str]:
+    """Each token with what goes before it (``""`` or ``" "``); joined, they are the sentence.
 
-    Written as whole-list operations (C-level ``map``/``accumulate``) with a Python step
-    only at the few tokens that are not plain words: this runs once per sentence of
-    KIND, 36k times a build.
+    Written as whole-list operations (C-level ``map``) with a Python step only at the few
+    tokens that are not plain words: this runs once per sentence of KIND, 36k times a build.
     """
     kinds = list(map(_kind, tokens))
     seps = [" "] * len(tokens)  # what goes before each token
@@ -87,6 +86,16 @@ def detokenize(tokens: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
             seps[i] = ""
         if i < last and (glue_after or (elision and tokens[i + 1][:1].isalnum())):
             seps[i + 1] = ""
-    pieces = list(map(str.__add__, seps, tokens))
+    return list(map(str.__add__, seps, tokens))
+
+
+def token_spans(pieces: list[str], tokens: Sequence[str]) -> list[tuple[int, int]]:
+    """The (start, end) of every token in ``"".join(pieces)`` (pieces from :func:`join_tokens`)."""
     ends = list(accumulate(map(len, pieces)))
-    return "".join(pieces), list(zip(map(int.__sub__, ends, map(len, tokens)), ends))
+    return list(zip(map(int.__sub__, ends, map(len, tokens)), ends))
+
+
+def detokenize(tokens: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
+    """The sentence text and the (start, end) character span of every token in it."""
+    pieces = join_tokens(tokens)
+    return "".join(pieces), token_spans(pieces, tokens)

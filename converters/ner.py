@@ -27,7 +27,7 @@ from ..errors import MissingSource, SourceError
 from ..rawsource import RawSource
 from ..report import ConversionReport
 from .common import read_lines, seeded_sample
-from .detok import detokenize
+from .detok import join_tokens, token_spans
 
 DOMAINS = ("adg", "fic", "wn")
 TYPES = ("PER", "LOC", "ORG")
@@ -43,10 +43,12 @@ def file_name(domain: str, split: str) -> str:
 
 def sentence_record(linenos: list[int], tokens: list[str], labels: list[str], name: str, report: ConversionReport) -> dict:
     """One record from a sentence's line numbers, tokens and labels."""
-    text, spans = detokenize(tokens)
+    pieces = join_tokens(tokens)
+    text = "".join(pieces)
     entities: list[dict] = []
-    if labels.count("O") == len(labels):  # most sentences
+    if labels.count("O") == len(labels):  # many sentences: no spans needed
         return {"text": text, "entities": entities}
+    spans = token_spans(pieces, tokens)
     open_type: str | None = None
     start = 0
     for lineno, label, (tok_start, tok_end) in zip(linenos, labels, spans):
