@@ -58,7 +58,7 @@ def lmeval_yaml(task_id: str, prompt: MCPrompt, data_file: Path) -> dict:
 
 def run_ours(model_dir: Path, records: dict, pairs: list[tuple[str, str]], args) -> tuple[float, float, dict]:
     t0 = time.perf_counter()
-    model, tok = tiny.load(model_dir)
+    model, tok = tiny.load(model_dir, device=args.device)
     requests = []
     args.items = []  # the (context, continuation) keys of each item's choices: its prediction is their argmax
     for task_id, p in pairs:
@@ -107,7 +107,7 @@ def run_lmeval(model_dir: Path, task_names: list[str], yaml_dir: Path, args, bat
             model_args=f"pretrained={model_dir},dtype=float32,max_length={args.max_length}",
             tasks=task_names,
             batch_size=batch_size or args.batch_size,
-            device="cpu",
+            device=args.device,
             task_manager=TaskManager(include_path=str(yaml_dir)),
             log_samples=True,
             limit=None,
@@ -145,6 +145,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="items per task (default: all)")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each side; medians are reported")
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", help="both sides (default: cuda if available)")
     ap.add_argument("--json", type=Path, help="also write the measurements here")
     ap.add_argument("--lmeval-b1", action="store_true", help="also run lm-eval at batch size 1 and report its batch-1 vs batch-N difference")
     ap.add_argument("--compete", action="store_true", help="run a CPU-bound competing process during both sides")
