@@ -25,8 +25,8 @@ def test_admissible_fills_up_to_the_budget_and_never_starves():
     assert gen._admissible(deque([4, 3]), [], need, 50) == [4]
 
 
-def test_refilled_rows_give_plain_greedy_text(tiny_lm, monkeypatch):
-    model, tok = tiny_lm
+def test_refilled_rows_give_plain_greedy_text(request, monkeypatch):
+    model, tok = request.getfixturevalue("tiny_lm")
     rng = random.Random(3)
     words = "la frase implica che il contatore dell'acqua domanda risposta è così perché non".split()
     reqs = [
