@@ -1,10 +1,10 @@
-"""Data build: this tree vs a reference commit (default ``main``), same raw files, same run.
+"""Data build: this tree vs a reference commit (default: its merge base with ``main``), same raw files, same run.
 
     .venv/bin/python bench/build_speed.py --raw /work/shared/raw              # 3 runs each, medians
     .venv/bin/python bench/build_speed.py --raw /work/shared/raw --quick      # 1 run each
     .venv/bin/python bench/build_speed.py --reference-ref 1e33ff5             # another reference
 
-The reference's ``evalita_data``, ``converters`` and ``schemas`` come out of git
+The reference's ``evalita_data``, ``converters``, ``schemas`` and ``eval`` come out of git
 (``git archive``) and are laid out as the installed package; this tree's are copied
 the same way, so both import alike. Each build runs in a fresh interpreter
 (``python -c``), alternating reference and ours; "build" times the ``pipeline.build``
@@ -33,7 +33,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 # Source folder -> package folder (pyproject.toml [tool.setuptools.package-dir]).
-LAYOUT = {"evalita_data": "evalita_data", "converters": "evalita_data/converters", "schemas": "evalita_data/schemas"}
+# The task registry may import evalita_eval (metric names), so eval/ comes along.
+LAYOUT = {"evalita_data": "evalita_data", "converters": "evalita_data/converters", "schemas": "evalita_data/schemas", "eval": "evalita_eval"}
 
 RUN = """
 import json, sys, time
@@ -70,7 +71,9 @@ def _layout(src: Path, pkg: Path) -> Path:
 def run_build(pkg: Path, raw: Path, out: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(pkg))
     t0, cpu0 = time.perf_counter(), _children_cpu()
-    done = subprocess.run([sys.executable, "-c", RUN, str(raw), str(out), str(pkg)], env=env, cwd=pkg, check=True, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", RUN, str(raw), str(out), str(pkg)], env=env, cwd=pkg, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"build with {pkg} failed:\n{done.stderr}")
     wall = time.perf_counter() - t0
     return dict(json.loads(done.stdout.strip().splitlines()[-1]), wall=wall, cpu=_children_cpu() - cpu0)
 
@@ -90,11 +93,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     default_raw = Path("/work/shared/raw") if Path("/work/shared/raw").is_dir() else REPO / "raw"
     ap.add_argument("--raw", type=Path, default=default_raw, help=f"raw folder (default: {default_raw})")
-    ap.add_argument("--reference-ref", default="main", help="git commit or branch to compare with (default: main)")
+    ap.add_argument("--reference-ref", default=None,
+                    help="git commit or branch to compare with (default: where this branch left main, git merge-base HEAD main)")
     ap.add_argument("--repeat", type=int, default=3, help="builds of each side; medians are reported")
     ap.add_argument("--quick", action="store_true", help="one build of each side")
     args = ap.parse_args()
     repeat = 1 if args.quick else args.repeat
+    if args.reference_ref is None:
+        # main may have moved on (other changes to the cards): compare with the code this branch changed.
+        base = subprocess.run(["git", "-C", str(REPO), "merge-base", "HEAD", "main"], capture_output=True, text=True)
+        args.reference_ref = base.stdout.strip()[:12] if base.returncode == 0 else "main"
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
