@@ -6,6 +6,11 @@ Chat mode: the examples are user/assistant turns and the document the last user
 turn, rendered by the tokenizer's own chat template. Examples are drawn with one
 ``random.Random(seed)`` per (task, prompt), in document order, as lm-eval's
 sampler (seed 1234 by default) does, so the examples match lm-eval's.
+
+A system instruction (lm-eval's ``--system_instruction``) is, in plain text, put before
+everything with no delimiter; in chat mode it is the system message. Chat mode with
+``multiturn=False`` (lm-eval's ``--fewshot_as_multiturn`` off) puts the examples and the
+question in one user message, joined as in plain text (lm-eval's ``multiturn_to_singleturn``).
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ def build_contexts(
     seed: int,
     chat: ChatRenderer | None = None,
     pool_is_eval_split: bool = False,
+    system_instruction: str | None = None,
+    multiturn: bool = True,
 ) -> list[str]:
     rnd = random.Random(seed)
     contexts = []
@@ -50,11 +57,15 @@ def build_contexts(
         examples = sample_examples(rnd, fewshot_pool, k, doc if pool_is_eval_split else None)
         turns = [(task.render(prompt, ex), task.fewshot_answer(prompt, ex)) for ex in examples]
         question = task.render(prompt, doc)
-        if chat is None:
+        system = [{"role": "system", "content": system_instruction}] if system_instruction else []
+        if chat is None or not multiturn:
             shots = "".join(q + TARGET_DELIMITER + a + FEWSHOT_DELIMITER for q, a in turns)
-            contexts.append(shots + question)
+            if chat is None:
+                contexts.append((system_instruction or "") + shots + question)
+            else:
+                contexts.append(chat(system + [{"role": "user", "content": shots + question}]))
         else:
-            messages = []
+            messages = list(system)
             for q, a in turns:
                 messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
             messages.append({"role": "user", "content": question})

@@ -14,22 +14,23 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any, Callable
 
 from jsonschema import Draft202012Validator
 
 from .registry import get_task
+from .taskspec import schema_file
 
 
 @lru_cache(maxsize=None)
-def load_schema(name: str) -> dict:
-    text = resources.files("evalita_data.schemas").joinpath(f"{name}.schema.json").read_text("utf-8")
-    return json.loads(text)
+def load_schema(name: str | Path) -> dict:
+    """A task's schema by name (``schemas/<name>.schema.json``) or path (``TaskSpec.schema``)."""
+    return json.loads(schema_file(name).read_text("utf-8"))
 
 
 @lru_cache(maxsize=None)
-def validator(name: str) -> Draft202012Validator:
+def validator(name: str | Path) -> Draft202012Validator:
     schema = load_schema(name)
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
@@ -54,7 +55,7 @@ def draft2019(schema: Any) -> Any:
 
 
 @lru_cache(maxsize=None)
-def fast_check(name: str) -> Callable[[object], bool] | None:
+def fast_check(name: str | Path) -> Callable[[object], bool] | None:
     """A compiled ``record -> is valid`` for one schema, or None without fastjsonschema."""
     try:
         import fastjsonschema
@@ -72,7 +73,7 @@ def fast_check(name: str) -> Callable[[object], bool] | None:
     return is_valid
 
 
-def schema_problems(name: str, record: object) -> list[str]:
+def schema_problems(name: str | Path, record: object) -> list[str]:
     """Every violation of schema ``name`` as ``field: problem``, worded by ``jsonschema``; empty if valid."""
     check = fast_check(name)
     if check is not None and check(record):

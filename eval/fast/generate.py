@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Sequence
 
-from ..api import GenRequest, cut_at_stop, default_add_special_tokens, prefix_token_id
+from ..api import GenRequest, cut_at_stop, prompt_room
+from ..backends.hf import default_add_special_tokens, prefix_token_id
 
 
 def context_ids(tokenizer: Any, requests: Sequence[GenRequest], max_length: int) -> list[list[int]]:
@@ -31,7 +32,7 @@ def context_ids(tokenizer: Any, requests: Sequence[GenRequest], max_length: int)
     out = []
     for req, ids in zip(requests, encoded):
         ids = list(ids) or [prefix_token_id(tokenizer)]
-        out.append(ids[-max(1, max_length - req.max_new_tokens):])
+        out.append(ids[-prompt_room(max_length, req.max_new_tokens):])
     return out
 
 
