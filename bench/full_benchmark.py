@@ -81,8 +81,13 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="items per task; times are projected to the full split")
     ap.add_argument("--max-length", type=int, default=2048)
     ap.add_argument("--max-batch-tokens", type=int, default=None, help="default: probed on CUDA, FastBackend's default elsewhere")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads on CPU (default: torch's)")
+    ap.add_argument("--quick", action="store_true", help="3 items per task (a smoke run of a minute or two on CPU)")
     args = ap.parse_args()
+    if args.quick:
+        args.limit = 3
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    load_before = os.getloadavg()
 
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
@@ -95,7 +100,7 @@ def main() -> None:
             model_dir = args.model_dir or tiny.build_tiny_model(Path(tmp) / "model", layers=args.layers, hidden=args.hidden)
             model, tok = tiny.load(model_dir, dtype=torch.bfloat16 if device == "cuda" else torch.float32, device=device)
             name = str(args.model_dir) if args.model_dir else f"random {args.layers}x{args.hidden}"
-        backend = FastBackend(model, tok, max_length=args.max_length, max_batch_tokens=args.max_batch_tokens, device=device)
+        backend = FastBackend(model, tok, max_length=args.max_length, max_batch_tokens=args.max_batch_tokens, device=device, threads=args.threads)
         print(f"model {name} on {device}, max_batch_tokens={backend.max_batch_tokens}, ready in {time.perf_counter() - t0:.1f}s", flush=True)
         total = 0.0
         for task_id in args.tasks.split(","):
@@ -103,7 +108,8 @@ def main() -> None:
             projected = secs * full / n
             total += projected
             print(f"{task_id:4s} {n:5d}/{full:5d} items  {secs:8.1f}s  projected {projected:8.1f}s", flush=True)
-    print(f"full_benchmark model={name} device={device} projected total {total:.0f}s ({total / 3600:.2f} h)")
+    load = f"load {' '.join(f'{x:.1f}' for x in load_before)} -> {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs"
+    print(f"full_benchmark model={name} device={device} projected total {total:.0f}s ({total / 3600:.2f} h) | {load}")
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ from ..report import ConversionReport
 T = TypeVar("T")
 
 
-def iter_lines(source: RawSource, name: str) -> Iterator[tuple[int, str]]:
-    """(line number, line without its LF or CRLF) for every line of a UTF-8 file.
+def read_lines(source: RawSource, name: str) -> list[str]:
+    """Every line of a UTF-8 file without its LF or CRLF; line ``n`` is item ``n - 1``.
 
     Splits on LF only: texts may hold other Unicode line separators, which
     ``str.splitlines`` would wrongly treat as line ends. A missing final line
@@ -33,8 +33,14 @@ def iter_lines(source: RawSource, name: str) -> Iterator[tuple[int, str]]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    for lineno, line in enumerate(lines, 1):
-        yield lineno, line[:-1] if line.endswith("\r") else line
+    if "\r" in text:
+        lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    return lines
+
+
+def iter_lines(source: RawSource, name: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) for every line of a UTF-8 file, as :func:`read_lines` splits them."""
+    yield from enumerate(read_lines(source, name), 1)
 
 
 def iter_jsonl(source: RawSource, name: str) -> Iterator[tuple[int, dict]]:

@@ -22,6 +22,8 @@ or nothing goes between two tokens; tokens themselves are never changed, so
 
 from __future__ import annotations
 
+from functools import lru_cache
+from itertools import accumulate
 from typing import Sequence
 
 CLOSING = frozenset(",.;:!?)]}»”%…°")
@@ -49,29 +51,51 @@ def _only(token: str, chars: frozenset[str]) -> bool:
     return all(ch in chars for ch in token)
 
 
+# What the rules need to know of one token: (straight quote kind or None, no space
+# before it, no space after it, elided form). Most tokens are words: this very tuple.
+PLAIN: tuple[str | None, bool, bool, bool] = (None, False, False, False)
+
+
+@lru_cache(maxsize=1 << 16)
+def _kind(token: str) -> tuple[str | None, bool, bool, bool]:
+    """The rules' view of one token, computed once per distinct token (they repeat)."""
+    quote = '"' if token == '"' else "'" if token in ("'", "’") else None
+    kind = (quote, token in CLITICS or _only(token, CLOSING), _only(token, OPENING), _is_elision(token))
+    return PLAIN if kind == PLAIN else kind
+
+
+def join_tokens(tokens: Sequence[str]) -> list[str]:
+    """Each token with what goes before it (``""`` or ``" "``); joined, they are the sentence.
+
+    Written as whole-list operations (C-level ``map``) with a Python step only at the few
+    tokens that are not plain words: this runs once per sentence of KIND, 36k times a build.
+    """
+    kinds = list(map(_kind, tokens))
+    seps = [" "] * len(tokens)  # what goes before each token
+    if seps:
+        seps[0] = ""
+    open_quotes = {'"': False, "'": False}
+    last = len(tokens) - 1
+    for i in [i for i, k in enumerate(kinds) if k is not PLAIN]:
+        quote, glue_before, glue_after, elision = kinds[i]
+        if quote is not None:  # straight quotes alternate open/close, one count per kind
+            closes = open_quotes[quote]
+            open_quotes[quote] = not closes
+            glue_before, glue_after = glue_before or closes, glue_after or not closes
+        if glue_before:
+            seps[i] = ""
+        if i < last and (glue_after or (elision and tokens[i + 1][:1].isalnum())):
+            seps[i + 1] = ""
+    return list(map(str.__add__, seps, tokens))
+
+
+def token_spans(pieces: list[str], tokens: Sequence[str]) -> list[tuple[int, int]]:
+    """The (start, end) of every token in ``"".join(pieces)`` (pieces from :func:`join_tokens`)."""
+    ends = list(accumulate(map(len, pieces)))
+    return list(zip(map(int.__sub__, ends, map(len, tokens)), ends))
+
+
 def detokenize(tokens: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
     """The sentence text and the (start, end) character span of every token in it."""
-    parts: list[str] = []
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    glue_next = True  # no space before the first token
-    open_quotes = {'"': False, "'": False}
-    for i, token in enumerate(tokens):
-        quote = '"' if token == '"' else "'" if token in ("'", "’") else None
-        closes = quote is not None and open_quotes[quote]
-        if quote is not None:
-            open_quotes[quote] = not closes
-        glue_before = glue_next or closes or token in CLITICS or _only(token, CLOSING)
-        if not glue_before:
-            parts.append(" ")
-            pos += 1
-        parts.append(token)
-        spans.append((pos, pos + len(token)))
-        pos += len(token)
-        nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
-        glue_next = (
-            (quote is not None and not closes)
-            or _only(token, OPENING)
-            or (_is_elision(token) and nxt[:1].isalnum())
-        )
-    return "".join(parts), spans
+    pieces = join_tokens(tokens)
+    return "".join(pieces), token_spans(pieces, tokens)

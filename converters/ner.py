@@ -20,13 +20,14 @@ dev keeps the paper's counts.
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Iterator
 
 from ..errors import MissingSource, SourceError
 from ..rawsource import RawSource
 from ..report import ConversionReport
-from .common import iter_blocks, seeded_sample
-from .detok import detokenize
+from .common import read_lines, seeded_sample
+from .detok import join_tokens, token_spans
 
 DOMAINS = ("adg", "fic", "wn")
 TYPES = ("PER", "LOC", "ORG")
@@ -42,13 +43,20 @@ def file_name(domain: str, split: str) -> str:
     return f"{domain.upper()}_{split}.tsv"
 
 
-def sentence_record(rows: list[tuple[int, str, str]], name: str, report: ConversionReport) -> dict:
-    """One record from a sentence's (line number, token, label) rows."""
-    text, spans = detokenize([token for _, token, _ in rows])
+def sentence_record(linenos: list[int], tokens: list[str], labels: list[str], name: str, report: ConversionReport) -> dict:
+    """One record from a sentence's line numbers, tokens and labels."""
+    pieces = join_tokens(tokens)
+    text = "".join(pieces)
     entities: list[dict] = []
+    if labels.count("O") == len(labels):  # many sentences: no spans needed
+        return {"text": text, "entities": entities}
+    spans = token_spans(pieces, tokens)
     open_type: str | None = None
     start = 0
-    for (lineno, _, label), (tok_start, tok_end) in zip(rows, spans):
+    for lineno, label, (tok_start, tok_end) in zip(linenos, labels, spans):
+        if label == "O":  # most tokens: closes any open entity
+            open_type = None
+            continue
         prefix, _, etype = label.partition("-")
         if prefix == "I" and etype != open_type:
             report.repair(REPAIR_I, f"{name}:{lineno}")
@@ -56,28 +64,66 @@ def sentence_record(rows: list[tuple[int, str, str]], name: str, report: Convers
         if prefix == "I":
             entities[-1]["entity_text"] = text[start:tok_end]
             continue
-        open_type = etype if prefix == "B" else None
-        if prefix == "B":
-            start = tok_start
-            entities.append({"entity_text": text[tok_start:tok_end], "type": etype})
+        open_type = etype
+        start = tok_start
+        entities.append({"entity_text": text[tok_start:tok_end], "type": etype})
     return {"text": text, "entities": entities}
 
 
+def _line_problem(line: str) -> str | None:
+    """What is wrong with one non-empty line, or None."""
+    fields = line.split("\t")
+    if len(fields) != 2:
+        return f"expected 2 TAB-separated fields (token, label), found {len(fields)}"
+    token, label = fields
+    if not token or token != "".join(token.split()):
+        return f"token {token!r} is empty or holds whitespace; expected one token"
+    if label not in LABELS:
+        return f"label is {label!r}; expected one of {sorted(LABELS)}"
+    return None
+
+
+def _columns(lines: list[str]) -> tuple[list[int], list[str], list[str]] | None:
+    """(line number, token, label) columns of the non-empty lines; None if any line has a problem.
+
+    Whole-file operations instead of a split and three checks per line: every non-empty
+    line holds exactly one TAB, and the distinct tokens and labels are checked once each.
+    """
+    if list(map(str.count, lines, repeat("\t"))).count(1) + lines.count("") != len(lines):
+        return None
+    linenos = [n for n, line in enumerate(lines, 1) if line]
+    if not linenos:
+        return [], [], []
+    cells = "\t".join([lines[n - 1] for n in linenos]).split("\t")
+    tokens, labels = cells[0::2], cells[1::2]
+    if not set(labels) <= LABELS or not all(t and t == "".join(t.split()) for t in set(tokens)):
+        return None
+    return linenos, tokens, labels
+
+
 def read_sentences(source: RawSource, name: str, report: ConversionReport) -> Iterator[dict]:
-    path = source.root / name
-    for block in iter_blocks(source, name):
-        rows = []
-        for lineno, line in block:
-            fields = line.split("\t")
-            if len(fields) != 2:
-                raise SourceError(path, lineno, f"expected 2 TAB-separated fields (token, label), found {len(fields)}")
-            token, label = fields
-            if not token or token != "".join(token.split()):
-                raise SourceError(path, lineno, f"token {token!r} is empty or holds whitespace; expected one token")
-            if label not in LABELS:
-                raise SourceError(path, lineno, f"label is {label!r}; expected one of {sorted(LABELS)}")
-            rows.append((lineno, token, label))
-        yield sentence_record(rows, name, report)
+    """One record per sentence: a run of non-empty lines, any number of empty lines between.
+
+    A bad line raises when its sentence is reached, after the records of the sentences before it.
+    """
+    lines = read_lines(source, name)
+    columns, error = _columns(lines), None
+    if columns is None:
+        bad, problem = next((n, p) for n, line in enumerate(lines, 1) if line and (p := _line_problem(line)))
+        error = SourceError(source.root / name, bad, problem)
+        first = bad - 1  # the first line of the bad line's sentence (index)
+        while first and lines[first - 1]:
+            first -= 1
+        columns = _columns(lines[:first])
+        assert columns is not None
+    linenos, tokens, labels = columns
+    # A sentence starts where the line numbers jump over empty lines.
+    starts = [0] + [k for k, (a, b) in enumerate(zip(linenos, linenos[1:]), 1) if b - a != 1]
+    for a, b in zip(starts, starts[1:] + [len(linenos)]):
+        if a < b:
+            yield sentence_record(linenos[a:b], tokens[a:b], labels[a:b], name, report)
+    if error is not None:
+        raise error
 
 
 def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[tuple[str, dict]]:

@@ -147,6 +147,16 @@ def scoring_input(ctx: list[int], cont: list[int], max_length: int, continuation
     return (ctx + cont)[-(max_length + 1):][:-1]
 
 
+def prompt_room(max_length: int, max_new_tokens: int) -> int:
+    """How many prompt tokens a generation may keep: ``max_length - max_new_tokens`` (the
+    prompt is left-truncated to it, lm-eval's rule; every token-level backend uses it).
+    Raises when nothing is left for the prompt."""
+    room = max_length - max_new_tokens
+    if room <= 0:
+        raise ValueError(f"max_new_tokens {max_new_tokens} leaves no room for the prompt in max length {max_length}")
+    return room
+
+
 # The HF tokenisation rules and the reference scorer live in backends/hf.py; these names
 # stay importable from here for modules written against the earlier layout.
 _MOVED_TO_HF = ("default_add_special_tokens", "encode_pair", "prefix_token_id", "encode_request", "plain_loglikelihood")

@@ -51,8 +51,11 @@ def main() -> None:
               help="Override the construction seed (FAQ distractors and letters, AT option order); "
                    "splits and the SUM sample use fixed seeds and do not change.")
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: on a terminal only).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Processes converting tasks side by side (default: one per task, at most one per CPU).")
 @click.argument("more_tasks", nargs=-1, type=TASK_CHOICE, metavar="[TASK]...")
-def build(raw: Path, out: Path, tasks: tuple[str, ...], more_tasks: tuple[str, ...], seed: int | None, progress: bool | None) -> None:
+def build(raw: Path, out: Path, tasks: tuple[str, ...], more_tasks: tuple[str, ...], seed: int | None, progress: bool | None,
+          workers: int | None) -> None:
     """Convert raw/<task>/ originals into validated <out>/<task>/<split>.jsonl files.
 
     Tasks may be named with --task (repeatable) or as arguments:
@@ -65,7 +68,7 @@ def build(raw: Path, out: Path, tasks: tuple[str, ...], more_tasks: tuple[str, .
     if progress is None:
         progress = sys.stderr.isatty()
     try:
-        summary = run_build(raw, out, list(tasks) or None, seed=seed, progress=progress, echo=click.echo)
+        summary = run_build(raw, out, list(tasks) or None, seed=seed, progress=progress, echo=click.echo, workers=workers)
     except (EvalitaDataError, FileNotFoundError) as err:
         click.echo(f"error: {err}", err=True)
         click.echo(f"build failed; {out} was left as it was.", err=True)

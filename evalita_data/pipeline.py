@@ -22,6 +22,7 @@ from .install import Staging
 from .safepaths import check_output_apart
 from .card import write_build_card
 from .jsonl import dumps
+from .parallel import ordered_map
 from .rawsource import RawSource, sha256_file
 from .registry import get_task, task_ids as registered_task_ids
 from .report import ConversionReport
@@ -176,11 +177,13 @@ def build(
     seed: int | None = None,
     progress: bool = True,
     echo: Callable[[str], None] = lambda _m: None,
+    workers: int | None = None,
 ) -> BuildSummary:
     """Build the requested tasks (all by default) from ``raw`` into ``out``.
 
     Raises on the first bad input or invalid record and leaves ``out`` as it was.
-    Tasks whose originals are missing are reported, not failed.
+    Tasks whose originals are missing are reported, not failed. ``workers``: processes
+    converting tasks side by side (default: one per task, at most one per CPU).
     """
     task_ids = list(tasks) if tasks else list(registered_task_ids())
     for tid in task_ids:
@@ -191,8 +194,11 @@ def build(
     try:
         with Staging(out) as staging:
             outcomes = []
-            for tid in task_ids:
-                outcome = convert_task(tid, raw, staging.dir / tid, seed=seed, progress=progress)
+            # Tasks convert in parallel processes; outcomes and the first error come in task order.
+            # Bars of several processes would garble one terminal: per-task bars only when sequential.
+            bars = progress and (len(task_ids) == 1 or workers == 1)
+            jobs = [(tid, raw, staging.dir / tid, seed, bars) for tid in task_ids]
+            for outcome in ordered_map(convert_task, jobs, workers):
                 echo(_describe(outcome))
                 outcomes.append(outcome)
             _install(staging, out, outcomes)

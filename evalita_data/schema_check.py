@@ -1,10 +1,21 @@
-"""Loading the JSON Schemas of ``schemas/`` and checking records against them."""
+"""Loading the JSON Schemas of ``schemas/`` and checking records against them.
+
+Two validators, one verdict: a compiled check (fastjsonschema, generated Python code,
+many times faster than ``jsonschema`` on these records) decides that a record is valid
+on the hot path; only a record it rejects goes to ``jsonschema``, which words every
+problem and has the last word (a record it accepts is valid). The compiled check is
+built from a copy of the schema in draft 2019-09 spelling (``prefixItems`` ->
+``items`` + ``additionalItems``), and never accepts a record ``jsonschema`` rejects
+(tests/test_schema_check.py compares both on every built record and on mutations).
+Without fastjsonschema installed, ``jsonschema`` alone is used.
+"""
 
 from __future__ import annotations
 
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, Callable
 
 from jsonschema import Draft202012Validator
 
@@ -25,6 +36,54 @@ def validator(name: str | Path) -> Draft202012Validator:
     return Draft202012Validator(schema)
 
 
+def draft2019(schema: Any) -> Any:
+    """The schema in the draft 2019-09 spelling that fastjsonschema understands.
+
+    Draft 2020-12 renamed tuple validation: ``prefixItems`` + ``items`` became
+    ``items`` (a list) + ``additionalItems``. Nothing else used in ``schemas/`` differs.
+    """
+    if isinstance(schema, list):
+        return [draft2019(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: draft2019(v) for k, v in schema.items() if k not in ("prefixItems", "$schema", "$id")}
+    if "prefixItems" in schema:
+        out["items"] = draft2019(schema["prefixItems"])
+        if "items" in schema:
+            out["additionalItems"] = draft2019(schema["items"])
+    return out
+
+
+@lru_cache(maxsize=None)
+def fast_check(name: str | Path) -> Callable[[object], bool] | None:
+    """A compiled ``record -> is valid`` for one schema, or None without fastjsonschema."""
+    try:
+        import fastjsonschema
+    except ImportError:
+        return None
+    compiled = fastjsonschema.compile(draft2019(load_schema(name)), use_default=False, use_formats=False)
+
+    def is_valid(record: object) -> bool:
+        try:
+            compiled(record)
+        except fastjsonschema.JsonSchemaException:
+            return False
+        return True
+
+    return is_valid
+
+
+def schema_problems(name: str | Path, record: object) -> list[str]:
+    """Every violation of schema ``name`` as ``field: problem``, worded by ``jsonschema``; empty if valid."""
+    check = fast_check(name)
+    if check is not None and check(record):
+        return []
+    return [
+        f"{'.'.join(str(p) for p in err.absolute_path) or '(record)'}: {err.message}"
+        for err in sorted(validator(name).iter_errors(record), key=lambda e: [str(p) for p in e.absolute_path])
+    ]
+
+
 def record_problems(task_id: str, record: object) -> list[str]:
     """Every violation of one record as ``field: problem``; empty if valid.
 
@@ -32,10 +91,7 @@ def record_problems(task_id: str, record: object) -> list[str]:
     task's own checks that JSON Schema cannot express.
     """
     spec = get_task(task_id)
-    problems = []
-    for err in sorted(validator(spec.schema).iter_errors(record), key=lambda e: [str(p) for p in e.absolute_path]):
-        path = ".".join(str(p) for p in err.absolute_path) or "(record)"
-        problems.append(f"{path}: {err.message}")
+    problems = schema_problems(spec.schema, record)
     if not problems and spec.record_check is not None:
         problems.extend(spec.record_check(record))  # type: ignore[arg-type]
     return problems

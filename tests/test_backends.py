@@ -9,7 +9,7 @@ from typing import Sequence
 import pytest
 from click.testing import CliRunner
 
-from evalita_eval.api import Backend, BackendOptions, BackendUnsupported, Capabilities, LLRequest, LLResult, scoring_input
+from evalita_eval.api import Backend, BackendOptions, BackendUnsupported, Capabilities, GenRequest, LLRequest, LLResult, prompt_room, scoring_input
 from evalita_eval.backends import backend_names, create_backend
 
 DATA = Path(__file__).parent / "data" / "build"
@@ -34,6 +34,19 @@ def test_scoring_input_is_lm_evals_left_truncation() -> None:
         scoring_input([1], [], 4, "")
 
 
+def test_prompt_room_is_one_rule_for_every_generating_backend(tiny_model: Path) -> None:
+    assert prompt_room(10, 4) == 6 and prompt_room(10, 9) == 1
+    with pytest.raises(ValueError, match="max_new_tokens 10 leaves no room for the prompt in max length 10"):
+        prompt_room(10, 10)
+    # Both backends left-truncate by it and refuse, with the same words, a request that leaves no room.
+    for name in ("hf", "fast"):
+        backend = create_backend(name, BackendOptions(str(tiny_model), dtype="float32", max_length=8))
+        assert backend.max_length == 8
+        with pytest.raises(ValueError, match="max_new_tokens 8 leaves no room for the prompt in max length 8"):
+            backend.generate_until([GenRequest("Risposta:", ("\n",), 8)])
+        assert len(backend.generate_until([GenRequest("una frase lunga " * 10, ("\n",), 3)])) == 1
+
+
 def test_device_auto_and_threads(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
     from transformers import AutoModelForCausalLM
@@ -56,7 +69,21 @@ def test_device_auto_and_threads(tiny_model: Path, monkeypatch: pytest.MonkeyPat
         torch.set_num_threads(before)
     assert [kw.get("device_map") for kw in seen] == [None, "auto"]  # accelerate places the second one
     assert auto.loglikelihood(REQUESTS) == cpu.loglikelihood(REQUESTS)
-    fast = create_backend("fast", BackendOptions(str(tiny_model), dtype="float32", max_batch_tokens=4096))
+    from evalita_eval.fast import backend as fast_module
+
+    passed: list = []
+    real_init = fast_module.FastBackend.__init__
+
+    def noting_threads(self, *args, **kwargs):  # the real constructor, its threads noted
+        passed.append(kwargs.get("threads"))
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(fast_module.FastBackend, "__init__", noting_threads)
+    try:
+        fast = create_backend("fast", BackendOptions(str(tiny_model), dtype="float32", max_batch_tokens=4096, threads=1))
+    finally:
+        torch.set_num_threads(before)
+    assert passed == [1]  # --threads reaches the fast backend's own setting
     assert (fast.name, fast.dtype, fast.max_batch_tokens, fast.max_length) == ("fast", "float32", 4096, cpu.max_length)
     assert fast.requests_per_call == 2048 and cpu.requests_per_call is None
 

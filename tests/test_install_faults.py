@@ -29,7 +29,9 @@ FAULT_SYSCALLS = ("rename", "renameat", "renameat2", "symlink", "symlinkat", "li
 
 
 def build_cmd(raw: Path, out: Path, *tasks: str) -> list[str]:
-    args = [sys.executable, "-m", "evalita_data.cli", "build", "--raw", str(raw), "--out", str(out), "--no-progress"]
+    # One process: strace counts the n-th call of a syscall per process, and worker processes
+    # (--workers, evalita_data/parallel.py) would split the calls the injection aims at.
+    args = [sys.executable, "-m", "evalita_data.cli", "build", "--raw", str(raw), "--out", str(out), "--no-progress", "--workers", "1"]
     for t in tasks:
         args += ["--task", t]
     return args

@@ -24,8 +24,8 @@ class FastHFBackend(OnHFModel, FastBackend, Backend):
     capabilities = Capabilities(constrained=True)
 
     def __init__(self, model: Any, tokenizer: Any, *, max_length: int, max_batch_tokens: int | None = None, name_or_path: str = "",
-                 batch_size: int = 8) -> None:
-        super().__init__(model, tokenizer, max_length=max_length, max_batch_tokens=max_batch_tokens)
+                 batch_size: int = 8, threads: int | None = None) -> None:
+        super().__init__(model, tokenizer, max_length=max_length, max_batch_tokens=max_batch_tokens, threads=threads)
         self._identify(name_or_path)
         # The constrained generate path: the hf backend on this very model and tokenizer.
         self._constrained = HFBackend(model, tokenizer, max_length=max_length, batch_size=batch_size, name_or_path=name_or_path)
@@ -34,7 +34,7 @@ class FastHFBackend(OnHFModel, FastBackend, Backend):
     def from_options(cls, options: BackendOptions) -> "FastHFBackend":
         loaded = load_hf(options)
         return cls(loaded.model, loaded.tokenizer, max_length=loaded.max_length, max_batch_tokens=options.max_batch_tokens,
-                   name_or_path=options.model, batch_size=options.batch_size)
+                   name_or_path=options.model, batch_size=options.batch_size, threads=options.threads)
 
     def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
         """Free requests on the fast path, constrained ones on the hf path; answers in request order."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, scoring_input
+from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, prompt_room, scoring_input
 from . import register_backend
 
 DEFAULT_MAX_LENGTH = 2048  # lm-eval's default when neither config nor tokenizer says
@@ -245,9 +245,7 @@ class HFBackend(OnHFModel, Backend):
             groups.setdefault((r.stop, r.max_new_tokens, r.constraint is not None), []).append(i)
         for (stop, max_new, constrained), idx in groups.items():
             until = list(stop) + ([eos] if eos not in stop else [])
-            max_ctx = self.max_length - max_new
-            if max_ctx <= 0:
-                raise ValueError(f"max_new_tokens {max_new} leaves no room for the prompt in max length {self.max_length}")
+            max_ctx = prompt_room(self.max_length, max_new)
             lengths = {i: len(self.tokenizer.encode(requests[i].context)) for i in idx}
             idx = sorted(idx, key=lambda i: -lengths[i])
             for start in range(0, len(idx), self.batch_size):

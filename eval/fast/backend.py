@@ -6,7 +6,7 @@ import sys
 from typing import Any, Sequence
 
 from ..api import GenRequest, LLRequest, LLResult, scoring_input
-from .budget import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_TREE_TOKENS, probe_max_batch_tokens
+from .budget import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_GEN_TOKENS_CPU, DEFAULT_MAX_TREE_TOKENS, probe_max_batch_tokens
 from .encode import encode_requests
 from .generate import generate_greedy
 from .tree import PackedTree, batch_trees, pack_trees
@@ -18,8 +18,10 @@ class FastBackend:
     ``max_batch_tokens`` bounds the padded tokens of one forward pass (rows x longest row:
     prefix trees for scoring, context + new tokens for generation); ``None`` probes the
     largest budget that fits on a CUDA device once, here, and takes a CPU default
-    elsewhere. ``max_tree_tokens`` bounds one prefix tree, whose attention costs the
+    elsewhere (generation on CPU: a wider default, ``DEFAULT_MAX_GEN_TOKENS_CPU``).
+    ``max_tree_tokens`` bounds one prefix tree, whose attention costs the
     square of its size. ``progress`` (default: stderr is a terminal) shows tqdm bars.
+    ``threads`` (``BackendOptions.threads``) sets torch's intra-op threads; None leaves them.
     """
 
     # The evaluator hands over this many requests per call (a resume-cache write each):
@@ -35,9 +37,15 @@ class FastBackend:
         device: Any = None,
         max_tree_tokens: int = DEFAULT_MAX_TREE_TOKENS,
         progress: bool | None = None,
+        threads: int | None = None,
     ):
         import torch
         import transformers
+
+        if threads is not None:
+            # Process-wide (torch has one intra-op pool). Under contention for the cores,
+            # fewer threads than cores avoids waiting on a descheduled worker at every op.
+            torch.set_num_threads(threads)
 
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -45,13 +53,15 @@ class FastBackend:
         self.device = torch.device(device) if device is not None else model.device
         if self.model.device != self.device:
             self.model.to(self.device)
+        gen_batch_tokens = max_batch_tokens
         if max_batch_tokens is None:
             if self.device.type == "cuda":
-                max_batch_tokens = probe_max_batch_tokens(self.model, max_length)
+                max_batch_tokens = gen_batch_tokens = probe_max_batch_tokens(self.model, max_length)
             else:
-                max_batch_tokens = DEFAULT_MAX_BATCH_TOKENS
+                max_batch_tokens, gen_batch_tokens = DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_GEN_TOKENS_CPU
         # One request of the longest allowed length must fit in a pass.
         self.max_batch_tokens = max(max_batch_tokens, max_length)
+        self.gen_batch_tokens = max(gen_batch_tokens, max_length)
         self.max_tree_tokens = max_tree_tokens
         self.progress = sys.stderr.isatty() if progress is None else progress
         # transformers >= 5 projects only boolean-masked positions onto the vocabulary.
@@ -180,7 +190,7 @@ class FastBackend:
     # -- generation ----------------------------------------------------------------------
 
     def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
-        return generate_greedy(self.model, self.tokenizer, requests, self.max_length, self.max_batch_tokens, self.device, self.progress)
+        return generate_greedy(self.model, self.tokenizer, requests, self.max_length, self.gen_batch_tokens, self.device, self.progress)
 
 
 def _progress(items: list, enabled: bool, desc: str):

@@ -5,6 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 DEFAULT_MAX_BATCH_TOKENS = 4096
+# Generation on CPU: a decoding step costs little more with more rows (its operations
+# are small), and the cache of a small model is small, so batches are wider than for
+# scoring: 8x fewer steps than 4096 for 256 new tokens after long (SUM) contexts.
+DEFAULT_MAX_GEN_TOKENS_CPU = 32768
 # A packed tree attends densely over its nodes (cost: its size squared); 256 nodes hold
 # an item's context and choices (a longer context may exceed it, see tree.pack_trees).
 DEFAULT_MAX_TREE_TOKENS = 256

@@ -1,0 +1,115 @@
+"""The fast paths of the build give the answers of the plain ones.
+
+Compiled schema check vs jsonschema (same verdict on built records and on mutations of
+them), tasks converted in worker processes (results and the first error in task order,
+errors that do not pickle rebuilt), and the NER reader's whole-file path (a bad line
+raises after the sentences before it).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from evalita_data.converters.ner import read_sentences
+from evalita_data.errors import SourceError
+from evalita_data.parallel import ordered_map
+from evalita_data.pipeline import build
+from evalita_data.rawsource import RawSource
+from evalita_data.registry import get_task
+from evalita_data.report import ConversionReport
+from evalita_data.schema_check import fast_check, validator
+
+RAW = Path(__file__).parent / "data" / "raw"
+BUILT_TASKS = ["faq", "hs", "ner", "rel", "sa", "wic"]
+
+
+def mutations(value: object):
+    """Variants of a record that break one thing each: every field removed, retyped, emptied."""
+    if isinstance(value, dict):
+        for key in value:
+            rest = {k: v for k, v in value.items() if k != key}
+            yield rest
+            for bad in (None, 7, 1.5, True, "", " x", "x\n", "a\nb", [], {}, ["x"], [["a"]], [["a", "b", "c"]], [{"type": "PER"}]):
+                yield {**value, key: bad}
+            for sub in mutations(value[key]):
+                yield {**value, key: sub}
+        yield {**value, "extra": 1}
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            for sub in mutations(item):
+                yield value[:i] + [sub] + value[i + 1:]
+        if value:
+            yield value + [copy.deepcopy(value[0])]
+            yield value[:-1]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("build") / "out"
+    build(RAW, out, BUILT_TASKS, progress=False)
+    return out
+
+
+@pytest.mark.parametrize("task", BUILT_TASKS)
+def test_compiled_check_agrees_with_jsonschema(task, built):
+    import json
+
+    schema = get_task(task).schema
+    fast, slow = fast_check(schema), validator(schema)
+    assert fast is not None
+    checked = rejected = 0
+    for path in sorted((built / task).rglob("*.jsonl")):
+        for line in path.read_text("utf-8").splitlines()[:20]:
+            record = json.loads(line)
+            for candidate in [record, *mutations(record)]:
+                valid = not any(True for _ in slow.iter_errors(candidate))
+                # The compiled check may be stricter (jsonschema then has the last word), never laxer.
+                assert not fast(candidate) or valid, (task, candidate)
+                if candidate is record:  # the hot path: a built record passes the compiled check
+                    assert valid and fast(candidate)
+                checked += 1
+                rejected += not valid
+    assert checked > 100 and rejected > 50
+
+
+def square(x: int) -> int:
+    if x == 3:
+        raise SourceError("f.tsv", 3, "three is not allowed")
+    if x == 5:
+        raise ValueError("five")
+    return x * x
+
+
+def test_ordered_map_keeps_order_and_raises_the_first_error_in_order():
+    assert list(ordered_map(square, [(i,) for i in (4, 2, 1, 0)], workers=2)) == [16, 4, 1, 0]
+    got = []
+    with pytest.raises(SourceError) as err:
+        for r in ordered_map(square, [(1,), (2,), (3,), (5,)], workers=2):
+            got.append(r)
+    assert got == [1, 4]
+    # SourceError's __init__ does not take its args: rebuilt with its fields.
+    assert str(err.value) == "f.tsv:3: three is not allowed" and err.value.where == 3
+    with pytest.raises(ValueError, match="five"):
+        list(ordered_map(square, [(5,), (3,)], workers=2))
+
+
+def test_parallel_and_sequential_builds_are_identical(tmp_path, built):
+    out = tmp_path / "seq"
+    build(RAW, out, BUILT_TASKS, progress=False, workers=1)
+    files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(built) for p in built.rglob("*") if p.is_file())
+    for rel in files:
+        assert (out / rel).read_bytes() == (built / rel).read_bytes(), rel
+
+
+def test_ner_bad_line_raises_after_the_sentences_before_it(tmp_path):
+    (tmp_path / "X.tsv").write_text("Il\tO\nRe\tB-PER\n\n\nVa\tO\n\nA\tO\nRoma\tB-LUO\nora\tO\n", "utf-8")
+    records = []
+    with pytest.raises(SourceError) as err:
+        for rec in read_sentences(RawSource(tmp_path), "X.tsv", ConversionReport()):
+            records.append(rec)
+    assert records == [{"text": "Il Re", "entities": [{"entity_text": "Re", "type": "PER"}]}, {"text": "Va", "entities": []}]
+    assert err.value.where == 8 and "label is 'B-LUO'" in err.value.message
