@@ -10,7 +10,7 @@ pass, no cache. Every faster path is tested against it.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Sequence
 
 
@@ -34,6 +34,8 @@ class GenRequest:
     context: str
     stop: tuple[str, ...]
     max_new_tokens: int
+    # The chat turns behind ``context`` for backends that take messages (chat APIs), else None.
+    messages: tuple[dict[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class Capabilities:
     generate: bool = True
     chat_template: bool = True  # renders chat messages to a prompt string
     constrained: bool = False  # honours a constraint on GenRequest (instruct settings)
+    chat_messages: bool = False  # takes GenRequest.messages and applies the chat template itself (chat APIs)
 
 
 @dataclass
@@ -104,6 +107,15 @@ class Backend(ABC):
 
     def close(self) -> None:
         """Release engines, servers' sessions, GPU memory. Idempotent."""
+
+
+def request_payload(request: LLRequest | GenRequest) -> dict[str, Any]:
+    """The request as the resume cache keys it; optional fields left at None are omitted,
+    so that adding one keeps existing caches valid."""
+    payload = asdict(request)
+    if payload.get("messages", ...) is None:
+        del payload["messages"]
+    return payload
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:

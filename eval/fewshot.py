@@ -44,19 +44,32 @@ def build_contexts(
     chat: ChatRenderer | None = None,
     pool_is_eval_split: bool = False,
 ) -> list[str]:
+    if chat is not None:
+        return [chat(m) for m in build_chat_messages(task, prompt, docs, fewshot_pool, k, seed, pool_is_eval_split)]
     rnd = random.Random(seed)
     contexts = []
     for doc in docs:
         examples = sample_examples(rnd, fewshot_pool, k, doc if pool_is_eval_split else None)
-        turns = [(task.render(prompt, ex), task.fewshot_answer(prompt, ex)) for ex in examples]
-        question = task.render(prompt, doc)
-        if chat is None:
-            shots = "".join(q + TARGET_DELIMITER + a + FEWSHOT_DELIMITER for q, a in turns)
-            contexts.append(shots + question)
-        else:
-            messages = []
-            for q, a in turns:
-                messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
-            messages.append({"role": "user", "content": question})
-            contexts.append(chat(messages))
+        shots = "".join(task.render(prompt, ex) + TARGET_DELIMITER + task.fewshot_answer(prompt, ex) + FEWSHOT_DELIMITER for ex in examples)
+        contexts.append(shots + task.render(prompt, doc))
     return contexts
+
+
+def build_chat_messages(
+    task: CompiledTask, prompt: str, docs: Sequence[dict], fewshot_pool: Sequence[dict], k: int, seed: int, pool_is_eval_split: bool = False
+) -> list[list[dict[str, str]]]:
+    """Per document: the examples as user/assistant turns, then the document as the last user turn."""
+    rnd = random.Random(seed)
+    out = []
+    for doc in docs:
+        messages = []
+        for ex in sample_examples(rnd, fewshot_pool, k, doc if pool_is_eval_split else None):
+            messages += [{"role": "user", "content": task.render(prompt, ex)}, {"role": "assistant", "content": task.fewshot_answer(prompt, ex)}]
+        messages.append({"role": "user", "content": task.render(prompt, doc)})
+        out.append(messages)
+    return out
+
+
+def messages_as_text(messages: Sequence[dict[str, str]]) -> str:
+    """A readable stand-in for messages a server renders itself (samples' "prompt" field)."""
+    return "".join(f"<|{m['role']}|>\n{m['content']}\n" for m in messages)

@@ -10,15 +10,15 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from tqdm import tqdm
 
-from .api import Backend, GenRequest, LLRequest
+from .api import Backend, GenRequest, LLRequest, request_payload
 from .cache import RequestCache, request_key
-from .fewshot import build_contexts
+from .fewshot import build_chat_messages, build_contexts, messages_as_text
 from .metrics import mc_prediction, score_samples
 from .tasks import DataSource, TaskEntry
 
@@ -89,7 +89,9 @@ class Runner:
         self.echo = echo
         self.cache = RequestCache(self.out / "cache.jsonl")
         self.chat = None
-        if config.apply_chat_template:
+        # Chat APIs take the turns themselves and render them with the server's template.
+        self.chat_messages = config.apply_chat_template and getattr(getattr(backend, "capabilities", None), "chat_messages", False)
+        if config.apply_chat_template and not self.chat_messages:
             render = getattr(backend, "apply_chat_template", None)
             if render is None:
                 raise ValueError("this backend cannot apply a chat template")
@@ -97,7 +99,7 @@ class Runner:
 
     # -- requests through the cache -----------------------------------------------------
     def _cached(self, kind: str, requests: Sequence[Any], compute: Callable[[list], list], to_json: Callable[[Any], Any], bar: tqdm) -> tuple[list[Any], int]:
-        keys = [request_key(self.model.cache_key, kind, asdict(r)) for r in requests]
+        keys = [request_key(self.model.cache_key, kind, request_payload(r)) for r in requests]
         pending = sorted({k: i for i, k in enumerate(keys) if k not in self.cache}.values(), key=lambda i: -len(requests[i].context))
         bar.update(len(requests) - len(pending))
         # A backend that batches by tokens (FastBackend) asks for larger calls to share more.
@@ -130,14 +132,17 @@ class Runner:
         per_prompt: dict[str, dict[str, float]] = {}
         computed = 0
         for name in names:
-            contexts = build_contexts(
-                task, name, docs, pool, self.config.num_fewshot, self.config.seed, self.chat,
-                pool_is_eval_split=spec.fewshot_split == spec.eval_split,
-            )
+            fewshot_args = (task, name, docs, pool, self.config.num_fewshot, self.config.seed)
+            messages = None
+            if self.chat_messages:
+                messages = build_chat_messages(*fewshot_args, pool_is_eval_split=spec.fewshot_split == spec.eval_split)
+                contexts = [messages_as_text(m) for m in messages]
+            else:
+                contexts = build_contexts(*fewshot_args, self.chat, pool_is_eval_split=spec.fewshot_split == spec.eval_split)
             if mc:
                 samples, n = self._run_mc(entry, name, docs, contexts)
             else:
-                samples, n = self._run_gen(entry, name, docs, contexts)
+                samples, n = self._run_gen(entry, name, docs, contexts, messages)
             computed += n
             self._write_samples(entry, name, samples)
             scores = {m: score_samples(m, samples) for m in spec.metrics}
@@ -167,10 +172,11 @@ class Runner:
             })
         return samples, n
 
-    def _run_gen(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str]) -> tuple[list[dict], int]:
+    def _run_gen(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
         spec, task = entry.spec, entry.compiled
         max_new = self.config.max_new_tokens or spec.max_new_tokens
-        requests = [GenRequest(ctx, tuple(spec.stop), max_new) for ctx in contexts]
+        turns = [tuple(m) for m in messages] if messages is not None else [None] * len(contexts)
+        requests = [GenRequest(ctx, tuple(spec.stop), max_new, t) for ctx, t in zip(contexts, turns)]
         with self._bar(entry, prompt, len(requests)) as bar:
             values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
         gold_field = GOLD_FIELD[entry.task_id]

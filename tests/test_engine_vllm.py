@@ -1,0 +1,123 @@
+"""--backend vllm: the real vLLM engine (CPU build here) against the plain HF reference.
+
+Skipped without vLLM; ``.ci/run`` runs it in ``.venv-vllm`` (see tests/engine_helpers.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine_helpers import assert_same_run, hf32, ll_close, requires_vllm, run_in_process, tiny32  # noqa: F401 (fixtures)
+from evalita_eval.api import BackendOptions, GenRequest, LLRequest
+
+pytestmark = requires_vllm
+
+ENGINE_ARGS = {"enforce_eager": True}
+
+
+def _vllm(model: Path, **options):
+    from evalita_eval.backends import create_backend
+
+    return create_backend("vllm", BackendOptions(model=str(model), dtype="float32", extra={"vllm_engine_args": ENGINE_ARGS}, **options))
+
+
+@pytest.fixture(scope="module")
+def engine(tiny32: Path):  # noqa: F811
+    backend = _vllm(tiny32)
+    yield backend
+    backend.close()
+
+
+def _requests() -> list[LLRequest]:
+    """One-token and longer continuations, shared contexts, a duplicate, an empty context."""
+    contexts = ["La frase implica logicamente che la seconda frase sia vera? Risposta:", "Qual è la capitale d'Italia?",
+                "Il medico ha prescritto una terapia antibiotica per dieci giorni. Il sentimento è "]
+    choices = [" Sì", " No", " forse", " Roma", " Milano e Busseto", "positivo", "negativo"]
+    reqs = [LLRequest(c, x) for c in contexts for x in choices]
+    return reqs + [reqs[0], LLRequest("", "Giuseppe Verdi nacque a Busseto"), LLRequest("", " Roma")]
+
+
+def _greedy_continuations(hf, contexts: list[str]) -> list[LLRequest]:
+    """Each context with the HF model's own greedy continuation: is_greedy must come out True."""
+    return [LLRequest(c, g) for c, g in zip(contexts, hf.generate_until([GenRequest(c, (), 3) for c in contexts])) if g.strip()]
+
+
+def test_loglikelihoods_equal_hf(engine, hf32) -> None:  # noqa: F811
+    reqs = _requests()
+    reqs += _greedy_continuations(hf32, sorted({r.context for r in reqs if r.context}))
+    want = hf32.loglikelihood(reqs)
+    got = engine.loglikelihood(reqs)
+    assert engine.dtype == "float32"
+    assert {r.n_tokens for r in want} >= {1, 2}  # both paths (one token, several) are exercised
+    for req, a, b in zip(reqs, want, got):
+        assert (a.n_tokens, a.is_greedy) == (b.n_tokens, b.is_greedy), req
+        assert ll_close(a.logprob, b.logprob), (req, a.logprob, b.logprob)
+    assert any(r.is_greedy for r in want) and not all(r.is_greedy for r in want)
+
+
+def test_one_token_choices_are_one_request_per_context(engine, hf32) -> None:  # noqa: F811
+    """Four one-token choices of each of two contexts: two engine requests, not eight."""
+    tok = hf32.tokenizer
+    one = [t for t in (" Sì", " No", " si", " no", " Roma", "positivo") if len(tok.encode(t, add_special_tokens=False)) == 1][:4]
+    assert len(one) == 4
+    reqs = [LLRequest(c, x) for c in ("Rispondi sì o no:", "Che bella giornata!") for x in one]
+    sent: list[int] = []
+    generate = engine.llm.generate
+
+    def counting(prompts, params, **kw):
+        sent.append(len(prompts))
+        return generate(prompts, params, **kw)
+
+    engine.llm.generate = counting
+    try:
+        got = engine.loglikelihood(reqs)
+    finally:
+        engine.llm.generate = generate
+    assert sent == [2]
+    for a, b in zip(hf32.loglikelihood(reqs), got):
+        assert a.is_greedy == b.is_greedy and ll_close(a.logprob, b.logprob)
+
+
+def test_generations_equal_hf(engine, hf32) -> None:  # noqa: F811
+    contexts = [r.context for r in _requests() if r.context][::7] + ["Elenca i sinonimi: casa,", "Riassumi il seguente articolo di giornale"]
+    reqs = [GenRequest(c, stop, n) for c in contexts for stop, n in (((), 12), (("\n\n",), 24), ((",", "."), 16))]
+    want = hf32.generate_until(reqs)
+    assert engine.generate_until(reqs) == want
+    assert any(w for w in want) and len(set(want)) > 3
+
+
+def test_left_truncation_equals_hf(tiny32: Path) -> None:  # noqa: F811
+    """Contexts longer than max_length are cut on the left exactly as the HF path cuts them."""
+    from evalita_eval.backend_hf import HFBackend
+
+    hf = HFBackend(str(tiny32), dtype="float32", max_length=48)
+    engine = _vllm(tiny32, max_length=48)
+    try:
+        long = " ".join(r.context for r in _requests() if r.context) * 2
+        assert len(hf.tokenizer.encode(long)) > 100
+        reqs = [LLRequest(long, " Sì"), LLRequest(long, " Milano e Busseto"), LLRequest("Roma", " " + long[:120])]
+        for a, b in zip(hf.loglikelihood(reqs), engine.loglikelihood(reqs)):
+            assert (a.n_tokens, a.is_greedy) == (b.n_tokens, b.is_greedy) and ll_close(a.logprob, b.logprob), (a, b)
+        gens = [GenRequest(long, (), 10), GenRequest(long[:150], ("\n",), 20)]
+        assert engine.generate_until(gens) == hf.generate_until(gens)
+    finally:
+        engine.close()
+
+
+def test_every_task_and_prompt_same_results_as_hf(engine, hf32, tiny32: Path, tmp_path: Path) -> None:  # noqa: F811
+    """The Runner with --limit 10 on every task and prompt: same results.json scores, predictions,
+    generations; log-likelihoods within tolerance."""
+    config = {"limit": 10, "max_new_tokens": 24}
+    run_in_process(hf32, "hf", tiny32, tmp_path / "hf", **config)
+    got = run_in_process(engine, "vllm", tiny32, tmp_path / "vllm", **config)
+    assert got["model"]["backend"] == "vllm" and got["model"]["dtype"] == "float32"
+    assert assert_same_run(tmp_path / "hf", tmp_path / "vllm") > 1000
+
+
+def test_one_shot_and_chat_template_same_results_as_hf(engine, hf32, tiny32: Path, tmp_path: Path) -> None:  # noqa: F811
+    config = {"limit": 3, "max_new_tokens": 12, "num_fewshot": 1, "apply_chat_template": True}
+    run_in_process(hf32, "hf", tiny32, tmp_path / "hf", **config)
+    run_in_process(engine, "vllm", tiny32, tmp_path / "vllm", **config)
+    assert assert_same_run(tmp_path / "hf", tmp_path / "vllm") > 300
