@@ -187,7 +187,7 @@ def test_connection_refused_is_retried_then_reported(tiny_model: Path, key_in_en
     from evalita_eval.backends.openai import ServerError
 
     backend = _client_backend(tiny_model, f"http://127.0.0.1:{free_port()}/v1", max_retries=2)
-    with pytest.raises(ServerError, match="failed 3 times; last error: ConnectError"):
+    with pytest.raises(ServerError, match="failed 3 times; last error: ConnectionRefusedError"):
         backend.generate_until([GenRequest("x", (), 1)])
 
 

@@ -11,11 +11,14 @@ own chat template to the messages.
 The API key is read from the environment variable named by ``api_key_env`` and only
 ever put in the ``Authorization`` header: never logged, never in an error message,
 results.json or the cache. Requests run ``concurrency`` at a time; 429, 5xx and
-connection errors or timeouts are retried with exponential backoff.
+connection errors or timeouts are retried with exponential backoff. Only the
+standard library is used (urllib), so these backends add no dependency.
 """
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,48 +38,58 @@ class ServerError(RuntimeError):
 
 
 class OpenAIClient:
-    """A small JSON-over-HTTP client with retries; httpx comes with huggingface_hub."""
+    """A small JSON-over-HTTP client with retries, on the standard library (no extra dependency)."""
 
     def __init__(self, base_url: str, api_key: str | None, timeout_s: float, max_retries: int, concurrency: int) -> None:
-        import httpx
-
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.base_url = base_url.rstrip("/") + "/"
         self._secret = api_key
-        self._http = httpx.Client(base_url=base_url.rstrip("/") + "/", headers=headers, timeout=timeout_s,
-                                  limits=httpx.Limits(max_connections=concurrency))
+        self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.concurrency = concurrency
         self.sleep: Callable[[float], None] = time.sleep
 
-    def __repr__(self) -> str:  # never the headers
-        return f"OpenAIClient({str(self._http.base_url)!r})"
+    def __repr__(self) -> str:  # never the key
+        return f"OpenAIClient({self.base_url!r})"
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text
 
-    def post(self, path: str, body: dict) -> dict:
-        import httpx
+    def _send(self, url: str, body: dict) -> tuple[int, dict | str, str | None]:
+        """(status, parsed JSON or error text, Retry-After) of one POST."""
+        import urllib.error
+        import urllib.request
 
+        headers = {"Content-Type": "application/json"}
+        if self._secret:
+            headers["Authorization"] = f"Bearer {self._secret}"
+        req = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                return resp.status, json.loads(resp.read()), None
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode("utf-8", "replace")[:500], err.headers.get("Retry-After")
+
+    def post(self, path: str, body: dict) -> dict:
+        url = self.base_url + path.lstrip("/")
         last = ""
         for attempt in range(self.max_retries + 1):
+            retry_after = None
             try:
-                resp = self._http.post(path.lstrip("/"), json=body)
-            except httpx.TransportError as err:  # connection refused/reset, timeouts
-                last = f"{type(err).__name__}: {err}"
-                retry_after = None
+                status, payload, retry_after = self._send(url, body)
+            except (OSError, http.client.HTTPException) as err:  # refused/reset connections, timeouts
+                last = f"{type(getattr(err, 'reason', err)).__name__}: {getattr(err, 'reason', err)}"
             else:
-                if resp.status_code < 300:
-                    return resp.json()
-                last = f"HTTP {resp.status_code}: {resp.text[:500]}"
-                if resp.status_code not in RETRY_STATUS:
-                    raise ServerError(self._scrub(f"{self._http.base_url}{path.lstrip('/')} refused the request: {last}"))
-                retry_after = resp.headers.get("retry-after")
+                if status < 300 and isinstance(payload, dict):
+                    return payload
+                last = f"HTTP {status}: {payload}"
+                if status not in RETRY_STATUS:
+                    raise ServerError(self._scrub(f"{url} refused the request: {last}"))
             if attempt < self.max_retries:
                 delay = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2**attempt)
                 if retry_after and retry_after.replace(".", "", 1).isdigit():
                     delay = max(delay, min(BACKOFF_MAX_S, float(retry_after)))
                 self.sleep(delay)
-        raise ServerError(self._scrub(f"{self._http.base_url}{path.lstrip('/')} failed {self.max_retries + 1} times; last error: {last}"))
+        raise ServerError(self._scrub(f"{url} failed {self.max_retries + 1} times; last error: {last}"))
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         """``fn`` over ``items``, at most ``concurrency`` at a time, results in order."""
@@ -86,7 +99,7 @@ class OpenAIClient:
             return list(pool.map(fn, items))
 
     def close(self) -> None:
-        self._http.close()
+        """Nothing held between requests (one connection per request)."""
 
 
 def _api_key(options: BackendOptions) -> str | None:

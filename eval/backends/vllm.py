@@ -26,6 +26,8 @@ from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, 
 from . import register_backend
 from .engine_common import LLWindow, generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
 
+# vLLM 0.32 tracks at most this many token ids per request (SamplingParams.logprob_token_ids).
+MAX_TRACKED_TOKENS = 128
 DTYPES = {"auto": "auto", "float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
 
 
@@ -129,12 +131,15 @@ class VLLMBackend(Backend):
         prompts, params = [], []
         for ctx in contexts:
             wanted = sorted(set(targets[ctx]))
+            if len(wanted) > MAX_TRACKED_TOKENS:
+                raise ValueError(f"{len(wanted)} one-token choices after one context; vLLM tracks at most {MAX_TRACKED_TOKENS}")
             prompts.append(TokensPrompt(prompt_token_ids=list(ctx)))
-            params.append(SamplingParams(max_tokens=1, temperature=0.0, logprobs=1, logprob_token_ids=wanted, detokenize=False))
+            # Greedy sampling: the sampled token is the argmax; its log-prob comes back too.
+            params.append(SamplingParams(max_tokens=1, temperature=0.0, logprob_token_ids=wanted, detokenize=False))
         out: dict[tuple[int, ...], dict[int, tuple[float, bool]]] = {}
         for ctx, result in zip(contexts, self.llm.generate(prompts, params, use_tqdm=False)):
             position = result.outputs[0].logprobs[0]
-            best = max(lp.logprob for lp in position.values())
+            best = position[result.outputs[0].token_ids[0]].logprob
             out[ctx] = {t: (float(position[t].logprob), position[t].logprob >= best) for t in set(targets[ctx])}
         return out
 
