@@ -124,6 +124,20 @@ class _OpenAIBase(Backend):
         self.client = OpenAIClient(options.base_url, _api_key(options), options.timeout_s, options.max_retries, options.concurrency)
         self.dtype = "server"  # the server's choice; part of the resume-cache key
         self.tokenizer_name = options.model
+        # vLLM's `return_token_ids`: the generated ids, decoded here as the HF path decodes
+        # them (the server's own text holds back a trailing incomplete UTF-8 character).
+        # extra={"server_token_ids": False} for servers that reject unknown parameters.
+        self.server_token_ids = bool(options.extra.get("server_token_ids", True))
+        self.tokenizer: Any = None
+
+    def _generated_text(self, choice: dict, text: str) -> str:
+        ids = choice.get("token_ids")
+        if ids is not None and self.tokenizer is not None:
+            return self.tokenizer.decode(ids, skip_special_tokens=True)
+        return text
+
+    def _extra_body(self) -> dict:
+        return {"return_token_ids": True} if self.server_token_ids else {}
 
     def close(self) -> None:
         self.client.close()
@@ -166,9 +180,10 @@ class OpenAICompletionsBackend(_OpenAIBase):
         def gen(batch: Sequence[GenRequest]) -> list[str]:
             until = stop_strings(self.tokenizer, batch[0].stop)
             body = {"model": self.model_name, "prompt": [generation_prompt(self.tokenizer, r, self.max_length) for r in batch],
-                    "max_tokens": batch[0].max_new_tokens, "temperature": 0, "stop": [s for s in until if s][:4] or None}
+                    "max_tokens": batch[0].max_new_tokens, "temperature": 0, "stop": [s for s in until if s][:4] or None,
+                    **self._extra_body()}
             choices = sorted(self.client.post("completions", body)["choices"], key=lambda c: c["index"])
-            return [cut_at_stop(c["text"], until) for c in choices]
+            return [cut_at_stop(self._generated_text(c, c["text"]), until) for c in choices]
 
         # One HTTP request per batch of equal stop rules and length limits.
         groups: dict[tuple, list[int]] = {}
@@ -204,6 +219,13 @@ class OpenAIChatBackend(_OpenAIBase):
 
     capabilities = Capabilities(loglikelihood=False, generate=True, chat_template=False, chat_messages=True)
 
+    def __init__(self, options: BackendOptions) -> None:
+        super().__init__(options)
+        try:  # only to decode the server's token ids; a hosted model may have no local tokenizer
+            self.tokenizer = load_tokenizer(options.model, options.revision, options.trust_remote_code)
+        except (OSError, ValueError):
+            self.tokenizer = None
+
     @classmethod
     def from_options(cls, options: BackendOptions) -> "OpenAIChatBackend":
         return cls(options)
@@ -219,8 +241,8 @@ class OpenAIChatBackend(_OpenAIBase):
             messages = [dict(m) for m in req.messages] if req.messages is not None else [{"role": "user", "content": req.context}]
             stop = [s for s in req.stop if s][:4]
             body = {"model": self.model_name, "messages": messages, "max_tokens": req.max_new_tokens, "temperature": 0,
-                    "stop": stop or None}
-            text = self.client.post("chat/completions", body)["choices"][0]["message"]["content"] or ""
-            return cut_at_stop(text, req.stop)
+                    "stop": stop or None, **self._extra_body()}
+            choice = self.client.post("chat/completions", body)["choices"][0]
+            return cut_at_stop(self._generated_text(choice, choice["message"]["content"] or ""), req.stop)
 
         return self.client.map(gen, list(requests))
