@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine_helpers import ll_close, requires_vllm, tiny32  # noqa: F401 (fixtures)
+from engine_helpers import ll_close, requires_vllm
 from evalita_eval.api import GenRequest, LLRequest
-from test_engine_vllm import _requests, _vllm
+from test_vllm import _requests, _vllm
 
 pytestmark = requires_vllm
 
 
-def test_left_truncation_equals_hf(tiny32: Path) -> None:  # noqa: F811
+def test_left_truncation_equals_hf(tiny32: Path) -> None:
     """Contexts longer than max_length are cut on the left exactly as the HF path cuts them."""
     from evalita_eval.backend_hf import HFBackend
 

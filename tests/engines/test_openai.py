@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine_helpers import API_KEY, assert_same_run, hf32, ll_close, requires_vllm, run_in_process, tiny32, vllm_server  # noqa: F401
+from engine_helpers import API_KEY, assert_same_run, ll_close, requires_vllm, run_in_process
 from evalita_eval.api import BackendOptions, BackendUnsupported, GenRequest, LLRequest
 from evalita_eval.backends import create_backend
 
@@ -33,7 +33,7 @@ def key_in_env(monkeypatch):
 
 
 @requires_vllm
-def test_completions_equal_hf(tiny32: Path, hf32, vllm_server: str, key_in_env) -> None:  # noqa: F811
+def test_completions_equal_hf(tiny32: Path, hf32, vllm_server: str, key_in_env) -> None:
     backend = _backend("openai-completions", tiny32, vllm_server, batch_size=3)
     reqs = [LLRequest(c, x) for c in ("Qual è la capitale d'Italia?", "Il sentimento del tweet è ") for x in (" Roma", " Milano e Busseto", "positivo")]
     reqs.append(LLRequest("", "Giuseppe Verdi nacque a Busseto"))
@@ -46,7 +46,7 @@ def test_completions_equal_hf(tiny32: Path, hf32, vllm_server: str, key_in_env) 
 
 
 @requires_vllm
-def test_completions_every_task_and_prompt_same_results_as_hf(tiny32: Path, hf32, vllm_server: str, key_in_env, tmp_path: Path, capsys) -> None:  # noqa: F811
+def test_completions_every_task_and_prompt_same_results_as_hf(tiny32: Path, hf32, vllm_server: str, key_in_env, tmp_path: Path, capsys) -> None:
     """--limit 10 on every task and prompt through the server: the same results.json as hf;
     and the API key appears nowhere: not in results, samples, cache, or the console."""
     config = {"limit": 10, "max_new_tokens": 24}
@@ -65,21 +65,13 @@ def test_completions_every_task_and_prompt_same_results_as_hf(tiny32: Path, hf32
 
 
 @requires_vllm
-def test_chat_generation_equals_hf_with_chat_template(tiny32: Path, hf32, vllm_server: str, key_in_env, tmp_path: Path) -> None:  # noqa: F811
+def test_chat_generation_equals_hf_with_chat_template(tiny32: Path, hf32, vllm_server: str, key_in_env, tmp_path: Path) -> None:
     """openai-chat sends the turns; the server's template renders them as HF's does."""
     backend = _backend("openai-chat", tiny32, vllm_server)
-    config = {"limit": 3, "max_new_tokens": 12, "num_fewshot": 1, "apply_chat_template": True}
-    from evalita_eval.tasks import select_entries
-
+    config = {"limit": 3, "max_new_tokens": 12, "num_fewshot": 1, "apply_chat_template": True, "tasks": ["ner", "ls", "sum"]}
     hf_dir, api_dir = tmp_path / "hf", tmp_path / "chat"
-    for b, name, out in ((hf32, "hf", hf_dir), (backend, "openai-chat", api_dir)):
-        from evalita_eval.runner import ModelInfo, RunConfig, Runner
-        from evalita_eval.tasks import DataSource
-
-        from engine_helpers import DATA
-
-        Runner(b, ModelInfo(str(tiny32), None, b.dtype, name), DataSource(data_dir=str(DATA)), RunConfig(progress=False, **config), out,
-               echo=lambda s: None).run(select_entries(["ner", "ls", "sum"]))
+    run_in_process(hf32, "hf", tiny32, hf_dir, **config)
+    run_in_process(backend, "openai-chat", tiny32, api_dir, **config)
     for name in sorted(p.name for p in (hf_dir / "samples").iterdir()):
         a = [json.loads(x) for x in (hf_dir / "samples" / name).read_text("utf-8").splitlines()]
         b = [json.loads(x) for x in (api_dir / "samples" / name).read_text("utf-8").splitlines()]
@@ -92,7 +84,7 @@ def test_chat_generation_equals_hf_with_chat_template(tiny32: Path, hf32, vllm_s
 
 
 @requires_vllm
-def test_wrong_key_is_a_clear_error_without_the_key(tiny32: Path, vllm_server: str, monkeypatch) -> None:  # noqa: F811
+def test_wrong_key_is_a_clear_error_without_the_key(tiny32: Path, vllm_server: str, monkeypatch) -> None:
     from evalita_eval.backends.openai import ServerError
 
     wrong = "sk-wrong-" + API_KEY[::-1]

@@ -1,6 +1,6 @@
 """--backend vllm: the real vLLM engine (CPU build here) against the plain HF reference.
 
-Skipped without vLLM; ``.ci/run`` runs it in ``.venv-vllm`` (see tests/engine_helpers.py).
+Skipped without vLLM; ``.ci/run`` runs it in ``.venv-vllm`` (see tests/engines/engine_helpers.py).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine_helpers import assert_same_run, hf32, ll_close, requires_vllm, run_in_process, tiny32  # noqa: F401 (fixtures)
+from engine_helpers import assert_same_run, ll_close, requires_vllm, run_in_process
 from evalita_eval.api import BackendOptions, GenRequest, LLRequest
 
 pytestmark = requires_vllm
@@ -24,7 +24,7 @@ def _vllm(model: Path, **options):
 
 
 @pytest.fixture(scope="module")
-def engine(tiny32: Path):  # noqa: F811
+def engine(tiny32: Path):
     backend = _vllm(tiny32)
     yield backend
     backend.close()
@@ -44,7 +44,7 @@ def _greedy_continuations(hf, contexts: list[str]) -> list[LLRequest]:
     return [LLRequest(c, g) for c, g in zip(contexts, hf.generate_until([GenRequest(c, (), 3) for c in contexts])) if g.strip()]
 
 
-def test_loglikelihoods_equal_hf(engine, hf32) -> None:  # noqa: F811
+def test_loglikelihoods_equal_hf(engine, hf32) -> None:
     reqs = _requests()
     reqs += _greedy_continuations(hf32, sorted({r.context for r in reqs if r.context}))
     want = hf32.loglikelihood(reqs)
@@ -57,7 +57,7 @@ def test_loglikelihoods_equal_hf(engine, hf32) -> None:  # noqa: F811
     assert any(r.is_greedy for r in want) and not all(r.is_greedy for r in want)
 
 
-def test_one_token_choices_are_one_request_per_context(engine, hf32) -> None:  # noqa: F811
+def test_one_token_choices_are_one_request_per_context(engine, hf32) -> None:
     """Four one-token choices of each of two contexts: two engine requests, not eight."""
     tok = hf32.tokenizer
     one = [t for t in (" Sì", " No", " si", " no", " Roma", "positivo") if len(tok.encode(t, add_special_tokens=False)) == 1][:4]
@@ -80,7 +80,7 @@ def test_one_token_choices_are_one_request_per_context(engine, hf32) -> None:  #
         assert a.is_greedy == b.is_greedy and ll_close(a.logprob, b.logprob)
 
 
-def test_generations_equal_hf(engine, hf32) -> None:  # noqa: F811
+def test_generations_equal_hf(engine, hf32) -> None:
     contexts = [r.context for r in _requests() if r.context][::7] + ["Elenca i sinonimi: casa,", "Riassumi il seguente articolo di giornale"]
     reqs = [GenRequest(c, stop, n) for c in contexts for stop, n in (((), 12), (("\n\n",), 24), ((",", "."), 16))]
     want = hf32.generate_until(reqs)
@@ -88,7 +88,7 @@ def test_generations_equal_hf(engine, hf32) -> None:  # noqa: F811
     assert any(w for w in want) and len(set(want)) > 3
 
 
-def test_every_task_and_prompt_same_results_as_hf(engine, hf32, tiny32: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_every_task_and_prompt_same_results_as_hf(engine, hf32, tiny32: Path, tmp_path: Path) -> None:
     """The Runner with --limit 10 on every task and prompt: same results.json scores, predictions,
     generations; log-likelihoods within tolerance."""
     config = {"limit": 10, "max_new_tokens": 24}
@@ -98,7 +98,7 @@ def test_every_task_and_prompt_same_results_as_hf(engine, hf32, tiny32: Path, tm
     assert assert_same_run(tmp_path / "hf", tmp_path / "vllm") == 366  # every choice of every MC item (the fixtures have few)
 
 
-def test_one_shot_and_chat_template_same_results_as_hf(engine, hf32, tiny32: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_one_shot_and_chat_template_same_results_as_hf(engine, hf32, tiny32: Path, tmp_path: Path) -> None:
     config = {"limit": 3, "max_new_tokens": 12, "num_fewshot": 1, "apply_chat_template": True}
     run_in_process(hf32, "hf", tiny32, tmp_path / "hf", **config)
     run_in_process(engine, "vllm", tiny32, tmp_path / "vllm", **config)
