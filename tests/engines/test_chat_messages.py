@@ -16,7 +16,7 @@ def test_requests_without_messages_keep_their_cache_key() -> None:
     assert request_key("m", "generate_until", request_payload(plain)) == before
     turns = ({"role": "user", "content": "Domanda:"},)
     chat = GenRequest("Domanda:", ("\n",), 5, turns)
-    assert request_payload(chat)["messages"] == [{"role": "user", "content": "Domanda:"}] or request_payload(chat)["messages"] == turns
+    assert request_payload(chat)["messages"] == turns
     assert request_key("m", "generate_until", request_payload(chat)) != before
     assert request_payload(LLRequest("a", " b")) == {"context": "a", "continuation": " b"}
 
