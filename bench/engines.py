@@ -43,14 +43,11 @@ def workload(args) -> tuple[list, list]:
 
 
 def load(name: str, model_dir: Path, args):
+    from evalita_eval.backends import create_backend
+
     if name == "vllm":
-        from evalita_eval.backends import create_backend
-
         return create_backend("vllm", BackendOptions(model=str(model_dir), dtype="float32", extra={"vllm_engine_args": {"enforce_eager": True}}))
-    from evalita_eval.backend_hf import HFBackend
-
-    backend = HFBackend(str(model_dir), dtype="float32", batch_size=args.batch_size)
-    return backend.fast() if name == "fast" else backend
+    return create_backend("fast" if name == "fast" else "hf", BackendOptions(model=str(model_dir), dtype="float32", batch_size=args.batch_size))
 
 
 def timed(fn, *a):

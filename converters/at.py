@@ -40,8 +40,6 @@ LETTERS = ["A", "B", "C", "D", "E"]
 DEV_SIZE = 21
 TEST_CAP = 500
 SPLIT_SEED = 2023
-HINT = ("No public copy was found. Ask the authors of Casola et al. (CLiC-it 2023) for the Excel workbooks "
-        "and put them in raw/at/ (accepted layout: raw/at/README.md).")
 
 # Header name (normalised: case-folded, single spaces, no final '.' or ':') -> column role.
 # Options: ("option", 0) is the correct answer, 1-4 the wrong ones.
@@ -203,6 +201,10 @@ def workbook_names(source: RawSource, report: ConversionReport) -> list[str]:
     return names
 
 
+def _reason(err: BaseException) -> str:
+    return f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"
+
+
 def read_questions(source: RawSource, report: ConversionReport) -> tuple[list[Question], list[dict]]:
     """Usable questions in source order, and every exclusion with its reason."""
     questions: list[Question] = []
@@ -212,8 +214,9 @@ def read_questions(source: RawSource, report: ConversionReport) -> tuple[list[Qu
         path = source.path(name)
         try:
             wb = load_workbook(path, read_only=True, data_only=True, keep_vba=False)
-        except (zipfile.BadZipFile, InvalidFileException, KeyError, OSError) as err:
-            raise SourceError(path, None, f"cannot open as an Excel .xlsx workbook ({err})") from None
+        except (zipfile.BadZipFile, InvalidFileException, KeyError, OSError, ValueError, TypeError, SyntaxError) as err:
+            # openpyxl reports a damaged or hostile file with many exception types, none naming it.
+            raise SourceError(path, None, f"cannot open as an Excel .xlsx workbook ({_reason(err)})") from None
         try:
             for ws in wb.worksheets:
                 ws.reset_dimensions()  # stored dimensions may be wrong in files not written by Excel
@@ -229,6 +232,8 @@ def read_questions(source: RawSource, report: ConversionReport) -> tuple[list[Qu
                         excluded.append({"Id": q.id, "where": q.where, "reason": q.excluded})
                     else:
                         questions.append(q)
+        except (zipfile.BadZipFile, KeyError, OSError, ValueError, TypeError, SyntaxError) as err:
+            raise SourceError(path, None, f"cannot read as an Excel .xlsx workbook ({_reason(err)})") from None
         finally:
             wb.close()
     return questions, excluded
@@ -239,7 +244,7 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
     if others:
         raise SourceError(source.root / others[0], None, "not an .xlsx workbook; save it as .xlsx (Excel workbook) to use it")
     if not workbook_names(source, ConversionReport()):
-        raise MissingSource("at", ["*.xlsx"], HINT)
+        raise MissingSource(["*.xlsx"])
     questions, excluded = read_questions(source, report)
     if not questions:
         raise SourceError(source.root, None, "no usable question in the workbooks")

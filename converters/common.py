@@ -13,6 +13,7 @@ from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring as _safe_fromstring
 
 from ..errors import SourceError
+from ..jsonl import DuplicateKey, loads_strict
 from ..rawsource import RawSource
 from ..report import ConversionReport
 
@@ -42,7 +43,9 @@ def iter_jsonl(source: RawSource, name: str) -> Iterator[tuple[int, dict]]:
         if not line.strip():
             raise SourceError(source.root / name, lineno, "empty line; expected one JSON object per line")
         try:
-            obj = json.loads(line)
+            obj = loads_strict(line)
+        except DuplicateKey as err:
+            raise SourceError(source.root / name, lineno, f"{err}; expected each key once") from None
         except json.JSONDecodeError as err:
             raise SourceError(source.root / name, lineno, f"not valid JSON ({err.msg} at column {err.colno})") from None
         if not isinstance(obj, dict):

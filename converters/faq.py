@@ -34,7 +34,6 @@ HEADER = ["id", "question", "answer", "tag"]
 LETTERS = ["A", "B", "C", "D"]
 DEV_SIZE = 5
 SPLIT_SEED = 2016
-HINT = "Copy qa4faq/qa4faq_dev_v3/faqs_uft8_QA.{csv,xml} of https://github.com/evalita2016/data into raw/faq/."
 
 
 class Faq(NamedTuple):
@@ -91,7 +90,7 @@ def check_xml(source: RawSource, faqs: list[Faq]) -> None:
 
 def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[tuple[str, dict]]:
     if not source.exists(CSV_NAME):
-        raise MissingSource("faq", [CSV_NAME, XML_NAME], HINT)
+        raise MissingSource([CSV_NAME, XML_NAME])
     path = source.root / CSV_NAME
     lined = read_csv(source)
     faqs = [faq for _, faq in lined]

@@ -25,8 +25,6 @@ TEST = {"tweets": "haspeede2_test_taskAB-tweets.tsv", "news": "haspeede2-test_ta
 GOLD = {"tweets": "haspeede2_reference_taskAB-tweets.tsv", "news": "haspeede2_reference_taskAB-news.tsv"}
 HEADER = ["id", "text", "hs", "stereotype"]
 BIT = {"0": 0, "1": 1}
-GOLD_HINT = ("The gold labels are in haspeede2_reference.zip of https://github.com/msang/haspeede (2020/, "
-             "password after registration); put its two TSV files in raw/hs/.")
 
 
 def strip_export_space(text: str) -> str:
@@ -81,13 +79,13 @@ def _test_split(source: RawSource, part: str) -> list[dict]:
 
 def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[tuple[str, dict]]:
     if not source.exists(DEV):
-        raise MissingSource("hs", [DEV], "It comes with haspeede2_dev.zip of https://github.com/msang/haspeede (2020/).")
+        raise MissingSource([DEV], "It comes with haspeede2_dev.zip of https://github.com/msang/haspeede (2020/).")
     for _lineno, rec in _labelled(source, DEV, strip_space=True):
         yield "dev", rec
     needed = list(TEST.values()) + list(GOLD.values())
     absent = [n for n in needed if not source.exists(n)]
     if absent:
-        report.missing_part(absent, ["test_all", "test_tweets", "test_news"], GOLD_HINT)
+        report.missing_part(absent, ["test_all", "test_tweets", "test_news"])
         return
     parts = {part: _test_split(source, part) for part in ("tweets", "news")}
     for part in ("tweets", "news"):

@@ -25,8 +25,6 @@ from ..report import ConversionReport
 from .common import iter_lines, parse_xml
 
 SPLITS = {"dev": ("trial/lexsub_trial.xml", "trial/gold.trial"), "test": ("test/lexsub_test.xml", "test/gold.test")}
-HINT = ("Download the Evalita 2009 lexical substitution data (https://live.european-language-grid.eu/catalogue/corpus/8421) "
-        "and put trial/ and test/ in raw/ls/ (see raw/ls/README.md).")
 _GOLD_LINE = re.compile(r"^(\S+)\s+(\S+)\s+::(.*)$")
 _SUBSTITUTE = re.compile(r"^(.*?\S)\s+(\S+)$")
 
@@ -106,10 +104,10 @@ def read_gold(source: RawSource, name: str, report: ConversionReport) -> dict[Ke
 
 def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[tuple[str, dict]]:
     if not any(source.exists(xml) for xml, _ in SPLITS.values()):
-        raise MissingSource("ls", [f for pair in SPLITS.values() for f in pair], HINT)
+        raise MissingSource([f for pair in SPLITS.values() for f in pair])
     for split, (xml, gold_name) in SPLITS.items():
         if not (source.exists(xml) and source.exists(gold_name)):
-            report.missing_part([xml, gold_name], [split], HINT)
+            report.missing_part([xml, gold_name], [split])
             continue
         instances = read_instances(source, xml)
         gold = read_gold(source, gold_name, report)

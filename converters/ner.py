@@ -32,8 +32,10 @@ DOMAINS = ("adg", "fic", "wn")
 TYPES = ("PER", "LOC", "ORG")
 LABELS = {"O"} | {f"{p}-{t}" for p in "BI" for t in TYPES}
 TRIAL_SIZE = 5
+# The trial split is part of the benchmark: drawn with a fixed seed, never --seed (which only
+# changes FAQ distractors and AT letters, see docs/converters-constructed.md).
+TRIAL_SEED = 0
 REPAIR_I = "I- label not preceded by B-/I- of the same type, read as B-"
-HINT = "Copy evalita-2023/*.tsv of https://github.com/dhfbk/KIND into raw/ner/."
 
 
 def file_name(domain: str, split: str) -> str:
@@ -82,7 +84,7 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
     needed = [file_name(d, s) for d in DOMAINS for s in ("train", "dev")]
     absent = [n for n in needed if not source.exists(n)]
     if absent:
-        raise MissingSource("ner", absent, HINT)
+        raise MissingSource(absent)
     for domain in DOMAINS:
         for rec in read_sentences(source, file_name(domain, "train"), report):
             yield f"{domain}/train", rec
@@ -92,11 +94,11 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
         if len(with_entities) < TRIAL_SIZE:
             raise SourceError(source.root / file_name(domain, "dev"), None,
                               f"{len(with_entities)} sentences with entities; expected at least {TRIAL_SIZE} to draw the trial split")
-        for i in seeded_sample(len(with_entities), TRIAL_SIZE, seed, f"ner/{domain}/trial"):
+        for i in seeded_sample(len(with_entities), TRIAL_SIZE, TRIAL_SEED, f"ner/{domain}/trial"):
             yield f"{domain}/trial", with_entities[i]
         test = file_name(domain, "test")
         if source.exists(test):
             for rec in read_sentences(source, test, report):
                 yield f"{domain}/test", rec
         else:
-            report.missing_part([test], [f"{domain}/test"], HINT)
+            report.missing_part([test], [f"{domain}/test"])

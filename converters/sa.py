@@ -102,7 +102,7 @@ def _test(source: RawSource, report: ConversionReport) -> Iterator[dict]:
 
 def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[tuple[str, dict]]:
     if not source.exists(TRAIN) and not source.exists(TEST_TEXT):
-        raise MissingSource("sa", [TRAIN, TEST_TEXT], "Copy sentipolc/*.csv of https://github.com/evalita2016/data into raw/sa/.")
+        raise MissingSource([TRAIN, TEST_TEXT])
     if source.exists(TRAIN):
         for rec in _train(source):
             yield "train", rec

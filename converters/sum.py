@@ -28,8 +28,6 @@ from .common import clean_text, iter_csv, seeded_rng, seeded_split
 TEST_SIZE = 100
 TRAIN_FRACTION = 10  # train = N // TRAIN_FRACTION
 SAMPLE_SEED = 1234
-HINT = ("Export the Hugging Face dataset ARTeLab/fanpage (all splits, columns source,target) to CSV "
-        "and put it in raw/sum/ (see raw/sum/README.md).")
 # Articles can be long; the csv module's default limit (128 KiB per field) is too small.
 FIELD_LIMIT = 1 << 26
 
@@ -62,7 +60,7 @@ def _digest(text: str) -> bytes:
 def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[tuple[str, dict]]:
     names = source.glob("*.csv")
     if not names:
-        raise MissingSource("sum", ["*.csv (columns source,target)"], HINT)
+        raise MissingSource(["*.csv (columns source,target)"])
     csv.field_size_limit(max(csv.field_size_limit(), FIELD_LIMIT))
 
     # Pass 1: which rows are usable (row numbers across all files, in order).

@@ -17,8 +17,6 @@ from ..report import ConversionReport
 from .common import parse_label, parse_xml
 
 LABELS = {"YES": "SI", "SI": "SI", "NO": "NO"}
-HINT = ("No public copy was found. Put the Evalita 2009 TE XML files in raw/te/: "
-        "one whose name contains 'dev' and one whose name contains 'test'.")
 
 
 def split_files(source: RawSource) -> dict[str, str]:
@@ -36,10 +34,10 @@ def split_files(source: RawSource) -> dict[str, str]:
 def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[tuple[str, dict]]:
     files = split_files(source)
     if not files:
-        raise MissingSource("te", ["<dev>.xml", "<test>.xml"], HINT)
+        raise MissingSource(["<dev>.xml", "<test>.xml"])
     for split in ("dev", "test"):
         if split not in files:
-            report.missing_part([f"<{split}>.xml"], [split], HINT)
+            report.missing_part([f"<{split}>.xml"], [split])
             continue
         name = files[split]
         path = source.root / name

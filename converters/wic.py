@@ -37,7 +37,7 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
     needed = ["binary/train.jsonl", "binary/dev.jsonl"]
     absent = [n for n in needed if not source.exists(n)]
     if absent:
-        raise MissingSource("wic", absent, "Clone https://github.com/wic-ita/data and copy binary/ and gold_truth/ into raw/wic/.")
+        raise MissingSource(absent)
     c1 = 0
     for split in ("train", "dev"):
         name = f"binary/{split}.jsonl"

@@ -1,10 +1,9 @@
 """The contract between the evaluator and its scoring backends.
 
-``encode_pair`` follows lm-evaluation-harness exactly: trailing whitespace of the
-context moves to the continuation, and the continuation tokens are those of
-``encode(context + continuation)`` after the first ``len(encode(context))``.
-``plain_loglikelihood`` is the reference: one request at a time, full forward
-pass, no cache. Every faster path is tested against it.
+Requests and results, what a backend can do (``Capabilities``), what it is built from
+(``BackendOptions``), the ``Backend`` base class, and the rules every backend shares:
+``cut_at_stop`` (generations) and ``scoring_input`` (log-likelihood truncation).
+Backends live in ``backends/`` (see docs/adding-a-backend.md).
 """
 
 from __future__ import annotations
@@ -30,11 +29,36 @@ class LLResult:
 
 
 @dataclass(frozen=True)
+class Constraint:
+    """What a constrained generation may write (``--constrained``; docs/settings.md).
+
+    ``kind`` "choice": exactly one of the strings in ``choices``; "regex": a full match of
+    ``pattern`` (the subset of regular expressions that vLLM's and xgrammar's structured
+    outputs share: literals, classes, groups, alternation, ``? * + {m,n}``). An engine with
+    structured outputs takes it as they are: vLLM ``StructuredOutputsParams(choice=...)`` or
+    ``(regex=...)``, see ``as_structured_outputs``.
+    """
+
+    kind: str  # "choice" | "regex"
+    choices: tuple[str, ...] = ()
+    pattern: str = ""
+
+    def as_structured_outputs(self) -> dict[str, Any]:
+        """The keyword arguments of vLLM's ``StructuredOutputsParams`` (and the server's
+        ``structured_outputs`` request field) for this constraint."""
+        return {"choice": list(self.choices)} if self.kind == "choice" else {"regex": self.pattern}
+
+
+@dataclass(frozen=True)
 class GenRequest:
     context: str
     stop: tuple[str, ...]
     max_new_tokens: int
-    # The chat turns behind ``context`` for backends that take messages (chat APIs), else None.
+    # None: free generation. Left out of the resume-cache key when None (request_payload),
+    # so caches written before constraints existed stay valid.
+    constraint: Constraint | None = None
+    # The chat turns behind ``context`` for backends that take messages (chat APIs), else None
+    # (also left out of the cache key when None).
     messages: tuple[dict[str, str], ...] | None = None
 
 
@@ -62,6 +86,7 @@ class BackendOptions:
     max_length: int | None = None  # None: the model's own (lm-eval's rule)
     max_batch_tokens: int | None = None  # token-budget backends (fast)
     threads: int | None = None  # torch intra-op threads on CPU; None: torch's default
+    seed: int | None = None  # the run's --seed, for engines that sample (vLLM's engine seed)
     # Engines (vLLM): passed through as the user wrote them.
     tensor_parallel_size: int = 1
     data_parallel_size: int = 1
@@ -113,8 +138,9 @@ def request_payload(request: LLRequest | GenRequest) -> dict[str, Any]:
     """The request as the resume cache keys it; optional fields left at None are omitted,
     so that adding one keeps existing caches valid."""
     payload = asdict(request)
-    if payload.get("messages", ...) is None:
-        del payload["messages"]
+    for optional in ("constraint", "messages"):
+        if optional in payload and payload[optional] is None:
+            del payload[optional]
     return payload
 
 
@@ -126,60 +152,24 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> str:
     return text
 
 
-def default_add_special_tokens(tokenizer: Any, text: str) -> bool:
-    """lm-eval's HF rule: the tokenizer's special tokens (e.g. Llama's BOS) are added,
-    unless the text already starts with the BOS string (a rendered chat template)."""
-    return not text.startswith(tokenizer.decode([prefix_token_id(tokenizer)]))
+def scoring_input(ctx: list[int], cont: list[int], max_length: int, continuation: str = "") -> list[int]:
+    """The tokens a model reads to score ``cont`` after ``ctx``: all but the last token of
+    ``ctx + cont``, left-truncated to ``max_length`` (lm-eval's rule; every token-level backend uses it)."""
+    if not cont:
+        raise ValueError(f"continuation {continuation!r} encodes to no tokens")
+    if len(cont) > max_length:
+        raise ValueError(f"continuation {continuation[:40]!r}... has {len(cont)} tokens, more than the model's maximum length {max_length}")
+    return (ctx + cont)[-(max_length + 1):][:-1]
 
 
-def encode_pair(tokenizer: Any, context: str, continuation: str, add_special_tokens: bool | None = None) -> tuple[list[int], list[int]]:
-    """(context ids, continuation ids) as lm-evaluation-harness 0.4.x computes them.
-
-    ``add_special_tokens=None`` follows lm-eval's default (``default_add_special_tokens``).
-    """
-    n_spaces = len(context) - len(context.rstrip())
-    if n_spaces > 0:
-        continuation = context[-n_spaces:] + continuation
-        context = context[:-n_spaces]
-    if add_special_tokens is None:
-        add_special_tokens = default_add_special_tokens(tokenizer, context + continuation)
-    whole = tokenizer.encode(context + continuation, add_special_tokens=add_special_tokens)
-    ctx = tokenizer.encode(context, add_special_tokens=add_special_tokens)
-    return ctx, whole[len(ctx):]
+# The HF tokenisation rules and the reference scorer live in backends/hf.py; these names
+# stay importable from here for modules written against the earlier layout.
+_MOVED_TO_HF = ("default_add_special_tokens", "encode_pair", "prefix_token_id", "encode_request", "plain_loglikelihood")
 
 
-def prefix_token_id(tokenizer: Any) -> int:
-    """The token lm-eval puts before an empty context (BOS, else EOS)."""
-    if tokenizer.bos_token_id is not None:
-        return tokenizer.bos_token_id
-    return tokenizer.eos_token_id
+def __getattr__(name: str) -> Any:
+    if name in _MOVED_TO_HF:
+        from .backends import hf
 
-
-def encode_request(tokenizer: Any, req: LLRequest) -> tuple[list[int], list[int]]:
-    """(context ids, continuation ids) of one request; an empty context becomes lm-eval's prefix token."""
-    if req.context == "":
-        special = default_add_special_tokens(tokenizer, req.continuation)
-        return [prefix_token_id(tokenizer)], tokenizer.encode(req.continuation, add_special_tokens=special)
-    return encode_pair(tokenizer, req.context, req.continuation)
-
-
-def plain_loglikelihood(model: Any, tokenizer: Any, requests: Sequence[LLRequest], max_length: int) -> list[LLResult]:
-    """Reference scorer: one full forward pass per request, left-truncated to ``max_length``."""
-    import torch
-
-    out = []
-    with torch.inference_mode():
-        for req in requests:
-            ctx, cont = encode_request(tokenizer, req)
-            if not cont:
-                raise ValueError(f"continuation {req.continuation!r} encodes to no tokens")
-            # The model sees all but the last token; left-truncate as lm-eval does.
-            inp = (ctx + cont)[-(max_length + 1):][:-1]
-            ids = torch.tensor([inp], device=model.device)
-            logits = model(ids).logits[0].float()
-            logprobs = torch.log_softmax(logits[-len(cont):], dim=-1)
-            target = torch.tensor(cont, device=logprobs.device)
-            picked = logprobs.gather(1, target[:, None])[:, 0]
-            greedy = bool((logprobs.argmax(dim=-1) == target).all())
-            out.append(LLResult(float(picked.sum()), greedy, len(cont)))
-    return out
+        return getattr(hf, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,7 +2,8 @@
 
 One JSON line per finished request: ``{"key": sha256, "value": ...}``. The key is the
 hash of the model identity and the request, so a cache is only ever reused for the
-same model and the same prompt text. A line cut short by a crash is ignored.
+same model and the same prompt text. A line cut short by a crash, or with a null value,
+is ignored: that request is computed again.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ class RequestCache:
                 for line in fh:
                     try:
                         rec = json.loads(line)
-                        self.values[rec["key"]] = rec["value"]
+                        key, value = rec["key"], rec["value"]
                     except (json.JSONDecodeError, KeyError, TypeError):
                         continue  # the last line of a killed run
+                    if isinstance(key, str) and value is not None:
+                        self.values[key] = value  # a null value (a damaged line) is missing: computed again
         self._fh = None
 
     def __contains__(self, key: str) -> bool:

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import click
 
+from evalita_data.cli import RegistryChoice
+from evalita_data.cli_errors import FriendlyGroup, one_line
+
 from . import __version__
 
 # What each command imports beyond the data toolkit's own dependencies.
@@ -26,7 +29,17 @@ def require(command: str, modules: tuple[str, ...]) -> None:
         )
 
 
-@click.group()
+def check_model_name(model: str) -> None:
+    """A --model that names a local path must exist; anything else must look like a Hub id (org/name)."""
+    import re
+
+    if Path(model).expanduser().exists():
+        return
+    if model.startswith((".", "/", "~")) or model.count("/") > 1 or not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", model):
+        raise click.BadParameter(f"{model}: no such model folder (and not a Hub model id such as org/name)", param_hint="--model")
+
+
+@click.group(cls=FriendlyGroup)
 @click.version_option(__version__, prog_name="evalita-eval")
 def main() -> None:
     """Evaluate language models on the Evalita-LLM tasks and report multi-prompt scores."""
@@ -35,44 +48,87 @@ def main() -> None:
 # ---------------------------------------------------------------- run
 
 
+def _backend_names() -> list[str]:
+    from .backends import backend_names
+
+    try:
+        return backend_names()
+    except ImportError:
+        require("run", RUN_NEEDS)  # a missing evaluator extra: the install hint
+        raise
+
+
+def _task_help() -> str:
+    from evalita_data.registry import task_ids
+
+    return ("Comma-separated task ids or entries (e.g. te,sa,ner or ner_fic); the registered tasks: "
+            f"{', '.join(task_ids())}. Default: every task the data have.")
+
+
 @main.command()
 @click.option("--model", "model", required=True, help="Local folder or Hub id of a causal language model.")
 @click.option("--revision", default=None, help="Model revision (branch, tag or commit) on the Hub.")
 @click.option("--data", "data_dir", type=click.Path(exists=True, file_okay=False), default=None,
               help="Local build folder (evalita-data build) or a folder in the Hub layout.")
 @click.option("--hub-org", default=None, help="Read the datasets <ORG>/<task> from the Hub instead of --data.")
-@click.option("--tasks", default=None,
-              help="Comma-separated task ids or entries (e.g. te,sa,ner or ner_fic). Default: every task the data have.")
+@click.option("--tasks", default=None, help=_task_help())
 @click.option("--prompts", default=None, help="Comma-separated prompt names (e.g. p1,p3). Default: every prompt.")
 @click.option("--num-fewshot", default=0, show_default=True, type=click.IntRange(min=0), help="Few-shot examples per prompt.")
 @click.option("--limit", default=None, type=click.IntRange(min=1), help="Evaluate only the first N documents of each task.")
 @click.option("--batch-size", default=8, show_default=True, type=click.IntRange(min=1), help="Requests per batch (hf backend).")
-@click.option("--backend", "backend_name", default="hf", show_default=True, type=click.Choice(["hf", "fast"]),
-              help="hf: batched plain path, parity-tested against lm-eval; fast: shared-prefix scoring with "
-                   "token-budget batches (same log-likelihoods within 1e-6*|LL|+1e-5), see docs/fast.md.")
+@click.option("--backend", "backend_name", default="hf", show_default=True, type=RegistryChoice(_backend_names),
+              help="The engine (every module of evalita_eval/backends/ registers one). hf: batched plain path, parity-tested "
+                   "against lm-eval; fast: shared-prefix scoring with token-budget batches (same log-likelihoods within "
+                   "1e-6*|LL|+1e-5), see docs/fast.md.")
 @click.option("--max-batch-tokens", default=None, type=click.IntRange(min=1),
               help="Token budget per forward pass (fast backend); default: probed on CUDA, a CPU default otherwise.")
-@click.option("--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
+@click.option("--device", default="cpu", show_default=True,
+              help="cpu, cuda, cuda:N, or auto: spread a model larger than one device over all GPUs (device_map=auto, needs accelerate).")
 @click.option("--dtype", default="auto", show_default=True, type=click.Choice(["auto", "float32", "float16", "bfloat16"]))
+@click.option("--max-length", default=None, type=click.IntRange(min=1), help="Context length in tokens; default: the model's own (lm-eval's rule).")
+@click.option("--threads", default=None, type=click.IntRange(min=1), help="torch intra-op threads (CPU); default: torch's.")
+@click.option("--tensor-parallel-size", default=1, show_default=True, type=click.IntRange(min=1), help="GPUs per model replica (engines such as vLLM).")
+@click.option("--data-parallel-size", default=1, show_default=True, type=click.IntRange(min=1), help="Model replicas (engines such as vLLM).")
+@click.option("--gpu-memory-utilization", default=None, type=click.FloatRange(0, 1, min_open=True), help="Fraction of GPU memory the engine may take (vLLM).")
+@click.option("--max-model-len", default=None, type=click.IntRange(min=1), help="Engine context length (vLLM); default: the model's.")
+@click.option("--base-url", default=None, help="OpenAI-compatible server URL (e.g. http://127.0.0.1:8000/v1).")
+@click.option("--api-key-env", default=None, help="NAME of the environment variable holding the server's API key (the key is never a flag).")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1), help="Requests in flight at once (server backends).")
+@click.option("--timeout", "timeout_s", default=120.0, show_default=True, type=click.FloatRange(min=0, min_open=True), help="Seconds per server request.")
+@click.option("--max-retries", default=5, show_default=True, type=click.IntRange(min=0), help="Retries of a failed server request.")
+@click.option("--backend-arg", "backend_args", multiple=True, metavar="KEY=VALUE",
+              help="An engine-specific setting passed to the backend as BackendOptions.extra (repeatable).")
 @click.option("--apply-chat-template", is_flag=True, help="Render prompts with the tokenizer's chat template (instruction-tuned models).")
 @click.option("--trust-remote-code", is_flag=True, help="Allow model code from the Hub to run (off by default).")
 @click.option("--max-new-tokens", default=None, type=click.IntRange(min=1),
               help="Override the generative tasks' limit (256, lm-eval's default), e.g. for a quick check.")
 @click.option("--seed", default=1234, show_default=True, help="Seed of the few-shot sampler (lm-eval's default).")
+@click.option("--setting", default="loglikelihood", show_default=True, type=click.Choice(["loglikelihood", "ce", "ce-ni", "oe"]),
+              help="How MC tasks are asked: log-likelihood of each choice, or a generated answer: ce (lettered options), "
+                   "ce-ni (options without letters), oe (no options). See docs/settings.md.")
+@click.option("--constrained", is_flag=True, help="Constrained decoding (xgrammar): answers limited to the choices or the task's output format.")
+@click.option("--system-instruction", default=None, help="System instruction (as lm-eval's --system_instruction).")
+@click.option("--fewshot-as-multiturn/--no-fewshot-as-multiturn", default=None,
+              help="Few-shot examples as user/assistant turns (default with --apply-chat-template, as lm-eval) or in one user turn.")
 @click.option("--output-dir", default="results", show_default=True, type=click.Path(file_okay=False),
               help="Where results.json, samples/ and the resume cache go.")
+@click.option("--progress/--no-progress", default=None, help="A progress bar per task (default: on a terminal only).")
 def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, backend_name, max_batch_tokens, device, dtype,
-        apply_chat_template, trust_remote_code, max_new_tokens, seed, output_dir) -> None:
+        max_length, threads, tensor_parallel_size, data_parallel_size, gpu_memory_utilization, max_model_len, base_url, api_key_env,
+        concurrency, timeout_s, max_retries, backend_args, apply_chat_template, trust_remote_code, max_new_tokens, seed, setting, constrained,
+        system_instruction, fewshot_as_multiturn, output_dir, progress) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
     require("run", RUN_NEEDS)
     from evalita_data.prompts import PromptError
 
-    from .backend_hf import HFBackend
-    from .runner import ModelInfo, RunConfig, Runner, summary_table
+    from .api import BackendOptions
+    from .backends import create_backend
+    from .runner import ModelInfo, RunConfig, Runner, run_counts, summary_table, task_summary_table
     from .tasks import DataSource, select_entries
 
     if (data_dir is None) == (hub_org is None):
         raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")
+    check_model_name(model)
     split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
     try:
         entries = select_entries(split(tasks))
@@ -85,28 +141,55 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
         raise click.ClickException(str(err)) from err
     prompt_names = split(prompts)
     if prompt_names:
-        known = {p.name for e in entries for p in e.spec.prompts}
+        known = {p.name for e in entries for p in e.spec.prompts} if setting == "loglikelihood" else {"p1", "p2"}
         unknown = sorted(set(prompt_names) - known)
         if unknown:
             raise click.BadParameter(f"unknown prompt(s) {', '.join(unknown)}; the tasks have {', '.join(sorted(known))}", param_hint="--prompts")
     import datasets
 
     datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
-    source = DataSource(data_dir=data_dir, hub_org=hub_org)
-    config = RunConfig(num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
-                       seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens,
-                       skip_missing=tasks is None)
     try:
-        backend = HFBackend(model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code)
-        if backend_name == "fast":
-            backend = backend.fast(max_batch_tokens)
-        runner = Runner(backend, ModelInfo(model, revision, backend.dtype, backend_name), source, config, output_dir, echo=click.echo)
-        result = runner.run(entries)
-    except (FileNotFoundError, ValueError, RuntimeError) as err:
-        # Bad data folder, missing split, too few few-shot examples, no chat template, no CUDA...
-        raise click.ClickException(str(err)) from err
+        source = DataSource(data_dir=data_dir, hub_org=hub_org)
+        # Read (and verify) every evaluation split before the model loads: data errors fail fast.
+        for entry in entries:
+            if tasks is not None or source.has_split(entry, entry.spec.eval_split):
+                source.load(entry, entry.spec.eval_split)
+    except (FileNotFoundError, ValueError) as err:
+        raise click.ClickException(one_line(err)) from None
+    config = RunConfig(progress=sys.stderr.isatty() if progress is None else progress,
+                       num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
+                       seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens,
+                       skip_missing=tasks is None, setting=setting, constrained=constrained,
+                       system_instruction=system_instruction, fewshot_as_multiturn=fewshot_as_multiturn)
+    bad = [a for a in backend_args if "=" not in a]
+    if bad:
+        raise click.BadParameter(f"expected KEY=VALUE, got {bad[0]!r}", param_hint="--backend-arg")
+    options = BackendOptions(
+        model=model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code,
+        max_length=max_length, max_batch_tokens=max_batch_tokens, threads=threads, tensor_parallel_size=tensor_parallel_size,
+        data_parallel_size=data_parallel_size, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+        base_url=base_url, api_key_env=api_key_env, concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries,
+        extra=dict(a.split("=", 1) for a in backend_args), seed=seed,
+    )
+    try:
+        backend = create_backend(backend_name, options)
+        try:
+            runner = Runner(backend, ModelInfo(model, revision, backend.dtype, backend_name), source, config, output_dir, echo=click.echo)
+            result = runner.run(entries)
+        finally:
+            backend.close()
+    except KeyboardInterrupt:
+        click.echo(f"\ninterrupted: the finished requests are kept in {Path(output_dir) / 'cache.jsonl'} and "
+                   f"{Path(output_dir) / 'results.json'} is marked partial; run the same command again to resume", err=True)
+        sys.exit(130)
+    except (FileNotFoundError, ValueError, RuntimeError, OSError) as err:
+        # Bad data folder, missing split, data differing from their manifest, too few few-shot
+        # examples, no chat template, no CUDA, a model folder that is not a model,
+        # a request kind the backend cannot serve (BackendUnsupported)...
+        raise click.ClickException(one_line(err)) from err
     click.echo(summary_table(result.results))
-    click.echo(f"{result.computed} requests computed, the rest read from {runner.cache.path}; results in {output_dir}/results.json")
+    click.echo(task_summary_table(result.results))
+    click.echo(run_counts(result, runner.cache.path, output_dir))
 
 
 # ---------------------------------------------------------------- aggregate / report

@@ -6,6 +6,11 @@ Chat mode: the examples are user/assistant turns and the document the last user
 turn, rendered by the tokenizer's own chat template. Examples are drawn with one
 ``random.Random(seed)`` per (task, prompt), in document order, as lm-eval's
 sampler (seed 1234 by default) does, so the examples match lm-eval's.
+
+A system instruction (lm-eval's ``--system_instruction``) is, in plain text, put before
+everything with no delimiter; in chat mode it is the system message. Chat mode with
+``multiturn=False`` (lm-eval's ``--fewshot_as_multiturn`` off) puts the examples and the
+question in one user message, joined as in plain text (lm-eval's ``multiturn_to_singleturn``).
 """
 
 from __future__ import annotations
@@ -43,31 +48,58 @@ def build_contexts(
     seed: int,
     chat: ChatRenderer | None = None,
     pool_is_eval_split: bool = False,
+    system_instruction: str | None = None,
+    multiturn: bool = True,
 ) -> list[str]:
     if chat is not None:
-        return [chat(m) for m in build_chat_messages(task, prompt, docs, fewshot_pool, k, seed, pool_is_eval_split)]
-    rnd = random.Random(seed)
-    contexts = []
-    for doc in docs:
-        examples = sample_examples(rnd, fewshot_pool, k, doc if pool_is_eval_split else None)
-        shots = "".join(task.render(prompt, ex) + TARGET_DELIMITER + task.fewshot_answer(prompt, ex) + FEWSHOT_DELIMITER for ex in examples)
-        contexts.append(shots + task.render(prompt, doc))
-    return contexts
+        return [chat(m) for m in build_chat_messages(task, prompt, docs, fewshot_pool, k, seed, pool_is_eval_split, system_instruction, multiturn)]
+    return [
+        (system_instruction or "") + _single_turn(turns, question)
+        for turns, question in _turns(task, prompt, docs, fewshot_pool, k, seed, pool_is_eval_split)
+    ]
 
 
 def build_chat_messages(
-    task: CompiledTask, prompt: str, docs: Sequence[dict], fewshot_pool: Sequence[dict], k: int, seed: int, pool_is_eval_split: bool = False
+    task: CompiledTask,
+    prompt: str,
+    docs: Sequence[dict],
+    fewshot_pool: Sequence[dict],
+    k: int,
+    seed: int,
+    pool_is_eval_split: bool = False,
+    system_instruction: str | None = None,
+    multiturn: bool = True,
 ) -> list[list[dict[str, str]]]:
-    """Per document: the examples as user/assistant turns, then the document as the last user turn."""
+    """Per document: the system instruction (if any), the examples as user/assistant turns
+    (or, with ``multiturn=False``, joined with the question in one user turn), then the
+    document as the last user turn. Chat templates (local or a server's) render these."""
+    out = []
+    for turns, question in _turns(task, prompt, docs, fewshot_pool, k, seed, pool_is_eval_split):
+        messages = [{"role": "system", "content": system_instruction}] if system_instruction else []
+        if multiturn:
+            for q, a in turns:
+                messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+            messages.append({"role": "user", "content": question})
+        else:
+            messages.append({"role": "user", "content": _single_turn(turns, question)})
+        out.append(messages)
+    return out
+
+
+def _turns(
+    task: CompiledTask, prompt: str, docs: Sequence[dict], fewshot_pool: Sequence[dict], k: int, seed: int, pool_is_eval_split: bool
+) -> list[tuple[list[tuple[str, str]], str]]:
+    """Per document: its (example prompt, example answer) pairs and its own rendered prompt."""
     rnd = random.Random(seed)
     out = []
     for doc in docs:
-        messages = []
-        for ex in sample_examples(rnd, fewshot_pool, k, doc if pool_is_eval_split else None):
-            messages += [{"role": "user", "content": task.render(prompt, ex)}, {"role": "assistant", "content": task.fewshot_answer(prompt, ex)}]
-        messages.append({"role": "user", "content": task.render(prompt, doc)})
-        out.append(messages)
+        examples = sample_examples(rnd, fewshot_pool, k, doc if pool_is_eval_split else None)
+        out.append(([(task.render(prompt, ex), task.fewshot_answer(prompt, ex)) for ex in examples], task.render(prompt, doc)))
     return out
+
+
+def _single_turn(turns: Sequence[tuple[str, str]], question: str) -> str:
+    return "".join(q + TARGET_DELIMITER + a + FEWSHOT_DELIMITER for q, a in turns) + question
 
 
 def messages_as_text(messages: Sequence[dict[str, str]]) -> str:

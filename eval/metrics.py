@@ -1,7 +1,9 @@
 """Corpus-level metrics computed from the per-sample records written to ``samples/*.jsonl``.
 
-``score_samples(metric, samples)`` is the one entry point: the runner and the
-bootstrap (issue 7) call it on the same sample dicts. Every score is a fraction in
+Each metric is a :class:`evalita_data.taskspec.Metric`: a sample function (one sample
+dict -> its item value) and a corpus function (the item values, in order -> the score),
+with ``higher_is_better``. Task declarations list these objects; ``score_samples(name,
+samples)`` finds one by name for the bootstrap of ``evalita-eval report``. Every score is a fraction in
 [0, 1]. The lm-eval-compatible metrics (``f1_binary``, ``sentipolc_f1``,
 ``ner_f1``, ``rel_f1``, ``ls_f1``, ``rouge*``) reproduce
 ``lm_eval/tasks/evalita_llm/{utils,metrics}.py`` of lm-evaluation-harness 0.4.13,
@@ -11,13 +13,20 @@ plain micro-F1 over multisets of pairs.
 Sample fields: MC ``loglikelihoods``, ``choices``, ``prediction`` (argmax index),
 ``gold`` (index); generative ``generation`` and ``gold`` (NER: the entity dicts;
 REL: the [RML, EVENT] pairs; LS: the {word, count} answers; SUM: the reference text).
+MC tasks answered by generation (``--setting ce|ce-ni|oe``, eval/settings.py) have no
+``loglikelihoods``: the accuracies read their parsed ``prediction``; ``rougeL_answer``
+compares the ``generation`` with the ``gold_answer`` text.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from functools import lru_cache
 from typing import Callable, Sequence
 
+from evalita_data.taskspec import Metric
+
+from .answers import normalize
 from .parsers import NO_REL, parse_ls, parse_ner, parse_rel
 
 Samples = Sequence[dict]
@@ -47,11 +56,13 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def _accuracy(norm: str | None) -> Callable[[Samples], float]:
-    def score(samples: Samples) -> float:
-        return _mean([float(mc_prediction(s["loglikelihoods"], s["choices"], norm) == s["gold"]) for s in samples])
+def _accuracy(name: str, norm: str | None) -> Metric:
+    def hit(s: dict) -> float:
+        # Generated answers (eval/settings.py) carry their parsed "prediction", no log-likelihoods.
+        predicted = mc_prediction(s["loglikelihoods"], s["choices"], norm) if "loglikelihoods" in s else s["prediction"]
+        return float(predicted == s["gold"])
 
-    return score
+    return Metric(name, hit, _mean)
 
 
 def _class_f1(gold: Sequence[int], pred: Sequence[int], label: int) -> float:
@@ -71,28 +82,31 @@ def macro_f1(gold: Sequence[int], pred: Sequence[int]) -> float:
     return _mean(per_label_f1(gold, pred))
 
 
-def _concat_labels(samples: Samples, labeller: Callable[[str, list], tuple[list[int], list[int]]]) -> tuple[list[int], list[int]]:
-    """(gold, predicted) labels of all samples, concatenated as lm-eval's aggregations do."""
+def _concat_labels(items: list[tuple[list[int], list[int]]]) -> tuple[list[int], list[int]]:
+    """(gold, predicted) labels of all samples' (predicted, gold) lists, concatenated as lm-eval's aggregations do."""
     gold: list[int] = []
     pred: list[int] = []
-    for s in samples:
-        p, g = labeller(s["generation"], s["gold"])
+    for p, g in items:
         pred += p
         gold += g
     return gold, pred
 
 
-def _gold_pred(samples: Samples) -> tuple[list[int], list[int]]:
-    return [s["gold"] for s in samples], [s["prediction"] for s in samples]
+def _gold_pred_item(s: dict) -> tuple[int, int]:
+    return s["gold"], s["prediction"]
 
 
-def f1_macro(samples: Samples) -> float:
-    return macro_f1(*_gold_pred(samples))
+def _gold_pred(items: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    return [g for g, _ in items], [p for _, p in items]
 
 
-def f1_binary(samples: Samples) -> float:
+def f1_macro(items: list[tuple[int, int]]) -> float:
+    return macro_f1(*_gold_pred(items))
+
+
+def f1_binary(items: list[tuple[int, int]]) -> float:
     """lm-eval's ``f1`` aggregation (WiC, HS): sklearn's binary F1 of class 1."""
-    gold, pred = _gold_pred(samples)
+    gold, pred = _gold_pred(items)
     return _class_f1(gold, pred, 1)
 
 
@@ -100,9 +114,9 @@ def f1_binary(samples: Samples) -> float:
 _SA_POLARITY = {0: (1, 0), 1: (0, 1), 2: (0, 0), 3: (1, 1)}
 
 
-def sentipolc_f1(samples: Samples) -> float:
+def sentipolc_f1(items: list[tuple[int, int]]) -> float:
     """Mean over opos and oneg of the mean F1 of their classes 0 and 1 (lm-eval ``_aggreg_sa``)."""
-    gold, pred = _gold_pred(samples)
+    gold, pred = _gold_pred(items)
     parts = []
     for axis in (0, 1):
         g = [_SA_POLARITY[x][axis] for x in gold]
@@ -146,9 +160,9 @@ def ner_labels(generation: str, gold: list[dict]) -> tuple[list[int], list[int]]
     return res_labels, gold_labels
 
 
-def ner_f1(samples: Samples) -> float:
+def ner_f1(items: list[tuple[list[int], list[int]]]) -> float:
     """lm-eval ``_aggreg_ner``: per-label F1 over all labels, mean of all but the last (``O``) one."""
-    f1 = per_label_f1(*_concat_labels(samples, ner_labels))
+    f1 = per_label_f1(*_concat_labels(items))
     if not f1:
         return 0.0
     return sum(f1[:-1]) / (len(f1) - 1) if len(f1) > 1 else f1[0]
@@ -164,12 +178,10 @@ def _strict_micro_f1(pairs: list[tuple[list[tuple], list[tuple]]]) -> float:
     return 2 * tp / (n_pred + n_gold) if n_pred + n_gold else 1.0
 
 
-def ner_f1_strict(samples: Samples) -> float:
-    pairs = []
-    for s in samples:
-        pred = [tuple(r) for r in parse_ner(s["generation"]) if isinstance(r, tuple)]
-        pairs.append((pred, [(e["entity_text"], e["type"]) for e in s["gold"]]))
-    return _strict_micro_f1(pairs)
+def ner_pairs(s: dict) -> tuple[list[tuple], list[tuple]]:
+    """(predicted, gold) (entity text, type) pairs of one NER sample."""
+    pred = [tuple(r) for r in parse_ner(s["generation"]) if isinstance(r, tuple)]
+    return pred, [(e["entity_text"], e["type"]) for e in s["gold"]]
 
 
 # -- REL ------------------------------------------------------------------------------
@@ -197,17 +209,15 @@ def rel_labels(generation: str, gold: list[list[str]]) -> tuple[list[int], list[
     return res_labels, gold_labels
 
 
-def rel_f1(samples: Samples) -> float:
+def rel_f1(items: list[tuple[list[int], list[int]]]) -> float:
     """lm-eval ``_aggreg_rel``: sklearn macro F1 over the concatenated 0/1 labels."""
-    return macro_f1(*_concat_labels(samples, rel_labels))
+    return macro_f1(*_concat_labels(items))
 
 
-def rel_f1_strict(samples: Samples) -> float:
-    pairs = []
-    for s in samples:
-        pred = [] if s["generation"] == "" else parse_rel(s["generation"])
-        pairs.append((pred, [tuple(r) for r in s["gold"]]))
-    return _strict_micro_f1(pairs)
+def rel_pairs(s: dict) -> tuple[list[tuple], list[tuple]]:
+    """(predicted, gold) (RML, EVENT) pairs of one REL sample."""
+    pred = [] if s["generation"] == "" else parse_rel(s["generation"])
+    return pred, [tuple(r) for r in s["gold"]]
 
 
 # -- LS -------------------------------------------------------------------------------
@@ -226,9 +236,8 @@ def ls_item(generation: str, gold: list[dict]) -> tuple[float, int, int]:
     return credit, int(bool(results)), int(bool(words))
 
 
-def ls_f1(samples: Samples) -> float:
+def ls_f1(items: list[tuple[float, int, int]]) -> float:
     """F1 of precision = credits / items answered and recall = credits / items with gold."""
-    items = [ls_item(s["generation"], s["gold"]) for s in samples]
     credit = sum(i[0] for i in items)
     answered = sum(i[1] for i in items) or 1
     annotated = sum(i[2] for i in items) or 1
@@ -237,39 +246,53 @@ def ls_f1(samples: Samples) -> float:
 
 
 # -- SUM ------------------------------------------------------------------------------
-def _rouge(kind: str) -> Callable[[Samples], float]:
-    def score(samples: Samples) -> float:
-        from rouge_score import rouge_scorer
+@lru_cache(maxsize=None)
+def _rouge_scorer(kind: str):
+    from rouge_score import rouge_scorer
 
-        scorer = rouge_scorer.RougeScorer([kind], use_stemmer=False)
-        return _mean([scorer.score(s["gold"], s["generation"])[kind].fmeasure for s in samples])
-
-    return score
+    return rouge_scorer.RougeScorer([kind], use_stemmer=False)
 
 
-METRICS: dict[str, Callable[[Samples], float]] = {
-    "acc": _accuracy(None),
-    "acc_norm": _accuracy("chars"),
-    "acc_bytes": _accuracy("bytes"),
-    "f1_macro": f1_macro,
-    "f1_binary": f1_binary,
-    "sentipolc_f1": sentipolc_f1,
-    "ner_f1": ner_f1,
-    "ner_f1_strict": ner_f1_strict,
-    "rel_f1": rel_f1,
-    "rel_f1_strict": rel_f1_strict,
-    "ls_f1": ls_f1,
-    "rouge1": _rouge("rouge1"),
-    "rouge2": _rouge("rouge2"),
-    "rougeL": _rouge("rougeL"),
-    "rougeLsum": _rouge("rougeLsum"),
+def _rouge(kind: str, name: str = "", reference: str = "gold", prepare: Callable[[str], str] = str) -> Metric:
+    def fmeasure(s: dict) -> float:
+        return _rouge_scorer(kind).score(prepare(s[reference]), prepare(s["generation"]))[kind].fmeasure
+
+    return Metric(name or kind, fmeasure, _mean)
+
+
+def _on_generation(labeller: Callable[[str, list], tuple]) -> Callable[[dict], tuple]:
+    return lambda s: labeller(s["generation"], s["gold"])
+
+
+ACC = _accuracy("acc", None)
+ACC_NORM = _accuracy("acc_norm", "chars")
+ACC_BYTES = _accuracy("acc_bytes", "bytes")
+F1_MACRO = Metric("f1_macro", _gold_pred_item, f1_macro)
+F1_BINARY = Metric("f1_binary", _gold_pred_item, f1_binary)
+SENTIPOLC_F1 = Metric("sentipolc_f1", _gold_pred_item, sentipolc_f1)
+NER_F1 = Metric("ner_f1", _on_generation(ner_labels), ner_f1)
+NER_F1_STRICT = Metric("ner_f1_strict", ner_pairs, _strict_micro_f1)
+REL_F1 = Metric("rel_f1", _on_generation(rel_labels), rel_f1)
+REL_F1_STRICT = Metric("rel_f1_strict", rel_pairs, _strict_micro_f1)
+LS_F1 = Metric("ls_f1", _on_generation(ls_item), ls_f1)
+ROUGE1, ROUGE2, ROUGE_L, ROUGE_LSUM = (_rouge(k) for k in ("rouge1", "rouge2", "rougeL", "rougeLsum"))
+# Open-ended answers of MC tasks (eval/settings.py): generation vs the gold answer text.
+# Accents folded first (answers.normalize): rouge-score's tokenizer drops non-ASCII letters ("Sì" -> "s").
+ROUGE_L_ANSWER = _rouge("rougeL", "rougeL_answer", "gold_answer", normalize)
+# The MC accuracies every multiple-choice task reports (lm-eval's acc and acc_norm, plus bytes).
+MC_ACCURACIES = [ACC, ACC_NORM, ACC_BYTES]
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (ACC, ACC_NORM, ACC_BYTES, F1_MACRO, F1_BINARY, SENTIPOLC_F1, NER_F1, NER_F1_STRICT,
+              REL_F1, REL_F1_STRICT, LS_F1, ROUGE1, ROUGE2, ROUGE_L, ROUGE_LSUM, ROUGE_L_ANSWER)
 }
 
 
 def score_samples(metric: str, samples: list[dict]) -> float:
-    """The corpus-level ``metric`` over ``samples`` (the dicts of samples/*.jsonl)."""
+    """The corpus-level ``metric`` (a name) over ``samples`` (the dicts of samples/*.jsonl)."""
     try:
         fn = METRICS[metric]
     except KeyError:
         raise KeyError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}") from None
-    return float(fn(samples))
+    return fn(samples)

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import stats
 from .plots import heatmap_png, rank_vs_alpha_png
+from .settings_report import labels_of, setting_label, settings_table
 from .tables import (ScoreRow, ScoresError, TaskTable, TextTable, build_tables, fmt, natural_key, paper_table,
                      resolve_scale, table_json)
 
@@ -47,6 +48,10 @@ def load_results(path: Path) -> RunResults:
     for key in ("model", "results"):
         if not isinstance(data.get(key), dict):
             raise ScoresError(f"{path}: missing object {key!r}; expected the results.json of `evalita-eval run`")
+    if data.get("status", "complete") != "complete":
+        # Written after every task by `run`: an interrupted or killed run has only some tasks.
+        raise ScoresError(f"{path}: an unfinished run (status {data.get('status')!r}, {len(data['results'])} task(s) done); "
+                          "run the same `evalita-eval run` command again to complete it, then report")
     if not data["model"].get("name_or_path"):
         raise ScoresError(f"{path}: model.name_or_path is missing")
     for task, prompts in data["results"].items():
@@ -70,22 +75,28 @@ def assign_display_names(runs: Sequence[RunResults]) -> None:
 
 def headline_metric(task: str, available: Sequence[str]) -> tuple[str, str | None]:
     """(metric, note): the first metric of the task's declaration, else the first reported one."""
-    from evalita_data.registry import TASKS
+    from evalita_data.registry import task_of_entry
 
-    base = task if task in TASKS else re.split(r"[_/\-]", task)[0]
-    if base in TASKS:
-        declared = TASKS[base].metrics[0]
+    spec = task_of_entry(task)
+    if spec is not None:
+        declared = spec.metrics[0].name
         if declared in available:
             return declared, None
-        return available[0], f"headline metric {declared!r} of task {base} not in the results; using {available[0]!r}"
+        return available[0], f"headline metric {declared!r} of task {spec.id} not in the results; using {available[0]!r}"
     return available[0], f"task {task!r} is not in the registry; headline metric = first reported, {available[0]!r}"
 
 
 def task_order(tasks: set[str]) -> list[str]:
-    from evalita_data.registry import TASK_IDS
+    """Registry order (the paper's), entries of one task together; unknown names last."""
+    from evalita_data.registry import task_ids, task_of_entry
 
-    rank = {t: i for i, t in enumerate(TASK_IDS)}
-    return sorted(tasks, key=lambda t: (rank.get(re.split(r"[_/\-]", t)[0], len(rank)), natural_key(t)))
+    rank = {t: i for i, t in enumerate(task_ids())}
+
+    def key(name: str) -> tuple[int, list]:
+        spec = task_of_entry(name)
+        return (rank[spec.id] if spec is not None else len(rank), natural_key(name))
+
+    return sorted(tasks, key=key)
 
 
 @dataclass
@@ -101,7 +112,7 @@ class TaskReport:
 
 def build_task_report(task: str, runs: Sequence[RunResults]) -> TaskReport:
     task_runs = [r for r in runs if task in r.results]
-    available = list(dict.fromkeys(m for r in task_runs for p in r.results[task].values() for m in p if m != "n"))
+    available = list(dict.fromkeys(m for r in task_runs for p in r.results[task].values() for m in p if m not in ("n", "unparsed")))
     if not available:
         raise ScoresError(f"task {task!r}: no metric in any results file")
     metric, note = headline_metric(task, available)
@@ -263,12 +274,19 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
                  score_samples: ScoreSamples | None = None) -> list[Path]:
     """Write report.md, report.html (self-contained), report.json and plots/*.png into ``out``."""
     runs = [load_results(Path(p)) for p in paths]
-    assign_display_names(runs)
+    # One table per (task, setting label); the same model in several settings side by side (settings_report).
+    labels = labels_of(runs)
+    for label in labels:
+        group = [r for r in runs if setting_label(r.config) == label]
+        assign_display_names(group)
+        for r in group:
+            r.display += f" [{label}]" if len(labels) > 1 else ""
     models = [r.display for r in runs]
     tasks = task_order({t for r in runs for t in r.results})
     if not tasks:
         raise ScoresError("no task results in the given files")
-    reports = [build_task_report(t, runs) for t in tasks]
+    grouped = [(t, label, [r for r in runs if setting_label(r.config) == label]) for t in tasks for label in labels]
+    reports = [build_task_report(t, group) for t, _label, group in grouped if any(t in r.results for r in group)]
     general_notes = []
     if k > 0:
         scorer = score_samples or load_score_samples()
@@ -277,6 +295,9 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
         else:
             for rep in reports:
                 add_bootstrap(rep, runs, scorer, k, seed, progress)
+    if len(labels) > 1:
+        for rep, (t, label, _group) in zip(reports, [g for g in grouped if any(g[0] in r.results for r in g[2])]):
+            rep.table.task = f"{t} [{label}]"
     summary = summarize(reports, models)
 
     plots_dir = out / "plots"
@@ -292,6 +313,7 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
         (plots_dir / name).write_bytes(png)
 
     context = _context(runs, reports, summary, alpha, k, seed, general_notes)
+    context["settings"] = settings_table(runs, tasks, headline_metric)
     md = _markdown(context)
     html = _html(context, images)
     (out / "report.md").write_text(md, encoding="utf-8")
@@ -305,6 +327,7 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
                                                  for (m, p), b in rep.cells.items()}}
                   for rep in reports},
         "mean_rank_score": summary.rank_scores,
+        "settings": {"headers": context["settings"].headers, "rows": context["settings"].rows} if context["settings"] else None,
         "notes": general_notes,
     }
     (out / "report.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -336,12 +359,20 @@ EXPLAIN = (
 )
 
 
+SETTINGS_EXPLAIN = (
+    "Per model and task, each evaluation setting (docs/settings.md) with the multi-prompt statistics of the task's "
+    "headline metric: AvgP [MinP–MaxP] CPS, and the answers no rule could parse (counted wrong)."
+)
+
+
 def _markdown(c: dict) -> str:
     out = ["# Evalita-LLM report", "", EXPLAIN, ""]
     out += [f"> note: {n}" for n in c["notes"]]
     out += ["", "## Models", "", c["runs"].markdown(), "", "## Summary", "",
             "Per-task CPS of each task's headline metric; AvgP, MaxP, CPS and Sharpe averaged over the model's tasks.",
             "", c["summary"].markdown(), ""]
+    if c.get("settings"):
+        out += ["## Settings side by side", "", SETTINGS_EXPLAIN, "", c["settings"].markdown(), ""]
     if c["rank_plot"]:
         out += [f"![rank versus alpha](plots/{c['rank_plot']})", ""]
     for s in c["sections"]:
@@ -360,7 +391,7 @@ def _html(c: dict, images: dict[str, bytes]) -> str:
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     b64 = {name: base64.b64encode(png).decode("ascii") for name, png in images.items()}
-    return env.from_string(HTML_TEMPLATE).render(c=c, img=b64, explain=EXPLAIN)
+    return env.from_string(HTML_TEMPLATE).render(c=c, img=b64, explain=EXPLAIN, settings_explain=SETTINGS_EXPLAIN)
 
 
 HTML_TEMPLATE = """<!DOCTYPE html>
@@ -388,6 +419,7 @@ img { max-width: 100%; display: block; margin: .6rem 0 1rem; }
 {% for n in c.notes %}<div class="note">{{ n }}</div>{% endfor %}
 <h2>Models</h2>
 <div class="scroll">{{ table(c.runs) }}</div>
+{% if c.settings %}<h2>Settings side by side</h2><p>{{ settings_explain }}</p><div class="scroll">{{ table(c.settings) }}</div>{% endif %}
 <h2>Summary</h2>
 <p class="small">Per-task CPS of each task's headline metric; AvgP, MaxP, CPS and Sharpe averaged over the model's tasks.</p>
 <div class="scroll">{{ table(c.summary) }}</div>

@@ -10,22 +10,24 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from tqdm import tqdm
 
-from .api import Backend, GenRequest, LLRequest, request_payload
+from .api import Backend, BackendUnsupported, GenRequest, LLRequest, request_payload
 from .cache import RequestCache, request_key
 from .fewshot import build_chat_messages, build_contexts, messages_as_text
-from .metrics import mc_prediction, score_samples
+from . import settings as st
+from .constrained import task_constraint
+from .metrics import mc_prediction
 from .tasks import DataSource, TaskEntry
 
 # Requests computed between two cache writes: small enough to lose little on a crash.
 CHUNK_BATCHES = 4
-# The record field a generative task's metrics compare the generation with.
-GOLD_FIELD = {"ner": "entities", "rel": "relations", "ls": "answers", "sum": "target"}
 VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score", "jinja2")
 
 
@@ -44,6 +46,11 @@ class RunConfig:
     # Skip (with a note) tasks whose evaluation split the data lack, instead of failing:
     # for runs over "all tasks" of a partial build.
     skip_missing: bool = False
+    # Instruct settings (docs/settings.md): how MC tasks are asked and scored; constrained decoding.
+    setting: str = "loglikelihood"
+    constrained: bool = False
+    system_instruction: str | None = None
+    fewshot_as_multiturn: bool | None = None  # None: as lm-eval, multi-turn exactly when chatting
 
 
 @dataclass
@@ -65,6 +72,14 @@ class RunResult:
     results: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     timing: dict[str, float] = field(default_factory=dict)
     computed: int = 0  # requests sent to the backend (not found in the cache)
+    cached: int = 0  # requests read back from the resume cache
+    requests: int = 0  # every request of the run (a request repeated within it counts each time)
+    status: str = "partial"  # "complete" once every task is finished
+
+
+def _as_turns(messages: list[list[dict]] | None, n: int) -> list[tuple[dict, ...] | None]:
+    """GenRequest.messages per request: the chat turns (chat APIs) or None (a rendered context)."""
+    return [tuple(m) for m in messages] if messages is not None else [None] * n
 
 
 def package_versions() -> dict[str, str]:
@@ -88,22 +103,29 @@ class Runner:
         self.out = Path(output_dir)
         self.echo = echo
         self.cache = RequestCache(self.out / "cache.jsonl")
+        self._counts: Counter = Counter()  # requests / cached, over the whole run
+        self._task_bar: tqdm | None = None
         self.chat = None
+        if config.fewshot_as_multiturn and not config.apply_chat_template:
+            raise ValueError("--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)")
+        if config.constrained and not backend.capabilities.constrained:
+            raise BackendUnsupported(f"backend {backend.name!r} cannot do constrained decoding (--constrained)")
         # Chat APIs take the turns themselves and render them with the server's template.
-        self.chat_messages = config.apply_chat_template and getattr(getattr(backend, "capabilities", None), "chat_messages", False)
+        self.chat_messages = config.apply_chat_template and backend.capabilities.chat_messages
         if config.apply_chat_template and not self.chat_messages:
-            render = getattr(backend, "apply_chat_template", None)
-            if render is None:
-                raise ValueError("this backend cannot apply a chat template")
-            self.chat = render
+            if not backend.capabilities.chat_template:
+                raise BackendUnsupported(f"backend {backend.name!r} cannot apply a chat template; run without --apply-chat-template")
+            self.chat = backend.apply_chat_template
 
     # -- requests through the cache -----------------------------------------------------
     def _cached(self, kind: str, requests: Sequence[Any], compute: Callable[[list], list], to_json: Callable[[Any], Any], bar: tqdm) -> tuple[list[Any], int]:
         keys = [request_key(self.model.cache_key, kind, request_payload(r)) for r in requests]
         pending = sorted({k: i for i, k in enumerate(keys) if k not in self.cache}.values(), key=lambda i: -len(requests[i].context))
+        self._counts["requests"] += len(keys)
+        self._counts["cached"] += sum(k in self.cache for k in keys)
         bar.update(len(requests) - len(pending))
-        # A backend that batches by tokens (FastBackend) asks for larger calls to share more.
-        step = getattr(self.backend, "requests_per_call", None) or max(1, self.config.batch_size * CHUNK_BATCHES)
+        # A backend that batches by tokens (fast) asks for larger calls to share more.
+        step = self.backend.requests_per_call or max(1, self.config.batch_size * CHUNK_BATCHES)
         for start in range(0, len(pending), step):
             chunk = pending[start : start + step]
             values = compute([requests[i] for i in chunk])
@@ -127,31 +149,57 @@ class Runner:
     def run_entry(self, entry: TaskEntry) -> tuple[dict[str, dict[str, float]], int]:
         spec, task = entry.spec, entry.compiled
         docs, pool = self._docs(entry)
-        names = [p.name for p in spec.prompts if self.config.prompts is None or p.name in self.config.prompts]
         mc = spec.output_type == "multiple_choice"
+        setting = self.config.setting if mc else "loglikelihood"
+        if setting != "loglikelihood":
+            task = st.setting_task(entry.task_id, setting)
+        names = [p for p in task.prompts if self.config.prompts is None or p in self.config.prompts]
         per_prompt: dict[str, dict[str, float]] = {}
         computed = 0
+        # One bar per task (done/total, rate, ETA); the CLI turns it off when stderr is not a
+        # terminal or with --no-progress. Closed by run(), also when the task fails or is interrupted.
+        self._task_bar = tqdm(total=self._task_requests(entry, docs, names), desc=entry.name, unit="req",
+                              disable=not self.config.progress, dynamic_ncols=True)
         for name in names:
             fewshot_args = (task, name, docs, pool, self.config.num_fewshot, self.config.seed)
+            fewshot_kw = dict(
+                pool_is_eval_split=spec.fewshot_split == spec.eval_split,
+                system_instruction=self.config.system_instruction,
+                multiturn=self.config.fewshot_as_multiturn is not False,
+            )
             messages = None
             if self.chat_messages:
-                messages = build_chat_messages(*fewshot_args, pool_is_eval_split=spec.fewshot_split == spec.eval_split)
+                messages = build_chat_messages(*fewshot_args, **fewshot_kw)
                 contexts = [messages_as_text(m) for m in messages]
             else:
-                contexts = build_contexts(*fewshot_args, self.chat, pool_is_eval_split=spec.fewshot_split == spec.eval_split)
-            if mc:
+                contexts = build_contexts(*fewshot_args, self.chat, **fewshot_kw)
+            if setting != "loglikelihood":
+                samples, n = self._run_setting(entry, task, setting, name, docs, contexts, messages)
+            elif mc:
                 samples, n = self._run_mc(entry, name, docs, contexts)
             else:
                 samples, n = self._run_gen(entry, name, docs, contexts, messages)
             computed += n
             self._write_samples(entry, name, samples)
-            scores = {m: score_samples(m, samples) for m in spec.metrics}
+            if setting != "loglikelihood":
+                scores = st.setting_scores(spec, setting, samples)
+            else:
+                scores = {m.name: m(samples) for m in spec.metrics}
             scores["n"] = len(samples)
             per_prompt[name] = scores
         return per_prompt, computed
 
-    def _bar(self, entry: TaskEntry, prompt: str, total: int) -> tqdm:
+    def _bar(self, entry: TaskEntry, prompt: str, total: int):
+        if self._task_bar is not None:  # one bar per task, shared by its prompts
+            self._task_bar.set_postfix_str(prompt, refresh=False)
+            return nullcontext(self._task_bar)
         return tqdm(total=total, desc=f"{entry.name} {prompt}", unit="req", leave=False, disable=None if self.config.progress else True)
+
+    def _task_requests(self, entry: TaskEntry, docs: list[dict], names: list[str]) -> int:
+        """How many requests the task's prompts send (for the task's progress bar)."""
+        if entry.spec.output_type != "multiple_choice":
+            return len(docs) * len(names)
+        return sum(len(entry.compiled.choices(name, d)) for name in names for d in docs)
 
     def _run_mc(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str]) -> tuple[list[dict], int]:
         task = entry.compiled
@@ -172,16 +220,38 @@ class Runner:
             })
         return samples, n
 
+    def _run_setting(self, entry: TaskEntry, task: Any, setting: str, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
+        """A multiple-choice task answered by generation (docs/settings.md)."""
+        metrics = entry.spec.metric_names()
+        choices = [task.choices(prompt, d) for d in docs]
+        max_new = self.config.max_new_tokens or st.MAX_NEW_TOKENS[setting]
+        requests = [
+            GenRequest(ctx, st.STOP, max_new, st.answer_constraint(cs) if self.config.constrained else None, turns)
+            for ctx, cs, turns in zip(contexts, choices, _as_turns(messages, len(contexts)))
+        ]
+        with self._bar(entry, prompt, len(requests)) as bar:
+            values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
+        samples = []
+        for i, (doc, ctx, cs, gen) in enumerate(zip(docs, contexts, choices, values)):
+            gold, parsed = task.target(doc), st.parse_answer(setting, gen, cs)
+            answer_texts = st.setting_task(entry.task_id, "oe").choices(prompt, doc)
+            samples.append({
+                "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed,
+                "parsed_answer": None if parsed is None else cs[parsed],
+                "prediction": st.scored_prediction(parsed, gold, len(cs), metrics), "gold": gold,
+                "gold_answer": answer_texts[gold],
+            })
+        return samples, n
+
     def _run_gen(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
         spec, task = entry.spec, entry.compiled
         max_new = self.config.max_new_tokens or spec.max_new_tokens
-        turns = [tuple(m) for m in messages] if messages is not None else [None] * len(contexts)
-        requests = [GenRequest(ctx, tuple(spec.stop), max_new, t) for ctx, t in zip(contexts, turns)]
+        constraint = task_constraint(entry.task_id) if self.config.constrained else None
+        requests = [GenRequest(ctx, tuple(spec.stop), max_new, constraint, turns) for ctx, turns in zip(contexts, _as_turns(messages, len(contexts)))]
         with self._bar(entry, prompt, len(requests)) as bar:
             values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
-        gold_field = GOLD_FIELD[entry.task_id]
         samples = [
-            {"doc_id": i, "prompt": ctx, "generation": gen, "prediction": gen, "reference": task.target(doc), "gold": doc[gold_field]}
+            {"doc_id": i, "prompt": ctx, "generation": gen, "prediction": gen, "reference": task.target(doc), "gold": doc[spec.gold_field]}
             for i, (doc, ctx, gen) in enumerate(zip(docs, contexts, values))
         ]
         return samples, n
@@ -196,7 +266,32 @@ class Runner:
         tmp.replace(folder / f"{entry.name}_{prompt}.jsonl")
 
     # -- everything --------------------------------------------------------------------
+    def check_capabilities(self, entries: Sequence[TaskEntry]) -> None:
+        """Refuse, before any work, entries whose request kind the backend cannot serve."""
+        caps = self.backend.capabilities
+        # A multiple-choice task in a generative setting (--setting ce|ce-ni|oe) is answered by generation.
+        scored = self.config.setting == "loglikelihood"
+        needs_ll = [e.name for e in entries if e.spec.output_type == "multiple_choice" and scored]
+        needs_gen = [e.name for e in entries if e.spec.output_type != "multiple_choice" or not scored]
+        for names, able, what in ((needs_ll, caps.loglikelihood, "score log-likelihoods"), (needs_gen, caps.generate, "generate")):
+            if names and not able:
+                raise BackendUnsupported(f"backend {self.backend.name!r} cannot {what}, which {', '.join(names)} need(s)")
+
+    def without_instruct(self, entries: Sequence[TaskEntry]) -> list[TaskEntry]:
+        """Multiple-choice entries that the generative setting cannot ask: they declare no ``TaskSpec.instruct``."""
+        if self.config.setting == "loglikelihood":
+            return []
+        return [e for e in entries if e.spec.output_type == "multiple_choice" and e.spec.instruct is None]
+
     def run(self, entries: Sequence[TaskEntry]) -> RunResult:
+        unaskable = self.without_instruct(entries)
+        if unaskable and not self.config.skip_missing:
+            raise ValueError(f"--setting {self.config.setting} needs the instruct prompts (TaskSpec.instruct) that "
+                             f"{', '.join(e.name for e in unaskable)} do(es) not declare")
+        for entry in unaskable:  # a run over every task: the others go on
+            self.echo(f"{entry.name}: skipped, the task declares no instruct prompts for --setting {self.config.setting}")
+        entries = [e for e in entries if e not in unaskable]
+        self.check_capabilities(entries)
         self.out.mkdir(parents=True, exist_ok=True)
         result = RunResult()
         manifest: dict[str, dict[str, str]] = {}
@@ -206,12 +301,20 @@ class Runner:
                     self.echo(f"{entry.name}: skipped, {self.source.description} has no split {entry.spec.eval_split!r}")
                     continue
                 start = time.perf_counter()
-                result.results[entry.name], n = self.run_entry(entry)
+                try:
+                    result.results[entry.name], n = self.run_entry(entry)
+                finally:
+                    if self._task_bar is not None:
+                        self._task_bar.close()
+                        self._task_bar = None
                 result.computed += n
+                result.cached, result.requests = self._counts["cached"], self._counts["requests"]
                 result.timing[entry.name] = round(time.perf_counter() - start, 3)
                 splits = [entry.spec.eval_split] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
                 manifest[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
                 self._write_results(result, manifest)
+            result.status = "complete"
+            self._write_results(result, manifest)
         finally:
             self.cache.close()
         return result
@@ -219,12 +322,16 @@ class Runner:
     def _write_results(self, result: RunResult, manifest: dict) -> None:
         c = self.config
         doc = {
+            # "partial" until every task is finished: a killed or interrupted run is never taken for a whole one.
+            "status": result.status,
             "model": {"name_or_path": self.model.name_or_path, "revision": self.model.revision, "dtype": self.model.dtype, "backend": self.model.backend},
             "data": {"source": self.source.description, "manifest_sha256": manifest},
             "config": {
                 "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": c.batch_size,
                 "apply_chat_template": c.apply_chat_template, "seed": c.seed, "device": c.device,
                 "max_new_tokens": c.max_new_tokens,
+                "setting": c.setting, "constrained": c.constrained,
+                "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
             },
             "results": result.results,
             "versions": package_versions(),
@@ -240,7 +347,38 @@ def summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
     rows = [("task", "prompt", "n", "metrics")]
     for task, prompts in results.items():
         for prompt, scores in prompts.items():
-            metrics = "  ".join(f"{m}={100 * v:.2f}" for m, v in scores.items() if m != "n")
+            metrics = "  ".join(f"{m}={v}" if m == st.UNPARSED else f"{m}={100 * v:.2f}" for m, v in scores.items() if m != "n")
             rows.append((task, prompt, str(scores.get("n", "")), metrics))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}" for r in rows)
+
+
+def task_summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
+    """Per task, the headline metric over its prompts: AvgP, MaxP and CPS (SPEC: CPS = (1 - (MaxP - AvgP)) * MaxP), in %."""
+    from evalita_data.registry import task_of_entry
+
+    from .stats import spread_stats
+
+    rows = [("task", "metric", "prompts", "AvgP %", "MaxP %", "CPS %")]
+    for name, prompts in results.items():
+        spec = task_of_entry(name)
+        if not prompts or spec is None:
+            continue
+        metric = spec.metrics[0].name  # the headline metric, as in the report
+        values = [scores[metric] for scores in prompts.values() if metric in scores]
+        if not values:
+            continue
+        s = spread_stats(values)
+        rows.append((name, metric, str(len(values)), f"{100 * s.avg:.2f}", f"{100 * s.max:.2f}", f"{100 * s.cps:.2f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows)
+
+
+def run_counts(result: RunResult, cache_path: Path, output_dir: str | Path) -> str:
+    """What was computed and what was read back from the resume cache, exactly."""
+    repeated = result.requests - result.computed - result.cached
+    text = f"{result.computed} requests computed, {result.cached} read from the cache {cache_path}"
+    if repeated:
+        text += f", {repeated} repeated within the run (computed once)"
+    text += f" ({result.requests} in all)"
+    return text + f"; results in {Path(output_dir) / 'results.json'}"

@@ -9,9 +9,9 @@ Two layouts exist: the build folder (``<split>.jsonl`` beside the card, so that
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,10 +160,10 @@ def _schema_rows(spec: TaskSpec) -> list[str]:
 
 
 def _conversion_doc(spec: TaskSpec) -> str:
-    if spec.converter is None:
+    converter = spec.load_converter()
+    if converter is None:
         return ""
-    module = importlib.import_module(f"evalita_data.converters.{spec.converter.split(':')[0]}")
-    return (module.__doc__ or "").strip()
+    return (sys.modules[converter.__module__].__doc__ or "").strip()
 
 
 def _inputs_lines(inputs: dict) -> list[str]:
@@ -235,7 +235,7 @@ def render_card(task_id: str, entry: dict, split_paths: dict[str, str], org: str
     if doc:
         out += ["", doc]
     out += _inputs_lines(entry.get("inputs", {}))
-    out += ["", "## Record schema", "", f"Every record has exactly these fields (`schemas/{spec.schema}.schema.json`):", ""]
+    out += ["", "## Record schema", "", f"Every record has exactly these fields (`{spec.schema_label}`):", ""]
     out += _schema_rows(spec)
     out += ["", "## Splits", "", f"Files are {data_format}.", "", "| split | rows | rows in the paper | file |", "|---|---|---|---|"]
     for key in ordered_splits(spec, entry["splits"]):
@@ -248,7 +248,7 @@ def render_card(task_id: str, entry: dict, split_paths: dict[str, str], org: str
             "Nothing is dropped or changed silently; the counts below come from the build manifest.", ""]
     out += _counts_table("Dropped", report.get("dropped", {})) + [""] + _counts_table("Repaired", report.get("repaired", {}))
     out += ["", "## Prompts used by Evalita-LLM", "",
-            f"Output type `{spec.output_type}`; metrics: {', '.join(spec.metrics)}. "
+            f"Output type `{spec.output_type}`; metrics: {', '.join(spec.metric_names())}. "
             "Templates are Jinja over the record fields" + (
                 " and " + ", ".join(f"`{k}` = `{v}`" for k, v in spec.derived.items()) if spec.derived else "") + "."]
     out += _prompt_lines(spec)

@@ -4,18 +4,37 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Callable, Sequence
 
 import click
 
 from . import __version__
 from .card import DEFAULT_ORG
+from .cli_errors import FriendlyGroup
 from .errors import EvalitaDataError
-from .registry import TASK_IDS
-
-TASK_CHOICE = click.Choice(list(TASK_IDS))
+from .registry import task_ids
 
 
-@click.group()
+class RegistryChoice(click.Choice):
+    """A choice among the names a registry holds, read when the command runs (not at import)."""
+
+    def __init__(self, names: Callable[[], Sequence[str]]) -> None:
+        self._names = names
+        super().__init__([])
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        return tuple(self._names())
+
+    @choices.setter
+    def choices(self, _value: object) -> None:
+        pass
+
+
+TASK_CHOICE = RegistryChoice(task_ids)
+
+
+@click.group(cls=FriendlyGroup)
 @click.version_option(__version__, prog_name="evalita-data")
 def main() -> None:
     """Build, validate and publish the Evalita-LLM datasets from the original files."""
@@ -27,7 +46,7 @@ def main() -> None:
 @click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=Path("build"), show_default=True,
               help="Output folder: <task>/<split>.jsonl and manifest.json.")
 @click.option("--task", "tasks", type=TASK_CHOICE, multiple=True,
-              help="Task to build (repeatable, or several after one --task); default: all ten.")
+              help="Task to build (repeatable, or several after one --task); default: every registered task.")
 @click.option("--seed", type=int, default=None,
               help="Override the construction seed (FAQ distractors and letters, AT option order); "
                    "splits and the SUM sample use fixed seeds and do not change.")
@@ -93,7 +112,13 @@ def card(task: str, build_dir: Path, org: str) -> None:
     from .layout import split_path
     from .card import render_card
     from .pipeline import read_manifest
+    from .safepaths import check_hub_name
 
+    try:
+        check_hub_name(org)
+    except EvalitaDataError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(1)
     entry = read_manifest(build_dir)["tasks"].get(task)
     if entry is None:
         click.echo(f"error: {task} is not in {build_dir / 'manifest.json'}; run 'evalita-data build --task {task}' first", err=True)

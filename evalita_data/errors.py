@@ -32,14 +32,25 @@ class SourceError(EvalitaDataError):
 
 
 class MissingSource(EvalitaDataError):
-    """Required original files of a task are not in the raw folder."""
+    """Required original files of a task are not in the raw folder.
 
-    def __init__(self, task: str, files: list[str], hint: str) -> None:
+    Converters name the files (and a hint only when it says more than the task's
+    ``obtain_hint``); the pipeline names the task and fills in its hint (``for_task``).
+    """
+
+    def __init__(self, files: list[str], hint: str | None = None, task: str | None = None) -> None:
         self.task = task
         self.files = files
         self.hint = hint
-        super().__init__(f"{task}: missing {', '.join(files)}. {hint}")
+        super().__init__(f"{task + ': ' if task else ''}missing {', '.join(files)}." + (f" {hint}" if hint else ""))
+
+    def for_task(self, task: str, default_hint: str) -> "MissingSource":
+        return MissingSource(self.files, self.hint or default_hint, task)
 
 
 class ValidationFailed(EvalitaDataError):
     """Converted records do not match their schema."""
+
+
+class DiskFull(EvalitaDataError):
+    """The device ran out of space; what was being written was discarded."""

@@ -21,13 +21,41 @@ def write_jsonl(path: Path, records: Iterable[dict]) -> int:
     return n
 
 
+class DuplicateKey(ValueError):
+    """A JSON object names the same key twice (the last value would silently win)."""
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(f"duplicate key {key!r} in one JSON object")
+        out[key] = value
+    return out
+
+
+def loads_strict(text: str) -> object:
+    """``json.loads`` that refuses duplicate keys (raises DuplicateKey) instead of keeping the last."""
+    return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+
+
+class JsonlError(ValueError):
+    """A line of a JSONL file that is not one JSON record; ``line`` is its number."""
+
+    def __init__(self, path: Path, line: int, problem: str) -> None:
+        self.path, self.line, self.problem = path, line, problem
+        super().__init__(f"{path}:{line}: {problem}")
+
+
 def read_jsonl(path: Path) -> Iterator[tuple[int, object]]:
-    """(line number, parsed value) pairs; a line that is not JSON raises ValueError naming it."""
+    """(line number, parsed value) pairs; a line that is not JSON raises JsonlError naming it."""
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
-                raise ValueError(f"{path}:{lineno}: empty line; expected one JSON record per line")
+                raise JsonlError(path, lineno, "empty line; expected one JSON record per line")
             try:
-                yield lineno, json.loads(line)
+                yield lineno, loads_strict(line)
+            except DuplicateKey as err:
+                raise JsonlError(path, lineno, str(err)) from None
             except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{lineno}: not valid JSON ({err.msg})") from None
+                raise JsonlError(path, lineno, f"not valid JSON ({err.msg})") from None

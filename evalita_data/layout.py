@@ -24,6 +24,8 @@ from .jsonl import read_jsonl
 from .parquet import parquet_bytes
 from .pipeline import MANIFEST
 from .rawsource import sha256_file
+from .registry import task_ids
+from .safepaths import check_inside, check_split_key
 from .validate import validate_path
 
 REPO_MANIFEST = "manifest.json"
@@ -69,6 +71,18 @@ def load_checked_manifest(build: Path, tasks: list[str] | None = None) -> tuple[
         built = manifest["tasks"]
     except (ValueError, KeyError, TypeError) as err:
         raise BuildRefused(f"{path}: not a build manifest ({err})") from None
+    if not isinstance(built, dict):
+        raise BuildRefused(f"{path}: not a build manifest ('tasks' is not an object)")
+    for task, entry in built.items():
+        if task not in task_ids():
+            raise BuildRefused(f"{path}: unknown task {task!r} in the manifest; known: {', '.join(task_ids())}")
+        try:
+            for key, split in entry["splits"].items():
+                check_split_key(key, f"{path} [{task}]")
+                if split.get("file") != f"{key}.jsonl":
+                    raise BuildRefused(f"{path} [{task}]: split {key} names file {split.get('file')!r}; expected {key}.jsonl")
+        except (KeyError, TypeError, AttributeError) as err:
+            raise BuildRefused(f"{path} [{task}]: not a build manifest entry ({err})") from None
     chosen = list(tasks) if tasks else sorted(built)
     not_built = [t for t in chosen if t not in built]
     if not_built:
@@ -114,7 +128,7 @@ def write_repo_dir(repo: TaskRepo, dest: Path) -> list[Path]:
     """Write the repository layout under ``dest`` (files not ours are left alone)."""
     written = []
     for f in repo.files:
-        target = dest / f.path
+        target = check_inside(dest / f.path, dest)
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.is_file() or target.read_bytes() != f.data:
             target.write_bytes(f.data)

@@ -1,15 +1,15 @@
 """The one build pipeline: raw folder -> converter -> schema validation -> JSONL writer.
 
-Everything is written to a temporary folder beside the output; the previous
-output is replaced only when every requested task converted and validated.
+Everything is written to a new version folder beside the output (see install.py); the
+output switches to it, in one atomic step, only when every requested task converted and
+validated.
 """
 
 from __future__ import annotations
 
+import errno
 import json
-import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Callable
@@ -17,11 +17,13 @@ from typing import IO, Callable
 from tqdm import tqdm
 
 from . import __version__
-from .errors import MissingSource, ValidationFailed
+from .errors import DiskFull, EvalitaDataError, MissingSource, SourceError, ValidationFailed
+from .install import Staging
+from .safepaths import check_output_apart
 from .card import write_build_card
 from .jsonl import dumps
 from .rawsource import RawSource, sha256_file
-from .registry import TASK_IDS, get_task
+from .registry import get_task, task_ids as registered_task_ids
 from .report import ConversionReport
 from .schema_check import record_problems
 
@@ -60,12 +62,12 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
     converter = spec.load_converter()
     if converter is None:
         return TaskOutcome(task_id, "not_implemented", message=f"{task_id}: converter not written yet")
-    source = RawSource(raw_root / task_id)
+    source = RawSource(raw_root / spec.raw_dir)
     if not source.root.is_dir():
         return TaskOutcome(
             task_id, "missing", message=f"{task_id}: no folder {source.root}. {spec.obtain_hint}"
         )
-    report = ConversionReport()
+    report = ConversionReport(default_hint=spec.obtain_hint)
     use_seed = spec.seed if seed is None else seed
     handles: dict[str, IO[str]] = {}
     rows: dict[str, int] = {}
@@ -90,7 +92,7 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
                 ids.add(rid)
             if problems:
                 where = f"split {split}, record {n}" + (f" ({spec.id_field}={rid!r})" if spec.id_field else "")
-                raise ValidationFailed(f"{task_id}: {where} does not match schemas/{spec.schema}.schema.json: " + "; ".join(problems))
+                raise ValidationFailed(f"{task_id}: {where} does not match {spec.schema_label}: " + "; ".join(problems))
             fh = handles.get(split)
             if fh is None:
                 path = dest / f"{split}.jsonl"
@@ -100,11 +102,12 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
             rows[split] = n
             bar.update(1)
     except MissingSource as err:
-        return TaskOutcome(task_id, "missing", message=str(err))
+        return TaskOutcome(task_id, "missing", message=str(err.for_task(task_id, spec.obtain_hint)))
     finally:
         for fh in handles.values():
             fh.close()
         bar.close()
+    _check_no_split_vanished(task_id, spec.paper_splits, rows, report, source)
     if not rows:
         return TaskOutcome(task_id, "missing", message=f"{task_id}: no records converted from {source.root}. {spec.obtain_hint}")
     entry = {
@@ -121,6 +124,38 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
     for hook in POST_TASK_HOOKS:
         hook(task_id, dest, entry)
     return TaskOutcome(task_id, "built", entry=entry)
+
+
+def _check_no_split_vanished(task_id: str, expected: dict[str, int], rows: dict[str, int], report: ConversionReport,
+                             source: RawSource) -> None:
+    """Every split of the task is built or reported missing: an empty input may not make one vanish."""
+    reported = {s for m in report.missing for s in m.splits}
+    lost = [s for s in expected if s not in rows and s not in reported]
+    if not lost:
+        return
+    thin = [(name, why) for name in sorted(source.used) if (why := _thin_file(source.root / name))]
+    what = f"split{'s' if len(lost) > 1 else ''} {', '.join(lost)} would be empty"
+    if thin:
+        name, why = thin[0]
+        raise SourceError(source.root / name, None, f"{why}; {task_id}: {what} (expected records)")
+    read = ", ".join(str(source.root / n) for n in sorted(source.used)) or str(source.root)
+    raise ValidationFailed(f"{task_id}: {what}: no records converted from {read}")
+
+
+def _thin_file(path: Path) -> str:
+    """Why a raw file holds no records ("empty", "only a header line"), or "" if it has some."""
+    size = path.stat().st_size
+    if size == 0:
+        return "empty file (0 bytes)"
+    if path.suffix.lower() in (".xlsx", ".zip", ".gz"):
+        return ""
+    with open(path, "rb") as fh:
+        lines = [ln for ln in fh.read().splitlines() if ln.strip()]
+    if not lines:
+        return "no content (blank lines only)"
+    if len(lines) == 1:
+        return "only one line (a header and no records)"
+    return ""
 
 
 def read_manifest(out: Path) -> dict:
@@ -143,22 +178,25 @@ def build(
     Raises on the first bad input or invalid record and leaves ``out`` as it was.
     Tasks whose originals are missing are reported, not failed.
     """
-    task_ids = list(tasks) if tasks else list(TASK_IDS)
+    task_ids = list(tasks) if tasks else list(registered_task_ids())
     for tid in task_ids:
         get_task(tid)  # unknown ids fail before any work
-    if not raw.is_dir():
-        raise FileNotFoundError(f"raw folder {raw} does not exist")
+    check_output_apart(out, {"--raw": raw})
+    check_raw_folder(raw, task_ids)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
-        outcomes = []
-        for tid in task_ids:
-            outcome = convert_task(tid, raw, tmp / tid, seed=seed, progress=progress)
-            echo(_describe(outcome))
-            outcomes.append(outcome)
-        _install(tmp, out, outcomes)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        with Staging(out) as staging:
+            outcomes = []
+            for tid in task_ids:
+                outcome = convert_task(tid, raw, staging.dir / tid, seed=seed, progress=progress)
+                echo(_describe(outcome))
+                outcomes.append(outcome)
+            _install(staging, out, outcomes)
+    except OSError as err:
+        if err.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFull(f"no space left on the device of {out} ({err.filename or 'writing the build'}); "
+                           "free some space and build again") from None
+        raise
     return BuildSummary(outcomes, out)
 
 
@@ -176,26 +214,39 @@ def _describe(o: TaskOutcome) -> str:
     return f"{o.task}: {splits}" + "".join(f"\n    {e}" for e in extra)
 
 
-def _install(tmp: Path, out: Path, outcomes: list[TaskOutcome]) -> None:
-    """Move the built task folders into ``out`` and rewrite the manifest."""
-    out.mkdir(parents=True, exist_ok=True)
+def _install(staging: Staging, out: Path, outcomes: list[TaskOutcome]) -> None:
+    """Complete the staged version with the previous build's other tasks and switch ``out`` to it."""
     manifest = read_manifest(out)
     manifest.setdefault("tasks", {})
     manifest.setdefault("not_built", {})
     for o in outcomes:
         if o.status == "built":
-            target = out / o.task
-            if target.exists():
-                old = tmp / f".old-{o.task}"
-                os.replace(target, old)
-            os.replace(tmp / o.task, target)
             manifest["tasks"][o.task] = o.entry
             manifest["not_built"].pop(o.task, None)
         else:
             manifest["not_built"][o.task] = {"status": o.status, "message": o.message}
+            shutil.rmtree(staging.dir / o.task, ignore_errors=True)  # a partial folder; the previous one is kept
+    rebuilt = {o.task for o in outcomes if o.status == "built"}
+    prev = staging.previous_root()
+    for task in sorted(set(manifest["tasks"]) - rebuilt):
+        if prev is None or not (prev / task).is_dir():
+            # The previous build lost this folder: say so instead of listing what is not there.
+            del manifest["tasks"][task]
+            manifest["not_built"][task] = {"status": "missing", "message": f"{task}: its folder was missing from the previous build in {out}"}
     manifest["tasks"] = dict(sorted(manifest["tasks"].items()))
     manifest["not_built"] = dict(sorted(manifest["not_built"].items()))
     manifest["format"] = 1
-    staged = tmp / MANIFEST
-    staged.write_text(json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n", "utf-8")
-    os.replace(staged, out / MANIFEST)
+    staging.commit(manifest, rebuilt)
+
+
+def check_raw_folder(raw: Path, task_ids: list[str]) -> None:
+    """A raw folder must hold at least one raw sub-folder (``spec.raw_dir``) of the requested tasks."""
+    if not raw.is_dir():
+        raise FileNotFoundError(f"raw folder {raw} does not exist")
+    folders = list(dict.fromkeys(get_task(tid).raw_dir for tid in task_ids))  # variants of one dataset share a folder
+    if any((raw / name).is_dir() for name in folders):
+        return
+    known = {get_task(tid).raw_dir for tid in registered_task_ids()}
+    inside = " (it looks like the folder of one task: pass its parent)" if raw.name in known else ""
+    raise EvalitaDataError(f"{raw} holds no folder of {', '.join(folders)}{inside}; --raw is the folder with one "
+                           "sub-folder of originals per task (raw/<task>/), nothing was built")

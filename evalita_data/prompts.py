@@ -13,16 +13,15 @@ reference answer (used as the answer of few-shot examples).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Callable
 
 from jinja2 import StrictUndefined, meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .registry import get_task
+from .schema_check import load_schema
 from .taskspec import MCPrompt, TaskSpec
 
 # keep_trailing_newline as lm-evaluation-harness renders doc_to_text.
@@ -34,8 +33,7 @@ class PromptError(ValueError):
 
 
 def schema_fields(spec: TaskSpec) -> set[str]:
-    text = resources.files("evalita_data.schemas").joinpath(f"{spec.schema}.schema.json").read_text("utf-8")
-    return set(json.loads(text).get("properties", {}))
+    return set(load_schema(spec.schema).get("properties", {}))
 
 
 def _check_names(spec: TaskSpec, what: str, source: str, allowed: set[str]) -> None:
@@ -47,7 +45,7 @@ def _check_names(spec: TaskSpec, what: str, source: str, allowed: set[str]) -> N
     if unknown:
         raise PromptError(
             f"task {spec.id}, {what}: uses {', '.join(unknown)}, which the record does not have "
-            f"(fields of schemas/{spec.schema}.schema.json and derived: {', '.join(sorted(allowed))})"
+            f"(fields of {spec.schema_label} and derived: {', '.join(sorted(allowed))})"
         )
 
 

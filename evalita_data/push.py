@@ -21,6 +21,7 @@ from . import __version__
 from .card import DEFAULT_ORG
 from .errors import EvalitaDataError
 from .layout import RepoFile, TaskRepo, load_checked_manifest, task_repo
+from .safepaths import check_hub_name, check_output_apart
 
 REPO_TYPE = "dataset"
 DEFAULT_BRANCH = "main"
@@ -162,6 +163,7 @@ def push(
     Raises BuildRefused before any network call if the build is invalid, and
     PushError when the Hub cannot be reached or refuses a commit.
     """
+    check_hub_name(org)
     manifest, chosen = load_checked_manifest(build, tasks)
     api = api or HfApi()
     if not dry_run and (api.token or get_token()) is None:
@@ -216,6 +218,8 @@ def write_to_dir(build: Path, dest: Path, org: str = DEFAULT_ORG, tasks: list[st
     """``push --to-dir``: the exact repository layout of every task under ``dest/<task>/``."""
     from .layout import write_repo_dir
 
+    check_hub_name(org)
+    check_output_apart(dest, {"--build": build}, out_flag="--to-dir")
     manifest, chosen = load_checked_manifest(build, tasks)
     repos = []
     for task in chosen:

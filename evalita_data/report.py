@@ -13,7 +13,7 @@ MAX_EXAMPLES = 20
 class MissingPart:
     files: list[str]
     splits: list[str]
-    hint: str
+    hint: str | None
 
     def to_json(self) -> dict:
         return {"files": self.files, "splits": self.splits, "hint": self.hint}
@@ -32,6 +32,8 @@ class ConversionReport:
     examples: dict[str, list[str]] = field(default_factory=dict)
     missing: list[MissingPart] = field(default_factory=list)
     notes: dict[str, object] = field(default_factory=dict)
+    # The task's obtain_hint, for missing parts whose converter names no hint of its own.
+    default_hint: str = ""
 
     def _example(self, kind: str, reason: str, where: str) -> None:
         ex = self.examples.setdefault(f"{kind}: {reason}", [])
@@ -48,9 +50,9 @@ class ConversionReport:
         self.repaired[reason] += 1
         self._example("repaired", reason, where)
 
-    def missing_part(self, files: list[str], splits: list[str], hint: str) -> None:
-        """Note splits that could not be built because optional originals are absent."""
-        self.missing.append(MissingPart(list(files), list(splits), hint))
+    def missing_part(self, files: list[str], splits: list[str], hint: str | None = None) -> None:
+        """Note splits that could not be built because optional originals are absent (hint: the task's by default)."""
+        self.missing.append(MissingPart(list(files), list(splits), hint or self.default_hint))
 
     def note(self, key: str, value: object) -> None:
         """Keep a fact about the conversion (e.g. a label distribution) in the manifest."""

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 
 from jsonschema import Draft202012Validator
 
 from .registry import get_task
+from .taskspec import schema_file
 
 
 @lru_cache(maxsize=None)
-def load_schema(name: str) -> dict:
-    text = resources.files("evalita_data.schemas").joinpath(f"{name}.schema.json").read_text("utf-8")
-    return json.loads(text)
+def load_schema(name: str | Path) -> dict:
+    """A task's schema by name (``schemas/<name>.schema.json``) or path (``TaskSpec.schema``)."""
+    return json.loads(schema_file(name).read_text("utf-8"))
 
 
 @lru_cache(maxsize=None)
-def validator(name: str) -> Draft202012Validator:
+def validator(name: str | Path) -> Draft202012Validator:
     schema = load_schema(name)
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)

@@ -1,10 +1,16 @@
-"""The declaration of one benchmark task, read by the builder, the cards and the evaluator."""
+"""The declaration of one benchmark task, read by the builder, the cards, the evaluator and the report.
+
+A task is a module that defines ``TASK`` (one ``TaskSpec``) or ``TASKS`` (several, e.g.
+a multiple-choice and a generative variant of one dataset); ``evalita_data.registry``
+discovers them (see docs/adding-a-task.md).
+"""
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Literal, Union
+from pathlib import Path
+from typing import Any, Callable, Iterator, Literal, Sequence, Union
 
 from .report import ConversionReport
 from .rawsource import RawSource
@@ -14,6 +20,36 @@ from .rawsource import RawSource
 Converter = Callable[[RawSource, ConversionReport, int], Iterator[tuple[str, dict]]]
 # Checks that JSON Schema cannot express; returns problems as "field: problem".
 RecordCheck = Callable[[dict], list[str]]
+
+
+def schema_file(schema: Union[str, Path]) -> Path:
+    """The JSON Schema file of a schema name (``schemas/<name>.schema.json``) or path."""
+    if isinstance(schema, Path):
+        return schema
+    from importlib import resources
+
+    return Path(str(resources.files("evalita_data.schemas").joinpath(f"{schema}.schema.json")))
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A corpus-level score over the sample dicts of ``samples/*.jsonl`` (lighteval-style).
+
+    ``sample`` turns one sample into its item value (a 0/1 hit, a pair of label lists...),
+    ``corpus`` aggregates the item values of all samples, in order, into the score.
+    """
+
+    name: str
+    sample: Callable[[dict], Any]
+    corpus: Callable[[list], float]
+    higher_is_better: bool = True
+    description: str = ""
+
+    def __call__(self, samples: Sequence[dict]) -> float:
+        return float(self.corpus([self.sample(s) for s in samples]))
+
+    def __str__(self) -> str:
+        return self.name
 
 
 @dataclass(frozen=True)
@@ -41,6 +77,24 @@ Prompt = Union[MCPrompt, GenPrompt]
 
 
 @dataclass(frozen=True)
+class InstructPrompts:
+    """What the generative settings (CE, CE-NI, OE; eval/settings.py) of a multiple-choice task need.
+
+    ``question`` is the question without its options; ``answers`` are the answer texts in
+    the order of the task's target index (a fixed list or a Jinja expression, as
+    ``MCPrompt.choices``): CE lists them after letters A, B, ..., CE-NI lists them bare, OE
+    does not show them (they are what an open answer is matched against; the gold one is
+    the OE reference). ``description`` opens the second prompt of every setting; ``oe_hint``
+    tells the model the expected form of an open answer.
+    """
+
+    question: str
+    answers: Union[list[str], str]
+    description: str
+    oe_hint: str = "Rispondi in modo breve."
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     id: str
     title: str
@@ -49,13 +103,15 @@ class TaskSpec:
     license: str
     citation: str
     homepage: str
-    raw_files: list[str]
-    # Where to get the originals when they are not in raw/<task>/.
+    # Where to get the originals when they are not in raw/<task>/ (converters' MissingSource
+    # and the build report use it unless they name a more precise hint).
     obtain_hint: str
-    # "module:function" below evalita_data.converters; None = not written yet.
-    converter: str | None
-    schema: str
-    # Split -> rows in the paper; NER keys are "<config>/<split>".
+    # The converter: "module:function" below evalita_data.converters, or the function itself
+    # (tasks outside the package); None = not written yet.
+    converter: Union[str, Converter, None]
+    # A schema name (schemas/<name>.schema.json) or the path of a schema file.
+    schema: Union[str, Path]
+    # Split -> rows in the paper; tasks with configs key them "<config>/<split>".
     paper_splits: dict[str, int]
     id_field: str | None
     output_type: Literal["multiple_choice", "generate_until"]
@@ -63,9 +119,13 @@ class TaskSpec:
     # template giving the reference text (the answer of few-shot examples).
     target: str
     prompts: list[Prompt]
-    metrics: list[str]
+    # The metrics of the evaluation; the first is the headline metric of the report.
+    metrics: list[Metric]
     eval_split: str
     fewshot_split: str
+    # Generative tasks: the record field the metrics compare the generation with.
+    gold_field: str | None = None
+    # Configs (e.g. NER domains) are evaluated as separate entries "<id>_<config>".
     configs: list[str] = field(default_factory=list)
     # Extra Jinja variables computed from the record before rendering (e.g. WiC w1).
     derived: dict[str, str] = field(default_factory=dict)
@@ -74,12 +134,46 @@ class TaskSpec:
     record_check: RecordCheck | None = None
     seed: int = 0
     task_categories: list[str] = field(default_factory=list)
+    # Position in listings (build, evaluation and report order: the paper's table order).
+    order: int = 1000
+    # The folder under raw/ holding the originals; "" = the task id. Variants of one
+    # dataset (an MC and a generative task) share it.
+    raw_folder: str = ""
+    # Multiple-choice tasks: the prompts of the instruct settings (--setting ce|ce-ni|oe).
+    instruct: InstructPrompts | None = None
 
     def load_converter(self) -> Converter | None:
-        if self.converter is None:
-            return None
+        if self.converter is None or callable(self.converter):
+            return self.converter
         module, func = self.converter.split(":")
         return getattr(importlib.import_module(f"evalita_data.converters.{module}"), func)
+
+    def schema_path(self) -> Path:
+        return schema_file(self.schema)
+
+    @property
+    def schema_label(self) -> str:
+        """How messages and cards name the schema: ``schemas/<name>.schema.json`` or the file's name."""
+        return f"schemas/{self.schema}.schema.json" if isinstance(self.schema, str) else self.schema.name
+
+    @property
+    def raw_dir(self) -> str:
+        return self.raw_folder or self.id
+
+    def entry_name(self, config: str | None) -> str:
+        """The evaluation entry of one config: ``ner_adg``; the task id when there are no configs."""
+        return f"{self.id}_{config}" if config else self.id
+
+    def entries(self) -> list[tuple[str, str | None]]:
+        """(entry name, config) of every evaluation entry of this task."""
+        return [(self.entry_name(c), c) for c in self.configs] or [(self.id, None)]
+
+    def split_names(self) -> set[str]:
+        """The split names of ``paper_splits`` (without their config prefix)."""
+        return {key.rsplit("/", 1)[-1] for key in self.paper_splits}
+
+    def metric_names(self) -> list[str]:
+        return [m.name for m in self.metrics]
 
     def prompt(self, name: str) -> Prompt:
         for p in self.prompts:

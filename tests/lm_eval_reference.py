@@ -1,10 +1,12 @@
 """Runs lm-evaluation-harness's own evalita_llm task configs on local JSONL (a script for the parity test).
 
-Usage: python lm_eval_reference.py OUT.json MODEL_DIR DATA_DIR LIMIT MAX_GEN_TOKS ENTRY:PROMPT:K[:chat]...
+Usage: python lm_eval_reference.py OUT.json MODEL_DIR DATA_DIR LIMIT MAX_GEN_TOKS ENTRY:PROMPT:K[:chat][:sys][:single]...
 Each ENTRY:PROMPT:K (e.g. te:p1:0, ner_adg:p1:2:chat) loads lm-eval's YAML for that task and
 prompt (includes and !function resolved), points it at DATA_DIR's JSONL files and
 evaluates it with K shots with the "hf" model at batch size 1; ":chat" applies the
-tokenizer's chat template, few-shot examples as turns (a second lm-eval evaluation). Writes the per-request arguments
+tokenizer's chat template, few-shot examples as turns (a second lm-eval evaluation); ":sys" adds
+``SYSTEM_INSTRUCTION`` (lm-eval's --system_instruction), ":single" turns --fewshot_as_multiturn off
+(one evaluation per combination of these modes). Writes the per-request arguments
 and responses and the aggregated metrics. Run with HF_HUB_OFFLINE=1 and
 HF_DATASETS_OFFLINE=1: nothing may come from the network.
 """
@@ -14,6 +16,8 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+
+SYSTEM_INSTRUCTION = "Sei un assistente esperto di lingua italiana."
 
 # lm-eval YAML of each (entry, prompt number); NER domains share one pattern.
 YAMLS = {
@@ -70,19 +74,20 @@ def main(argv: list[str]) -> None:
     from lm_eval import simple_evaluate
 
     dump = {}
-    for chat in (False, True):
-        group = [p for p in pairs if p.endswith(":chat") == chat]
-        if not group:
-            continue
+    modes = lambda p: tuple(sorted(set(p.split(":")[3:])))  # noqa: E731
+    for mode in dict.fromkeys(modes(p) for p in pairs):
+        group = [p for p in pairs if modes(p) == mode]
+        chat = "chat" in mode
         res = simple_evaluate(
             model="hf",
             model_args=f"pretrained={model},dtype=float32",
-            tasks=[task_config(*p.split(":")[:3], Path(data), chat) for p in group],
+            tasks=[dict(task_config(*p.split(":")[:3], Path(data), chat), task="parity_" + p.replace(":", "_")) for p in group],
             batch_size=1,
             device="cpu",
             limit=int(limit),
             apply_chat_template=chat,
-            fewshot_as_multiturn=chat,
+            fewshot_as_multiturn=chat and "single" not in mode,
+            system_instruction=SYSTEM_INSTRUCTION if "sys" in mode else None,
             gen_kwargs={"max_gen_toks": int(max_gen)},
             log_samples=True,
         )

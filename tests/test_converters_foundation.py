@@ -51,7 +51,7 @@ def test_wic_records(built: Path) -> None:
     assert test[0]["id"] == "vivere.verb.6" and test[0]["label"] == 0
     assert test[0]["sentence1"][test[0]["start1"]:test[0]["end1"]] == "vissuta"
     assert sum(r["label"] for r in test) == sum(
-        json.loads(l)["label"] for l in open(DATA / "raw/wic/gold_truth/binary/test.jsonl", encoding="utf-8")
+        json.loads(l)["label"] for l in open(DATA / "raw/wic/gold_truth/binary/test.jsonl", encoding="utf-8")  # noqa: E741
     )
     # The cross-lingual set is never read.
     manifest = json.loads((built / "manifest.json").read_text())

@@ -1,4 +1,4 @@
-"""The batched HF backend agrees with the reference scorer of eval/api.py."""
+"""The batched HF backend agrees with the reference scorer of eval/backends/hf.py."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from evalita_eval.api import GenRequest, LLRequest, encode_pair, plain_loglikelihood
-from evalita_eval.backend_hf import HFBackend, cut_at_stop
+from evalita_eval.api import BackendOptions, GenRequest, LLRequest, cut_at_stop
+from evalita_eval.backends import create_backend
+from evalita_eval.backends.hf import HFBackend, encode_pair, plain_loglikelihood
 
 REQUESTS = [
     LLRequest("La frase: 'Roma è in Italia.' implica che", " Sì"),
@@ -20,7 +21,7 @@ REQUESTS = [
 
 @pytest.fixture(scope="module")
 def backend(tiny_model: Path) -> HFBackend:
-    return HFBackend(str(tiny_model), batch_size=3, dtype="float32")
+    return create_backend("hf", BackendOptions(str(tiny_model), batch_size=3, dtype="float32"))
 
 
 def test_batched_loglikelihood_equals_reference(backend: HFBackend) -> None:

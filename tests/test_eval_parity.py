@@ -19,7 +19,8 @@ import pytest
 pytest.importorskip("lm_eval", reason="lm-evaluation-harness (lm-eval==0.4.13, extra 'all') is not installed")
 pytest.importorskip("accelerate", reason="lm-eval's hf model needs accelerate (extra 'all')")
 
-from evalita_eval.backend_hf import HFBackend  # noqa: E402
+from evalita_eval.api import BackendOptions  # noqa: E402
+from evalita_eval.backends import create_backend  # noqa: E402
 from evalita_eval.runner import ModelInfo, RunConfig, Runner  # noqa: E402
 from evalita_eval.tasks import DataSource, select_entries  # noqa: E402
 
@@ -58,7 +59,7 @@ def reference(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
 
 
 def _ours(tmp: Path, model: Path, pairs: list[str], chat: bool = False) -> dict[str, dict]:
-    backend = HFBackend(str(model), batch_size=1, dtype="float32")
+    backend = create_backend("hf", BackendOptions(str(model), batch_size=1, dtype="float32"))
     out = {}
     for pair in pairs:
         entry, prompt, k = pair.split(":")[:3]

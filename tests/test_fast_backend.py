@@ -6,7 +6,8 @@ import pytest
 import torch
 from fast_helpers import tiny_lm, within_bound  # noqa: F401  (tiny_lm is a fixture)
 
-from evalita_eval.api import GenRequest, LLRequest, encode_pair, plain_loglikelihood
+from evalita_eval.api import GenRequest, LLRequest
+from evalita_eval.backends.hf import encode_pair, plain_loglikelihood
 from evalita_eval.fast import FastBackend
 from evalita_eval.fast.encode import encode_requests
 from evalita_eval.fast.generate import cut_at_stop

@@ -68,7 +68,8 @@ def test_trial_is_seeded_from_dev_sentences_with_entities(samples):
         trial = splits[f"{d}/trial"]
         assert all(rec in splits[f"{d}/dev"] and rec["entities"] for rec in trial)
     assert run(SAMPLES, seed=0)[0]["adg/trial"] == splits["adg/trial"]
-    assert run(SAMPLES, seed=1)[0]["adg/trial"] != splits["adg/trial"]
+    # The trial split uses the fixed TRIAL_SEED: --seed never moves it (docs/converters-constructed.md).
+    assert run(SAMPLES, seed=1)[0]["adg/trial"] == splits["adg/trial"]
 
 
 def test_every_entity_is_a_substring_and_records_are_valid(samples):

@@ -94,7 +94,8 @@ def test_trial_is_seeded_subset_of_train_with_relations(samples):
     splits, _ = samples
     assert all(rec in splits["train"] and rec["relations"] for rec in splits["trial"])
     assert run(SAMPLES, seed=0)[0]["trial"] == splits["trial"]
-    assert run(SAMPLES, seed=3)[0]["trial"] != splits["trial"]
+    # The trial split uses the fixed TRIAL_SEED: --seed never moves it (docs/converters-constructed.md).
+    assert run(SAMPLES, seed=3)[0]["trial"] == splits["trial"]
 
 
 def test_records_are_valid(samples):

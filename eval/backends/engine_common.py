@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..api import GenRequest, LLRequest, default_add_special_tokens, encode_request
+from ..api import GenRequest, LLRequest
+from .hf import default_add_special_tokens, encode_request, resolve_max_length
 
 
 @dataclass(frozen=True)
@@ -65,10 +66,6 @@ def model_max_length(model: str, tokenizer: Any, revision: str | None, trust_rem
     """lm-eval's rule (config, else tokenizer, else 2048), as the HF backend resolves it."""
     from transformers import AutoConfig
 
-    try:
-        from ..backend_hf import resolve_max_length
-    except ImportError:  # after the HF backend moved into this package
-        from .hf import resolve_max_length  # type: ignore[no-redef]
     try:
         config = AutoConfig.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code)
     except (OSError, ValueError):

@@ -47,7 +47,7 @@ def engine_kwargs(options: BackendOptions, max_length: int) -> dict[str, Any]:
         # One more than the model reads: vLLM wants room for the one token sampled after the
         # longest log-likelihood window (never computed: no position >= max_length runs).
         "max_model_len": options.max_model_len or max_length + 1,
-        "seed": int(getattr(options, "seed", None) or options.extra.get("seed", 0)),
+        "seed": options.seed if options.seed is not None else int(options.extra.get("seed", 0)),
         # Prefix caching is what makes one-token choices cheap (see the module doc).
         "enable_prefix_caching": True,
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Sequence
 
-from ..api import GenRequest, LLRequest, LLResult
+from ..api import GenRequest, LLRequest, LLResult, scoring_input
 from .budget import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_TREE_TOKENS, probe_max_batch_tokens
 from .encode import encode_requests
 from .generate import generate_greedy
@@ -63,13 +63,7 @@ class FastBackend:
         pairs = encode_requests(self.tokenizer, requests)
         inputs, targets = [], []
         for req, (ctx, cont) in zip(requests, pairs):
-            if not cont:
-                raise ValueError(f"continuation {req.continuation!r} encodes to no tokens")
-            # Same left truncation as the plain path: the model sees all but the last token.
-            inp = (ctx + cont)[-(self.max_length + 1):][:-1]
-            if len(inp) < len(cont):
-                raise ValueError(f"continuation {req.continuation!r} is longer than max_length={self.max_length} tokens")
-            inputs.append(inp)
+            inputs.append(scoring_input(ctx, cont, self.max_length, req.continuation))
             targets.append(cont)
         results: list[LLResult | None] = [None] * len(requests)
         batches = batch_trees(pack_trees(inputs, self.max_tree_tokens), self.max_batch_tokens)
@@ -152,8 +146,6 @@ class FastBackend:
 
     @staticmethod
     def _pick(logits, r0, rows, targets, sel):
-        import torch
-
         local = rows - r0
         mx = logits.amax(dim=-1)
         lse = mx + (logits - mx[:, None]).exp_().sum(dim=-1).log_()

@@ -1,6 +1,6 @@
 """lm-eval tokenisation of many requests at once (one batched tokenizer call per list).
 
-Gives exactly :func:`evalita_eval.api.encode_request` for every request, including its
+Gives exactly :func:`evalita_eval.backends.hf.encode_request` for every request, including its
 rule for special tokens (added unless the text already starts with the BOS string).
 """
 
@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..api import LLRequest, default_add_special_tokens, prefix_token_id
+from ..api import LLRequest
+from ..backends.hf import default_add_special_tokens, prefix_token_id
 
 Key = tuple[str, bool]  # (text, add special tokens)
 
@@ -23,7 +24,7 @@ def _batch_encode(tokenizer: Any, keys: list[Key]) -> dict[Key, list[int]]:
 
 
 def encode_requests(tokenizer: Any, requests: Sequence[LLRequest]) -> list[tuple[list[int], list[int]]]:
-    """(context ids, continuation ids) per request, equal to ``api.encode_request``.
+    """(context ids, continuation ids) per request, equal to ``backends.hf.encode_request``.
 
     Contexts repeat across the choices of an item, so each distinct string is encoded once.
     """

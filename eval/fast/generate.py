@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..api import GenRequest, cut_at_stop, default_add_special_tokens, prefix_token_id
+from ..api import GenRequest, cut_at_stop
+from ..backends.hf import default_add_special_tokens, prefix_token_id
 
 
 def context_ids(tokenizer: Any, requests: Sequence[GenRequest], max_length: int) -> list[list[int]]:

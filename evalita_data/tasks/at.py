@@ -1,7 +1,9 @@
 """Italian medical specialty admission tests (SSM), five-option multiple choice."""
 
 from ..record_checks import choice_problems
-from ..taskspec import TaskSpec, six_mc_prompts
+from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM
+
+from ..taskspec import InstructPrompts, TaskSpec, six_mc_prompts
 
 
 def check_record(rec: dict) -> list[str]:
@@ -16,7 +18,6 @@ TASK = TaskSpec(
     license="see the original distribution (not public)",
     citation="Casola S., Labruna T., Lavelli A., Magnini B. (2023). Testing ChatGPT for Stability and Reasoning: A Case Study Using Italian Medical Specialty Tests. CLiC-it 2023.",
     homepage="https://ceur-ws.org/Vol-3596/",
-    raw_files=["*.xlsx (one workbook per exam year, or one sheet per year)"],
     obtain_hint="No public copy was found. Ask the authors of Casola et al. (CLiC-it 2023) for the Excel workbooks and put them in raw/at/ (see raw/at/README.md for the accepted layout).",
     converter="at:convert",
     schema="at",
@@ -34,10 +35,17 @@ TASK = TaskSpec(
         affirmative="Dato il seguente quesito di medicina '{{Question}}' la risposta corretta è:",
         affirmative_choices="[A, B, C, D, E]",
     ),
-    metrics=["acc", "acc_norm", "acc_bytes"],
+    metrics=[ACC, ACC_NORM, ACC_BYTES],
+    order=5,
     eval_split="test",
     fewshot_split="dev",
     record_check=check_record,
     seed=1234,
     task_categories=["question-answering", "multiple-choice"],
+    instruct=InstructPrompts(
+        question="Dato il seguente quesito di medicina: '{{Question}}' qual è la risposta corretta?",
+        answers="[A, B, C, D, E]",
+        description="Devi risolvere un compito di risposte a domande. ",
+        oe_hint="Rispondi con il testo della risposta, senza commenti.",
+    ),
 )

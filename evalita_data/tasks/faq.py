@@ -1,7 +1,9 @@
 """QA4FAQ (Evalita 2016), rebuilt as 4-way multiple choice over the FAQ answers."""
 
 from ..record_checks import choice_problems
-from ..taskspec import TaskSpec, six_mc_prompts
+from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM
+
+from ..taskspec import InstructPrompts, TaskSpec, six_mc_prompts
 
 
 def check_record(rec: dict) -> list[str]:
@@ -19,7 +21,6 @@ TASK = TaskSpec(
     license="CC BY-NC-SA 3.0 IT",
     citation="Caputo A., de Gemmis M., Lops P., Lovecchio F., Manzari V. (2016). Overview of the EVALITA 2016 Question Answering for Frequently Asked Questions (QA4FAQ) Task. EVALITA 2016.",
     homepage="http://qa4faq.github.io/",
-    raw_files=["faqs_uft8_QA.csv", "faqs_uft8_QA.xml"],
     obtain_hint="Copy qa4faq/qa4faq_dev_v3/faqs_uft8_QA.{csv,xml} of https://github.com/evalita2016/data into raw/faq/.",
     converter="faq:convert",
     schema="faq",
@@ -37,10 +38,17 @@ TASK = TaskSpec(
         affirmative="La risposta alla domanda: '{{question}}' è:",
         affirmative_choices="[A, B, C, D]",
     ),
-    metrics=["acc", "acc_norm", "acc_bytes"],
+    metrics=[ACC, ACC_NORM, ACC_BYTES],
+    order=4,
     eval_split="test",
     fewshot_split="dev",
     record_check=check_record,
     seed=1234,
     task_categories=["question-answering", "multiple-choice"],
+    instruct=InstructPrompts(
+        question=_Q,
+        answers="[A, B, C, D]",
+        description=_DESC,
+        oe_hint="Rispondi con il testo della risposta, senza commenti.",
+    ),
 )

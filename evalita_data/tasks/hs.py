@@ -1,6 +1,8 @@
 """HaSpeeDe 2 (Evalita 2020): hate speech detection, task A."""
 
-from ..taskspec import TaskSpec, six_mc_prompts
+from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM, F1_BINARY, F1_MACRO
+
+from ..taskspec import InstructPrompts, TaskSpec, six_mc_prompts
 
 _Q = "C'è incitamento all'odio nel seguente tweet: '{{full_text}}'?"
 
@@ -11,13 +13,6 @@ TASK = TaskSpec(
     license="CC BY-NC-SA 4.0",
     citation="Sanguinetti M., Comandini G., Di Nuovo E., Frenda S., Stranisci M., Bosco C., Caselli T., Patti V., Russo I. (2020). HaSpeeDe 2 @ EVALITA2020: Overview of the EVALITA 2020 Hate Speech Detection Task. EVALITA 2020.",
     homepage="http://www.di.unito.it/~tutreeb/haspeede-evalita20/",
-    raw_files=[
-        "haspeede2_dev_taskAB.tsv",
-        "haspeede2_test_taskAB-tweets.tsv",
-        "haspeede2-test_taskAB-news.tsv",
-        "haspeede2_reference_taskAB-tweets.tsv",
-        "haspeede2_reference_taskAB-news.tsv",
-    ],
     obtain_hint=(
         "The gold test labels are in haspeede2_reference.zip of https://github.com/msang/haspeede "
         "(2020/; password after the registration form). Put haspeede2_reference_taskAB-tweets.tsv and "
@@ -39,8 +34,15 @@ TASK = TaskSpec(
         affirmative="Il tweet: '{{full_text}}'",
         affirmative_choices=["non contiene incitamento all'odio", "contiene incitamento all'odio"],
     ),
-    metrics=["f1_macro", "f1_binary", "acc", "acc_norm", "acc_bytes"],
+    metrics=[F1_MACRO, F1_BINARY, ACC, ACC_NORM, ACC_BYTES],
+    order=3,
     eval_split="test_all",
     fewshot_split="dev",
     task_categories=["text-classification"],
+    instruct=InstructPrompts(
+        question=_Q,
+        answers=["No", "Sì"],
+        description="Devi svolgere un compito di identificazione di incitamento all'odio. ",
+        oe_hint="Rispondi con una sola parola.",
+    ),
 )

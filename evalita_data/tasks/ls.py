@@ -2,6 +2,8 @@
 
 import re
 
+from evalita_eval.metrics import LS_F1
+
 from ..taskspec import TaskSpec, two_gen_prompts
 
 _HEAD = re.compile(r"<head>(.*?)</head>", re.S)
@@ -32,7 +34,6 @@ TASK = TaskSpec(
     license="CC BY-NC-SA 4.0 (as published by evalitahf/lexical_substitution)",
     citation="Toral A. (2009). The Lexical Substitution Task at EVALITA 2009. EVALITA 2009.",
     homepage="http://www.evalita.it/2009/tasks/lexical",
-    raw_files=["trial/lexsub_trial.xml", "trial/gold.trial", "test/lexsub_test.xml", "test/gold.test"],
     obtain_hint="No public copy was found in code repositories: download the Evalita 2009 lexical substitution data from https://live.european-language-grid.eu/catalogue/corpus/8421 and put trial/ and test/ in raw/ls/.",
     converter="ls:convert",
     schema="ls",
@@ -45,7 +46,9 @@ TASK = TaskSpec(
         "Devi risolvere un compito di sostituzione lessicale. ",
         "Trova 10 parole che possono sostituire la parola racchiusa tra i marcatori <head> nella seguente frase: '{{context}}', mantenendo lo stesso significato. Elenca i lemmi (forme base) di queste parole, separandoli con una virgola, ad esempio: lemma1, lemma2, lemma3, lemma4, lemma5. Non aggiungere commenti o altro testo. Risposta:",
     ),
-    metrics=["ls_f1"],
+    metrics=[LS_F1],
+    gold_field="answers",
+    order=6,
     eval_split="test",
     fewshot_split="dev",
     record_check=check_record,

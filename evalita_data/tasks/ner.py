@@ -1,5 +1,7 @@
 """KIND / NERMuD (Evalita 2023): named entities in three domains."""
 
+from evalita_eval.metrics import NER_F1, NER_F1_STRICT
+
 from ..taskspec import TaskSpec, two_gen_prompts
 
 DOMAINS = ["adg", "fic", "wn"]
@@ -26,7 +28,6 @@ TASK = TaskSpec(
     license="CC BY-NC-SA 4.0 (ADG); CC BY-NC 4.0 (FIC, WN)",
     citation="Paccosi T., Palmero Aprosio A. (2022). KIND: an Italian Multi-Domain Dataset for Named Entity Recognition. LREC 2022.",
     homepage="https://github.com/dhfbk/KIND",
-    raw_files=[f"{d}_{s}.tsv" for d in ("ADG", "FIC", "WN") for s in ("train", "dev", "test")],
     obtain_hint="Copy evalita-2023/*.tsv of https://github.com/dhfbk/KIND into raw/ner/.",
     converter="ner:convert",
     schema="ner",
@@ -45,7 +46,9 @@ TASK = TaskSpec(
         "Devi svolgere un compito di riconoscimento delle entità nei testi. ",
         "Estrai tutte le entità di tipo PER (persona), LOC (luogo) e ORG (organizzazione) dal testo seguente. Riporta ogni entità con il formato: Entità$Tipo, separando ciascuna coppia con ','. Se non ci sono entità da estrarre, rispondi con '&&NOENT&&'. Testo: '{{text}}' Entità:",
     ),
-    metrics=["ner_f1", "ner_f1_strict"],
+    metrics=[NER_F1, NER_F1_STRICT],
+    gold_field="entities",
+    order=7,
     eval_split="test",
     fewshot_split="trial",
     stop=["</s>", "\n"],

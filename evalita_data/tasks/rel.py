@@ -1,5 +1,7 @@
 """CLinkaRT (Evalita 2023): RML->EVENT relations in clinical sentences of E3C."""
 
+from evalita_eval.metrics import REL_F1, REL_F1_STRICT
+
 from ..taskspec import TaskSpec, two_gen_prompts
 
 MENTIONS = ("RML", "EVENT")
@@ -21,7 +23,6 @@ TASK = TaskSpec(
     license="CC BY-NC 4.0",
     citation="Altuna B., Karunakaran G., Lavelli A., Magnini B., Speranza M., Zanoli R. (2023). CLinkaRT at EVALITA 2023: Overview of the Task on Linking a Lab Result to its Test Event in the Clinical Domain. EVALITA 2023.",
     homepage="https://e3c.fbk.eu/clinkart",
-    raw_files=["training.txt", "training_tokenized/*.tsv", "test.txt", "test_tokenized/*.tsv"],
     obtain_hint="The CLinkaRT test set is not public: ask the organisers (https://e3c.fbk.eu/clinkart) and put test.txt and test_tokenized/ in raw/rel/.",
     converter="rel:convert",
     schema="rel",
@@ -35,7 +36,9 @@ TASK = TaskSpec(
         "Devi svolgere un compito di estrazione di relazioni da documenti medici. ",
         "Dato un documento medico devi estrarre tutte le misurazioni degli esami medici presenti. Riporta ogni relazione nel formato: misurazione$esame, separando ciascuna coppia con '%'. Se non ci sono relazioni da estrarre, rispondi con '&&NOREL&&'. Testo: '{{text}}' Relazioni:",
     ),
-    metrics=["rel_f1", "rel_f1_strict"],
+    metrics=[REL_F1, REL_F1_STRICT],
+    gold_field="relations",
+    order=8,
     eval_split="test",
     fewshot_split="trial",
     stop=["</s>"],

@@ -1,6 +1,8 @@
 """SENTIPOLC 2016: sentiment polarity of Italian tweets."""
 
-from ..taskspec import TaskSpec, six_mc_prompts
+from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM, SENTIPOLC_F1
+
+from ..taskspec import InstructPrompts, TaskSpec, six_mc_prompts
 
 _CHOICES = ["Positivo", "Negativo", "Neutrale", "Misto"]
 
@@ -11,7 +13,6 @@ TASK = TaskSpec(
     license="CC BY-NC-SA 3.0 IT (tweets also under Twitter's terms)",
     citation="Barbieri F., Basile V., Croce D., Nissim M., Novielli N., Patti V. (2016). Overview of the Evalita 2016 SENTIment POLarity Classification Task. EVALITA 2016.",
     homepage="http://www.di.unito.it/~tutreeb/sentipolc-evalita16/",
-    raw_files=["sentipolc16_officialdistrib_train.csv", "sentipolc16_gold2000_text.csv", "sentipolc16_gold2000.csv"],
     obtain_hint="Copy sentipolc/*.csv of https://github.com/evalita2016/data into raw/sa/.",
     converter="sa:convert",
     schema="sa",
@@ -29,8 +30,16 @@ TASK = TaskSpec(
         affirmative="Il seguente tweet: '{{text}}' esprime un sentiment",
         affirmative_choices=_CHOICES,
     ),
-    metrics=["sentipolc_f1", "acc", "acc_norm", "acc_bytes"],
+    metrics=[SENTIPOLC_F1, ACC, ACC_NORM, ACC_BYTES],
+    order=2,
     eval_split="test",
     fewshot_split="train",
     task_categories=["text-classification"],
+    # The answers as p3/p4 list them ("Neutro", the usual word for a neutral answer).
+    instruct=InstructPrompts(
+        question="Qual è il sentiment espresso nel seguente tweet: '{{text}}'?",
+        answers=["Positivo", "Negativo", "Neutro", "Misto"],
+        description="Devi svolgere un compito di analisi del sentiment. ",
+        oe_hint="Rispondi con una sola parola.",
+    ),
 )

@@ -1,5 +1,7 @@
 """Fanpage news summarization (Landro et al. 2022)."""
 
+from evalita_eval.metrics import ROUGE1, ROUGE2, ROUGE_L, ROUGE_LSUM
+
 from ..taskspec import TaskSpec, two_gen_prompts
 
 TASK = TaskSpec(
@@ -9,7 +11,6 @@ TASK = TaskSpec(
     license="unknown (the source card states none)",
     citation="Landro N., Gallo I., La Grassa R., Federici E. (2022). Two New Datasets for Italian-Language Abstractive Text Summarization. Information 13(5):228.",
     homepage="https://www.mdpi.com/2078-2489/13/5/228",
-    raw_files=["*.csv with columns source,target"],
     obtain_hint="Export ARTeLab/fanpage (columns source, target) to CSV and put it in raw/sum/.",
     converter="sum:convert",
     schema="sum",
@@ -21,7 +22,9 @@ TASK = TaskSpec(
         "Devi risolvere un compito di sintesi automatica del testo. ",
         "Riassumi il seguente articolo di giornale: '{{source}}'\nRiassunto:",
     ),
-    metrics=["rouge1", "rouge2", "rougeL", "rougeLsum"],
+    metrics=[ROUGE1, ROUGE2, ROUGE_L, ROUGE_LSUM],
+    gold_field="target",
+    order=9,
     eval_split="test",
     fewshot_split="train",
     stop=["</s>"],

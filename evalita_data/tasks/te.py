@@ -1,6 +1,8 @@
 """Textual entailment, Evalita 2009 (RTE-style XML)."""
 
-from ..taskspec import TaskSpec, six_mc_prompts
+from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM
+
+from ..taskspec import InstructPrompts, TaskSpec, six_mc_prompts
 
 TASK = TaskSpec(
     id="te",
@@ -9,7 +11,6 @@ TASK = TaskSpec(
     license="CC BY-NC-SA 4.0 (as published by evalitahf/textual_entailment)",
     citation="Bos J., Zanzotto F. M., Pennacchiotti M. (2009). Textual Entailment at EVALITA 2009. EVALITA 2009.",
     homepage="https://www.evalita.it/campaigns/evalita-2009/tasks/textual-entailment/",
-    raw_files=["*.xml (one file per split: a name containing 'dev' and one containing 'test')"],
     obtain_hint=(
         "No public copy was found. Ask the Evalita 2009 organisers for the RTE XML files "
         "(<pair id=.. entailment=YES|NO|SI><t>..</t><h>..</h></pair>) and put the dev file "
@@ -33,8 +34,15 @@ TASK = TaskSpec(
             "La frase 1 non implica logicamente che la frase 2 sia vera",
         ],
     ),
-    metrics=["acc", "acc_norm", "acc_bytes"],
+    metrics=[ACC, ACC_NORM, ACC_BYTES],
+    order=1,
     eval_split="test",
     fewshot_split="dev",
     task_categories=["text-classification"],
+    instruct=InstructPrompts(
+        question="La frase: '{{text1}}' implica logicamente che la frase: '{{text2}}' sia vera?",
+        answers=["Sì", "No"],
+        description="Devi risolvere un compito di inferenza semantica. ",
+        oe_hint="Rispondi con una sola parola.",
+    ),
 )

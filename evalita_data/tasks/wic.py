@@ -1,6 +1,8 @@
 """WiC-ITA (Evalita 2023): word in context, monolingual binary subtask."""
 
-from ..taskspec import TaskSpec, six_mc_prompts
+from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM, F1_BINARY, F1_MACRO
+
+from ..taskspec import InstructPrompts, TaskSpec, six_mc_prompts
 
 
 def check_record(rec: dict) -> list[str]:
@@ -27,7 +29,6 @@ TASK = TaskSpec(
     license="unknown (the source repository states none)",
     citation="Cassotti P., Siciliani L., Passaro L., Gatto M., Basile P. (2023). WiC-ITA at EVALITA2023: Overview of the EVALITA2023 Word-in-Context for ITAlian Task. EVALITA 2023.",
     homepage="https://wic-ita.github.io/",
-    raw_files=["binary/train.jsonl", "binary/dev.jsonl", "binary/test.jsonl", "gold_truth/binary/test.jsonl"],
     obtain_hint="Clone https://github.com/wic-ita/data and copy binary/ and gold_truth/ into raw/wic/.",
     converter="wic:convert",
     schema="wic",
@@ -46,9 +47,16 @@ TASK = TaskSpec(
         affirmative="La parola: '{{w1}}' nella frase: '{{sentence1}}' e la parola: '{{w2}}' nella frase: '{{sentence2}}'",
         affirmative_choices=["non hanno lo stesso significato", "hanno lo stesso significato"],
     ),
-    metrics=["f1_macro", "f1_binary", "acc", "acc_norm", "acc_bytes"],
+    metrics=[F1_MACRO, F1_BINARY, ACC, ACC_NORM, ACC_BYTES],
+    order=0,
     eval_split="test",
     fewshot_split="dev",
     record_check=check_record,
     task_categories=["text-classification"],
+    instruct=InstructPrompts(
+        question=_Q,
+        answers=["No", "Sì"],
+        description="Devi determinare se una stessa parola usata in due frasi differenti ha lo stesso significato in entrambi i contesti. ",
+        oe_hint="Rispondi con una sola parola.",
+    ),
 )

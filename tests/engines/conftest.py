@@ -26,9 +26,10 @@ def tiny32(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def hf32(tiny32: Path) -> Any:
     """The plain HF reference on the same model, float32."""
-    from evalita_eval.backend_hf import HFBackend
+    from evalita_eval.api import BackendOptions
+    from evalita_eval.backends import create_backend
 
-    return HFBackend(str(tiny32), dtype="float32")
+    return create_backend("hf", BackendOptions(model=str(tiny32), dtype="float32"))
 
 
 @pytest.fixture(scope="session")

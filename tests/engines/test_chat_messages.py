@@ -15,7 +15,7 @@ def test_requests_without_messages_keep_their_cache_key() -> None:
     before = request_key("m", "generate_until", {"context": "Domanda:", "stop": ["\n"], "max_new_tokens": 5})
     assert request_key("m", "generate_until", request_payload(plain)) == before
     turns = ({"role": "user", "content": "Domanda:"},)
-    chat = GenRequest("Domanda:", ("\n",), 5, turns)
+    chat = GenRequest("Domanda:", ("\n",), 5, messages=turns)
     assert request_payload(chat)["messages"] == turns
     assert request_key("m", "generate_until", request_payload(chat)) != before
     assert request_payload(LLRequest("a", " b")) == {"context": "a", "continuation": " b"}

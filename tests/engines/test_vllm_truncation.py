@@ -17,9 +17,10 @@ pytestmark = requires_vllm
 
 def test_left_truncation_equals_hf(tiny32: Path) -> None:
     """Contexts longer than max_length are cut on the left exactly as the HF path cuts them."""
-    from evalita_eval.backend_hf import HFBackend
+    from evalita_eval.api import BackendOptions
+    from evalita_eval.backends import create_backend
 
-    hf = HFBackend(str(tiny32), dtype="float32", max_length=48)
+    hf = create_backend("hf", BackendOptions(model=str(tiny32), dtype="float32", max_length=48))
     engine = _vllm(tiny32, max_length=48)
     try:
         long = " ".join(r.context for r in _requests() if r.context) * 2

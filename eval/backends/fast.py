@@ -1,0 +1,47 @@
+"""``--backend fast``: shared-prefix log-likelihoods and token-budget batches (``evalita_eval.fast``)
+on a model and tokenizer loaded exactly as the ``hf`` backend loads them.
+
+Constrained generations (``GenRequest.constraint``, ``--constrained``) take the ``hf``
+backend's generate path on the same model and tokenizer: it applies the grammar as a
+logits processor inside transformers' ``generate`` (eval/constrained.py); the rest keep
+the fast path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..api import Backend, BackendOptions, Capabilities, GenRequest
+from ..fast import FastBackend
+from . import register_backend
+from .hf import HFBackend, OnHFModel, load_hf
+
+
+@register_backend("fast")
+class FastHFBackend(OnHFModel, FastBackend, Backend):
+    """Same log-likelihoods as ``hf`` within 1e-6*|LL|+1e-5, same greedy generations (docs/fast.md)."""
+
+    capabilities = Capabilities(constrained=True)
+
+    def __init__(self, model: Any, tokenizer: Any, *, max_length: int, max_batch_tokens: int | None = None, name_or_path: str = "",
+                 batch_size: int = 8) -> None:
+        super().__init__(model, tokenizer, max_length=max_length, max_batch_tokens=max_batch_tokens)
+        self._identify(name_or_path)
+        # The constrained generate path: the hf backend on this very model and tokenizer.
+        self._constrained = HFBackend(model, tokenizer, max_length=max_length, batch_size=batch_size, name_or_path=name_or_path)
+
+    @classmethod
+    def from_options(cls, options: BackendOptions) -> "FastHFBackend":
+        loaded = load_hf(options)
+        return cls(loaded.model, loaded.tokenizer, max_length=loaded.max_length, max_batch_tokens=options.max_batch_tokens,
+                   name_or_path=options.model, batch_size=options.batch_size)
+
+    def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
+        """Free requests on the fast path, constrained ones on the hf path; answers in request order."""
+        out: list[str | None] = [None] * len(requests)
+        for constrained, path in ((True, self._constrained.generate_until), (False, super().generate_until)):
+            idx = [i for i, r in enumerate(requests) if (r.constraint is not None) == constrained]
+            if idx:
+                for i, text in zip(idx, path([requests[i] for i in idx])):
+                    out[i] = text
+        return out  # type: ignore[return-value]

@@ -1,0 +1,284 @@
+"""The plain Hugging Face transformers backend (``--backend hf``) and the HF tokenisation rules.
+
+Log-likelihoods: requests sorted by length (longest first), right-padded, one forward
+pass per batch, left-truncated to the model's maximum length, exactly as lm-eval's
+``HFLM._loglikelihood_tokens``. Generation: greedy, left-padded batches, context
+left-truncated to ``max_length - max_new_tokens``, output cut at the first stop string
+(the EOS string included), as ``HFLM.generate_until``.
+
+``encode_pair`` follows lm-evaluation-harness exactly: trailing whitespace of the context
+moves to the continuation, and the continuation tokens are those of ``encode(context +
+continuation)`` after the first ``len(encode(context))``. ``plain_loglikelihood`` is the
+reference: one request at a time, full forward pass, no cache; every faster path is
+tested against it. ``load_hf`` is the one model/tokenizer loader of the HF-based backends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, scoring_input
+from . import register_backend
+
+DEFAULT_MAX_LENGTH = 2048  # lm-eval's default when neither config nor tokenizer says
+_TOKENIZER_INFINITY = 1000000000000000019884624838656
+
+
+# -- tokenisation (lm-eval's HF rules) -------------------------------------------------------
+
+
+def prefix_token_id(tokenizer: Any) -> int:
+    """The token lm-eval puts before an empty context (BOS, else EOS)."""
+    if tokenizer.bos_token_id is not None:
+        return tokenizer.bos_token_id
+    return tokenizer.eos_token_id
+
+
+def default_add_special_tokens(tokenizer: Any, text: str) -> bool:
+    """lm-eval's HF rule: the tokenizer's special tokens (e.g. Llama's BOS) are added,
+    unless the text already starts with the BOS string (a rendered chat template)."""
+    return not text.startswith(tokenizer.decode([prefix_token_id(tokenizer)]))
+
+
+def encode_pair(tokenizer: Any, context: str, continuation: str, add_special_tokens: bool | None = None) -> tuple[list[int], list[int]]:
+    """(context ids, continuation ids) as lm-evaluation-harness 0.4.x computes them.
+
+    ``add_special_tokens=None`` follows lm-eval's default (``default_add_special_tokens``).
+    """
+    n_spaces = len(context) - len(context.rstrip())
+    if n_spaces > 0:
+        continuation = context[-n_spaces:] + continuation
+        context = context[:-n_spaces]
+    if add_special_tokens is None:
+        add_special_tokens = default_add_special_tokens(tokenizer, context + continuation)
+    whole = tokenizer.encode(context + continuation, add_special_tokens=add_special_tokens)
+    ctx = tokenizer.encode(context, add_special_tokens=add_special_tokens)
+    return ctx, whole[len(ctx):]
+
+
+def encode_request(tokenizer: Any, req: LLRequest) -> tuple[list[int], list[int]]:
+    """(context ids, continuation ids) of one request; an empty context becomes lm-eval's prefix token."""
+    if req.context == "":
+        special = default_add_special_tokens(tokenizer, req.continuation)
+        return [prefix_token_id(tokenizer)], tokenizer.encode(req.continuation, add_special_tokens=special)
+    return encode_pair(tokenizer, req.context, req.continuation)
+
+
+def resolve_max_length(config: Any, tokenizer: Any) -> int:
+    """lm-eval's ``resolve_max_length``: config n_positions/max_position_embeddings/n_ctx, else tokenizer."""
+    cfg = getattr(config, "text_config", None) or config
+    for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
+        value = getattr(cfg, attr, None)
+        if value is not None:
+            return int(value)
+    mml = getattr(tokenizer, "model_max_length", None)
+    if mml is not None and mml != _TOKENIZER_INFINITY:
+        return int(mml)
+    return DEFAULT_MAX_LENGTH
+
+
+def plain_loglikelihood(model: Any, tokenizer: Any, requests: Sequence[LLRequest], max_length: int) -> list[LLResult]:
+    """Reference scorer: one full forward pass per request, left-truncated to ``max_length``."""
+    import torch
+
+    out = []
+    with torch.inference_mode():
+        for req in requests:
+            ctx, cont = encode_request(tokenizer, req)
+            inp = scoring_input(ctx, cont, max_length, req.continuation)
+            ids = torch.tensor([inp], device=model.device)
+            logits = model(ids).logits[0].float()
+            logprobs = torch.log_softmax(logits[-len(cont):], dim=-1)
+            target = torch.tensor(cont, device=logprobs.device)
+            picked = logprobs.gather(1, target[:, None])[:, 0]
+            greedy = bool((logprobs.argmax(dim=-1) == target).all())
+            out.append(LLResult(float(picked.sum()), greedy, len(cont)))
+    return out
+
+
+class OnHFModel:
+    """What every backend on a loaded transformers model and tokenizer shares: the names and
+    dtype of the resume-cache key, and the tokenizer's chat template."""
+
+    model: Any
+    tokenizer: Any
+
+    def _identify(self, name_or_path: str) -> None:
+        self.name_or_path = name_or_path or getattr(self.model, "name_or_path", "")
+        self.dtype = str(self.model.dtype).removeprefix("torch.")
+        self.tokenizer_name = getattr(self.tokenizer, "name_or_path", "")
+
+    def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise ValueError(f"model {self.name_or_path} has no chat template; run without --apply-chat-template")
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+# -- loading ----------------------------------------------------------------------------------
+
+
+@dataclass
+class LoadedModel:
+    model: Any
+    tokenizer: Any
+    max_length: int
+    name_or_path: str
+
+
+def _torch_dtype(dtype: str) -> Any:
+    import torch
+
+    if dtype == "auto":
+        return "auto"
+    try:
+        return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+    except KeyError:
+        raise ValueError(f"unknown dtype {dtype!r}; use auto, float32, float16 or bfloat16") from None
+
+
+def load_hf(options: BackendOptions) -> LoadedModel:
+    """Tokenizer and ``AutoModelForCausalLM`` as lm-eval's HFLM sets them up; loads nothing
+    remote unless ``options.model`` is a Hub id.
+
+    ``device="auto"`` spreads a model larger than one device over every visible GPU (and
+    the CPU) with accelerate's ``device_map="auto"``; otherwise the whole model goes to
+    ``device``. ``threads`` sets torch's intra-op threads (CPU runs).
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if options.threads is not None:
+        torch.set_num_threads(options.threads)
+    device = options.device
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError("--device cuda was asked for but torch sees no CUDA device")
+    common: dict[str, Any] = {"revision": options.revision, "trust_remote_code": options.trust_remote_code}
+    placement: dict[str, Any] = {}
+    if device == "auto":
+        import importlib.util
+
+        if importlib.util.find_spec("accelerate") is None:
+            raise RuntimeError("--device auto needs accelerate: pip install accelerate")
+        placement["device_map"] = "auto"
+    tokenizer = AutoTokenizer.from_pretrained(options.model, **common)
+    model = AutoModelForCausalLM.from_pretrained(options.model, dtype=_torch_dtype(options.dtype), **common, **placement)
+    if not placement:
+        model = model.to(device)
+    model.eval()
+    # lm-eval's configure_pad_token: pad with unk, else eos, when there is no pad token.
+    if tokenizer.pad_token_id is None:
+        if tokenizer.unk_token is not None:
+            tokenizer.pad_token_id = tokenizer.unk_token_id
+        else:
+            tokenizer.pad_token_id = tokenizer.eos_token_id
+    max_length = options.max_length or resolve_max_length(model.config, tokenizer)
+    return LoadedModel(model, tokenizer, max_length, options.model)
+
+
+# -- the backend ------------------------------------------------------------------------------
+
+
+@register_backend("hf")
+class HFBackend(OnHFModel, Backend):
+    """Batched plain transformers forward passes; parity-tested against lm-eval's ``hf`` model."""
+
+    # Constrained requests: an xgrammar logits processor in generate (eval/constrained.py).
+    capabilities = Capabilities(constrained=True)
+
+    def __init__(self, model: Any, tokenizer: Any, *, max_length: int, batch_size: int = 8, name_or_path: str = "") -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch size must be at least 1, got {batch_size}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self._identify(name_or_path)
+        # Inputs go where the first layer is (device_map="auto" dispatches the rest).
+        self.device = model.device
+        self._grammars: Any = None  # constrained.GrammarCache, built on the first constrained request
+
+    @classmethod
+    def from_options(cls, options: BackendOptions) -> "HFBackend":
+        loaded = load_hf(options)
+        return cls(loaded.model, loaded.tokenizer, max_length=loaded.max_length, batch_size=options.batch_size, name_or_path=options.model)
+
+    # -- log-likelihood -----------------------------------------------------------------
+    def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
+        import torch
+
+        encoded = [encode_request(self.tokenizer, r) for r in requests]
+        inputs_of = [scoring_input(ctx, cont, self.max_length, r.continuation) for r, (ctx, cont) in zip(requests, encoded)]
+        # Longest first, as lm-eval's Collator; ties keep the input order.
+        order = sorted(range(len(requests)), key=lambda i: -len(encoded[i][0] + encoded[i][1]))
+        out: list[LLResult | None] = [None] * len(requests)
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                batch = order[start : start + self.batch_size]
+                inputs = [inputs_of[i] for i in batch]
+                conts = [encoded[i][1] for i in batch]
+                width = max(len(x) for x in inputs)
+                # Right padding without an attention mask: a causal model's logits at the
+                # real positions do not depend on what follows them (lm-eval does the same).
+                ids = torch.zeros((len(batch), width), dtype=torch.long)
+                for row, inp in enumerate(inputs):
+                    ids[row, : len(inp)] = torch.tensor(inp, dtype=torch.long)
+                logits = self.model(ids.to(self.device)).logits.float()
+                logprobs = torch.log_softmax(logits, dim=-1)
+                for row, i in enumerate(batch):
+                    n_in, cont = len(inputs[row]), conts[row]
+                    lp = logprobs[row, n_in - len(cont) : n_in]
+                    target = torch.tensor(cont, device=lp.device)
+                    picked = lp.gather(1, target[:, None])[:, 0]
+                    greedy = bool((lp.argmax(dim=-1) == target).all())
+                    out[i] = LLResult(float(picked.sum()), greedy, len(cont))
+        return out  # type: ignore[return-value]
+
+    # -- generation ---------------------------------------------------------------------
+    def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
+        import torch
+
+        eos = self.tokenizer.decode([self.tokenizer.eos_token_id], skip_special_tokens=False)
+        out: list[str | None] = [None] * len(requests)
+        groups: dict[tuple, list[int]] = {}
+        for i, r in enumerate(requests):
+            groups.setdefault((r.stop, r.max_new_tokens, r.constraint is not None), []).append(i)
+        for (stop, max_new, constrained), idx in groups.items():
+            until = list(stop) + ([eos] if eos not in stop else [])
+            max_ctx = self.max_length - max_new
+            if max_ctx <= 0:
+                raise ValueError(f"max_new_tokens {max_new} leaves no room for the prompt in max length {self.max_length}")
+            lengths = {i: len(self.tokenizer.encode(requests[i].context)) for i in idx}
+            idx = sorted(idx, key=lambda i: -lengths[i])
+            for start in range(0, len(idx), self.batch_size):
+                batch = idx[start : start + self.batch_size]
+                contexts = [requests[i].context for i in batch]
+                special = default_add_special_tokens(self.tokenizer, contexts[0])
+                self.tokenizer.padding_side = "left"
+                enc = self.tokenizer(contexts, padding="longest", return_tensors="pt", add_special_tokens=special)
+                ids = enc["input_ids"][:, -max_ctx:].to(self.device)
+                mask = enc["attention_mask"][:, -max_ctx:].to(self.device)
+                processors = [self._grammar_processor([requests[i].constraint for i in batch])] if constrained else None
+                with torch.inference_mode():
+                    gen = self.model.generate(
+                        logits_processor=processors,
+                        input_ids=ids,
+                        attention_mask=mask,
+                        max_new_tokens=max_new,
+                        do_sample=False,
+                        stop_strings=[s for s in until if s],
+                        tokenizer=self.tokenizer,
+                        pad_token_id=self.tokenizer.pad_token_id,
+                        use_cache=True,
+                    )
+                for row, i in enumerate(batch):
+                    text = self.tokenizer.decode(gen[row, ids.shape[1] :].tolist(), skip_special_tokens=True)
+                    out[i] = cut_at_stop(text, until)
+        return out  # type: ignore[return-value]
+
+    def _grammar_processor(self, constraints: list) -> Any:
+        from ..constrained import GrammarCache
+
+        if self._grammars is None:
+            self._grammars = GrammarCache(self.tokenizer, self.model.config.vocab_size)
+        return self._grammars.logits_processor(constraints)

@@ -1,0 +1,59 @@
+"""The report's view of evaluation settings: runs of one model in several settings side by side.
+
+A run's setting label is its ``config.setting`` (``loglikelihood`` when absent: results
+written before settings existed) plus ``constrained`` when it decoded with constraints.
+Runs of different labels have different prompts (six vs two), so the report keeps one
+table per (task, label) and adds ``settings_table``: per model and task, one column per
+label with the multi-prompt statistics of the task's headline metric and the number of
+unparseable answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from . import stats
+from .tables import TextTable
+
+PERCENT = 100.0
+
+
+def setting_label(config: dict) -> str:
+    label = config.get("setting") or "loglikelihood"
+    return f"{label} constrained" if config.get("constrained") else label
+
+
+def labels_of(runs: Sequence[Any]) -> list[str]:
+    return list(dict.fromkeys(setting_label(r.config) for r in runs))
+
+
+def base_name(run: Any) -> str:
+    """The model's display name without the setting suffix the report adds."""
+    return run.display.rsplit(" [", 1)[0]
+
+
+def settings_table(runs: Sequence[Any], tasks: Sequence[str], headline: Callable[[str, Sequence[str]], tuple[str, Any]]) -> TextTable | None:
+    """Rows (model, task), columns per setting label: 'AvgP [MinP–MaxP] CPS (unparsed u)'; None for a single label."""
+    labels = labels_of(runs)
+    if len(labels) < 2:
+        return None
+    rows = []
+    models = list(dict.fromkeys(base_name(r) for r in runs))
+    for model in models:
+        for task in tasks:
+            cells, found = [], False
+            for label in labels:
+                run = next((r for r in runs if base_name(r) == model and setting_label(r.config) == label and task in r.results), None)
+                if run is None:
+                    cells.append("–")
+                    continue
+                found = True
+                prompts = run.results[task]
+                metric, _ = headline(task, [m for p in prompts.values() for m in p if m not in ("n", "unparsed")])
+                s = stats.spread_stats([float(p[metric]) * PERCENT for p in prompts.values()], PERCENT)
+                unparsed = sum(int(p.get("unparsed", 0)) for p in prompts.values())
+                cell = f"{s.avg:.1f} [{s.min:.1f}–{s.max:.1f}] CPS {s.cps:.1f}"
+                cells.append(cell + (f" (unparsed {unparsed})" if "unparsed" in next(iter(prompts.values())) else ""))
+            if found:
+                rows.append([model, task] + cells)
+    return TextTable(["model", "task"] + labels, rows, text_cols=2)

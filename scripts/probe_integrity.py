@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""Bad-input probe of both command-line tools (issue 11): every case must fail with one clear line.
+
+Runs each case in a fresh copy of the committed samples, as a user would (subprocess), and
+counts: bad inputs tried / clear one-line errors / tracebacks / outputs intact / silent drops.
+A "silent drop" is a bad input that exits 0. "Outputs intact" means the previous build (and
+the raw inputs) are byte for byte as before the failing command. Exit status 1 if any case
+gives a traceback, a silent drop or a damaged output.
+
+    python scripts/probe_integrity.py [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "tests" / "data" / "raw"
+PY = sys.executable
+
+
+def digest(root: Path) -> dict[str, str]:
+    if not root.exists():
+        return {}
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def data(*args: object) -> list[str]:
+    return [PY, "-m", "evalita_data.cli", *map(str, args)]
+
+
+def evaluate(*args: object) -> list[str]:
+    return [PY, "-m", "evalita_eval.cli", *map(str, args)]
+
+
+class Probe:
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.rows: list[tuple[str, str]] = []
+        self.counts = {"tried": 0, "one_line": 0, "tracebacks": 0, "intact": 0, "silent_drops": 0, "damaged": 0}
+        self.env = {**os.environ, "HF_HOME": str(work / "hf"), "HF_HUB_OFFLINE": "1", "XDG_CACHE_HOME": str(work / "xdg")}
+
+    def fresh(self, name: str, *tasks: str) -> tuple[Path, Path]:
+        """A raw copy of some tasks and a previous build of them."""
+        case = self.work / name
+        raw = case / "raw"
+        for t in tasks:
+            shutil.copytree(SAMPLES / t, raw / t)
+        raw.mkdir(parents=True, exist_ok=True)
+        out = case / "build"
+        if tasks:
+            subprocess.run(data("build", "--raw", raw, "--out", out, "--no-progress"), check=True, capture_output=True, env=self.env)
+        return raw, out
+
+    def case(self, name: str, cmd: list[str], watch: list[Path], env: dict | None = None) -> None:
+        before = [digest(p) for p in watch]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env={**self.env, **(env or {})})
+        text = proc.stdout + proc.stderr
+        # "error: ..." lines, or validate's "<file>:<line>: <problem>" lines.
+        errors = [ln for ln in text.splitlines() if ln.lower().startswith("error") or ln.startswith(str(self.work))]
+        self.counts["tried"] += 1
+        if "Traceback" in text:
+            self.counts["tracebacks"] += 1
+            verdict = "TRACEBACK"
+        elif proc.returncode == 0:
+            self.counts["silent_drops"] += 1
+            verdict = "EXIT 0"
+        elif errors:
+            self.counts["one_line"] += 1
+            verdict = "ok"
+        else:
+            verdict = "no error line"
+        if [digest(p) for p in watch] == before:
+            self.counts["intact"] += 1
+        else:
+            self.counts["damaged"] += 1
+            verdict += " + OUTPUT CHANGED"
+        self.rows.append((name, f"{verdict:<10} rc={proc.returncode} {errors[0] if errors else text.strip().splitlines()[-1:]}"))
+
+
+def break_file(path: Path, how: str) -> None:
+    if how == "empty":
+        path.write_bytes(b"")
+    elif how == "header":
+        path.write_text(path.read_text("utf-8").splitlines()[0] + "\n", "utf-8")
+    elif how == "latin1":
+        path.write_bytes(path.read_bytes().replace("à".encode(), b"\xe0", 1) + b"\xe0")
+    elif how == "dupkey":
+        lines = path.read_text("utf-8").splitlines()
+        key, value = list(json.loads(lines[1]).items())[-1]
+        lines[1] = lines[1][:-1] + f", {json.dumps(key)}: {json.dumps(value)}}}"
+        path.write_text("\n".join(lines) + "\n", "utf-8")
+    elif how == "garbage":
+        path.write_bytes(b"PK\x03\x04garbage")
+    elif how == "sheet":
+        with zipfile.ZipFile(path) as z:
+            parts = {n: z.read(n) for n in z.namelist()}
+        sheet = next(n for n in parts if n.startswith("xl/worksheets/sheet"))
+        parts[sheet] = b"<worksheet><sheetData><row r='1'><c r='A1' t='n'><v>x</v></c></row>"
+        with zipfile.ZipFile(path, "w") as z:
+            for n, d in parts.items():
+                z.writestr(n, d)
+
+
+def main() -> int:
+    keep = Path(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[1] == "--keep" else None
+    work = Path(tempfile.mkdtemp(prefix="evalita-probe-", dir=keep))
+    p = Probe(work)
+
+    # -- build: inputs read-only, wrong folders
+    raw, out = p.fresh("overlap", "wic")
+    p.case("build --out = --raw", data("build", "--raw", raw, "--out", raw), [raw, out])
+    p.case("build --out inside --raw", data("build", "--raw", raw, "--out", raw / "wic" / "o"), [raw, out])
+    p.case("build --out contains --raw", data("build", "--raw", raw, "--out", raw.parent), [raw, out])
+    p.case("build --raw raw/wic", data("build", "--raw", raw / "wic", "--out", out), [raw, out])
+    (work / "empty-raw").mkdir()
+    p.case("build --raw (empty folder)", data("build", "--raw", work / "empty-raw", "--out", out), [raw, out])
+    p.case("build --raw (missing)", data("build", "--raw", work / "nope", "--out", out), [raw, out])
+    p.case("build --task (unknown)", data("build", "--raw", raw, "--out", out, "--task", "xx"), [raw, out])
+
+    # -- build: broken originals (the previous build must stay)
+    for task, name, how in [
+        ("wic", "binary/train.jsonl", "empty"), ("wic", "binary/dev.jsonl", "dupkey"), ("sa", "sentipolc16_officialdistrib_train.csv", "header"),
+        ("sa", "sentipolc16_gold2000.csv", "empty"), ("ner", "FIC_train.tsv", "empty"), ("ner", "ADG_dev.tsv", "latin1"),
+        ("hs", "haspeede2_dev_taskAB.tsv", "header"), ("hs", "haspeede2_dev_taskAB.tsv", "empty"), ("at", "SSM_2017.xlsx", "garbage"),
+        ("at", "SSM_2017.xlsx", "empty"), ("at", "SSM_2017.xlsx", "sheet"), ("te", "EVALITA2009_RTE_test.xml", "header"),
+        ("te", "EVALITA2009_RTE_dev.xml", "empty"), ("faq", "faqs_uft8_QA.csv", "header"), ("rel", "training.txt", "empty"),
+        ("sum", "fanpage.csv", "header"), ("ls", "trial/lexsub_trial.xml", "empty"),
+    ]:
+        raw, out = p.fresh(f"{task}-{how}-{name.replace('/', '_')}", task)
+        if not (raw / task / name).exists():
+            continue
+        break_file(raw / task / name, how)
+        p.case(f"build: {task}/{name} {how}", data("build", "--raw", raw, "--out", out, "--task", task, "--no-progress"), [out])
+
+    # -- validate
+    raw, out = p.fresh("validate", "te")
+    bad = work / "validate" / "te" / "bad.jsonl"
+    bad.parent.mkdir(parents=True)
+    bad.write_text((out / "te" / "test.jsonl").read_text("utf-8").splitlines()[0] + "\n{not json\n", "utf-8")
+    p.case("validate bad.jsonl", data("validate", bad), [out])
+    dup = bad.with_name("dup.jsonl")
+    shutil.copy(out / "te" / "test.jsonl", dup)
+    break_file(dup, "dupkey")
+    p.case("validate duplicate key", data("validate", dup), [out])
+    empty = bad.with_name("test.jsonl")
+    empty.write_text("")
+    p.case("validate empty split file", data("validate", empty), [out])
+    p.case("validate (no task in path)", data("validate", work / "validate" / "raw" / "te" / "EVALITA2009_RTE_dev.xml"), [out])
+
+    # -- push / card
+    p.case("push --to-dir = --build", data("push", "--build", out, "--to-dir", out), [out])
+    p.case("push --to-dir inside --build", data("push", "--build", out, "--to-dir", out / "te" / "x"), [out])
+    p.case("push --org ../../x --to-dir", data("push", "--build", out, "--org", "../../x", "--to-dir", work / "hub"), [out])
+    p.case("push --org ../../x", data("push", "--build", out, "--org", "../../x", "--dry-run"), [out])
+    p.case("push --build (no manifest)", data("push", "--build", work / "empty-raw", "--to-dir", work / "hub2"), [out])
+    p.case("card --build (no manifest)", data("card", "te", "--build", work / "empty-raw"), [out])
+    evil = work / "evil"
+    shutil.copytree(out, evil)  # a plain copy whose manifest can be edited
+    m = json.loads((evil / "manifest.json").read_text("utf-8"))
+    m["tasks"]["te"]["splits"]["../../../x"] = dict(m["tasks"]["te"]["splits"]["test"], file="../../../x.jsonl")
+    (evil / "manifest.json").write_text(json.dumps(m), "utf-8")
+    p.case("push manifest split ../../../x", data("push", "--build", evil, "--to-dir", work / "a" / "b" / "hub"), [out, work / "a"])
+    del m["tasks"]["te"]["splits"]["../../../x"]
+    m["tasks"]["../x"] = m["tasks"]["te"]
+    (evil / "manifest.json").write_text(json.dumps(m), "utf-8")
+    p.case("push manifest task ../x", data("push", "--build", evil, "--to-dir", work / "hub3"), [out, work / "hub3"])
+
+    # -- evaluate
+    model = work / "tiny"
+    subprocess.run([PY, "-c", f"from evalita_eval.tiny import build_tiny_model; build_tiny_model({str(model)!r})"], check=True,
+                   capture_output=True, env=p.env)
+    raw, out = p.fresh("eval", "te", "rel", "hs")
+    res = work / "eval" / "res"
+    common = ["--output-dir", res, "--limit", "2", "--no-progress"]
+    p.case("run --model (missing)", evaluate("run", "--model", work / "no-model", "--data", out, *common), [out])
+    p.case("run --model (a folder, not a model)", evaluate("run", "--model", raw, "--data", out, "--tasks", "te", *common), [out])
+    p.case("run --data raw", evaluate("run", "--model", model, "--data", raw, *common), [out])
+    p.case("run --data (empty folder)", evaluate("run", "--model", model, "--data", work / "empty-raw", *common), [out])
+    p.case("run --tasks rel (no test)", evaluate("run", "--model", model, "--data", out, "--tasks", "rel", *common), [out])
+    p.case("run --tasks hs (no test)", evaluate("run", "--model", model, "--data", out, "--tasks", "hs", *common), [out])
+    p.case("run --tasks xx", evaluate("run", "--model", model, "--data", out, "--tasks", "xx", *common), [out])
+    p.case("run --prompts p9", evaluate("run", "--model", model, "--data", out, "--tasks", "te", "--prompts", "p9", *common), [out])
+    p.case("run --hub-org offline", evaluate("run", "--model", model, "--hub-org", "evalita-llm", "--tasks", "te", *common), [out])
+    p.case("run --hub-org unreachable", evaluate("run", "--model", model, "--hub-org", "evalita-llm", "--tasks", "te", *common), [out],
+           env={"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": "http://127.0.0.1:9"})
+    tampered = work / "tampered"
+    shutil.copytree(out, tampered)
+    split = tampered / "te" / "test.jsonl"
+    split.write_text(split.read_text("utf-8").replace("a", "e", 1), "utf-8")
+    p.case("run on data changed after the build", evaluate("run", "--model", model, "--data", tampered, "--tasks", "te", *common), [out])
+    ok = subprocess.run(evaluate("run", "--model", model, "--data", out, "--tasks", "te", "--prompts", "p1", *common), capture_output=True, env=p.env)
+    assert ok.returncode == 0, ok.stderr
+    doc = json.loads((res / "results.json").read_text("utf-8"))
+    doc["status"] = "partial"
+    (res / "partial.json").write_text(json.dumps(doc), "utf-8")
+    p.case("report on a partial run", evaluate("report", res / "partial.json", "--out", work / "rep", "--bootstrap", "0"), [out])
+    (res / "junk.json").write_text("{not json", "utf-8")
+    p.case("report on a broken results.json", evaluate("report", res / "junk.json", "--out", work / "rep"), [out])
+    cache = res / "cache.jsonl"
+    lines = cache.read_text("utf-8").splitlines()
+    lines[0] = json.dumps({"key": json.loads(lines[0])["key"], "value": None})
+    cache.write_text("\n".join(lines) + "\n", "utf-8")
+    rerun = subprocess.run(evaluate("run", "--model", model, "--data", out, "--tasks", "te", "--prompts", "p1", *common), capture_output=True,
+                           text=True, env=p.env)
+    p.rows.append(("run with a null cache value (must succeed)", f"rc={rerun.returncode} {rerun.stdout.strip().splitlines()[-1][:90]}"))
+
+    # -- a full disk (needs root for a small tmpfs)
+    mnt = work / "tmpfs"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(mnt)], capture_output=True).returncode == 0:
+        try:
+            shutil.copytree(SAMPLES / "wic", mnt / "raw" / "wic")
+            subprocess.run(data("build", "--raw", mnt / "raw", "--out", mnt / "build"), capture_output=True, env=p.env)
+            (mnt / "filler").write_bytes(b"\0" * (os.statvfs(mnt).f_bavail * os.statvfs(mnt).f_frsize - 8192))
+            p.case("build on a full disk", data("build", "--raw", mnt / "raw", "--out", mnt / "build", "--no-progress"), [mnt / "build", mnt / "raw"])
+        finally:
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+    for name, verdict in p.rows:
+        print(f"{name:<44} {verdict}")
+    c = p.counts
+    print(f"\nbad inputs tried: {c['tried']} / clear one-line errors: {c['one_line']} / tracebacks: {c['tracebacks']} / "
+          f"outputs intact: {c['intact']} / silent drops: {c['silent_drops']}")
+    if keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if c["tracebacks"] or c["silent_drops"] or c["damaged"] or c["one_line"] != c["tried"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

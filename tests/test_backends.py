@@ -1,0 +1,89 @@
+"""The backend registry and contract: construction from options, --device auto, --threads,
+capabilities checked before any work, CLI choices from the registry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import pytest
+from click.testing import CliRunner
+
+from evalita_eval.api import Backend, BackendOptions, BackendUnsupported, Capabilities, LLRequest, LLResult, scoring_input
+from evalita_eval.backends import backend_names, create_backend
+
+DATA = Path(__file__).parent / "data" / "build"
+REQUESTS = [LLRequest("La frase: 'Roma è in Italia.' implica che", " Sì"), LLRequest("Risposta:", " No")]
+
+
+def test_the_cli_lists_the_registry() -> None:
+    from evalita_eval.cli import main
+
+    assert {"hf", "fast"} <= set(backend_names())
+    result = CliRunner().invoke(main, ["run", "--model", "x", "--data", str(DATA), "--backend", "nope"])
+    assert result.exit_code == 2
+    assert all(name in result.output for name in backend_names())
+
+
+def test_scoring_input_is_lm_evals_left_truncation() -> None:
+    assert scoring_input([1, 2, 3], [4, 5], 10) == [1, 2, 3, 4]
+    assert scoring_input([1, 2, 3], [4, 5], 3) == [2, 3, 4]  # the last max_length + 1 tokens, minus the last one
+    with pytest.raises(ValueError, match="has 2 tokens, more than the model's maximum length 1"):
+        scoring_input([1], [4, 5], 1, "xy")
+    with pytest.raises(ValueError, match="encodes to no tokens"):
+        scoring_input([1], [], 4, "")
+
+
+def test_device_auto_and_threads(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    seen: list[dict] = []
+    real = AutoModelForCausalLM.from_pretrained.__func__
+
+    def recording(cls, *args, **kwargs):  # the real loader, its arguments noted
+        seen.append(kwargs)
+        return real(cls, *args, **kwargs)
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", classmethod(recording))
+
+    before = torch.get_num_threads()
+    try:
+        cpu = create_backend("hf", BackendOptions(str(tiny_model), dtype="float32", threads=1))
+        assert torch.get_num_threads() == 1
+        auto = create_backend("hf", BackendOptions(str(tiny_model), dtype="float32", device="auto"))
+    finally:
+        torch.set_num_threads(before)
+    assert [kw.get("device_map") for kw in seen] == [None, "auto"]  # accelerate places the second one
+    assert auto.loglikelihood(REQUESTS) == cpu.loglikelihood(REQUESTS)
+    fast = create_backend("fast", BackendOptions(str(tiny_model), dtype="float32", max_batch_tokens=4096))
+    assert (fast.name, fast.dtype, fast.max_batch_tokens, fast.max_length) == ("fast", "float32", 4096, cpu.max_length)
+    assert fast.requests_per_call == 2048 and cpu.requests_per_call is None
+
+
+class _GenerateOnly(Backend):
+    name = "generate-only"
+    capabilities = Capabilities(loglikelihood=False, chat_template=False)
+
+    @classmethod
+    def from_options(cls, options: BackendOptions) -> "_GenerateOnly":
+        return cls()
+
+    def generate_until(self, requests: Sequence) -> list[str]:
+        return ["" for _ in requests]
+
+    def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
+        raise AssertionError("the runner must refuse before sending any request")
+
+
+def test_capabilities_are_checked_before_any_work(tmp_path: Path) -> None:
+    from evalita_eval.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.tasks import DataSource, select_entries
+
+    out = tmp_path / "res"
+    runner = Runner(_GenerateOnly(), ModelInfo("m", None, "none", "generate-only"), DataSource(DATA), RunConfig(progress=False), out)
+    with pytest.raises(BackendUnsupported, match="backend 'generate-only' cannot score log-likelihoods, which te, sa need"):
+        runner.run(select_entries(["te", "sum", "sa"]))
+    assert not (out / "results.json").exists()
+    with pytest.raises(BackendUnsupported, match="cannot apply a chat template"):
+        Runner(_GenerateOnly(), ModelInfo("m", None, "none"), DataSource(DATA), RunConfig(apply_chat_template=True), tmp_path / "c")
