@@ -24,7 +24,7 @@ KEY_ENV = "EVALITA_TEST_OPENAI_KEY"
 ENGINE_ARGS = {"enforce_eager": True}
 
 
-def _all_parsed(out: Path, n: int) -> int:
+def _all_parsed(out: Path, limit: int) -> int:
     """Every prompt of every MC task answered with a parsable choice; returns the samples checked."""
     doc = json.loads((out / "results.json").read_text("utf-8"))
     assert doc["config"]["constrained"] is True
@@ -32,11 +32,16 @@ def _all_parsed(out: Path, n: int) -> int:
     for task in MC_TASKS:
         assert sorted(doc["results"][task]) == ["p1", "p2"], task
         for prompt, scores in doc["results"][task].items():
-            assert scores["unparsed"] == 0 and scores["n"] == n, (task, prompt, scores)
             samples = [json.loads(x) for x in (out / "samples" / f"{task}_{prompt}.jsonl").read_text("utf-8").splitlines()]
+            assert scores["unparsed"] == 0 and scores["n"] == len(samples) == min(limit, _eval_docs(task)), (task, prompt, scores)
             assert all(s["generation"] == s["choices"][s["parsed"]] for s in samples), (task, prompt)
             checked += len(samples)
     return checked
+
+
+def _eval_docs(task: str) -> int:
+    spec = TASKS[task]
+    return sum(1 for _ in (DATA / task / f"{spec.eval_split}.jsonl").open(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +59,7 @@ def test_vllm_constrained_equals_hf(engine, hf32, tiny32: Path, tmp_path: Path, 
     config = {"limit": 4, "setting": setting, "constrained": True, "tasks": MC_TASKS}
     run_in_process(hf32, "hf", tiny32, tmp_path / "hf", **config)
     run_in_process(engine, "vllm", tiny32, tmp_path / "vllm", **config)
-    assert _all_parsed(tmp_path / "vllm", 4) == _all_parsed(tmp_path / "hf", 4) == 4 * 2 * len(MC_TASKS)
+    assert _all_parsed(tmp_path / "vllm", 4) == _all_parsed(tmp_path / "hf", 4) == 2 * sum(min(4, _eval_docs(t)) for t in MC_TASKS)
     assert_same_run(tmp_path / "hf", tmp_path / "vllm")
 
 
@@ -69,7 +74,7 @@ def test_openai_chat_constrained_equals_hf(hf32, tiny32: Path, vllm_server: str,
     run_in_process(hf32, "hf", tiny32, tmp_path / "hf", **config)
     run_in_process(backend, "openai-chat", tiny32, tmp_path / "chat", **config)
     backend.close()
-    assert _all_parsed(tmp_path / "chat", 3) == 3 * 2 * len(MC_TASKS)
+    assert _all_parsed(tmp_path / "chat", 3) == 2 * sum(min(3, _eval_docs(t)) for t in MC_TASKS)
     sample = json.loads((tmp_path / "chat" / "samples" / f"{MC_TASKS[0]}_p1.jsonl").read_text("utf-8").splitlines()[0])
     # system, example (user, assistant), question
     assert sample["prompt"].startswith("<|system|>\nRispondi con la lettera.\n<|user|>\n") and sample["prompt"].count("<|assistant|>\n") == 1
