@@ -9,7 +9,7 @@ Backends live in ``backends/`` (see docs/adding-a-backend.md).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Sequence
 
 
@@ -54,9 +54,12 @@ class GenRequest:
     context: str
     stop: tuple[str, ...]
     max_new_tokens: int
-    # None: free generation. Left out of the resume-cache key when None (Runner._cached),
+    # None: free generation. Left out of the resume-cache key when None (request_payload),
     # so caches written before constraints existed stay valid.
     constraint: Constraint | None = None
+    # The chat turns behind ``context`` for backends that take messages (chat APIs), else None
+    # (also left out of the cache key when None).
+    messages: tuple[dict[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class Capabilities:
     generate: bool = True
     chat_template: bool = True  # renders chat messages to a prompt string
     constrained: bool = False  # honours a constraint on GenRequest (instruct settings)
+    chat_messages: bool = False  # takes GenRequest.messages and applies the chat template itself (chat APIs)
 
 
 @dataclass
@@ -82,6 +86,7 @@ class BackendOptions:
     max_length: int | None = None  # None: the model's own (lm-eval's rule)
     max_batch_tokens: int | None = None  # token-budget backends (fast)
     threads: int | None = None  # torch intra-op threads on CPU; None: torch's default
+    seed: int | None = None  # the run's --seed, for engines that sample (vLLM's engine seed)
     # Engines (vLLM): passed through as the user wrote them.
     tensor_parallel_size: int = 1
     data_parallel_size: int = 1
@@ -127,6 +132,16 @@ class Backend(ABC):
 
     def close(self) -> None:
         """Release engines, servers' sessions, GPU memory. Idempotent."""
+
+
+def request_payload(request: LLRequest | GenRequest) -> dict[str, Any]:
+    """The request as the resume cache keys it; optional fields left at None are omitted,
+    so that adding one keeps existing caches valid."""
+    payload = asdict(request)
+    for optional in ("constraint", "messages"):
+        if optional in payload and payload[optional] is None:
+            del payload[optional]
+    return payload
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> str:

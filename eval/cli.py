@@ -180,7 +180,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
         max_length=max_length, max_batch_tokens=max_batch_tokens, threads=threads, tensor_parallel_size=tensor_parallel_size,
         data_parallel_size=data_parallel_size, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
         base_url=base_url, api_key_env=api_key_env, concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries,
-        extra=dict(a.split("=", 1) for a in backend_args),
+        extra=dict(a.split("=", 1) for a in backend_args), seed=seed,
     )
     try:
         backend = create_backend(backend_name, options)

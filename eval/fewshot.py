@@ -51,23 +51,57 @@ def build_contexts(
     system_instruction: str | None = None,
     multiturn: bool = True,
 ) -> list[str]:
-    rnd = random.Random(seed)
-    contexts = []
-    for doc in docs:
-        examples = sample_examples(rnd, fewshot_pool, k, doc if pool_is_eval_split else None)
-        turns = [(task.render(prompt, ex), task.fewshot_answer(prompt, ex)) for ex in examples]
-        question = task.render(prompt, doc)
-        system = [{"role": "system", "content": system_instruction}] if system_instruction else []
-        if chat is None or not multiturn:
-            shots = "".join(q + TARGET_DELIMITER + a + FEWSHOT_DELIMITER for q, a in turns)
-            if chat is None:
-                contexts.append((system_instruction or "") + shots + question)
-            else:
-                contexts.append(chat(system + [{"role": "user", "content": shots + question}]))
-        else:
-            messages = list(system)
+    if chat is not None:
+        return [chat(m) for m in build_chat_messages(task, prompt, docs, fewshot_pool, k, seed, pool_is_eval_split, system_instruction, multiturn)]
+    return [
+        (system_instruction or "") + _single_turn(turns, question)
+        for turns, question in _turns(task, prompt, docs, fewshot_pool, k, seed, pool_is_eval_split)
+    ]
+
+
+def build_chat_messages(
+    task: CompiledTask,
+    prompt: str,
+    docs: Sequence[dict],
+    fewshot_pool: Sequence[dict],
+    k: int,
+    seed: int,
+    pool_is_eval_split: bool = False,
+    system_instruction: str | None = None,
+    multiturn: bool = True,
+) -> list[list[dict[str, str]]]:
+    """Per document: the system instruction (if any), the examples as user/assistant turns
+    (or, with ``multiturn=False``, joined with the question in one user turn), then the
+    document as the last user turn. Chat templates (local or a server's) render these."""
+    out = []
+    for turns, question in _turns(task, prompt, docs, fewshot_pool, k, seed, pool_is_eval_split):
+        messages = [{"role": "system", "content": system_instruction}] if system_instruction else []
+        if multiturn:
             for q, a in turns:
                 messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
             messages.append({"role": "user", "content": question})
-            contexts.append(chat(messages))
-    return contexts
+        else:
+            messages.append({"role": "user", "content": _single_turn(turns, question)})
+        out.append(messages)
+    return out
+
+
+def _turns(
+    task: CompiledTask, prompt: str, docs: Sequence[dict], fewshot_pool: Sequence[dict], k: int, seed: int, pool_is_eval_split: bool
+) -> list[tuple[list[tuple[str, str]], str]]:
+    """Per document: its (example prompt, example answer) pairs and its own rendered prompt."""
+    rnd = random.Random(seed)
+    out = []
+    for doc in docs:
+        examples = sample_examples(rnd, fewshot_pool, k, doc if pool_is_eval_split else None)
+        out.append(([(task.render(prompt, ex), task.fewshot_answer(prompt, ex)) for ex in examples], task.render(prompt, doc)))
+    return out
+
+
+def _single_turn(turns: Sequence[tuple[str, str]], question: str) -> str:
+    return "".join(q + TARGET_DELIMITER + a + FEWSHOT_DELIMITER for q, a in turns) + question
+
+
+def messages_as_text(messages: Sequence[dict[str, str]]) -> str:
+    """A readable stand-in for messages a server renders itself (samples' "prompt" field)."""
+    return "".join(f"<|{m['role']}|>\n{m['content']}\n" for m in messages)

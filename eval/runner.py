@@ -12,15 +12,15 @@ import sys
 import time
 from collections import Counter
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from tqdm import tqdm
 
-from .api import Backend, BackendUnsupported, GenRequest, LLRequest
+from .api import Backend, BackendUnsupported, GenRequest, LLRequest, request_payload
 from .cache import RequestCache, request_key
-from .fewshot import build_contexts
+from .fewshot import build_chat_messages, build_contexts, messages_as_text
 from . import settings as st
 from .constrained import task_constraint
 from .metrics import mc_prediction
@@ -77,12 +77,9 @@ class RunResult:
     status: str = "partial"  # "complete" once every task is finished
 
 
-def _cache_payload(request: Any) -> dict:
-    """The request as cache-key payload; an absent constraint is left out (older caches stay valid)."""
-    payload = asdict(request)
-    if payload.get("constraint", 0) is None:
-        del payload["constraint"]
-    return payload
+def _as_turns(messages: list[list[dict]] | None, n: int) -> list[tuple[dict, ...] | None]:
+    """GenRequest.messages per request: the chat turns (chat APIs) or None (a rendered context)."""
+    return [tuple(m) for m in messages] if messages is not None else [None] * n
 
 
 def package_versions() -> dict[str, str]:
@@ -113,14 +110,16 @@ class Runner:
             raise ValueError("--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)")
         if config.constrained and not backend.capabilities.constrained:
             raise BackendUnsupported(f"backend {backend.name!r} cannot do constrained decoding (--constrained)")
-        if config.apply_chat_template:
+        # Chat APIs take the turns themselves and render them with the server's template.
+        self.chat_messages = config.apply_chat_template and backend.capabilities.chat_messages
+        if config.apply_chat_template and not self.chat_messages:
             if not backend.capabilities.chat_template:
                 raise BackendUnsupported(f"backend {backend.name!r} cannot apply a chat template; run without --apply-chat-template")
             self.chat = backend.apply_chat_template
 
     # -- requests through the cache -----------------------------------------------------
     def _cached(self, kind: str, requests: Sequence[Any], compute: Callable[[list], list], to_json: Callable[[Any], Any], bar: tqdm) -> tuple[list[Any], int]:
-        keys = [request_key(self.model.cache_key, kind, _cache_payload(r)) for r in requests]
+        keys = [request_key(self.model.cache_key, kind, request_payload(r)) for r in requests]
         pending = sorted({k: i for i, k in enumerate(keys) if k not in self.cache}.values(), key=lambda i: -len(requests[i].context))
         self._counts["requests"] += len(keys)
         self._counts["cached"] += sum(k in self.cache for k in keys)
@@ -162,18 +161,24 @@ class Runner:
         self._task_bar = tqdm(total=self._task_requests(entry, docs, names), desc=entry.name, unit="req",
                               disable=not self.config.progress, dynamic_ncols=True)
         for name in names:
-            contexts = build_contexts(
-                task, name, docs, pool, self.config.num_fewshot, self.config.seed, self.chat,
+            fewshot_args = (task, name, docs, pool, self.config.num_fewshot, self.config.seed)
+            fewshot_kw = dict(
                 pool_is_eval_split=spec.fewshot_split == spec.eval_split,
                 system_instruction=self.config.system_instruction,
                 multiturn=self.config.fewshot_as_multiturn is not False,
             )
+            messages = None
+            if self.chat_messages:
+                messages = build_chat_messages(*fewshot_args, **fewshot_kw)
+                contexts = [messages_as_text(m) for m in messages]
+            else:
+                contexts = build_contexts(*fewshot_args, self.chat, **fewshot_kw)
             if setting != "loglikelihood":
-                samples, n = self._run_setting(entry, task, setting, name, docs, contexts)
+                samples, n = self._run_setting(entry, task, setting, name, docs, contexts, messages)
             elif mc:
                 samples, n = self._run_mc(entry, name, docs, contexts)
             else:
-                samples, n = self._run_gen(entry, name, docs, contexts)
+                samples, n = self._run_gen(entry, name, docs, contexts, messages)
             computed += n
             self._write_samples(entry, name, samples)
             if setting != "loglikelihood":
@@ -215,14 +220,14 @@ class Runner:
             })
         return samples, n
 
-    def _run_setting(self, entry: TaskEntry, task: Any, setting: str, prompt: str, docs: list[dict], contexts: list[str]) -> tuple[list[dict], int]:
+    def _run_setting(self, entry: TaskEntry, task: Any, setting: str, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
         """A multiple-choice task answered by generation (docs/settings.md)."""
         metrics = entry.spec.metric_names()
         choices = [task.choices(prompt, d) for d in docs]
         max_new = self.config.max_new_tokens or st.MAX_NEW_TOKENS[setting]
         requests = [
-            GenRequest(ctx, st.STOP, max_new, st.answer_constraint(cs) if self.config.constrained else None)
-            for ctx, cs in zip(contexts, choices)
+            GenRequest(ctx, st.STOP, max_new, st.answer_constraint(cs) if self.config.constrained else None, turns)
+            for ctx, cs, turns in zip(contexts, choices, _as_turns(messages, len(contexts)))
         ]
         with self._bar(entry, prompt, len(requests)) as bar:
             values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
@@ -238,11 +243,11 @@ class Runner:
             })
         return samples, n
 
-    def _run_gen(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str]) -> tuple[list[dict], int]:
+    def _run_gen(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
         spec, task = entry.spec, entry.compiled
         max_new = self.config.max_new_tokens or spec.max_new_tokens
         constraint = task_constraint(entry.task_id) if self.config.constrained else None
-        requests = [GenRequest(ctx, tuple(spec.stop), max_new, constraint) for ctx in contexts]
+        requests = [GenRequest(ctx, tuple(spec.stop), max_new, constraint, turns) for ctx, turns in zip(contexts, _as_turns(messages, len(contexts)))]
         with self._bar(entry, prompt, len(requests)) as bar:
             values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
         samples = [

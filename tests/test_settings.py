@@ -13,7 +13,7 @@ from evalita_eval.answers import match_option, normalize, parse_letter
 from evalita_eval.api import GenRequest
 from evalita_eval.cache import request_key
 from evalita_eval.fewshot import build_contexts
-from evalita_eval.runner import _cache_payload
+from evalita_eval.api import request_payload
 from evalita_eval.tasks import all_entries
 
 DATA = Path(__file__).parent / "data" / "build"
@@ -138,7 +138,7 @@ def test_every_gold_answer_is_accepted_by_its_constraint(grammars) -> None:
 def test_cache_key_without_constraint_is_unchanged() -> None:
     req = GenRequest("ctx", ("\n",), 8)
     old = request_key("m", "generate_until", {"context": "ctx", "stop": ["\n"], "max_new_tokens": 8})
-    assert request_key("m", "generate_until", json.loads(json.dumps(_cache_payload(req)))) == old
+    assert request_key("m", "generate_until", json.loads(json.dumps(request_payload(req)))) == old
 
 
 def test_ce_constrained_one_token_equals_loglikelihood(tiny_model: Path) -> None:

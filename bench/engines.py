@@ -1,0 +1,94 @@
+"""The same multiple-choice and generation workload on --backend hf, fast and vllm.
+
+One line per backend: model loading, MC scoring and generation seconds, and each
+phase's speed-up over hf measured in the same run. Every backend's log-likelihoods
+are checked against hf's (1e-6*|LL| + 1e-5) and its generations for equality; exit
+status 1 when one differs. Run it in the venv that has vLLM (docs/engines.md):
+
+    VLLM_CPU_KVCACHE_SPACE=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 .venv-vllm/bin/python bench/engines.py
+    .venv-vllm/bin/python bench/engines.py --layers 4 --hidden 256 --mc-items 200 --gen-items 32
+
+MC: TE p1 (2 one-token choices), AT p1 (5 letters) and FAQ p1 (4 long answers) items.
+Generation: NER p1 contexts, greedy, the task's stop strings, ``--max-new-tokens``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import data  # noqa: E402  (bench/ is on sys.path when run as a script)
+import tiny  # noqa: E402
+from evalita_data.registry import get_task  # noqa: E402
+from evalita_eval.api import BackendOptions, GenRequest  # noqa: E402
+
+
+def workload(args) -> tuple[list, list]:
+    mc = []
+    for task_id in ("te", "at", "faq"):
+        for item in data.mc_items(task_id, "p1", data.synthetic_records(task_id, args.mc_items)):
+            mc += item.requests()
+    spec = get_task("ner")
+    gen = [GenRequest(c, tuple(spec.stop), args.max_new_tokens) for c in data.gen_contexts("ner", "p1", data.synthetic_records("ner", args.gen_items))]
+    return mc, gen
+
+
+def load(name: str, model_dir: Path, args):
+    from evalita_eval.backends import create_backend
+
+    if name == "vllm":
+        return create_backend("vllm", BackendOptions(model=str(model_dir), dtype="float32", extra={"vllm_engine_args": {"enforce_eager": True}}))
+    return create_backend("fast" if name == "fast" else "hf", BackendOptions(model=str(model_dir), dtype="float32", batch_size=args.batch_size))
+
+
+def timed(fn, *a):
+    start = time.perf_counter()
+    out = fn(*a)
+    return out, time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--hidden", type=int, default=64, help="head size 32: hidden/32 heads (vLLM's CPU attention needs >= 32)")
+    parser.add_argument("--mc-items", type=int, default=100, help="items of each MC task")
+    parser.add_argument("--gen-items", type=int, default=32)
+    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=8, help="hf backend")
+    parser.add_argument("--backends", default="hf,fast,vllm")
+    args = parser.parse_args()
+
+    model_dir = tiny.build_tiny_model(Path(tempfile.mkdtemp(prefix="bench-engines-")) / "model", layers=args.layers, hidden=args.hidden)
+    mc, gen = workload(args)
+    print(f"model {args.layers}x{args.hidden}, {len(mc)} MC requests, {len(gen)} generations of <= {args.max_new_tokens} tokens", flush=True)
+    rows, ref, bad = {}, None, 0
+    for name in args.backends.split(","):
+        backend, t_load = timed(load, name, model_dir, args)
+        lls, t_mc = timed(backend.loglikelihood, mc)
+        gens, t_gen = timed(backend.generate_until, gen)
+        if ref is None:
+            ref = (lls, gens)
+        worst = max(abs(a.logprob - b.logprob) / (1e-6 * abs(a.logprob) + 1e-5) for a, b in zip(ref[0], lls))
+        same_gen = gens == ref[1]
+        bad += worst > 1 or not same_gen or [r.is_greedy for r in lls] != [r.is_greedy for r in ref[0]]
+        rows[name] = (t_load, t_mc, t_gen, worst, same_gen)
+        if hasattr(backend, "close"):
+            backend.close()
+    base = rows[args.backends.split(",")[0]]
+    for name, (t_load, t_mc, t_gen, worst, same_gen) in rows.items():
+        print(f"{name:5s} load {t_load:6.1f} s | MC {t_mc:7.2f} s ({base[1] / t_mc:5.2f}x) | generation {t_gen:7.2f} s ({base[2] / t_gen:5.2f}x) "
+              f"| MC+gen {t_mc + t_gen:7.2f} s ({(base[1] + base[2]) / (t_mc + t_gen):5.2f}x) | worst dLL {worst:.2f} of the bound | same generations: {same_gen}")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""What the engine backends (vLLM, OpenAI-compatible servers) share with the HF path.
+
+The HF backend's rules, stated once for engines that take token ids: the
+log-likelihood window (lm-eval's tokenisation, left-truncated to ``max_length``
+input tokens) and the generation prompt (left-truncated to ``max_length -
+max_new_tokens``), and the stop strings (the request's plus the EOS string).
+No heavy imports here: the registry imports every module of this package.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ..api import GenRequest, LLRequest
+from .hf import default_add_special_tokens, encode_request, resolve_max_length
+
+
+@dataclass(frozen=True)
+class LLWindow:
+    """One request as token ids: the model reads ``ids[:-1]`` and the last ``n_cont`` of ``ids`` are scored."""
+
+    ids: tuple[int, ...]
+    n_cont: int
+
+    @property
+    def context(self) -> tuple[int, ...]:
+        """What the model reads before the first continuation token."""
+        return self.ids[: len(self.ids) - self.n_cont]
+
+
+def ll_windows(tokenizer: Any, requests: Sequence[LLRequest], max_length: int) -> list[LLWindow]:
+    """Each request's tokens exactly as the HF path computes them (``encode_request``), cut on the left
+    so that the model reads at most ``max_length`` tokens; the same errors for unscorable requests."""
+    out = []
+    for req in requests:
+        ctx, cont = encode_request(tokenizer, req)
+        if not cont:
+            raise ValueError(f"continuation {req.continuation!r} encodes to no tokens")
+        if len(cont) > max_length:
+            raise ValueError(f"continuation {req.continuation[:40]!r}... has {len(cont)} tokens, more than the model's maximum length {max_length}")
+        out.append(LLWindow(tuple((ctx + cont)[-(max_length + 1) :]), len(cont)))
+    return out
+
+
+def eos_string(tokenizer: Any) -> str:
+    return tokenizer.decode([tokenizer.eos_token_id], skip_special_tokens=False)
+
+
+def stop_strings(tokenizer: Any, stop: Sequence[str]) -> list[str]:
+    """lm-eval's ``until``: the request's stop strings, then the EOS string."""
+    eos = eos_string(tokenizer)
+    return list(stop) + ([eos] if eos not in stop else [])
+
+
+def generation_prompt(tokenizer: Any, req: GenRequest, max_length: int) -> list[int]:
+    """The prompt ids of a generation request, left-truncated to leave room for ``max_new_tokens``."""
+    max_ctx = max_length - req.max_new_tokens
+    if max_ctx <= 0:
+        raise ValueError(f"max_new_tokens {req.max_new_tokens} leaves no room for the prompt in max length {max_length}")
+    ids = tokenizer.encode(req.context, add_special_tokens=default_add_special_tokens(tokenizer, req.context))
+    return ids[-max_ctx:]
+
+
+def model_max_length(model: str, tokenizer: Any, revision: str | None, trust_remote_code: bool) -> int:
+    """lm-eval's rule (config, else tokenizer, else 2048), as the HF backend resolves it."""
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError):
+        config = None  # a tokenizer-only folder (an API model): the tokenizer's limit
+    return resolve_max_length(config, tokenizer)
+
+
+def load_tokenizer(model: str, revision: str | None, trust_remote_code: bool) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code)

@@ -1,0 +1,63 @@
+"""Fixtures of the engine tests: the head-size-32 tiny model, its HF reference, vLLM's OpenAI server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from engine_helpers import API_KEY, ENGINE_ENV, SCRATCH, free_port
+
+
+@pytest.fixture(scope="session")
+def tiny32(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny Llama with 2 heads of size 32 (vLLM's CPU attention needs a head size >= 32)."""
+    from evalita_eval.tiny import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny32"), heads=2)
+
+
+@pytest.fixture(scope="session")
+def hf32(tiny32: Path) -> Any:
+    """The plain HF reference on the same model, float32."""
+    from evalita_eval.api import BackendOptions
+    from evalita_eval.backends import create_backend
+
+    return create_backend("hf", BackendOptions(model=str(tiny32), dtype="float32"))
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tiny32: Path) -> Iterator[str]:
+    """vLLM's OpenAI-compatible server on 127.0.0.1 (with an API key), stopped by its pid; yields the base URL."""
+    port = free_port()
+    log = open(SCRATCH / f"server-{port}.log", "w")
+    env = dict(os.environ, **ENGINE_ENV)
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny32), "--host", "127.0.0.1",
+           "--port", str(port), "--dtype", "float32", "--enforce-eager", "--api-key", API_KEY]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        while True:  # until the server answers, or dies
+            if proc.poll() is not None:
+                raise RuntimeError(f"the vLLM server exited with {proc.returncode}:\n" + Path(log.name).read_text()[-4000:])
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+        yield f"{url}/v1"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
