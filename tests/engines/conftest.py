@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from engine_helpers import API_KEY, ENGINE_ENV, SCRATCH, free_port
+from .engine_helpers import API_KEY, ENGINE_ENV, SCRATCH, free_port
 
 
 @pytest.fixture(scope="session")

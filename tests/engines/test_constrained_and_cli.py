@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engine_helpers import API_KEY, DATA, assert_same_run, requires_vllm, run_in_process
+from .engine_helpers import API_KEY, DATA, assert_same_run, requires_vllm, run_in_process
 from evalita_data.registry import TASKS
 from evalita_eval.api import BackendOptions
 from evalita_eval.backends import create_backend

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine_helpers import API_KEY, assert_same_run, ll_close, requires_vllm, run_in_process
+from .engine_helpers import API_KEY, assert_same_run, ll_close, requires_vllm, run_in_process
 from evalita_eval.api import BackendOptions, BackendUnsupported, GenRequest, LLRequest
 from evalita_eval.backends import create_backend
 
@@ -175,7 +175,7 @@ def test_gives_up_after_max_retries_and_never_retries_400(tiny_model: Path, flak
 
 
 def test_connection_refused_is_retried_then_reported(tiny_model: Path, key_in_env) -> None:
-    from engine_helpers import free_port
+    from .engine_helpers import free_port
     from evalita_eval.backends.openai import ServerError
 
     backend = _client_backend(tiny_model, f"http://127.0.0.1:{free_port()}/v1", max_retries=2)

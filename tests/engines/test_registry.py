@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from engine_helpers import HAVE_VLLM
+from .engine_helpers import HAVE_VLLM
 from evalita_eval.api import BackendOptions
 from evalita_eval.backends import backend_names, create_backend, get_backend_class
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine_helpers import assert_same_run, ll_close, requires_vllm, run_in_process
+from .engine_helpers import assert_same_run, ll_close, requires_vllm, run_in_process
 from evalita_eval.api import BackendOptions, GenRequest, LLRequest
 
 pytestmark = requires_vllm

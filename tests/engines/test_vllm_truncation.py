@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine_helpers import ll_close, requires_vllm
+from .engine_helpers import ll_close, requires_vllm
 from evalita_eval.api import GenRequest, LLRequest
-from test_vllm import _requests, _vllm
+from .test_vllm import _requests, _vllm
 
 pytestmark = requires_vllm
 
