@@ -22,6 +22,7 @@ SUM (free text) has no constraint. Every gold answer of the test data must be ac
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Sequence
 
 from .api import Constraint
@@ -44,6 +45,16 @@ CLOSING_TEMPLATES = {
     "regex:" + _REL: ("&&NOREL&&", "x$x"),
     "regex:" + _LS: ("&&NOSYN&&", "x"),
 }
+
+
+def format_failures(task_id: str, generations: Sequence[str]) -> int | None:
+    """How many generations do not match the task's output format (the regex its constraint
+    uses); None for a task without one (free text)."""
+    pattern = TASK_PATTERNS.get(task_id)
+    if pattern is None:
+        return None
+    compiled = re.compile(pattern)
+    return sum(compiled.fullmatch(g) is None for g in generations)
 
 
 def task_constraint(task_id: str) -> Constraint | None:

@@ -230,6 +230,27 @@ def test_constrained_generative_tasks_always_parse(tiny_model: Path, tmp_path: P
     assert checked > 0
 
 
+def test_unconstrained_generative_format_failures_are_counted(tiny_model: Path, tmp_path: Path) -> None:
+    """Without --constrained, NER/REL/LS answers outside their format count as unparsed per prompt."""
+    import re
+
+    from evalita_eval.constrained import TASK_PATTERNS
+
+    out = tmp_path / "free"
+    _run(["--model", str(tiny_model), "--data", str(DATA), "--tasks", "ner_adg,rel,ls,sum", "--limit", "2",
+          "--max-new-tokens", "8", "--output-dir", str(out)])
+    doc = json.loads((out / "results.json").read_text("utf-8"))
+    total = 0
+    for task, tid in (("ner_adg", "ner"), ("rel", "rel"), ("ls", "ls")):
+        for prompt, scores in doc["results"][task].items():
+            gens = [json.loads(x)["generation"] for x in (out / "samples" / f"{task}_{prompt}.jsonl").read_text("utf-8").splitlines()]
+            assert scores["n"] == len(gens) == 2
+            assert scores["unparsed"] == sum(re.fullmatch(TASK_PATTERNS[tid], g) is None for g in gens)
+            total += scores["unparsed"]
+    assert total > 0  # a random model's 8 free tokens rarely close an entity list
+    assert all("unparsed" not in scores for scores in doc["results"]["sum"].values())  # free text: no format
+
+
 def test_system_instruction_and_multiturn_contexts() -> None:
     from evalita_data.prompts import compiled
 
