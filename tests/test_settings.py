@@ -250,6 +250,20 @@ def test_unconstrained_generative_format_failures_are_counted(tiny_model: Path, 
     assert total > 0  # a random model's 8 free tokens rarely close an entity list
     assert all("unparsed" not in scores for scores in doc["results"]["sum"].values())  # free text: no format
 
+    # The report shows the counts side by side with a constrained run (0 there), as for the MC settings.
+    from evalita_eval.report import write_report
+
+    _run(["--model", str(tiny_model), "--data", str(DATA), "--tasks", "ner_adg,rel,ls", "--limit", "2", "--constrained",
+          "--max-new-tokens", "8", "--output-dir", str(tmp_path / "con")])
+    write_report([out / "results.json", tmp_path / "con" / "results.json"], tmp_path / "rep", k=5, echo=lambda _s: None)
+    payload = json.loads((tmp_path / "rep" / "report.json").read_text("utf-8"))
+    assert payload["settings"]["headers"] == ["model", "task", "loglikelihood", "loglikelihood constrained"]
+    rows = {r[1]: r for r in payload["settings"]["rows"]}
+    for task in ("ner_adg", "rel", "ls"):
+        free = sum(p["unparsed"] for p in doc["results"][task].values())
+        assert rows[task][2].endswith(f"(unparsed {free})") and rows[task][3].endswith("(unparsed 0)")
+    assert "(unparsed" not in rows["sum"][2]
+
 
 def test_system_instruction_and_multiturn_contexts() -> None:
     from evalita_data.prompts import compiled
