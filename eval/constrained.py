@@ -22,6 +22,7 @@ SUM (free text) has no constraint. Every gold answer of the test data must be ac
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Sequence
 
 from .api import Constraint
@@ -35,6 +36,25 @@ _WORD = r"[^,\n]+"
 _LS = rf"&&NOSYN&&|{_WORD}(, ?{_WORD})*"
 
 TASK_PATTERNS = {"ner": _NER, "rel": _REL, "ls": _LS}
+
+# Shortest ways to finish an answer of each format ("x" stands for any piece character).
+# Every suffix of these strings is a closing candidate; the first template is the
+# empty-answer marker, the others close any state reached after the first token.
+CLOSING_TEMPLATES = {
+    "regex:" + _NER: ("&&NOENT&&", "x$PER", "x$LOC", "x$ORG"),
+    "regex:" + _REL: ("&&NOREL&&", "x$x"),
+    "regex:" + _LS: ("&&NOSYN&&", "x"),
+}
+
+
+def format_failures(task_id: str, generations: Sequence[str]) -> int | None:
+    """How many generations do not match the task's output format (the regex its constraint
+    uses); None for a task without one (free text)."""
+    pattern = TASK_PATTERNS.get(task_id)
+    if pattern is None:
+        return None
+    compiled = re.compile(pattern)
+    return sum(compiled.fullmatch(g) is None for g in generations)
 
 
 def task_constraint(task_id: str) -> Constraint | None:
@@ -66,7 +86,9 @@ class GrammarCache:
         info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size)
         self.compiler = xgr.GrammarCompiler(info)
         self.vocab_size = vocab_size
+        self.tokenizer = tokenizer
         self._compiled: dict[Constraint, Any] = {}
+        self._closings: dict[Constraint, tuple[list[list[int]], int]] = {}
 
     def compiled(self, constraint: Constraint) -> Any:
         if constraint not in self._compiled:
@@ -78,9 +100,26 @@ class GrammarCache:
                 raise ValueError(f"unknown constraint kind {constraint.kind!r}; expected choice or regex")
         return self._compiled[constraint]
 
-    def logits_processor(self, constraints: Sequence[Constraint]) -> "Any":
-        """A fresh ``transformers`` logits processor for one ``generate`` call, one grammar per row."""
-        return _GrammarLogitsProcessor(self._xgr, [self.compiled(c) for c in constraints], self.vocab_size)
+    def closings(self, constraint: Constraint) -> tuple[list[list[int]], int]:
+        """The closing candidates of a constraint as token ids (shortest first), and the
+        window: how many last tokens are reserved for closing (docs/settings.md)."""
+        if constraint not in self._closings:
+            templates = CLOSING_TEMPLATES.get(f"{constraint.kind}:{constraint.pattern}", ())
+            suffixes = sorted({t[i:] for t in templates for i in range(len(t) + 1)}, key=lambda x: (len(x), x))
+            candidates = sorted((self._encode(x) for x in suffixes), key=len)
+            window = max((len(self._encode(t)) for t in templates[1:]), default=0)
+            self._closings[constraint] = (candidates, window)
+        return self._closings[constraint]
+
+    def _encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False) if text else []
+
+    def logits_processor(self, constraints: Sequence[Constraint], max_new_tokens: int | None = None) -> "Any":
+        """A fresh ``transformers`` logits processor for one ``generate`` call, one grammar per row;
+        given ``max_new_tokens``, it closes each answer within that budget."""
+        closings = [self.closings(c) for c in constraints] if max_new_tokens is not None else None
+        return _GrammarLogitsProcessor(self._xgr, [self.compiled(c) for c in constraints], self.vocab_size,
+                                       closings=closings, max_new_tokens=max_new_tokens, eos_token_id=self.tokenizer.eos_token_id)
 
 
 class _GrammarLogitsProcessor:
@@ -89,14 +128,25 @@ class _GrammarLogitsProcessor:
     Unlike ``xgrammar.contrib.hf.LogitsProcessor`` it tolerates rows that ``generate``
     has finished (padding after EOS or a stop string): a row whose matcher rejects the
     sampled token, or has terminated, is left alone from then on.
+
+    Budget rule (given ``closings`` and ``max_new_tokens``): once the tokens left are no
+    more than a row's closing window, the row is forced along the shortest closing
+    candidate its grammar accepts from the current state, then EOS, so that it ends in an
+    accepting state within ``max_new_tokens``.
     """
 
-    def __init__(self, xgr: Any, grammars: list[Any], vocab_size: int) -> None:
+    def __init__(self, xgr: Any, grammars: list[Any], vocab_size: int, closings: list[tuple[list[list[int]], int]] | None = None,
+                 max_new_tokens: int | None = None, eos_token_id: int | None = None) -> None:
         self.xgr = xgr
         self.matchers = [xgr.GrammarMatcher(g) for g in grammars]
         self.done = [False] * len(grammars)
         self.bitmask = xgr.allocate_token_bitmask(len(grammars), vocab_size)
         self.started = False
+        self.closings = closings
+        self.max_new_tokens = max_new_tokens
+        self.eos_token_id = eos_token_id
+        self.steps = 0
+        self.forced: dict[int, list[int]] = {}  # row -> tokens still to force
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         if self.started:
@@ -111,7 +161,47 @@ class _GrammarLogitsProcessor:
         width = scores.shape[-1]
         masked = scores.float().cpu() if scores.device.type not in ("cpu", "cuda") else scores
         self.xgr.apply_token_bitmask_inplace(masked, self.bitmask.to(masked.device), vocab_size=width)
+        self._force_closings(masked)
+        self.steps += 1
         return masked.to(scores.device) if masked is not scores else masked
+
+    def _force_closings(self, scores: Any) -> None:
+        if self.closings is None or self.max_new_tokens is None:
+            return
+        left = self.max_new_tokens - self.steps  # tokens this call may still write, this one included
+        for row, matcher in enumerate(self.matchers):
+            candidates, window = self.closings[row]
+            if self.done[row] or matcher.is_terminated() or left > window:
+                continue
+            if row not in self.forced:
+                closing = _shortest_closing(matcher, candidates, self.eos_token_id)
+                if closing is None:
+                    continue  # no known closing from here: the grammar mask alone applies
+                self.forced[row] = closing
+            queue = self.forced[row]
+            token = queue.pop(0) if queue else self.eos_token_id
+            if token is None or token >= scores.shape[-1]:
+                continue
+            keep = scores[row, token].clone()
+            scores[row].fill_(float("-inf"))
+            scores[row, token] = keep if keep > float("-inf") else 0.0
+
+
+def _shortest_closing(matcher: Any, candidates: list[list[int]], eos_token_id: int | None) -> list[int] | None:
+    """The first (shortest) candidate after which the grammar accepts EOS; the matcher is left unchanged."""
+    for tokens in candidates:
+        accepted = 0
+        for token in tokens:
+            if not matcher.accept_token(token):
+                break
+            accepted += 1
+        ok = accepted == len(tokens) and eos_token_id is not None and matcher.accept_token(eos_token_id)
+        undo = accepted + (1 if ok else 0)
+        if undo:
+            matcher.rollback(undo)
+        if ok:
+            return list(tokens)
+    return None
 
 
 def accepts(cache: GrammarCache, constraint: Constraint, text: str, tokenizer: Any) -> bool:

@@ -22,7 +22,7 @@ from .api import Backend, BackendUnsupported, GenRequest, LLRequest, request_pay
 from .cache import RequestCache, request_key
 from .fewshot import build_chat_messages, build_contexts, messages_as_text
 from . import settings as st
-from .constrained import task_constraint
+from .constrained import format_failures, task_constraint
 from .metrics import mc_prediction
 from .tasks import DataSource, TaskEntry
 
@@ -185,6 +185,8 @@ class Runner:
                 scores = st.setting_scores(spec, setting, samples)
             else:
                 scores = {m.name: m(samples) for m in spec.metrics}
+                if not mc and (failures := format_failures(entry.task_id, [s["generation"] for s in samples])) is not None:
+                    scores[st.UNPARSED] = failures  # NER/REL/LS: answers outside the task's format
             scores["n"] = len(samples)
             per_prompt[name] = scores
         return per_prompt, computed

@@ -135,6 +135,9 @@ def test_build_validate_render(task_id: str, extra_registry, built: Path) -> Non
 @pytest.mark.parametrize("task_id", _registered())
 def test_evaluate_every_task_with_every_backend(task_id: str, backend_name: str, extra_registry, built: Path,
                                                 tiny_model: Path, tmp_path: Path) -> None:
+    import re
+
+    from evalita_eval.constrained import TASK_PATTERNS
     from evalita_eval.runner import ModelInfo, RunConfig, Runner
     from evalita_eval.tasks import DataSource, select_entries
 
@@ -154,9 +157,12 @@ def test_evaluate_every_task_with_every_backend(task_id: str, backend_name: str,
         n = min(LIMIT, len(source.load(entry, spec.eval_split)))
         assert list(result.results[entry.name]) == [p.name for p in spec.prompts]
         for prompt, scores in result.results[entry.name].items():
-            assert set(scores) == set(spec.metric_names()) | {"n"} and scores["n"] == n
-            assert all(0.0 <= v <= 1.0 for m, v in scores.items() if m != "n")
+            formatted = task_id in TASK_PATTERNS  # NER/REL/LS: answers outside the format are counted
+            assert set(scores) == set(spec.metric_names()) | {"n"} | ({"unparsed"} if formatted else set()) and scores["n"] == n
+            assert all(0.0 <= v <= 1.0 for m, v in scores.items() if m not in ("n", "unparsed"))
             samples = [json.loads(x) for x in (tmp_path / "samples" / f"{entry.name}_{prompt}.jsonl").read_text("utf-8").splitlines()]
+            if formatted:
+                assert scores["unparsed"] == sum(re.fullmatch(TASK_PATTERNS[task_id], s["generation"]) is None for s in samples)
             assert len(samples) == n
             for doc, s in zip(source.load(entry, spec.eval_split), samples):
                 if spec.output_type == "generate_until":

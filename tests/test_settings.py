@@ -207,29 +207,64 @@ def test_unconstrained_failures_are_counted(tiny_model: Path, tmp_path: Path) ->
     assert total > 0  # a random model's 3 free tokens rarely spell an option
 
 
-def test_constrained_generative_tasks_run(tiny_model: Path, tmp_path: Path) -> None:
-    out = tmp_path / "gen"
-    _run(["--model", str(tiny_model), "--data", str(DATA), "--tasks", "ner_adg,rel,ls", "--limit", "2", "--constrained",
-          "--max-new-tokens", "12", "--output-dir", str(out)])
+@pytest.mark.parametrize("max_new", [4, 16])
+def test_constrained_generative_tasks_always_parse(tiny_model: Path, tmp_path: Path, max_new: int) -> None:
+    """With --constrained, every NER/REL/LS generation is a complete answer of its format,
+    even when the token limit is small (the budget rule closes it: docs/settings.md)."""
+    import re
+
     from evalita_eval.constrained import TASK_PATTERNS
 
-    import re
-
+    out = tmp_path / "gen"
+    _run(["--model", str(tiny_model), "--data", str(DATA), "--tasks", "ner_adg,rel,ls", "--limit", "3", "--constrained",
+          "--max-new-tokens", str(max_new), "--output-dir", str(out)])
+    checked = 0
     for task, tid in (("ner_adg", "ner"), ("rel", "rel"), ("ls", "ls")):
-        for line in (out / "samples" / f"{task}_p1.jsonl").read_text("utf-8").splitlines():
-            gen = json.loads(line)["generation"]
-            # a prefix of an allowed answer (the token limit may cut it): never a character outside the format
-            assert "\n" not in gen and (re.fullmatch(TASK_PATTERNS[tid], gen) or _is_prefix(TASK_PATTERNS[tid], gen)), gen
+        files = sorted((out / "samples").glob(f"{task}_p*.jsonl"))
+        assert files
+        for path in files:
+            for line in path.read_text("utf-8").splitlines():
+                gen = json.loads(line)["generation"]
+                assert re.fullmatch(TASK_PATTERNS[tid], gen), (path.name, gen)
+                checked += 1
+    assert checked > 0
 
 
-def _is_prefix(pattern: str, text: str) -> bool:
-    """Whether some completion of ``text`` matches ``pattern`` (checked by appending a plausible tail)."""
+def test_unconstrained_generative_format_failures_are_counted(tiny_model: Path, tmp_path: Path) -> None:
+    """Without --constrained, NER/REL/LS answers outside their format count as unparsed per prompt."""
     import re
 
-    return any(re.fullmatch(pattern, text + tail) for tail in ("", "$PER", "x$PER", "$x", "x$x", "x", "OS&&"))
+    from evalita_eval.constrained import TASK_PATTERNS
+
+    out = tmp_path / "free"
+    _run(["--model", str(tiny_model), "--data", str(DATA), "--tasks", "ner_adg,rel,ls,sum", "--limit", "2",
+          "--max-new-tokens", "8", "--output-dir", str(out)])
+    doc = json.loads((out / "results.json").read_text("utf-8"))
+    total = 0
+    for task, tid in (("ner_adg", "ner"), ("rel", "rel"), ("ls", "ls")):
+        for prompt, scores in doc["results"][task].items():
+            gens = [json.loads(x)["generation"] for x in (out / "samples" / f"{task}_{prompt}.jsonl").read_text("utf-8").splitlines()]
+            assert scores["n"] == len(gens) == 2
+            assert scores["unparsed"] == sum(re.fullmatch(TASK_PATTERNS[tid], g) is None for g in gens)
+            total += scores["unparsed"]
+    assert total > 0  # a random model's 8 free tokens rarely close an entity list
+    assert all("unparsed" not in scores for scores in doc["results"]["sum"].values())  # free text: no format
+
+    # The report shows the counts side by side with a constrained run (0 there), as for the MC settings.
+    from evalita_eval.report import write_report
+
+    _run(["--model", str(tiny_model), "--data", str(DATA), "--tasks", "ner_adg,rel,ls", "--limit", "2", "--constrained",
+          "--max-new-tokens", "8", "--output-dir", str(tmp_path / "con")])
+    write_report([out / "results.json", tmp_path / "con" / "results.json"], tmp_path / "rep", k=5, echo=lambda _s: None)
+    payload = json.loads((tmp_path / "rep" / "report.json").read_text("utf-8"))
+    assert payload["settings"]["headers"] == ["model", "task", "loglikelihood", "loglikelihood constrained"]
+    rows = {r[1]: r for r in payload["settings"]["rows"]}
+    for task in ("ner_adg", "rel", "ls"):
+        free = sum(p["unparsed"] for p in doc["results"][task].values())
+        assert rows[task][2].endswith(f"(unparsed {free})") and rows[task][3].endswith("(unparsed 0)")
+    assert "(unparsed" not in rows["sum"][2]
 
 
-# -- system instruction and multi-turn few-shot (lm-eval's rules) ------------------------
 def test_system_instruction_and_multiturn_contexts() -> None:
     from evalita_data.prompts import compiled
 

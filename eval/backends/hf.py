@@ -256,7 +256,7 @@ class HFBackend(OnHFModel, Backend):
                 enc = self.tokenizer(contexts, padding="longest", return_tensors="pt", add_special_tokens=special)
                 ids = enc["input_ids"][:, -max_ctx:].to(self.device)
                 mask = enc["attention_mask"][:, -max_ctx:].to(self.device)
-                processors = [self._grammar_processor([requests[i].constraint for i in batch])] if constrained else None
+                processors = [self._grammar_processor([requests[i].constraint for i in batch], max_new)] if constrained else None
                 with torch.inference_mode():
                     gen = self.model.generate(
                         logits_processor=processors,
@@ -274,9 +274,9 @@ class HFBackend(OnHFModel, Backend):
                     out[i] = cut_at_stop(text, until)
         return out  # type: ignore[return-value]
 
-    def _grammar_processor(self, constraints: list) -> Any:
+    def _grammar_processor(self, constraints: list, max_new_tokens: int) -> Any:
         from ..constrained import GrammarCache
 
         if self._grammars is None:
             self._grammars = GrammarCache(self.tokenizer, self.model.config.vocab_size)
-        return self._grammars.logits_processor(constraints)
+        return self._grammars.logits_processor(constraints, max_new_tokens)
