@@ -65,6 +65,13 @@ def encode_request(tokenizer: Any, req: LLRequest) -> tuple[list[int], list[int]
     return encode_pair(tokenizer, req.context, req.continuation)
 
 
+def render_chat(tokenizer: Any, model_name: str, messages: list[dict[str, str]]) -> str:
+    """The prompt string of chat messages under the tokenizer's template (every local-tokenizer backend)."""
+    if not getattr(tokenizer, "chat_template", None):
+        raise ValueError(f"model {model_name} has no chat template; run without --apply-chat-template")
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
 def resolve_max_length(config: Any, tokenizer: Any) -> int:
     """lm-eval's ``resolve_max_length``: config n_positions/max_position_embeddings/n_ctx, else tokenizer."""
     cfg = getattr(config, "text_config", None) or config
@@ -110,9 +117,7 @@ class OnHFModel:
         self.tokenizer_name = getattr(self.tokenizer, "name_or_path", "")
 
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
-        if not getattr(self.tokenizer, "chat_template", None):
-            raise ValueError(f"model {self.name_or_path} has no chat template; run without --apply-chat-template")
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return render_chat(self.tokenizer, self.name_or_path, messages)
 
 
 # -- loading ----------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 from ..api import Backend, BackendOptions, BackendUnsupported, Capabilities, Constraint, GenRequest, LLRequest, LLResult, cut_at_stop
 from . import register_backend
 from .engine_common import generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
+from .hf import render_chat
 
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 BACKOFF_BASE_S = 0.5
@@ -177,9 +178,7 @@ class OpenAICompletionsBackend(_OpenAIBase):
         return cls(options)
 
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
-        if not getattr(self.tokenizer, "chat_template", None):
-            raise ValueError(f"tokenizer {self.model_name} has no chat template; run without --apply-chat-template")
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return render_chat(self.tokenizer, self.model_name, messages)
 
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
         windows = ll_windows(self.tokenizer, requests, self.max_length)

@@ -28,6 +28,7 @@ from typing import Any, Iterator, Sequence
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop
 from . import register_backend
 from .engine_common import LLWindow, generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
+from .hf import render_chat
 
 # vLLM 0.32 tracks at most this many token ids per request (SamplingParams.logprob_token_ids).
 MAX_TRACKED_TOKENS = 128
@@ -146,9 +147,7 @@ class VLLMBackend(Backend):
 
     # -- chat ---------------------------------------------------------------------------
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
-        if not getattr(self.tokenizer, "chat_template", None):
-            raise ValueError(f"model {self.name_or_path} has no chat template; run without --apply-chat-template")
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return render_chat(self.tokenizer, self.name_or_path, messages)
 
     # -- log-likelihood -----------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
