@@ -44,3 +44,97 @@ def test_refilled_rows_give_plain_greedy_text(request, monkeypatch):
     got = FastBackend(model, tok, 48, max_batch_tokens=120).generate_until(reqs)
     assert got == plain_generate_until(model, tok, reqs, 48)
     assert joins, "no request joined a live batch"
+
+
+def test_growing_layer_holds_what_a_dynamic_layer_holds():
+    import torch
+    from transformers.cache_utils import DynamicLayer
+
+    from evalita_eval.fast.kvcache import GrowingLayer
+
+    gen_ = torch.Generator().manual_seed(0)
+    grow, plain = GrowingLayer(), DynamicLayer()
+
+    def both(fn):
+        for layer in (grow, plain):
+            fn(layer)
+
+    rows = 3
+    for step, n in enumerate([7, 1, 1, 30, 1, 100, 1, 1]):
+        k, v = torch.randn((rows, 2, n, 4), generator=gen_), torch.randn((rows, 2, n, 5), generator=gen_)
+        got, ref = grow.update(k, v), plain.update(k, v)
+        assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1])
+        if step == 4:  # the batch changes as in generate._Rows: rows leave, padding columns go
+            both(lambda layer: layer.batch_select_indices(torch.tensor([0, 2])))
+            rows = 2
+
+            def drop(layer):
+                layer.keys, layer.values = layer.keys[..., 3:, :], layer.values[..., 3:, :]
+
+            both(drop)
+    # Appending one column writes into the spare room: the keys stay a view of one buffer.
+    before = grow.keys.data_ptr()
+    grow.update(torch.zeros((2, 2, 1, 4)), torch.zeros((2, 2, 1, 5)))
+    assert grow.keys.data_ptr() == before and grow.keys.shape == (2, 2, 140, 4)  # 40 - 3 dropped + 102 + 1
+
+
+def test_prefill_groups_split_where_lengths_drop_by_more_than_the_slack():
+    assert gen.prefill_groups([600, 580, 410, 400, 150, 100]) == [[0, 1, 2, 3], [4, 5]]  # 600 <= 1.5 * 400
+    assert gen.prefill_groups([10]) == [[0]]
+    assert gen.prefill_groups([90, 60, 59]) == [[0, 1], [2]]  # 90 <= 1.5 * 60, 90 > 1.5 * 59
+
+
+def test_tail_decoder_equals_decode(request):
+    _, tok = request.getfixturevalue("tiny_lm")
+    rng = random.Random(0)
+    seqs = [[rng.randrange(len(tok)) for _ in range(rng.randint(0, 12))] for _ in range(50)]
+    seqs.append([tok.eos_token_id, tok.bos_token_id])
+    fast = gen.tail_decoder(tok)
+    assert "decode_batch" in fast.__code__.co_names  # the tiny tokenizer takes the batched path
+    assert fast(seqs) == [tok.decode(s, skip_special_tokens=True) for s in seqs]
+
+    class Cleaning(type(tok)):  # a subclass overriding _decode: decoded row by row, its own way
+        def _decode(self, token_ids, **kwargs):
+            return "<" + super()._decode(token_ids, **kwargs) + ">"
+
+    cleaning = Cleaning(tokenizer_object=tok.backend_tokenizer)
+    assert gen.tail_decoder(cleaning)(seqs[:3]) == ["<" + tok.decode(s, skip_special_tokens=True) + ">" for s in seqs[:3]]
+
+
+def test_cpu_generation_budget_is_four_gib_of_cache():
+    import torch
+    from transformers import LlamaConfig
+
+    from evalita_eval.fast.budget import cpu_gen_budget, kv_bytes_per_token
+
+    class Shape:  # what the budget reads of a model: its config and dtype
+        def __init__(self, dtype, **kw):
+            self.config, self.dtype = LlamaConfig(**kw), dtype
+
+    llama8b = Shape(torch.float32, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, hidden_size=4096)
+    assert kv_bytes_per_token(llama8b) == 2 * 32 * 8 * 128 * 4  # 256 KiB
+    assert cpu_gen_budget(llama8b, 2048) == 16384
+    bf16 = Shape(torch.bfloat16, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, hidden_size=4096)
+    assert cpu_gen_budget(bf16, 2048) == 32768
+    tiny = Shape(torch.float32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, hidden_size=64)
+    assert cpu_gen_budget(tiny, 2048) == 65536  # the ceiling
+    huge = Shape(torch.float32, num_hidden_layers=80, num_attention_heads=64, num_key_value_heads=64, hidden_size=8192)
+    assert cpu_gen_budget(huge, 4096) == 4096  # never below one request of max_length
+
+
+def test_sliding_window_model_generates_plain_greedy_text(request, tmp_path):
+    """A model with sliding-window layers keeps transformers' own cache and masks (no refill)."""
+    import torch
+    from transformers import AutoModelForCausalLM, MistralConfig, MistralForCausalLM
+
+    _, tok = request.getfixturevalue("tiny_lm")
+    config = MistralConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                           num_key_value_heads=2, sliding_window=8, max_position_embeddings=256, bos_token_id=tok.bos_token_id,
+                           eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    torch.manual_seed(0)
+    MistralForCausalLM(config).save_pretrained(tmp_path)
+    model = AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.float32).eval()
+    rng = random.Random(5)
+    words = "la frase implica che il contatore dell'acqua domanda risposta".split()
+    reqs = [GenRequest(" ".join(rng.choice(words) for _ in range(rng.randint(3, 25))), ("\n",), rng.randint(4, 20)) for _ in range(8)]
+    assert FastBackend(model, tok, 64, max_batch_tokens=200).generate_until(reqs) == plain_generate_until(model, tok, reqs, 64)

@@ -6,7 +6,7 @@ import sys
 from typing import Any, Sequence
 
 from ..api import GenRequest, LLRequest, LLResult, scoring_input
-from .budget import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_GEN_TOKENS_CPU, DEFAULT_MAX_TREE_TOKENS, probe_max_batch_tokens
+from .budget import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_TREE_TOKENS, cpu_gen_budget, probe_max_batch_tokens
 from .encode import encode_requests
 from .generate import generate_greedy
 from .tree import PackedTree, batch_trees, pack_trees
@@ -18,7 +18,7 @@ class FastBackend:
     ``max_batch_tokens`` bounds the padded tokens of one forward pass (rows x longest row:
     prefix trees for scoring, context + new tokens for generation); ``None`` probes the
     largest budget that fits on a CUDA device once, here, and takes a CPU default
-    elsewhere (generation on CPU: a wider default, ``DEFAULT_MAX_GEN_TOKENS_CPU``).
+    elsewhere (generation on CPU: as wide as 4 GiB of key/value cache, ``budget.cpu_gen_budget``).
     ``max_tree_tokens`` bounds one prefix tree, whose attention costs the
     square of its size. ``progress`` (default: stderr is a terminal) shows tqdm bars.
     ``threads`` (``BackendOptions.threads``) sets torch's intra-op threads; None leaves them.
@@ -58,7 +58,7 @@ class FastBackend:
             if self.device.type == "cuda":
                 max_batch_tokens = gen_batch_tokens = probe_max_batch_tokens(self.model, max_length)
             else:
-                max_batch_tokens, gen_batch_tokens = DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_GEN_TOKENS_CPU
+                max_batch_tokens, gen_batch_tokens = DEFAULT_MAX_BATCH_TOKENS, cpu_gen_budget(self.model, max_length)
         # One request of the longest allowed length must fit in a pass.
         self.max_batch_tokens = max(max_batch_tokens, max_length)
         self.gen_batch_tokens = max(gen_batch_tokens, max_length)
@@ -190,6 +190,14 @@ class FastBackend:
     # -- generation ----------------------------------------------------------------------
 
     def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
+        from .kvcache import refillable
+
+        if not refillable(self.model.config):
+            # Sliding-window (or other special) cache layers: transformers' own cache and masks,
+            # through the hf backend's batched generate on this model.
+            from ..backends.hf import HFBackend
+
+            return HFBackend(self.model, self.tokenizer, max_length=self.max_length).generate_until(requests)
         return generate_greedy(self.model, self.tokenizer, requests, self.max_length, self.gen_batch_tokens, self.device, self.progress)
 
 

@@ -8,12 +8,18 @@ common length). So the batch stays full until the queue is empty, instead of wai
 for its slowest row. Stop strings are checked after every token on the decoded tail of
 the row (a new occurrence must end in the last token), so a row leaves as soon as it
 stops. ``rows x (longest context + max new tokens) <= budget`` bounds a batch.
+
+Per step, only what changes is touched: each layer's keys and values live in a buffer
+with room to grow (:class:`kvcache.GrowingLayer`), so a step writes one column instead of
+copying the whole cache; the stop-string tails of all rows are decoded in one batched
+tokenizer call; contexts of very different lengths are prefilled in separate passes
+(left padding to the longest would waste the difference).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..api import GenRequest, cut_at_stop, prompt_room
 from ..backends.hf import default_add_special_tokens, prefix_token_id
@@ -36,6 +42,24 @@ def context_ids(tokenizer: Any, requests: Sequence[GenRequest], max_length: int)
     return out
 
 
+def tail_decoder(tokenizer: Any) -> Callable[[list[list[int]]], list[str]]:
+    """``tokenizer.decode(ids, skip_special_tokens=True)`` for many token lists at once.
+
+    Where that decode is exactly the Rust tokenizer's (a fast tokenizer that does not
+    override ``_decode`` and cleans up no spaces), one ``decode_batch`` call replaces a
+    Python call per row and step; any other tokenizer decodes row by row.
+    """
+    try:
+        from transformers.tokenization_utils_tokenizers import TokenizersBackend
+    except ImportError:  # transformers < 5
+        from transformers import PreTrainedTokenizerFast as TokenizersBackend
+    backend = getattr(tokenizer, "_tokenizer", None)
+    if (isinstance(tokenizer, TokenizersBackend) and type(tokenizer)._decode is TokenizersBackend._decode
+            and not tokenizer.clean_up_tokenization_spaces and hasattr(backend, "decode_batch")):
+        return lambda seqs: backend.decode_batch(seqs, skip_special_tokens=True)
+    return lambda seqs: [tokenizer.decode(ids, skip_special_tokens=True) for ids in seqs]
+
+
 class _Rows:
     """The live rows of one continuous batch: their cache, attention mask, positions, outputs."""
 
@@ -52,35 +76,41 @@ class _Rows:
         # A new stop-string occurrence ends in the last token and spans at most 4 tokens per
         # character (byte-level pieces), so decoding that tail is enough.
         self.windows = [4 * max((len(s) for s in r.stop), default=0) + 4 for r in requests]
+        self.decode_tails = tail_decoder(tokenizer)
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def can_refill(self) -> bool:
         """Whether caches can be joined: plain per-layer key/value tensors (no sliding windows)."""
-        from transformers.cache_utils import DynamicLayer
+        from .kvcache import GrowingLayer
 
-        return self.cache is None or all(type(layer) is DynamicLayer for layer in self.cache.layers)
+        return self.cache is None or all(type(layer) is GrowingLayer for layer in self.cache.layers)
 
     def admit(self, new: list[int], contexts: list[list[int]]) -> list[int]:
         """Run the contexts of requests ``new`` and join them to the batch; returns the finished ones."""
         import torch
-        from transformers import DynamicCache
 
-        width = max(len(contexts[i]) for i in new)
-        ids = torch.tensor([[self.pad] * (width - len(contexts[i])) + contexts[i] for i in new], device=self.device)
-        attn = torch.tensor([[0] * (width - len(contexts[i])) + [1] * len(contexts[i]) for i in new], device=self.device)
-        pos = (attn.cumsum(-1) - 1).clamp(min=0)
-        cache = DynamicCache(config=self.model.config)
-        with torch.inference_mode():
-            logits = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, past_key_values=cache, use_cache=True, logits_to_keep=1).logits
-        for i in new:
-            self.generated[i] = []
-        if self.cache is None:
-            self.ids, self.cache, self.attn, self.last_pos = list(new), cache, attn, pos[:, -1]
-        else:
-            self._join(new, cache, attn, pos[:, -1])
-        return self._take(logits[:, -1], first_row=len(self.ids) - len(new))
+        from .kvcache import growing_cache
+
+        last_logits = []
+        for group in prefill_groups([len(contexts[i]) for i in new]):
+            rows = [new[g] for g in group]
+            width = max(len(contexts[i]) for i in rows)
+            ids = torch.tensor([[self.pad] * (width - len(contexts[i])) + contexts[i] for i in rows], device=self.device)
+            attn = torch.tensor([[0] * (width - len(contexts[i])) + [1] * len(contexts[i]) for i in rows], device=self.device)
+            pos = (attn.cumsum(-1) - 1).clamp(min=0)
+            cache = growing_cache(self.model.config)
+            with torch.inference_mode():
+                logits = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, past_key_values=cache, use_cache=True, logits_to_keep=1).logits
+            last_logits.append(logits[:, -1])
+            for i in rows:
+                self.generated[i] = []
+            if self.cache is None:
+                self.ids, self.cache, self.attn, self.last_pos = list(rows), cache, attn, pos[:, -1]
+            else:
+                self._join(rows, cache, attn, pos[:, -1])
+        return self._take(torch.cat(last_logits), first_row=len(self.ids) - len(new))
 
     def step(self) -> list[int]:
         """One token for every live row; returns the requests that finished."""
@@ -88,9 +118,17 @@ class _Rows:
 
         self.attn = torch.cat([self.attn, torch.ones_like(self.attn[:, :1])], dim=1)
         self.last_pos = self.last_pos + 1
+        mask = self.attn
+        if self.can_refill() and getattr(self.model.config, "_attn_implementation", None) in ("sdpa", "eager"):
+            # Full attention in every layer: the one-query mask ready for attention. An additive
+            # float mask is used as is by every layer; from the 0/1 mask, transformers would
+            # build a boolean one that each layer converts again.
+            dtype = self.model.dtype
+            mask = torch.zeros((len(self.ids), 1, 1, self.attn.shape[1]), dtype=dtype, device=self.device)
+            mask.masked_fill_((self.attn == 0)[:, None, None], torch.finfo(dtype).min)
         with torch.inference_mode():
             logits = self.model(
-                input_ids=self.next_tokens[:, None], attention_mask=self.attn, position_ids=self.last_pos[:, None],
+                input_ids=self.next_tokens[:, None], attention_mask=mask, position_ids=self.last_pos[:, None],
                 past_key_values=self.cache, use_cache=True,
             ).logits
         return self._take(logits[:, -1], first_row=0)
@@ -102,16 +140,26 @@ class _Rows:
 
         chosen = logits.argmax(dim=-1)
         finished, keep = [], list(range(first_row))
+        going = []  # rows that took a token below their budget: their stop strings decide
         for row, tok in enumerate(chosen.tolist(), first_row):
             i = self.ids[row]
-            req, gen = self.requests[i], self.generated[i]
+            gen = self.generated[i]
             if tok != self.eos:
                 gen.append(tok)
-                tail = self.tokenizer.decode(gen[-self.windows[i]:], skip_special_tokens=True)
-                if len(gen) < req.max_new_tokens and not any(s and s in tail for s in req.stop):
-                    keep.append(row)
+                if len(gen) < self.requests[i].max_new_tokens:
+                    going.append(row)
                     continue
             finished.append(i)
+        stopping = [self.requests[self.ids[row]].stop for row in going]
+        checked = [row for row, stop in zip(going, stopping) if any(stop)]
+        # One batched decode of every checked row's tail (a new occurrence ends in its last token).
+        tails = self.decode_tails([self.generated[self.ids[row]][-self.windows[self.ids[row]]:] for row in checked]) if checked else []
+        stopped = {row for row, tail in zip(checked, tails) if any(s and s in tail for s in self.requests[self.ids[row]].stop)}
+        for row in going:
+            if row in stopped:
+                finished.append(self.ids[row])
+            else:
+                keep.append(row)
         self.next_tokens = torch.cat([self.next_tokens, chosen]) if first_row else chosen
         if len(keep) < len(self.ids):
             self._select(keep)
@@ -154,6 +202,18 @@ class _Rows:
         self.attn = torch.cat([left_pad(self.attn, 1), left_pad(attn, 1)])
         self.last_pos = torch.cat([self.last_pos, last_pos])
         self.ids = self.ids + list(new)
+
+
+def prefill_groups(lengths: list[int], slack: float = 1.5) -> list[list[int]]:
+    """Positions of ``lengths`` (longest first) split into runs prefilled together: a run ends
+    where the next context is shorter than its longest by more than ``slack`` times."""
+    groups: list[list[int]] = []
+    for k, n in enumerate(lengths):
+        if groups and lengths[groups[-1][0]] <= slack * n:
+            groups[-1].append(k)
+        else:
+            groups.append([k])
+    return groups
 
 
 def _admissible(waiting: deque, live: list[int], need: list[int], budget: int) -> list[int]:
