@@ -5,7 +5,8 @@ Requests are taken longest context first. A batch of live rows shares one KV cac
 that stopped leave it and waiting requests take their places: their contexts are run
 in one batched forward pass and their caches joined to the live one (left-padded to a
 common length). So the batch stays full until the queue is empty, instead of waiting
-for its slowest row. Stop strings are checked after every token on the decoded tail of
+for its slowest row. With nobody waiting, a stopped row stays in the batch, dead,
+until a quarter of it is (removing rows copies the whole cache). Stop strings are checked after every token on the decoded tail of
 the row (a new occurrence must end in the last token), so a row leaves as soon as it
 stops. ``rows x (longest context + max new tokens) <= budget`` bounds a batch.
 
@@ -67,7 +68,7 @@ class _Rows:
         self.model, self.tokenizer, self.requests, self.device = model, tokenizer, requests, device
         self.pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.eos = tokenizer.eos_token_id
-        self.ids: list[int] = []  # request index of each row
+        self.ids: list[int | None] = []  # request index of each row; None: dead (stopped, not yet removed)
         self.cache: Any = None
         self.attn: Any = None  # (rows, cache length + 1): 1 where a row has a token
         self.last_pos: Any = None  # (rows,) position of each row's last token
@@ -79,7 +80,8 @@ class _Rows:
         self.decode_tails = tail_decoder(tokenizer)
 
     def __len__(self) -> int:
-        return len(self.ids)
+        """The live rows (dead ones stopped and wait for :meth:`compact`)."""
+        return len(self.ids) - self.ids.count(None)
 
     def can_refill(self) -> bool:
         """Whether caches can be joined: plain per-layer key/value tensors (no sliding windows)."""
@@ -134,36 +136,41 @@ class _Rows:
         return self._take(logits[:, -1], first_row=0)
 
     def _take(self, logits: Any, first_row: int) -> list[int]:
-        """Greedy tokens for the rows from ``first_row`` on (one per row of ``logits``); the rows
-        that stopped (end of sequence, a stop string, ``max_new_tokens``) leave the batch."""
+        """Greedy tokens for the live rows from ``first_row`` on (one per row of ``logits``); returns
+        the requests that stopped (end of sequence, a stop string, ``max_new_tokens``). Their
+        rows stay in the batch, dead, until :meth:`compact` removes them."""
         import torch
 
         chosen = logits.argmax(dim=-1)
-        finished, keep = [], list(range(first_row))
-        going = []  # rows that took a token below their budget: their stop strings decide
+        finished, going = [], []  # going: rows that took a token below their budget (their stop strings decide)
         for row, tok in enumerate(chosen.tolist(), first_row):
             i = self.ids[row]
+            if i is None:  # dead
+                continue
             gen = self.generated[i]
             if tok != self.eos:
                 gen.append(tok)
                 if len(gen) < self.requests[i].max_new_tokens:
                     going.append(row)
                     continue
-            finished.append(i)
-        stopping = [self.requests[self.ids[row]].stop for row in going]
-        checked = [row for row, stop in zip(going, stopping) if any(stop)]
+            finished.append(row)
+        checked = [row for row in going if any(self.requests[self.ids[row]].stop)]
         # One batched decode of every checked row's tail (a new occurrence ends in its last token).
         tails = self.decode_tails([self.generated[self.ids[row]][-self.windows[self.ids[row]]:] for row in checked]) if checked else []
-        stopped = {row for row, tail in zip(checked, tails) if any(s and s in tail for s in self.requests[self.ids[row]].stop)}
-        for row in going:
-            if row in stopped:
-                finished.append(self.ids[row])
-            else:
-                keep.append(row)
+        finished += [row for row, tail in zip(checked, tails) if any(s and s in tail for s in self.requests[self.ids[row]].stop)]
         self.next_tokens = torch.cat([self.next_tokens, chosen]) if first_row else chosen
-        if len(keep) < len(self.ids):
-            self._select(keep)
-        return finished
+        done = [self.ids[row] for row in finished]
+        for row in finished:
+            self.ids[row] = None
+        return done
+
+    def compact(self, force: bool) -> None:
+        """Remove the dead rows when ``force`` (requests wait to join), when they are a quarter
+        of the batch or more, or when no row lives. Removing rows copies the whole cache, so
+        a row that stops while nothing waits stays (masked work) until then."""
+        dead = self.ids.count(None)
+        if dead and (force or 4 * dead >= len(self.ids) or dead == len(self.ids)):
+            self._select([row for row, i in enumerate(self.ids) if i is not None])
 
     def _select(self, keep: list[int]) -> None:
         import torch
@@ -243,8 +250,9 @@ def generate_greedy(model: Any, tokenizer: Any, requests: Sequence[GenRequest], 
         bar = tqdm(total=len(requests), desc="generating", unit="req")
     while waiting or len(rows):
         refill = not len(rows) or rows.can_refill()
-        new = _admissible(waiting, rows.ids, need, max_batch_tokens) if refill else []
+        new = _admissible(waiting, [i for i in rows.ids if i is not None], need, max_batch_tokens) if refill else []
         finished = rows.admit(new, contexts) if new else rows.step()
+        rows.compact(force=bool(waiting))
         if bar is not None:
             bar.update(len(finished))
     if bar is not None:
