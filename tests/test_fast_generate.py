@@ -138,3 +138,36 @@ def test_sliding_window_model_generates_plain_greedy_text(request, tmp_path):
     words = "la frase implica che il contatore dell'acqua domanda risposta".split()
     reqs = [GenRequest(" ".join(rng.choice(words) for _ in range(rng.randint(3, 25))), ("\n",), rng.randint(4, 20)) for _ in range(8)]
     assert FastBackend(model, tok, 64, max_batch_tokens=200).generate_until(reqs) == plain_generate_until(model, tok, reqs, 64)
+
+
+def test_row_runs_by_hand():
+    from evalita_eval.fast.decode_attention import row_runs
+
+    # Tolerance max(32, 900 // 8) = 112: rows from column 0 and rows from about 500 are two runs,
+    # reading 3 x 900 + 3 x 400 columns instead of 6 x 900.
+    assert row_runs([0, 0, 10, 500, 520, 510], 900) == [(0, 3, 0), (3, 6, 500)]
+    assert row_runs([0, 5, 0], 900) is None  # one run
+    assert row_runs([0, 500, 0, 500, 0], 900) is None  # five runs: more calls than they save
+    assert row_runs([0, 0, 0, 0, 150], 900) is None  # saves 150 of 4500 columns: under a fifth
+
+
+def test_rows_of_very_different_lengths_attend_to_their_own_columns(request, monkeypatch):
+    from evalita_eval.fast import decode_attention
+
+    model, tok = request.getfixturevalue("tiny_lm")
+    rng = random.Random(11)
+    words = "la frase implica che il contatore dell'acqua domanda risposta è così perché non".split()
+    reqs = [GenRequest(" ".join(rng.choice(words) for _ in range(n)), ("\n",), 10) for n in (300, 280, 3, 5, 4, 290, 2)]
+    grouped = []
+    original = decode_attention.row_runs
+
+    def recording(starts, width, **kw):
+        runs = original(starts, width, **kw)
+        grouped.append(runs is not None)
+        return runs
+
+    monkeypatch.setattr(decode_attention, "row_runs", recording)
+    got = FastBackend(model, tok, 1024).generate_until(reqs)
+    assert any(grouped), "no step attended by runs of rows"
+    assert got == plain_generate_until(model, tok, reqs, 1024)
+    assert model.config._attn_implementation == "sdpa"  # restored after every step

@@ -14,12 +14,14 @@ Per step, only what changes is touched: each layer's keys and values live in a b
 with room to grow (:class:`kvcache.GrowingLayer`), so a step writes one column instead of
 copying the whole cache; the stop-string tails of all rows are decoded in one batched
 tokenizer call; contexts of very different lengths are prefilled in separate passes
-(left padding to the longest would waste the difference).
+(left padding to the longest would waste the difference), and at each step rows of
+very different lengths attend to their own columns only (``decode_attention``).
 """
 
 from __future__ import annotations
 
 from collections import deque
+from contextlib import nullcontext
 from typing import Any, Callable, Sequence
 
 from ..api import GenRequest, cut_at_stop, prompt_room
@@ -120,20 +122,33 @@ class _Rows:
 
         self.attn = torch.cat([self.attn, torch.ones_like(self.attn[:, :1])], dim=1)
         self.last_pos = self.last_pos + 1
-        mask = self.attn
-        if self.can_refill() and getattr(self.model.config, "_attn_implementation", None) in ("sdpa", "eager"):
+        mask, runs = self.attn, None
+        implementation = getattr(self.model.config, "_attn_implementation", None)
+        if self.can_refill() and implementation in ("sdpa", "eager"):
             # Full attention in every layer: the one-query mask ready for attention. An additive
             # float mask is used as is by every layer; from the 0/1 mask, transformers would
             # build a boolean one that each layer converts again.
             dtype = self.model.dtype
             mask = torch.zeros((len(self.ids), 1, 1, self.attn.shape[1]), dtype=dtype, device=self.device)
             mask.masked_fill_((self.attn == 0)[:, None, None], torch.finfo(dtype).min)
-        with torch.inference_mode():
+            if implementation == "sdpa":
+                from .decode_attention import row_runs
+
+                runs = row_runs(self.attn.argmax(dim=1).tolist(), self.attn.shape[1])  # first real column of each row
+        with torch.inference_mode(), self._attention(runs):
             logits = self.model(
                 input_ids=self.next_tokens[:, None], attention_mask=mask, position_ids=self.last_pos[:, None],
                 past_key_values=self.cache, use_cache=True,
             ).logits
         return self._take(logits[:, -1], first_row=0)
+
+    def _attention(self, runs: list[tuple[int, int, int]] | None) -> Any:
+        """Rows of very different context lengths attend to their own columns (``decode_attention``)."""
+        if runs is None:
+            return nullcontext()
+        from .decode_attention import grouped_attention
+
+        return grouped_attention(self.model, runs)
 
     def _take(self, logits: Any, first_row: int) -> list[int]:
         """Greedy tokens for the live rows from ``first_row`` on (one per row of ``logits``); returns
