@@ -132,9 +132,7 @@ class _Rows:
             mask = torch.zeros((len(self.ids), 1, 1, self.attn.shape[1]), dtype=dtype, device=self.device)
             mask.masked_fill_((self.attn == 0)[:, None, None], torch.finfo(dtype).min)
             if implementation == "sdpa":
-                from .decode_attention import row_runs
-
-                runs = row_runs(self.attn.argmax(dim=1).tolist(), self.attn.shape[1])  # first real column of each row
+                runs = _row_runs(self.attn.argmax(dim=1).tolist(), self.attn.shape[1])  # first real column of each row
         with torch.inference_mode(), self._attention(runs):
             logits = self.model(
                 input_ids=self.next_tokens[:, None], attention_mask=mask, position_ids=self.last_pos[:, None],
@@ -224,6 +222,15 @@ class _Rows:
         self.attn = torch.cat([left_pad(self.attn, 1), left_pad(attn, 1)])
         self.last_pos = torch.cat([self.last_pos, last_pos])
         self.ids = self.ids + list(new)
+
+
+def _row_runs(starts: list[int], width: int) -> list[tuple[int, int, int]] | None:
+    """``decode_attention.row_runs``, or None where transformers registers no attention functions."""
+    try:
+        from . import decode_attention
+    except ImportError:  # transformers without AttentionInterface: one attention call over all columns
+        return None
+    return decode_attention.row_runs(starts, width)
 
 
 def prefill_groups(lengths: list[int], slack: float = 1.5) -> list[list[int]]:
