@@ -7,8 +7,13 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 
+# One encoder for every record: json.dumps with an option builds a new JSONEncoder per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def dumps(record: dict) -> str:
-    return json.dumps(record, ensure_ascii=False)
+    """``json.dumps(record, ensure_ascii=False)``, the same text."""
+    return _ENCODER.encode(record)
 
 
 def write_jsonl(path: Path, records: Iterable[dict]) -> int:

@@ -27,7 +27,11 @@ BUILT_TASKS = ["faq", "hs", "ner", "rel", "sa", "wic"]
 
 
 def mutations(value: object):
-    """Variants of a record that break one thing each: every field removed, retyped, emptied."""
+    """Variants of a record that break one thing each: every field removed, retyped, emptied,
+    every string with a line break (LF, CR, CRLF) at its start, inside and at its end."""
+    if isinstance(value, str):
+        for brk in ("\n", "\r", "\r\n"):
+            yield from (brk + value, value[:1] + brk + value[1:], value + brk)
     if isinstance(value, dict):
         for key in value:
             rest = {k: v for k, v in value.items() if k != key}
@@ -113,3 +117,32 @@ def test_ner_bad_line_raises_after_the_sentences_before_it(tmp_path):
             records.append(rec)
     assert records == [{"text": "Il Re", "entities": [{"entity_text": "Re", "type": "PER"}]}, {"text": "Va", "entities": []}]
     assert err.value.where == 8 and "label is 'B-LUO'" in err.value.message
+
+
+def test_not_pattern_compiles_to_the_same_verdict():
+    """``not: {pattern: P}`` becomes a positive pattern for fastjsonschema (no exception per valid
+    string): the verdicts of jsonschema, of fastjsonschema's own ``not`` and of the rewrite agree."""
+    import fastjsonschema
+    from jsonschema import Draft202012Validator
+
+    from evalita_data.schema_check import draft2019
+
+    schema = {"not": {"pattern": "[\\n\\r]"}}
+    rewritten = draft2019(schema)
+    assert "not" not in rewritten  # the rewrite happened
+    fast, plain, slow = fastjsonschema.compile(rewritten), fastjsonschema.compile(schema), Draft202012Validator(schema)
+    values = ["", "ab", "a b", "a\rb", "\n", "ab\r\n", "a\u2028b", "a\x85b", 5, None, [], {}, ["a\n"]]
+    verdicts = []
+    for value in values:
+        verdicts.append([_accepts(fast, value), _accepts(plain, value), slow.is_valid(value)])
+    assert verdicts == [[v] * 3 for v in [True, True, True, False, False, False, True, True, False, False, False, False, False]]
+
+
+def _accepts(check, value) -> bool:
+    import fastjsonschema
+
+    try:
+        check(value)
+    except fastjsonschema.JsonSchemaException:
+        return False
+    return True
