@@ -69,17 +69,27 @@ def _pattern_absent(subschema: object) -> str | None:
     fastjsonschema checks ``not`` by running the subschema and catching the exception it
     raises when the subschema fails, that is for every valid string (tens of thousands of
     exceptions in a NER build). ``^(?![\\s\\S]*(?:P))`` matches, at the start only, a string
-    with no match of P anywhere: the same verdict with one regex search. fastjsonschema
+    with no match of P anywhere: the same verdict with one regex search; for P a character class
+    ``[C]`` (``[\\n\\r]``), ``^[^C]*\\Z``, twice as fast. fastjsonschema
     rewrites ``$`` to ``\\Z`` in P here just as it does inside ``not``.
     """
     if not isinstance(subschema, dict) or set(subschema) != {"pattern"} or not isinstance(subschema["pattern"], str):
         return None
-    absent = f"^(?![\\s\\S]*(?:{subschema['pattern']}))"
+    pattern = subschema["pattern"]
+    if ONE_CLASS.fullmatch(pattern):  # [C]: no character of C anywhere, a scan without backtracking
+        absent = f"^[^{pattern[1:-1]}]*\\Z"
+    else:
+        absent = f"^(?![\\s\\S]*(?:{pattern}))"
     try:
         re.compile(absent)
     except re.error:  # e.g. P starts with global flags (?i): keep the plain ``not``
         return None
     return absent
+
+
+# A pattern that is one character class, not negated, no nested brackets, no $ (which
+# fastjsonschema rewrites even there): "[\\n\\r]".
+ONE_CLASS = re.compile(r"\[(?!\^)(?:[^\[\]\\$]|\\.)+\]")
 
 
 @lru_cache(maxsize=None)
