@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from functools import lru_cache
-from itertools import accumulate, compress, count
+from itertools import accumulate, compress, count, filterfalse
 from typing import Sequence
 
 CLOSING = frozenset(",.;:!?)]}»”%…°")
@@ -75,7 +75,8 @@ def separators(tokens: Sequence[str], starts: Sequence[int] = (0,)) -> list[str]
     """
     if not tokens:
         return []
-    kinds = {t: k for t in set(tokens) if (k := _kind(t)) is not PLAIN}
+    # Words and numbers (str.isalnum) are plain: no rule's character is a letter or a digit.
+    kinds = {t: k for t in filterfalse(str.isalnum, set(tokens)) if (k := _kind(t)) is not PLAIN}
     seps = [" "] * len(tokens)
     for s in starts:
         seps[s] = ""

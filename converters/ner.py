@@ -96,18 +96,22 @@ def _entities(labels: list[str], starts: list[int], pieces: list[str], where: Ca
     """
     found: dict[int, list[dict]] = {}
     entity: dict = {}
-    first = 0
+    first = last = 0
+    sentence_starts = set(starts)
     for i in compress(count(), map("O".__ne__, labels)):  # the few tokens in an entity
         prefix, etype = labels[i][0], labels[i][2:]
-        if prefix == "I" and (starts[bisect_right(starts, i) - 1] == i or labels[i - 1][2:] != etype):
+        if prefix == "I":
+            if labels[i - 1][2:] == etype and i not in sentence_starts:  # the open entity goes on
+                last = i
+                continue
             report.repair(REPAIR_I, where(i))
-            prefix = "B"
-        if prefix == "B":
-            first = i
-            entity = {"entity_text": "", "type": etype}
-            found.setdefault(bisect_right(starts, i) - 1, []).append(entity)
-        # (an I- token follows, in its sentence, a token of the open entity)
-        entity["entity_text"] = "".join(pieces[2 * first + 1:2 * i + 2])
+        if entity:
+            entity["entity_text"] = "".join(pieces[2 * first + 1:2 * last + 2])
+        first = last = i
+        entity = {"entity_text": "", "type": etype}
+        found.setdefault(bisect_right(starts, i) - 1, []).append(entity)
+    if entity:
+        entity["entity_text"] = "".join(pieces[2 * first + 1:2 * last + 2])
     return found
 
 

@@ -149,3 +149,12 @@ def _accepts(check, value) -> bool:
     except fastjsonschema.JsonSchemaException:
         return False
     return True
+
+
+def test_dumps_is_json_dumps_without_ascii_escapes():
+    import json
+
+    from evalita_data.jsonl import dumps
+
+    for value in [{"text": "Èl \"x\"\n\t\u2028", "n": [1, 2.5, -0.0, 1e300, None, True, False, {"e": [], "d": {}}]}, {}, [], "s", 7, {"nan": float("nan")}]:
+        assert dumps(value) == json.dumps(value, ensure_ascii=False)
