@@ -28,7 +28,7 @@ from typing import Callable, Iterator
 from ..errors import MissingSource, SourceError
 from ..rawsource import RawSource
 from ..report import ConversionReport
-from .common import read_lines, seeded_sample
+from .common import gc_paused, read_lines, seeded_sample
 from .detok import separators
 
 DOMAINS = ("adg", "fic", "wn")
@@ -74,7 +74,7 @@ def _columns(lines: list[str]) -> tuple[list[str], list[str], list[int]] | None:
         return [], [], []
     sentences = SENTENCE_BREAK.split("\n".join(lines).strip("\n"))
     body = "\n".join(sentences)  # the non-empty lines
-    if body.count("\t") != len(lines) - lines.count("") or TWO_TABS.search(body):
+    if body.count("\t") != body.count("\n") + 1 or TWO_TABS.search(body):
         return None
     cells = body.replace("\n", "\t").split("\t")
     tokens, labels = cells[0::2], cells[1::2]
@@ -145,14 +145,16 @@ def read_sentences(source: RawSource, name: str, report: ConversionReport) -> It
     The whole file is read at once: its sentences end to end, then split into records.
     """
     lines = read_lines(source, name)
-    parsed, error = _sentences(lines, name, report), None
+    with gc_paused():
+        parsed, error = _sentences(lines, name, report), None
     if parsed is None:
         bad, problem = next((n, p) for n, line in enumerate(lines, 1) if line and (p := _line_problem(line)))
         error = SourceError(source.root / name, bad, problem)
         first = bad - 1  # the first line of the bad line's sentence (index)
         while first and lines[first - 1]:
             first -= 1
-        parsed = _sentences(lines[:first], name, report)
+        with gc_paused():
+            parsed = _sentences(lines[:first], name, report)
         assert parsed is not None
     texts, entities = parsed
     for k, text in enumerate(texts):

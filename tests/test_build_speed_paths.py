@@ -98,6 +98,13 @@ def test_ordered_map_keeps_order_and_raises_the_first_error_in_order():
     assert str(err.value) == "f.tsv:3: three is not allowed" and err.value.where == 3
     with pytest.raises(ValueError, match="five"):
         list(ordered_map(square, [(5,), (3,)], workers=2))
+    # Costliest started first, results still in job order, the first error in job order.
+    assert list(ordered_map(square, [(i,) for i in (4, 2, 1, 0)], workers=2, costs=[1, 9, 0, 5])) == [16, 4, 1, 0]
+    got = []
+    with pytest.raises(SourceError):
+        for r in ordered_map(square, [(1,), (2,), (3,), (5,)], workers=2, costs=[0, 0, 0, 9]):
+            got.append(r)
+    assert got == [1, 4]
 
 
 def test_parallel_and_sequential_builds_are_identical(tmp_path, built):
@@ -158,3 +165,21 @@ def test_dumps_is_json_dumps_without_ascii_escapes():
 
     for value in [{"text": "Èl \"x\"\n\t\u2028", "n": [1, 2.5, -0.0, 1e300, None, True, False, {"e": [], "d": {}}]}, {}, [], "s", 7, {"nan": float("nan")}]:
         assert dumps(value) == json.dumps(value, ensure_ascii=False)
+
+
+def test_gc_paused_restores_the_collector_as_it_was():
+    import gc
+
+    from evalita_data.converters.common import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # a caller that had paused it keeps it paused
+    finally:
+        gc.enable()
