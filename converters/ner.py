@@ -4,9 +4,10 @@ Reads ``{ADG,FIC,WN}_{train,dev,test}.tsv`` (``token<TAB>label``, an empty line
 between sentences). The ``*_test_nolabel.tsv`` files are not read: they are the
 test tokens without labels, which ``*_test.tsv`` already holds.
 
-A sentence's ``text`` is rebuilt from its tokens by :func:`detok.detokenize`;
-each entity's ``entity_text`` is the slice of ``text`` from its first token's
-start to its last token's end, so it is always an exact substring.
+A sentence's ``text`` is rebuilt from its tokens by the rules of :mod:`detok`
+(:func:`detok.separators`, one call per file); each entity's ``entity_text`` is
+the text from its first token's start to its last token's end, so it is always
+an exact substring.
 
 IOB2 repair (counted in the report): an ``I-X`` that does not follow ``B-X`` or
 ``I-X`` starts a new entity, as if it were ``B-X`` (WN_test has 16). Any label
@@ -98,7 +99,7 @@ def _entities(labels: list[str], starts: list[int], pieces: list[str], where: Ca
     entity: dict = {}
     first = last = 0
     sentence_starts = set(starts)
-    for i in compress(count(), map("O".__ne__, labels)):  # the few tokens in an entity
+    for i in [i for i, label in enumerate(labels) if label != "O"]:  # the few tokens in an entity
         prefix, etype = labels[i][0], labels[i][2:]
         if prefix == "I":
             if labels[i - 1][2:] == etype and i not in sentence_starts:  # the open entity goes on

@@ -183,3 +183,23 @@ def test_gc_paused_restores_the_collector_as_it_was():
         assert not gc.isenabled()  # a caller that had paused it keeps it paused
     finally:
         gc.enable()
+
+
+def test_ner_whole_file_repairs_and_entities_stop_at_sentence_ends(tmp_path):
+    """An I- after a sentence break or after another type starts an entity (a repair, with its line);
+    quotes and glue never cross a sentence break."""
+    from evalita_data.converters.ner import REPAIR_I
+
+    (tmp_path / "X.tsv").write_text(
+        "\n".join(["Il\tO", "Re\tB-PER", "Sole\tI-PER", "\"\tO", "", "",
+                   "Carlo\tI-PER", "a\tO", "Roma\tB-LOC", "Nord\tI-ORG", "(\tO", "", "\"\tO", "ok\tO", "\"\tO", ""]),
+        "utf-8")
+    report = ConversionReport()
+    records = list(read_sentences(RawSource(tmp_path), "X.tsv", report))
+    assert records == [
+        {"text": "Il Re Sole \"", "entities": [{"entity_text": "Re Sole", "type": "PER"}]},
+        {"text": "Carlo a Roma Nord (", "entities": [{"entity_text": "Carlo", "type": "PER"},
+                                                     {"entity_text": "Roma", "type": "LOC"}, {"entity_text": "Nord", "type": "ORG"}]},
+        {"text": "\"ok\"", "entities": []},
+    ]
+    assert report.repaired[REPAIR_I] == 2 and report.examples[f"repaired: {REPAIR_I}"] == ["X.tsv:7", "X.tsv:10"]
