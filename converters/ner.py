@@ -4,10 +4,9 @@ Reads ``{ADG,FIC,WN}_{train,dev,test}.tsv`` (``token<TAB>label``, an empty line
 between sentences). The ``*_test_nolabel.tsv`` files are not read: they are the
 test tokens without labels, which ``*_test.tsv`` already holds.
 
-A sentence's ``text`` is rebuilt from its tokens by the rules of :mod:`detok`
-(:func:`detok.separators`, one call per file); each entity's ``entity_text`` is
-the text from its first token's start to its last token's end, so it is always
-an exact substring.
+A sentence's ``text`` is rebuilt from its tokens by :func:`detok.detokenize`;
+each entity's ``entity_text`` is the slice of ``text`` from its first token's
+start to its last token's end, so it is always an exact substring.
 
 IOB2 repair (counted in the report): an ``I-X`` that does not follow ``B-X`` or
 ``I-X`` starts a new entity, as if it were ``B-X`` (WN_test has 16). Any label
@@ -143,7 +142,9 @@ def read_sentences(source: RawSource, name: str, report: ConversionReport) -> It
     """One record per sentence: a run of non-empty lines, any number of empty lines between.
 
     A bad line raises when its sentence is reached, after the records of the sentences before it.
-    The whole file is read at once: its sentences end to end, then split into records.
+    The whole file is read at once: its sentences end to end, then split into records. (This
+    module's docstring is quoted in the dataset card: the rules are those of ``detokenize``,
+    applied here by :func:`detok.separators` once per file.)
     """
     lines = read_lines(source, name)
     with gc_paused():
