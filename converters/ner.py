@@ -20,14 +20,16 @@ dev keeps the paper's counts.
 
 from __future__ import annotations
 
-from itertools import repeat
-from typing import Iterator
+import re
+from bisect import bisect_right
+from itertools import accumulate, compress, count
+from typing import Callable, Iterator
 
 from ..errors import MissingSource, SourceError
 from ..rawsource import RawSource
 from ..report import ConversionReport
-from .common import read_lines, seeded_sample
-from .detok import join_tokens, token_spans
+from .common import gc_paused, read_lines, seeded_sample
+from .detok import separators
 
 DOMAINS = ("adg", "fic", "wn")
 TYPES = ("PER", "LOC", "ORG")
@@ -43,33 +45,6 @@ def file_name(domain: str, split: str) -> str:
     return f"{domain.upper()}_{split}.tsv"
 
 
-def sentence_record(linenos: list[int], tokens: list[str], labels: list[str], name: str, report: ConversionReport) -> dict:
-    """One record from a sentence's line numbers, tokens and labels."""
-    pieces = join_tokens(tokens)
-    text = "".join(pieces)
-    entities: list[dict] = []
-    if labels.count("O") == len(labels):  # many sentences: no spans needed
-        return {"text": text, "entities": entities}
-    spans = token_spans(pieces, tokens)
-    open_type: str | None = None
-    start = 0
-    for lineno, label, (tok_start, tok_end) in zip(linenos, labels, spans):
-        if label == "O":  # most tokens: closes any open entity
-            open_type = None
-            continue
-        prefix, _, etype = label.partition("-")
-        if prefix == "I" and etype != open_type:
-            report.repair(REPAIR_I, f"{name}:{lineno}")
-            prefix = "B"
-        if prefix == "I":
-            entities[-1]["entity_text"] = text[start:tok_end]
-            continue
-        open_type = etype
-        start = tok_start
-        entities.append({"entity_text": text[tok_start:tok_end], "type": etype})
-    return {"text": text, "entities": entities}
-
-
 def _line_problem(line: str) -> str | None:
     """What is wrong with one non-empty line, or None."""
     fields = line.split("\t")
@@ -83,45 +58,109 @@ def _line_problem(line: str) -> str | None:
     return None
 
 
-def _columns(lines: list[str]) -> tuple[list[int], list[str], list[str]] | None:
-    """(line number, token, label) columns of the non-empty lines; None if any line has a problem.
+# Runs of empty lines end sentences; a line with two TABs or more is a bad line.
+SENTENCE_BREAK = re.compile("\n\n+")
+TWO_TABS = re.compile("\t[^\t\n]*\t")
 
-    Whole-file operations instead of a split and three checks per line: every non-empty
-    line holds exactly one TAB, and the distinct tokens and labels are checked once each.
+
+def _columns(lines: list[str]) -> tuple[list[str], list[str], list[int]] | None:
+    """The tokens, the labels and each sentence's first token index; None if any line has a problem.
+
+    Whole-file operations instead of a split and three checks per line: the non-empty lines
+    hold as many TABs as there are of them and none holds two (so each holds one), and the
+    labels and the tokens are checked all at once.
     """
-    if list(map(str.count, lines, repeat("\t"))).count(1) + lines.count("") != len(lines):
-        return None
-    linenos = [n for n, line in enumerate(lines, 1) if line]
-    if not linenos:
+    if not any(lines):
         return [], [], []
-    cells = "\t".join([lines[n - 1] for n in linenos]).split("\t")
-    tokens, labels = cells[0::2], cells[1::2]
-    if not set(labels) <= LABELS or not all(t and t == "".join(t.split()) for t in set(tokens)):
+    sentences = SENTENCE_BREAK.split("\n".join(lines).strip("\n"))
+    body = "\n".join(sentences)  # the non-empty lines
+    if body.count("\t") != body.count("\n") + 1 or TWO_TABS.search(body):
         return None
-    return linenos, tokens, labels
+    cells = body.replace("\n", "\t").split("\t")
+    tokens, labels = cells[0::2], cells[1::2]
+    if not set(labels) <= LABELS or tokens.count(""):
+        return None
+    joined = "".join(tokens)
+    if joined != "".join(joined.split()):
+        return None  # some token holds whitespace
+    starts = list(accumulate((s.count("\n") + 1 for s in sentences), initial=0))[:-1]
+    return tokens, labels, starts
+
+
+def _entities(labels: list[str], starts: list[int], pieces: list[str], where: Callable[[int], str],
+              report: ConversionReport) -> dict[int, list[dict]]:
+    """The entities of each sentence (by its index) that has any.
+
+    ``pieces``: each token's separator then the token (``pieces[2 * i + 1]`` is token i), so
+    an entity's text, from its first token to its last, is a join of a slice.
+    """
+    found: dict[int, list[dict]] = {}
+    entity: dict = {}
+    first = last = 0
+    sentence_starts = set(starts)
+    for i in [i for i, label in enumerate(labels) if label != "O"]:  # the few tokens in an entity
+        prefix, etype = labels[i][0], labels[i][2:]
+        if prefix == "I":
+            if labels[i - 1][2:] == etype and i not in sentence_starts:  # the open entity goes on
+                last = i
+                continue
+            report.repair(REPAIR_I, where(i))
+        if entity:
+            entity["entity_text"] = "".join(pieces[2 * first + 1:2 * last + 2])
+        first = last = i
+        entity = {"entity_text": "", "type": etype}
+        found.setdefault(bisect_right(starts, i) - 1, []).append(entity)
+    if entity:
+        entity["entity_text"] = "".join(pieces[2 * first + 1:2 * last + 2])
+    return found
+
+
+def _sentences(lines: list[str], name: str, report: ConversionReport) -> tuple[list[str], dict[int, list[dict]]] | None:
+    """The texts of the sentences and the entities of those that have any; None if a line has a problem."""
+    columns = _columns(lines)
+    if columns is None:
+        return None
+    tokens, labels, starts = columns
+    if not tokens:
+        return [], {}
+    seps = separators(tokens, starts)
+    for s in starts[1:]:
+        seps[s] = "\n"  # tokens hold no whitespace: line breaks split the sentences apart
+    pieces = [""] * (2 * len(tokens))
+    pieces[0::2], pieces[1::2] = seps, tokens
+    linenos: list[int] = []
+
+    def where(i: int) -> str:  # "file:line" of token i, for the few repairs
+        linenos[:] = linenos or compress(count(1), lines)
+        return f"{name}:{linenos[i]}"
+
+    entities = _entities(labels, starts, pieces, where, report) if labels.count("O") != len(labels) else {}
+    return "".join(pieces).split("\n"), entities
 
 
 def read_sentences(source: RawSource, name: str, report: ConversionReport) -> Iterator[dict]:
     """One record per sentence: a run of non-empty lines, any number of empty lines between.
 
     A bad line raises when its sentence is reached, after the records of the sentences before it.
+    The whole file is read at once: its sentences end to end, then split into records. (This
+    module's docstring is quoted in the dataset card: the rules are those of ``detokenize``,
+    applied here by :func:`detok.separators` once per file.)
     """
     lines = read_lines(source, name)
-    columns, error = _columns(lines), None
-    if columns is None:
+    with gc_paused():
+        parsed, error = _sentences(lines, name, report), None
+    if parsed is None:
         bad, problem = next((n, p) for n, line in enumerate(lines, 1) if line and (p := _line_problem(line)))
         error = SourceError(source.root / name, bad, problem)
         first = bad - 1  # the first line of the bad line's sentence (index)
         while first and lines[first - 1]:
             first -= 1
-        columns = _columns(lines[:first])
-        assert columns is not None
-    linenos, tokens, labels = columns
-    # A sentence starts where the line numbers jump over empty lines.
-    starts = [0] + [k for k, (a, b) in enumerate(zip(linenos, linenos[1:]), 1) if b - a != 1]
-    for a, b in zip(starts, starts[1:] + [len(linenos)]):
-        if a < b:
-            yield sentence_record(linenos[a:b], tokens[a:b], labels[a:b], name, report)
+        with gc_paused():
+            parsed = _sentences(lines[:first], name, report)
+        assert parsed is not None
+    texts, entities = parsed
+    for k, text in enumerate(texts):
+        yield {"text": text, "entities": entities.get(k, [])}
     if error is not None:
         raise error
 

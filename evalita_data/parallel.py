@@ -54,13 +54,16 @@ def _call(fn: Callable[..., Any], args: tuple) -> Any:
         return _Raised(exc)
 
 
-def ordered_map(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int | None = None) -> Iterator[Any]:
+def ordered_map(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int | None = None,
+                costs: Sequence[float] | None = None) -> Iterator[Any]:
     """``fn(*job)`` for every job, yielded in job order; raises like ``for job in jobs: yield fn(*job)``.
 
     ``workers`` processes (default: one per job, at most one per CPU); with one worker or
     one job everything runs here, in this process. ``fn`` must be a module-level function
     and its arguments and results picklable. Workers are forked where the platform allows
-    it, so they see this process's modules as they are.
+    it, so they see this process's modules as they are. ``costs``: an estimate per job;
+    workers take the costliest first (the longest job no longer starts last, while the
+    other workers wait), the results still come in job order.
     """
     workers = default_workers(len(jobs)) if workers is None else max(1, workers)
     if workers == 1 or len(jobs) <= 1:
@@ -70,7 +73,9 @@ def ordered_map(fn: Callable[..., Any], jobs: Sequence[tuple], workers: int | No
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures: list[Future] = [pool.submit(_call, fn, job) for job in jobs]
+        start = sorted(range(len(jobs)), key=lambda k: -costs[k]) if costs is not None else range(len(jobs))
+        submitted = {k: pool.submit(_call, fn, jobs[k]) for k in start}
+        futures: list[Future] = [submitted[k] for k in range(len(jobs))]
         try:
             for future in futures:
                 result = future.result()

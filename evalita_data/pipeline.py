@@ -198,7 +198,8 @@ def build(
             # Bars of several processes would garble one terminal: per-task bars only when sequential.
             bars = progress and (len(task_ids) == 1 or workers == 1)
             jobs = [(tid, raw, staging.dir / tid, seed, bars) for tid in task_ids]
-            for outcome in ordered_map(convert_task, jobs, workers):
+            records = [sum(get_task(tid).paper_splits.values()) for tid in task_ids]  # the cost of a task, roughly
+            for outcome in ordered_map(convert_task, jobs, workers, costs=records):
                 echo(_describe(outcome))
                 outcomes.append(outcome)
             _install(staging, out, outcomes)

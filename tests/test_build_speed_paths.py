@@ -27,7 +27,11 @@ BUILT_TASKS = ["faq", "hs", "ner", "rel", "sa", "wic"]
 
 
 def mutations(value: object):
-    """Variants of a record that break one thing each: every field removed, retyped, emptied."""
+    """Variants of a record that break one thing each: every field removed, retyped, emptied,
+    every string with a line break (LF, CR, CRLF) at its start, inside and at its end."""
+    if isinstance(value, str):
+        for brk in ("\n", "\r", "\r\n"):
+            yield from (brk + value, value[:1] + brk + value[1:], value + brk)
     if isinstance(value, dict):
         for key in value:
             rest = {k: v for k, v in value.items() if k != key}
@@ -94,6 +98,13 @@ def test_ordered_map_keeps_order_and_raises_the_first_error_in_order():
     assert str(err.value) == "f.tsv:3: three is not allowed" and err.value.where == 3
     with pytest.raises(ValueError, match="five"):
         list(ordered_map(square, [(5,), (3,)], workers=2))
+    # Costliest started first, results still in job order, the first error in job order.
+    assert list(ordered_map(square, [(i,) for i in (4, 2, 1, 0)], workers=2, costs=[1, 9, 0, 5])) == [16, 4, 1, 0]
+    got = []
+    with pytest.raises(SourceError):
+        for r in ordered_map(square, [(1,), (2,), (3,), (5,)], workers=2, costs=[0, 0, 0, 9]):
+            got.append(r)
+    assert got == [1, 4]
 
 
 def test_parallel_and_sequential_builds_are_identical(tmp_path, built):
@@ -113,3 +124,82 @@ def test_ner_bad_line_raises_after_the_sentences_before_it(tmp_path):
             records.append(rec)
     assert records == [{"text": "Il Re", "entities": [{"entity_text": "Re", "type": "PER"}]}, {"text": "Va", "entities": []}]
     assert err.value.where == 8 and "label is 'B-LUO'" in err.value.message
+
+
+@pytest.mark.parametrize("pattern, rejected", [
+    ("[\\n\\r]", ["a\rb", "\n", "ab\r\n"]),  # one character class: ^[^\n\r]*\Z
+    ("\\r\\n|\\n", ["\n", "ab\r\n"]),  # anything else: ^(?![\s\S]*(?:P))
+])
+def test_not_pattern_compiles_to_the_same_verdict(pattern, rejected):
+    """``not: {pattern: P}`` becomes a positive pattern for fastjsonschema (no exception per valid
+    string): the verdicts of jsonschema, of fastjsonschema's own ``not`` and of the rewrite agree."""
+    import fastjsonschema
+    from jsonschema import Draft202012Validator
+
+    from evalita_data.schema_check import draft2019
+
+    schema = {"not": {"pattern": pattern}}
+    rewritten = draft2019(schema)
+    assert "not" not in rewritten  # the rewrite happened
+    fast, plain, slow = fastjsonschema.compile(rewritten), fastjsonschema.compile(schema), Draft202012Validator(schema)
+    strings = ["", "ab", "a b", "a\rb", "\n", "ab\r\n", "a\u2028b", "a\x85b"]
+    for value in [*strings, 5, None, [], {}, ["a\n"]]:
+        expected = value in strings and value not in rejected  # not-pattern rejects every non-string
+        assert [_accepts(fast, value), _accepts(plain, value), slow.is_valid(value)] == [expected] * 3, value
+
+
+def _accepts(check, value) -> bool:
+    import fastjsonschema
+
+    try:
+        check(value)
+    except fastjsonschema.JsonSchemaException:
+        return False
+    return True
+
+
+def test_dumps_is_json_dumps_without_ascii_escapes():
+    import json
+
+    from evalita_data.jsonl import dumps
+
+    for value in [{"text": "Èl \"x\"\n\t\u2028", "n": [1, 2.5, -0.0, 1e300, None, True, False, {"e": [], "d": {}}]}, {}, [], "s", 7, {"nan": float("nan")}]:
+        assert dumps(value) == json.dumps(value, ensure_ascii=False)
+
+
+def test_gc_paused_restores_the_collector_as_it_was():
+    import gc
+
+    from evalita_data.converters.common import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # a caller that had paused it keeps it paused
+    finally:
+        gc.enable()
+
+
+def test_ner_whole_file_repairs_and_entities_stop_at_sentence_ends(tmp_path):
+    """An I- after a sentence break or after another type starts an entity (a repair, with its line);
+    quotes and glue never cross a sentence break."""
+    from evalita_data.converters.ner import REPAIR_I
+
+    (tmp_path / "X.tsv").write_text(
+        "\n".join(["Il\tO", "Re\tB-PER", "Sole\tI-PER", "\"\tO", "", "",
+                   "Carlo\tI-PER", "a\tO", "Roma\tB-LOC", "Nord\tI-ORG", "(\tO", "", "\"\tO", "ok\tO", "\"\tO", ""]),
+        "utf-8")
+    report = ConversionReport()
+    records = list(read_sentences(RawSource(tmp_path), "X.tsv", report))
+    assert records == [
+        {"text": "Il Re Sole \"", "entities": [{"entity_text": "Re Sole", "type": "PER"}]},
+        {"text": "Carlo a Roma Nord (", "entities": [{"entity_text": "Carlo", "type": "PER"},
+                                                     {"entity_text": "Roma", "type": "LOC"}, {"entity_text": "Nord", "type": "ORG"}]},
+        {"text": "\"ok\"", "entities": []},
+    ]
+    assert report.repaired[REPAIR_I] == 2 and report.examples[f"repaired: {REPAIR_I}"] == ["X.tsv:7", "X.tsv:10"]

@@ -1,9 +1,11 @@
 """Detokenisation of KIND tokens: exact examples and the span round trip."""
 
+from itertools import accumulate
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalita_data.converters.detok import detokenize
+from evalita_data.converters.detok import APOSTROPHES, CLOSING, OPENING, PLAIN, _kind, detokenize, separators
 
 
 def text_of(tokens: str) -> str:
@@ -58,3 +60,17 @@ def test_spans_slice_back_to_the_tokens(tokens):
         assert text[previous_end:start] in ("", " ") if previous_end else start == 0
         previous_end = end
     assert previous_end == len(text)
+
+
+@given(st.lists(st.lists(_token, min_size=1, max_size=12), max_size=6))
+def test_sentences_end_to_end_get_the_separators_of_each_alone(sentences):
+    """One call over a whole file (NER) equals one call per sentence: quotes restart, nothing glues across."""
+    tokens = [t for s in sentences for t in s]
+    starts = list(accumulate((len(s) for s in sentences), initial=0))[:-1]
+    assert separators(tokens, starts) == [sep for s in sentences for sep in separators(s)]
+
+
+def test_words_and_numbers_are_plain():
+    # separators() skips str.isalnum tokens without asking _kind: no rule may involve a letter or digit.
+    assert not any(ch.isalnum() for ch in CLOSING | OPENING | set(APOSTROPHES) | {'"'})
+    assert all(_kind(t) is PLAIN for t in ["l", "dell", "s", "2010", "àè", "Roma"])
