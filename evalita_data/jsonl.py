@@ -13,8 +13,25 @@ from typing import Iterable, Iterator
 # encoder below is the one encode() would build for ensure_ascii=False, without the circular
 # reference check (records are trees); where the C module is absent, encode() itself.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False)
-_C_ENCODE = None if json.encoder.c_make_encoder is None else json.encoder.c_make_encoder(
-    None, _ENCODER.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+
+
+def _c_encoder():
+    """The C encoder, or None where this Python lacks it or builds it differently (an internal API):
+    it is used only if it writes a probe record exactly as ``json.dumps`` does."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    probe = {"t": "è \n \"x\" \u2028", "n": [1, -2.5, 1e300, None, True], "o": {}}
+    try:
+        encode = make(None, _ENCODER.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+        if "".join(encode(probe, 0)) != json.dumps(probe, ensure_ascii=False):
+            return None
+    except (TypeError, ValueError):
+        return None
+    return encode
+
+
+_C_ENCODE = _c_encoder()
 
 
 def dumps(record: dict) -> str:
