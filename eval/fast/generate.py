@@ -52,10 +52,7 @@ def tail_decoder(tokenizer: Any) -> Callable[[list[list[int]]], list[str]]:
     override ``_decode`` and cleans up no spaces), one ``decode_batch`` call replaces a
     Python call per row and step; any other tokenizer decodes row by row.
     """
-    try:
-        from transformers.tokenization_utils_tokenizers import TokenizersBackend
-    except ImportError:  # transformers < 5
-        from transformers import PreTrainedTokenizerFast as TokenizersBackend
+    from transformers.tokenization_utils_tokenizers import TokenizersBackend
     backend = getattr(tokenizer, "_tokenizer", None)
     if (isinstance(tokenizer, TokenizersBackend) and type(tokenizer)._decode is TokenizersBackend._decode
             and not tokenizer.clean_up_tokenization_spaces and hasattr(backend, "decode_batch")):
