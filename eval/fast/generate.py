@@ -6,9 +6,9 @@ that stopped leave it and waiting requests take their places: their contexts are
 in one batched forward pass and their caches joined to the live one (left-padded to a
 common length). So the batch stays full until the queue is empty, instead of waiting
 for its slowest row. With nobody waiting, a stopped row stays in the batch, dead,
-until a quarter of it is (removing rows copies the whole cache). Stop strings are checked after every token on the decoded tail of
-the row (a new occurrence must end in the last token), so a row leaves as soon as it
-stops. ``rows x (longest context + max new tokens) <= budget`` bounds a batch.
+until a quarter of it is (removing rows copies the whole cache). Stop strings are
+checked after every token on the decoded tail of the row (a new occurrence must end in
+the last token), so a row stops as soon as its text does. ``rows x (longest context + max new tokens) <= budget`` bounds a batch.
 
 Per step, only what changes is touched: each layer's keys and values live in a buffer
 with room to grow (:class:`kvcache.GrowingLayer`), so a step writes one column instead of
@@ -82,12 +82,6 @@ class _Rows:
         """The live rows (dead ones stopped and wait for :meth:`compact`)."""
         return len(self.ids) - self.ids.count(None)
 
-    def can_refill(self) -> bool:
-        """Whether caches can be joined: plain per-layer key/value tensors (no sliding windows)."""
-        from .kvcache import GrowingLayer
-
-        return self.cache is None or all(type(layer) is GrowingLayer for layer in self.cache.layers)
-
     def admit(self, new: list[int], contexts: list[list[int]]) -> list[int]:
         """Run the contexts of requests ``new`` and join them to the batch; returns the finished ones."""
         import torch
@@ -119,31 +113,26 @@ class _Rows:
 
         self.attn = torch.cat([self.attn, torch.ones_like(self.attn[:, :1])], dim=1)
         self.last_pos = self.last_pos + 1
+        from . import decode_attention
+
         mask, runs = self.attn, None
         implementation = getattr(self.model.config, "_attn_implementation", None)
-        if self.can_refill() and implementation in ("sdpa", "eager"):
-            # Full attention in every layer: the one-query mask ready for attention. An additive
-            # float mask is used as is by every layer; from the 0/1 mask, transformers would
-            # build a boolean one that each layer converts again.
+        if implementation in ("sdpa", "eager"):
+            # Full attention in every layer (generate_greedy's precondition): the one-query mask
+            # ready for attention. An additive float mask is used as is by every layer; from
+            # the 0/1 mask, transformers would build a boolean one that each layer converts again.
             dtype = self.model.dtype
             mask = torch.zeros((len(self.ids), 1, 1, self.attn.shape[1]), dtype=dtype, device=self.device)
             mask.masked_fill_((self.attn == 0)[:, None, None], torch.finfo(dtype).min)
-            if implementation == "sdpa":
-                runs = _row_runs(self.attn.argmax(dim=1).tolist(), self.attn.shape[1])  # first real column of each row
-        with torch.inference_mode(), self._attention(runs):
+            if implementation == "sdpa":  # first real column of each row
+                runs = decode_attention.row_runs(self.attn.argmax(dim=1).tolist(), self.attn.shape[1])
+        grouped = nullcontext() if runs is None else decode_attention.grouped_attention(self.model, runs)
+        with torch.inference_mode(), grouped:
             logits = self.model(
                 input_ids=self.next_tokens[:, None], attention_mask=mask, position_ids=self.last_pos[:, None],
                 past_key_values=self.cache, use_cache=True,
             ).logits
         return self._take(logits[:, -1], first_row=0)
-
-    def _attention(self, runs: list[tuple[int, int, int]] | None) -> Any:
-        """Rows of very different context lengths attend to their own columns (``decode_attention``)."""
-        if runs is None:
-            return nullcontext()
-        from .decode_attention import grouped_attention
-
-        return grouped_attention(self.model, runs)
 
     def _take(self, logits: Any, first_row: int) -> list[int]:
         """Greedy tokens for the live rows from ``first_row`` on (one per row of ``logits``); returns
@@ -221,15 +210,6 @@ class _Rows:
         self.ids = self.ids + list(new)
 
 
-def _row_runs(starts: list[int], width: int) -> list[tuple[int, int, int]] | None:
-    """``decode_attention.row_runs``, or None where transformers registers no attention functions."""
-    try:
-        from . import decode_attention
-    except ImportError:  # transformers without AttentionInterface: one attention call over all columns
-        return None
-    return decode_attention.row_runs(starts, width)
-
-
 def prefill_groups(lengths: list[int], slack: float = 1.5) -> list[list[int]]:
     """Positions of ``lengths`` (longest first) split into runs prefilled together: a run ends
     where the next context is shorter than its longest by more than ``slack`` times."""
@@ -257,7 +237,15 @@ def _admissible(waiting: deque, live: list[int], need: list[int], budget: int) -
 
 
 def generate_greedy(model: Any, tokenizer: Any, requests: Sequence[GenRequest], max_length: int, max_batch_tokens: int, device: Any, progress: bool = False) -> list[str]:
-    """Greedy continuations of every request, cut at its first stop string."""
+    """Greedy continuations of every request, cut at its first stop string.
+
+    ``model`` keeps plain full-attention keys and values in every layer
+    (``kvcache.refillable``; ``FastBackend`` sends other models to the hf path).
+    """
+    from .kvcache import refillable
+
+    if not refillable(model.config):
+        raise ValueError("continuous batching needs plain full-attention cache layers (no sliding windows); use the hf backend's generate")
     contexts = context_ids(tokenizer, requests, max_length)
     waiting = deque(sorted(range(len(requests)), key=lambda i: -len(contexts[i])))
     need = [len(c) + r.max_new_tokens for c, r in zip(contexts, requests)]
@@ -268,8 +256,7 @@ def generate_greedy(model: Any, tokenizer: Any, requests: Sequence[GenRequest], 
 
         bar = tqdm(total=len(requests), desc="generating", unit="req")
     while waiting or len(rows):
-        refill = not len(rows) or rows.can_refill()
-        new = _admissible(waiting, [i for i in rows.ids if i is not None], need, max_batch_tokens) if refill else []
+        new = _admissible(waiting, [i for i in rows.ids if i is not None], need, max_batch_tokens)
         finished = rows.admit(new, contexts) if new else rows.step()
         rows.compact(force=bool(waiting))
         if bar is not None:
