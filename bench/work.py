@@ -53,7 +53,7 @@ import data  # noqa: E402  (bench/ is on sys.path when run as a script)
 from evalita_data.registry import TASK_IDS  # noqa: E402
 from evalita_eval.api import GenRequest, LLRequest, prompt_room, scoring_input  # noqa: E402
 from evalita_eval.backends.hf import default_add_special_tokens, encode_request  # noqa: E402
-from evalita_eval.backends.vllm_scoring import computed_prompt_tokens, plan_loglikelihood  # noqa: E402
+from evalita_eval.backends.vllm_scoring import plan_loglikelihood, prefix_cache_hits  # noqa: E402
 from evalita_eval.fewshot import build_contexts  # noqa: E402
 from evalita_eval.tasks import TaskEntry, select_entries  # noqa: E402
 
@@ -134,12 +134,22 @@ class Work:
     passes: int = 0  # forward passes (batches); 0 where the engine schedules itself
     tokens: int = 0  # model tokens computed (no padding, no cache hits)
     padded: int = 0  # tokens including padding (rows x width of every pass)
+    attention: int = 0  # (query, key) pairs of the attention actually computed, padding included
 
-    def add_batch(self, lengths: Sequence[int]) -> None:
+    def add_batch(self, lengths: Sequence[int], dense: bool = False) -> None:
+        """One padded pass: causal rows (right padding computes its full triangle), or ``dense``
+        (a tree mask over the whole row: SDPA computes every pair)."""
+        width = max(lengths)
         self.requests += len(lengths)
         self.passes += 1
         self.tokens += sum(lengths)
-        self.padded += len(lengths) * max(lengths)
+        self.padded += len(lengths) * width
+        self.attention += len(lengths) * (width * width if dense else causal_pairs(0, width))
+
+
+def causal_pairs(start: int, end: int) -> int:
+    """(query, key) pairs of the positions start..end-1 of one sequence under a causal mask."""
+    return (end * (end + 1) - start * (start + 1)) // 2
 
 
 def _chunks(seq: Sequence[Any], n: int) -> Iterable[Sequence[Any]]:
@@ -172,8 +182,10 @@ def lmeval_vllm(pairs: Sequence[tuple[list[int], list[int]]], max_length: int) -
     """lm-eval's vLLM model: every (context, choice) one request with prompt log-probs, all computed."""
     work = Work()
     for c, x in pairs:
+        n = len((c + x)[-(max_length - 1) :])
         work.requests += 1
-        work.tokens += len((c + x)[-(max_length - 1) :])
+        work.tokens += n
+        work.attention += causal_pairs(0, n)
     work.padded = work.tokens
     return work
 
@@ -183,7 +195,7 @@ def ours_fast(pairs: Sequence[tuple[list[int], list[int]]], max_length: int, max
 
     work = Work()
     for trees in batch_trees(pack_trees([scoring_input(c, x, max_length) for c, x in pairs], max_tree_tokens), max(max_batch_tokens, max_length)):
-        work.add_batch([len(t) for t in trees])
+        work.add_batch([len(t) for t in trees], dense=True)
         work.requests += sum(len(t.paths) for t in trees) - len(trees)
     return work
 
@@ -193,10 +205,20 @@ def ours_vllm(pairs: Sequence[tuple[list[int], list[int]]], max_length: int, blo
     from evalita_eval.backends.engine_common import LLWindow
 
     windows = dict.fromkeys(LLWindow(tuple((c + x)[-(max_length + 1) :]), len(x)) for c, x in pairs)
-    calls = [c for c, _ in plan_loglikelihood(list(windows), mode)]
-    # The prompts (less their cached blocks), then a decode step per generated token but the last.
-    tokens = computed_prompt_tokens(((c.prompt, not c.prompt_logprobs) for c in calls), block_size) + sum(c.generated - 1 for c in calls)
-    return Work(len(calls), 0, tokens, tokens)
+    calls = [c for wave in plan_loglikelihood(list(windows), mode) for c, _ in wave]
+    hits = prefix_cache_hits(((c.prompt, not c.prompt_logprobs) for c in calls), block_size)
+    # The prompt less its cached blocks, then a decode step per generated token but the last.
+    return _cached_work([(len(c.prompt), hit, c.generated - 1) for c, hit in zip(calls, hits)])
+
+
+def _cached_work(runs: Sequence[tuple[int, int, int]]) -> Work:
+    """Engine requests as (prompt length, tokens from the prefix cache, decode steps)."""
+    work = Work(requests=len(runs))
+    for n, hit, decode in runs:
+        work.tokens += n - hit + decode
+        work.attention += causal_pairs(hit, n + decode)
+    work.padded = work.tokens
+    return work
 
 
 # -- generation prompts ------------------------------------------------------------------------
@@ -218,8 +240,8 @@ def padded_prompts(prompts: Sequence[list[int]], batch: int) -> Work:
 
 
 def cached_prompts(prompts: Sequence[list[int]], block_size: int) -> Work:
-    tokens = computed_prompt_tokens(((p, True) for p in prompts), block_size)
-    return Work(len(prompts), 0, tokens, tokens)
+    hits = prefix_cache_hits(((p, True) for p in prompts), block_size)
+    return _cached_work([(len(p), hit, 0) for p, hit in zip(prompts, hits)])
 
 
 # -- vLLM's own counters (in .venv-vllm) -----------------------------------------------------
@@ -324,7 +346,7 @@ def count(tokenizer: Any, docs: dict, max_length: int, block_size: int, batches:
         prompts = gen_prompts(tokenizer, gen, max_length)
         gen_rows = {f"padded b{b} (lm-eval HF, ours hf)": padded_prompts(prompts, b) for b in batches}
         gen_rows["vLLM prefix cache (lm-eval vLLM, ours vllm)"] = cached_prompts(prompts, block_size)
-        gen_rows["continuous, no cache (ours fast)"] = Work(len(prompts), 0, sum(map(len, prompts)), sum(map(len, prompts)))
+        gen_rows["continuous, no cache (ours fast)"] = _cached_work([(len(p), 0, 0) for p in prompts])
         out[f"{k}-shot"] = {
             "ll_requests": len(ll), "ll_tokens_distinct_requests": sum(len(c) + len(x) - 1 for c, x in pairs),
             "loglikelihood": {name: asdict(w) for name, w in rows.items()},

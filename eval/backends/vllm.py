@@ -171,18 +171,16 @@ class VLLMBackend(Backend):
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
         windows = ll_windows(self.tokenizer, requests, self.max_length)
         unique = list(dict.fromkeys(windows))
-        calls = plan_loglikelihood(unique, self.scoring)
-        if not calls:
-            return []
         from vllm.inputs import TokensPrompt
 
-        # All of them in one call: vLLM batches them continuously, and a context computed
-        # for one request is in the prefix cache for the next ones.
-        outputs = self.llm.generate([TokensPrompt(prompt_token_ids=list(c.prompt)) for c, _ in calls],
-                                    [c.sampling_params() for c, _ in calls], use_tqdm=False)
         scored: dict[LLWindow, LLResult] = {}
-        for (call, scores), out in zip(calls, outputs):
-            scored.update(call.results(scores, out))
+        # Each wave in one call: vLLM batches its requests continuously, and a context
+        # computed for one request is in the prefix cache for the next ones.
+        for wave in plan_loglikelihood(unique, self.scoring):
+            outputs = self.llm.generate([TokensPrompt(prompt_token_ids=list(c.prompt)) for c, _ in wave],
+                                        [c.sampling_params() for c, _ in wave], use_tqdm=False)
+            for (call, scores), out in zip(wave, outputs):
+                scored.update(call.results(scores, out))
         return [scored[w] for w in windows]
 
     # -- generation ---------------------------------------------------------------------

@@ -5,7 +5,8 @@ Two modes, ``--backend-arg vllm_loglikelihood=prefix|prompt_logprobs``:
 - ``prefix`` (default): every distinct context is one prompt that vLLM computes once and
   serves from its prefix cache to each of its choices. A one-token choice is read at the
   position after the context (all the one-token choices of a context in ONE request,
-  ``logprob_token_ids``); a longer choice is ONE request with the context as prompt that
+  ``logprob_token_ids``; they go first, in a call of their own: ``plan_loglikelihood``);
+  a longer choice is ONE request with the context as prompt that
   generates exactly the choice's tokens: ``evalita_eval.vllm_force.ForceTokens``, a
   logits processor loaded into the engine, leaves only the next continuation token
   sampleable, and ``logprobs=1`` returns, per generated position, the raw log-prob of the
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from ..api import LLResult
 from .engine_common import LLWindow
@@ -131,43 +132,52 @@ def check_mode(mode: Any) -> str:
     return mode
 
 
-def plan_loglikelihood(windows: Sequence[LLWindow], mode: str) -> list[tuple[LLCall, list[LLWindow]]]:
+def plan_loglikelihood(windows: Sequence[LLWindow], mode: str) -> list[list[tuple[LLCall, list[LLWindow]]]]:
     """The engine requests for distinct ``windows``, each with the windows it scores, in
-    submission order: per context, its one-token choices, then its longer ones."""
+    two waves (two ``generate`` calls): first the one-token choices of every context
+    (which computes the contexts), then the longer choices. vLLM 0.32 must not get both in
+    one batch: when any request of a batch asks for ``logprob_token_ids``, the sampler
+    returns that layout for every request of the batch, and a ``logprobs=1`` request gets
+    -inf (vllm/v1/sample/sampler.py). The prefix cache outlives the call."""
     check_mode(mode)
     by_context: dict[tuple[int, ...], list[LLWindow]] = defaultdict(list)
     for w in windows:
         by_context[w.context].append(w)
-    calls: list[tuple[LLCall, list[LLWindow]]] = []
+    last: list[tuple[LLCall, list[LLWindow]]] = []
+    longer: list[tuple[LLCall, list[LLWindow]]] = []
     for ctx, group in by_context.items():
         one = [w for w in group if w.n_cont == 1]
         wanted = sorted({w.ids[-1] for w in one})
         for start in range(0, len(wanted), MAX_TRACKED_TOKENS):
             chunk = set(wanted[start : start + MAX_TRACKED_TOKENS])
-            calls.append((LLCall(ctx, "last", tuple(sorted(chunk))), [w for w in one if w.ids[-1] in chunk]))
+            last.append((LLCall(ctx, "last", tuple(sorted(chunk))), [w for w in one if w.ids[-1] in chunk]))
         for w in group:
             if w.n_cont > 1:
                 if mode == "prefix":
-                    calls.append((LLCall(ctx, "forced", w.ids[len(ctx):]), [w]))
+                    longer.append((LLCall(ctx, "forced", w.ids[len(ctx):]), [w]))
                 else:
-                    calls.append((LLCall(w.ids[:-1], "prompt", (w.ids[-1],)), [w]))
-    return calls
+                    longer.append((LLCall(w.ids[:-1], "prompt", (w.ids[-1],)), [w]))
+    return [wave for wave in (last, longer) if wave]
 
 
-def computed_prompt_tokens(prompts: Iterable[tuple[Sequence[int], bool]], block_size: int) -> int:
-    """The prompt tokens vLLM computes for ``(prompt, reads the prefix cache)`` submitted in
-    this order, by its prefix-cache rule: a prompt reuses the longest run of whole KV blocks
-    already cached (a block is identified by the whole prefix up to its end), never its last
-    token, and none when it asks for prompt log-probs; every prompt's whole blocks are
-    cached after it. From an empty cache, without eviction (bench/work.py, the tests).
-    The calls of a plan: ``((c.prompt, not c.prompt_logprobs) for c in calls)``."""
+def prefix_cache_hits(prompts: Iterable[tuple[Sequence[int], bool]], block_size: int) -> Iterator[int]:
+    """Per ``(prompt, reads the prefix cache)`` submitted in this order, the tokens vLLM takes
+    from its prefix cache, by its rule: the longest run of whole KV blocks already cached (a
+    block is identified by the whole prefix up to its end), never the prompt's last token,
+    none when the request asks for prompt log-probs; every prompt's whole blocks are cached
+    after it. From an empty cache, without eviction (bench/work.py, the tests)."""
     cached: set[tuple[int, ...]] = set()
-    total = 0
     for prompt, reads in prompts:
         prompt, hit = tuple(prompt), 0
         if reads:
             while hit + block_size <= len(prompt) - 1 and prompt[: hit + block_size] in cached:
                 hit += block_size
         cached.update(prompt[:end] for end in range(block_size, len(prompt) + 1, block_size))
-        total += len(prompt) - hit
-    return total
+        yield hit
+
+
+def computed_prompt_tokens(prompts: Iterable[tuple[Sequence[int], bool]], block_size: int) -> int:
+    """The prompt tokens vLLM computes (``prefix_cache_hits``'s rule). The calls of a plan:
+    ``((c.prompt, not c.prompt_logprobs) for c in calls)``."""
+    prompts = list(prompts)
+    return sum(len(p) for p, _ in prompts) - sum(prefix_cache_hits(prompts, block_size))

@@ -130,7 +130,7 @@ def test_prefix_mode_computes_each_context_once(engine, hf32) -> None:
             engine.scoring = "prefix"
         for a, b in zip(want, got):
             assert (a.n_tokens, a.is_greedy) == (b.n_tokens, b.is_greedy) and ll_close(a.logprob, b.logprob), (mode, a, b)
-        calls = [c for c, _ in plan_loglikelihood(windows, mode)]
+        calls = [c for wave in plan_loglikelihood(windows, mode) for c, _ in wave]
         computed = counted["vllm:prompt_tokens"] - counted["vllm:prompt_tokens_cached"]
         assert computed == computed_prompt_tokens(((c.prompt, not c.prompt_logprobs) for c in calls), block), (mode, counted, block)
         assert counted["vllm:generation_tokens"] == sum(c.generated for c in calls)

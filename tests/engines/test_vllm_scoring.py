@@ -19,30 +19,31 @@ def _windows() -> list[LLWindow]:
 
 
 def test_prefix_mode_one_request_per_context_and_per_longer_choice() -> None:
-    plan = plan_loglikelihood(_windows(), "prefix")
-    got = [(c.kind, c.prompt, c.tokens, [w.ids for w in ws]) for c, ws in plan]
+    waves = plan_loglikelihood(_windows(), "prefix")
+    got = [[(c.kind, c.prompt, c.tokens, [w.ids for w in ws]) for c, ws in wave] for wave in waves]
     assert got == [
-        ("last", (5, 6, 7), (10, 11), [(5, 6, 7, 10), (5, 6, 7, 11)]),
-        ("forced", (5, 6, 7), (12, 13), [(5, 6, 7, 12, 13)]),
-        ("forced", (5, 6, 7), (14, 15, 16), [(5, 6, 7, 14, 15, 16)]),
-        ("last", (5, 6, 8, 9), (22,), [(5, 6, 8, 9, 22)]),
-        ("forced", (5, 6, 8, 9), (20, 21), [(5, 6, 8, 9, 20, 21)]),
+        [("last", (5, 6, 7), (10, 11), [(5, 6, 7, 10), (5, 6, 7, 11)]),
+         ("last", (5, 6, 8, 9), (22,), [(5, 6, 8, 9, 22)])],
+        [("forced", (5, 6, 7), (12, 13), [(5, 6, 7, 12, 13)]),
+         ("forced", (5, 6, 7), (14, 15, 16), [(5, 6, 7, 14, 15, 16)]),
+         ("forced", (5, 6, 8, 9), (20, 21), [(5, 6, 8, 9, 20, 21)])],
     ]
+    plan = [x for wave in waves for x in wave]
     # The prompt of every request is its context: nothing asks for prompt log-probs.
     assert not any(c.prompt_logprobs for c, _ in plan)
-    assert [c.generated for c, _ in plan] == [1, 2, 3, 1, 2]
+    assert [c.generated for c, _ in plan] == [1, 1, 2, 3, 2]
 
 
 def test_prompt_logprobs_mode_is_the_former_path() -> None:
-    plan = plan_loglikelihood(_windows(), "prompt_logprobs")
+    plan = [x for wave in plan_loglikelihood(_windows(), "prompt_logprobs") for x in wave]
     longer = [(c.prompt, c.tokens) for c, _ in plan if c.kind == "prompt"]
     assert longer == [((5, 6, 7, 12), (13,)), ((5, 6, 7, 14, 15), (16,)), ((5, 6, 8, 9, 20), (21,))]
-    assert [c.kind for c, _ in plan] == ["last", "prompt", "prompt", "last", "prompt"]
+    assert [c.kind for c, _ in plan] == ["last", "last", "prompt", "prompt", "prompt"]
 
 
 def test_many_one_token_choices_split_at_the_tracking_limit() -> None:
     windows = [LLWindow((1, 2, 1000 + t), 1) for t in range(MAX_TRACKED_TOKENS + 3)]
-    plan = plan_loglikelihood(windows, "prefix")
+    (plan,) = plan_loglikelihood(windows, "prefix")
     assert [len(c.tokens) for c, _ in plan] == [MAX_TRACKED_TOKENS, 3]
     assert [w for _, ws in plan for w in ws] == windows
 
