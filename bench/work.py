@@ -257,11 +257,11 @@ def _counters(llm: Any) -> dict[str, float]:
     return got
 
 
-def vllm_side(side: str, model: str, pairs: list[tuple[list[int], list[int]]], reqs: list[LLRequest], max_length: int) -> dict[str, Any]:
+def vllm_side(side: str, model: str, pairs: list[tuple[list[int], list[int]]], reqs: list[LLRequest], max_length: int, block_size: int) -> dict[str, Any]:
     """One side in this process: ``ours:MODE`` (--backend vllm) or ``lm-eval`` (lm-eval 0.4.13's VLLM model)."""
     import importlib.metadata
 
-    engine_args = {"enforce_eager": True, "disable_log_stats": False, "distributed_executor_backend": "uni"}
+    engine_args = {"enforce_eager": True, "disable_log_stats": False, "distributed_executor_backend": "uni", "block_size": block_size}
     if side.startswith("ours:"):
         from evalita_eval.api import BackendOptions
         from evalita_eval.backends import create_backend
@@ -302,6 +302,7 @@ def compare_vllm_counters(args: argparse.Namespace, docs: dict, tokenizer: Any, 
             docs_file.write_text(json.dumps(docs), "utf-8")
             out = Path(tmp) / "side.json"
             subprocess.run([sys.executable, __file__, "--tokenizer", args.tokenizer, "--max-length", str(max_length), "--side", side,
+                            "--block-size", str(args.block_size),
                             "--side-docs", str(docs_file), "--side-out", str(out), "--vllm-limit", str(args.vllm_limit),
                             "--vllm-tasks", args.vllm_tasks, "--vllm-shots", str(args.vllm_shots)], check=True)
             sides[side] = json.loads(out.read_text("utf-8"))
@@ -408,7 +409,7 @@ def main() -> None:
         docs = {name: tuple(v) for name, v in json.loads(args.side_docs.read_text("utf-8")).items()}
         reqs = limited_requests(docs, args.vllm_limit, args.vllm_tasks.split(","), args.vllm_shots)
         pairs = [encode_request(tokenizer, r) for r in reqs]
-        args.side_out.write_text(json.dumps(vllm_side(args.side, args.tokenizer, pairs, reqs, max_length)), "utf-8")
+        args.side_out.write_text(json.dumps(vllm_side(args.side, args.tokenizer, pairs, reqs, max_length, args.block_size)), "utf-8")
         return
     with tempfile.TemporaryDirectory() as tmp:
         build(args.raw, Path(tmp) / "build", tasks=[t for t in PUBLIC if t in TASK_IDS], progress=False, workers=1)

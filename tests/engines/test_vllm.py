@@ -14,8 +14,9 @@ from evalita_eval.api import BackendOptions, GenRequest, LLRequest
 
 pytestmark = requires_vllm
 
-# Stats on: the prefix-reuse test reads vLLM's own token counters.
-ENGINE_ARGS = {"enforce_eager": True, "disable_log_stats": False}
+# Stats on: the prefix-reuse test reads vLLM's own token counters. KV blocks of 32 tokens
+# (vLLM's CPU default is 128, GPUs' 16; the CPU backend wants multiples of 32).
+ENGINE_ARGS = {"enforce_eager": True, "disable_log_stats": False, "block_size": 32}
 
 
 def _vllm(model: Path, **options):
@@ -115,8 +116,9 @@ def test_prefix_mode_computes_each_context_once(engine, hf32) -> None:
     from evalita_eval.backends.vllm_scoring import computed_prompt_tokens, plan_loglikelihood
 
     words = "il medico ha prescritto una terapia antibiotica per dieci giorni e la paziente sta meglio".split()
-    contexts = [" ".join(words[i:] + words[:i]) * 4 + f" Domanda {i}: cosa è successo? Risposta:" for i in range(3)]
-    choices = [" Sì", " No", " la paziente è guarita in fretta", " il medico ha sbagliato terapia", " nessuna delle risposte precedenti"]
+    contexts = [" ".join(words[i:] + words[:i]) * 12 + f" Domanda {i}: cosa è successo? Risposta:" for i in range(3)]
+    choices = [" Sì", " No", " la paziente è guarita in fretta", " il medico ha sbagliato terapia", " nessuna delle risposte precedenti",
+               " la terapia è durata dieci giorni", " il medico ha prescritto un antibiotico"]
     reqs = [LLRequest(c, x) for c in contexts for x in choices]
     want = hf32.loglikelihood(reqs)
     block = engine.llm.llm_engine.vllm_config.cache_config.block_size
