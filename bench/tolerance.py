@@ -6,7 +6,7 @@ lm-eval's own batch-size spread on the same requests. No timing.
 The requests: every prompt of the MC tasks (``--tasks``, default all six) over ``--limit``
 documents each (the public raw files where they exist, else records at the real lengths:
 bench/work.py), zero-shot. Reference: ``plain_loglikelihood`` (one forward per request,
-lm-eval's numbers at batch 1). Against it, per backend: the largest |dLL| / |LL|, the
+lm-eval's numbers at batch 1; the same forward and ops as ``plain_loglikelihood``). Against it, per backend: the largest |dLL| / |LL|, the
 largest |dLL|, how many exceed ``1e-6*|LL| + 1e-5``, how many are below the reference (a
 systematic sign is not rounding noise), is_greedy and predictions differing. Rows:
 ``hf`` b8, ``fast``, ``vllm`` (prefix and prompt_logprobs; with --vllm), lm-eval's
@@ -33,21 +33,24 @@ import work  # noqa: E402  (bench/ is on sys.path when run as a script)
 from evalita_eval.api import BackendOptions, LLRequest  # noqa: E402
 
 
-def float64_reference(model: Any, tokenizer: Any, reqs: Sequence[LLRequest], max_length: int) -> list[tuple[float, bool]]:
-    """The plain forward, its log-softmax taken in float64 (no float32 rounding in the normaliser)."""
+def plain_both(model: Any, tokenizer: Any, reqs: Sequence[LLRequest], max_length: int) -> tuple[list, list]:
+    """One forward per request (``plain_loglikelihood``'s), its log-softmax taken twice: in float32
+    as the plain path does, and in float64 (no float32 rounding in the normaliser)."""
     import torch
 
     from evalita_eval.api import scoring_input
     from evalita_eval.backends.hf import encode_request
 
-    out = []
+    f32, f64 = [], []
     with torch.inference_mode():
         for r in reqs:
             ctx, cont = encode_request(tokenizer, r)
-            logits = model(torch.tensor([scoring_input(ctx, cont, max_length)])).logits[0, -len(cont):].double()
-            lp = torch.log_softmax(logits, -1).gather(1, torch.tensor(cont)[:, None])[:, 0]
-            out.append((float(lp.sum()), bool((logits.argmax(-1) == torch.tensor(cont)).all())))
-    return out
+            logits = model(torch.tensor([scoring_input(ctx, cont, max_length)])).logits[0, -len(cont):].float()
+            target = torch.tensor(cont)
+            greedy = bool((logits.argmax(-1) == target).all())
+            for out, lp in ((f32, torch.log_softmax(logits, -1)), (f64, torch.log_softmax(logits.double(), -1))):
+                out.append((float(lp.gather(1, target[:, None])[:, 0].sum()), greedy))
+    return f32, f64
 
 
 def lmeval_hf(model_dir: str, reqs: Sequence[LLRequest], tokenizer: Any, batch: int) -> list[tuple[float, bool]]:
@@ -83,7 +86,6 @@ def main() -> None:
 
     from evalita_data.pipeline import build
     from evalita_eval.backends import create_backend
-    from evalita_eval.backends.hf import plain_loglikelihood
 
     with tempfile.TemporaryDirectory() as tmp:
         build(work.REPO / "raw", Path(tmp) / "build", tasks=list(work.PUBLIC), progress=False, workers=1)
@@ -91,8 +93,8 @@ def main() -> None:
     reqs = work.limited_requests(docs, args.limit, args.tasks.split(","), 0)
     hf = create_backend("hf", BackendOptions(model=args.model, dtype="float32", max_length=args.max_length))
     print(f"{len(reqs)} requests ({args.tasks}, p1-p6, {args.limit} docs each), model {args.model}", flush=True)
-    ref = [(r.logprob, r.is_greedy) for r in plain_loglikelihood(hf.model, hf.tokenizer, reqs, args.max_length)]
-    rows: dict[str, Any] = {"plain, float64 log-softmax": compare(reqs, ref, float64_reference(hf.model, hf.tokenizer, reqs, args.max_length))}
+    ref, ref64 = plain_both(hf.model, hf.tokenizer, reqs, args.max_length)
+    rows: dict[str, Any] = {"plain, float64 log-softmax": compare(reqs, ref, ref64)}
     rows["hf b8"] = compare(reqs, ref, [(r.logprob, r.is_greedy) for r in hf.loglikelihood(reqs)])
     fast = create_backend("fast", BackendOptions(model=args.model, dtype="float32", max_length=args.max_length))
     rows["fast"] = compare(reqs, ref, [(r.logprob, r.is_greedy) for r in fast.loglikelihood(reqs)])

