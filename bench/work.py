@@ -54,6 +54,7 @@ from evalita_data.registry import TASK_IDS  # noqa: E402
 from evalita_eval.api import GenRequest, LLRequest, prompt_room, scoring_input  # noqa: E402
 from evalita_eval.backends.hf import default_add_special_tokens, encode_request  # noqa: E402
 from evalita_eval.backends.vllm_scoring import plan_loglikelihood, prefix_cache_hits  # noqa: E402
+from evalita_eval.fast.encode import encode_requests  # noqa: E402
 from evalita_eval.fewshot import build_contexts  # noqa: E402
 from evalita_eval.tasks import TaskEntry, select_entries  # noqa: E402
 
@@ -224,11 +225,15 @@ def _cached_work(runs: Sequence[tuple[int, int, int]]) -> Work:
 # -- generation prompts ------------------------------------------------------------------------
 
 def gen_prompts(tokenizer: Any, gen: Sequence[GenRequest], max_length: int) -> list[list[int]]:
-    out = []
-    for r in gen:
-        ids = tokenizer.encode(r.context, add_special_tokens=default_add_special_tokens(tokenizer, r.context))
-        out.append(ids[-prompt_room(max_length, r.max_new_tokens) :])
-    return out
+    """Each generation's prompt ids as the engines cut them (``engine_common.generation_prompt``), batched."""
+    special = [default_add_special_tokens(tokenizer, r.context) for r in gen]
+    ids: list[list[int] | None] = [None] * len(gen)
+    for flag in (False, True):
+        idx = [i for i, s in enumerate(special) if s is flag]
+        if idx:
+            for i, enc in zip(idx, tokenizer([gen[i].context for i in idx], add_special_tokens=flag)["input_ids"]):
+                ids[i] = enc[-prompt_room(max_length, gen[i].max_new_tokens) :]
+    return ids  # type: ignore[return-value]
 
 
 def padded_prompts(prompts: Sequence[list[int]], batch: int) -> Work:
@@ -375,7 +380,7 @@ def count(tokenizer: Any, docs: dict, max_length: int, block_size: int, batches:
     out: dict[str, Any] = {}
     for k in FEWSHOT_K:
         ll, gen = benchmark_requests(docs, k)
-        pairs = [encode_request(tokenizer, r) for r in ll]
+        pairs = encode_requests(tokenizer, ll)  # = encode_request per request, in batched tokenizer calls
         rows: dict[str, Work] = {}
         for b in batches:
             rows[f"lm-eval HF b{b}"] = lmeval_hf(pairs, max_length, b)
