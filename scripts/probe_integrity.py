@@ -180,7 +180,9 @@ def probe_server(work: Path, model: Path, env: dict[str, str]) -> tuple[dict[str
             modes = [("for good", 2, None, "1")] + ([("once", 1, 1, "2")] if fault not in FAULTS_NOT_RETRIED else [])
             for mode, first, count, retries in modes:
                 server.lie(fault, first, count)
-                proc, got = run(work / "server" / f"{fault}-{mode.replace(' ', '-')}", backend, "--max-retries", retries)
+                # The bound, not the deadline, must stop a huge body: time enough to send 64 MiB on a loaded machine.
+                timeout = ["--timeout", "60"] if fault.startswith("huge") else []
+                proc, got = run(work / "server" / f"{fault}-{mode.replace(' ', '-')}", backend, "--max-retries", retries, *timeout)
                 counts["tried"] += 1
                 if proc is None:
                     counts["hangs"] += 1
