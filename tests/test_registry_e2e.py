@@ -106,7 +106,7 @@ def test_registry_discovers_builtin_and_extra_tasks() -> None:
 
 @pytest.mark.parametrize("task_id", _registered())
 def test_build_validate_render(task_id: str, extra_registry, built: Path) -> None:
-    from evalita_data.prompts import compiled
+    from evalita_data.registry import compiled
     from evalita_data.validate import validate_path
 
     spec = extra_registry[task_id]

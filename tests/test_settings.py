@@ -89,10 +89,10 @@ def test_setting_prompts_render_as_declared() -> None:
 def test_unparseable_scored_wrong() -> None:
     from evalita_eval.settings import scored_prediction
 
-    assert scored_prediction(None, 1, 2, ["f1_binary"]) == 0
-    assert scored_prediction(None, 2, 4, ["sentipolc_f1"]) == 3  # neutral (0,0) -> mixed (1,1)
-    assert scored_prediction(None, 0, 5, ["acc"]) == -1
-    assert scored_prediction(3, 0, 5, ["acc"]) == 3
+    assert scored_prediction(None, 1, 2) == 0
+    assert scored_prediction(None, 2, 4, TASKS["sa"].instruct.unparsed_as) == 3  # neutral (0,0) -> mixed (1,1)
+    assert scored_prediction(None, 0, 5) == -1
+    assert scored_prediction(3, 0, 5) == 3
 
 
 # -- constraints --------------------------------------------------------------------------
@@ -266,7 +266,7 @@ def test_unconstrained_generative_format_failures_are_counted(tiny_model: Path, 
 
 
 def test_system_instruction_and_multiturn_contexts() -> None:
-    from evalita_data.prompts import compiled
+    from evalita_data.registry import compiled
 
     task = compiled("te")
     pool = _records("te", None, "dev")

@@ -7,7 +7,7 @@ Registered by ``EVALITA_TASK_PATH=tests/extra_tasks``; nothing in evalita_data o
 from pathlib import Path
 
 from evalita_data.taskspec import GenPrompt, MCPrompt, Metric, TaskSpec
-from evalita_eval.metrics import ACC, ACC_NORM
+from evalita_data.scoring.metrics import ACC, ACC_NORM
 
 from .capitals_convert import convert
 
