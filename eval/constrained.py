@@ -49,6 +49,16 @@ def unformatted(specs: Sequence[TaskSpec]) -> list[TaskSpec]:
     return [s for s in specs if s.output_type == "generate_until" and s.output_pattern is None]
 
 
+def refuse_unformatted(entries: Sequence[tuple[str, TaskSpec]]) -> None:
+    """``--constrained`` on named tasks: a ValueError naming the (entry name, spec) pairs whose
+    task declares no answer format, before any work."""
+    free_ids = {s.id for s in unformatted([spec for _name, spec in entries])}
+    free = [name for name, spec in entries if spec.id in free_ids]
+    if free:
+        raise ValueError(f"--constrained: {', '.join(free)} declare(s) no answer format (TaskSpec.output_pattern), "
+                         "so nothing would constrain the generation; run them without --constrained")
+
+
 def closing_rule(constraint: Constraint) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(closing answers, of which those that set the reserved window) of a regex constraint,
     as the task declaring that pattern gives them (``TaskSpec.output_closings``, ``output_empty``);

@@ -22,7 +22,7 @@ from .api import Backend, BackendUnsupported, GenRequest, LLRequest, request_pay
 from .cache import RequestCache, request_key
 from .fewshot import build_chat_messages, build_contexts, messages_as_text
 from . import settings as st
-from .constrained import format_failures, task_constraint, unformatted
+from .constrained import format_failures, refuse_unformatted, task_constraint, unformatted
 from .metrics import mc_prediction
 from .tasks import DataSource, TaskEntry
 
@@ -291,13 +291,11 @@ class Runner:
         an error before any work, or in a run over every task a warning (results.json: task_config)."""
         if not self.config.constrained:
             return
-        free_ids = {s.id for s in unformatted([e.spec for e in entries])}
-        free = [e.name for e in entries if e.spec.id in free_ids]
-        if free and not self.config.skip_missing:
-            raise ValueError(f"--constrained: {', '.join(free)} declare(s) no answer format (TaskSpec.output_pattern), "
-                             "so nothing constrains the generation; run them without --constrained")
-        for name in free:
-            self.echo(f"warning: {name}: generated without constraint, the task declares no answer format (TaskSpec.output_pattern)")
+        if not self.config.skip_missing:
+            refuse_unformatted([(e.name, e.spec) for e in entries])
+        for entry in entries:
+            if unformatted([entry.spec]):
+                self.echo(f"warning: {entry.name}: generated without constraint, the task declares no answer format (TaskSpec.output_pattern)")
 
     def constrained_entry(self, entry: TaskEntry) -> bool:
         """Whether --constrained applies to the entry's generations (its record in results.json)."""

@@ -101,7 +101,7 @@ def test_registry_discovers_builtin_and_extra_tasks() -> None:
         mp.delenv(ENV_VAR, raising=False)
         builtin = list(discover())
     assert builtin == ["wic", "te", "sa", "hs", "faq", "at", "ls", "ner", "rel", "sum"]  # the paper's order
-    assert _registered() == builtin + ["capitals", "capitals_gen"]
+    assert _registered() == builtin + ["capitals", "capitals_gen", "capitals_yesno"]
 
 
 @pytest.mark.parametrize("task_id", _registered())
@@ -137,7 +137,6 @@ def test_evaluate_every_task_with_every_backend(task_id: str, backend_name: str,
                                                 tiny_model: Path, tmp_path: Path) -> None:
     import re
 
-    from evalita_eval.constrained import TASK_PATTERNS
     from evalita_eval.runner import ModelInfo, RunConfig, Runner
     from evalita_eval.tasks import DataSource, select_entries
 
@@ -157,12 +156,12 @@ def test_evaluate_every_task_with_every_backend(task_id: str, backend_name: str,
         n = min(LIMIT, len(source.load(entry, spec.eval_split)))
         assert list(result.results[entry.name]) == [p.name for p in spec.prompts]
         for prompt, scores in result.results[entry.name].items():
-            formatted = task_id in TASK_PATTERNS  # NER/REL/LS: answers outside the format are counted
+            formatted = spec.output_pattern is not None  # NER/REL/LS, capitals_yesno: answers outside the format are counted
             assert set(scores) == set(spec.metric_names()) | {"n"} | ({"unparsed"} if formatted else set()) and scores["n"] == n
             assert all(0.0 <= v <= 1.0 for m, v in scores.items() if m not in ("n", "unparsed"))
             samples = [json.loads(x) for x in (tmp_path / "samples" / f"{entry.name}_{prompt}.jsonl").read_text("utf-8").splitlines()]
             if formatted:
-                assert scores["unparsed"] == sum(re.fullmatch(TASK_PATTERNS[task_id], s["generation"]) is None for s in samples)
+                assert scores["unparsed"] == sum(re.fullmatch(spec.output_pattern, s["generation"]) is None for s in samples)
             assert len(samples) == n
             for doc, s in zip(source.load(entry, spec.eval_split), samples):
                 if spec.output_type == "generate_until":
