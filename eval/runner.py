@@ -359,11 +359,11 @@ class Runner:
                 "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
             },
             "results": result.results,
-            # What applied to each task where it differs by task (--constrained: only to generations with a format).
-            "task_config": {name: {"constrained": self.constrained_entry(self._entries[name])} for name in result.results},
             "versions": package_versions(),
             "timing": result.timing,
         }
+        if c.constrained:  # it applies to generations with a format only: say to which tasks
+            doc["task_config"] = {name: {"constrained": self.constrained_entry(self._entries[name])} for name in result.results}
         tmp = self.out / ".results.json.tmp"
         tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n", "utf-8")
         tmp.replace(self.out / "results.json")

@@ -153,6 +153,10 @@ class TaskSpec:
     instruct: InstructPrompts | None = None
     # The official published copy (evalitahf/*), read by `evalita-eval run --data hf:ORG`.
     hub_splits: HubSplits | None = None
+    # `evalita-data fetch`: the function that downloads the originals into the task's raw folder,
+    # called as fn(folder, revision=, force=, echo=), or "module:function" below evalita_data
+    # (built-ins); None: they are obtained by hand (obtain_hint).
+    fetcher: Union[str, Callable[..., Path], None] = None
     # Generative tasks: the answer format, a regular expression every whole answer must match
     # (``re.fullmatch``), written in the subset Python's ``re``, xgrammar and vLLM share
     # (literals, classes, groups, alternation, ``? * + {m,n}``). ``--constrained`` decodes
@@ -187,6 +191,12 @@ class TaskSpec:
             return self.converter
         module, func = self.converter.split(":")
         return getattr(importlib.import_module(f"evalita_data.converters.{module}"), func)
+
+    def load_fetcher(self) -> Callable[..., Path] | None:
+        if self.fetcher is None or callable(self.fetcher):
+            return self.fetcher
+        module, func = self.fetcher.split(":")
+        return getattr(importlib.import_module(f"evalita_data.{module}"), func)
 
     def schema_path(self) -> Path:
         return schema_file(self.schema)

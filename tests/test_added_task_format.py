@@ -64,7 +64,7 @@ def test_constrained_generations_match_the_declared_format(added: Path, tiny_mod
     _eval([*common, "--constrained", "--output-dir", str(constrained)])
     for out, is_constrained in ((free, False), (constrained, True)):
         doc = json.loads((out / "results.json").read_text("utf-8"))
-        assert doc["task_config"] == {TASK: {"constrained": is_constrained}}
+        assert doc.get("task_config") == ({TASK: {"constrained": True}} if is_constrained else None)
         for prompt in ("p1", "p2"):
             gens = [s["generation"] for s in _samples(out, prompt)]
             scores = doc["results"][TASK][prompt]

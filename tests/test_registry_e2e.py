@@ -274,5 +274,5 @@ def test_an_installed_package_adds_tasks_through_its_entry_point(tmp_path: Path,
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delenv(ENV_VAR, raising=False)
     found = discover()
-    assert list(found)[-2:] == ["capitals", "capitals_gen"]
+    assert list(found)[-3:] == ["capitals", "capitals_gen", "capitals_yesno"]
     assert found["capitals"].schema_path() == (pkg / "capitals.schema.json").resolve()

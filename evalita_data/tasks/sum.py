@@ -33,4 +33,6 @@ TASK = TaskSpec(
     seed=1234,
     task_categories=["summarization"],
     hub_splits=HubSplits("summarization-fp", test="test_100"),
+    # `evalita-data fetch sum`: ARTeLab/fanpage through huggingface_hub.
+    fetcher="fetch:fetch_fanpage",
 )
