@@ -80,11 +80,12 @@ def _check_destination(folder: Path, force: bool) -> Path:
     return dest
 
 
-def fetch_fanpage(folder: Path, revision: str | None = None, force: bool = False,
+def fetch_fanpage(raw_root: Path, revision: str | None = None, force: bool = False,
                   echo: Callable[[str], None] = print) -> Path:
-    """ARTeLab/fanpage (all splits) -> FOLDER/fanpage.csv + FETCHED.json (SUM's raw folder); returns the CSV path."""
+    """ARTeLab/fanpage (all splits) -> raw/sum/fanpage.csv + FETCHED.json; returns the CSV path."""
     from huggingface_hub import HfApi, hf_hub_download
 
+    folder = raw_root / get_task("sum").raw_dir
     dest = _check_destination(folder, force)
     api = HfApi()
     info = api.dataset_info(FANPAGE_REPO, revision=revision)
@@ -128,4 +129,4 @@ def fetch(task: str, raw_root: Path, revision: str | None = None, force: bool = 
     fetcher = spec.load_fetcher()
     if fetcher is None:
         raise FetchError(not_fetchable(task))
-    return fetcher(raw_root / spec.raw_dir, revision=revision, force=force, echo=echo)
+    return fetcher(raw_root, revision=revision, force=force, echo=echo)

@@ -123,6 +123,9 @@ def _check(found: _Found) -> None:
     if spec.output_type == "generate_until" and (spec.gold_field is None or spec.gold_field not in schema_fields(spec)):
         raise fail(f"a generative task needs gold_field, a field of its schema (got {spec.gold_field!r})")
     _check_output_format(spec, fail)
+    for what, ref in (("converter", spec.converter), ("fetcher", spec.fetcher)):
+        if isinstance(ref, str) and re.fullmatch(r"[\w.]+:\w+", ref) is None:
+            raise fail(f"{what} {ref!r}: expected a function or \"module:function\"")
     unparsed_as = spec.instruct.unparsed_as if spec.instruct is not None else None
     if unparsed_as is not None and isinstance(spec.instruct.answers, list) and sorted(unparsed_as) != list(range(len(spec.instruct.answers))):
         raise fail(f"instruct.unparsed_as {unparsed_as} must give one class per answer ({len(spec.instruct.answers)} answers)")

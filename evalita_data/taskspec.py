@@ -153,9 +153,9 @@ class TaskSpec:
     instruct: InstructPrompts | None = None
     # The official published copy (evalitahf/*), read by `evalita-eval run --data hf:ORG`.
     hub_splits: HubSplits | None = None
-    # `evalita-data fetch`: the function that downloads the originals into the task's raw folder,
-    # called as fn(folder, revision=, force=, echo=), or "module:function" below evalita_data
-    # (built-ins); None: they are obtained by hand (obtain_hint).
+    # `evalita-data fetch`: the function that downloads the originals into the task's folder under
+    # the raw root, called as fn(raw_root, revision=, force=, echo=), or "module:function" below
+    # evalita_data (built-ins); None: they are obtained by hand (obtain_hint).
     fetcher: Union[str, Callable[..., Path], None] = None
     # Generative tasks: the answer format, a regular expression every whole answer must match
     # (``re.fullmatch``), written in the subset Python's ``re``, xgrammar and vLLM share

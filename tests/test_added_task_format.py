@@ -81,8 +81,13 @@ def test_constrained_generations_match_the_declared_format(added: Path, tiny_mod
 
     write_report([constrained / "results.json", free / "results.json"], tmp_path / "rep", k=20, seed=1, echo=lambda _s: None)
     md = (tmp_path / "rep" / "report.md").read_text("utf-8")
-    assert "yesno_match" in md and "bootstrap of AvgP (k=20)" in md
     assert "bootstrap omitted" not in md and "bootstrap CIs omitted" not in md
+    tables = json.loads((tmp_path / "rep" / "report.json").read_text("utf-8"))["tasks"]
+    ours = [t for name, t in tables.items() if name.split(" [")[0] == TASK]
+    assert len(ours) == 2  # the free and the constrained run, one table per setting
+    for table in ours:
+        assert table["metric"] == "yesno_match" and table["rank_basis"] == "bootstrap of AvgP (k=20)"
+        assert sorted(key.rsplit("/", 1)[1] for key in table["bootstrap"]) == ["p1", "p2"]
 
 
 def test_constrained_refuses_a_named_task_without_format(added: Path, tiny_model: Path, tmp_path: Path) -> None:

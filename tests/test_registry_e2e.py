@@ -250,6 +250,13 @@ def _bad_task(folder: Path, **changes: str) -> Path:
     ({'id="capitals",': 'id="te",'}, "task id 'te' is already declared in"),
     ({'eval_split="test",': 'eval_split="tset",'}, "eval_split 'tset' is not one of the splits"),
     ({'gold_field="capital",': 'gold_field=None,'}, "a generative task needs gold_field"),
+    # The answer format of capitals_yesno: a regex, with closings it accepts, for generative tasks only.
+    ({'output_pattern="Sì|No",': 'output_pattern="Sì|(No",'}, "output_pattern 'Sì|(No' is not a regular expression"),
+    ({'output_closings=("Sì", "No"),': 'output_closings=("Sì", "Forse"),'}, "closing answer 'Forse' does not match output_pattern 'Sì|No'"),
+    ({'output_closings=("Sì", "No"),': ''}, "output_pattern needs output_closings"),
+    ({'metrics=[ACC, ACC_NORM],': 'metrics=[ACC, ACC_NORM], output_pattern="A|B", output_closings=("A",),'},
+     "output_pattern is for generative tasks"),
+    ({'converter=convert,': 'converter="capitals_convert.convert",'}, "converter 'capitals_convert.convert': expected a function or \"module:function\""),
 ])
 def test_a_bad_spec_stops_the_registry_naming_its_file(change: dict, problem: str, tmp_path: Path) -> None:
     folder = _bad_task(tmp_path / "tasks", **change)
