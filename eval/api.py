@@ -112,9 +112,11 @@ class Backend(ABC):
     capabilities: ClassVar[Capabilities] = Capabilities()
     # Requests the runner hands over per call (one resume-cache write each); None: batch_size * 4.
     requests_per_call: ClassVar[int | None] = None
-    # Part of the resume-cache key: a rerun reproduces its own numbers bit for bit.
+    # The weights' dtype as loaded ("unknown": the backend does not say; then the --dtype option
+    # asked for is in its identity).
     dtype: str = "unknown"
-    tokenizer_name: str = ""
+    # What the backend was built from; ``create_backend`` sets it (None for one built directly).
+    options: BackendOptions | None = None
 
     @classmethod
     @abstractmethod
@@ -132,6 +134,28 @@ class Backend(ABC):
 
     def close(self) -> None:
         """Release engines, servers' sessions, GPU memory. Idempotent."""
+
+    def cache_identity(self) -> dict[str, Any]:
+        """Every input that can change a number this backend returns, as a JSON-able dict: the
+        resume cache keys each request by its hash, and results.json records it as ``model``.
+
+        The base gives what every backend shares: its name and dtype and the options it was
+        built from that can change a number (model, revision, --trust-remote-code, --max-length,
+        --device, every --backend-arg). A backend extends ``super().cache_identity()`` with what it
+        resolved (a model folder's fingerprint, the max length, the chat template, the server...)
+        and drops what it ignores. Options that only change speed (batch size, threads,
+        concurrency, timeouts, retries, progress) stay out; so do secrets (an API key)."""
+        identity: dict[str, Any] = {"backend": self.name, "dtype": self.dtype}
+        options = self.options
+        if options is not None:
+            identity.update({
+                "name_or_path": options.model, "revision": options.revision, "trust_remote_code": options.trust_remote_code,
+                "max_length": options.max_length, "device": options.device,
+                "backend_args": {k: options.extra[k] for k in sorted(options.extra)},
+            })
+            if self.dtype == "unknown":
+                identity["dtype"] = options.dtype
+        return identity
 
 
 def request_payload(request: LLRequest | GenRequest) -> dict[str, Any]:

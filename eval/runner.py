@@ -12,7 +12,7 @@ import sys
 import time
 from collections import Counter
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from .api import Backend, BackendUnsupported, GenRequest, LLRequest, request_payload
 from .cache import RequestCache, request_key
+from .identity import identity_key
 from .fewshot import build_chat_messages, build_contexts, messages_as_text
 from . import settings as st
 from .constrained import format_failures, task_constraint
@@ -61,10 +62,20 @@ class ModelInfo:
     # "hf" (plain batched) or "fast" (shared prefixes): equal within float rounding, yet
     # kept apart in the cache so that a rerun reproduces its own numbers bit for bit.
     backend: str = "hf"
+    # The backend's ``cache_identity()`` (every input that can change a number); the Runner
+    # fills it from its backend when None.
+    identity: dict[str, Any] | None = None
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """What results.json says of the model: the names above, completed by the backend's identity."""
+        return {"name_or_path": self.name_or_path, "revision": self.revision, "dtype": self.dtype, "backend": self.backend,
+                **(self.identity or {})}
 
     @property
     def cache_key(self) -> str:
-        return json.dumps([self.name_or_path, self.revision, self.dtype, self.backend])
+        """The model part of every request's key: the hash of the whole identity."""
+        return identity_key(self.record)
 
 
 @dataclass
@@ -97,7 +108,7 @@ def package_versions() -> dict[str, str]:
 class Runner:
     def __init__(self, backend: Backend, model: ModelInfo, source: DataSource, config: RunConfig, output_dir: str | Path, echo: Callable[[str], None] = print) -> None:
         self.backend = backend
-        self.model = model
+        self.model = model if model.identity is not None else replace(model, identity=backend.cache_identity())
         self.source = source
         self.config = config
         self.out = Path(output_dir)
@@ -326,7 +337,9 @@ class Runner:
         doc = {
             # "partial" until every task is finished: a killed or interrupted run is never taken for a whole one.
             "status": result.status,
-            "model": {"name_or_path": self.model.name_or_path, "revision": self.model.revision, "dtype": self.model.dtype, "backend": self.model.backend},
+            # Every input that can change a number (the backend's cache identity) and its hash, the
+            # model part of the resume-cache key: two runs with equal "cache_key" share their cache.
+            "model": {**self.model.record, "cache_key": self.model.cache_key},
             # A source may add its provenance (the official Hub source: dataset revisions).
             "data": {"source": self.source.description, "manifest_sha256": manifest, **getattr(self.source, "provenance", dict)()},
             "config": {

@@ -52,4 +52,6 @@ def get_backend_class(name: str) -> type[Backend]:
 
 
 def create_backend(name: str, options: BackendOptions) -> Backend:
-    return get_backend_class(name).from_options(options)
+    backend = get_backend_class(name).from_options(options)
+    backend.options = options  # what it was built from: part of its cache identity
+    return backend

@@ -123,8 +123,8 @@ class _OpenAIBase(Backend):
         self.model_name = options.model
         self.batch_size = options.batch_size
         self.client = OpenAIClient(options.base_url, _api_key(options), options.timeout_s, options.max_retries, options.concurrency)
-        self.dtype = "server"  # the server's choice; part of the resume-cache key
-        self.tokenizer_name = options.model
+        self.dtype = "server"  # the server's choice
+        self.base_url = options.base_url.rstrip("/")
         # vLLM's `return_token_ids`: the generated ids, decoded here as the HF path decodes
         # them (the server's own text holds back a trailing incomplete UTF-8 character).
         # extra={"server_token_ids": False} for servers that reject unknown parameters.
@@ -154,6 +154,21 @@ class _OpenAIBase(Backend):
                 f"{err} -- --constrained sends vLLM's `structured_outputs` request field; this server refused the "
                 "request (a server without vLLM's structured outputs cannot run --constrained)"
             ) from err
+
+    def cache_identity(self) -> dict[str, Any]:
+        """The server (URL) and the model it serves (the name sent with every request), the local
+        tokenizer that makes the token ids and decodes the answers (its files' fingerprint when
+        local, its chat template), the max length, every --backend-arg (``server_token_ids``
+        changes how answers are decoded). Never the API key, nor the name of its variable: another
+        key to the same server gives the same numbers; concurrency, timeout and retries neither."""
+        from ..identity import model_source_identity, tokenizer_identity
+
+        identity = super().cache_identity()
+        identity.pop("device", None)  # the server's device, not ours
+        identity.update(model_source_identity(self.model_name, identity.get("revision")))
+        identity.update(tokenizer_identity(self.tokenizer, self.model_name))
+        identity.update(base_url=self.base_url, served_model=self.model_name, max_length=getattr(self, "max_length", None))
+        return identity
 
     def close(self) -> None:
         self.client.close()

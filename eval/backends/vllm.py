@@ -119,7 +119,6 @@ class VLLMBackend(Backend):
         self.name_or_path = name_or_path
         self.max_length = max_length
         self.dtype = dtype
-        self.tokenizer_name = name_or_path
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> "VLLMBackend":
@@ -136,6 +135,24 @@ class VLLMBackend(Backend):
             llm = LLM(**kwargs)
         dtype = str(llm.llm_engine.model_config.dtype).removeprefix("torch.")
         return cls(llm, tokenizer, options.model, max_length, dtype)
+
+    def cache_identity(self) -> dict[str, Any]:
+        """The model's files, resolved dtype and max length, the chat template, every
+        --backend-arg (``vllm_engine_args``: quantization, kv-cache dtype... change numbers) and the
+        tensor-parallel size, which splits every matmul over devices (another reduction order).
+        Left out: data-parallel size, GPU memory fraction and max model length change only which
+        requests share a batch (vLLM is not batch-invariant either way: float rounding, as the hf
+        backend's batch size); the engine seed, as decoding is greedy; --device (vLLM picks its platform)."""
+        from ..identity import model_source_identity, tokenizer_identity
+
+        identity = super().cache_identity()
+        identity.pop("device", None)
+        identity.update(model_source_identity(self.name_or_path, identity.get("revision")))
+        identity.update(tokenizer_identity(self.tokenizer, self.name_or_path))
+        identity.update(dtype=self.dtype, max_length=self.max_length)
+        if self.options is not None:
+            identity["tensor_parallel_size"] = self.options.tensor_parallel_size
+        return identity
 
     def close(self) -> None:
         llm, self.llm = self.llm, None
