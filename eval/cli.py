@@ -124,7 +124,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
 
     from .api import BackendOptions
     from .backends import create_backend
-    from .runner import ModelInfo, RunConfig, Runner, run_counts, summary_table, task_summary_table
+    from .runner import ModelInfo, RunConfig, Runner, nothing_evaluated, run_counts, summary_table, task_summary_table, why_missing
     from .tasks import DataSource, select_entries
 
     if (data_dir is None) == (hub_org is None):
@@ -162,11 +162,18 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
         if not is_official(data_dir):
             source = DataSource(data_dir=data_dir, hub_org=hub_org)
         # Read (and verify) every evaluation split before the model loads: data errors fail fast.
+        skipped: dict[str, str] = {}
         for entry in entries:
             if tasks is not None or source.has_split(entry, entry.spec.eval_split):
                 source.load(entry, entry.spec.eval_split)
+            else:
+                skipped[entry.name] = why_missing(source, entry, entry.spec.eval_split)
     except (FileNotFoundError, ValueError) as err:
         raise click.ClickException(one_line(err)) from None
+    if skipped and len(skipped) == len(entries):  # nothing to evaluate: say why for each task, before loading the model
+        for name, why in skipped.items():
+            click.echo(f"{name}: skipped, {' '.join(why.split())}", err=True)
+        raise click.ClickException(nothing_evaluated(skipped, source))
     config = RunConfig(progress=sys.stderr.isatty() if progress is None else progress,
                        num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
                        seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens,
@@ -198,6 +205,8 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
         # examples, no chat template, no CUDA, a model folder that is not a model,
         # a request kind the backend cannot serve (BackendUnsupported)...
         raise click.ClickException(one_line(err)) from err
+    if result.status == "empty":  # every task skipped by the runner (e.g. none declares the --setting's prompts)
+        raise click.ClickException(nothing_evaluated(result.skipped, source))
     click.echo(summary_table(result.results))
     click.echo(task_summary_table(result.results))
     click.echo(run_counts(result, runner.cache.path, output_dir))

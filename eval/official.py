@@ -19,9 +19,13 @@ from evalita_data.hub_names import check_org
 from evalita_data.schema_check import record_problems
 from evalita_data.taskspec import HubSplits
 
-from .tasks import TaskEntry
+from .tasks import HubUnreachable, TaskEntry
 
 PREFIX = "hf:"
+# Class names of the transport errors of the HTTP clients under huggingface_hub and datasets
+# (httpx, requests, urllib3), matched by name: which client is installed varies.
+_TRANSPORT_ERRORS = frozenset({"TransportError", "NetworkError", "ConnectError", "ConnectTimeout", "ReadTimeout", "TimeoutException",
+                               "ConnectionError", "Timeout", "NewConnectionError", "MaxRetryError", "ProxyError"})
 
 
 class OfficialDataError(ValueError):
@@ -30,6 +34,34 @@ class OfficialDataError(ValueError):
 
 def is_official(data: str | None) -> bool:
     return data is not None and data.startswith(PREFIX)
+
+
+def hub_host() -> str:
+    """The host of the Hub endpoint in use (HF_ENDPOINT, else huggingface.co)."""
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    return urlparse(constants.ENDPOINT).netloc or constants.ENDPOINT
+
+
+def is_unreachable(err: BaseException) -> bool:
+    """Whether ``err`` (or what caused it) says the Hub could not be reached: offline mode, no
+    network, a refused connection, a timeout; not a missing repository or split."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (ConnectionError, TimeoutError)) or _TRANSPORT_ERRORS & {c.__name__ for c in type(current).__mro__}:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def unreachable_error(what: str, err: BaseException) -> HubUnreachable:
+    first = str(err).splitlines()[0] if str(err) else type(err).__name__
+    return HubUnreachable(f"{what}: the Hub ({hub_host()}) cannot be reached ({first[:200]}); check the network, HF_ENDPOINT "
+                          "and HF_HUB_OFFLINE, or evaluate a local folder with --data")
 
 
 class OfficialSource:
@@ -42,6 +74,7 @@ class OfficialSource:
         self.org = org
         self._records: dict[tuple[str, str], list[dict]] = {}
         self._revisions: dict[str, str] = {}  # repo id -> commit sha read
+        self._missing: dict[tuple[str, str], str] = {}  # (entry, split) -> why has_split said no
 
     @classmethod
     def from_spec(cls, data: str) -> "OfficialSource":
@@ -76,7 +109,12 @@ class OfficialSource:
         if repo_id not in self._revisions:
             from huggingface_hub import HfApi
 
-            self._revisions[repo_id] = HfApi().dataset_info(repo_id).sha
+            try:
+                self._revisions[repo_id] = HfApi().dataset_info(repo_id).sha
+            except Exception as err:
+                if is_unreachable(err):
+                    raise unreachable_error(f"{PREFIX}{self.org}: {repo_id}", err) from None
+                raise
         return self._revisions[repo_id]
 
     @property
@@ -89,15 +127,21 @@ class OfficialSource:
 
     # -- DataSource interface ------------------------------------------------------------
     def has_split(self, entry: TaskEntry, split: str) -> bool:
-        if entry.spec.hub_splits is None:
-            return False  # a registered task without an official copy: skipped like a missing split
+        if entry.spec.hub_splits is None:  # a registered task without an official copy: skipped like a missing split
+            self._missing[(entry.name, split)] = "the task declares no official Hub copy (TaskSpec.hub_splits)"
+            return False
         try:
             self.load(entry, split)
-        except OfficialDataError:
-            raise  # a copy that breaks our schema is an error, not a missing split
-        except Exception:
+        except (OfficialDataError, HubUnreachable):
+            raise  # a copy that breaks our schema, or no Hub at all, is an error, not a missing split
+        except Exception as err:  # noqa: BLE001 - the reason is kept for why_missing
+            self._missing[(entry.name, split)] = str(err)
             return False
         return True
+
+    def why_missing(self, entry: TaskEntry, split: str) -> str:
+        """Why ``has_split`` said no (the run's skip message)."""
+        return self._missing.get((entry.name, split), f"{self.description} has no split {split!r}")
 
     def load(self, entry: TaskEntry, split: str) -> list[dict]:
         key = (entry.name, split)
@@ -112,7 +156,11 @@ class OfficialSource:
         where = f"{repo_id}" + (f" config {self.config(entry)}" if self.config(entry) else "")
         try:
             ds = load_dataset(repo_id, name=self.config(entry), split=official, revision=self.revision(entry))
+        except HubUnreachable:
+            raise
         except Exception as err:  # unknown repository, config or split, or the Hub unreachable
+            if is_unreachable(err):
+                raise unreachable_error(f"{entry.name}: {where} split {official}", err) from None
             first = str(err).splitlines()[0] if str(err) else type(err).__name__
             raise FileNotFoundError(f"{entry.name}: cannot read {where} split {official} ({first[:300]})") from None
         records = [dict(r) for r in ds]

@@ -85,7 +85,9 @@ class RunResult:
     computed: int = 0  # requests sent to the backend (not found in the cache)
     cached: int = 0  # requests read back from the resume cache
     requests: int = 0  # every request of the run (a request repeated within it counts each time)
-    status: str = "partial"  # "complete" once every task is finished
+    # "partial" while running; then "complete", or "empty" when no task was evaluated (see ``skipped``).
+    status: str = "partial"
+    skipped: dict[str, str] = field(default_factory=dict)  # entry -> why it was not evaluated
 
 
 def _as_turns(messages: list[list[dict]] | None, n: int) -> list[tuple[dict, ...] | None]:
@@ -301,17 +303,19 @@ class Runner:
         if unaskable and not self.config.skip_missing:
             raise ValueError(f"--setting {self.config.setting} needs the instruct prompts (TaskSpec.instruct) that "
                              f"{', '.join(e.name for e in unaskable)} do(es) not declare")
+        result = RunResult()
         for entry in unaskable:  # a run over every task: the others go on
-            self.echo(f"{entry.name}: skipped, the task declares no instruct prompts for --setting {self.config.setting}")
+            result.skipped[entry.name] = f"the task declares no instruct prompts for --setting {self.config.setting}"
+            self.echo(f"{entry.name}: skipped, {result.skipped[entry.name]}")
         entries = [e for e in entries if e not in unaskable]
         self.check_capabilities(entries)
         self.out.mkdir(parents=True, exist_ok=True)
-        result = RunResult()
         manifest: dict[str, dict[str, str]] = {}
         try:
             for entry in entries:
                 if self.config.skip_missing and not self.source.has_split(entry, entry.spec.eval_split):
-                    self.echo(f"{entry.name}: skipped, {self.source.description} has no split {entry.spec.eval_split!r}")
+                    result.skipped[entry.name] = self._why_missing(entry, entry.spec.eval_split)
+                    self.echo(f"{entry.name}: skipped, {result.skipped[entry.name]}")
                     continue
                 start = time.perf_counter()
                 try:
@@ -326,11 +330,15 @@ class Runner:
                 splits = [entry.spec.eval_split] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
                 manifest[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
                 self._write_results(result, manifest)
-            result.status = "complete"
+            # A run that evaluated nothing is no success: results.json says so, and the CLI exits 1.
+            result.status = "complete" if result.results else "empty"
             self._write_results(result, manifest)
         finally:
             self.cache.close()
         return result
+
+    def _why_missing(self, entry: TaskEntry, split: str) -> str:
+        return why_missing(self.source, entry, split)
 
     def _write_results(self, result: RunResult, manifest: dict) -> None:
         c = self.config
@@ -350,12 +358,36 @@ class Runner:
                 "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
             },
             "results": result.results,
+            "skipped": result.skipped,
             "versions": package_versions(),
             "timing": result.timing,
         }
         tmp = self.out / ".results.json.tmp"
         tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n", "utf-8")
         tmp.replace(self.out / "results.json")
+
+
+def why_missing(source: Any, entry: TaskEntry, split: str) -> str:
+    """Why ``source`` has no ``split`` of ``entry``: the source's own reason when it has one (the
+    official Hub source), else the missing split."""
+    why = getattr(source, "why_missing", None)
+    return why(entry, split) if why is not None else f"{source.description} has no split {split!r}"
+
+
+def nothing_evaluated(skipped: dict[str, str], source: Any) -> str:
+    """The one-line error of a run that evaluated nothing (the reasons per task are printed before it);
+    a local folder's task folders that no registered task reads are named."""
+    text = f"nothing was evaluated: every one of the {len(skipped)} task entries was skipped ({'; '.join(sorted(set(skipped.values())))[:300]})"
+    folder = getattr(source, "data_dir", None)
+    if folder is not None and Path(folder).is_dir():
+        from evalita_data.registry import task_ids
+
+        known = set(task_ids())
+        unknown = sorted(p.name for p in Path(folder).iterdir() if p.is_dir() and not p.name.startswith(".") and p.name not in known)
+        if unknown:
+            text += (f"; {folder} holds folders of tasks that are not registered here: {', '.join(unknown)} "
+                     "(an out-of-tree task is registered by EVALITA_TASK_PATH or its installed package)")
+    return text
 
 
 def summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
