@@ -9,7 +9,7 @@ Backends live in ``backends/`` (see docs/adding-a-backend.md).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, Sequence
 
 
@@ -101,6 +101,16 @@ class BackendOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def backend_option(default: Any, help: str, *, changes_numbers: bool = True, flag: str | None = None) -> Any:
+    """A field of a backend's ``Options`` dataclass (filled from ``--backend-arg NAME=VALUE``).
+
+    ``help`` is what ``evalita-eval backends`` prints; ``changes_numbers``: whether another value
+    can change a number the backend returns (then it is part of the backend's cache identity);
+    ``flag``: the ``run`` option that is an alias of ``--backend-arg NAME=`` (kept for users who have
+    it; the value also fills the ``BackendOptions`` field of the same name)."""
+    return field(default=default, metadata={"help": help, "changes_numbers": changes_numbers, "flag": flag})
+
+
 class BackendUnsupported(ValueError):
     """A request kind or option this backend does not offer (a clear CLI error, no traceback)."""
 
@@ -115,8 +125,13 @@ class Backend(ABC):
     # The weights' dtype as loaded ("unknown": the backend does not say; then the --dtype option
     # asked for is in its identity).
     dtype: str = "unknown"
-    # What the backend was built from; ``create_backend`` sets it (None for one built directly).
+    # The backend's own settings: a dataclass of ``backend_option`` fields, filled from
+    # ``--backend-arg NAME=VALUE`` (typed, unknown names refused) and listed by
+    # ``evalita-eval backends``. None: any --backend-arg is accepted as a string (older backends).
+    Options: ClassVar[type | None] = None
+    # What the backend was built from; ``create_backend`` sets them (None for one built directly).
     options: BackendOptions | None = None
+    engine_options: Any = None  # the ``Options`` instance
 
     @classmethod
     @abstractmethod
@@ -141,7 +156,8 @@ class Backend(ABC):
 
         The base gives what every backend shares: its name and dtype and the options it was
         built from that can change a number (model, revision, --trust-remote-code, --max-length,
-        --device, every --backend-arg). A backend extends ``super().cache_identity()`` with what it
+        --device, and its ``Options`` declared ``changes_numbers``, or every --backend-arg for a
+        backend without ``Options``). A backend extends ``super().cache_identity()`` with what it
         resolved (a model folder's fingerprint, the max length, the chat template, the server...)
         and drops what it ignores. Options that only change speed (batch size, threads,
         concurrency, timeouts, retries, progress) stay out; so do secrets (an API key)."""
@@ -151,10 +167,15 @@ class Backend(ABC):
             identity.update({
                 "name_or_path": options.model, "revision": options.revision, "trust_remote_code": options.trust_remote_code,
                 "max_length": options.max_length, "device": options.device,
-                "backend_args": {k: options.extra[k] for k in sorted(options.extra)},
             })
             if self.dtype == "unknown":
                 identity["dtype"] = options.dtype
+            if self.engine_options is None:
+                identity["backend_args"] = {k: options.extra[k] for k in sorted(options.extra)}
+        if self.engine_options is not None:
+            identity["options"] = {
+                f.name: getattr(self.engine_options, f.name) for f in fields(self.engine_options) if f.metadata.get("changes_numbers", True)
+            }
         return identity
 
 

@@ -113,7 +113,7 @@ def test_results_record_the_identity_without_secrets(baseline: Path, model_copy:
     assert key == identity_key(model)
     assert model["files_sha256"] == folder_fingerprint(model_copy) and model["backend"] == "hf"
     assert (model["dtype"], model["max_length"], model["device"], model["revision"]) == ("float32", 2048, "cpu", None)
-    assert model["chat_template_sha256"] is not None and model["backend_args"] == {}
+    assert model["chat_template_sha256"] is not None and model["options"] == {}
     assert "batch_size" not in model and "threads" not in model
 
 
@@ -165,7 +165,7 @@ def test_server_url_and_backend_args_are_in_the_key(two_servers: list[str], tiny
     assert _run(out, tiny_model, *common, "--base-url", first, "--backend-arg", "server_token_ids=false") == (TE_REQUESTS, 0)
     model = json.loads((out / "results.json").read_text("utf-8"))["model"]
     assert (model["base_url"], model["served_model"], model["dtype"]) == (first, str(tiny_model), "server")
-    assert "device" not in model and "api_key_env" not in model
+    assert "device" not in model and model["options"] == {"server_token_ids": False}  # not the key's variable, concurrency...
 
 
 def test_vllm_identity_keeps_what_changes_numbers(tiny_model: Path) -> None:
@@ -176,6 +176,7 @@ def test_vllm_identity_keeps_what_changes_numbers(tiny_model: Path) -> None:
     from transformers import AutoTokenizer
 
     from evalita_eval.api import BackendOptions
+    from evalita_eval.backend_options import resolve_options
     from evalita_eval.backends.vllm import VLLMBackend
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
@@ -183,11 +184,11 @@ def test_vllm_identity_keeps_what_changes_numbers(tiny_model: Path) -> None:
 
     def identity(**changes) -> dict:
         backend = VLLMBackend(None, tokenizer, str(tiny_model), 2048, "float32")
-        backend.options = replace(base, **changes)
+        backend.options, backend.engine_options = resolve_options(VLLMBackend, replace(base, **changes))
         return backend.cache_identity()
 
     same = identity()
-    assert same["tensor_parallel_size"] == 1 and "device" not in same and same["max_length"] == 2048
+    assert same["options"] == {"tensor_parallel_size": 1, "vllm_engine_args": None} and "device" not in same and same["max_length"] == 2048
     for changed in ({"tensor_parallel_size": 2}, {"extra": {"vllm_engine_args": {"quantization": "fp8"}}}):
         assert identity(**changed) != same, changed
     for unchanged in ({"data_parallel_size": 2}, {"gpu_memory_utilization": 0.5}, {"max_model_len": 4096}, {"batch_size": 1}):

@@ -201,12 +201,18 @@ def load_hf(options: BackendOptions) -> LoadedModel:
 # -- the backend ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class HFOptions:
+    """The hf backend has no option beyond the common ones (--batch-size, --device, --dtype...)."""
+
+
 @register_backend("hf")
 class HFBackend(OnHFModel, Backend):
     """Batched plain transformers forward passes; parity-tested against lm-eval's ``hf`` model."""
 
     # Constrained requests: an xgrammar logits processor in generate (eval/constrained.py).
     capabilities = Capabilities(constrained=True)
+    Options = HFOptions
 
     def __init__(self, model: Any, tokenizer: Any, *, max_length: int, batch_size: int = 8, name_or_path: str = "") -> None:
         if batch_size < 1:

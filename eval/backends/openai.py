@@ -22,9 +22,10 @@ import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..api import Backend, BackendOptions, BackendUnsupported, Capabilities, Constraint, GenRequest, LLRequest, LLResult, cut_at_stop
+from ..api import Backend, BackendOptions, BackendUnsupported, Capabilities, Constraint, GenRequest, LLRequest, LLResult, backend_option, cut_at_stop
 from . import register_backend
 from .engine_common import generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
 from .hf import render_chat
@@ -116,7 +117,23 @@ def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+@dataclass(frozen=True)
+class ServerOptions:
+    """The server and how it is asked; only the URL and how answers are decoded can change a number."""
+
+    base_url: str | None = backend_option(None, "the server's URL, e.g. http://127.0.0.1:8000/v1", flag="--base-url")
+    api_key_env: str | None = backend_option(None, "NAME of the environment variable holding the API key (never the key)",
+                                             changes_numbers=False, flag="--api-key-env")
+    concurrency: int = backend_option(4, "requests in flight at once", changes_numbers=False, flag="--concurrency")
+    timeout_s: float = backend_option(120.0, "seconds per request", changes_numbers=False, flag="--timeout")
+    max_retries: int = backend_option(5, "retries of a failed request", changes_numbers=False, flag="--max-retries")
+    server_token_ids: bool = backend_option(True, "ask for the generated token ids (vLLM's return_token_ids) and decode them "
+                                                  "locally; false for servers that refuse unknown fields")
+
+
 class _OpenAIBase(Backend):
+    Options = ServerOptions
+
     def __init__(self, options: BackendOptions) -> None:
         if not options.base_url:
             raise ValueError(f"--backend {self.name} needs --base-url (e.g. http://127.0.0.1:8000/v1)")
@@ -168,6 +185,7 @@ class _OpenAIBase(Backend):
         identity.update(model_source_identity(self.model_name, identity.get("revision")))
         identity.update(tokenizer_identity(self.tokenizer, self.model_name))
         identity.update(base_url=self.base_url, served_model=self.model_name, max_length=getattr(self, "max_length", None))
+        identity.get("options", {}).pop("base_url", None)  # normalised above: a trailing "/" is the same server
         return identity
 
     def close(self) -> None:
