@@ -147,6 +147,8 @@ class DataSource:
             return self._jsonl(entry, split).is_file() or self._parquet(entry, split).is_file()
         try:
             self.load(entry, split)
+        except HubUnreachable:
+            raise  # no Hub at all is an error, not a missing split
         except Exception:
             return False
         return True

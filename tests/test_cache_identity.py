@@ -193,3 +193,22 @@ def test_vllm_identity_keeps_what_changes_numbers(tiny_model: Path) -> None:
         assert identity(**changed) != same, changed
     for unchanged in ({"data_parallel_size": 2}, {"gpu_memory_utilization": 0.5}, {"max_model_len": 4096}, {"batch_size": 1}):
         assert identity(**unchanged) == same, unchanged
+
+
+def test_a_hub_model_is_identified_by_its_snapshot_commit() -> None:
+    """A Hub id: id, revision and the commit of the downloaded snapshot (read offline from the HF cache,
+    which tests/conftest.py points into a temporary folder); None when not downloaded."""
+    from huggingface_hub import constants
+
+    from evalita_eval.identity import model_source_identity
+
+    repo = Path(constants.HF_HUB_CACHE) / "models--evalita-test--snapshot-model"
+    for commit, ref in (("a" * 40, "main"), ("b" * 40, "v2")):
+        (repo / "snapshots" / commit).mkdir(parents=True, exist_ok=True)
+        (repo / "snapshots" / commit / "config.json").write_text("{}", "utf-8")
+        (repo / "refs").mkdir(exist_ok=True)
+        (repo / "refs" / ref).write_text(commit, "utf-8")
+    assert model_source_identity("evalita-test/snapshot-model", None) == {"name_or_path": "evalita-test/snapshot-model", "revision": None, "commit": "a" * 40}
+    assert model_source_identity("evalita-test/snapshot-model", "v2")["commit"] == "b" * 40
+    assert model_source_identity("evalita-test/not-downloaded", None)["commit"] is None
+    assert model_source_identity("gpt-4o-mini", None)["commit"] is None  # a hosted API model: no Hub repository

@@ -24,17 +24,29 @@ from evalita_eval.tasks import all_entries
 DATA = Path(__file__).parent / "data" / "build"
 
 
+def _error_of_every_task_run(env: dict, model: Path, tmp_path: Path, *data: str) -> str:
+    """The one error line of `run` over every task (no --tasks) in a subprocess with ``env``
+    (huggingface_hub reads it at import): exit 1, no traceback, no false "no split", no results."""
+    full = {**os.environ, **env, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_ETAG_TIMEOUT": "2", "HF_HUB_DOWNLOAD_TIMEOUT": "2"}
+    proc = subprocess.run([sys.executable, "-m", "evalita_eval.cli", "run", "--model", str(model), *data, "--output-dir", str(tmp_path / "o")],
+                          env=full, capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "no split" not in proc.stdout + proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / "o" / "results.json").exists()
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("Error:")]
+    assert len(errors) == 1, proc.stderr[-2000:]
+    return errors[0]
+
+
 @pytest.mark.parametrize("env, host", [({"HF_HUB_OFFLINE": "1"}, "huggingface.co"), ({"HF_ENDPOINT": "http://127.0.0.1:9"}, "127.0.0.1:9")],
                          ids=["offline", "refused"])
 def test_official_splits_without_the_hub_say_it_is_unreachable(env: dict, host: str, tiny_model: Path, tmp_path: Path) -> None:
-    full = {**os.environ, **env, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_ETAG_TIMEOUT": "2", "HF_HUB_DOWNLOAD_TIMEOUT": "2"}
-    proc = subprocess.run([sys.executable, "-m", "evalita_eval.cli", "run", "--model", str(tiny_model), "--data", "hf:evalitahf",
-                           "--output-dir", str(tmp_path / "o")], env=full, capture_output=True, text=True)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("Error:")]
-    assert len(errors) == 1 and f"the Hub ({host}) cannot be reached" in errors[0], proc.stderr[-2000:]
-    assert "Traceback" not in proc.stderr and "no split" not in proc.stdout + proc.stderr
-    assert not (tmp_path / "o" / "results.json").exists()
+    assert f"the Hub ({host}) cannot be reached" in _error_of_every_task_run(env, tiny_model, tmp_path, "--data", "hf:evalitahf")
+
+
+def test_a_hub_org_without_the_hub_says_it_is_unreachable(tiny_model: Path, tmp_path: Path) -> None:
+    error = _error_of_every_task_run({"HF_HUB_OFFLINE": "1"}, tiny_model, tmp_path, "--hub-org", "evalita-llm")
+    assert "hf://datasets/evalita-llm/" in error and "the Hub cannot be reached" in error
 
 
 def test_a_build_of_unknown_tasks_only_exits_1_naming_them(tiny_model: Path, tmp_path: Path) -> None:
