@@ -33,6 +33,15 @@ def text_sha256(text: str | None) -> str | None:
     return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def file_sha256(path: str | Path) -> str:
+    """sha256 of a file's content, read in chunks (weights may be large)."""
+    content = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_READ_CHUNK):
+            content.update(chunk)
+    return content.hexdigest()
+
+
 def folder_fingerprint(folder: str | Path) -> str:
     """sha256 over the sorted relative paths, sizes and contents of the files of ``folder`` that
     can change a number (``MODEL_FILE_SUFFIXES``; hidden files and folders left out). Content is
@@ -44,11 +53,7 @@ def folder_fingerprint(folder: str | Path) -> str:
     )
     total = hashlib.sha256()
     for path in files:
-        content = hashlib.sha256()
-        with open(path, "rb") as fh:
-            while chunk := fh.read(_READ_CHUNK):
-                content.update(chunk)
-        total.update(f"{path.relative_to(root).as_posix()}\0{path.stat().st_size}\0{content.hexdigest()}\n".encode("utf-8"))
+        total.update(f"{path.relative_to(root).as_posix()}\0{path.stat().st_size}\0{file_sha256(path)}\n".encode("utf-8"))
     return total.hexdigest()
 
 
@@ -68,10 +73,13 @@ def hub_snapshot_commit(repo_id: str, revision: str | None) -> str | None:
 
 
 def model_source_identity(name_or_path: str, revision: str | None) -> dict[str, Any]:
-    """Which model files: a local folder's content fingerprint, else the Hub id, revision and snapshot commit."""
-    folder = Path(name_or_path).expanduser()
-    if name_or_path and folder.is_dir():
-        return {"name_or_path": name_or_path, "files_sha256": folder_fingerprint(folder)}
+    """Which model files: a local folder's content fingerprint (a single local file, e.g. a GGUF, its
+    sha256), else the Hub id, revision and snapshot commit."""
+    local = Path(name_or_path).expanduser()
+    if name_or_path and local.is_dir():
+        return {"name_or_path": name_or_path, "files_sha256": folder_fingerprint(local)}
+    if name_or_path and local.is_file():
+        return {"name_or_path": name_or_path, "file_sha256": file_sha256(local)}
     return {"name_or_path": name_or_path, "revision": revision, "commit": hub_snapshot_commit(name_or_path, revision)}
 
 

@@ -212,3 +212,14 @@ def test_a_hub_model_is_identified_by_its_snapshot_commit() -> None:
     assert model_source_identity("evalita-test/snapshot-model", "v2")["commit"] == "b" * 40
     assert model_source_identity("evalita-test/not-downloaded", None)["commit"] is None
     assert model_source_identity("gpt-4o-mini", None)["commit"] is None  # a hosted API model: no Hub repository
+
+
+def test_a_single_model_file_is_identified_by_its_content(tmp_path: Path) -> None:
+    from evalita_eval.identity import model_source_identity
+
+    path = tmp_path / "model.gguf"
+    path.write_bytes(b"GGUF" + bytes(100))
+    before = model_source_identity(str(path), None)
+    assert before == {"name_or_path": str(path), "file_sha256": __import__("hashlib").sha256(b"GGUF" + bytes(100)).hexdigest()}
+    path.write_bytes(b"GGUF" + bytes(99) + b"\1")  # replaced in place, same size
+    assert model_source_identity(str(path), None) != before
