@@ -65,16 +65,17 @@ def rerun(baseline: Path, model_copy: Path, tiny_model: Path, tmp_path: Path):
     shutil.copytree(tiny_model, model_copy)  # the next test starts from the baseline's model
 
 
-@pytest.mark.parametrize("args", [(), ("--batch-size", "3"), ("--threads", "1"), ("--dtype", "float32"), ("--seed", "1234")],
-                         ids=["same", "batch-size", "threads", "dtype-resolved-equal", "seed-default"])
+@pytest.mark.parametrize("args", [(), ("--batch-size", "3"), ("--threads", "1"), ("--dtype", "float32"), ("--seed", "1234"), ("--device", "auto")],
+                         ids=["same", "batch-size", "threads", "dtype-resolved-equal", "seed-default", "device-auto-on-cpu"])
 def test_same_numbers_read_everything_back(rerun, args: tuple[str, ...]) -> None:
     """Identical options, or options that cannot change a number (batch size and threads: see
     OnHFModel.cache_identity for the measurement), read every request back."""
     assert rerun(*args) == (0, TE_REQUESTS)
 
 
-@pytest.mark.parametrize("args", [("--max-length", "40"), ("--dtype", "bfloat16"), ("--backend", "fast"), ("--trust-remote-code",)],
-                         ids=["max-length", "dtype", "backend", "trust-remote-code"])
+@pytest.mark.parametrize("args", [("--max-length", "40"), ("--dtype", "bfloat16"), ("--backend", "fast"), ("--trust-remote-code",),
+                                  ("--revision", "main")],
+                         ids=["max-length", "dtype", "backend", "trust-remote-code", "revision"])
 def test_an_option_that_changes_numbers_recomputes(rerun, args: tuple[str, ...]) -> None:
     assert rerun(*args) == (TE_REQUESTS, 0)
 
