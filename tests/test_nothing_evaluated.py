@@ -89,3 +89,7 @@ def test_results_of_a_run_that_evaluated_nothing_say_empty_with_the_reasons(tmp_
     doc = json.loads((out / "results.json").read_text("utf-8"))
     assert result.status == doc["status"] == "empty" and doc["results"] == {}
     assert doc["skipped"] == {"te": f"{build} has no split 'test'", "wic": f"{build} has no split 'test'"}
+    from evalita_eval.report import ScoresError, load_results
+
+    with pytest.raises(ScoresError, match=r"a run that evaluated nothing \(2 task\(s\) skipped: te: .* has no split 'test'; wic: "):
+        load_results(out / "results.json")
