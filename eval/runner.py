@@ -363,7 +363,7 @@ class Runner:
             "timing": result.timing,
         }
         tmp = self.out / ".results.json.tmp"
-        tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n", "utf-8")
+        tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2, default=str) + "\n", "utf-8")  # default: an identity value a backend did not make JSON
         tmp.replace(self.out / "results.json")
 
 
