@@ -13,7 +13,7 @@ import json
 import types
 import typing
 from dataclasses import MISSING, Field, dataclass, fields, replace
-from typing import Any
+from typing import Any, Sequence
 
 from .api import Backend, BackendOptions
 
@@ -106,27 +106,26 @@ def describe_options(backend: type[Backend]) -> list[OptionInfo]:
     ]
 
 
-def _flag_of(name: str) -> str:
-    """The run flag that sets BackendOptions.``name`` (declared by the backends taking it)."""
-    from .backends import backend_names, get_backend_class
+def _default(f: Field) -> Any:
+    return f.default_factory() if f.default_factory is not MISSING else f.default  # type: ignore[misc]
 
-    for backend in backend_names():
-        for option in describe_options(get_backend_class(backend)):
+
+def flag_of(name: str, backends: Sequence[type[Backend]]) -> str:
+    """The run flag that sets BackendOptions.``name``, as the ``backends`` taking it declare it."""
+    for backend in backends:
+        for option in describe_options(backend):
             if option.name == name and option.flag:
                 return option.flag
     return f"BackendOptions.{name}"
 
 
-def _default(f: Field) -> Any:
-    return f.default_factory() if f.default_factory is not MISSING else f.default  # type: ignore[misc]
-
-
-def resolve_options(backend: type[Backend], options: BackendOptions) -> tuple[BackendOptions, Any]:
+def resolve_options(backend: type[Backend], options: BackendOptions, others: Sequence[type[Backend]] = ()) -> tuple[BackendOptions, Any]:
     """(the BackendOptions to build ``backend`` from, its ``Options`` instance or None).
 
     A field of ``Options`` takes, in order: its ``--backend-arg``, else the ``BackendOptions``
     field of the same name (the flag alias, or the Python API), else its default. A name given
-    both ways with two values, an unknown name, or a value of the wrong type is an error."""
+    both ways with two values, an unknown name, an engine flag that ``backend`` does not take
+    (named as the ``others`` that take it declare it), or a value of the wrong type is an error."""
     if backend.Options is None:  # an older backend reads options.extra itself
         return options, None
     declared = {f.name: f for f in fields(backend.Options)}
@@ -139,7 +138,7 @@ def resolve_options(backend: type[Backend], options: BackendOptions) -> tuple[Ba
     ignored = [f.name for f in fields(BackendOptions) if f.name not in COMMON_OPTIONS | set(declared)
                and getattr(options, f.name) != _BACKEND_OPTIONS_DEFAULTS.get(f.name)]
     if ignored:
-        raise BackendOptionError(f"{_flag_of(ignored[0])}: backend {backend.name!r} has no such option (its options: {have}; "
+        raise BackendOptionError(f"{flag_of(ignored[0], others)}: backend {backend.name!r} has no such option (its options: {have}; "
                                  "`evalita-eval backends` lists them)")
     hints = _hints(backend.Options)
     values: dict[str, Any] = {}

@@ -127,7 +127,7 @@ def test_engine_flags_are_aliases_of_backend_args() -> None:
     with pytest.raises(BackendOptionError, match="--backend-arg concurrency=3 and --concurrency 2 disagree"):
         resolve_options(server, BackendOptions("m", concurrency=2, extra={"concurrency": "3"}))
     with pytest.raises(BackendOptionError, match="--base-url: backend 'hf' has no such option"):
-        resolve_options(hf, BackendOptions("m", base_url="http://h/v1"))
+        resolve_options(hf, BackendOptions("m", base_url="http://h/v1"), [fast, server])
     assert [o.flag for o in describe_options(server)] == ["--base-url", "--api-key-env", "--concurrency", "--timeout", "--max-retries", None]
 
 

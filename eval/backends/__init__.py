@@ -13,6 +13,7 @@ import pkgutil
 from types import ModuleType
 
 from ..api import Backend, BackendOptions
+from ..backend_options import resolve_options
 
 ENTRY_POINT_GROUP = "evalita_llm.backends"
 _REGISTRY: dict[str, type[Backend]] = {}
@@ -74,10 +75,8 @@ def get_backend_class(name: str) -> type[Backend]:
 def create_backend(name: str, options: BackendOptions) -> Backend:
     """The backend ``name`` built from ``options``; its ``Options`` filled from ``options.extra``
     (``--backend-arg``) and the flag aliases, typed (``backend_options.resolve_options``)."""
-    from ..backend_options import resolve_options
-
     cls = get_backend_class(name)
-    options, engine = resolve_options(cls, options)
+    options, engine = resolve_options(cls, options, [get_backend_class(n) for n in backend_names()])
     backend = cls.from_options(options)
     backend.options, backend.engine_options = options, engine  # what it was built from: part of its cache identity
     return backend
