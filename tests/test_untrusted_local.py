@@ -1,0 +1,88 @@
+"""Untrusted local input (issue 22, findings 9-12): a damaged resume cache, a Hub-layout folder
+without manifest, a --to-dir that symlinks outside itself, offline messages, the build output folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evalita_eval.cache import RequestCache, request_key
+from evalita_eval.cli import main as eval_main
+
+HERE = Path(__file__).parent
+DATA = HERE / "data" / "build"
+
+
+# ---------------------------------------------------------------- 9: the resume cache
+
+
+def _write_lines(path: Path, lines: list[bytes]) -> None:
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+
+
+def test_cache_damaged_lines_and_wrong_shapes_are_missing(tmp_path: Path) -> None:
+    ll, gen = request_key("m", "loglikelihood", "a"), request_key("m", "generate_until", "b")
+    good = [json.dumps({"key": ll, "value": [-1.5, True]}).encode(), json.dumps({"key": gen, "value": "ciao"}).encode()]
+    path = tmp_path / "cache.jsonl"
+    damaged = [b'{"key": "k1", "value": "\xff\xfe"}', b'{"key": "k2", "val', b"[1, 2]", b'{"key": 3, "value": "x"}',
+               b'{"key": "k5", "value": null}']
+    _write_lines(path, [good[0], *damaged, good[1]])
+    cache = RequestCache(path)
+    assert cache.damaged_lines == 5
+    assert cache.get(ll, "loglikelihood") == [-1.5, True] and cache.get(gen, "generate_until") == "ciao"
+    assert cache.damage_note() == f"{path}: 5 damaged lines ignored; those requests are computed again"
+
+    shapes = {
+        "nan": [float("nan"), True], "inf": [float("-inf"), False], "str-logprob": ["-1.0", True], "bool-logprob": [True, True],
+        "int-greedy": [-1.0, 1], "short": [-1.0], "long": [-1.0, True, 0], "dict": {"logprob": -1.0}, "text": "ciao",
+    }
+    lines = [json.dumps({"key": request_key("m", "loglikelihood", name), "value": value}).encode() for name, value in shapes.items()]
+    lines += [json.dumps({"key": request_key("m", "generate_until", name), "value": value}).encode()
+              for name, value in {"list": ["a"], "number": 1.0, "true": True}.items()]
+    _write_lines(path, lines)
+    cache = RequestCache(path)
+    assert cache.damaged_lines == 0 and len(cache) == 12
+    assert [cache.get(request_key("m", "loglikelihood", name), "loglikelihood") for name in shapes] == [None] * 9
+    assert [cache.get(request_key("m", "generate_until", n), "generate_until") for n in ("list", "number", "true")] == [None] * 3
+    assert cache.get(request_key("m", "generate_until", "list"), "generate_until") is None  # counted once per key
+    assert cache.wrong_shape == 12
+    assert cache.damage_note() == f"{path}: 12 values of the wrong shape ignored; those requests are computed again"
+    cache.add([(request_key("m", "generate_until", "list"), "ok")])
+    assert cache.get(request_key("m", "generate_until", "list"), "generate_until") == "ok"
+    cache.close()
+
+
+def _computed(output: str) -> int:
+    return int(output.split(" requests computed")[0].rsplit("\n", 1)[-1])
+
+
+def test_damaged_cache_is_recomputed_with_equal_scores(tiny_model: Path, tmp_path: Path) -> None:
+    args = ["run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te,ner_adg", "--prompts", "p1",
+            "--limit", "2", "--max-new-tokens", "4", "--output-dir"]
+    first = CliRunner().invoke(eval_main, [*args, str(tmp_path / "a")], catch_exceptions=False)
+    assert first.exit_code == 0, first.output
+    path = tmp_path / "a" / "cache.jsonl"
+    lines = path.read_bytes().splitlines()
+    recs = [json.loads(x) for x in lines]
+    ll = [i for i, r in enumerate(recs) if isinstance(r["value"], list)]
+    gen = [i for i, r in enumerate(recs) if isinstance(r["value"], str)]
+    assert len(ll) == 4 and len(gen) == 2
+    lines[ll[0]] = lines[ll[0]][:20] + b"\xff\xfe" + lines[ll[0]][20:]  # not UTF-8
+    lines[ll[1]] = json.dumps({"key": recs[ll[1]]["key"], "value": [float("nan"), True]}).encode()
+    lines[ll[2]] = json.dumps({"key": recs[ll[2]]["key"], "value": "-0.5"}).encode()
+    lines[gen[0]] = json.dumps({"key": recs[gen[0]]["key"], "value": ["x"]}).encode()
+    _write_lines(path, lines)
+
+    rerun = CliRunner().invoke(eval_main, [*args, str(tmp_path / "a")], catch_exceptions=False)
+    assert rerun.exit_code == 0, rerun.output
+    assert f"{path}: 1 damaged line and 3 values of the wrong shape ignored; those requests are computed again" in rerun.output
+    assert _computed(rerun.output) == 4
+    fresh = CliRunner().invoke(eval_main, [*args, str(tmp_path / "b")], catch_exceptions=False)
+    got, want = (json.loads((tmp_path / d / "results.json").read_text("utf-8")) for d in "ab")
+    assert got["results"] == want["results"] and got["status"] == "complete"
+    for name in ("te_p1", "ner_adg_p1"):
+        assert (tmp_path / "a" / "samples" / f"{name}.jsonl").read_bytes() == (tmp_path / "b" / "samples" / f"{name}.jsonl").read_bytes()
+    assert "ignored" not in fresh.output
