@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from publish_fixtures import sample_build  # noqa: F401 - a fixture
 from click.testing import CliRunner
 
 from evalita_eval.cache import RequestCache, request_key
@@ -86,3 +87,48 @@ def test_damaged_cache_is_recomputed_with_equal_scores(tiny_model: Path, tmp_pat
     for name in ("te_p1", "ner_adg_p1"):
         assert (tmp_path / "a" / "samples" / f"{name}.jsonl").read_bytes() == (tmp_path / "b" / "samples" / f"{name}.jsonl").read_bytes()
     assert "ignored" not in fresh.output
+
+
+# ---------------------------------------------------------------- 10: a Hub-layout folder without manifest
+
+
+def _hub_layout_without_manifest(build_dir: Path, dest: Path) -> Path:
+    from evalita_data.push import write_to_dir
+
+    write_to_dir(build_dir, dest, echo=lambda _m: None)
+    for manifest in dest.glob("*/manifest.json"):
+        manifest.unlink()
+    return dest
+
+
+def test_hub_layout_without_manifest_is_checked_record_by_record(sample_build: Path, tiny_model: Path, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from evalita_eval.tasks import DataMismatch, DataSource, all_entries
+
+    hub = _hub_layout_without_manifest(sample_build, tmp_path / "hub")
+    source = DataSource(hub)
+    loaded = {(e.name, s): source.load(e, s) for e in all_entries() for s in (e.spec.eval_split, e.spec.fewshot_split)
+              if source.has_split(e, s)}
+    assert ("te", "test") in loaded and ("ner_fic", "test") in loaded  # valid data still load
+    te = next(e for e in all_entries() if e.name == "te")
+    parquet = hub / "te" / "data" / "test.parquet"
+    table = pq.read_table(parquet)
+    rows = table.to_pylist()
+    rows[1]["text2"] = None
+    pq.write_table(table.from_pylist(rows), parquet)
+    with pytest.raises(DataMismatch) as err:
+        DataSource(hub).load(te, "test")
+    assert str(err.value).startswith(f"{parquet}: record 2: text2: None is not of type 'string';")
+
+    sa_rows = [json.loads(x) for x in (DATA / "sa" / "test.jsonl").read_text("utf-8").splitlines()]
+    label = "opos"
+    sa_rows[2][label] = int(sa_rows[2][label])
+    folder = tmp_path / "jsonl"
+    (folder / "sa").mkdir(parents=True)
+    (folder / "sa" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in sa_rows), "utf-8")
+    result = CliRunner().invoke(eval_main, ["run", "--model", str(tiny_model), "--data", str(folder), "--tasks", "sa",
+                                            "--output-dir", str(tmp_path / "o")])
+    assert result.exit_code != 0
+    assert f"{folder / 'sa' / 'test.jsonl'}: record 3: {label}: {sa_rows[2][label]} is not of type 'string'" in result.output
+    assert not (tmp_path / "o" / "results.json").exists()
