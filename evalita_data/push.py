@@ -21,7 +21,7 @@ from . import __version__
 from .card import DEFAULT_ORG
 from .errors import EvalitaDataError
 from .layout import RepoFile, TaskRepo, load_checked_manifest, task_repo
-from .safepaths import check_hub_name, check_output_apart
+from .safepaths import check_hub_name, check_inside, check_output_apart
 
 REPO_TYPE = "dataset"
 DEFAULT_BRANCH = "main"
@@ -229,10 +229,12 @@ def write_to_dir(build: Path, dest: Path, org: str = DEFAULT_ORG, tasks: list[st
     check_hub_name(org)
     check_output_apart(dest, {"--build": build}, out_flag="--to-dir")
     manifest, chosen = load_checked_manifest(build, tasks)
+    for task in chosen:  # a task folder that is a link out of DEST refuses the push before anything is written
+        check_inside(dest / task, dest)
     repos = []
     for task in chosen:
         repo = task_repo(build, task, manifest["tasks"][task], org, jsonl=jsonl)
-        write_repo_dir(repo, dest / task)
+        write_repo_dir(repo, dest / task, root=dest)
         echo(f"{dest / task}: {len(repo.files)} file(s), {sum(len(f.data) for f in repo.files)} bytes")
         repos.append(repo)
     return repos

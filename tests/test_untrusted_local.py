@@ -132,3 +132,26 @@ def test_hub_layout_without_manifest_is_checked_record_by_record(sample_build: P
     assert result.exit_code != 0
     assert f"{folder / 'sa' / 'test.jsonl'}: record 3: {label}: {sa_rows[2][label]} is not of type 'string'" in result.output
     assert not (tmp_path / "o" / "results.json").exists()
+
+
+# ---------------------------------------------------------------- 11: push --to-dir through symbolic links
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("link", ["te", "te/data"])
+def test_to_dir_refuses_symlinked_folders_out_of_dir(sample_build: Path, tmp_path: Path, link: str) -> None:
+    from evalita_data.cli import main as data_main
+
+    dest, outside = tmp_path / "hub", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "mine.txt").write_text("not yours", "utf-8")
+    (dest / link).parent.mkdir(parents=True)
+    (dest / link).symlink_to(outside, target_is_directory=True)
+    result = CliRunner().invoke(data_main, ["push", "--build", str(sample_build), "--to-dir", str(dest), "--task", "te"])
+    assert result.exit_code == 1
+    assert f"resolves to {outside.resolve()}" in result.output and f"outside {dest}" in result.output
+    assert _tree(outside) == {"mine.txt": b"not yours"}
+    assert not any(p.is_file() for p in dest.rglob("*"))
