@@ -4,10 +4,13 @@ without manifest, a --to-dir that symlinks outside itself, offline messages, the
 from __future__ import annotations
 
 import json
+import os
+import socket
+import threading
 from pathlib import Path
 
 import pytest
-from publish_fixtures import sample_build  # noqa: F401 - a fixture
+from publish_fixtures import built_tasks, run_cli, sample_build  # noqa: F401 - a fixture
 from click.testing import CliRunner
 
 from evalita_eval.cache import RequestCache, request_key
@@ -155,3 +158,82 @@ def test_to_dir_refuses_symlinked_folders_out_of_dir(sample_build: Path, tmp_pat
     assert f"resolves to {outside.resolve()}" in result.output and f"outside {dest}" in result.output
     assert _tree(outside) == {"mine.txt": b"not yours"}
     assert not any(p.is_file() for p in dest.rglob("*"))
+
+
+# ---------------------------------------------------------------- 12: offline, as a new user
+
+
+class ClosingServer:
+    """A loopback TCP server that counts the connections it gets and closes each at once (no answer)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.connections = 0
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return  # closed by stop()
+            self.connections += 1
+            conn.close()
+
+    def stop(self) -> None:
+        self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+        self._thread.join()
+
+
+@pytest.fixture
+def dead_hub():
+    server = ClosingServer()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _closed_port() -> str:
+    with socket.socket() as s:  # a loopback port that nobody listens on once closed
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def _offline_env(endpoint: str, home: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_"))}
+    env.update(HF_ENDPOINT=endpoint, HF_HOME=str(home), HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1", NO_PROXY="127.0.0.1")
+    return env
+
+
+def test_fetch_offline_names_the_host_and_the_dataset(tmp_path: Path) -> None:
+    endpoint = _closed_port()
+    proc = run_cli(["fetch", "sum", "--raw", str(tmp_path / "raw")], _offline_env(endpoint, tmp_path / "hf"))
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[0] == (
+        f"error: cannot reach the Hub at {endpoint} for the dataset ARTeLab/fanpage (ConnectError: [Errno 111] Connection refused); "
+        f"check the network or HF_ENDPOINT (nothing was written to {tmp_path / 'raw' / 'sum'})")
+    assert not any(p.is_file() for p in tmp_path.joinpath("raw").rglob("*"))
+
+
+def test_push_dry_run_offline_lists_every_task_after_one_attempt(sample_build: Path, dead_hub: ClosingServer, tmp_path: Path) -> None:
+    proc = run_cli(["push", "--build", str(sample_build), "--dry-run"], _offline_env(dead_hub.url, tmp_path / "hf"))
+    assert proc.returncode == 0, proc.stderr
+    assert dead_hub.connections == 1  # one attempt for the whole dry run: no retries, no second task asking again
+    lines = proc.stdout.splitlines()
+    tasks = built_tasks(sample_build)
+    heads = [line for line in lines if not line.startswith(" ")]
+    assert len(heads) == len(tasks) + 1
+    assert heads[0].startswith(f"evalita-llm/{tasks[0]}@main: could not compare with the remote ({dead_hub.url}/datasets/evalita-llm/{tasks[0]}: read: ")
+    for task, head in zip(tasks[1:], heads[1:]):
+        assert head.startswith(f"evalita-llm/{task}@main: could not compare with the remote (the Hub at {dead_hub.url} was not reachable")
+    assert heads[-1] == f"dry run without the Hub: the local files of {len(tasks)} task(s) listed, none compared with {dead_hub.url}; nothing sent"
+    manifest = json.loads((sample_build / "manifest.json").read_text("utf-8"))
+    listed = [line.split()[-1] for line in lines if line.startswith("  local ")]
+    want = [p for t in tasks for p in ("README.md", "manifest.json", *(f"data/{k}.parquet" for k in manifest["tasks"][t]["splits"]))]
+    assert listed == want
