@@ -237,3 +237,32 @@ def test_push_dry_run_offline_lists_every_task_after_one_attempt(sample_build: P
     listed = [line.split()[-1] for line in lines if line.startswith("  local ")]
     want = [p for t in tasks for p in ("README.md", "manifest.json", *(f"data/{k}.parquet" for k in manifest["tasks"][t]["splits"]))]
     assert listed == want
+
+
+def test_export_lm_eval_exports_only_what_the_folder_holds(sample_build: Path, tmp_path: Path) -> None:
+    import yaml
+
+    from evalita_data.push import write_to_dir
+    from evalita_eval.tasks import all_entries
+
+    pushed = tmp_path / "pushed"
+    write_to_dir(sample_build, pushed, echo=lambda _m: None)
+    (pushed / "te" / "data" / "dev.parquet").unlink()  # te without its few-shot split
+    out = tmp_path / "lm_tasks"
+    result = CliRunner().invoke(eval_main, ["export-lm-eval", str(out), "--data-dir", str(pushed)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f"{pushed}: left out hs (no 'test_all'), rel (no 'test'): the folder does not hold that split"
+    assert lines[1] == f"{pushed}: exported without fewshot_split (0-shot only) te (no 'dev')"
+    held = [e.name for e in all_entries() if e.name not in ("hs", "rel")]
+    assert yaml.safe_load((out / "evalita-llm.yaml").read_text("utf-8"))["task"] == [f"evalita-llm_{n}" for n in held]
+    assert not list(out.glob("evalita-llm_hs*")) and not list(out.glob("evalita-llm_rel*"))
+    te, wic = ((out / f"evalita-llm_{n}_p1.yaml").read_text("utf-8").splitlines() for n in ("te", "wic"))
+    assert "test_split: test" in te and not [x for x in te if x.startswith("fewshot_split")] and "fewshot_split: dev" in wic
+    assert lines[-1].startswith(f"{out}: ") and f"--include_path {out} --tasks evalita-llm " in lines[-1]
+    utils = (out / "utils.py").read_text("utf-8")
+    assert "process_te_p1 = " in utils and "process_hs_" not in utils and "process_rel_" not in utils
+    empty = tmp_path / "empty" / "te"
+    empty.mkdir(parents=True)
+    refused = CliRunner().invoke(eval_main, ["export-lm-eval", str(tmp_path / "o2"), "--data-dir", str(empty.parent)])
+    assert refused.exit_code != 0 and "holds the evaluation split of no registered task" in refused.output
