@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import threading
 from pathlib import Path
@@ -266,3 +267,37 @@ def test_export_lm_eval_exports_only_what_the_folder_holds(sample_build: Path, t
     empty.mkdir(parents=True)
     refused = CliRunner().invoke(eval_main, ["export-lm-eval", str(tmp_path / "o2"), "--data-dir", str(empty.parent)])
     assert refused.exit_code != 0 and "holds the evaluation split of no registered task" in refused.output
+
+
+def test_build_refuses_an_out_folder_of_another_tool(raw_copy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalita_data.cli import main as data_main
+
+    raw = raw_copy("te")
+    out = tmp_path / "build"
+    (out / "lib" / "evalita_data").mkdir(parents=True)  # what `pip install .` leaves in ./build
+    (out / "lib" / "evalita_data" / "cli.py").write_text("# setuptools' copy", "utf-8")
+    (out / "bdist.linux-x86_64").mkdir()
+    before = _tree(out)
+    result = CliRunner().invoke(data_main, ["build", "--raw", str(raw), "--out", str(out), "--task", "te"])
+    assert result.exit_code == 1
+    assert result.output.splitlines()[0] == (
+        f"error: --out {out} is a folder holding bdist.linux-x86_64, lib, which evalita-data build did not write "
+        "(another tool's folder, e.g. setuptools' build/?); a build never mixes with other files: "
+        "choose another --out (default evalita-build) or move them away; nothing was built")
+    assert _tree(out) == before and not out.is_symlink()
+
+    # The default output folder is one no other tool writes; a rebuild into it (our link) and into an
+    # older unversioned build folder (manifest.json and task folders only) still work.
+    cwd = tmp_path / "cwd"
+    (cwd / "build" / "lib").mkdir(parents=True)
+    monkeypatch.chdir(cwd)
+    for _ in range(2):
+        ok = CliRunner().invoke(data_main, ["build", "--raw", str(raw), "--task", "te"])
+        assert ok.exit_code == 0, ok.output
+    default = cwd / "evalita-build"
+    assert default.is_symlink() and sorted(p.name for p in default.iterdir()) == ["manifest.json", "te"]
+    old_layout = cwd / "old"
+    shutil.copytree(default, old_layout)  # a real folder, as evalita-data wrote before the versioned layout
+    again = CliRunner().invoke(data_main, ["build", "--raw", str(raw), "--out", str(old_layout), "--task", "te"])
+    assert again.exit_code == 0, again.output
+    assert old_layout.is_symlink() and sorted(p.name for p in old_layout.iterdir()) == ["manifest.json", "te"]
