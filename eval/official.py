@@ -16,16 +16,13 @@ import hashlib
 import json
 
 from evalita_data.hub_names import check_org
+from evalita_data.hub_network import NETWORK_ERRORS, unreachable
 from evalita_data.schema_check import record_problems
 from evalita_data.taskspec import HubSplits
 
 from .tasks import HubUnreachable, TaskEntry
 
 PREFIX = "hf:"
-# Class names of the transport errors of the HTTP clients under huggingface_hub and datasets
-# (httpx, requests, urllib3), matched by name: which client is installed varies.
-_TRANSPORT_ERRORS = frozenset({"TransportError", "NetworkError", "ConnectError", "ConnectTimeout", "ReadTimeout", "TimeoutException",
-                               "ConnectionError", "Timeout", "NewConnectionError", "MaxRetryError", "ProxyError"})
 
 
 class OfficialDataError(ValueError):
@@ -36,15 +33,6 @@ def is_official(data: str | None) -> bool:
     return data is not None and data.startswith(PREFIX)
 
 
-def hub_host() -> str:
-    """The host of the Hub endpoint in use (HF_ENDPOINT, else huggingface.co)."""
-    from urllib.parse import urlparse
-
-    from huggingface_hub import constants
-
-    return urlparse(constants.ENDPOINT).netloc or constants.ENDPOINT
-
-
 def is_unreachable(err: BaseException) -> bool:
     """Whether ``err`` (or what caused it) says the Hub could not be reached: offline mode, no
     network, a refused connection, a timeout; not a missing repository or split."""
@@ -52,16 +40,14 @@ def is_unreachable(err: BaseException) -> bool:
     current: BaseException | None = err
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, (ConnectionError, TimeoutError)) or _TRANSPORT_ERRORS & {c.__name__ for c in type(current).__mro__}:
+        if isinstance(current, NETWORK_ERRORS):
             return True
         current = current.__cause__ or current.__context__
     return False
 
 
 def unreachable_error(what: str, err: BaseException) -> HubUnreachable:
-    first = str(err).splitlines()[0] if str(err) else type(err).__name__
-    return HubUnreachable(f"{what}: the Hub ({hub_host()}) cannot be reached ({first[:200]}); check the network, HF_ENDPOINT "
-                          "and HF_HUB_OFFLINE, or evaluate a local folder with --data")
+    return HubUnreachable(f"{unreachable(what, err)}; check the network, HF_ENDPOINT and HF_HUB_OFFLINE, or evaluate a local folder with --data")
 
 
 class OfficialSource:
@@ -113,7 +99,7 @@ class OfficialSource:
                 self._revisions[repo_id] = HfApi().dataset_info(repo_id).sha
             except Exception as err:
                 if is_unreachable(err):
-                    raise unreachable_error(f"{PREFIX}{self.org}: {repo_id}", err) from None
+                    raise unreachable_error(f"the dataset {repo_id} ({PREFIX}{self.org})", err) from None
                 raise
         return self._revisions[repo_id]
 
@@ -160,7 +146,7 @@ class OfficialSource:
             raise
         except Exception as err:  # unknown repository, config or split, or the Hub unreachable
             if is_unreachable(err):
-                raise unreachable_error(f"{entry.name}: {where} split {official}", err) from None
+                raise unreachable_error(f"the dataset {where}, split {official} ({entry.name})", err) from None
             first = str(err).splitlines()[0] if str(err) else type(err).__name__
             raise FileNotFoundError(f"{entry.name}: cannot read {where} split {official} ({first[:300]})") from None
         records = [dict(r) for r in ds]

@@ -38,15 +38,16 @@ def _error_of_every_task_run(env: dict, model: Path, tmp_path: Path, *data: str)
     return errors[0]
 
 
-@pytest.mark.parametrize("env, host", [({"HF_HUB_OFFLINE": "1"}, "huggingface.co"), ({"HF_ENDPOINT": "http://127.0.0.1:9"}, "127.0.0.1:9")],
+@pytest.mark.parametrize("env, host", [({"HF_HUB_OFFLINE": "1"}, "https://huggingface.co"), ({"HF_ENDPOINT": "http://127.0.0.1:9"}, "http://127.0.0.1:9")],
                          ids=["offline", "refused"])
 def test_official_splits_without_the_hub_say_it_is_unreachable(env: dict, host: str, tiny_model: Path, tmp_path: Path) -> None:
-    assert f"the Hub ({host}) cannot be reached" in _error_of_every_task_run(env, tiny_model, tmp_path, "--data", "hf:evalitahf")
+    error = _error_of_every_task_run(env, tiny_model, tmp_path, "--data", "hf:evalitahf")
+    assert f"cannot reach the Hub at {host} for the dataset evalitahf/" in error, error
 
 
 def test_a_hub_org_without_the_hub_says_it_is_unreachable(tiny_model: Path, tmp_path: Path) -> None:
     error = _error_of_every_task_run({"HF_HUB_OFFLINE": "1"}, tiny_model, tmp_path, "--hub-org", "evalita-llm")
-    assert "hf://datasets/evalita-llm/" in error and "the Hub cannot be reached" in error
+    assert "hf://datasets/evalita-llm/" in error and "the Hub at https://huggingface.co cannot be reached" in error
 
 
 def test_a_build_of_unknown_tasks_only_exits_1_naming_them(tiny_model: Path, tmp_path: Path) -> None:
