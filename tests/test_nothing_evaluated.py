@@ -63,6 +63,10 @@ def test_a_build_of_unknown_tasks_only_exits_1_naming_them(tiny_model: Path, tmp
     error = [ln for ln in lines if ln.startswith("Error:")]
     assert len(error) == 1 and "nothing was evaluated" in error[0] and "not registered here: mytask" in error[0], result.output
     assert not (tmp_path / "o" / "results.json").exists()  # the model was never loaded
+    (build / "manifest.json").unlink()  # not even a build: refused, naming what it holds
+    result = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(build), "--output-dir", str(tmp_path / "o")])
+    assert result.exit_code == 1 and f"{build} is not a build folder (no manifest.json; no <task>/ folder of " in result.output
+    assert "; it holds mytask)" in result.output, result.output
 
 
 class _Scorer(Backend):
