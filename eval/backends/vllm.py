@@ -132,6 +132,9 @@ class VLLMOptions:
     max_model_len: int | None = backend_option(None, "engine context length; default: the max length + 1", changes_numbers=False,
                                                flag="--max-model-len")
     vllm_engine_args: dict | None = backend_option(None, 'other vllm.LLM arguments, a JSON object (e.g. {"enforce_eager": true})')
+    # Equal numbers within float rounding either way, but not the same bits: in the identity.
+    vllm_loglikelihood: str = backend_option("prefix", "log-likelihood requests: prefix (each context computed once, choices "
+                                              "forced after it) or prompt_logprobs (the former path, no prefix reuse)")
 
 
 class EngineMissing(ImportError, RuntimeError):
