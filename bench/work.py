@@ -444,7 +444,7 @@ def flops(w: dict[str, int], model: dict[str, float] = LLAMA8B) -> float:
 def print_projection(result: dict[str, Any]) -> None:
     rate = H100["peak_flops"] * H100["utilisation"]
     print(f"\nLlama-3.1-8B on one H100 at {H100['utilisation']:.0%} of {H100['peak_flops'] / 1e12:.0f} TFLOP/s (bf16), "
-          "log-likelihoods and generation prompts, both settings:")
+          "log-likelihoods of both settings:")
     print("| scheduler | PFLOP | hours |")
     print("|---|---|---|")
     settings = result["settings"].values()
