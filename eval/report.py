@@ -303,6 +303,8 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
         group = [r for r in runs if setting_label(r.config) == label]
         assign_display_names(group)
         for r in group:
+            # A non-official split is named in every table the run appears in.
+            r.display += f" [split {r.config['split']}: {NOT_COMPARABLE}]" if r.config.get("split") else ""
             r.display += f" [{label}]" if len(labels) > 1 else ""
     models = [r.display for r in runs]
     tasks = task_order({t for r in runs for t in r.results})

@@ -441,7 +441,8 @@ def summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
     rows = [("task", "prompt", "n", "metrics")]
     for task, prompts in results.items():
         for prompt, scores in prompts.items():
-            metrics = "  ".join(f"{m}={v}" if m == st.UNPARSED else f"{m}={100 * v:.2f}" for m, v in scores.items() if m != "n")
+            metrics = "  ".join(f"{m}={v}/{scores.get('n', '?')}" if m == st.UNPARSED else f"{m}={100 * v:.2f}"
+                                for m, v in scores.items() if m != "n")
             rows.append((task, prompt, str(scores.get("n", "")), metrics))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}" for r in rows)

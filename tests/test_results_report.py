@@ -208,3 +208,17 @@ def test_split_is_recorded_and_marked(tiny_model: Path, tmp_path: Path, monkeypa
     assert "evaluated on split 'dev', not the official one: not comparable with the paper" in md
     assert "> note: evaluated on a non-official split: not comparable with the paper" in md
     assert "| dev (not comparable with the paper) |" in md
+    # the run's name carries the split in every table (summary, task tables)
+    assert md.count(f"| {tiny_model.name} [split dev: not comparable with the paper] |") >= 2
+
+
+def test_run_folder_names(tmp_path: Path) -> None:
+    from evalita_eval.naming import model_slug, run_folder, setting_slug
+
+    assert model_slug("HuggingFaceTB/SmolLM2-135M-Instruct") == "HuggingFaceTB__SmolLM2-135M-Instruct"
+    assert model_slug("org/m", "v1.0") == "org__m@v1.0"
+    (tmp_path / "my model").mkdir()
+    assert model_slug(str(tmp_path / "my model") + "/") == "my_model"  # a local folder: its own name, never the path
+    assert model_slug("..") == "model"
+    assert setting_slug("ce", True, 5, "dev") == "ce-constrained-5shot-dev" and setting_slug(None) == "loglikelihood"
+    assert run_folder({"name_or_path": "org/m", "revision": None}, {"setting": "oe", "num_fewshot": 0}) == "org__m/oe"
