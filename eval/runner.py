@@ -146,6 +146,7 @@ class Runner:
             values = compute([requests[i] for i in chunk])
             self._compute_s += time.perf_counter() - began
             self.cache.add((keys[i], to_json(v)) for i, v in zip(chunk, values))
+            self._counts["computed"] += len(chunk)
             bar.update(len(chunk))
         return [self.cache[k] for k in keys], len(pending)
 
@@ -335,20 +336,21 @@ class Runner:
                     self.echo(f"{entry.name}: skipped, {self.source.description} has no split {self.eval_split(entry)!r}")
                     self._skipped.append(entry.name)
                     continue
-                start, compute_start, counts_start = time.perf_counter(), self._compute_s, Counter(self._counts)
+                started = (time.perf_counter(), self._compute_s, Counter(self._counts))
                 try:
                     result.results[entry.name], n = self.run_entry(entry)
+                except KeyboardInterrupt:
+                    # The requests computed so far are in the cache; keep their time too, so the resume adds to it.
+                    result.timing[entry.name] = self._task_timing(started, earlier.get(entry.name, {}), finished=False)
+                    self._write_results(result, manifest)
+                    raise
                 finally:
                     if self._task_bar is not None:
                         self._task_bar.close()
                         self._task_bar = None
                 result.computed += n
                 result.cached, result.requests = self._counts["cached"], self._counts["requests"]
-                now = {"wall_s": time.perf_counter() - start, "compute_s": self._compute_s - compute_start,
-                       "requests": self._counts["requests"] - counts_start["requests"], "computed": n,
-                       "cached": self._counts["cached"] - counts_start["cached"]}
-                before = earlier.get(entry.name, {})
-                result.timing[entry.name] = {k: round(v + before.get(k, 0), 3) for k, v in now.items()}
+                result.timing[entry.name] = self._task_timing(started, earlier.get(entry.name, {}), finished=True)
                 splits = [self.eval_split(entry)] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
                 manifest[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
                 self._write_results(result, manifest)
@@ -357,6 +359,15 @@ class Runner:
         finally:
             self.cache.close()
         return result
+
+    def _task_timing(self, started: tuple[float, float, Counter], before: dict, finished: bool) -> dict[str, float]:
+        """This invocation's time and requests of one task, added to what earlier invocations spent on it."""
+        start, compute_start, counts = started
+        done = {k: self._counts[k] - counts[k] for k in ("requests", "computed", "cached")}
+        if not finished:  # requests not yet reached are not counted: the resume counts them
+            done["requests"] = done["computed"] + done["cached"]
+        now = {"wall_s": time.perf_counter() - start, "compute_s": self._compute_s - compute_start, **done}
+        return {k: round(now[k] + before.get(k, 0), 3) for k in TIMING_KEYS}
 
     def _config_json(self) -> dict:
         c = self.config

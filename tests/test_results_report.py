@@ -222,3 +222,31 @@ def test_run_folder_names(tmp_path: Path) -> None:
     assert model_slug("..") == "model"
     assert setting_slug("ce", True, 5, "dev") == "ce-constrained-5shot-dev" and setting_slug(None) == "loglikelihood"
     assert run_folder({"name_or_path": "org/m", "revision": None}, {"setting": "oe", "num_fewshot": 0}) == "org__m/oe"
+
+
+def test_interrupted_task_keeps_its_time(tiny_model: Path, tmp_path: Path, monkeypatch) -> None:
+    """Ctrl-C during a task: the time and requests computed so far are written, and the resume adds to them."""
+    from evalita_eval.backends.hf import HFBackend
+
+    real = HFBackend.generate_until
+    calls: list[int] = []
+
+    def interrupted_on_second_call(self, requests):
+        calls.append(len(requests))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(self, requests)
+
+    args = ["run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te", "--setting", "ce", "--max-new-tokens", "2",
+            "--batch-size", "1", "--output-dir", str(tmp_path)]
+    monkeypatch.setattr(HFBackend, "generate_until", interrupted_on_second_call)
+    stopped = CliRunner().invoke(main, args)
+    assert stopped.exit_code == 130, stopped.output
+    doc = json.loads((tmp_path / "results.json").read_text("utf-8"))
+    assert doc["status"] == "partial" and doc["results"] == {}
+    first = doc["timing"]["te"]
+    assert (first["requests"], first["computed"], first["cached"]) == (3, 3, 0) and first["compute_s"] > 0  # p1's 3 answers
+    monkeypatch.setattr(HFBackend, "generate_until", real)
+    _run(args[1:])
+    done = json.loads((tmp_path / "results.json").read_text("utf-8"))["timing"]["te"]
+    assert (done["requests"], done["computed"], done["cached"]) == (9, 6, 3) and done["compute_s"] >= first["compute_s"]
