@@ -18,15 +18,16 @@ Shared by both rules:
   unless the text after the label is *another* option's text (``B: "No"`` when B is
   "Sì": contradictory, unparsed); ``in_text``: the first uppercase allowed letter standing
   alone in the lines that are not option lines (``Risposta: B``); a sentence-initial
-  ``A``/``E``/``I``/``O`` followed by a lowercase word is the Italian word, not a letter.
+  ``A``/``E``/``I``/``O`` followed by a lowercase word is the Italian word, not a letter,
+  and so is a letter followed by an apostrophe (``E' la B``, ``C'è``).
   A text answer without a letter (``No``) is unparsed: CE asks for the letter, and
   CE-NI scores option texts.
 * ``match_option`` (CE-NI and OE): which option text the answer gives. Texts are compared
   after ``normalize`` (accents removed, case folded, punctuation to spaces); an option of
   one accented word (``Sì``) is found inside a longer text only with its accent, since
   ``si`` is also a pronoun (``Non si può dire`` gives no option). In order: ``exact``:
-  the whole answer (an option line: the text after its label) or its first segment
-  equals an option; ``start``: the first segment starts with options as whole words: the
+  the whole answer (an option line: the text after its label), its first segment, or
+  the text after a colon in the first segment (``Risposta: Si``) equals an option; ``start``: the first segment starts with options as whole words: the
   longest (``No, non credo``, ``Neutro o Misto``); ``in_text``: every whole-word
   occurrence of the options in the lines that are not option lines, those inside a longer
   option's occurrence dropped, the earliest wins (the longest on a tie).
@@ -100,6 +101,8 @@ def parse_letter_rule(answer: str, letters: Sequence[str], option_texts: Sequenc
             if letter not in allowed:
                 continue
             before, after = line[: m.start()].rstrip(), line[m.end():]
+            if after.startswith(("'", "’")):
+                continue  # an elided word: "E' la B" (è), "C'è", "D'accordo"
             sentence_start = not before or before[-1] in ".!?:;"
             if letter in _WORD_LETTERS and sentence_start and re.match(r" +[a-zà-ÿ]", after):
                 continue  # "A questa domanda ...": the preposition, not option A
@@ -157,7 +160,8 @@ def match_option_rule(answer: str, options: Sequence[str]) -> tuple[int | None, 
     whole = labelled[1] if labelled is not None else answer
     first = _unechoed(answer, letters)[:1] or [whole]
     segment = _SEGMENT_END.split(first[0].strip().lstrip(_EDGE_PUNCT), maxsplit=1)[0]
-    for candidate in (whole, segment):
+    # The answer itself first: an option may look like an option line ("E. coli").
+    for candidate in (answer, whole, segment, segment.rsplit(":", 1)[-1]):  # "Risposta: Si": what follows the cue
         text = normalize(candidate)
         for i, opt in enumerate(normalized):
             if opt and text == opt:

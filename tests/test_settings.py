@@ -74,6 +74,7 @@ REAL_CE = [
     ("A: No\nB: Sì\nRispondi solo con la lettera della risposta corretta.", ["No", "Sì"], None),  # the option list echoed
     ("Risposta: B\nA: No\nB: Sì", ["No", "Sì"], 1),
     ("A questa domanda rispondo B", ["No", "Sì"], 1),  # "A" opening the sentence is the preposition
+    ("E' la B", ["No", "Sì"], 1), ("C'è una sola risposta: B", ["No", "Sì", "Forse"], 1),  # elided words are not letters
 ]
 REAL_TEXT = [
     ("No\nB: Sì\nRispondi solo con la lettera", ["No", "Sì"], 0, "exact"),
@@ -89,17 +90,38 @@ REAL_TEXT = [
     ("Il sentimento è negativo", ["Positivo", "Negativo", "Neutro", "Misto"], 1, "in_text"),
     ("Opzioni:\nA: Positivo\nB: Negativo", ["Positivo", "Negativo", "Neutro", "Misto"], None, None),
     ("Direi di si", ["No", "Sì"], None, None),
+    ("Risposta: Si", ["No", "Sì"], 1, "exact"), ("Risposta: Negativo", ["Positivo", "Negativo"], 1, "exact"),
 ]
 
 
 @pytest.mark.parametrize(("answer", "texts", "expected"), REAL_CE)
 def test_parse_letter_reads_the_answer_not_the_echo(answer: str, texts: list[str], expected: int | None) -> None:
-    assert parse_letter(answer, ["A", "B"], texts) == expected
+    assert parse_letter(answer, "ABCDE"[: len(texts)], texts) == expected
 
 
 @pytest.mark.parametrize(("answer", "options", "expected", "rule"), REAL_TEXT)
 def test_match_option_reads_the_answer_not_the_echo(answer: str, options: list[str], expected: int | None, rule: str | None) -> None:
     assert match_option_rule(answer, options) == (expected, rule)
+
+
+def test_every_gold_answer_parses_to_itself() -> None:
+    """In every setting, the gold answer written as a correct model would write it is read back as the gold option."""
+    from evalita_eval.settings import parse_answer, setting_task
+
+    checked = 0
+    for task_id in MC_TASKS:
+        spec = TASKS[task_id]
+        for split in {spec.eval_split, spec.fewshot_split}:
+            for doc in _records(task_id, None, split):
+                texts = setting_task(task_id, "oe").choices("p1", doc)
+                for setting in SETTINGS:
+                    task = setting_task(task_id, setting)
+                    choices, gold = task.choices("p1", doc), task.target(doc)
+                    assert parse_answer(setting, choices[gold], choices, texts) == gold, (task_id, setting, choices[gold])
+                    checked += 1
+    assert checked > 50
+    # an option that looks like an option line is still itself
+    assert match_option("E. coli", ["Stafilococco", "E. coli", "Streptococco"]) == 1
 
 
 def test_rule_counts_per_prompt() -> None:
