@@ -43,6 +43,14 @@ class Comparison:
     test: str  # "mcnemar" or "paired bootstrap"
     p_value: float
     detail: str  # "b=3 c=1" or "95% CI [-0.05, 0.12]"
+    resamples: int | None = None  # paired bootstrap: p has a resolution of 1 / resamples
+
+
+def p_text(c: Comparison) -> str:
+    """p to 4 significant digits; a bootstrap p of 0 as '< 1/k' (no resample crossed 0)."""
+    if c.resamples and c.p_value == 0:
+        return f"< {1 / c.resamples:.2g}"
+    return f"{c.p_value:.4g}"
 
 
 def resolve_run(path: Path) -> Path:
@@ -86,7 +94,7 @@ def compare_prompt(task: str, prompt: str, metric: str, sa: list[dict], sb: list
                           stats.mcnemar_exact_pvalue(only_a, only_b), f"b={only_a} c={only_b}")
     res = stats.paired_bootstrap(sa, sb, metric_fn, k=k, seed=seed)
     return Comparison(task, prompt, metric, len(sa), score_a, score_b, res.difference, f"paired bootstrap (k={k}, seed {seed})",
-                      res.p_value, f"95% CI [{fmt(res.ci_low * PERCENT, PERCENT)}, {fmt(res.ci_high * PERCENT, PERCENT)}]")
+                      res.p_value, f"95% CI [{fmt(res.ci_low * PERCENT, PERCENT)}, {fmt(res.ci_high * PERCENT, PERCENT)}]", k)
 
 
 def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
@@ -122,7 +130,7 @@ def comparison_table(rows: Sequence[Comparison], name_a: str, name_b: str) -> Te
     return TextTable(
         ["task", "prompt", "metric", "n", name_a, name_b, "A − B", "test", "p", "detail"],
         [[r.task, r.prompt, r.metric, str(r.n), fmt(r.score_a * PERCENT, PERCENT), fmt(r.score_b * PERCENT, PERCENT),
-          fmt(r.difference * PERCENT, PERCENT), r.test, f"{r.p_value:.4g}", r.detail] for r in rows],
+          fmt(r.difference * PERCENT, PERCENT), r.test, p_text(r), r.detail] for r in rows],
         text_cols=3)
 
 

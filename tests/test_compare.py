@@ -51,6 +51,10 @@ def test_compare_fixture_runs_hand_computed() -> None:
     assert te1.p_value == 2 * 2579130 / 2 ** 24 == pytest.approx(0.3074562549)
     assert sum(math.comb(24, i) for i in range(10)) == 2579130
     hs = [r for r in rows if r.task == "hs"]
+    from evalita_eval.compare import comparison_table
+
+    p3 = next(r for r in hs if r.prompt == "p3")  # A far better: no resample crosses 0
+    assert p3.p_value == 0 and comparison_table([p3], "A", "B").rows[0][8] == "< 0.005"
     assert len(hs) == 6 and all(r.test == "paired bootstrap (k=200, seed 0)" and 0 <= r.p_value <= 1 for r in hs)
     # ner has scores but no samples in the fixtures: not compared, and said so
     assert [r.task for r in rows].count("ner") == 0
