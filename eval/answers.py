@@ -23,7 +23,9 @@ Shared by both rules:
   A text answer without a letter (``No``) is unparsed: CE asks for the letter, and
   CE-NI scores option texts.
 * ``match_option`` (CE-NI and OE): which option text the answer gives. Texts are compared
-  after ``normalize`` (accents removed, case folded, punctuation to spaces); an option of
+  after ``normalize`` (accents removed, case folded, punctuation to spaces). An answer
+  whose first lines are the first two options in their listed order (the option list
+  echoed, ``No\nSì\nRispondi ...``) gives none. An option of
   one accented word (``Sì``) is found inside a longer text only with its accent, since
   ``si`` is also a pronoun (``Non si può dire`` gives no option). In order: ``exact``:
   the whole answer (an option line: the text after its label), its first segment, or
@@ -156,6 +158,8 @@ def match_option_rule(answer: str, options: Sequence[str]) -> tuple[int | None, 
     lines = _lines(answer)
     if not lines:
         return None, None
+    if len(options) >= 2 and [normalize(line) for line in lines[:2]] == normalized[:2] and len(lines) >= 2:
+        return None, None  # the option list echoed as CE-NI shows it ("No\nSì\nRispondi ..."): no answer
     labelled = _option_line(lines[0], letters) if len(lines) == 1 else None
     whole = labelled[1] if labelled is not None else answer
     first = _unechoed(answer, letters)[:1] or [whole]

@@ -82,7 +82,9 @@ REAL_TEXT = [
     ("Non si può dire", ["No", "Sì"], None, None),  # the pronoun si is not the answer Sì
     ("Si tratta di due significati diversi", ["No", "Sì"], None, None),
     ("Si, hanno lo stesso significato", ["No", "Sì"], 1, "exact"),
-    ("Sì\nNo", ["Sì", "No"], 0, "exact"),
+    ("Sì\nNo", ["Sì", "No"], None, None),  # the option list echoed (CE-NI shows the options one per line)
+    ("No\nSì\nRispondi riportando solo il testo della risposta corretta.", ["No", "Sì"], None, None),
+    ("Sì\nB: No", ["No", "Sì"], 1, "exact"),
     ("Sì, le due parole hanno lo stesso significato.", ["No", "Sì"], 1, "exact"),
     ("No, le parole non hanno lo stesso significato", ["No", "Sì"], 0, "exact"),
     ("Negativo. Il tweet critica il governo", ["Positivo", "Negativo", "Neutro", "Misto"], 1, "exact"),
@@ -102,6 +104,23 @@ def test_parse_letter_reads_the_answer_not_the_echo(answer: str, texts: list[str
 @pytest.mark.parametrize(("answer", "options", "expected", "rule"), REAL_TEXT)
 def test_match_option_reads_the_answer_not_the_echo(answer: str, options: list[str], expected: int | None, rule: str | None) -> None:
     assert match_option_rule(answer, options) == (expected, rule)
+
+
+def test_real_model_answers() -> None:
+    """Answers of SmolLM2-135M-Instruct (tests/data/answers/README.md), each with the option a reader takes from it."""
+    from evalita_eval.settings import parse_answer_rule
+
+    records = [json.loads(x) for x in (DATA.parent / "answers" / "smollm2-135m-instruct.jsonl").read_text("utf-8").splitlines()]
+    assert len(records) == 48
+    for r in records:
+        got = parse_answer_rule(r["setting"], r["generation"], r["choices"], r["option_texts"])
+        assert got == (r["expected"], r["rule"]), r
+    # No echoed option list is credited: every answer holding an option line, or the CE-NI list, is unparsed
+    # unless the option line is the whole answer.
+    echoes = [r for r in records if "\n" in r["generation"].strip() and ("B: " in r["generation"] or r["generation"].startswith(("No\nSì", "Positivo\nNegativo")))]
+    assert len(echoes) >= 6 and all(r["expected"] is None for r in echoes)
+    credited = [r["generation"] for r in records if r["expected"] is not None]
+    assert credited == ["D: Misto", 'Il testo della risposta corretta è "Positivo" e il testo della rispost']
 
 
 def test_every_gold_answer_parses_to_itself() -> None:
