@@ -122,7 +122,11 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
             except MissingSamples as err:
                 notes.append(str(err))
                 continue
-            rows.append(compare_prompt(task, prompt, metric, sa, sb, metric_of(metric), k, seed))
+            try:
+                rows.append(compare_prompt(task, prompt, metric, sa, sb, metric_of(metric), k, seed))
+            except (KeyError, TypeError, ValueError) as err:  # samples without the fields the metric reads
+                raise ScoresError(f"{task} {prompt}: cannot score {metric} from the samples of {a.path.parent} and "
+                                  f"{b.path.parent} ({type(err).__name__}: {err})") from None
     return rows, notes
 
 

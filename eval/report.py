@@ -14,7 +14,7 @@ import numpy as np
 
 from . import stats
 from .plots import heatmap_png, rank_vs_alpha_png
-from .report_facts import NOT_COMPARABLE, items_table, partial_counts, run_rows, status_text
+from .report_facts import NOT_COMPARABLE, check_run_extras, items_table, partial_counts, run_rows, status_text
 from .settings_report import labels_of, setting_label, settings_table
 from .tables import (ScoreRow, ScoresError, TaskTable, TextTable, build_tables, fmt, natural_key, paper_table,
                      resolve_scale, table_json)
@@ -69,6 +69,10 @@ def load_results(path: Path, partial: bool = False) -> RunResults:
     for task, prompts in data["results"].items():
         if not isinstance(prompts, dict) or not all(isinstance(v, dict) for v in prompts.values()):
             raise ScoresError(f"{path}: results.{task} must map prompt -> {{metric: value}}")
+    try:
+        check_run_extras(path, data)
+    except ValueError as err:
+        raise ScoresError(str(err)) from None
     return RunResults(path, data["model"], data.get("data") or {}, data.get("config") or {}, data["results"],
                       data.get("timing") or {}, raw=data)
 

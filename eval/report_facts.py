@@ -19,6 +19,31 @@ PERCENT = 100.0
 NOT_COMPARABLE = "not comparable with the paper"
 
 
+def check_run_extras(path: Any, doc: dict) -> None:
+    """The optional parts of a results.json a report reads (timing, tasks, parsed_by, baselines) have their
+    documented shape; else one line naming the file and the key. Older files without them are fine."""
+    def fail(key: str, expected: str) -> None:
+        raise ValueError(f"{path}: {key} is not {expected}")
+
+    for task, entry in (doc.get("timing") or {}).items() if isinstance(doc.get("timing") or {}, dict) else fail("timing", "an object"):
+        values = entry.values() if isinstance(entry, dict) else [entry]
+        if not all(_finite(v) is not None and v >= 0 for v in values):
+            fail(f"timing.{task}", "a non-negative number or an object of them")
+    tasks = doc.get("tasks")
+    if tasks is not None and not (isinstance(tasks, dict) and all(isinstance(tasks.get(k, []), list) for k in ("planned", "skipped"))):
+        fail("tasks", '{"planned": [...], "skipped": [...]}')
+    parsed_by = doc.get("parsed_by") or {}
+    if not isinstance(parsed_by, dict):
+        fail("parsed_by", "an object")
+    for task, prompts in parsed_by.items():
+        for prompt, counts in (prompts.items() if isinstance(prompts, dict) else fail(f"parsed_by.{task}", "an object")):
+            if not (isinstance(counts, dict) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts.values())):
+                fail(f"parsed_by.{task}.{prompt}", "an object of rule -> count")
+    baselines = doc.get("baselines") or {}
+    if not (isinstance(baselines, dict) and all(isinstance(b, dict) for b in baselines.values())):
+        fail("baselines", "an object of task -> {chance, majority}")
+
+
 def _finite(value: Any) -> float | None:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     return float(value) if ok else None

@@ -211,9 +211,9 @@ class Runner:
                     scores[st.UNPARSED] = failures  # NER/REL/LS: answers outside the task's format
             scores["n"] = len(samples)
             per_prompt[name] = scores
-        if mc and docs:
+        if mc and docs and names:
             golds = [task.target(d) for d in docs]
-            n_choices = [len(task.choices(names[0], d)) for d in docs] if names else []
+            n_choices = [len(task.choices(names[0], d)) for d in docs]
             label_metrics = [m for m in (spec.metrics if setting == "loglikelihood" else st.setting_metrics(spec, setting))
                              if m.name != st.ROUGE_L_ANSWER.name]  # ROUGE-L compares texts: no class baseline
             self.baselines[entry.name] = task_baselines(label_metrics, golds, n_choices)

@@ -250,3 +250,19 @@ def test_interrupted_task_keeps_its_time(tiny_model: Path, tmp_path: Path, monke
     _run(args[1:])
     done = json.loads((tmp_path / "results.json").read_text("utf-8"))["timing"]["te"]
     assert (done["requests"], done["computed"], done["cached"]) == (9, 6, 3) and done["compute_s"] >= first["compute_s"]
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("timing", {"te": {"wall_s": float("nan")}}, "timing.te is not a non-negative number"),
+    ("parsed_by", {"te": {"p1": {"exact": "7"}}}, "parsed_by.te.p1 is not an object of rule -> count"),
+    ("parsed_by", {"te": ["p1"]}, "parsed_by.te is not an object"),
+    ("tasks", {"planned": "te"}, 'tasks is not {"planned": [...], "skipped": [...]}'),
+    ("baselines", {"te": 0.5}, "baselines is not an object of task -> {chance, majority}"),
+])
+def test_report_checks_the_run_facts(tmp_path: Path, key: str, value, message: str) -> None:
+    doc = json.loads((RESULTS / "beta" / "results.json").read_text("utf-8"))
+    doc[key] = value
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc), "utf-8")
+    res = CliRunner().invoke(main, ["report", str(path), "--out", str(tmp_path / "r"), "--bootstrap", "0"])
+    assert res.exit_code == 1 and f"error: {path}: {message}" in res.output
