@@ -111,7 +111,7 @@ def test_real_model_answers() -> None:
     from evalita_eval.settings import parse_answer_rule
 
     records = [json.loads(x) for x in (DATA.parent / "answers" / "smollm2-135m-instruct.jsonl").read_text("utf-8").splitlines()]
-    assert len(records) == 48
+    assert len(records) == 94
     for r in records:
         got = parse_answer_rule(r["setting"], r["generation"], r["choices"], r["option_texts"])
         assert got == (r["expected"], r["rule"]), r
@@ -121,6 +121,9 @@ def test_real_model_answers() -> None:
     assert len(echoes) >= 6 and all(r["expected"] is None for r in echoes)
     credited = [r["generation"] for r in records if r["expected"] is not None]
     assert credited == ["D: Misto", 'Il testo della risposta corretta è "Positivo" e il testo della rispost']
+    # the pronoun si inside an OE answer is not the answer Sì (the rules before issue 23 read both as Sì)
+    pronoun = [r for r in records if r["setting"] == "oe" and " si " in f" {r['generation']} "]
+    assert len(pronoun) == 2 and all(r["expected"] is None for r in pronoun)
 
 
 def test_every_gold_answer_parses_to_itself() -> None:
