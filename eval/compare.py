@@ -98,13 +98,11 @@ def compare_prompt(task: str, prompt: str, metric: str, sa: list[dict], sb: list
 
 
 def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
-                 metric_of: Callable[[str], object] | None = None) -> tuple[list[Comparison], list[str]]:
+                 metric_of: Callable[[str, str], object] | None = None) -> tuple[list[Comparison], list[str]]:
     """Every task and prompt both runs have: the comparisons, and notes (tasks or prompts only one run has, setting mismatch)."""
     a, b = load_results(resolve_run(path_a), partial=True), load_results(resolve_run(path_b), partial=True)
     if metric_of is None:
-        from .metrics import METRICS
-
-        metric_of = METRICS.__getitem__
+        from .metrics import metric_of  # (task, name) -> the task's own declaration of the metric
     notes = []
     if setting_label(a.config) != setting_label(b.config):
         notes.append(f"the runs differ in setting ({setting_label(a.config)} vs {setting_label(b.config)}): "
@@ -123,7 +121,7 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
                 notes.append(str(err))
                 continue
             try:
-                rows.append(compare_prompt(task, prompt, metric, sa, sb, metric_of(metric), k, seed))
+                rows.append(compare_prompt(task, prompt, metric, sa, sb, metric_of(task, metric), k, seed))
             except (KeyError, TypeError, ValueError) as err:  # samples without the fields the metric reads
                 raise ScoresError(f"{task} {prompt}: cannot score {metric} from the samples of {a.path.parent} and "
                                   f"{b.path.parent} ({type(err).__name__}: {err})") from None

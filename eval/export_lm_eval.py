@@ -20,7 +20,7 @@ from typing import Callable
 import yaml
 
 from evalita_data.hub_names import check_org
-from evalita_data.prompts import compiled
+from evalita_data.registry import compiled
 from evalita_data.taskspec import MCPrompt
 
 from .tasks import TaskEntry, all_entries

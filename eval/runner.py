@@ -27,7 +27,7 @@ from .cache import RequestCache, request_key
 from .fewshot import build_chat_messages, build_contexts, messages_as_text
 from . import settings as st
 from .baselines import generative_baselines, task_baselines
-from .constrained import format_failures, task_constraint
+from .constrained import format_failures, refuse_unformatted, task_constraint, unformatted
 from .metrics import mc_prediction
 from .tasks import DataSource, TaskEntry
 
@@ -119,6 +119,7 @@ class Runner:
         self._planned: list[str] = []  # the entries this invocation runs, and those skipped (no such split)
         self._skipped: list[str] = []
         self._task_bar: tqdm | None = None
+        self._entries: dict[str, TaskEntry] = {}  # name -> entry of the run (results.json task_config)
         self.chat = None
         if config.fewshot_as_multiturn and not config.apply_chat_template:
             raise ValueError("--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)")
@@ -207,8 +208,8 @@ class Runner:
                 self.parsed_by.setdefault(entry.name, {})[name] = st.rule_counts(samples)
             else:
                 scores = {m.name: m(samples) for m in spec.metrics}
-                if not mc and (failures := format_failures(entry.task_id, [s["generation"] for s in samples])) is not None:
-                    scores[st.UNPARSED] = failures  # NER/REL/LS: answers outside the task's format
+                if not mc and (failures := format_failures(spec, [s["generation"] for s in samples])) is not None:
+                    scores[st.UNPARSED] = failures  # answers outside the task's declared format (NER/REL/LS)
             scores["n"] = len(samples)
             per_prompt[name] = scores
         if mc and docs and names:
@@ -255,7 +256,7 @@ class Runner:
 
     def _run_setting(self, entry: TaskEntry, task: Any, setting: str, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
         """A multiple-choice task answered by generation (docs/settings.md)."""
-        metrics = entry.spec.metric_names()
+        unparsed_as = entry.spec.instruct.unparsed_as if entry.spec.instruct is not None else None
         choices = [task.choices(prompt, d) for d in docs]
         max_new = self.config.max_new_tokens or st.MAX_NEW_TOKENS[setting]
         requests = [
@@ -271,7 +272,7 @@ class Runner:
             samples.append({
                 "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed, "parsed_by": rule,
                 "parsed_answer": None if parsed is None else cs[parsed],
-                "prediction": st.scored_prediction(parsed, gold, len(cs), metrics), "gold": gold,
+                "prediction": st.scored_prediction(parsed, gold, len(cs), unparsed_as), "gold": gold,
                 "gold_answer": answer_texts[gold],
             })
         return samples, n
@@ -279,7 +280,7 @@ class Runner:
     def _run_gen(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
         spec, task = entry.spec, entry.compiled
         max_new = self.config.max_new_tokens or spec.max_new_tokens
-        constraint = task_constraint(entry.task_id) if self.config.constrained else None
+        constraint = task_constraint(spec) if self.config.constrained else None
         requests = [GenRequest(ctx, tuple(spec.stop), max_new, constraint, turns) for ctx, turns in zip(contexts, _as_turns(messages, len(contexts)))]
         with self._bar(entry, prompt, len(requests)) as bar:
             values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
@@ -316,6 +317,25 @@ class Runner:
             return []
         return [e for e in entries if e.spec.output_type == "multiple_choice" and e.spec.instruct is None]
 
+    def _check_formats(self, entries: Sequence[TaskEntry]) -> None:
+        """--constrained on a generative task that declares no answer format (TaskSpec.output_pattern):
+        an error before any work, or in a run over every task a warning (results.json: task_config)."""
+        if not self.config.constrained:
+            return
+        if not self.config.skip_missing:
+            refuse_unformatted([(e.name, e.spec) for e in entries])
+        for entry in entries:
+            if unformatted([entry.spec]):
+                self.echo(f"warning: {entry.name}: generated without constraint, the task declares no answer format (TaskSpec.output_pattern)")
+
+    def constrained_entry(self, entry: TaskEntry) -> bool:
+        """Whether --constrained applies to the entry's generations (its record in results.json)."""
+        if not self.config.constrained:
+            return False
+        if entry.spec.output_type == "multiple_choice":
+            return self.config.setting != "loglikelihood"  # log-likelihood scoring generates nothing
+        return entry.spec.output_pattern is not None
+
     def run(self, entries: Sequence[TaskEntry]) -> RunResult:
         unaskable = self.without_instruct(entries)
         if unaskable and not self.config.skip_missing:
@@ -325,6 +345,8 @@ class Runner:
             self.echo(f"{entry.name}: skipped, the task declares no instruct prompts for --setting {self.config.setting}")
         entries = [e for e in entries if e not in unaskable]
         self.check_capabilities(entries)
+        self._check_formats(entries)
+        self._entries = {e.name: e for e in entries}
         self.out.mkdir(parents=True, exist_ok=True)
         result = RunResult()
         manifest: dict[str, dict[str, str]] = {}
@@ -429,6 +451,8 @@ class Runner:
             "versions": package_versions(),
             "timing": result.timing,
         }
+        if self.config.constrained:  # it applies to generations with a format only: say to which tasks
+            doc["task_config"] = {name: {"constrained": self.constrained_entry(self._entries[name])} for name in result.results}
         tmp = self.out / ".results.json.tmp"
         tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n", "utf-8")
         tmp.replace(self.out / "results.json")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from evalita_data.jsonl import dumps, loads_strict
 from evalita_data.safepaths import UnsafePath, check_hub_name
-from evalita_data.prompts import CompiledTask, compiled
-from evalita_data.registry import get_task, task_ids, tasks
+from evalita_data.prompts import CompiledTask
+from evalita_data.registry import compiled, get_task, task_ids, tasks
 from evalita_data.taskspec import TaskSpec
 
 

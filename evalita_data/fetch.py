@@ -122,11 +122,11 @@ def fetch_fanpage(raw_root: Path, revision: str | None = None, force: bool = Fal
     return dest
 
 
-FETCHERS = {"sum": fetch_fanpage}
-
-
 def fetch(task: str, raw_root: Path, revision: str | None = None, force: bool = False,
           echo: Callable[[str], None] = print) -> Path:
-    if task not in FETCHERS:
+    """Download a task's originals with the fetcher its spec declares (``TaskSpec.fetcher``)."""
+    spec = get_task(task)
+    fetcher = spec.load_fetcher()
+    if fetcher is None:
         raise FetchError(not_fetchable(task))
-    return FETCHERS[task](raw_root, revision=revision, force=force, echo=echo)
+    return fetcher(raw_root, revision=revision, force=force, echo=echo)
