@@ -9,6 +9,9 @@ have the same gold answers). The test depends on the metric (docs/statistics.md)
   bootstrap, the same resampled items for both runs, ``k`` resamples from
   ``numpy.random.default_rng(seed)``; two-sided p-value and the 95 % percentile interval of
   the difference.
+
+Per task, a last row ``AvgP`` compares the mean over the prompts by the same paired
+bootstrap, each resample taking the same items for every prompt and both runs.
 """
 
 from __future__ import annotations
@@ -97,6 +100,25 @@ def compare_prompt(task: str, prompt: str, metric: str, sa: list[dict], sb: list
                       res.p_value, f"95% CI [{fmt(res.ci_low * PERCENT, PERCENT)}, {fmt(res.ci_high * PERCENT, PERCENT)}]", k)
 
 
+def compare_avgp(task: str, metric: str, paired: dict[str, tuple[list[dict], list[dict]]], metric_fn, k: int,
+                 seed: int) -> Comparison:
+    """AvgP (the mean over prompts) of A minus B: a paired bootstrap resampling the same items for every prompt."""
+    prompts = list(paired)
+    sizes = {len(sa) for sa, _sb in paired.values()}
+    if len(sizes) != 1:
+        raise ValueError(f"the prompts scored different numbers of items ({sorted(sizes)})")
+    items_a = [tuple(paired[p][0][i] for p in prompts) for i in range(sizes.pop())]
+    items_b = [tuple(paired[p][1][i] for p in prompts) for i in range(len(items_a))]
+
+    def avgp(items: list[tuple]) -> float:
+        return sum(metric_fn([item[j] for item in items]) for j in range(len(prompts))) / len(prompts)
+
+    res = stats.paired_bootstrap(items_a, items_b, avgp, k=k, seed=seed)
+    return Comparison(task, "AvgP", metric, len(items_a), avgp(items_a), avgp(items_b), res.difference,
+                      f"paired bootstrap (k={k}, seed {seed})", res.p_value,
+                      f"95% CI [{fmt(res.ci_low * PERCENT, PERCENT)}, {fmt(res.ci_high * PERCENT, PERCENT)}]", k)
+
+
 def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
                  metric_of: Callable[[str, str], object] | None = None) -> tuple[list[Comparison], list[str]]:
     """Every task and prompt both runs have: the comparisons, and notes (tasks or prompts only one run has, setting mismatch)."""
@@ -114,17 +136,20 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
     for task in task_order(set(a.results) & set(b.results)):
         available = [m for m in a.results[task][next(iter(a.results[task]))] if m not in ("n", "unparsed")]
         metric, _note = headline_metric(task, available)
+        paired: dict[str, tuple[list[dict], list[dict]]] = {}
         for prompt in sorted(set(a.results[task]) & set(b.results[task])):
             try:
-                sa, sb = paired_samples(a, b, task, prompt)
+                paired[prompt] = paired_samples(a, b, task, prompt)
             except MissingSamples as err:
                 notes.append(str(err))
-                continue
-            try:
-                rows.append(compare_prompt(task, prompt, metric, sa, sb, metric_of(task, metric), k, seed))
-            except (KeyError, TypeError, ValueError) as err:  # samples without the fields the metric reads
-                raise ScoresError(f"{task} {prompt}: cannot score {metric} from the samples of {a.path.parent} and "
-                                  f"{b.path.parent} ({type(err).__name__}: {err})") from None
+        try:
+            fn = metric_of(task, metric)
+            rows += [compare_prompt(task, prompt, metric, sa, sb, fn, k, seed) for prompt, (sa, sb) in paired.items()]
+            if len(paired) > 1:
+                rows.append(compare_avgp(task, metric, paired, fn, k, seed))
+        except (KeyError, TypeError, ValueError) as err:  # samples without the fields the metric reads
+            raise ScoresError(f"{task}: cannot score {metric} from the samples of {a.path.parent} and "
+                              f"{b.path.parent} ({type(err).__name__}: {err})") from None
     return rows, notes
 
 

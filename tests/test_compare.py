@@ -55,9 +55,15 @@ def test_compare_fixture_runs_hand_computed() -> None:
 
     p3 = next(r for r in hs if r.prompt == "p3")  # A far better: no resample crosses 0
     assert p3.p_value == 0 and comparison_table([p3], "A", "B").rows[0][8] == "< 0.005"
-    assert len(hs) == 6 and all(r.test == "paired bootstrap (k=200, seed 0)" and 0 <= r.p_value <= 1 for r in hs)
+    assert len(hs) == 7 and all(r.test == "paired bootstrap (k=200, seed 0)" and 0 <= r.p_value <= 1 for r in hs)
     # ner has scores but no samples in the fixtures: not compared, and said so
     assert [r.task for r in rows].count("ner") == 0
+    # per task, AvgP: A - B is the mean of the prompts' differences; a paired bootstrap over the same items
+    te = [r for r in rows if r.task == "te"]
+    assert [r.prompt for r in te] == ["p1", "p2", "p3", "p4", "p5", "p6", "AvgP"]
+    assert te[-1].difference == pytest.approx(sum(r.difference for r in te[:-1]) / 6)
+    assert te[-1].test == "paired bootstrap (k=200, seed 0)" and 0 <= te[-1].p_value <= 1
+    assert te[-1] == compare_runs(RESULTS / "alpha", RESULTS / "beta", k=200, seed=0)[0][6]  # seeded: the same twice
     assert notes == [f"ner {p}: no samples file {RESULTS / 'alpha' / 'samples' / f'ner_{p}.jsonl'}: not compared" for p in ("p1", "p2")]
 
 
@@ -87,7 +93,7 @@ def test_compare_two_tiny_model_runs(tiny_model: Path, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     payload = json.loads((tmp_path / "cmp" / "compare.json").read_text("utf-8"))
     rows = {(c["task"], c["prompt"]): c for c in payload["comparisons"]}
-    assert len(rows) == 12
+    assert len(rows) == 14  # 2 tasks x (6 prompts + AvgP)
     for prompt in ("p1", "p2", "p3", "p4", "p5", "p6"):
         a, b = ([json.loads(x) for x in (tmp_path / run / "samples" / f"te_{prompt}.jsonl").read_text("utf-8").splitlines()]
                 for run in ("zero", "one"))
