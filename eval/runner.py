@@ -135,9 +135,9 @@ class Runner:
     # -- requests through the cache -----------------------------------------------------
     def _cached(self, kind: str, requests: Sequence[Any], compute: Callable[[list], list], to_json: Callable[[Any], Any], bar: tqdm) -> tuple[list[Any], int]:
         keys = [request_key(self.model.cache_key, kind, request_payload(r)) for r in requests]
-        pending = sorted({k: i for i, k in enumerate(keys) if k not in self.cache}.values(), key=lambda i: -len(requests[i].context))
+        pending = sorted({k: i for i, k in enumerate(keys) if self.cache.get(k, kind) is None}.values(), key=lambda i: -len(requests[i].context))
         self._counts["requests"] += len(keys)
-        self._counts["cached"] += sum(k in self.cache for k in keys)
+        self._counts["cached"] += sum(self.cache.get(k, kind) is not None for k in keys)
         bar.update(len(requests) - len(pending))
         # A backend that batches by tokens (fast) asks for larger calls to share more.
         step = self.backend.requests_per_call or max(1, self.config.batch_size * CHUNK_BATCHES)
@@ -376,6 +376,8 @@ class Runner:
                 splits = [self.eval_split(entry)] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
                 manifest[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
                 self._write_results(result, manifest)
+            if (note := self.cache.damage_note()) is not None:
+                self.echo(note)  # damaged or wrong-shape cache values, computed again
             result.status = "complete"
             self._write_results(result, manifest)
         finally:
