@@ -117,13 +117,17 @@ def _task_help() -> str:
 @click.option("--system-instruction", default=None, help="System instruction (as lm-eval's --system_instruction).")
 @click.option("--fewshot-as-multiturn/--no-fewshot-as-multiturn", default=None,
               help="Few-shot examples as user/assistant turns (default with --apply-chat-template, as lm-eval) or in one user turn.")
-@click.option("--output-dir", default="results", show_default=True, type=click.Path(file_okay=False),
-              help="Where results.json, samples/ and the resume cache go.")
+@click.option("--split", "eval_split", default=None,
+              help="Evaluate this split instead of the task's official one (e.g. dev for hs, train for rel); "
+                   "recorded in results.json and marked 'not comparable with the paper' in reports and cards.")
+@click.option("--output-dir", default=None, type=click.Path(file_okay=False),
+              help="Where results.json, samples/ and the resume cache go. Default: "
+                   "results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>].")
 @click.option("--progress/--no-progress", default=None, help="A progress bar per task (default: on a terminal only).")
 def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, backend_name, max_batch_tokens, device, dtype,
         max_length, threads, tensor_parallel_size, data_parallel_size, gpu_memory_utilization, max_model_len, base_url, api_key_env,
         concurrency, timeout_s, max_retries, backend_args, apply_chat_template, trust_remote_code, max_new_tokens, seed, setting, constrained,
-        system_instruction, fewshot_as_multiturn, output_dir, progress) -> None:
+        system_instruction, fewshot_as_multiturn, eval_split, output_dir, progress) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
     require("run", RUN_NEEDS)
     from evalita_data.prompts import PromptError
@@ -173,10 +177,10 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
         # Read (and verify) every evaluation split before the model loads: data errors fail fast.
         skipped: dict[str, str] = {}
         for entry in entries:
-            if tasks is not None or source.has_split(entry, entry.spec.eval_split):
-                source.load(entry, entry.spec.eval_split)
+            if tasks is not None or source.has_split(entry, eval_split or entry.spec.eval_split):
+                source.load(entry, eval_split or entry.spec.eval_split)
             else:
-                skipped[entry.name] = why_missing(source, entry, entry.spec.eval_split)
+                skipped[entry.name] = why_missing(source, entry, eval_split or entry.spec.eval_split)
     except (FileNotFoundError, ValueError) as err:
         raise click.ClickException(one_line(err)) from None
     if skipped and len(skipped) == len(entries):  # nothing to evaluate: say why for each task, before loading the model
@@ -187,7 +191,12 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
                        num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
                        seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens,
                        skip_missing=tasks is None, setting=setting, constrained=constrained,
-                       system_instruction=system_instruction, fewshot_as_multiturn=fewshot_as_multiturn)
+                       system_instruction=system_instruction, fewshot_as_multiturn=fewshot_as_multiturn, split=eval_split)
+    if output_dir is None:
+        from .naming import model_slug, setting_slug
+
+        output_dir = str(Path("results") / model_slug(model, revision) / setting_slug(setting, constrained, num_fewshot, eval_split))
+    click.echo(f"writing to {output_dir}" + (f" (split {eval_split}: not comparable with the paper)" if eval_split else ""), err=True)
     bad = [a for a in backend_args if "=" not in a]
     if bad:
         raise click.BadParameter(f"expected KEY=VALUE, got {bad[0]!r}", param_hint="--backend-arg")
@@ -268,7 +277,8 @@ def aggregate(scores: Path, scale: str, alpha: float, out: Path) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resampling.")
 @click.option("--alpha", type=float, default=1.0, show_default=True, help="Variance penalty of the Sharpe score.")
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: on a terminal only).")
-def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float, progress: bool | None) -> None:
+@click.option("--partial", is_flag=True, help="Report the finished tasks of unfinished runs (marked 'partial run: N of M tasks finished').")
+def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float, progress: bool | None, partial: bool) -> None:
     """Markdown + HTML report with plots from one or more results.json of `evalita-eval run`."""
     require("report", STATS_NEEDS)
     from .report import write_report
@@ -276,11 +286,32 @@ def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float
     if progress is None:
         progress = sys.stderr.isatty()
     try:
-        written = write_report(list(results), out, k=k, seed=seed, alpha=alpha, progress=progress, echo=click.echo)
+        written = write_report(list(results), out, k=k, seed=seed, alpha=alpha, progress=progress, echo=click.echo, partial=partial)
     except ValueError as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(1)
     click.echo("written: " + ", ".join(str(p) for p in written))
+
+
+@main.command()
+@click.argument("run_a", type=click.Path(path_type=Path, exists=True))
+@click.argument("run_b", type=click.Path(path_type=Path, exists=True))
+@click.option("--bootstrap", "k", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Paired bootstrap resamples (F1 and ROUGE metrics; accuracies use the exact McNemar test).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the paired bootstrap.")
+@click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Also write compare.md and compare.json into this folder.")
+def compare(run_a: Path, run_b: Path, k: int, seed: int, out: Path | None) -> None:
+    """Per task and prompt, A minus B with a paired test on the same items (two results.json or run folders with samples/)."""
+    require("compare", STATS_NEEDS)
+    from .compare import write_comparison
+    from .tables import ScoresError
+
+    try:
+        click.echo(write_comparison(run_a, run_b, out, k=k, seed=seed))
+    except ScoresError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(1)
 
 
 # ---------------------------------------------------------------- push-results / export-lm-eval

@@ -7,7 +7,9 @@ and appended before the next ones start.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import sys
 import time
 from collections import Counter
@@ -18,11 +20,14 @@ from typing import Any, Callable, Sequence
 
 from tqdm import tqdm
 
+from evalita_data.cli_errors import one_line
+
 from .api import Backend, BackendUnsupported, GenRequest, LLRequest, check_ll_result, request_payload
 from .cache import RequestCache, request_key
 from .identity import identity_key
 from .fewshot import build_chat_messages, build_contexts, messages_as_text
 from . import settings as st
+from .baselines import generative_baselines, task_baselines
 from .constrained import format_failures, refuse_unformatted, task_constraint, unformatted
 from .metrics import mc_prediction
 from .tasks import DataSource, TaskEntry
@@ -52,6 +57,8 @@ class RunConfig:
     constrained: bool = False
     system_instruction: str | None = None
     fewshot_as_multiturn: bool | None = None  # None: as lm-eval, multi-turn exactly when chatting
+    # Evaluate this split instead of the task's official one (--split): not comparable with the paper.
+    split: str | None = None
 
 
 @dataclass
@@ -81,7 +88,8 @@ class ModelInfo:
 @dataclass
 class RunResult:
     results: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
-    timing: dict[str, float] = field(default_factory=dict)
+    # task -> wall_s, compute_s (in the backend), requests, computed, cached: summed over resumed invocations.
+    timing: dict[str, dict[str, float]] = field(default_factory=dict)
     computed: int = 0  # requests sent to the backend (not found in the cache)
     cached: int = 0  # requests read back from the resume cache
     requests: int = 0  # every request of the run (a request repeated within it counts each time)
@@ -117,6 +125,12 @@ class Runner:
         self.echo = echo
         self.cache = RequestCache(self.out / "cache.jsonl")
         self._counts: Counter = Counter()  # requests / cached, over the whole run
+        self._compute_s = 0.0  # seconds inside the backend's compute calls, over the whole invocation
+        self.parsed_by: dict[str, dict[str, dict[str, int]]] = {}  # task -> prompt -> answer rule -> count
+        self.baselines: dict[str, dict] = {}  # task -> chance and majority baselines (baselines.py)
+        self.chat_template = chat_template_identity(backend) if config.apply_chat_template else None
+        self._planned: list[str] = []  # the entries this invocation runs, and those skipped (no such split)
+        self._skipped: list[str] = []
         self._task_bar: tqdm | None = None
         self._entries: dict[str, TaskEntry] = {}  # name -> entry of the run (results.json task_config)
         self.chat = None
@@ -142,15 +156,22 @@ class Runner:
         step = self.backend.requests_per_call or max(1, self.config.batch_size * CHUNK_BATCHES)
         for start in range(0, len(pending), step):
             chunk = pending[start : start + step]
+            began = time.perf_counter()
             values = compute([requests[i] for i in chunk])
+            self._compute_s += time.perf_counter() - began
             self.cache.add((keys[i], to_json(v)) for i, v in zip(chunk, values))
+            self._counts["computed"] += len(chunk)
             bar.update(len(chunk))
         return [self.cache[k] for k in keys], len(pending)
 
     # -- one task entry ----------------------------------------------------------------
+    def eval_split(self, entry: TaskEntry) -> str:
+        """The split evaluated: --split, else the task's official evaluation split."""
+        return self.config.split or entry.spec.eval_split
+
     def _docs(self, entry: TaskEntry) -> tuple[list[dict], list[dict]]:
         spec = entry.spec
-        docs = self.source.load(entry, spec.eval_split)
+        docs = self.source.load(entry, self.eval_split(entry))
         if self.config.limit is not None:
             docs = docs[: self.config.limit]
         pool: list[dict] = []
@@ -172,12 +193,12 @@ class Runner:
         computed = 0
         # One bar per task (done/total, rate, ETA); the CLI turns it off when stderr is not a
         # terminal or with --no-progress. Closed by run(), also when the task fails or is interrupted.
-        self._task_bar = tqdm(total=self._task_requests(entry, docs, names), desc=entry.name, unit="req",
+        self._task_bar = tqdm(total=self._task_requests(entry, docs, names, setting), desc=entry.name, unit="req",
                               disable=not self.config.progress, dynamic_ncols=True)
         for name in names:
             fewshot_args = (task, name, docs, pool, self.config.num_fewshot, self.config.seed)
             fewshot_kw = dict(
-                pool_is_eval_split=spec.fewshot_split == spec.eval_split,
+                pool_is_eval_split=spec.fewshot_split == self.eval_split(entry),
                 system_instruction=self.config.system_instruction,
                 multiturn=self.config.fewshot_as_multiturn is not False,
             )
@@ -197,12 +218,21 @@ class Runner:
             self._write_samples(entry, name, samples)
             if setting != "loglikelihood":
                 scores = st.setting_scores(spec, setting, samples)
+                self.parsed_by.setdefault(entry.name, {})[name] = st.rule_counts(samples)
             else:
                 scores = {m.name: m(samples) for m in spec.metrics}
                 if not mc and (failures := format_failures(spec, [s["generation"] for s in samples])) is not None:
                     scores[st.UNPARSED] = failures  # answers outside the task's declared format (NER/REL/LS)
             scores["n"] = len(samples)
             per_prompt[name] = scores
+        if mc and docs and names:
+            golds = [task.target(d) for d in docs]
+            n_choices = [len(task.choices(names[0], d)) for d in docs]
+            label_metrics = [m for m in (spec.metrics if setting == "loglikelihood" else st.setting_metrics(spec, setting))
+                             if m.name != st.ROUGE_L_ANSWER.name]  # ROUGE-L compares texts: no class baseline
+            self.baselines[entry.name] = task_baselines(label_metrics, golds, n_choices)
+        else:
+            self.baselines[entry.name] = generative_baselines(len(docs))
         return per_prompt, computed
 
     def _bar(self, entry: TaskEntry, prompt: str, total: int):
@@ -211,9 +241,10 @@ class Runner:
             return nullcontext(self._task_bar)
         return tqdm(total=total, desc=f"{entry.name} {prompt}", unit="req", leave=False, disable=None if self.config.progress else True)
 
-    def _task_requests(self, entry: TaskEntry, docs: list[dict], names: list[str]) -> int:
-        """How many requests the task's prompts send (for the task's progress bar)."""
-        if entry.spec.output_type != "multiple_choice":
+    def _task_requests(self, entry: TaskEntry, docs: list[dict], names: list[str], setting: str) -> int:
+        """How many requests the task's prompts send (for the task's progress bar): one generation per
+        document and prompt, except log-likelihood MC scoring (one request per choice)."""
+        if entry.spec.output_type != "multiple_choice" or setting != "loglikelihood":
             return len(docs) * len(names)
         return sum(len(entry.compiled.choices(name, d)) for name in names for d in docs)
 
@@ -249,10 +280,10 @@ class Runner:
             values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
         samples = []
         for i, (doc, ctx, cs, gen) in enumerate(zip(docs, contexts, choices, values)):
-            gold, parsed = task.target(doc), st.parse_answer(setting, gen, cs)
             answer_texts = st.setting_task(entry.task_id, "oe").choices(prompt, doc)
+            gold, (parsed, rule) = task.target(doc), st.parse_answer_rule(setting, gen, cs, answer_texts)
             samples.append({
-                "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed,
+                "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed, "parsed_by": rule,
                 "parsed_answer": None if parsed is None else cs[parsed],
                 "prediction": st.scored_prediction(parsed, gold, len(cs), unparsed_as), "gold": gold,
                 "gold_answer": answer_texts[gold],
@@ -333,23 +364,31 @@ class Runner:
         self._entries = {e.name: e for e in entries}
         self.out.mkdir(parents=True, exist_ok=True)
         manifest: dict[str, dict[str, str]] = {}
+        earlier = self._earlier_timing()
+        self._planned, self._skipped = [e.name for e in entries], []
         try:
             for entry in entries:
-                if self.config.skip_missing and not self.source.has_split(entry, entry.spec.eval_split):
-                    result.skipped[entry.name] = self._why_missing(entry, entry.spec.eval_split)
+                if self.config.skip_missing and not self.source.has_split(entry, self.eval_split(entry)):
+                    result.skipped[entry.name] = self._why_missing(entry, self.eval_split(entry))
                     self.echo(f"{entry.name}: skipped, {result.skipped[entry.name]}")
+                    self._skipped.append(entry.name)
                     continue
-                start = time.perf_counter()
+                started = (time.perf_counter(), self._compute_s, Counter(self._counts))
                 try:
                     result.results[entry.name], n = self.run_entry(entry)
+                except KeyboardInterrupt:
+                    # The requests computed so far are in the cache; keep their time too, so the resume adds to it.
+                    result.timing[entry.name] = self._task_timing(started, earlier.get(entry.name, {}), finished=False)
+                    self._write_results(result, manifest)
+                    raise
                 finally:
                     if self._task_bar is not None:
                         self._task_bar.close()
                         self._task_bar = None
                 result.computed += n
                 result.cached, result.requests = self._counts["cached"], self._counts["requests"]
-                result.timing[entry.name] = round(time.perf_counter() - start, 3)
-                splits = [entry.spec.eval_split] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
+                result.timing[entry.name] = self._task_timing(started, earlier.get(entry.name, {}), finished=True)
+                splits = [self.eval_split(entry)] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
                 manifest[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
                 self._write_results(result, manifest)
             if (note := self.cache.damage_note()) is not None:
@@ -361,36 +400,98 @@ class Runner:
             self.cache.close()
         return result
 
+    def _task_timing(self, started: tuple[float, float, Counter], before: dict, finished: bool) -> dict[str, float]:
+        """This invocation's time and requests of one task, added to what earlier invocations spent on it."""
+        start, compute_start, counts = started
+        done = {k: self._counts[k] - counts[k] for k in ("requests", "computed", "cached")}
+        if not finished:  # requests not yet reached are not counted: the resume counts them
+            done["requests"] = done["computed"] + done["cached"]
+        now = {"wall_s": time.perf_counter() - start, "compute_s": self._compute_s - compute_start, **done}
+        return {k: round(now[k] + before.get(k, 0), 3) for k in TIMING_KEYS}
+
     def _why_missing(self, entry: TaskEntry, split: str) -> str:
         return why_missing(self.source, entry, split)
 
-    def _write_results(self, result: RunResult, manifest: dict) -> None:
+    def _config_json(self) -> dict:
         c = self.config
+        return {
+            "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": c.batch_size,
+            "apply_chat_template": c.apply_chat_template, "seed": c.seed, "device": c.device,
+            "max_new_tokens": c.max_new_tokens,
+            "setting": c.setting, "constrained": c.constrained,
+            "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
+            "chat_template": self.chat_template, "split": c.split,
+        }
+
+    def _earlier_timing(self) -> dict[str, dict[str, float]]:
+        """Per task, the timing that earlier invocations of this same run (same model and config) wrote.
+
+        A resume reads most requests back from the cache: its own times alone would hide the
+        compute of the invocations before it."""
+        path = self.out / "results.json"
+        if not path.is_file():
+            return {}
+        try:
+            doc = json.loads(path.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            self.echo(f"note: {path} unreadable ({one_line(err)}): earlier timing not carried over")
+            return {}
+        same_run = isinstance(doc, dict) and doc.get("model") == self._model_json() and doc.get("config") == self._config_json()
+        timing = doc.get("timing") if same_run else None
+        if not isinstance(timing, dict):
+            return {}
+        earlier = {}
+        for task, entry in timing.items():
+            if not (isinstance(entry, dict) and set(entry) == set(TIMING_KEYS)
+                    and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in entry.values())):
+                self.echo(f"note: {path}: timing.{task} is not {{{', '.join(TIMING_KEYS)}}} of non-negative numbers: not carried over")
+                continue
+            earlier[task] = entry
+        return earlier
+
+    def _model_json(self) -> dict:
+        return {**self.model.record, "cache_key": self.model.cache_key}
+
+    def _write_results(self, result: RunResult, manifest: dict) -> None:
         doc = {
             # "partial" until every task is finished: a killed or interrupted run is never taken for a whole one.
             "status": result.status,
+            # What a partial report counts against: "N of M tasks finished".
+            "tasks": {"planned": self._planned, "skipped": self._skipped},
             # Every input that can change a number (the backend's cache identity) and its hash, the
             # model part of the resume-cache key: two runs with equal "cache_key" share their cache.
-            "model": {**self.model.record, "cache_key": self.model.cache_key},
+            "model": self._model_json(),
             # A source may add its provenance (the official Hub source: dataset revisions).
             "data": {"source": self.source.description, "manifest_sha256": manifest, **getattr(self.source, "provenance", dict)()},
-            "config": {
-                "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": c.batch_size,
-                "apply_chat_template": c.apply_chat_template, "seed": c.seed, "device": c.device,
-                "max_new_tokens": c.max_new_tokens,
-                "setting": c.setting, "constrained": c.constrained,
-                "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
-            },
+            "config": self._config_json(),
+            # The tasks and splits of the paper, or not (--split): tables and cards say so.
+            "comparable_with_paper": self.config.split is None,
             "results": result.results,
+            # Per task, prompt and answer rule (answers.py), how many generated answers it parsed.
+            "parsed_by": self.parsed_by,
+            "baselines": self.baselines,
             "skipped": result.skipped,
             "versions": package_versions(),
             "timing": result.timing,
         }
-        if c.constrained:  # it applies to generations with a format only: say to which tasks
+        if self.config.constrained:  # it applies to generations with a format only: say to which tasks
             doc["task_config"] = {name: {"constrained": self.constrained_entry(self._entries[name])} for name in result.results}
         tmp = self.out / ".results.json.tmp"
         tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2, default=str) + "\n", "utf-8")  # default: an identity value a backend did not make JSON
         tmp.replace(self.out / "results.json")
+
+
+TIMING_KEYS = ("wall_s", "compute_s", "requests", "computed", "cached")
+
+
+def chat_template_identity(backend: Backend) -> dict:
+    """Which chat template renders the prompts: the tokenizer's (with its sha256) or the server's (unknown here)."""
+    template = getattr(getattr(backend, "tokenizer", None), "chat_template", None)
+    if isinstance(template, dict):  # named templates (tokenizers that ship several)
+        template = json.dumps(template, sort_keys=True, ensure_ascii=False)
+    if not isinstance(template, str):
+        return {"source": "server", "sha256": None}
+    return {"source": "tokenizer", "sha256": hashlib.sha256(template.encode("utf-8")).hexdigest()}
 
 
 def why_missing(source: Any, entry: TaskEntry, split: str) -> str:
@@ -421,7 +522,8 @@ def summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
     rows = [("task", "prompt", "n", "metrics")]
     for task, prompts in results.items():
         for prompt, scores in prompts.items():
-            metrics = "  ".join(f"{m}={v}" if m == st.UNPARSED else f"{m}={100 * v:.2f}" for m, v in scores.items() if m != "n")
+            metrics = "  ".join(f"{m}={v}/{scores.get('n', '?')}" if m == st.UNPARSED else f"{m}={100 * v:.2f}"
+                                for m, v in scores.items() if m != "n")
             rows.append((task, prompt, str(scores.get("n", "")), metrics))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}" for r in rows)
