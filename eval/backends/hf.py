@@ -148,10 +148,14 @@ def load_hf(options: BackendOptions) -> LoadedModel:
 
     ``device="auto"`` spreads a model larger than one device over every visible GPU (and
     the CPU) with accelerate's ``device_map="auto"``; otherwise the whole model goes to
-    ``device``. ``threads`` sets torch's intra-op threads (CPU runs).
+    ``device``. ``threads`` sets torch's intra-op threads (CPU runs). A GGUF file
+    (``--model X.gguf`` or ``--backend-arg gguf_file=NAME``, eval/gguf.py) is dequantized by
+    transformers, its tokenizer and chat template read from the file.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ..gguf import gguf_model, pretrained_source, require_gguf
 
     if options.threads is not None:
         torch.set_num_threads(options.threads)
@@ -159,6 +163,11 @@ def load_hf(options: BackendOptions) -> LoadedModel:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError("--device cuda was asked for but torch sees no CUDA device")
     common: dict[str, Any] = {"revision": options.revision, "trust_remote_code": options.trust_remote_code}
+    gguf = gguf_model(options.model, options.extra)
+    if gguf is not None:
+        require_gguf(options.model)
+    source, files = pretrained_source(options.model, gguf)
+    common.update(files)
     placement: dict[str, Any] = {}
     if device == "auto":
         import importlib.util
@@ -166,8 +175,8 @@ def load_hf(options: BackendOptions) -> LoadedModel:
         if importlib.util.find_spec("accelerate") is None:
             raise RuntimeError("--device auto needs accelerate: pip install accelerate")
         placement["device_map"] = "auto"
-    tokenizer = AutoTokenizer.from_pretrained(options.model, **common)
-    model = AutoModelForCausalLM.from_pretrained(options.model, dtype=_torch_dtype(options.dtype), **common, **placement)
+    tokenizer = AutoTokenizer.from_pretrained(source, **common)
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=_torch_dtype(options.dtype), **common, **placement)
     if not placement:
         model = model.to(device)
     model.eval()
