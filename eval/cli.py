@@ -144,6 +144,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
 
     from .api import BackendOptions
     from .backends import create_backend
+    from .estimate import announce
     from .runner import ModelInfo, RunConfig, Runner, run_counts, summary_table, task_summary_table
     from .tasks import DataSource, select_entries
 
@@ -207,6 +208,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
         backend = create_backend(backend_name, options)
         try:
             runner = Runner(backend, ModelInfo(model, revision, backend.dtype, backend_name), source, config, output_dir, echo=click.echo)
+            announce(runner, entries, backend, lambda text: click.echo(text, err=True))
             result = runner.run(entries)
         finally:
             backend.close()

@@ -86,6 +86,10 @@ def convert(directory: Path) -> Path:
     model.save_pretrained(staging)
     tokenizer.save_pretrained(staging)
     (staging / COMPLETE_MARK).write_text(f"{GGUF_NAME} sha256 {file_sha256(gguf)}\n")
+    # mkdtemp and safetensors create owner-only files; the folder is shared (other users, CI).
+    staging.chmod(0o755)
+    for path in staging.iterdir():
+        path.chmod(0o644)
     if plain.exists():
         shutil.rmtree(plain)
     staging.replace(plain)
