@@ -67,7 +67,7 @@ def plan_entry(runner: Any, entry: Any, count: TokenCounter) -> TaskPlan:
         contexts, _ = runner.prompt_contexts(entry, task, name, docs, pool)
         if scored:
             for context, doc in zip(contexts, docs):
-                choices = task.choices(name, doc)
+                choices = [runner.target_delimiter + c for c in task.choices(name, doc)]
                 requests += len(choices)
                 tokens += len(choices) * count(context) + sum(count(c) for c in choices)
                 chars += len(choices) * len(context) + sum(len(c) for c in choices)

@@ -154,6 +154,12 @@ class Runner:
             task = st.setting_task(entry.task_id, setting)
         return task, setting, [p for p in task.prompts if self.config.prompts is None or p in self.config.prompts]
 
+    @property
+    def target_delimiter(self) -> str:
+        """What goes between a context and each of its choices: lm-eval's space, or nothing in chat
+        mode, where the answer follows the generation prompt."""
+        return "" if self.chat is not None else " "
+
     def max_new_tokens(self, entry: TaskEntry, setting: str) -> int:
         """The generation limit of the entry's requests: --max-new-tokens, else the setting's or the task's."""
         if self.config.max_new_tokens:
@@ -219,8 +225,7 @@ class Runner:
 
     def _run_mc(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str]) -> tuple[list[dict], int]:
         task = entry.compiled
-        # lm-eval: in chat mode the answer follows the generation prompt with no delimiter.
-        delim = "" if self.chat is not None else " "
+        delim = self.target_delimiter
         choices = [task.choices(prompt, d) for d in docs]
         requests = [LLRequest(ctx, delim + c) for ctx, cs in zip(contexts, choices) for c in cs]
         with self._bar(entry, prompt, len(requests)) as bar:
