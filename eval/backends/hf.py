@@ -180,6 +180,10 @@ def load_hf(options: BackendOptions) -> LoadedModel:
     if not placement:
         model = model.to(device)
     model.eval()
+    if gguf is not None:
+        # The tokenizer was built from the file, not from the folder holding it (which the cache
+        # identity would otherwise fingerprint as a tokenizer folder).
+        tokenizer.name_or_path = str(gguf.local_path or f"{gguf.source}/{gguf.file}")
     # lm-eval's configure_pad_token: pad with unk, else eos, when there is no pad token.
     if tokenizer.pad_token_id is None:
         if tokenizer.unk_token is not None:
