@@ -171,15 +171,3 @@ def prompt_room(max_length: int, max_new_tokens: int) -> int:
         raise ValueError(f"max_new_tokens {max_new_tokens} leaves no room for the prompt in max length {max_length}")
     return room
 
-
-# The HF tokenisation rules and the reference scorer live in backends/hf.py; these names
-# stay importable from here for modules written against the earlier layout.
-_MOVED_TO_HF = ("default_add_special_tokens", "encode_pair", "prefix_token_id", "encode_request", "plain_loglikelihood")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED_TO_HF:
-        from .backends import hf
-
-        return getattr(hf, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

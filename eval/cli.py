@@ -171,6 +171,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     import datasets
 
     datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
+    from .constrained import refuse_unformatted
     from .official import OfficialSource, is_official
 
     if is_official(data_dir):
@@ -183,6 +184,8 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     try:
         if not is_official(data_dir):
             source = DataSource(data_dir=data_dir, hub_org=hub_org)
+        if constrained and tasks is not None:  # named tasks: refused before the model loads (a run over all warns)
+            refuse_unformatted([(e.name, e.spec) for e in entries])
         # Read (and verify) every evaluation split before the model loads: data errors fail fast.
         for entry in entries:
             if tasks is not None or source.has_split(entry, entry.spec.eval_split):

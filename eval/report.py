@@ -19,7 +19,8 @@ from .tables import (ScoreRow, ScoresError, TaskTable, TextTable, build_tables, 
                      resolve_scale, table_json)
 
 PERCENT = 100.0  # report tables are in percent, as the paper's
-ScoreSamples = Callable[[str, list], float]
+# (metric name, samples, task=entry name) -> score; the default resolves the name through the task's declaration.
+ScoreSamples = Callable[..., float]
 
 
 @dataclass
@@ -166,7 +167,7 @@ def add_bootstrap(rep: TaskReport, runs: Sequence[RunResults], score_samples: Sc
             return
         samples = _read_samples(path)
         try:
-            res = stats.bootstrap(samples, lambda s: PERCENT * score_samples(rep.metric, s), k=k, seed=seed)
+            res = stats.bootstrap(samples, lambda s: PERCENT * score_samples(rep.metric, s, task=t.task), k=k, seed=seed)
         except (KeyError, ValueError, NotImplementedError) as err:
             t.notes.append(f"bootstrap omitted: cannot recompute {rep.metric!r} from samples ({err})")
             return

@@ -22,7 +22,7 @@ from .api import Backend, BackendUnsupported, GenRequest, LLRequest, request_pay
 from .cache import RequestCache, request_key
 from .fewshot import build_chat_messages, build_contexts, messages_as_text
 from . import settings as st
-from .constrained import format_failures, task_constraint
+from .constrained import format_failures, refuse_unformatted, task_constraint, unformatted
 from .metrics import mc_prediction
 from .tasks import DataSource, TaskEntry
 
@@ -105,6 +105,7 @@ class Runner:
         self.cache = RequestCache(self.out / "cache.jsonl")
         self._counts: Counter = Counter()  # requests / cached, over the whole run
         self._task_bar: tqdm | None = None
+        self._entries: dict[str, TaskEntry] = {}  # name -> entry of the run (results.json task_config)
         self.chat = None
         if config.fewshot_as_multiturn and not config.apply_chat_template:
             raise ValueError("--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)")
@@ -120,9 +121,9 @@ class Runner:
     # -- requests through the cache -----------------------------------------------------
     def _cached(self, kind: str, requests: Sequence[Any], compute: Callable[[list], list], to_json: Callable[[Any], Any], bar: tqdm) -> tuple[list[Any], int]:
         keys = [request_key(self.model.cache_key, kind, request_payload(r)) for r in requests]
-        pending = sorted({k: i for i, k in enumerate(keys) if k not in self.cache}.values(), key=lambda i: -len(requests[i].context))
+        pending = sorted({k: i for i, k in enumerate(keys) if self.cache.get(k, kind) is None}.values(), key=lambda i: -len(requests[i].context))
         self._counts["requests"] += len(keys)
-        self._counts["cached"] += sum(k in self.cache for k in keys)
+        self._counts["cached"] += sum(self.cache.get(k, kind) is not None for k in keys)
         bar.update(len(requests) - len(pending))
         # A backend that batches by tokens (fast) asks for larger calls to share more.
         step = self.backend.requests_per_call or max(1, self.config.batch_size * CHUNK_BATCHES)
@@ -205,8 +206,8 @@ class Runner:
                 scores = st.setting_scores(spec, setting, samples)
             else:
                 scores = {m.name: m(samples) for m in spec.metrics}
-                if not mc and (failures := format_failures(entry.task_id, [s["generation"] for s in samples])) is not None:
-                    scores[st.UNPARSED] = failures  # NER/REL/LS: answers outside the task's format
+                if not mc and (failures := format_failures(spec, [s["generation"] for s in samples])) is not None:
+                    scores[st.UNPARSED] = failures  # answers outside the task's declared format (NER/REL/LS)
             scores["n"] = len(samples)
             per_prompt[name] = scores
         return per_prompt, computed
@@ -243,7 +244,7 @@ class Runner:
 
     def _run_setting(self, entry: TaskEntry, task: Any, setting: str, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
         """A multiple-choice task answered by generation (docs/settings.md)."""
-        metrics = entry.spec.metric_names()
+        unparsed_as = entry.spec.instruct.unparsed_as if entry.spec.instruct is not None else None
         choices = [task.choices(prompt, d) for d in docs]
         max_new = self.max_new_tokens(entry, setting)
         requests = [
@@ -259,7 +260,7 @@ class Runner:
             samples.append({
                 "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed,
                 "parsed_answer": None if parsed is None else cs[parsed],
-                "prediction": st.scored_prediction(parsed, gold, len(cs), metrics), "gold": gold,
+                "prediction": st.scored_prediction(parsed, gold, len(cs), unparsed_as), "gold": gold,
                 "gold_answer": answer_texts[gold],
             })
         return samples, n
@@ -267,7 +268,7 @@ class Runner:
     def _run_gen(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
         spec, task = entry.spec, entry.compiled
         max_new = self.max_new_tokens(entry, "loglikelihood")
-        constraint = task_constraint(entry.task_id) if self.config.constrained else None
+        constraint = task_constraint(spec) if self.config.constrained else None
         requests = [GenRequest(ctx, tuple(spec.stop), max_new, constraint, turns) for ctx, turns in zip(contexts, _as_turns(messages, len(contexts)))]
         with self._bar(entry, prompt, len(requests)) as bar:
             values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
@@ -304,6 +305,25 @@ class Runner:
             return []
         return [e for e in entries if e.spec.output_type == "multiple_choice" and e.spec.instruct is None]
 
+    def _check_formats(self, entries: Sequence[TaskEntry]) -> None:
+        """--constrained on a generative task that declares no answer format (TaskSpec.output_pattern):
+        an error before any work, or in a run over every task a warning (results.json: task_config)."""
+        if not self.config.constrained:
+            return
+        if not self.config.skip_missing:
+            refuse_unformatted([(e.name, e.spec) for e in entries])
+        for entry in entries:
+            if unformatted([entry.spec]):
+                self.echo(f"warning: {entry.name}: generated without constraint, the task declares no answer format (TaskSpec.output_pattern)")
+
+    def constrained_entry(self, entry: TaskEntry) -> bool:
+        """Whether --constrained applies to the entry's generations (its record in results.json)."""
+        if not self.config.constrained:
+            return False
+        if entry.spec.output_type == "multiple_choice":
+            return self.config.setting != "loglikelihood"  # log-likelihood scoring generates nothing
+        return entry.spec.output_pattern is not None
+
     def run(self, entries: Sequence[TaskEntry]) -> RunResult:
         unaskable = self.without_instruct(entries)
         if unaskable and not self.config.skip_missing:
@@ -313,6 +333,8 @@ class Runner:
             self.echo(f"{entry.name}: skipped, the task declares no instruct prompts for --setting {self.config.setting}")
         entries = [e for e in entries if e not in unaskable]
         self.check_capabilities(entries)
+        self._check_formats(entries)
+        self._entries = {e.name: e for e in entries}
         self.out.mkdir(parents=True, exist_ok=True)
         result = RunResult()
         manifest: dict[str, dict[str, str]] = {}
@@ -334,6 +356,8 @@ class Runner:
                 splits = [entry.spec.eval_split] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
                 manifest[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
                 self._write_results(result, manifest)
+            if (note := self.cache.damage_note()) is not None:
+                self.echo(note)  # damaged or wrong-shape cache values, computed again
             result.status = "complete"
             self._write_results(result, manifest)
         finally:
@@ -359,6 +383,8 @@ class Runner:
             "versions": package_versions(),
             "timing": result.timing,
         }
+        if c.constrained:  # it applies to generations with a format only: say to which tasks
+            doc["task_config"] = {name: {"constrained": self.constrained_entry(self._entries[name])} for name in result.results}
         tmp = self.out / ".results.json.tmp"
         tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n", "utf-8")
         tmp.replace(self.out / "results.json")

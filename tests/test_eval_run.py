@@ -16,7 +16,6 @@ from click.testing import CliRunner
 
 from evalita_data.registry import TASKS
 from evalita_eval.cli import main
-from evalita_eval.constrained import TASK_PATTERNS
 from evalita_eval.tasks import all_entries
 
 HERE = Path(__file__).parent
@@ -49,13 +48,13 @@ def test_run_every_task_and_prompt(tiny_model: Path, tmp_path: Path) -> None:
         assert sorted(doc["results"][entry.name]) == [p.name for p in spec.prompts]
         for prompt, scores in doc["results"][entry.name].items():
             assert scores["n"] == 2
-            formatted = entry.task_id in TASK_PATTERNS  # NER/REL/LS count answers outside their format
+            formatted = spec.output_pattern is not None  # NER/REL/LS count answers outside their format
             assert set(scores) == set(spec.metric_names()) | {"n"} | ({"unparsed"} if formatted else set())
             assert all(0.0 <= v <= 1.0 for m, v in scores.items() if m not in ("n", "unparsed"))
             lines = (out / "samples" / f"{entry.name}_{prompt}.jsonl").read_text("utf-8").splitlines()
             samples = [json.loads(x) for x in lines]
             if formatted:
-                assert scores["unparsed"] == sum(re.fullmatch(TASK_PATTERNS[entry.task_id], s["generation"]) is None for s in samples)
+                assert scores["unparsed"] == sum(re.fullmatch(spec.output_pattern, s["generation"]) is None for s in samples)
             assert [s["doc_id"] for s in samples] == [0, 1]
             keys = SAMPLE_KEYS_MC if spec.output_type == "multiple_choice" else SAMPLE_KEYS_GEN
             assert all(keys <= set(s) for s in samples)

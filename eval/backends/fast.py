@@ -36,6 +36,10 @@ class FastHFBackend(OnHFModel, FastBackend, Backend):
         return cls(loaded.model, loaded.tokenizer, max_length=loaded.max_length, max_batch_tokens=options.max_batch_tokens,
                    name_or_path=options.model, batch_size=options.batch_size, threads=options.threads)
 
+    def generate_with_model_cache(self, requests: Sequence[GenRequest]) -> list[str]:
+        """Models whose cache layers cannot be refilled (sliding windows): the hf backend's batched generate."""
+        return self._constrained.generate_until(requests)
+
     def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
         """Free requests on the fast path, constrained ones on the hf path; answers in request order."""
         out: list[str | None] = [None] * len(requests)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, prompt_room, scoring_input
+from ..tokenization import default_add_special_tokens, prefix_token_id
 from . import register_backend
 
 DEFAULT_MAX_LENGTH = 2048  # lm-eval's default when neither config nor tokenizer says
@@ -26,19 +27,6 @@ _TOKENIZER_INFINITY = 1000000000000000019884624838656
 
 
 # -- tokenisation (lm-eval's HF rules) -------------------------------------------------------
-
-
-def prefix_token_id(tokenizer: Any) -> int:
-    """The token lm-eval puts before an empty context (BOS, else EOS)."""
-    if tokenizer.bos_token_id is not None:
-        return tokenizer.bos_token_id
-    return tokenizer.eos_token_id
-
-
-def default_add_special_tokens(tokenizer: Any, text: str) -> bool:
-    """lm-eval's HF rule: the tokenizer's special tokens (e.g. Llama's BOS) are added,
-    unless the text already starts with the BOS string (a rendered chat template)."""
-    return not text.startswith(tokenizer.decode([prefix_token_id(tokenizer)]))
 
 
 def encode_pair(tokenizer: Any, context: str, continuation: str, add_special_tokens: bool | None = None) -> tuple[list[int], list[int]]:
