@@ -5,21 +5,21 @@ transformers' GGUF support dequantizes the weights (float32 unless ``--dtype`` s
 and builds the tokenizer and chat template from the file's metadata, on the ``hf`` and ``fast``
 backends; vLLM loads the file itself (``--backend vllm``, with vLLM's GGUF plugin). The file's
 sha256 identifies the model (``gguf_identity``): a file replaced under the same name is another
-model. Needs the ``gguf`` package (``pip install 'evalita-llm[gguf]'``).
+model (a local file's is ``identity.model_source_identity``'s ``file_sha256``, a Hub file's
+``gguf_identity``'s ``gguf_sha256``). Needs the ``gguf`` package (``pip install 'evalita-llm[gguf]'``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from .api import backend_option
+from .identity import file_sha256
+
 SUFFIX = ".gguf"
-_READ_CHUNK = 1 << 20
-# (resolved path, size, mtime_ns) -> sha256: a multi-GB file is hashed once per process.
-_SHA256_SEEN: dict[tuple[str, int, int], str] = {}
 
 
 @dataclass(frozen=True)
@@ -75,33 +75,25 @@ def require_gguf(model: str) -> None:
         raise RuntimeError(f"--model {model} needs the gguf package: pip install 'evalita-llm[gguf]'")
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 of the file's content (computed once per process for an unchanged file)."""
-    stat = path.stat()
-    seen = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if seen not in _SHA256_SEEN:
-        digest = hashlib.sha256()
-        with open(path, "rb") as fh:
-            while chunk := fh.read(_READ_CHUNK):
-                digest.update(chunk)
-        _SHA256_SEEN[seen] = digest.hexdigest()
-    return _SHA256_SEEN[seen]
-
-
 def gguf_identity(model: str, revision: str | None, extra: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
-    """``{"gguf_file", "gguf_sha256"}`` of a GGUF model (None for a plain model): the model's identity
-    in the resume-cache key and in results.json. A Hub file is looked up in the local Hub cache
-    only (loading the model downloaded it); ``gguf_sha256`` is None when it is not there."""
+    """``{"gguf_file", "gguf_sha256"}`` of a GGUF file on the Hub (``--model ORG/NAME --backend-arg
+    gguf_file=F``), looked up in the local Hub cache only (loading the model downloaded it;
+    ``gguf_sha256`` is None when it is not there); None otherwise: a local .gguf or a folder holding
+    one is identified by its content already (``identity.model_source_identity``)."""
     found = gguf_model(model, extra)
-    if found is None:
+    if found is None or found.local_path is not None:
         return None
-    path = found.local_path
-    if path is None:
-        try:
-            from huggingface_hub import try_to_load_from_cache
+    try:
+        from huggingface_hub import try_to_load_from_cache
 
-            cached = try_to_load_from_cache(found.source, found.file, revision=revision)
-        except Exception:  # noqa: BLE001 - not a Hub repository name: nothing cached to hash
-            cached = None
-        path = Path(cached) if isinstance(cached, str) else None
-    return {"gguf_file": found.file, "gguf_sha256": file_sha256(path) if path is not None else None}
+        cached = try_to_load_from_cache(found.source, found.file, revision=revision)
+    except Exception:  # noqa: BLE001 - not a Hub repository name: nothing cached to hash
+        cached = None
+    return {"gguf_file": found.file, "gguf_sha256": file_sha256(Path(cached)) if isinstance(cached, str) else None}
+
+
+@dataclass(frozen=True)
+class GGUFOption:
+    """The ``gguf_file`` option of the backends that load GGUF (hf, fast, vllm): their ``Options`` derive from it."""
+
+    gguf_file: str | None = backend_option(None, "a .gguf file inside --model (a folder or Hub id) to load; --model X.gguf names one directly")

@@ -49,6 +49,10 @@ def load_results(path: Path) -> RunResults:
     for key in ("model", "results"):
         if not isinstance(data.get(key), dict):
             raise ScoresError(f"{path}: missing object {key!r}; expected the results.json of `evalita-eval run`")
+    if data.get("status") == "empty":
+        skipped = data.get("skipped") if isinstance(data.get("skipped"), dict) else {}
+        raise ScoresError(f"{path}: a run that evaluated nothing ({len(skipped)} task(s) skipped: "
+                          f"{'; '.join(f'{k}: {v}' for k, v in list(skipped.items())[:3])}); nothing to report")
     if data.get("status", "complete") != "complete":
         # Written after every task by `run`: an interrupted or killed run has only some tasks.
         raise ScoresError(f"{path}: an unfinished run (status {data.get('status')!r}, {len(data['results'])} task(s) done); "

@@ -12,7 +12,7 @@ import sys
 import time
 from collections import Counter
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from .api import Backend, BackendUnsupported, GenRequest, LLRequest, request_payload
 from .cache import RequestCache, request_key
+from .identity import identity_key
 from .fewshot import build_chat_messages, build_contexts, messages_as_text
 from . import settings as st
 from .constrained import format_failures, refuse_unformatted, task_constraint, unformatted
@@ -61,10 +62,20 @@ class ModelInfo:
     # "hf" (plain batched) or "fast" (shared prefixes): equal within float rounding, yet
     # kept apart in the cache so that a rerun reproduces its own numbers bit for bit.
     backend: str = "hf"
+    # The backend's ``cache_identity()`` (every input that can change a number); the Runner
+    # fills it from its backend when None.
+    identity: dict[str, Any] | None = None
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """What results.json says of the model: the names above, completed by the backend's identity."""
+        return {"name_or_path": self.name_or_path, "revision": self.revision, "dtype": self.dtype, "backend": self.backend,
+                **(self.identity or {})}
 
     @property
     def cache_key(self) -> str:
-        return json.dumps([self.name_or_path, self.revision, self.dtype, self.backend])
+        """The model part of every request's key: the hash of the whole identity."""
+        return identity_key(self.record)
 
 
 @dataclass
@@ -74,7 +85,9 @@ class RunResult:
     computed: int = 0  # requests sent to the backend (not found in the cache)
     cached: int = 0  # requests read back from the resume cache
     requests: int = 0  # every request of the run (a request repeated within it counts each time)
-    status: str = "partial"  # "complete" once every task is finished
+    # "partial" while running; then "complete", or "empty" when no task was evaluated (see ``skipped``).
+    status: str = "partial"
+    skipped: dict[str, str] = field(default_factory=dict)  # entry -> why it was not evaluated
 
 
 def _as_turns(messages: list[list[dict]] | None, n: int) -> list[tuple[dict, ...] | None]:
@@ -97,7 +110,7 @@ def package_versions() -> dict[str, str]:
 class Runner:
     def __init__(self, backend: Backend, model: ModelInfo, source: DataSource, config: RunConfig, output_dir: str | Path, echo: Callable[[str], None] = print) -> None:
         self.backend = backend
-        self.model = model
+        self.model = model if model.identity is not None else replace(model, identity=backend.cache_identity())
         self.source = source
         self.config = config
         self.out = Path(output_dir)
@@ -329,19 +342,21 @@ class Runner:
         if unaskable and not self.config.skip_missing:
             raise ValueError(f"--setting {self.config.setting} needs the instruct prompts (TaskSpec.instruct) that "
                              f"{', '.join(e.name for e in unaskable)} do(es) not declare")
+        result = RunResult()
         for entry in unaskable:  # a run over every task: the others go on
-            self.echo(f"{entry.name}: skipped, the task declares no instruct prompts for --setting {self.config.setting}")
+            result.skipped[entry.name] = f"the task declares no instruct prompts for --setting {self.config.setting}"
+            self.echo(f"{entry.name}: skipped, {result.skipped[entry.name]}")
         entries = [e for e in entries if e not in unaskable]
         self.check_capabilities(entries)
         self._check_formats(entries)
         self._entries = {e.name: e for e in entries}
         self.out.mkdir(parents=True, exist_ok=True)
-        result = RunResult()
         manifest: dict[str, dict[str, str]] = {}
         try:
             for entry in entries:
                 if self.config.skip_missing and not self.source.has_split(entry, entry.spec.eval_split):
-                    self.echo(f"{entry.name}: skipped, {self.source.description} has no split {entry.spec.eval_split!r}")
+                    result.skipped[entry.name] = self._why_missing(entry, entry.spec.eval_split)
+                    self.echo(f"{entry.name}: skipped, {result.skipped[entry.name]}")
                     continue
                 start = time.perf_counter()
                 try:
@@ -358,18 +373,24 @@ class Runner:
                 self._write_results(result, manifest)
             if (note := self.cache.damage_note()) is not None:
                 self.echo(note)  # damaged or wrong-shape cache values, computed again
-            result.status = "complete"
+            # A run that evaluated nothing is no success: results.json says so, and the CLI exits 1.
+            result.status = "complete" if result.results else "empty"
             self._write_results(result, manifest)
         finally:
             self.cache.close()
         return result
+
+    def _why_missing(self, entry: TaskEntry, split: str) -> str:
+        return why_missing(self.source, entry, split)
 
     def _write_results(self, result: RunResult, manifest: dict) -> None:
         c = self.config
         doc = {
             # "partial" until every task is finished: a killed or interrupted run is never taken for a whole one.
             "status": result.status,
-            "model": {"name_or_path": self.model.name_or_path, "revision": self.model.revision, "dtype": self.model.dtype, "backend": self.model.backend},
+            # Every input that can change a number (the backend's cache identity) and its hash, the
+            # model part of the resume-cache key: two runs with equal "cache_key" share their cache.
+            "model": {**self.model.record, "cache_key": self.model.cache_key},
             # A source may add its provenance (the official Hub source: dataset revisions).
             "data": {"source": self.source.description, "manifest_sha256": manifest, **getattr(self.source, "provenance", dict)()},
             "config": {
@@ -380,14 +401,38 @@ class Runner:
                 "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
             },
             "results": result.results,
+            "skipped": result.skipped,
             "versions": package_versions(),
             "timing": result.timing,
         }
         if c.constrained:  # it applies to generations with a format only: say to which tasks
             doc["task_config"] = {name: {"constrained": self.constrained_entry(self._entries[name])} for name in result.results}
         tmp = self.out / ".results.json.tmp"
-        tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n", "utf-8")
+        tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2, default=str) + "\n", "utf-8")  # default: an identity value a backend did not make JSON
         tmp.replace(self.out / "results.json")
+
+
+def why_missing(source: Any, entry: TaskEntry, split: str) -> str:
+    """Why ``source`` has no ``split`` of ``entry``: the source's own reason when it has one (the
+    official Hub source), else the missing split."""
+    why = getattr(source, "why_missing", None)
+    return why(entry, split) if why is not None else f"{source.description} has no split {split!r}"
+
+
+def nothing_evaluated(skipped: dict[str, str], source: Any) -> str:
+    """The one-line error of a run that evaluated nothing (the reasons per task are printed before it);
+    a local folder's task folders that no registered task reads are named."""
+    text = f"nothing was evaluated: every one of the {len(skipped)} task entries was skipped ({'; '.join(sorted(set(skipped.values())))[:300]})"
+    folder = getattr(source, "data_dir", None)
+    if folder is not None and Path(folder).is_dir():
+        from evalita_data.registry import task_ids
+
+        known = set(task_ids())
+        unknown = sorted(p.name for p in Path(folder).iterdir() if p.is_dir() and not p.name.startswith(".") and p.name not in known)
+        if unknown:
+            text += (f"; {folder} holds folders of tasks that are not registered here: {', '.join(unknown)} "
+                     "(an out-of-tree task is registered by EVALITA_TASK_PATH or its installed package)")
+    return text
 
 
 def summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:

@@ -149,6 +149,8 @@ class DataSource:
             return self._jsonl(entry, split).is_file() or self._parquet(entry, split).is_file()
         try:
             self.load(entry, split)
+        except HubUnreachable:
+            raise  # no Hub at all is an error, not a missing split
         except Exception:
             return False
         return True
@@ -283,7 +285,8 @@ def _check_data_folder(folder: Path) -> None:
     foreign = next((p for t in found for p in t.rglob("*") if p.is_file() and p.suffix not in (".jsonl", ".parquet", ".md", ".json")), None)
     if found and foreign is None:
         return
-    why = f"{foreign} is not a split file" if foreign else f"no <task>/ folder of {', '.join(task_ids())}"
+    held = sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))  # named: unregistered tasks?
+    why = f"{foreign} is not a split file" if foreign else f"no <task>/ folder of {', '.join(task_ids())}; it holds {', '.join(held) or 'no folder'}"
     raise FileNotFoundError(
         f"{folder} is not a build folder (no manifest.json; {why}): --data takes the output of `evalita-data build` "
         "(or of `push --to-dir`); raw originals must be built first"

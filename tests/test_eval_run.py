@@ -34,9 +34,12 @@ def test_run_every_task_and_prompt(tiny_model: Path, tmp_path: Path) -> None:
     out = tmp_path / "res"
     console = _run(["--model", str(tiny_model), "--data", str(DATA), "--limit", "2", "--max-new-tokens", "8", "--output-dir", str(out)])
     doc = json.loads((out / "results.json").read_text("utf-8"))
-    assert set(doc) == {"status", "model", "data", "config", "results", "versions", "timing"}
+    assert set(doc) == {"status", "model", "data", "config", "results", "skipped", "versions", "timing"}
+    assert doc["skipped"] == {}
     assert doc["status"] == "complete"
-    assert doc["model"] == {"name_or_path": str(tiny_model), "revision": None, "dtype": "float32", "backend": "hf"}
+    model = doc["model"]
+    assert {k: model[k] for k in ("name_or_path", "revision", "dtype", "backend")} == {"name_or_path": str(tiny_model), "revision": None, "dtype": "float32", "backend": "hf"}
+    assert len(model["cache_key"]) == 64 and len(model["files_sha256"]) == 64  # the identity: tests/test_cache_identity.py
     assert doc["config"]["limit"] == 2 and doc["config"]["num_fewshot"] == 0 and doc["config"]["seed"] == 1234
     names = [e.name for e in all_entries()]
     assert list(doc["results"]) == names == [name for spec in TASKS.values() for name, _config in spec.entries()]

@@ -57,12 +57,26 @@ def test_gguf_named_twice_is_refused(fake_gguf: Path) -> None:
         gguf_model(str(fake_gguf), {"gguf_file": "x.gguf"})
 
 
-def test_gguf_identity_is_the_file_sha256(fake_gguf: Path) -> None:
+def test_gguf_identity_is_the_file_sha256(fake_gguf: Path, tmp_path: Path, monkeypatch) -> None:
+    """A local .gguf is identified by its content (identity.model_source_identity); a Hub GGUF by the
+    sha256 of the file in the local Hub cache (gguf_identity), None when it is not there."""
+    from evalita_eval.identity import model_source_identity
+
     digest = hashlib.sha256(fake_gguf.read_bytes()).hexdigest()
-    assert gguf_identity(str(fake_gguf), None) == {"gguf_file": fake_gguf.name, "gguf_sha256": digest}
-    fake_gguf.write_bytes(b"GGUF other weights")  # replaced under the same name: another model
-    assert gguf_identity(str(fake_gguf), None)["gguf_sha256"] == hashlib.sha256(b"GGUF other weights").hexdigest()
-    # A Hub file not in the (test-local) Hub cache: named, not hashed.
+    assert model_source_identity(str(fake_gguf), None)["file_sha256"] == digest
+    assert gguf_identity(str(fake_gguf), None) is None  # covered above, not hashed twice
+    # A Hub cache holding org/m-GGUF's file (the layout huggingface_hub reads).
+    import huggingface_hub.constants as hub_constants
+
+    hub = tmp_path / "hub"
+    snapshot = hub / "models--org--m-GGUF" / "snapshots" / ("a" * 40)
+    snapshot.mkdir(parents=True)
+    (snapshot / "m.Q4_1.gguf").write_bytes(b"GGUF hub weights")
+    (hub / "models--org--m-GGUF" / "refs").mkdir()
+    (hub / "models--org--m-GGUF" / "refs" / "main").write_text("a" * 40)
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(hub))
+    assert gguf_identity("org/m-GGUF", None, {"gguf_file": "m.Q4_1.gguf"}) == {
+        "gguf_file": "m.Q4_1.gguf", "gguf_sha256": hashlib.sha256(b"GGUF hub weights").hexdigest()}
     assert gguf_identity("org/never-downloaded", None, {"gguf_file": "m.gguf"}) == {"gguf_file": "m.gguf", "gguf_sha256": None}
     assert gguf_identity("org/plain", None) is None
 

@@ -80,4 +80,7 @@ def load_tokenizer(model: str, revision: str | None, trust_remote_code: bool, gg
     from transformers import AutoTokenizer
 
     source, files = pretrained_source(model, gguf)
-    return AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code, **files)
+    tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code, **files)
+    if gguf is not None:  # built from the file, not from the folder holding it (as load_hf names it)
+        tokenizer.name_or_path = str(gguf.local_path or f"{gguf.source}/{gguf.file}")
+    return tokenizer

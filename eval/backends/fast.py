@@ -9,12 +9,21 @@ the fast path.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..api import Backend, BackendOptions, Capabilities, GenRequest
+from ..api import Backend, BackendOptions, Capabilities, GenRequest, backend_option
 from ..fast import FastBackend
 from . import register_backend
+from ..gguf import GGUFOption
 from .hf import HFBackend, OnHFModel, load_hf
+
+
+@dataclass(frozen=True)
+class FastOptions(GGUFOption):
+    # Out of the cache identity: the budget only regroups requests (float rounding; see OnHFModel.cache_identity).
+    max_batch_tokens: int | None = backend_option(None, "token budget of one forward pass; default: probed on CUDA, a CPU default otherwise",
+                                                  changes_numbers=False, flag="--max-batch-tokens")
 
 
 @register_backend("fast")
@@ -22,6 +31,7 @@ class FastHFBackend(OnHFModel, FastBackend, Backend):
     """Same log-likelihoods as ``hf`` within 1e-6*|LL|+1e-5, same greedy generations (docs/fast.md)."""
 
     capabilities = Capabilities(constrained=True)
+    Options = FastOptions
 
     def __init__(self, model: Any, tokenizer: Any, *, max_length: int, max_batch_tokens: int | None = None, name_or_path: str = "",
                  batch_size: int = 8, threads: int | None = None) -> None:
