@@ -92,8 +92,6 @@ def gguf_identity(model: str, revision: str | None, extra: Mapping[str, Any] | N
     return {"gguf_file": found.file, "gguf_sha256": file_sha256(Path(cached)) if isinstance(cached, str) else None}
 
 
-@dataclass(frozen=True)
-class GGUFOption:
-    """The ``gguf_file`` option of the backends that load GGUF (hf, fast, vllm): their ``Options`` derive from it."""
-
-    gguf_file: str | None = backend_option(None, "a .gguf file inside --model (a folder or Hub id) to load; --model X.gguf names one directly")
+def gguf_file_option() -> Any:
+    """The ``gguf_file`` field of the ``Options`` of the backends that load GGUF (hf, fast, vllm)."""
+    return backend_option(None, "a .gguf file inside --model (a folder or Hub id) to load; --model X.gguf names one directly")

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, prompt_room, scoring_input
 from ..tokenization import default_add_special_tokens, prefix_token_id
-from ..gguf import GGUFOption
+from ..gguf import gguf_file_option
 from . import register_backend
 
 DEFAULT_MAX_LENGTH = 2048  # lm-eval's default when neither config nor tokenizer says
@@ -206,8 +206,10 @@ def load_hf(options: BackendOptions) -> LoadedModel:
 
 
 @dataclass(frozen=True)
-class HFOptions(GGUFOption):
+class HFOptions:
     """Beyond the common options (--batch-size, --device, --dtype...): a GGUF file (eval/gguf.py)."""
+
+    gguf_file: str | None = gguf_file_option()
 
 
 @register_backend("hf")

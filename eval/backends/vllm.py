@@ -29,7 +29,7 @@ from typing import Any, Iterator, Sequence
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, backend_option, cut_at_stop
 from . import register_backend
 from .engine_common import LLWindow, generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
-from ..gguf import GGUFModel, GGUFOption, gguf_identity, gguf_model, require_gguf
+from ..gguf import GGUFModel, gguf_file_option, gguf_identity, gguf_model, require_gguf
 from .hf import render_chat
 
 # vLLM 0.32 tracks at most this many token ids per request (SamplingParams.logprob_token_ids).
@@ -114,7 +114,7 @@ def _allow_one_position_past(allow: bool) -> Iterator[None]:
 
 
 @dataclass(frozen=True)
-class VLLMOptions(GGUFOption):
+class VLLMOptions:
     """``vllm.LLM`` settings. Tensor parallelism splits every matmul over devices (another reduction
     order: other numbers); engine arguments may change numbers (quantization, kv-cache dtype...).
     Data parallelism, the memory fraction and the engine's context length only change which
@@ -127,6 +127,7 @@ class VLLMOptions(GGUFOption):
     max_model_len: int | None = backend_option(None, "engine context length; default: the max length + 1", changes_numbers=False,
                                                flag="--max-model-len")
     vllm_engine_args: dict | None = backend_option(None, 'other vllm.LLM arguments, a JSON object (e.g. {"enforce_eager": true})')
+    gguf_file: str | None = gguf_file_option()
 
 
 class EngineMissing(ImportError, RuntimeError):
