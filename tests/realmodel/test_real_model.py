@@ -5,6 +5,7 @@ decoding (parse rates), and the GGUF file against its float32 conversion through
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -111,6 +112,9 @@ def test_gguf_file_through_the_cli_equals_the_converted_folder(real_loaded: Any,
     assert "not a valid JSON" not in proc.stderr
     doc = json.loads((gguf_out / "results.json").read_text("utf-8"))
     assert doc["model"]["name_or_path"] == str(real_gguf) and doc["model"]["dtype"] == "float32"
+    # The file's content is the model's identity (and the tokenizer is named by the file, not its folder).
+    assert doc["model"]["file_sha256"] == hashlib.sha256(real_gguf.read_bytes()).hexdigest()
+    assert doc["model"]["tokenizer"] == str(real_gguf) and "tokenizer_files_sha256" not in doc["model"]
     assert list(doc["results"]) == [e.name for e in all_entries() if e.task_id in tasks]
     ref = tmp_path / "plain"
     run_in_process(_backend("hf", real_loaded), "hf", real_plain, ref, tasks=tasks, limit=LIMIT, max_new_tokens=MAX_NEW_TOKENS)
