@@ -8,6 +8,7 @@ Backends live in ``backends/`` (see docs/adding-a-backend.md).
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, Sequence
@@ -26,6 +27,30 @@ class LLResult:
     logprob: float  # sum of the continuation tokens' log-probabilities
     is_greedy: bool  # every continuation token is the argmax at its position
     n_tokens: int
+
+
+# How far above 0 a log-probability may be and still count as <= 0 (float rounding of a sum).
+LOGPROB_ROUNDING = 1e-4
+
+
+def check_ll_result(result: Any, backend: str) -> LLResult:
+    """``result`` itself when it is an LLResult a score can be made of: a finite log-prob <= 0
+    (within rounding), a bool ``is_greedy`` and an int ``n_tokens`` > 0. Anything else is a fault
+    of the backend (a server that lied, an engine that overflowed): a ValueError, never a score."""
+    problem = None
+    if not isinstance(result, LLResult):
+        problem = f"a {type(result).__name__}, not an LLResult"
+    elif isinstance(result.logprob, bool) or not isinstance(result.logprob, (int, float)):
+        problem = f"a log-prob of type {type(result.logprob).__name__}"
+    elif not math.isfinite(result.logprob) or result.logprob > LOGPROB_ROUNDING:
+        problem = f"the log-prob {result.logprob!r}, not a finite number <= 0"
+    elif not isinstance(result.is_greedy, bool):
+        problem = f"is_greedy {result.is_greedy!r}, not a bool"
+    elif isinstance(result.n_tokens, bool) or not isinstance(result.n_tokens, int) or result.n_tokens <= 0:
+        problem = f"n_tokens {result.n_tokens!r}, not an int > 0"
+    if problem is not None:
+        raise ValueError(f"backend {backend!r} returned {problem} for a log-likelihood request; nothing of it was cached or scored")
+    return result
 
 
 @dataclass(frozen=True)

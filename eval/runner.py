@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 from tqdm import tqdm
 
-from .api import Backend, BackendUnsupported, GenRequest, LLRequest, request_payload
+from .api import Backend, BackendUnsupported, GenRequest, LLRequest, check_ll_result, request_payload
 from .cache import RequestCache, request_key
 from .identity import identity_key
 from .fewshot import build_chat_messages, build_contexts, messages_as_text
@@ -243,7 +243,7 @@ class Runner:
         choices = [task.choices(prompt, d) for d in docs]
         requests = [LLRequest(ctx, delim + c) for ctx, cs in zip(contexts, choices) for c in cs]
         with self._bar(entry, prompt, len(requests)) as bar:
-            values, n = self._cached("loglikelihood", requests, self.backend.loglikelihood, lambda r: [r.logprob, r.is_greedy], bar)
+            values, n = self._cached("loglikelihood", requests, self.backend.loglikelihood, lambda r: [check_ll_result(r, self.backend.name).logprob, r.is_greedy], bar)
         samples, pos = [], 0
         for i, (doc, ctx, cs) in enumerate(zip(docs, contexts, choices)):
             lls = [v[0] for v in values[pos : pos + len(cs)]]

@@ -7,7 +7,13 @@ A "silent drop" is a bad input that exits 0. "Outputs intact" means the previous
 the raw inputs) are byte for byte as before the failing command. Exit status 1 if any case
 gives a traceback, a silent drop or a damaged output.
 
-    python scripts/probe_integrity.py [--keep DIR]
+Then the server faults (issue 22): ``evalita-eval run --backend openai-completions|openai-chat``
+against a fake server on 127.0.0.1 (tests/fake_openai_server.py) that lies in each way it knows,
+for good (the run must stop with one line naming the server, keeping nothing of the lie) and
+once (the retry must give a run equal to a clean one). Counts: faults tried / clean one-line
+errors / retried-and-equal / secrets leaked / hangs / wrong scores.
+
+    python scripts/probe_integrity.py [--keep DIR] [--server]   (--server: the server faults only)
 """
 
 from __future__ import annotations
@@ -15,12 +21,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "tests" / "data" / "raw"
@@ -110,10 +118,128 @@ def break_file(path: Path, how: str) -> None:
                 z.writestr(n, d)
 
 
+def files_of(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): p.read_text("utf-8", "replace") for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def kept_only_truth(got: dict[str, str], clean: dict[str, str]) -> bool:
+    """What a stopped run kept is what the clean run says: cache lines, sample files, finished tasks."""
+    if not set(got.get("cache.jsonl", "").splitlines()) <= set(clean["cache.jsonl"].splitlines()):
+        return False
+    if any(name.startswith("samples/") and text != clean.get(name) for name, text in got.items()):
+        return False
+    if "results.json" in got:
+        doc, ref = json.loads(got["results.json"]), json.loads(clean["results.json"])["results"]
+        return doc["status"] == "partial" and all(ref.get(t) == v for t, v in doc["results"].items())
+    return True
+
+
+def equal_runs(got: dict[str, str], clean: dict[str, str]) -> bool:
+    if got.keys() != clean.keys() or sorted(got["cache.jsonl"].splitlines()) != sorted(clean["cache.jsonl"].splitlines()):
+        return False
+    a, b = json.loads(got["results.json"]), json.loads(clean["results.json"])
+    return (a["status"], a["results"]) == (b["status"], b["results"]) and all(
+        got[n] == clean[n] for n in got if n.startswith("samples/"))
+
+
+def probe_server(work: Path, model: Path, env: dict[str, str]) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """Every lie of the fake server, for good and once, through ``evalita-eval run`` in a subprocess."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fake_openai_server import ALL_FAULTS, CHAT_FAULTS, FAULTS_NOT_RETRIED, FakeServer
+
+    key = "sk-probe-" + secrets.token_hex(16)
+    env = {**env, "EVALITA_PROBE_KEY": key}
+    server, elsewhere = FakeServer(), FakeServer()
+    server.redirect_to = elsewhere.url + "/completions"
+    server.huge_bytes = 65 * 2**20  # over the client's 64 MiB bound
+    counts = {"tried": 0, "one_line": 0, "retried_equal": 0, "leaked": 0, "hangs": 0, "wrong": 0}
+    rows: list[tuple[str, str]] = []
+
+    def run(out: Path, backend: str, *extra: str) -> tuple[subprocess.CompletedProcess | None, dict[str, str]]:
+        tasks = "sum" if backend == "openai-chat" else "te,sum"
+        cmd = evaluate("run", "--model", model, "--data", ROOT / "tests" / "data" / "build", "--tasks", tasks, "--limit", "2",
+                       "--max-new-tokens", "4", "--backend", backend, "--base-url", server.url, "--api-key-env", "EVALITA_PROBE_KEY",
+                       "--batch-size", "2", "--concurrency", "2", "--timeout", "2", "--output-dir", out, "--no-progress", *extra)
+        try:
+            proc: subprocess.CompletedProcess | None = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+        except subprocess.TimeoutExpired:
+            proc = None
+        return proc, files_of(out) if out.exists() else {}
+
+    def leaked(proc: Any, files: dict[str, str]) -> bool:
+        text = (proc.stdout + proc.stderr if proc else "") + "".join(files.values())
+        return any(key[i : i + 8] in text for i in range(len(key) - 7)) or any(auth for _, auth, _ in elsewhere.seen)
+
+    try:
+        clean = {}
+        for backend in ("openai-completions", "openai-chat"):
+            proc, clean[backend] = run(work / "server" / f"clean-{backend}", backend)
+            assert proc is not None and proc.returncode == 0, proc and proc.stdout + proc.stderr
+        for fault in ALL_FAULTS:
+            backend = "openai-chat" if fault in CHAT_FAULTS else "openai-completions"
+            modes = [("for good", 2, None, "1")] + ([("once", 1, 1, "2")] if fault not in FAULTS_NOT_RETRIED else [])
+            for mode, first, count, retries in modes:
+                server.lie(fault, first, count)
+                # The bound, not the deadline, must stop a huge body: time enough to send 64 MiB on a loaded machine.
+                timeout = ["--timeout", "60"] if fault.startswith("huge") else []
+                proc, got = run(work / "server" / f"{fault}-{mode.replace(' ', '-')}", backend, "--max-retries", retries, *timeout)
+                counts["tried"] += 1
+                if proc is None:
+                    counts["hangs"] += 1
+                    rows.append((f"server {fault} ({mode})", "HANG"))
+                    continue
+                counts["leaked"] += leaked(proc, got)
+                errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("Error:")]
+                if mode == "once":
+                    ok = proc.returncode == 0 and equal_runs(got, clean[backend])
+                    counts["retried_equal"] += ok
+                    counts["wrong"] += not ok and proc.returncode == 0
+                    verdict = "retried, equal" if ok else f"rc={proc.returncode} {'DIFFERENT' if proc.returncode == 0 else errors[-1:]}"
+                else:
+                    ok = (proc.returncode == 1 and "Traceback" not in proc.stderr and len(errors) == 1
+                          and f"server {server.url}" in errors[0])
+                    truthful = proc.returncode != 0 and kept_only_truth(got, clean[backend])
+                    counts["one_line"] += ok and truthful
+                    counts["wrong"] += not truthful
+                    verdict = ("ok" if ok and truthful else "WRONG") + f" rc={proc.returncode} {(errors or ['(no error line)'])[0][:150]}"
+                rows.append((f"server {fault} ({mode})", verdict))
+    finally:
+        server.stop()
+        elsewhere.stop()
+    return counts, rows
+
+
+def tiny_model(work: Path, env: dict[str, str]) -> Path:
+    model = work / "tiny"
+    if not model.exists():
+        subprocess.run([PY, "-c", f"from evalita_eval.tiny import build_tiny_model; build_tiny_model({str(model)!r})"], check=True,
+                       capture_output=True, env=env)
+    return model
+
+
 def main() -> int:
-    keep = Path(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[1] == "--keep" else None
+    args = sys.argv[1:]
+    keep = Path(args[args.index("--keep") + 1]) if "--keep" in args else None
     work = Path(tempfile.mkdtemp(prefix="evalita-probe-", dir=keep))
     p = Probe(work)
+    status = 0
+    if "--server" not in args:
+        status = probe_inputs(p)
+    counts, rows = probe_server(work, tiny_model(work, p.env), p.env)
+    for name, verdict in rows:
+        print(f"{name:<44} {verdict}")
+    print(f"\nserver faults tried: {counts['tried']} / clean one-line errors: {counts['one_line']} / retried-and-equal: "
+          f"{counts['retried_equal']} / secrets leaked: {counts['leaked']} / hangs: {counts['hangs']} / wrong scores: {counts['wrong']}")
+    if keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+    if counts["leaked"] or counts["hangs"] or counts["wrong"] or counts["one_line"] + counts["retried_equal"] != counts["tried"]:
+        status = 1
+    return status
+
+
+def probe_inputs(p: Probe) -> int:
+    """The bad inputs of issue 11 (build, validate, push, card, run, report)."""
+    work = p.work
 
     # -- build: inputs read-only, wrong folders
     raw, out = p.fresh("overlap", "wic")
@@ -175,9 +301,7 @@ def main() -> int:
     p.case("push manifest task ../x", data("push", "--build", evil, "--to-dir", work / "hub3"), [out, work / "hub3"])
 
     # -- evaluate
-    model = work / "tiny"
-    subprocess.run([PY, "-c", f"from evalita_eval.tiny import build_tiny_model; build_tiny_model({str(model)!r})"], check=True,
-                   capture_output=True, env=p.env)
+    model = tiny_model(work, p.env)
     raw, out = p.fresh("eval", "te", "rel", "hs")
     res = work / "eval" / "res"
     common = ["--output-dir", res, "--limit", "2", "--no-progress"]
@@ -229,9 +353,8 @@ def main() -> int:
         print(f"{name:<44} {verdict}")
     c = p.counts
     print(f"\nbad inputs tried: {c['tried']} / clear one-line errors: {c['one_line']} / tracebacks: {c['tracebacks']} / "
-          f"outputs intact: {c['intact']} / silent drops: {c['silent_drops']}")
-    if keep is None:
-        shutil.rmtree(work, ignore_errors=True)
+          f"outputs intact: {c['intact']} / silent drops: {c['silent_drops']}\n")
+    p.rows.clear()
     return 1 if c["tracebacks"] or c["silent_drops"] or c["damaged"] or c["one_line"] != c["tried"] else 0
 
 

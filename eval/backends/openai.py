@@ -19,28 +19,168 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
+import socket
+import threading
 import time
+import urllib.error
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
-from ..api import Backend, BackendOptions, BackendUnsupported, Capabilities, Constraint, GenRequest, LLRequest, LLResult, backend_option, cut_at_stop
+from ..api import (LOGPROB_ROUNDING, Backend, BackendOptions, BackendUnsupported, Capabilities, Constraint, GenRequest, LLRequest, LLResult,
+                   backend_option, cut_at_stop)
 from . import register_backend
 from .engine_common import generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
 from .hf import render_chat
 
+T = TypeVar("T")
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0
+# The largest answer body read: a batch of log-probs is a few MB; past this the server is faulty
+# (the body is never read whole into memory first).
+MAX_BODY_BYTES = 64 * 2**20
+READ_CHUNK_BYTES = 64 * 2**10
+ERROR_TEXT_CHARS = 500  # of a refusal's body, in the error message (after the key is scrubbed)
 
 
 class ServerError(RuntimeError):
-    """The server refused a request for good (a 4xx other than 408/409/429), or kept failing."""
+    """The server refused a request for good, answered in a way that cannot be used, or kept failing."""
+
+
+class MalformedAnswer(ValueError):
+    """An answer of the wrong shape, type, length or value (retried: a server may recover)."""
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows no redirect: it would carry the ``Authorization`` header to another address."""
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
+        return None  # urllib then raises the 3xx as an HTTPError
+
+
+class _Deadline:
+    """One request's deadline: at it the connection's socket is shut down, which ends a read in
+    progress (a socket timeout bounds each read, not the request: a server may drip forever)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expired = False
+        self._end = time.monotonic() + seconds
+        self._timer: threading.Timer | None = None
+
+    def watch(self, sock: socket.socket) -> None:
+        self._timer = threading.Timer(max(0.0, self._end - time.monotonic()), self._expire, (sock,))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _expire(self, sock: socket.socket) -> None:
+        self.expired = True
+        try:  # the plain socket's shutdown: an SSL socket's own would drop its state under the reader
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+class _WatchedConnection:
+    """A connection whose socket its request's deadline watches (a mixin of http.client's connections)."""
+
+    deadline: _Deadline
+
+    def connect(self) -> None:
+        super().connect()  # type: ignore[misc]
+        self.deadline.watch(self.sock)  # type: ignore[attr-defined]
+
+
+class _WatchedHTTP(_WatchedConnection, http.client.HTTPConnection):
+    pass
+
+
+class _WatchedHTTPS(_WatchedConnection, http.client.HTTPSConnection):
+    pass
+
+
+def _watched(cls: type, deadline: _Deadline) -> Callable[..., Any]:
+    def connection(*args: Any, **kwargs: Any) -> Any:
+        conn = cls(*args, **kwargs)
+        conn.deadline = deadline
+        return conn
+
+    return connection
+
+
+class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def http_open(self, req: Any) -> Any:
+        return self.do_open(_watched(_WatchedHTTP, self.deadline), req)
+
+
+class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def https_open(self, req: Any) -> Any:
+        return self.do_open(_watched(_WatchedHTTPS, self.deadline), req, context=self._context)
+
+
+def _read_body(resp: Any) -> bytes:
+    """The body, in chunks, at most MAX_BODY_BYTES (a ``_TooLarge`` past it)."""
+    declared = resp.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise _TooLarge(f"declared {int(declared)} bytes")
+    chunks, size = [], 0
+    while chunk := resp.read(READ_CHUNK_BYTES):
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise _TooLarge(f"more than {size - len(chunk)} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def parse_json_answer(data: bytes) -> dict:
+    """A 2xx answer body as a JSON object; a MalformedAnswer saying what it is otherwise."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise MalformedAnswer(f"not UTF-8 (byte 0x{data[err.start]:02x} at position {err.start})") from None
+    try:
+        payload = json.loads(text)  # NaN and Infinity parse: the checks of each value say where they were
+    except json.JSONDecodeError as err:
+        raise MalformedAnswer(f"not JSON ({err.msg} at line {err.lineno} column {err.colno}): {_excerpt(text)}") from None
+    except RecursionError:
+        raise MalformedAnswer("JSON nested too deeply to be an answer") from None
+    if not isinstance(payload, dict):
+        raise MalformedAnswer(f"{_json_type(payload)}, not an object: {_excerpt(text)}")
+    return payload
+
+
+def _excerpt(text: str, n: int = 80) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= n else text[:n] + "...")
 
 
 class OpenAIClient:
-    """A small JSON-over-HTTP client with retries, on the standard library (no extra dependency)."""
+    """A small JSON-over-HTTP client with retries, on the standard library (no extra dependency).
+
+    Every answer is untrusted: ``post`` hands the parsed body to the caller's ``parse``, which
+    raises MalformedAnswer on anything it cannot use; that, 408/409/429/5xx, connection errors
+    and the deadline are retried, other faults stop at once. Messages name the server and the
+    request, never the key."""
 
     def __init__(self, base_url: str, api_key: str | None, timeout_s: float, max_retries: int, concurrency: int) -> None:
         self.base_url = base_url.rstrip("/") + "/"
@@ -56,42 +196,69 @@ class OpenAIClient:
     def _scrub(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text
 
-    def _send(self, url: str, body: dict) -> tuple[int, dict | str, str | None]:
-        """(status, parsed JSON or error text, Retry-After) of one POST."""
-        import urllib.error
-        import urllib.request
+    def _error_text(self, data: bytes) -> str:
+        """A refusal's body for a message: one line, the key scrubbed from the whole text before it is cut."""
+        text = " ".join(self._scrub(data.decode("utf-8", "replace")).split())
+        return text if len(text) <= ERROR_TEXT_CHARS else text[:ERROR_TEXT_CHARS] + "..."
 
+    def _send(self, url: str, body: dict, request: str) -> tuple[int, bytes, str | None]:
+        """(status, body, Retry-After) of one POST, within ``timeout_s`` from start to the body's last byte."""
         headers = {"Content-Type": "application/json"}
         if self._secret:
             headers["Authorization"] = f"Bearer {self._secret}"
         req = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST")
+        deadline = _Deadline(self.timeout_s)
+        opener = urllib.request.build_opener(_RefuseRedirects(), _DeadlineHTTPHandler(deadline), _DeadlineHTTPSHandler(deadline))
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                return resp.status, json.loads(resp.read()), None
-        except urllib.error.HTTPError as err:
-            return err.code, err.read().decode("utf-8", "replace")[:500], err.headers.get("Retry-After")
+            try:
+                with opener.open(req, timeout=self.timeout_s) as resp:
+                    answer = resp.status, _read_body(resp), None
+            except urllib.error.HTTPError as err:
+                with err:
+                    if 300 <= err.code < 400:
+                        location = self._scrub(str(err.headers.get("Location")))[:200]
+                        raise ServerError(f"server {url} redirected the request to {location!r} (HTTP {err.code}); redirects are "
+                                          f"not followed, so that the API key goes to no other address: give the final "
+                                          f"address as --base-url [{request}]") from None
+                    answer = err.code, _read_body(err), err.headers.get("Retry-After")
+        except _TooLarge as err:
+            raise ServerError(f"server {url} sent an answer larger than the {MAX_BODY_BYTES}-byte bound ({err}) "
+                              f"[{request}]") from None
+        except (OSError, http.client.HTTPException):
+            if deadline.expired:
+                raise TimeoutError(f"no complete answer within --timeout {self.timeout_s:g} s") from None
+            raise
+        finally:
+            deadline.cancel()
+        if deadline.expired:  # a body without Content-Length ends at the shutdown: cut, not whole
+            raise TimeoutError(f"no complete answer within --timeout {self.timeout_s:g} s")
+        return answer
 
-    def post(self, path: str, body: dict) -> dict:
+    def post(self, path: str, body: dict, parse: Callable[[dict], T], request: str) -> T:
+        """``parse`` of the server's JSON answer to ``body``; ``request`` says which request it is, in messages."""
         url = self.base_url + path.lstrip("/")
         last = ""
         for attempt in range(self.max_retries + 1):
             retry_after = None
             try:
-                status, payload, retry_after = self._send(url, body)
-            except (OSError, http.client.HTTPException) as err:  # refused/reset connections, timeouts
-                last = f"{type(getattr(err, 'reason', err)).__name__}: {getattr(err, 'reason', err)}"
-            else:
-                if status < 300 and isinstance(payload, dict):
-                    return payload
-                last = f"HTTP {status}: {payload}"
+                status, data, retry_after = self._send(url, body, request)
+                if 200 <= status < 300:
+                    return parse(parse_json_answer(data))
+                last = f"HTTP {status}: {self._error_text(data)}"
                 if status not in RETRY_STATUS:
-                    raise ServerError(self._scrub(f"{url} refused the request: {last}"))
+                    raise ServerError(f"server {url} refused the request: {last} [{request}]")
+            except MalformedAnswer as err:
+                last = f"malformed answer: {self._scrub(str(err))}"
+            except (OSError, http.client.HTTPException) as err:  # refused/reset connections, the deadline
+                reason = getattr(err, "reason", err)
+                last = self._scrub(f"{type(reason).__name__}: {reason}")
             if attempt < self.max_retries:
                 delay = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2**attempt)
                 if retry_after and retry_after.replace(".", "", 1).isdigit():
                     delay = max(delay, min(BACKOFF_MAX_S, float(retry_after)))
                 self.sleep(delay)
-        raise ServerError(self._scrub(f"{url} failed {self.max_retries + 1} times; last error: {last}"))
+        tries = self.max_retries + 1
+        raise ServerError(f"server {url} failed {tries} time{'s' if tries > 1 else ''}; last error: {last} [{request}]")
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         """``fn`` over ``items``, at most ``concurrency`` at a time, results in order."""
@@ -125,7 +292,8 @@ class ServerOptions:
     api_key_env: str | None = backend_option(None, "NAME of the environment variable holding the API key (never the key)",
                                              changes_numbers=False, flag="--api-key-env")
     concurrency: int = backend_option(4, "requests in flight at once", changes_numbers=False, flag="--concurrency")
-    timeout_s: float = backend_option(120.0, "seconds per request", changes_numbers=False, flag="--timeout")
+    timeout_s: float = backend_option(120.0, "deadline of each request in seconds (to its last byte, not per read)", changes_numbers=False,
+                                      flag="--timeout")
     max_retries: int = backend_option(5, "retries of a failed request", changes_numbers=False, flag="--max-retries")
     server_token_ids: bool = backend_option(True, "ask for the generated token ids (vLLM's return_token_ids) and decode them "
                                                   "locally; false for servers that refuse unknown fields")
@@ -148,11 +316,14 @@ class _OpenAIBase(Backend):
         self.server_token_ids = bool(options.extra.get("server_token_ids", True))
         self.tokenizer: Any = None
 
-    def _generated_text(self, choice: dict, text: str) -> str:
+    def _generated_text(self, choice: dict, text: str, where: str) -> str:
         ids = choice.get("token_ids")
-        if ids is not None and self.tokenizer is not None:
-            return self.tokenizer.decode(ids, skip_special_tokens=True)
-        return text
+        if ids is None or self.tokenizer is None:
+            return text
+        vocab = len(self.tokenizer)
+        if not isinstance(ids, list) or not all(type(t) is int and 0 <= t < vocab for t in ids):
+            raise MalformedAnswer(f"{where}: 'token_ids' is {_excerpt(json.dumps(ids))}, not a list of token ids below {vocab}")
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     def _extra_body(self, constraint: Constraint | None = None) -> dict:
         body: dict[str, Any] = {"return_token_ids": True} if self.server_token_ids else {}
@@ -161,11 +332,11 @@ class _OpenAIBase(Backend):
             body["structured_outputs"] = constraint.as_structured_outputs()
         return body
 
-    def _post(self, path: str, body: dict) -> dict:
+    def _post(self, path: str, body: dict, parse: Callable[[dict], T], request: str) -> T:
         try:
-            return self.client.post(path, body)
+            return self.client.post(path, body, parse, request)
         except ServerError as err:
-            if "structured_outputs" not in body:
+            if "structured_outputs" not in body or "refused the request" not in str(err):
                 raise
             raise ServerError(
                 f"{err} -- --constrained sends vLLM's `structured_outputs` request field; this server refused the "
@@ -214,51 +385,114 @@ class OpenAICompletionsBackend(_OpenAIBase):
         return render_chat(self.tokenizer, self.model_name, messages)
 
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
-        windows = ll_windows(self.tokenizer, requests, self.max_length)
+        batches = _chunks(ll_windows(self.tokenizer, requests, self.max_length), self.batch_size)
 
-        def score(batch: Sequence[Any]) -> list[LLResult]:
+        def score(job: tuple[int, Sequence[Any]]) -> list[LLResult]:
+            number, batch = job
             body = {"model": self.model_name, "prompt": [list(w.ids) for w in batch], "echo": True, "logprobs": 1,
                     "max_tokens": 0, "temperature": 0}
-            choices = sorted(self.client.post("completions", body)["choices"], key=lambda c: c["index"])
-            return [_echo_result(c["logprobs"], w.n_cont, len(w.ids)) for c, w in zip(choices, batch)]
 
-        return [r for part in self.client.map(score, _chunks(windows, self.batch_size)) for r in part]
+            def parse(payload: dict) -> list[LLResult]:
+                return [_echo_result(c, w.n_cont, len(w.ids), f"prompt {i} of the batch")
+                        for i, (c, w) in enumerate(zip(_choices(payload, len(batch)), batch))]
+
+            return self.client.post("completions", body, parse, f"log-likelihood batch {number}/{len(batches)}, {len(batch)} prompts")
+
+        return [r for part in self.client.map(score, list(enumerate(batches, 1))) for r in part]
 
     def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
-        def gen(batch: Sequence[GenRequest]) -> list[str]:
-            until = stop_strings(self.tokenizer, batch[0].stop)
-            body = {"model": self.model_name, "prompt": [generation_prompt(self.tokenizer, r, self.max_length) for r in batch],
-                    "max_tokens": batch[0].max_new_tokens, "temperature": 0, "stop": [s for s in until if s][:4] or None,
-                    **self._extra_body(batch[0].constraint)}
-            choices = sorted(self._post("completions", body)["choices"], key=lambda c: c["index"])
-            return [cut_at_stop(self._generated_text(c, c["text"]), until) for c in choices]
-
         # One HTTP request per batch of equal stop rules, length limits and constraints.
         groups: dict[tuple, list[int]] = {}
         for i, r in enumerate(requests):
             groups.setdefault((r.stop, r.max_new_tokens, r.constraint), []).append(i)
-        batches = [[requests[i] for i in part] for idx in groups.values() for part in _chunks(idx, self.batch_size)]
-        order = [i for idx in groups.values() for part in _chunks(idx, self.batch_size) for i in part]
+        order = [part for idx in groups.values() for part in _chunks(idx, self.batch_size)]
+
+        def gen(job: tuple[int, Sequence[int]]) -> list[str]:
+            number, part = job
+            batch = [requests[i] for i in part]
+            until = stop_strings(self.tokenizer, batch[0].stop)
+            body = {"model": self.model_name, "prompt": [generation_prompt(self.tokenizer, r, self.max_length) for r in batch],
+                    "max_tokens": batch[0].max_new_tokens, "temperature": 0, "stop": [s for s in until if s][:4] or None,
+                    **self._extra_body(batch[0].constraint)}
+
+            def parse(payload: dict) -> list[str]:
+                texts = []
+                for i, choice in enumerate(_choices(payload, len(batch))):
+                    where = f"prompt {i} of the batch"
+                    texts.append(cut_at_stop(self._generated_text(choice, _field(choice, "text", str, where), where), until))
+                return texts
+
+            return self._post("completions", body, parse, f"generation batch {number}/{len(order)}, {len(batch)} prompts")
+
         out: list[str] = [""] * len(requests)
-        for i, text in zip(order, [t for part in self.client.map(gen, batches) for t in part]):
-            out[i] = text
+        for part, texts in zip(order, self.client.map(gen, list(enumerate(order, 1)))):
+            for i, text in zip(part, texts, strict=True):
+                out[i] = text
         return out
 
 
-def _echo_result(logprobs: dict, n_cont: int, n_prompt: int) -> LLResult:
+def _field(obj: dict, key: str, kind: type, where: str) -> Any:
+    """``obj[key]``, which must be a ``kind`` (dict, list or str); a MalformedAnswer otherwise."""
+    value = obj.get(key)
+    if value is None:
+        raise MalformedAnswer(f"{where}: no {key!r}" if key not in obj else f"{where}: {key!r} is null")
+    if not isinstance(value, kind):
+        raise MalformedAnswer(f"{where}: {key!r} is {_json_type(value)}, not {_json_type(kind())}: {_excerpt(json.dumps(value))}")
+    return value
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _choices(payload: dict, n: int) -> list[dict]:
+    """The answer's ``choices``, exactly one per prompt sent, in prompt order (by their ``index``)."""
+    choices = _field(payload, "choices", list, "the answer")
+    if len(choices) != n:
+        raise MalformedAnswer(f"{len(choices)} choices for the {n} prompts sent")
+    by_index: dict[int, dict] = {}
+    for pos, choice in enumerate(choices):
+        if not isinstance(choice, dict):
+            raise MalformedAnswer(f"choice {pos} is {_json_type(choice)}, not an object")
+        index = choice.get("index")
+        if type(index) is not int or not 0 <= index < n or index in by_index:
+            what = "a repeated index" if index in by_index else "an index not in 0.." + str(n - 1)
+            raise MalformedAnswer(f"choice {pos} has {what}: {index!r}")
+        by_index[index] = choice
+    return [by_index[i] for i in range(n)]
+
+
+def _logprob(value: Any, where: str) -> float:
+    """A log-prob as a server may send it: a finite number <= 0 (within rounding)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value > LOGPROB_ROUNDING:
+        raise MalformedAnswer(f"{where} is {_excerpt(json.dumps(value))}, not a finite log-prob <= 0")
+    return float(value)
+
+
+def _echo_result(choice: dict, n_cont: int, n_prompt: int, where: str) -> LLResult:
     """The continuation's log-prob and greediness from an echoed prompt's token log-probs.
 
-    Greedy: each continuation token's log-prob is the best at its position (a comparison
-    of values, not of token strings, which several token ids may share)."""
-    token_lp = logprobs["token_logprobs"][:n_prompt]
-    top = logprobs["top_logprobs"][:n_prompt]
-    if len(token_lp) != n_prompt:
-        raise ServerError(f"the server echoed {len(token_lp)} prompt tokens, {n_prompt} were sent")
+    The echo must have exactly the prompt's length (a server that adds its own BOS shifts every
+    position: an error, never cut to length). Greedy: each continuation token's log-prob is the
+    best at its position (a comparison of values, not of token strings, which several token ids
+    may share). The first position's null (no context) is never read: a continuation has one."""
+    logprobs = _field(choice, "logprobs", dict, where)
+    token_lp = _field(logprobs, "token_logprobs", list, where)
+    top = _field(logprobs, "top_logprobs", list, where)
+    for name, values in (("token_logprobs", token_lp), ("top_logprobs", top)):
+        if len(values) != n_prompt:
+            raise MalformedAnswer(f"{where}: an echo of {len(values)} {name} for the {n_prompt} prompt tokens sent")
     total, greedy = 0.0, True
-    for lp, alternatives in zip(token_lp[-n_cont:], top[-n_cont:]):
+    for pos in range(n_prompt - n_cont, n_prompt):
+        lp = _logprob(token_lp[pos], f"{where}: token_logprobs[{pos}]")
+        alternatives = top[pos]
+        if not isinstance(alternatives, dict) or not alternatives:
+            raise MalformedAnswer(f"{where}: top_logprobs[{pos}] is {_excerpt(json.dumps(alternatives))}, not a non-empty object")
+        best = max(_logprob(v, f"{where}: top_logprobs[{pos}][{k!r}]") for k, v in alternatives.items())
         total += lp
-        greedy = greedy and lp >= max(alternatives.values())
-    return LLResult(total, bool(greedy), n_cont)
+        greedy = greedy and lp >= best
+    return LLResult(total, greedy, n_cont)
 
 
 @register_backend("openai-chat")
@@ -285,12 +519,20 @@ class OpenAIChatBackend(_OpenAIBase):
         )
 
     def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
-        def gen(req: GenRequest) -> str:
+        def gen(job: tuple[int, GenRequest]) -> str:
+            number, req = job
             messages = [dict(m) for m in req.messages] if req.messages is not None else [{"role": "user", "content": req.context}]
             stop = [s for s in req.stop if s][:4]
             body = {"model": self.model_name, "messages": messages, "max_tokens": req.max_new_tokens, "temperature": 0,
                     "stop": stop or None, **self._extra_body(req.constraint)}
-            choice = self._post("chat/completions", body)["choices"][0]
-            return cut_at_stop(self._generated_text(choice, choice["message"]["content"] or ""), req.stop)
+            return cut_at_stop(self._post("chat/completions", body, self._chat_text, f"chat request {number}/{len(requests)}"), req.stop)
 
-        return self.client.map(gen, list(requests))
+        return self.client.map(gen, list(enumerate(requests, 1)))
+
+    def _chat_text(self, payload: dict) -> str:
+        """The one choice's message text; a null ``content`` (the API's "no text", e.g. a refusal) is the empty generation."""
+        choice = _choices(payload, 1)[0]
+        content = _field(choice, "message", dict, "the choice").get("content")
+        if content is not None and not isinstance(content, str):
+            raise MalformedAnswer(f"the choice: 'message.content' is {_json_type(content)}, not a string")
+        return self._generated_text(choice, content or "", "the choice")
