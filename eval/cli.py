@@ -30,13 +30,32 @@ def require(command: str, modules: tuple[str, ...]) -> None:
 
 
 def check_model_name(model: str) -> None:
-    """A --model that names a local path must exist; anything else must look like a Hub id (org/name)."""
+    """A --model that names a local path must exist; anything else must look like a Hub id (org/name).
+    A ``.gguf`` file needs the ``gguf`` package (eval/gguf.py)."""
     import re
 
+    from .gguf import is_gguf_path, require_gguf
+
+    if is_gguf_path(model):
+        if not Path(model).expanduser().is_file():
+            raise click.BadParameter(f"{model}: no such GGUF file", param_hint="--model")
+        try:
+            require_gguf(model)
+        except RuntimeError as err:
+            raise click.ClickException(str(err)) from None
+        return
     if Path(model).expanduser().exists():
         return
     if model.startswith((".", "/", "~")) or model.count("/") > 1 or not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", model):
         raise click.BadParameter(f"{model}: no such model folder (and not a Hub model id such as org/name)", param_hint="--model")
+
+
+def default_device() -> str:
+    """``--device`` when none is given: the GPU when torch sees one, else the CPU. (``auto`` is
+    not this: it spreads one model over every device with accelerate's device_map.)"""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 @click.group(cls=FriendlyGroup)
@@ -84,8 +103,9 @@ def _task_help() -> str:
                    "log-likelihoods within 1e-6*|LL|+1e-5), see docs/fast.md.")
 @click.option("--max-batch-tokens", default=None, type=click.IntRange(min=1), hidden=True,
               help="Alias of --backend-arg max_batch_tokens=N (fast).")
-@click.option("--device", default="cpu", show_default=True,
-              help="cpu, cuda, cuda:N, or auto: spread a model larger than one device over all GPUs (device_map=auto, needs accelerate).")
+@click.option("--device", default=None,
+              help="cpu, cuda, cuda:N, or auto: spread a model larger than one device over all GPUs (device_map=auto, needs accelerate). "
+                   "Default: cuda when torch sees a GPU, else cpu.")
 @click.option("--dtype", default="auto", show_default=True, type=click.Choice(["auto", "float32", "float16", "bfloat16"]))
 @click.option("--max-length", default=None, type=click.IntRange(min=1), help="Context length in tokens; default: the model's own (lm-eval's rule).")
 @click.option("--threads", default=None, type=click.IntRange(min=1), help="torch intra-op threads (CPU); default: torch's.")
@@ -134,12 +154,14 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
 
     from .api import BackendOptions
     from .backends import create_backend
+    from .estimate import announce
     from .runner import ModelInfo, RunConfig, Runner, nothing_evaluated, run_counts, summary_table, task_summary_table, why_missing
     from .tasks import DataSource, select_entries
 
     if (data_dir is None) == (hub_org is None):
         raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")
     check_model_name(model)
+    device = device or default_device()
     split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
     try:
         entries = select_entries(split(tasks))
@@ -211,6 +233,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
         backend = create_backend(backend_name, options)
         try:
             runner = Runner(backend, ModelInfo(model, revision, backend.dtype, backend_name), source, config, output_dir, echo=click.echo)
+            announce(runner, entries, backend, lambda text: click.echo(text, err=True))
             result = runner.run(entries)
         finally:
             backend.close()

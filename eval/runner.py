@@ -181,14 +181,45 @@ class Runner:
             pool = self.source.load(entry, spec.fewshot_split)
         return docs, pool
 
-    def run_entry(self, entry: TaskEntry) -> tuple[dict[str, dict[str, float]], int]:
-        spec, task = entry.spec, entry.compiled
-        docs, pool = self._docs(entry)
-        mc = spec.output_type == "multiple_choice"
-        setting = self.config.setting if mc else "loglikelihood"
+    def entry_prompts(self, entry: TaskEntry) -> tuple[Any, str, list[str]]:
+        """(the compiled task as this run asks it, the setting, the prompt names run)."""
+        task = entry.compiled
+        setting = self.config.setting if entry.spec.output_type == "multiple_choice" else "loglikelihood"
         if setting != "loglikelihood":
             task = st.setting_task(entry.task_id, setting)
-        names = [p for p in task.prompts if self.config.prompts is None or p in self.config.prompts]
+        return task, setting, [p for p in task.prompts if self.config.prompts is None or p in self.config.prompts]
+
+    @property
+    def target_delimiter(self) -> str:
+        """What goes between a context and each of its choices: lm-eval's space, or nothing in chat
+        mode, where the answer follows the generation prompt."""
+        return "" if self.chat is not None else " "
+
+    def max_new_tokens(self, entry: TaskEntry, setting: str) -> int:
+        """The generation limit of the entry's requests: --max-new-tokens, else the setting's or the task's."""
+        if self.config.max_new_tokens:
+            return self.config.max_new_tokens
+        return st.MAX_NEW_TOKENS[setting] if setting != "loglikelihood" else entry.spec.max_new_tokens
+
+    def prompt_contexts(self, entry: TaskEntry, task: Any, name: str, docs: list[dict], pool: list[dict]) -> tuple[list[str], list[list[dict]] | None]:
+        """The prompt of every document under prompt ``name`` (few-shot examples, chat template
+        applied), and the chat turns behind them for backends that take messages (else None)."""
+        fewshot_args = (task, name, docs, pool, self.config.num_fewshot, self.config.seed)
+        fewshot_kw = dict(
+            pool_is_eval_split=entry.spec.fewshot_split == self.eval_split(entry),
+            system_instruction=self.config.system_instruction,
+            multiturn=self.config.fewshot_as_multiturn is not False,
+        )
+        if self.chat_messages:
+            messages = build_chat_messages(*fewshot_args, **fewshot_kw)
+            return [messages_as_text(m) for m in messages], messages
+        return build_contexts(*fewshot_args, self.chat, **fewshot_kw), None
+
+    def run_entry(self, entry: TaskEntry) -> tuple[dict[str, dict[str, float]], int]:
+        spec = entry.spec
+        docs, pool = self._docs(entry)
+        mc = spec.output_type == "multiple_choice"
+        task, setting, names = self.entry_prompts(entry)
         per_prompt: dict[str, dict[str, float]] = {}
         computed = 0
         # One bar per task (done/total, rate, ETA); the CLI turns it off when stderr is not a
@@ -196,18 +227,7 @@ class Runner:
         self._task_bar = tqdm(total=self._task_requests(entry, docs, names, setting), desc=entry.name, unit="req",
                               disable=not self.config.progress, dynamic_ncols=True)
         for name in names:
-            fewshot_args = (task, name, docs, pool, self.config.num_fewshot, self.config.seed)
-            fewshot_kw = dict(
-                pool_is_eval_split=spec.fewshot_split == self.eval_split(entry),
-                system_instruction=self.config.system_instruction,
-                multiturn=self.config.fewshot_as_multiturn is not False,
-            )
-            messages = None
-            if self.chat_messages:
-                messages = build_chat_messages(*fewshot_args, **fewshot_kw)
-                contexts = [messages_as_text(m) for m in messages]
-            else:
-                contexts = build_contexts(*fewshot_args, self.chat, **fewshot_kw)
+            contexts, messages = self.prompt_contexts(entry, task, name, docs, pool)
             if setting != "loglikelihood":
                 samples, n = self._run_setting(entry, task, setting, name, docs, contexts, messages)
             elif mc:
@@ -250,8 +270,7 @@ class Runner:
 
     def _run_mc(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str]) -> tuple[list[dict], int]:
         task = entry.compiled
-        # lm-eval: in chat mode the answer follows the generation prompt with no delimiter.
-        delim = "" if self.chat is not None else " "
+        delim = self.target_delimiter
         choices = [task.choices(prompt, d) for d in docs]
         requests = [LLRequest(ctx, delim + c) for ctx, cs in zip(contexts, choices) for c in cs]
         with self._bar(entry, prompt, len(requests)) as bar:
@@ -271,7 +290,7 @@ class Runner:
         """A multiple-choice task answered by generation (docs/settings.md)."""
         unparsed_as = entry.spec.instruct.unparsed_as if entry.spec.instruct is not None else None
         choices = [task.choices(prompt, d) for d in docs]
-        max_new = self.config.max_new_tokens or st.MAX_NEW_TOKENS[setting]
+        max_new = self.max_new_tokens(entry, setting)
         requests = [
             GenRequest(ctx, st.STOP, max_new, st.answer_constraint(cs) if self.config.constrained else None, turns)
             for ctx, cs, turns in zip(contexts, choices, _as_turns(messages, len(contexts)))
@@ -292,7 +311,7 @@ class Runner:
 
     def _run_gen(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
         spec, task = entry.spec, entry.compiled
-        max_new = self.config.max_new_tokens or spec.max_new_tokens
+        max_new = self.max_new_tokens(entry, "loglikelihood")
         constraint = task_constraint(spec) if self.config.constrained else None
         requests = [GenRequest(ctx, tuple(spec.stop), max_new, constraint, turns) for ctx, turns in zip(contexts, _as_turns(messages, len(contexts)))]
         with self._bar(entry, prompt, len(requests)) as bar:

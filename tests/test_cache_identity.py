@@ -114,7 +114,7 @@ def test_results_record_the_identity_without_secrets(baseline: Path, model_copy:
     assert key == identity_key(model)
     assert model["files_sha256"] == folder_fingerprint(model_copy) and model["backend"] == "hf"
     assert (model["dtype"], model["max_length"], model["device"], model["revision"]) == ("float32", 2048, "cpu", None)
-    assert model["chat_template_sha256"] is not None and model["options"] == {}
+    assert model["chat_template_sha256"] is not None and model["options"] == {"gguf_file": None}
     assert "batch_size" not in model and "threads" not in model
 
 
@@ -189,7 +189,7 @@ def test_vllm_identity_keeps_what_changes_numbers(tiny_model: Path) -> None:
         return backend.cache_identity()
 
     same = identity()
-    assert same["options"] == {"tensor_parallel_size": 1, "vllm_engine_args": None} and "device" not in same and same["max_length"] == 2048
+    assert same["options"] == {"tensor_parallel_size": 1, "vllm_engine_args": None, "gguf_file": None} and "device" not in same and same["max_length"] == 2048
     for changed in ({"tensor_parallel_size": 2}, {"extra": {"vllm_engine_args": {"quantization": "fp8"}}}):
         assert identity(**changed) != same, changed
     for unchanged in ({"data_parallel_size": 2}, {"gpu_memory_utilization": 0.5}, {"max_model_len": 4096}, {"batch_size": 1}):

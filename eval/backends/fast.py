@@ -15,6 +15,7 @@ from typing import Any, Sequence
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, backend_option
 from ..fast import FastBackend
 from . import register_backend
+from ..gguf import gguf_file_option
 from .hf import HFBackend, OnHFModel, load_hf
 
 
@@ -23,6 +24,7 @@ class FastOptions:
     # Out of the cache identity: the budget only regroups requests (float rounding; see OnHFModel.cache_identity).
     max_batch_tokens: int | None = backend_option(None, "token budget of one forward pass; default: probed on CUDA, a CPU default otherwise",
                                                   changes_numbers=False, flag="--max-batch-tokens")
+    gguf_file: str | None = gguf_file_option()
 
 
 @register_backend("fast")

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, prompt_room, scoring_input
 from ..tokenization import default_add_special_tokens, prefix_token_id
+from ..gguf import gguf_file_option
 from . import register_backend
 
 DEFAULT_MAX_LENGTH = 2048  # lm-eval's default when neither config nor tokenizer says
@@ -106,11 +107,13 @@ class OnHFModel:
         self.dtype = str(self.model.dtype).removeprefix("torch.")
 
     def cache_identity(self) -> dict[str, Any]:
+        from ..gguf import gguf_identity
         from ..identity import model_source_identity, tokenizer_identity
 
         identity = super().cache_identity()  # type: ignore[misc]  # Backend's, next in every subclass's MRO
         identity.update(model_source_identity(self.name_or_path, identity.get("revision")))
         identity.update(tokenizer_identity(self.tokenizer, self.name_or_path))
+        identity.update(gguf_identity(self.name_or_path, identity.get("revision"), getattr(self.options, "extra", None)) or {})
         # The device type: CPU and GPU kernels round differently (a device index does not matter).
         # Batch size (hf) and --max-batch-tokens (fast) stay out, by measurement on the tiny model
         # (64 requests, float32, CPU): batch sizes 1/3/8/32 give bitwise-different log-likelihoods
@@ -153,10 +156,14 @@ def load_hf(options: BackendOptions) -> LoadedModel:
 
     ``device="auto"`` spreads a model larger than one device over every visible GPU (and
     the CPU) with accelerate's ``device_map="auto"``; otherwise the whole model goes to
-    ``device``. ``threads`` sets torch's intra-op threads (CPU runs).
+    ``device``. ``threads`` sets torch's intra-op threads (CPU runs). A GGUF file
+    (``--model X.gguf`` or ``--backend-arg gguf_file=NAME``, eval/gguf.py) is dequantized by
+    transformers, its tokenizer and chat template read from the file.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ..gguf import gguf_model, pretrained_source, require_gguf
 
     if options.threads is not None:
         torch.set_num_threads(options.threads)
@@ -164,6 +171,11 @@ def load_hf(options: BackendOptions) -> LoadedModel:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError("--device cuda was asked for but torch sees no CUDA device")
     common: dict[str, Any] = {"revision": options.revision, "trust_remote_code": options.trust_remote_code}
+    gguf = gguf_model(options.model, options.extra)
+    if gguf is not None:
+        require_gguf(options.model)
+    source, files = pretrained_source(options.model, gguf)
+    common.update(files)
     placement: dict[str, Any] = {}
     if device == "auto":
         import importlib.util
@@ -171,11 +183,15 @@ def load_hf(options: BackendOptions) -> LoadedModel:
         if importlib.util.find_spec("accelerate") is None:
             raise RuntimeError("--device auto needs accelerate: pip install accelerate")
         placement["device_map"] = "auto"
-    tokenizer = AutoTokenizer.from_pretrained(options.model, **common)
-    model = AutoModelForCausalLM.from_pretrained(options.model, dtype=_torch_dtype(options.dtype), **common, **placement)
+    tokenizer = AutoTokenizer.from_pretrained(source, **common)
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=_torch_dtype(options.dtype), **common, **placement)
     if not placement:
         model = model.to(device)
     model.eval()
+    if gguf is not None:
+        # The tokenizer was built from the file, not from the folder holding it (which the cache
+        # identity would otherwise fingerprint as a tokenizer folder).
+        tokenizer.name_or_path = str(gguf.local_path or f"{gguf.source}/{gguf.file}")
     # lm-eval's configure_pad_token: pad with unk, else eos, when there is no pad token.
     if tokenizer.pad_token_id is None:
         if tokenizer.unk_token is not None:
@@ -191,7 +207,9 @@ def load_hf(options: BackendOptions) -> LoadedModel:
 
 @dataclass(frozen=True)
 class HFOptions:
-    """The hf backend has no option beyond the common ones (--batch-size, --device, --dtype...)."""
+    """Beyond the common options (--batch-size, --device, --dtype...): a GGUF file (eval/gguf.py)."""
+
+    gguf_file: str | None = gguf_file_option()
 
 
 @register_backend("hf")
