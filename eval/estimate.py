@@ -183,7 +183,7 @@ def runnable(runner: Any, entries: Sequence[Any]) -> list[Any]:
     """The entries ``Runner.run`` will evaluate: not those it skips (no instruct prompts, no split)."""
     unaskable = runner.without_instruct(entries)
     return [e for e in entries if e not in unaskable
-            and (not runner.config.skip_missing or runner.source.has_split(e, e.spec.eval_split))]
+            and (not runner.config.skip_missing or runner.source.has_split(e, runner.eval_split(e)))]
 
 
 def announce(runner: Any, entries: Sequence[Any], backend: Any, echo: Callable[[str], None]) -> TimeEstimate:
