@@ -7,6 +7,7 @@ and appended before the next ones start.
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 import time
@@ -23,11 +24,16 @@ from .cache import RequestCache, request_key
 from .fewshot import build_chat_messages, build_contexts, messages_as_text
 from . import settings as st
 from .constrained import format_failures, task_constraint
+from .memory import peak_memory, reset_peak_memory
 from .metrics import mc_prediction
 from .tasks import DataSource, TaskEntry
 
 # Requests computed between two cache writes: small enough to lose little on a crash.
 CHUNK_BATCHES = 4
+# The batch size taken for the chunk size under --batch-size auto.
+AUTO_BATCH = 64
+# Finished requests reported one by one (on_result) are fsynced at most this often.
+SYNC_INTERVAL_S = 0.5
 VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score", "jinja2")
 
 
@@ -35,7 +41,8 @@ VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "token
 class RunConfig:
     num_fewshot: int = 0
     limit: int | None = None
-    batch_size: int = 8
+    batch_size: int | None = 8  # None: --batch-size auto
+    max_memory: int | None = None  # --max-memory in bytes (batch sizes under auto)
     apply_chat_template: bool = False
     seed: int = 1234  # lm-eval's default few-shot seed
     device: str = "cpu"
@@ -71,6 +78,7 @@ class ModelInfo:
 class RunResult:
     results: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     timing: dict[str, float] = field(default_factory=dict)
+    resources: dict[str, dict[str, float]] = field(default_factory=dict)  # peak memory per task (memory.peak_memory)
     computed: int = 0  # requests sent to the backend (not found in the cache)
     cached: int = 0  # requests read back from the resume cache
     requests: int = 0  # every request of the run (a request repeated within it counts each time)
@@ -94,6 +102,36 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+class _Saver:
+    """The ``on_result`` callback of one backend call: each finished request goes to the
+    resume cache as it arrives (see ``Runner._cached``); ``finish`` writes the rest."""
+
+    def __init__(self, cache: RequestCache, keys: list[str], to_json: Callable[[Any], Any], bar: tqdm, counts: Counter, kind: str) -> None:
+        self.cache, self.keys, self.to_json, self.bar, self.counts, self.kind = cache, keys, to_json, bar, counts, kind
+        self.written = [False] * len(keys)
+        self.last_sync = time.monotonic()
+
+    def __call__(self, index: int, value: Any) -> None:
+        if not (isinstance(index, int) and 0 <= index < len(self.keys)) or self.written[index]:
+            raise RuntimeError(f"backend reported result {index!r} of a call with {len(self.keys)} requests twice or out of range")
+        self._write([(index, value)], sync=time.monotonic() - self.last_sync >= SYNC_INTERVAL_S)
+
+    def finish(self, values: list[Any]) -> None:
+        self._write([(i, v) for i, v in enumerate(values) if not self.written[i]], sync=True)
+
+    def _write(self, items: list[tuple[int, Any]], sync: bool) -> None:
+        if items:
+            self.cache.add(((self.keys[i], self.to_json(v)) for i, v in items), sync=sync)
+            for i, _ in items:
+                self.written[i] = True
+            self.counts[f"saved_{self.kind}"] += len(items)
+            self.bar.update(len(items))
+        elif sync:
+            self.cache.sync()
+        if sync:
+            self.last_sync = time.monotonic()
+
+
 class Runner:
     def __init__(self, backend: Backend, model: ModelInfo, source: DataSource, config: RunConfig, output_dir: str | Path, echo: Callable[[str], None] = print) -> None:
         self.backend = backend
@@ -103,6 +141,8 @@ class Runner:
         self.out = Path(output_dir)
         self.echo = echo
         self.cache = RequestCache(self.out / "cache.jsonl")
+        # Generations (string values) found in the cache from earlier runs, for the interrupt message.
+        self.earlier_generations = sum(isinstance(v, str) for v in self.cache.values.values())
         self._counts: Counter = Counter()  # requests / cached, over the whole run
         self._task_bar: tqdm | None = None
         self.chat = None
@@ -118,19 +158,30 @@ class Runner:
             self.chat = backend.apply_chat_template
 
     # -- requests through the cache -----------------------------------------------------
-    def _cached(self, kind: str, requests: Sequence[Any], compute: Callable[[list], list], to_json: Callable[[Any], Any], bar: tqdm) -> tuple[list[Any], int]:
+    def _cached(self, kind: str, requests: Sequence[Any], compute: Callable[..., list], to_json: Callable[[Any], Any], bar: tqdm) -> tuple[list[Any], int]:
+        """Values of ``requests`` from the resume cache, the others computed and written to it.
+
+        A backend whose ``compute`` takes ``on_result(index, value)`` reports each request
+        as it finishes: the value is in cache.jsonl at once (written and flushed, so a
+        killed process keeps it; fsynced at most every ``SYNC_INTERVAL_S`` and at the end
+        of the call), and it gets every pending request in one call. Others get chunks
+        of ``requests_per_call`` (or ``batch_size x 4``) requests, written chunk by chunk.
+        """
         keys = [request_key(self.model.cache_key, kind, request_payload(r)) for r in requests]
         pending = sorted({k: i for i, k in enumerate(keys) if k not in self.cache}.values(), key=lambda i: -len(requests[i].context))
         self._counts["requests"] += len(keys)
         self._counts["cached"] += sum(k in self.cache for k in keys)
         bar.update(len(requests) - len(pending))
+        streams = "on_result" in inspect.signature(compute).parameters
         # A backend that batches by tokens (fast) asks for larger calls to share more.
-        step = self.backend.requests_per_call or max(1, self.config.batch_size * CHUNK_BATCHES)
-        for start in range(0, len(pending), step):
+        step = len(pending) if streams else self.backend.requests_per_call or max(1, (self.config.batch_size or AUTO_BATCH) * CHUNK_BATCHES)
+        for start in range(0, len(pending), max(1, step)):
             chunk = pending[start : start + step]
-            values = compute([requests[i] for i in chunk])
-            self.cache.add((keys[i], to_json(v)) for i, v in zip(chunk, values))
-            bar.update(len(chunk))
+            saver = _Saver(self.cache, [keys[i] for i in chunk], to_json, bar, self._counts, kind)
+            values = compute([requests[i] for i in chunk], on_result=saver) if streams else compute([requests[i] for i in chunk])
+            if len(values) != len(chunk):
+                raise RuntimeError(f"backend {self.backend.name!r} returned {len(values)} results for {len(chunk)} requests")
+            saver.finish(values)
         return [self.cache[k] for k in keys], len(pending)
 
     # -- one task entry ----------------------------------------------------------------
@@ -303,6 +354,7 @@ class Runner:
                     self.echo(f"{entry.name}: skipped, {self.source.description} has no split {entry.spec.eval_split!r}")
                     continue
                 start = time.perf_counter()
+                reset_peak_memory()
                 try:
                     result.results[entry.name], n = self.run_entry(entry)
                 finally:
@@ -312,6 +364,7 @@ class Runner:
                 result.computed += n
                 result.cached, result.requests = self._counts["cached"], self._counts["requests"]
                 result.timing[entry.name] = round(time.perf_counter() - start, 3)
+                result.resources[entry.name] = peak_memory()
                 splits = [entry.spec.eval_split] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
                 manifest[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
                 self._write_results(result, manifest)
@@ -320,6 +373,17 @@ class Runner:
         finally:
             self.cache.close()
         return result
+
+    def interrupt_summary(self) -> str:
+        """What an interrupted run kept, exactly (the CLI prints it on Ctrl-C)."""
+        path = self.cache.path
+        text = (f"{self._counts['saved_generate_until']} generations of this run were saved in {path} "
+                f"({self.earlier_generations} from earlier runs)")
+        if self._counts["saved_loglikelihood"]:
+            text += f", and {self._counts['saved_loglikelihood']} log-likelihoods"
+        if (self.out / "results.json").is_file():
+            text += f"; {self.out / 'results.json'} is marked partial"
+        return text + "; rerun the same command to resume"
 
     def _write_results(self, result: RunResult, manifest: dict) -> None:
         c = self.config
@@ -330,7 +394,8 @@ class Runner:
             # A source may add its provenance (the official Hub source: dataset revisions).
             "data": {"source": self.source.description, "manifest_sha256": manifest, **getattr(self.source, "provenance", dict)()},
             "config": {
-                "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": c.batch_size,
+                "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": "auto" if c.batch_size is None else c.batch_size,
+                "max_memory": c.max_memory,
                 "apply_chat_template": c.apply_chat_template, "seed": c.seed, "device": c.device,
                 "max_new_tokens": c.max_new_tokens,
                 "setting": c.setting, "constrained": c.constrained,
@@ -339,6 +404,8 @@ class Runner:
             "results": result.results,
             "versions": package_versions(),
             "timing": result.timing,
+            # Per task: the process's peak RSS so far and, on CUDA, the task's peak allocation (MiB).
+            "resources": result.resources,
         }
         tmp = self.out / ".results.json.tmp"
         tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n", "utf-8")

@@ -16,9 +16,10 @@ tested against it. ``load_hf`` is the one model/tokenizer loader of the HF-based
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, prompt_room, scoring_input
+from ..memory import forward_bytes, kv_bytes_per_token, memory_budget
 from . import register_backend
 
 DEFAULT_MAX_LENGTH = 2048  # lm-eval's default when neither config nor tokenizer says
@@ -102,6 +103,48 @@ def plain_loglikelihood(model: Any, tokenizer: Any, requests: Sequence[LLRequest
             greedy = bool((logprobs.argmax(dim=-1) == target).all())
             out.append(LLResult(float(picked.sum()), greedy, len(cont)))
     return out
+
+
+def logits_at(model: Any, keep: Any, **inputs: Any) -> Any:
+    """The logits of the True positions of ``keep`` (rows x width), (n, vocab) in row-major
+    order, from one forward pass of ``inputs``. Where the model takes a boolean
+    ``logits_to_keep`` (transformers 5), only those positions reach the vocabulary
+    projection: the same numbers as slicing the full logits, without the (rows x width x
+    vocab) matrix; other models compute every position and are sliced."""
+    import inspect
+
+    n_kept = int(keep.sum())
+    if getattr(model, "_evalita_keep_mask", None) is None:
+        model._evalita_keep_mask = "logits_to_keep" in inspect.signature(model.forward).parameters
+    if model._evalita_keep_mask:
+        try:
+            logits = model(**inputs, logits_to_keep=keep, use_cache=False).logits
+        except IndexError:  # a model that slices positions with an int or a 1-D index only
+            logits = None
+        if logits is not None and tuple(logits.shape[:-1]) == (n_kept,):
+            return logits
+        model._evalita_keep_mask = False
+    return model(**inputs, use_cache=False).logits[keep]
+
+
+def token_budget_batches(order: Sequence[int], lengths: Any, scored: Any, cost: Callable[[int, int, int], int], budget: int) -> list[list[int]]:
+    """``order`` cut, in order, into batches whose ``cost(rows, width, scored tokens)`` stays
+    within ``budget`` bytes (width: the longest ``lengths[i]`` of the batch; scored: the sum
+    of its ``scored[i]``; both indexed by request). A request
+    that alone exceeds the budget is a batch of its own."""
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    width = n_scored = 0
+    for i in order:
+        w, n = max(width, lengths[i]), n_scored + scored[i]
+        if cur and cost(len(cur) + 1, w, n) > budget:
+            batches.append(cur)
+            cur, w, n = [], lengths[i], scored[i]
+        cur.append(i)
+        width, n_scored = w, n
+    if cur:
+        batches.append(cur)
+    return batches
 
 
 class OnHFModel:
@@ -191,22 +234,27 @@ class HFBackend(OnHFModel, Backend):
     # Constrained requests: an xgrammar logits processor in generate (eval/constrained.py).
     capabilities = Capabilities(constrained=True)
 
-    def __init__(self, model: Any, tokenizer: Any, *, max_length: int, batch_size: int = 8, name_or_path: str = "") -> None:
-        if batch_size < 1:
+    def __init__(self, model: Any, tokenizer: Any, *, max_length: int, batch_size: int | None = 8, name_or_path: str = "",
+                 max_memory: int | None = None) -> None:
+        if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch size must be at least 1, got {batch_size}")
         self.model = model
         self.tokenizer = tokenizer
         self.max_length = max_length
+        # None (--batch-size auto): batches sized by tokens to fit the memory budget.
         self.batch_size = batch_size
         self._identify(name_or_path)
         # Inputs go where the first layer is (device_map="auto" dispatches the rest).
         self.device = model.device
+        self._itemsize = model.dtype.itemsize
+        self._budget = memory_budget(max_memory, self.device) if batch_size is None else 0
         self._grammars: Any = None  # constrained.GrammarCache, built on the first constrained request
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> "HFBackend":
         loaded = load_hf(options)
-        return cls(loaded.model, loaded.tokenizer, max_length=loaded.max_length, batch_size=options.batch_size, name_or_path=options.model)
+        return cls(loaded.model, loaded.tokenizer, max_length=loaded.max_length, batch_size=options.batch_size, name_or_path=options.model,
+                   max_memory=options.max_memory)
 
     # -- log-likelihood -----------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
@@ -218,29 +266,41 @@ class HFBackend(OnHFModel, Backend):
         order = sorted(range(len(requests)), key=lambda i: -len(encoded[i][0] + encoded[i][1]))
         out: list[LLResult | None] = [None] * len(requests)
         with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                batch = order[start : start + self.batch_size]
+            for batch in self._scoring_batches(order, [len(x) for x in inputs_of], [len(c) for _, c in encoded]):
                 inputs = [inputs_of[i] for i in batch]
                 conts = [encoded[i][1] for i in batch]
                 width = max(len(x) for x in inputs)
                 # Right padding without an attention mask: a causal model's logits at the
                 # real positions do not depend on what follows them (lm-eval does the same).
                 ids = torch.zeros((len(batch), width), dtype=torch.long)
-                for row, inp in enumerate(inputs):
+                keep = torch.zeros((len(batch), width), dtype=torch.bool)
+                for row, (inp, cont) in enumerate(zip(inputs, conts)):
                     ids[row, : len(inp)] = torch.tensor(inp, dtype=torch.long)
-                logits = self.model(ids.to(self.device)).logits.float()
-                logprobs = torch.log_softmax(logits, dim=-1)
-                for row, i in enumerate(batch):
-                    n_in, cont = len(inputs[row]), conts[row]
-                    lp = logprobs[row, n_in - len(cont) : n_in]
+                    keep[row, len(inp) - len(cont) : len(inp)] = True
+                # Only the positions whose next token is read reach the vocabulary (row-major,
+                # so each row's continuation is one contiguous run).
+                logprobs = torch.log_softmax(logits_at(self.model, keep.to(self.device), input_ids=ids.to(self.device)).float(), dim=-1)
+                first = 0
+                for i, cont in zip(batch, conts):
+                    lp = logprobs[first : first + len(cont)]
+                    first += len(cont)
                     target = torch.tensor(cont, device=lp.device)
                     picked = lp.gather(1, target[:, None])[:, 0]
                     greedy = bool((lp.argmax(dim=-1) == target).all())
                     out[i] = LLResult(float(picked.sum()), greedy, len(cont))
         return out  # type: ignore[return-value]
 
+    def _scoring_batches(self, order: list[int], lengths: list[int], scored: list[int]) -> list[list[int]]:
+        """``order`` cut into forward passes: ``batch_size`` requests each, or with
+        ``batch_size=None`` as many as fit the memory budget (eval/memory.py's formula)."""
+        if self.batch_size is not None:
+            return [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
+        return token_budget_batches(order, lengths, scored, lambda rows, width, n: forward_bytes(self.model.config, self._itemsize, rows, width, n), self._budget)
+
     # -- generation ---------------------------------------------------------------------
-    def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
+    def generate_until(self, requests: Sequence[GenRequest], on_result: Callable[[int, str], None] | None = None) -> list[str]:
+        """Greedy generations in request order; ``on_result(index, text)`` is called for every
+        request as soon as its batch is finished (the runner's resume cache writes it then)."""
         import torch
 
         eos = self.tokenizer.decode([self.tokenizer.eos_token_id], skip_special_tokens=False)
@@ -253,8 +313,7 @@ class HFBackend(OnHFModel, Backend):
             max_ctx = prompt_room(self.max_length, max_new)
             lengths = {i: len(self.tokenizer.encode(requests[i].context)) for i in idx}
             idx = sorted(idx, key=lambda i: -lengths[i])
-            for start in range(0, len(idx), self.batch_size):
-                batch = idx[start : start + self.batch_size]
+            for batch in self._generation_batches(idx, {i: min(n, max_ctx) + max_new for i, n in lengths.items()}):
                 contexts = [requests[i].context for i in batch]
                 special = default_add_special_tokens(self.tokenizer, contexts[0])
                 self.tokenizer.padding_side = "left"
@@ -277,7 +336,23 @@ class HFBackend(OnHFModel, Backend):
                 for row, i in enumerate(batch):
                     text = self.tokenizer.decode(gen[row, ids.shape[1] :].tolist(), skip_special_tokens=True)
                     out[i] = cut_at_stop(text, until)
+                    if on_result is not None:
+                        on_result(i, out[i])
         return out  # type: ignore[return-value]
+
+    def _generation_batches(self, order: list[int], lengths: dict[int, int]) -> list[list[int]]:
+        """``order`` cut into ``generate`` calls: ``batch_size`` requests each, or with
+        ``batch_size=None`` as many as fit the budget with their key/value cache
+        (``lengths``: context + new tokens)."""
+        if self.batch_size is not None:
+            return [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
+        kv = kv_bytes_per_token(self.model)
+
+        def cost(rows: int, width: int, _scored: int) -> int:
+            # The prompt's pass (the last position's logits per row) and the cache of every token.
+            return forward_bytes(self.model.config, self._itemsize, rows, width, rows) + rows * width * kv
+
+        return token_budget_batches(order, lengths, dict.fromkeys(order, 0), cost, self._budget)
 
     def _grammar_processor(self, constraints: list, max_new_tokens: int) -> Any:
         from ..constrained import GrammarCache

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..api import GenRequest, LLRequest, LLResult, scoring_input
+from ..memory import kv_bytes_per_token, token_bytes
 from .budget import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_TREE_TOKENS, cpu_gen_budget, probe_max_batch_tokens
 from .encode import encode_requests
 from .generate import generate_greedy
@@ -38,9 +39,9 @@ class FastBackend:
         max_tree_tokens: int = DEFAULT_MAX_TREE_TOKENS,
         progress: bool | None = None,
         threads: int | None = None,
+        max_memory: int | None = None,
     ):
         import torch
-        import transformers
 
         if threads is not None:
             # Process-wide (torch has one intra-op pool). Under contention for the cores,
@@ -54,7 +55,12 @@ class FastBackend:
         if self.model.device != self.device:
             self.model.to(self.device)
         gen_batch_tokens = max_batch_tokens
-        if max_batch_tokens is None:
+        if max_batch_tokens is None and max_memory is not None:
+            # Scoring: a pass of prefix trees (rows of about max_tree_tokens + 64 nodes, the
+            # logits taken in cache-sized chunks); generation: the key/value cache of its tokens.
+            max_batch_tokens = max_memory // token_bytes(self.model.config, self.model.dtype.itemsize, max_tree_tokens + 64)
+            gen_batch_tokens = max_memory // (kv_bytes_per_token(self.model) + token_bytes(self.model.config, self.model.dtype.itemsize, 1))
+        elif max_batch_tokens is None:
             if self.device.type == "cuda":
                 max_batch_tokens = gen_batch_tokens = probe_max_batch_tokens(self.model, max_length)
             else:
@@ -64,8 +70,6 @@ class FastBackend:
         self.gen_batch_tokens = max(gen_batch_tokens, max_length)
         self.max_tree_tokens = max_tree_tokens
         self.progress = sys.stderr.isatty() if progress is None else progress
-        # transformers >= 5 projects only boolean-masked positions onto the vocabulary.
-        self._keep_mask_supported = int(transformers.__version__.split(".")[0]) >= 5
 
     # -- log-likelihoods ---------------------------------------------------------------
 
@@ -136,7 +140,9 @@ class FastBackend:
         ids, pos, mask, keep = model_args
         head = self._plain_head()
         if head is None:
-            logits = self._logits(ids, pos, mask, keep)
+            from ..backends.hf import logits_at
+
+            logits = logits_at(self.model, keep, input_ids=ids, position_ids=pos, attention_mask=mask)
             return self._pick(logits.float(), 0, rows, targets, torch.arange(len(rows), device=rows.device))
         hidden = self.model.get_decoder()(input_ids=ids, position_ids=pos, attention_mask=mask, use_cache=False).last_hidden_state[keep]
         picked = torch.empty(len(rows), dtype=torch.float32, device=rows.device)
@@ -189,7 +195,8 @@ class FastBackend:
 
     # -- generation ----------------------------------------------------------------------
 
-    def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
+    def generate_until(self, requests: Sequence[GenRequest], on_result: Callable[[int, str], None] | None = None) -> list[str]:
+        """Greedy generations in request order; ``on_result(index, text)`` as each one finishes."""
         from .kvcache import refillable
 
         if not refillable(self.model.config):
@@ -197,8 +204,8 @@ class FastBackend:
             # through the hf backend's batched generate on this model.
             from ..backends.hf import HFBackend
 
-            return HFBackend(self.model, self.tokenizer, max_length=self.max_length).generate_until(requests)
-        return generate_greedy(self.model, self.tokenizer, requests, self.max_length, self.gen_batch_tokens, self.device, self.progress)
+            return HFBackend(self.model, self.tokenizer, max_length=self.max_length).generate_until(requests, on_result)
+        return generate_greedy(self.model, self.tokenizer, requests, self.max_length, self.gen_batch_tokens, self.device, self.progress, on_result)
 
 
 def _progress(items: list, enabled: bool, desc: str):
