@@ -10,7 +10,7 @@ difference| and the is_greedy disagreements against the plain reference
 differs from the plain path by more than 1e-6*|LL| + 1e-5 or on is_greedy.
 
     .venv/bin/python bench/memory.py                                   # the tiny random model
-    .venv/bin/python bench/memory.py --model-dir /work/smollm2/plain --plain-items 20
+    .venv/bin/python bench/memory.py --model-dir /work/smollm2/plain --longest 2   # the largest batches of a real model
 """
 
 from __future__ import annotations
@@ -34,6 +34,24 @@ def build_faq(raw: Path, out: Path) -> Path:
     subprocess.run([sys.executable, "-m", "evalita_data.cli", "build", "--raw", str(raw), "--out", str(out), "--task", "faq", "--no-progress"],
                    check=True, stdout=subprocess.DEVNULL)
     return out
+
+
+def keep_longest(data: Path, n: int) -> None:
+    """Keep the ``n`` FAQ test items with the most text (question and options), in their order,
+    and record the new file in the build's manifest: peak memory is set by the longest
+    batch, which a slow machine reaches without scoring every item."""
+    import hashlib
+
+    path = data / "faq" / "test.jsonl"
+    lines = [line for line in path.read_text("utf-8").split("\n") if line]
+    size = lambda line: sum(len(json.loads(line)[k]) for k in ("question", "A", "B", "C", "D"))  # noqa: E731
+    keep = set(sorted(range(len(lines)), key=lambda i: -size(lines[i]))[:n])
+    text = "".join(lines[i] + "\n" for i in range(len(lines)) if i in keep)
+    path.write_text(text, "utf-8")
+    manifest = json.loads((data / "manifest.json").read_text())
+    split = manifest["tasks"]["faq"]["splits"]["test"]
+    split.update(rows=len(keep), sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
+    (data / "manifest.json").write_text(json.dumps(manifest, indent=2))
 
 
 def run_backend(backend: str, model: Path, data: Path, out: Path, extra: list[str]) -> dict:
@@ -88,6 +106,7 @@ def main() -> None:
     parser.add_argument("--plain-items", type=int, default=None, help="Items per prompt checked against the plain path (default: all).")
     parser.add_argument("--threads", type=int, default=None, help="torch threads of the runs and the plain reference.")
     parser.add_argument("--limit", type=int, default=None, help="Only the first N FAQ items (default: all, the bench's point).")
+    parser.add_argument("--longest", type=int, default=None, help="Only the N items with the most text (the largest batches; a slow machine).")
     args = parser.parse_args()
     extra = (["--threads", str(args.threads)] if args.threads else []) + (["--limit", str(args.limit)] if args.limit else [])
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
@@ -98,6 +117,8 @@ def main() -> None:
 
             model = tiny.build_tiny_model(tmp / "model")
         data = build_faq(args.raw, tmp / "build")
+        if args.longest:
+            keep_longest(data, args.longest)
         print(f"model {model}; FAQ built from {args.raw}; load: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         runs, samples = {}, {}
         for backend in args.backends.split(","):

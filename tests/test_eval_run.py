@@ -35,7 +35,7 @@ def test_run_every_task_and_prompt(tiny_model: Path, tmp_path: Path) -> None:
     out = tmp_path / "res"
     console = _run(["--model", str(tiny_model), "--data", str(DATA), "--limit", "2", "--max-new-tokens", "8", "--output-dir", str(out)])
     doc = json.loads((out / "results.json").read_text("utf-8"))
-    assert set(doc) == {"status", "model", "data", "config", "results", "versions", "timing"}
+    assert set(doc) == {"status", "model", "data", "config", "results", "versions", "timing", "resources"}
     assert doc["status"] == "complete"
     assert doc["model"] == {"name_or_path": str(tiny_model), "revision": None, "dtype": "float32", "backend": "hf"}
     assert doc["config"]["limit"] == 2 and doc["config"]["num_fewshot"] == 0 and doc["config"]["seed"] == 1234

@@ -16,7 +16,7 @@ tested against it. ``load_hf`` is the one model/tokenizer loader of the HF-based
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, prompt_room, scoring_input
 from ..memory import forward_bytes, kv_bytes_per_token, memory_budget
@@ -125,6 +125,40 @@ def logits_at(model: Any, keep: Any, **inputs: Any) -> Any:
             return logits
         model._evalita_keep_mask = False
     return model(**inputs, use_cache=False).logits[keep]
+
+
+def plain_head(model: Any) -> Any:
+    """The output layer when logits are exactly ``head(last hidden state)``, else None."""
+    import torch
+
+    head = model.get_output_embeddings()
+    config = model.config
+    # Soft-capped or scaled logits (Gemma 2, Cohere...) need the model's own forward.
+    for attr in ("final_logit_softcapping", "logit_scale", "logits_scaling", "output_multiplier_scale"):
+        if getattr(config, attr, None) not in (None, 1, 1.0):
+            return None
+    if not isinstance(head, torch.nn.Linear) or not hasattr(model, "get_decoder"):
+        return None
+    return head
+
+
+def continuation_logprobs(model: Any, ids: Any, keep: Any, lengths: Sequence[int]) -> Iterator[Any]:
+    """Float32 log-softmax rows of each continuation in turn: the True positions of ``keep``
+    (rows x width, row-major) cut into runs of ``lengths``. Where the head is a plain linear
+    layer, it projects one continuation's hidden states at a time, so a batch holds one
+    continuation's logits at most; otherwise the model's forward projects the kept positions."""
+    import torch
+
+    head = plain_head(model)
+    if head is None:
+        rows = logits_at(model, keep, input_ids=ids)
+    else:
+        rows = model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state[keep]
+    first = 0
+    for n in lengths:
+        chunk = rows[first : first + n]
+        first += n
+        yield torch.log_softmax((chunk if head is None else head(chunk)).float(), dim=-1)
 
 
 def token_budget_batches(order: Sequence[int], lengths: Any, scored: Any, cost: Callable[[int, int, int], int], budget: int) -> list[list[int]]:
@@ -279,11 +313,8 @@ class HFBackend(OnHFModel, Backend):
                     keep[row, len(inp) - len(cont) : len(inp)] = True
                 # Only the positions whose next token is read reach the vocabulary (row-major,
                 # so each row's continuation is one contiguous run).
-                logprobs = torch.log_softmax(logits_at(self.model, keep.to(self.device), input_ids=ids.to(self.device)).float(), dim=-1)
-                first = 0
-                for i, cont in zip(batch, conts):
-                    lp = logprobs[first : first + len(cont)]
-                    first += len(cont)
+                logprobs = continuation_logprobs(self.model, ids.to(self.device), keep.to(self.device), [len(c) for c in conts])
+                for i, cont, lp in zip(batch, conts, logprobs):
                     target = torch.tensor(cont, device=lp.device)
                     picked = lp.gather(1, target[:, None])[:, 0]
                     greedy = bool((lp.argmax(dim=-1) == target).all())

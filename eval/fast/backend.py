@@ -6,6 +6,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 from ..api import GenRequest, LLRequest, LLResult, scoring_input
+from ..backends.hf import logits_at, plain_head
 from ..memory import kv_bytes_per_token, token_bytes
 from .budget import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_TREE_TOKENS, cpu_gen_budget, probe_max_batch_tokens
 from .encode import encode_requests
@@ -138,10 +139,8 @@ class FastBackend:
         import torch
 
         ids, pos, mask, keep = model_args
-        head = self._plain_head()
+        head = plain_head(self.model)
         if head is None:
-            from ..backends.hf import logits_at
-
             logits = logits_at(self.model, keep, input_ids=ids, position_ids=pos, attention_mask=mask)
             return self._pick(logits.float(), 0, rows, targets, torch.arange(len(rows), device=rows.device))
         hidden = self.model.get_decoder()(input_ids=ids, position_ids=pos, attention_mask=mask, use_cache=False).last_hidden_state[keep]
@@ -178,20 +177,6 @@ class FastBackend:
         # About 4 MB of float32 logits per chunk on CPU (cache-sized, few ops); 256 MB on a GPU.
         elements = 1 << 20 if self.device.type == "cpu" else 1 << 26
         return max(1, elements // vocab)
-
-    def _plain_head(self):
-        """The output layer when logits are exactly ``head(last hidden state)``, else None."""
-        import torch
-
-        head = self.model.get_output_embeddings()
-        config = self.model.config
-        # Soft-capped or scaled logits (Gemma 2, Cohere...) need the model's own forward.
-        for attr in ("final_logit_softcapping", "logit_scale", "logits_scaling", "output_multiplier_scale"):
-            if getattr(config, attr, None) not in (None, 1, 1.0):
-                return None
-        if not isinstance(head, torch.nn.Linear) or not hasattr(self.model, "get_decoder"):
-            return None
-        return head
 
     # -- generation ----------------------------------------------------------------------
 
