@@ -152,3 +152,11 @@ def test_run_auto_batches_and_records_peak_memory(tiny_model: Path, tmp_path: Pa
             assert doc["results"][task][prompt] == pytest.approx(scores, abs=1e-9)
     bad = CliRunner().invoke(main, [*common, "--batch-size", "many", "--output-dir", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "neither a positive integer nor auto" in bad.output
+
+
+def test_server_backends_refuse_auto_batches():
+    from evalita_eval.api import BackendOptions
+    from evalita_eval.backends import create_backend
+
+    with pytest.raises(ValueError, match="--batch-size auto"):
+        create_backend("openai-completions", BackendOptions("m", base_url="http://127.0.0.1:9/v1", batch_size=None))

@@ -2,7 +2,9 @@
 
 Log-likelihoods: requests sorted by length (longest first), right-padded, one forward
 pass per batch, left-truncated to the model's maximum length, exactly as lm-eval's
-``HFLM._loglikelihood_tokens``. Generation: greedy, left-padded batches, context
+``HFLM._loglikelihood_tokens``; only the continuation positions are projected onto the
+vocabulary (``continuation_logprobs``), and ``batch_size=None`` (``--batch-size auto``)
+sizes batches by tokens to fit a memory budget (eval/memory.py). Generation: greedy, left-padded batches, context
 left-truncated to ``max_length - max_new_tokens``, output cut at the first stop string
 (the EOS string included), as ``HFLM.generate_until``.
 
@@ -109,8 +111,9 @@ def logits_at(model: Any, keep: Any, **inputs: Any) -> Any:
     """The logits of the True positions of ``keep`` (rows x width), (n, vocab) in row-major
     order, from one forward pass of ``inputs``. Where the model takes a boolean
     ``logits_to_keep`` (transformers 5), only those positions reach the vocabulary
-    projection: the same numbers as slicing the full logits, without the (rows x width x
-    vocab) matrix; other models compute every position and are sliced."""
+    projection (the full logits' values up to float rounding: the matrix kernel's blocks
+    depend on the row count), never the (rows x width x vocab) matrix; other models
+    compute every position and are sliced."""
     import inspect
 
     n_kept = int(keep.sum())
