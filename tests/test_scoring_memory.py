@@ -59,6 +59,20 @@ def test_scored_positions_only_equal_the_full_vocabulary_path(tiny_lm, batch_siz
         assert all(within_bound(g.logprob, r.logprob) for g, r in zip(got, reference))
 
 
+def test_logits_projected_in_chunks_of_rows(tiny_lm, monkeypatch):
+    """Continuations longer than a chunk (here 3 rows) are projected and scored chunk by chunk."""
+    import evalita_eval.backends.hf as hf
+
+    model, tok = tiny_lm
+    reqs = mixed_requests(random.Random(3), model, tok)
+    monkeypatch.setattr(hf, "LOGIT_CHUNK_ELEMENTS", 3 * model.config.vocab_size)
+    got = HFBackend(model, tok, max_length=MAX_LENGTH, batch_size=4).loglikelihood(reqs)
+    assert max(r.n_tokens for r in got) > 3
+    plain = plain_loglikelihood(model, tok, reqs, MAX_LENGTH)
+    assert [(r.is_greedy, r.n_tokens) for r in got] == [(r.is_greedy, r.n_tokens) for r in plain]
+    assert all(within_bound(g.logprob, p.logprob) for g, p in zip(got, plain))
+
+
 class NoKeepArgument(torch.nn.Module):
     """A causal LM whose forward takes no ``logits_to_keep`` (older or remote-code models)."""
 

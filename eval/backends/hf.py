@@ -3,7 +3,7 @@
 Log-likelihoods: requests sorted by length (longest first), right-padded, one forward
 pass per batch, left-truncated to the model's maximum length, exactly as lm-eval's
 ``HFLM._loglikelihood_tokens``; only the continuation positions are projected onto the
-vocabulary (``continuation_logprobs``), and ``batch_size=None`` (``--batch-size auto``)
+vocabulary (``continuation_scores``), and ``batch_size=None`` (``--batch-size auto``)
 sizes batches by tokens to fit a memory budget (eval/memory.py). Generation: greedy, left-padded batches, context
 left-truncated to ``max_length - max_new_tokens``, output cut at the first stop string
 (the EOS string included), as ``HFLM.generate_until``.
@@ -18,7 +18,7 @@ tested against it. ``load_hf`` is the one model/tokenizer loader of the HF-based
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, prompt_room, scoring_input
 from ..memory import forward_bytes, kv_bytes_per_token, memory_budget
@@ -145,23 +145,37 @@ def plain_head(model: Any) -> Any:
     return head
 
 
-def continuation_logprobs(model: Any, ids: Any, keep: Any, lengths: Sequence[int]) -> Iterator[Any]:
-    """Float32 log-softmax rows of each continuation in turn: the True positions of ``keep``
-    (rows x width, row-major) cut into runs of ``lengths``. Where the head is a plain linear
-    layer, it projects one continuation's hidden states at a time, so a batch holds one
-    continuation's logits at most; otherwise the model's forward projects the kept positions."""
+# Rows of logits projected and log-softmaxed at once: 8M float32 values (32 MiB) at most.
+LOGIT_CHUNK_ELEMENTS = 1 << 23
+
+
+def continuation_scores(model: Any, ids: Any, keep: Any, targets: Sequence[Sequence[int]]) -> list[tuple[float, bool]]:
+    """(sum of log p(target), every target the argmax) of each continuation in turn: the True
+    positions of ``keep`` (rows x width, row-major) cut into runs of ``len(targets[k])``.
+
+    The float32 log-softmax is taken over chunks of at most ``LOGIT_CHUNK_ELEMENTS`` values
+    (row by row, as over the whole run: the same numbers). Where the head is a plain
+    linear layer, it projects only the chunk's hidden states, so a batch never holds more
+    logits than one chunk; otherwise the model's forward projects every kept position."""
     import torch
 
     head = plain_head(model)
-    if head is None:
-        rows = logits_at(model, keep, input_ids=ids)
-    else:
-        rows = model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state[keep]
-    first = 0
-    for n in lengths:
-        chunk = rows[first : first + n]
-        first += n
-        yield torch.log_softmax((chunk if head is None else head(chunk)).float(), dim=-1)
+    rows = logits_at(model, keep, input_ids=ids) if head is None else model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state[keep]
+    step = max(1, LOGIT_CHUNK_ELEMENTS // (rows.shape[-1] if head is None else head.out_features))
+    out, first = [], 0
+    for cont in targets:
+        target = torch.tensor(cont, device=rows.device)
+        picked, greedy = [], True
+        for r0 in range(0, len(cont), step):
+            chunk = rows[first + r0 : first + min(r0 + step, len(cont))]
+            lp = torch.log_softmax((chunk if head is None else head(chunk)).float(), dim=-1)
+            want = target[r0 : r0 + step]
+            picked.append(lp.gather(1, want[:, None])[:, 0])
+            greedy = greedy and bool((lp.argmax(dim=-1) == want).all())
+        first += len(cont)
+        # One sum over the whole continuation, in order, as the plain path sums it.
+        out.append((float(torch.cat(picked).sum()), greedy))
+    return out
 
 
 def token_budget_batches(order: Sequence[int], lengths: Any, scored: Any, cost: Callable[[int, int, int], int], budget: int) -> list[list[int]]:
@@ -316,12 +330,9 @@ class HFBackend(OnHFModel, Backend):
                     keep[row, len(inp) - len(cont) : len(inp)] = True
                 # Only the positions whose next token is read reach the vocabulary (row-major,
                 # so each row's continuation is one contiguous run).
-                logprobs = continuation_logprobs(self.model, ids.to(self.device), keep.to(self.device), [len(c) for c in conts])
-                for i, cont, lp in zip(batch, conts, logprobs):
-                    target = torch.tensor(cont, device=lp.device)
-                    picked = lp.gather(1, target[:, None])[:, 0]
-                    greedy = bool((lp.argmax(dim=-1) == target).all())
-                    out[i] = LLResult(float(picked.sum()), greedy, len(cont))
+                scores = continuation_scores(self.model, ids.to(self.device), keep.to(self.device), conts)
+                for i, cont, (logprob, greedy) in zip(batch, conts, scores):
+                    out[i] = LLResult(logprob, greedy, len(cont))
         return out  # type: ignore[return-value]
 
     def _scoring_batches(self, order: list[int], lengths: list[int], scored: list[int]) -> list[list[int]]:
