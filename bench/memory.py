@@ -126,12 +126,12 @@ def main() -> None:
             samples[backend] = samples_of(tmp / backend)
         items = args.plain_items if args.plain_items is not None else float("inf")
         chosen = sorted({(c, t) for rows in samples.values() for i, c, t, _, _ in rows if i < items})
-        ref = plain_reference(model, chosen, args.threads)
+        ref = plain_reference(model, chosen, args.threads) if chosen else {}
         failed = False
         print(f"{'backend':8} {'wall s':>8} {'peak RSS MiB':>13} {'(results.json)':>15} {'max |dLL|':>10} {'greedy diff':>12} {'checked':>8}")
         for backend, run in runs.items():
             diffs = [(abs(ll - ref[(c, t)][0]), g != ref[(c, t)][1], abs(ref[(c, t)][0])) for _, c, t, ll, g in samples[backend] if (c, t) in ref]
-            worst = max(d for d, _, _ in diffs)
+            worst = max((d for d, _, _ in diffs), default=float("nan"))
             greedy = sum(g for _, g, _ in diffs)
             failed |= greedy > 0 or any(d > 1e-6 * r + 1e-5 for d, _, r in diffs)
             print(f"{backend:8} {run['wall_s']:8.1f} {run['rss_mib']:13.0f} {run['rss_recorded_mib']:15.0f} {worst:10.2e} {greedy:12d} {len(diffs):8d}")

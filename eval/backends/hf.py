@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, prompt_room, scoring_input
-from ..memory import forward_bytes, kv_bytes_per_token, memory_budget
+from ..memory import forward_bytes, kv_bytes_per_token, memory_budget, return_freed_memory
 from . import register_backend
 
 DEFAULT_MAX_LENGTH = 2048  # lm-eval's default when neither config nor tokenizer says
@@ -299,6 +299,8 @@ class HFBackend(OnHFModel, Backend):
         self.device = model.device
         self._itemsize = model.dtype.itemsize
         self._budget = memory_budget(max_memory, self.device) if batch_size is None else 0
+        if self.device.type == "cpu":
+            return_freed_memory()
         self._grammars: Any = None  # constrained.GrammarCache, built on the first constrained request
 
     @classmethod

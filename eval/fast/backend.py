@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 
 from ..api import GenRequest, LLRequest, LLResult, scoring_input
 from ..backends.hf import logits_at, plain_head
-from ..memory import kv_bytes_per_token, token_bytes
+from ..memory import kv_bytes_per_token, return_freed_memory, token_bytes
 from .budget import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_TREE_TOKENS, cpu_gen_budget, probe_max_batch_tokens
 from .encode import encode_requests
 from .generate import generate_greedy
@@ -55,6 +55,8 @@ class FastBackend:
         self.device = torch.device(device) if device is not None else model.device
         if self.model.device != self.device:
             self.model.to(self.device)
+        if self.device.type == "cpu":
+            return_freed_memory()
         gen_batch_tokens = max_batch_tokens
         if max_batch_tokens is None and max_memory is not None:
             # Scoring: a pass of prefix trees (rows of about max_tree_tokens + 64 nodes, the
