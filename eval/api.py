@@ -9,7 +9,7 @@ Backends live in ``backends/`` (see docs/adding-a-backend.md).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, Sequence
 
 
@@ -102,6 +102,16 @@ class BackendOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def backend_option(default: Any, help: str, *, changes_numbers: bool = True, flag: str | None = None) -> Any:
+    """A field of a backend's ``Options`` dataclass (filled from ``--backend-arg NAME=VALUE``).
+
+    ``help`` is what ``evalita-eval backends`` prints; ``changes_numbers``: whether another value
+    can change a number the backend returns (then it is part of the backend's cache identity);
+    ``flag``: the ``run`` option that is an alias of ``--backend-arg NAME=`` (kept for users who have
+    it; the value also fills the ``BackendOptions`` field of the same name)."""
+    return field(default=default, metadata={"help": help, "changes_numbers": changes_numbers, "flag": flag})
+
+
 class BackendUnsupported(ValueError):
     """A request kind or option this backend does not offer (a clear CLI error, no traceback)."""
 
@@ -113,9 +123,16 @@ class Backend(ABC):
     capabilities: ClassVar[Capabilities] = Capabilities()
     # Requests the runner hands over per call (one resume-cache write each); None: batch_size * 4.
     requests_per_call: ClassVar[int | None] = None
-    # Part of the resume-cache key: a rerun reproduces its own numbers bit for bit.
+    # The weights' dtype as loaded ("unknown": the backend does not say; then the --dtype option
+    # asked for is in its identity).
     dtype: str = "unknown"
-    tokenizer_name: str = ""
+    # The backend's own settings: a dataclass of ``backend_option`` fields, filled from
+    # ``--backend-arg NAME=VALUE`` (typed, unknown names refused) and listed by
+    # ``evalita-eval backends``. None: any --backend-arg is accepted as a string (older backends).
+    Options: ClassVar[type | None] = None
+    # What the backend was built from; ``create_backend`` sets them (None for one built directly).
+    options: BackendOptions | None = None
+    engine_options: Any = None  # the ``Options`` instance
 
     @classmethod
     @abstractmethod
@@ -133,6 +150,34 @@ class Backend(ABC):
 
     def close(self) -> None:
         """Release engines, servers' sessions, GPU memory. Idempotent."""
+
+    def cache_identity(self) -> dict[str, Any]:
+        """Every input that can change a number this backend returns, as a JSON-able dict: the
+        resume cache keys each request by its hash, and results.json records it as ``model``.
+
+        The base gives what every backend shares: its name and dtype and the options it was
+        built from that can change a number (model, revision, --trust-remote-code, --max-length,
+        --device, and its ``Options`` declared ``changes_numbers``, or every --backend-arg for a
+        backend without ``Options``). A backend extends ``super().cache_identity()`` with what it
+        resolved (a model folder's fingerprint, the max length, the chat template, the server...)
+        and drops what it ignores. Options that only change speed (batch size, threads,
+        concurrency, timeouts, retries, progress) stay out; so do secrets (an API key)."""
+        identity: dict[str, Any] = {"backend": self.name, "dtype": self.dtype}
+        options = self.options
+        if options is not None:
+            identity.update({
+                "name_or_path": options.model, "revision": options.revision, "trust_remote_code": options.trust_remote_code,
+                "max_length": options.max_length, "device": options.device,
+            })
+            if self.dtype == "unknown":
+                identity["dtype"] = options.dtype
+            if self.engine_options is None:
+                identity["backend_args"] = {k: options.extra[k] for k in sorted(options.extra)}
+        if self.engine_options is not None:
+            identity["options"] = {
+                f.name: getattr(self.engine_options, f.name) for f in fields(self.engine_options) if f.metadata.get("changes_numbers", True)
+            }
+        return identity
 
 
 def request_payload(request: LLRequest | GenRequest) -> dict[str, Any]:
@@ -172,15 +217,3 @@ def prompt_room(max_length: int, max_new_tokens: int) -> int:
         raise ValueError(f"max_new_tokens {max_new_tokens} leaves no room for the prompt in max length {max_length}")
     return room
 
-
-# The HF tokenisation rules and the reference scorer live in backends/hf.py; these names
-# stay importable from here for modules written against the earlier layout.
-_MOVED_TO_HF = ("default_add_special_tokens", "encode_pair", "prefix_token_id", "encode_request", "plain_loglikelihood")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED_TO_HF:
-        from .backends import hf
-
-        return getattr(hf, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

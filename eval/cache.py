@@ -2,14 +2,18 @@
 
 One JSON line per finished request: ``{"key": sha256, "value": ...}``. The key is the
 hash of the model identity and the request, so a cache is only ever reused for the
-same model and the same prompt text. A line cut short by a crash, or with a null value,
-is ignored: that request is computed again.
+same model and the same prompt text. The file is untrusted when read back: a line cut
+short by a crash, not UTF-8, not JSON, without a string key or with a null value is
+damaged; a value whose shape does not fit its request kind (``loglikelihood``:
+``[finite number, bool]``, ``generate_until``: a string) is of the wrong shape. Both
+count as missing: those requests are computed again, and ``damage_note`` says how many.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Iterable
@@ -20,21 +24,76 @@ def request_key(model_key: str, kind: str, payload: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def _is_logprob(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def value_fits(kind: str, value: object) -> bool:
+    """Whether a cached value has the shape the runner reads for requests of ``kind``."""
+    if kind == "loglikelihood":  # [log-probability of the continuation, is it the greedy answer]
+        return isinstance(value, list) and len(value) == 2 and _is_logprob(value[0]) and isinstance(value[1], bool)
+    if kind == "generate_until":
+        return isinstance(value, str)
+    raise ValueError(f"unknown request kind {kind!r}")
+
+
+def _parse_line(raw: bytes) -> tuple[str, Any] | None:
+    """(key, value) of one cache line, or None if the line is damaged."""
+    try:
+        rec = json.loads(raw.decode("utf-8"))
+        key, value = rec["key"], rec["value"]
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    if not isinstance(key, str) or value is None:
+        return None
+    return key, value
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 class RequestCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.values: dict[str, Any] = {}
+        self.damaged_lines = 0
+        self._wrong_shape: set[str] = set()  # keys read back with a value that does not fit their kind
         if self.path.is_file():
-            with open(self.path, encoding="utf-8") as fh:
-                for line in fh:
-                    try:
-                        rec = json.loads(line)
-                        key, value = rec["key"], rec["value"]
-                    except (json.JSONDecodeError, KeyError, TypeError):
-                        continue  # the last line of a killed run
-                    if isinstance(key, str) and value is not None:
-                        self.values[key] = value  # a null value (a damaged line) is missing: computed again
+            with open(self.path, "rb") as fh:
+                for raw in fh:
+                    if not raw.strip():
+                        continue  # the fresh line started after a killed run's cut
+                    parsed = _parse_line(raw)
+                    if parsed is None:
+                        self.damaged_lines += 1
+                    else:
+                        self.values[parsed[0]] = parsed[1]
         self._fh = None
+
+    def get(self, key: str, kind: str) -> Any | None:
+        """The cached value of a request of ``kind``; None when missing or of the wrong shape."""
+        value = self.values.get(key)
+        if value is None:
+            return None
+        if not value_fits(kind, value):
+            self._wrong_shape.add(key)
+            return None
+        return value
+
+    @property
+    def wrong_shape(self) -> int:
+        """How many distinct cached values were read back with a shape that does not fit their request."""
+        return len(self._wrong_shape)
+
+    def damage_note(self) -> str | None:
+        """One line saying what was ignored, or None when the cache was sound."""
+        if not self.damaged_lines and not self._wrong_shape:
+            return None
+        parts = [_plural(self.damaged_lines, "damaged line", "damaged lines")] if self.damaged_lines else []
+        if self._wrong_shape:
+            parts.append(_plural(self.wrong_shape, "value of the wrong shape", "values of the wrong shape"))
+        return f"{self.path}: {' and '.join(parts)} ignored; those requests are computed again"
 
     def __contains__(self, key: str) -> bool:
         return key in self.values

@@ -100,27 +100,33 @@ def _task_help() -> str:
               help="Memory one forward pass may take, e.g. 4GiB (--batch-size auto; fast: its token budgets). "
                    "Default: 80% of the free GPU memory on CUDA, 1GiB on CPU.")
 @click.option("--backend", "backend_name", default="hf", show_default=True, type=RegistryChoice(_backend_names),
-              help="The engine (every module of evalita_eval/backends/ registers one). hf: batched plain path, parity-tested "
-                   "against lm-eval; fast: shared-prefix scoring with token-budget batches (same log-likelihoods within "
-                   "1e-6*|LL|+1e-5), see docs/fast.md.")
-@click.option("--max-batch-tokens", default=None, type=click.IntRange(min=1),
-              help="Token budget per forward pass (fast backend); default: probed on CUDA, a CPU default otherwise.")
+              help="The engine (the modules of evalita_eval/backends/ and the evalita_llm.backends entry points of installed "
+                   "packages register them; `evalita-eval backends` lists each one's options). hf: batched plain path, "
+                   "parity-tested against lm-eval; fast: shared-prefix scoring with token-budget batches (same "
+                   "log-likelihoods within 1e-6*|LL|+1e-5), see docs/fast.md.")
+@click.option("--max-batch-tokens", default=None, type=click.IntRange(min=1), hidden=True,
+              help="Alias of --backend-arg max_batch_tokens=N (fast).")
 @click.option("--device", default="cpu", show_default=True,
               help="cpu, cuda, cuda:N, or auto: spread a model larger than one device over all GPUs (device_map=auto, needs accelerate).")
 @click.option("--dtype", default="auto", show_default=True, type=click.Choice(["auto", "float32", "float16", "bfloat16"]))
 @click.option("--max-length", default=None, type=click.IntRange(min=1), help="Context length in tokens; default: the model's own (lm-eval's rule).")
 @click.option("--threads", default=None, type=click.IntRange(min=1), help="torch intra-op threads (CPU); default: torch's.")
-@click.option("--tensor-parallel-size", default=1, show_default=True, type=click.IntRange(min=1), help="GPUs per model replica (engines such as vLLM).")
-@click.option("--data-parallel-size", default=1, show_default=True, type=click.IntRange(min=1), help="Model replicas (engines such as vLLM).")
-@click.option("--gpu-memory-utilization", default=None, type=click.FloatRange(0, 1, min_open=True), help="Fraction of GPU memory the engine may take (vLLM).")
-@click.option("--max-model-len", default=None, type=click.IntRange(min=1), help="Engine context length (vLLM); default: the model's.")
-@click.option("--base-url", default=None, help="OpenAI-compatible server URL (e.g. http://127.0.0.1:8000/v1).")
-@click.option("--api-key-env", default=None, help="NAME of the environment variable holding the server's API key (the key is never a flag).")
-@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1), help="Requests in flight at once (server backends).")
-@click.option("--timeout", "timeout_s", default=120.0, show_default=True, type=click.FloatRange(min=0, min_open=True), help="Seconds per server request.")
-@click.option("--max-retries", default=5, show_default=True, type=click.IntRange(min=0), help="Retries of a failed server request.")
+# Engine options: aliases of --backend-arg NAME=VALUE, kept for the users who have them
+# (docs/evaluator.md); hidden from --help, listed by `evalita-eval backends`.
+@click.option("--tensor-parallel-size", default=1, type=click.IntRange(min=1), hidden=True, help="Alias of --backend-arg tensor_parallel_size=N (vllm).")
+@click.option("--data-parallel-size", default=1, type=click.IntRange(min=1), hidden=True, help="Alias of --backend-arg data_parallel_size=N (vllm).")
+@click.option("--gpu-memory-utilization", default=None, type=click.FloatRange(0, 1, min_open=True), hidden=True,
+              help="Alias of --backend-arg gpu_memory_utilization=F (vllm).")
+@click.option("--max-model-len", default=None, type=click.IntRange(min=1), hidden=True, help="Alias of --backend-arg max_model_len=N (vllm).")
+@click.option("--base-url", default=None, hidden=True, help="Alias of --backend-arg base_url=URL (openai-*).")
+@click.option("--api-key-env", default=None, hidden=True, help="Alias of --backend-arg api_key_env=NAME (openai-*).")
+@click.option("--concurrency", default=4, type=click.IntRange(min=1), hidden=True, help="Alias of --backend-arg concurrency=N (openai-*).")
+@click.option("--timeout", "timeout_s", default=120.0, type=click.FloatRange(min=0, min_open=True), hidden=True,
+              help="Alias of --backend-arg timeout_s=S (openai-*).")
+@click.option("--max-retries", default=5, type=click.IntRange(min=0), hidden=True, help="Alias of --backend-arg max_retries=N (openai-*).")
 @click.option("--backend-arg", "backend_args", multiple=True, metavar="KEY=VALUE",
-              help="An engine-specific setting passed to the backend as BackendOptions.extra (repeatable).")
+              help="An option of the chosen backend (repeatable), typed and checked: `evalita-eval backends` lists each "
+                   "backend's options (e.g. base_url, concurrency for openai-*; tensor_parallel_size for vllm).")
 @click.option("--apply-chat-template", is_flag=True, help="Render prompts with the tokenizer's chat template (instruction-tuned models).")
 @click.option("--trust-remote-code", is_flag=True, help="Allow model code from the Hub to run (off by default).")
 @click.option("--max-new-tokens", default=None, type=click.IntRange(min=1),
@@ -146,7 +152,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
 
     from .api import BackendOptions
     from .backends import create_backend
-    from .runner import ModelInfo, RunConfig, Runner, run_counts, summary_table, task_summary_table
+    from .runner import ModelInfo, RunConfig, Runner, nothing_evaluated, run_counts, summary_table, task_summary_table, why_missing
     from .tasks import DataSource, select_entries
 
     if (data_dir is None) == (hub_org is None):
@@ -171,6 +177,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     import datasets
 
     datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
+    from .constrained import refuse_unformatted
     from .official import OfficialSource, is_official
 
     if is_official(data_dir):
@@ -183,12 +190,21 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     try:
         if not is_official(data_dir):
             source = DataSource(data_dir=data_dir, hub_org=hub_org)
+        if constrained and tasks is not None:  # named tasks: refused before the model loads (a run over all warns)
+            refuse_unformatted([(e.name, e.spec) for e in entries])
         # Read (and verify) every evaluation split before the model loads: data errors fail fast.
+        skipped: dict[str, str] = {}
         for entry in entries:
             if tasks is not None or source.has_split(entry, entry.spec.eval_split):
                 source.load(entry, entry.spec.eval_split)
+            else:
+                skipped[entry.name] = why_missing(source, entry, entry.spec.eval_split)
     except (FileNotFoundError, ValueError) as err:
         raise click.ClickException(one_line(err)) from None
+    if skipped and len(skipped) == len(entries):  # nothing to evaluate: say why for each task, before loading the model
+        for name, why in skipped.items():
+            click.echo(f"{name}: skipped, {' '.join(why.split())}", err=True)
+        raise click.ClickException(nothing_evaluated(skipped, source))
     config = RunConfig(progress=sys.stderr.isatty() if progress is None else progress,
                        num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, max_memory=max_memory, apply_chat_template=apply_chat_template,
                        seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens,
@@ -220,9 +236,25 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
         # examples, no chat template, no CUDA, a model folder that is not a model,
         # a request kind the backend cannot serve (BackendUnsupported)...
         raise click.ClickException(one_line(err)) from err
+    if result.status == "empty":  # every task skipped by the runner (e.g. none declares the --setting's prompts)
+        raise click.ClickException(nothing_evaluated(result.skipped, source))
     click.echo(summary_table(result.results))
     click.echo(task_summary_table(result.results))
     click.echo(run_counts(result, runner.cache.path, output_dir))
+
+
+@main.command()
+def backends() -> None:
+    """List the backends (built-in and installed through the evalita_llm.backends entry point) and each one's
+    options, given to `run` as --backend-arg NAME=VALUE."""
+    from .backend_options import options_table
+    from .backends import get_backend_class
+
+    for name in _backend_names():
+        cls = get_backend_class(name)
+        doc = (cls.__doc__ or "").strip().splitlines()
+        click.echo(f"{name}  ({cls.__module__}.{cls.__qualname__})" + (f": {doc[0]}" if doc else ""))
+        click.echo(options_table(cls))
 
 
 # ---------------------------------------------------------------- aggregate / report

@@ -9,14 +9,13 @@ are also vLLM dependencies but have no maintained ``transformers`` integration o
 same version; lm-format-enforcer is slower (character-level parsing per token).
 
 Constraints (``api.Constraint``): multiple-choice settings use a ``choice`` set (the
-letters for CE, the answer texts for CE-NI and OE, eval/settings.py); the generative
-tasks use a ``regex`` of the output format their parser reads (eval/parsers.py):
-
-* NER ``Entità$TIPO,Entità$TIPO`` with TIPO in PER/LOC/ORG, or ``&&NOENT&&``;
-* REL ``misura$esame%misura$esame``, or ``&&NOREL&&``;
-* LS ``lemma, lemma, ...`` on one line, or ``&&NOSYN&&``.
-SUM (free text) has no constraint. Every gold answer of the test data must be accepted
-(tests/test_settings.py checks it on the fixtures).
+letters for CE, the answer texts for CE-NI and OE, eval/settings.py); a generative task
+uses a ``regex``, the answer format it declares (``TaskSpec.output_pattern``: NER, REL
+and LS; an added task the same way), with the closing rule it declares
+(``output_closings``, ``output_empty``) for the token budget. A generative task without
+a format (SUM, free text) cannot be constrained: ``unformatted`` names such tasks before a
+run starts. Every gold answer of the test data must be accepted (tests/test_settings.py
+checks it on the fixtures).
 """
 
 from __future__ import annotations
@@ -25,42 +24,52 @@ import json
 import re
 from typing import Any, Sequence
 
+from evalita_data.registry import tasks
+from evalita_data.taskspec import TaskSpec
+
 from .api import Constraint
 
-# Entity texts and mentions may hold the pair separator themselves ("Via Principe Amedeo, 184",
-# "31,9%" in the KIND and CLinkaRT training data): only $ and line breaks are excluded.
-_PIECE = r"[^$\n]+"
-_NER = rf"&&NOENT&&|{_PIECE}\$(PER|LOC|ORG)(, ?{_PIECE}\$(PER|LOC|ORG))*"
-_REL = rf"&&NOREL&&|{_PIECE}\${_PIECE}(%{_PIECE}\${_PIECE})*"
-_WORD = r"[^,\n]+"
-_LS = rf"&&NOSYN&&|{_WORD}(, ?{_WORD})*"
 
-TASK_PATTERNS = {"ner": _NER, "rel": _REL, "ls": _LS}
-
-# Shortest ways to finish an answer of each format ("x" stands for any piece character).
-# Every suffix of these strings is a closing candidate; the first template is the
-# empty-answer marker, the others close any state reached after the first token.
-CLOSING_TEMPLATES = {
-    "regex:" + _NER: ("&&NOENT&&", "x$PER", "x$LOC", "x$ORG"),
-    "regex:" + _REL: ("&&NOREL&&", "x$x"),
-    "regex:" + _LS: ("&&NOSYN&&", "x"),
-}
-
-
-def format_failures(task_id: str, generations: Sequence[str]) -> int | None:
-    """How many generations do not match the task's output format (the regex its constraint
-    uses); None for a task without one (free text)."""
-    pattern = TASK_PATTERNS.get(task_id)
-    if pattern is None:
+def format_failures(spec: TaskSpec, generations: Sequence[str]) -> int | None:
+    """How many generations do not match the task's answer format (``TaskSpec.output_pattern``,
+    the regex its constraint uses); None for a task without one (free text)."""
+    if spec.output_pattern is None:
         return None
-    compiled = re.compile(pattern)
+    compiled = re.compile(spec.output_pattern)
     return sum(compiled.fullmatch(g) is None for g in generations)
 
 
-def task_constraint(task_id: str) -> Constraint | None:
-    """The output-format constraint of a generative task; None where the output is free text."""
-    pattern = TASK_PATTERNS.get(task_id)
-    return Constraint("regex", pattern=pattern) if pattern is not None else None
+def task_constraint(spec: TaskSpec) -> Constraint | None:
+    """The answer-format constraint of a generative task; None where the output is free text."""
+    return Constraint("regex", pattern=spec.output_pattern) if spec.output_pattern is not None else None
+
+
+def unformatted(specs: Sequence[TaskSpec]) -> list[TaskSpec]:
+    """The generative tasks among ``specs`` that declare no answer format: ``--constrained`` cannot apply to them."""
+    return [s for s in specs if s.output_type == "generate_until" and s.output_pattern is None]
+
+
+def refuse_unformatted(entries: Sequence[tuple[str, TaskSpec]]) -> None:
+    """``--constrained`` on named tasks: a ValueError naming the (entry name, spec) pairs whose
+    task declares no answer format, before any work."""
+    free_ids = {s.id for s in unformatted([spec for _name, spec in entries])}
+    free = [name for name, spec in entries if spec.id in free_ids]
+    if free:
+        raise ValueError(f"--constrained: {', '.join(free)} declare(s) no answer format (TaskSpec.output_pattern), "
+                         "so nothing would constrain the generation; run them without --constrained")
+
+
+def closing_rule(constraint: Constraint) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(closing answers, of which those that set the reserved window) of a regex constraint,
+    as the task declaring that pattern gives them (``TaskSpec.output_closings``, ``output_empty``);
+    empty for choices. Tasks sharing one pattern pool their closings (each is checked against the
+    grammar before it is forced)."""
+    if constraint.kind != "regex":
+        return (), ()
+    declaring = [s for s in tasks().values() if s.output_pattern == constraint.pattern]
+    window = tuple(dict.fromkeys(c for s in declaring for c in s.output_closings))
+    empty = tuple(dict.fromkeys(s.output_empty for s in declaring if s.output_empty))
+    return empty + window, window
 
 
 def choice_constraint(choices: Sequence[str]) -> Constraint:
@@ -104,10 +113,10 @@ class GrammarCache:
         """The closing candidates of a constraint as token ids (shortest first), and the
         window: how many last tokens are reserved for closing (docs/settings.md)."""
         if constraint not in self._closings:
-            templates = CLOSING_TEMPLATES.get(f"{constraint.kind}:{constraint.pattern}", ())
+            templates, reserved = closing_rule(constraint)
             suffixes = sorted({t[i:] for t in templates for i in range(len(t) + 1)}, key=lambda x: (len(x), x))
             candidates = sorted((self._encode(x) for x in suffixes), key=len)
-            window = max((len(self._encode(t)) for t in templates[1:]), default=0)
+            window = max((len(self._encode(t)) for t in reserved), default=0)
             self._closings[constraint] = (candidates, window)
         return self._closings[constraint]
 

@@ -20,7 +20,7 @@ from typing import Callable
 import yaml
 
 from evalita_data.hub_names import check_org
-from evalita_data.prompts import compiled
+from evalita_data.registry import compiled
 from evalita_data.taskspec import MCPrompt
 
 from .tasks import TaskEntry, all_entries
@@ -126,6 +126,9 @@ def export(out: Path, org: str | None = None, data_dir: Path | None = None, offi
             echo(f"--official: skipped {', '.join(skipped)} (no TaskSpec.hub_splits)")
         if not entries:
             raise ValueError("--official: no registered task declares an official Hub copy (TaskSpec.hub_splits)")
+    without_fewshot: set[str] = set()
+    if data_dir is not None:
+        entries, without_fewshot = _held_by(Path(data_dir), entries, echo)
     written = []
 
     def write(name: str, text: str) -> None:
@@ -136,6 +139,8 @@ def export(out: Path, org: str | None = None, data_dir: Path | None = None, offi
     groups = []
     for e in entries:
         dataset = dataset_fields(e, org, data_dir, official)
+        if e.name in without_fewshot:
+            dataset["fewshot_split"] = None
         names = []
         for p in e.spec.prompts:
             names.append(task_name(e, p.name))
@@ -147,6 +152,28 @@ def export(out: Path, org: str | None = None, data_dir: Path | None = None, offi
     write("utils.py", utils_source(entries))
     echo(f"{out}: {len(written)} file(s); run with: lm_eval --include_path {out} --tasks {PREFIX} (or {PREFIX}_<task>, {task_name(entries[0], 'p1')})")
     return written
+
+
+def _held_by(data_dir: Path, entries: list[TaskEntry], echo: Callable[[str], None]) -> tuple[list[TaskEntry], set[str]]:
+    """The entries whose evaluation split ``data_dir`` holds, and those of them without their few-shot split.
+
+    lm-eval would fail on a missing split, or draw few-shot examples from another split
+    than ours: what the folder does not hold is left out, and said.
+    """
+    from .tasks import DataSource
+
+    source = DataSource(data_dir)
+    held = [e for e in entries if source.has_split(e, e.spec.eval_split)]
+    left_out = [f"{e.name} (no {e.spec.eval_split!r})" for e in entries if e not in held]
+    no_fewshot = {e.name for e in held if not source.has_split(e, e.spec.fewshot_split)}
+    if left_out:
+        echo(f"{data_dir}: left out {', '.join(left_out)}: the folder does not hold that split")
+    if no_fewshot:
+        echo(f"{data_dir}: exported without fewshot_split (0-shot only) "
+             f"{', '.join(f'{e.name} (no {e.spec.fewshot_split!r})' for e in held if e.name in no_fewshot)}")
+    if not held:
+        raise ValueError(f"{data_dir} holds the evaluation split of no registered task; nothing exported")
+    return held, no_fewshot
 
 
 # ---------------------------------------------------------------- called by lm-eval (utils.py)

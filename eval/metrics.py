@@ -1,298 +1,56 @@
-"""Corpus-level metrics computed from the per-sample records written to ``samples/*.jsonl``.
+"""The evaluator's metrics: those of the task declarations (``evalita_data.scoring.metrics``,
+re-exported here for code written against this module), the one of the open-ended setting
+(``ROUGE_L_ANSWER``), and the lookup of a metric by name through a task's own declaration.
 
-Each metric is a :class:`evalita_data.taskspec.Metric`: a sample function (one sample
-dict -> its item value) and a corpus function (the item values, in order -> the score),
-with ``higher_is_better``. Task declarations list these objects; ``score_samples(name,
-samples)`` finds one by name for the bootstrap of ``evalita-eval report``. Every score is a fraction in
-[0, 1]. The lm-eval-compatible metrics (``f1_binary``, ``sentipolc_f1``,
-``ner_f1``, ``rel_f1``, ``ls_f1``, ``rouge*``) reproduce
-``lm_eval/tasks/evalita_llm/{utils,metrics}.py`` of lm-evaluation-harness 0.4.13,
-quirks included (documented in docs/evaluator.md); the ``*_strict`` ones are
-plain micro-F1 over multisets of pairs.
-
-Sample fields: MC ``loglikelihoods``, ``choices``, ``prediction`` (argmax index),
-``gold`` (index); generative ``generation`` and ``gold`` (NER: the entity dicts;
-REL: the [RML, EVENT] pairs; LS: the {word, count} answers; SUM: the reference text).
-MC tasks answered by generation (``--setting ce|ce-ni|oe``, eval/settings.py) have no
-``loglikelihoods``: the accuracies read their parsed ``prediction``; ``rougeL_answer``
-compares the ``generation`` with the ``gold_answer`` text.
+There is no table of metric names: ``metric_of(task, name)`` reads the ``Metric`` objects
+the task's ``TaskSpec`` lists (an added task's own metrics included), so that ``evalita-eval
+report`` can recompute any declared metric from the samples for its bootstrap.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from functools import lru_cache
-from typing import Callable, Sequence
-
-from evalita_data.taskspec import Metric
+from evalita_data.registry import task_of_entry, tasks
+from evalita_data.scoring.metric import Metric
+from evalita_data.scoring.metrics import (  # noqa: F401  (re-exported)
+    ACC, ACC_BYTES, ACC_NORM, F1_BINARY, F1_MACRO, LS_F1, MC_ACCURACIES, NER_F1, NER_F1_STRICT, REL_F1,
+    REL_F1_STRICT, ROUGE1, ROUGE2, ROUGE_L, ROUGE_LSUM, SENTIPOLC_F1, Samples, f1_binary, f1_macro, ls_f1,
+    ls_item, macro_f1, mc_prediction, ner_f1, ner_labels, ner_pairs, per_label_f1, rel_f1, rel_labels, rel_pairs,
+    rouge_metric, sentipolc_f1)
 
 from .answers import normalize
-from .parsers import NO_REL, parse_ls, parse_ner, parse_rel
 
-Samples = Sequence[dict]
-
-
-def _argmax(values: Sequence[float]) -> int:
-    """Index of the largest value, the first one on ties (as numpy.argmax)."""
-    best = 0
-    for i, v in enumerate(values):
-        if v > values[best]:
-            best = i
-    return best
-
-
-def mc_prediction(lls: Sequence[float], choices: Sequence[str], norm: str | None = None) -> int:
-    """argmax of the log-likelihoods, divided by the choice's characters or UTF-8 bytes if ``norm``."""
-    if norm is None:
-        return _argmax(lls)
-    if norm == "chars":
-        return _argmax([ll / float(len(c)) for ll, c in zip(lls, choices)])
-    if norm == "bytes":
-        return _argmax([ll / float(len(c.encode("utf-8"))) for ll, c in zip(lls, choices)])
-    raise ValueError(f"unknown normalisation {norm!r}")
-
-
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
-
-
-def _accuracy(name: str, norm: str | None) -> Metric:
-    def hit(s: dict) -> float:
-        # Generated answers (eval/settings.py) carry their parsed "prediction", no log-likelihoods.
-        predicted = mc_prediction(s["loglikelihoods"], s["choices"], norm) if "loglikelihoods" in s else s["prediction"]
-        return float(predicted == s["gold"])
-
-    return Metric(name, hit, _mean)
-
-
-def _class_f1(gold: Sequence[int], pred: Sequence[int], label: int) -> float:
-    tp = sum(1 for g, p in zip(gold, pred) if g == label and p == label)
-    fp = sum(1 for g, p in zip(gold, pred) if g != label and p == label)
-    fn = sum(1 for g, p in zip(gold, pred) if g == label and p != label)
-    return 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
-
-
-def per_label_f1(gold: Sequence[int], pred: Sequence[int]) -> list[float]:
-    """sklearn's f1_score(average=None): F1 of each label present in gold or prediction, sorted."""
-    return [_class_f1(gold, pred, c) for c in sorted(set(gold) | set(pred))]
-
-
-def macro_f1(gold: Sequence[int], pred: Sequence[int]) -> float:
-    """sklearn's f1_score(average="macro")."""
-    return _mean(per_label_f1(gold, pred))
-
-
-def _concat_labels(items: list[tuple[list[int], list[int]]]) -> tuple[list[int], list[int]]:
-    """(gold, predicted) labels of all samples' (predicted, gold) lists, concatenated as lm-eval's aggregations do."""
-    gold: list[int] = []
-    pred: list[int] = []
-    for p, g in items:
-        pred += p
-        gold += g
-    return gold, pred
-
-
-def _gold_pred_item(s: dict) -> tuple[int, int]:
-    return s["gold"], s["prediction"]
-
-
-def _gold_pred(items: list[tuple[int, int]]) -> tuple[list[int], list[int]]:
-    return [g for g, _ in items], [p for _, p in items]
-
-
-def f1_macro(items: list[tuple[int, int]]) -> float:
-    return macro_f1(*_gold_pred(items))
-
-
-def f1_binary(items: list[tuple[int, int]]) -> float:
-    """lm-eval's ``f1`` aggregation (WiC, HS): sklearn's binary F1 of class 1."""
-    gold, pred = _gold_pred(items)
-    return _class_f1(gold, pred, 1)
-
-
-# SENTIPOLC classes -> (opos, oneg): positive, negative, neutral, mixed.
-_SA_POLARITY = {0: (1, 0), 1: (0, 1), 2: (0, 0), 3: (1, 1)}
-
-
-def sentipolc_f1(items: list[tuple[int, int]]) -> float:
-    """Mean over opos and oneg of the mean F1 of their classes 0 and 1 (lm-eval ``_aggreg_sa``)."""
-    gold, pred = _gold_pred(items)
-    parts = []
-    for axis in (0, 1):
-        g = [_SA_POLARITY[x][axis] for x in gold]
-        p = [_SA_POLARITY[x][axis] for x in pred]
-        parts.append((_class_f1(g, p, 0) + _class_f1(g, p, 1)) / 2)
-    return sum(parts) / 2
-
-
-# -- NER ------------------------------------------------------------------------------
-_NER_LABEL = {"PER": 0, "LOC": 1, "ORG": 2, "O": 3}
-
-
-def ner_labels(generation: str, gold: list[dict]) -> tuple[list[int], list[int]]:
-    """(predicted labels, gold labels) of one sentence, as lm-eval's ``ner_process_results``."""
-    results = parse_ner(generation)
-    gold_labels = [_NER_LABEL[e["type"]] for e in gold]
-    res_labels = [0] * len(gold_labels)
-
-    def mark_matches() -> list[int]:
-        matched = []
-        for r in results:
-            for i, e in enumerate(gold):
-                if r[0] == e["entity_text"] and r[1] == e["type"]:
-                    res_labels[i] = _NER_LABEL[r[1]]
-                    matched.append(i)
-        return matched
-
-    if len(results) > len(gold):
-        mark_matches()
-        # lm-eval counts each surplus prediction as gold "O" predicted as ORG.
-        for _ in range(len(results) - len(gold)):
-            gold_labels.append(3)
-            res_labels.append(2)
-    elif not results and not gold:
-        return [3], [3]
-    else:
-        matched = mark_matches()
-        for i in range(len(gold_labels)):
-            if i not in matched:
-                res_labels[i] = 3
-    return res_labels, gold_labels
-
-
-def ner_f1(items: list[tuple[list[int], list[int]]]) -> float:
-    """lm-eval ``_aggreg_ner``: per-label F1 over all labels, mean of all but the last (``O``) one."""
-    f1 = per_label_f1(*_concat_labels(items))
-    if not f1:
-        return 0.0
-    return sum(f1[:-1]) / (len(f1) - 1) if len(f1) > 1 else f1[0]
-
-
-def _strict_micro_f1(pairs: list[tuple[list[tuple], list[tuple]]]) -> float:
-    """2·TP / (|pred| + |gold|) over multisets; 1.0 when there is nothing to find and nothing found."""
-    tp = n_pred = n_gold = 0
-    for pred, gold in pairs:
-        tp += sum((Counter(pred) & Counter(gold)).values())
-        n_pred += len(pred)
-        n_gold += len(gold)
-    return 2 * tp / (n_pred + n_gold) if n_pred + n_gold else 1.0
-
-
-def ner_pairs(s: dict) -> tuple[list[tuple], list[tuple]]:
-    """(predicted, gold) (entity text, type) pairs of one NER sample."""
-    pred = [tuple(r) for r in parse_ner(s["generation"]) if isinstance(r, tuple)]
-    return pred, [(e["entity_text"], e["type"]) for e in s["gold"]]
-
-
-# -- REL ------------------------------------------------------------------------------
-def rel_labels(generation: str, gold: list[list[str]]) -> tuple[list[int], list[int]]:
-    """(predicted labels, gold labels) of one sentence, as lm-eval's ``rel_process_results_v3``."""
-    answered = NO_REL not in generation
-    if not answered:
-        return ([0] * len(gold), [1] * len(gold)) if gold else ([0], [0])
-    if not gold:
-        return [1], [0]
-    results: list = parse_rel(generation)
-    gold_labels = [1] * len(gold)
-    res_labels = [0] * len(gold)
-    deleted = ("DELETED", "DELETED")
-    for i in range(len(gold)):
-        for j in range(len(results)):
-            if results[j][0] == gold[i][0] and results[j][1] == gold[i][1]:
-                res_labels[i] = 1
-                results[j] = deleted
-    # lm-eval checks the *first* surplus-many predictions for having been matched.
-    for i in range(len(results) - len(gold)):
-        if results[i] != deleted:
-            res_labels.append(1)
-            gold_labels.append(0)
-    return res_labels, gold_labels
-
-
-def rel_f1(items: list[tuple[list[int], list[int]]]) -> float:
-    """lm-eval ``_aggreg_rel``: sklearn macro F1 over the concatenated 0/1 labels."""
-    return macro_f1(*_concat_labels(items))
-
-
-def rel_pairs(s: dict) -> tuple[list[tuple], list[tuple]]:
-    """(predicted, gold) (RML, EVENT) pairs of one REL sample."""
-    pred = [] if s["generation"] == "" else parse_rel(s["generation"])
-    return pred, [tuple(r) for r in s["gold"]]
-
-
-# -- LS -------------------------------------------------------------------------------
-def ls_item(generation: str, gold: list[dict]) -> tuple[float, int, int]:
-    """(credit, answered, annotated) of one item, as lm-eval's ``ls_process_results``."""
-    words = [a["word"] for a in gold]
-    counts = [int(a["count"]) for a in gold]
-    results = parse_ls(generation)
-    credit = 0.0
-    for r in results:
-        if r in words:
-            credit += counts[words.index(r)]
-    total = sum(counts)
-    if total:
-        credit /= total
-    return credit, int(bool(results)), int(bool(words))
-
-
-def ls_f1(items: list[tuple[float, int, int]]) -> float:
-    """F1 of precision = credits / items answered and recall = credits / items with gold."""
-    credit = sum(i[0] for i in items)
-    answered = sum(i[1] for i in items) or 1
-    annotated = sum(i[2] for i in items) or 1
-    prec, rec = credit / answered, credit / annotated
-    return 2 * prec * rec / (prec + rec) if prec + rec else 0.0
-
-
-# -- SUM ------------------------------------------------------------------------------
-@lru_cache(maxsize=None)
-def _rouge_scorer(kind: str):
-    from rouge_score import rouge_scorer
-
-    return rouge_scorer.RougeScorer([kind], use_stemmer=False)
-
-
-def _rouge(kind: str, name: str = "", reference: str = "gold", prepare: Callable[[str], str] = str) -> Metric:
-    def fmeasure(s: dict) -> float:
-        return _rouge_scorer(kind).score(prepare(s[reference]), prepare(s["generation"]))[kind].fmeasure
-
-    return Metric(name or kind, fmeasure, _mean)
-
-
-def _on_generation(labeller: Callable[[str, list], tuple]) -> Callable[[dict], tuple]:
-    return lambda s: labeller(s["generation"], s["gold"])
-
-
-ACC = _accuracy("acc", None)
-ACC_NORM = _accuracy("acc_norm", "chars")
-ACC_BYTES = _accuracy("acc_bytes", "bytes")
-F1_MACRO = Metric("f1_macro", _gold_pred_item, f1_macro)
-F1_BINARY = Metric("f1_binary", _gold_pred_item, f1_binary)
-SENTIPOLC_F1 = Metric("sentipolc_f1", _gold_pred_item, sentipolc_f1)
-NER_F1 = Metric("ner_f1", _on_generation(ner_labels), ner_f1)
-NER_F1_STRICT = Metric("ner_f1_strict", ner_pairs, _strict_micro_f1)
-REL_F1 = Metric("rel_f1", _on_generation(rel_labels), rel_f1)
-REL_F1_STRICT = Metric("rel_f1_strict", rel_pairs, _strict_micro_f1)
-LS_F1 = Metric("ls_f1", _on_generation(ls_item), ls_f1)
-ROUGE1, ROUGE2, ROUGE_L, ROUGE_LSUM = (_rouge(k) for k in ("rouge1", "rouge2", "rougeL", "rougeLsum"))
 # Open-ended answers of MC tasks (eval/settings.py): generation vs the gold answer text.
 # Accents folded first (answers.normalize): rouge-score's tokenizer drops non-ASCII letters ("Sì" -> "s").
-ROUGE_L_ANSWER = _rouge("rougeL", "rougeL_answer", "gold_answer", normalize)
-# The MC accuracies every multiple-choice task reports (lm-eval's acc and acc_norm, plus bytes).
-MC_ACCURACIES = [ACC, ACC_NORM, ACC_BYTES]
-
-METRICS: dict[str, Metric] = {
-    m.name: m
-    for m in (ACC, ACC_NORM, ACC_BYTES, F1_MACRO, F1_BINARY, SENTIPOLC_F1, NER_F1, NER_F1_STRICT,
-              REL_F1, REL_F1_STRICT, LS_F1, ROUGE1, ROUGE2, ROUGE_L, ROUGE_LSUM, ROUGE_L_ANSWER)
-}
+ROUGE_L_ANSWER = rouge_metric("rougeL", "rougeL_answer", "gold_answer", normalize)
+# Metrics the evaluator adds to a task's own in the generative settings.
+SETTING_METRICS = (ROUGE_L_ANSWER,)
 
 
-def score_samples(metric: str, samples: list[dict]) -> float:
-    """The corpus-level ``metric`` (a name) over ``samples`` (the dicts of samples/*.jsonl)."""
-    try:
-        fn = METRICS[metric]
-    except KeyError:
-        raise KeyError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}") from None
-    return fn(samples)
+def metric_of(task: str | None, name: str) -> Metric:
+    """The metric ``name`` as task (or evaluation entry, ``ner_adg``) ``task`` declares it.
+
+    ``task`` None: the one metric of that name over every registered task; two different
+    declarations of one name are ambiguous (KeyError, naming the tasks).
+    """
+    for m in SETTING_METRICS:
+        if m.name == name:
+            return m
+    if task is not None:
+        spec = task_of_entry(task.split(" [", 1)[0])  # a report table's "te [ce]" is task te
+        if spec is None:
+            raise KeyError(f"unknown task {task!r}: no registered task declares it (is EVALITA_TASK_PATH set as for the run?)")
+        for m in spec.metrics:
+            if m.name == name:
+                return m
+        raise KeyError(f"task {spec.id} declares no metric {name!r}; it declares {', '.join(spec.metric_names())}")
+    found = {spec.id: m for spec in tasks().values() for m in spec.metrics if m.name == name}
+    if not found:
+        raise KeyError(f"unknown metric {name!r}: no registered task declares it")
+    if len(set(found.values())) > 1:
+        raise KeyError(f"metric {name!r} is declared differently by tasks {', '.join(found)}; name the task")
+    return next(iter(found.values()))
+
+
+def score_samples(metric: str, samples: list[dict], task: str | None = None) -> float:
+    """The corpus-level ``metric`` (a name, resolved by ``metric_of``) over ``samples`` (the dicts of samples/*.jsonl)."""
+    return metric_of(task, metric)(samples)

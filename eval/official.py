@@ -16,10 +16,11 @@ import hashlib
 import json
 
 from evalita_data.hub_names import check_org
+from evalita_data.hub_network import NETWORK_ERRORS, unreachable
 from evalita_data.schema_check import record_problems
 from evalita_data.taskspec import HubSplits
 
-from .tasks import TaskEntry
+from .tasks import HubUnreachable, TaskEntry
 
 PREFIX = "hf:"
 
@@ -32,6 +33,23 @@ def is_official(data: str | None) -> bool:
     return data is not None and data.startswith(PREFIX)
 
 
+def is_unreachable(err: BaseException) -> bool:
+    """Whether ``err`` (or what caused it) says the Hub could not be reached: offline mode, no
+    network, a refused connection, a timeout; not a missing repository or split."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, NETWORK_ERRORS):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def unreachable_error(what: str, err: BaseException) -> HubUnreachable:
+    return HubUnreachable(f"{unreachable(what, err)}; check the network, HF_ENDPOINT and HF_HUB_OFFLINE, or evaluate a local folder with --data")
+
+
 class OfficialSource:
     """Duck-typed like ``tasks.DataSource``: description, has_split, load, sha256; plus revisions."""
 
@@ -42,6 +60,7 @@ class OfficialSource:
         self.org = org
         self._records: dict[tuple[str, str], list[dict]] = {}
         self._revisions: dict[str, str] = {}  # repo id -> commit sha read
+        self._missing: dict[tuple[str, str], str] = {}  # (entry, split) -> why has_split said no
 
     @classmethod
     def from_spec(cls, data: str) -> "OfficialSource":
@@ -76,7 +95,12 @@ class OfficialSource:
         if repo_id not in self._revisions:
             from huggingface_hub import HfApi
 
-            self._revisions[repo_id] = HfApi().dataset_info(repo_id).sha
+            try:
+                self._revisions[repo_id] = HfApi().dataset_info(repo_id).sha
+            except Exception as err:
+                if is_unreachable(err):
+                    raise unreachable_error(f"the dataset {repo_id} ({PREFIX}{self.org})", err) from None
+                raise
         return self._revisions[repo_id]
 
     @property
@@ -89,15 +113,21 @@ class OfficialSource:
 
     # -- DataSource interface ------------------------------------------------------------
     def has_split(self, entry: TaskEntry, split: str) -> bool:
-        if entry.spec.hub_splits is None:
-            return False  # a registered task without an official copy: skipped like a missing split
+        if entry.spec.hub_splits is None:  # a registered task without an official copy: skipped like a missing split
+            self._missing[(entry.name, split)] = "the task declares no official Hub copy (TaskSpec.hub_splits)"
+            return False
         try:
             self.load(entry, split)
-        except OfficialDataError:
-            raise  # a copy that breaks our schema is an error, not a missing split
-        except Exception:
+        except (OfficialDataError, HubUnreachable):
+            raise  # a copy that breaks our schema, or no Hub at all, is an error, not a missing split
+        except Exception as err:  # noqa: BLE001 - the reason is kept for why_missing
+            self._missing[(entry.name, split)] = str(err)
             return False
         return True
+
+    def why_missing(self, entry: TaskEntry, split: str) -> str:
+        """Why ``has_split`` said no (the run's skip message)."""
+        return self._missing.get((entry.name, split), f"{self.description} has no split {split!r}")
 
     def load(self, entry: TaskEntry, split: str) -> list[dict]:
         key = (entry.name, split)
@@ -112,7 +142,11 @@ class OfficialSource:
         where = f"{repo_id}" + (f" config {self.config(entry)}" if self.config(entry) else "")
         try:
             ds = load_dataset(repo_id, name=self.config(entry), split=official, revision=self.revision(entry))
+        except HubUnreachable:
+            raise
         except Exception as err:  # unknown repository, config or split, or the Hub unreachable
+            if is_unreachable(err):
+                raise unreachable_error(f"the dataset {where}, split {official} ({entry.name})", err) from None
             first = str(err).splitlines()[0] if str(err) else type(err).__name__
             raise FileNotFoundError(f"{entry.name}: cannot read {where} split {official} ({first[:300]})") from None
         records = [dict(r) for r in ds]

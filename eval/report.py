@@ -19,7 +19,8 @@ from .tables import (ScoreRow, ScoresError, TaskTable, TextTable, build_tables, 
                      resolve_scale, table_json)
 
 PERCENT = 100.0  # report tables are in percent, as the paper's
-ScoreSamples = Callable[[str, list], float]
+# (metric name, samples, task=entry name) -> score; the default resolves the name through the task's declaration.
+ScoreSamples = Callable[..., float]
 
 
 @dataclass
@@ -48,6 +49,10 @@ def load_results(path: Path) -> RunResults:
     for key in ("model", "results"):
         if not isinstance(data.get(key), dict):
             raise ScoresError(f"{path}: missing object {key!r}; expected the results.json of `evalita-eval run`")
+    if data.get("status") == "empty":
+        skipped = data.get("skipped") if isinstance(data.get("skipped"), dict) else {}
+        raise ScoresError(f"{path}: a run that evaluated nothing ({len(skipped)} task(s) skipped: "
+                          f"{'; '.join(f'{k}: {v}' for k, v in list(skipped.items())[:3])}); nothing to report")
     if data.get("status", "complete") != "complete":
         # Written after every task by `run`: an interrupted or killed run has only some tasks.
         raise ScoresError(f"{path}: an unfinished run (status {data.get('status')!r}, {len(data['results'])} task(s) done); "
@@ -166,7 +171,7 @@ def add_bootstrap(rep: TaskReport, runs: Sequence[RunResults], score_samples: Sc
             return
         samples = _read_samples(path)
         try:
-            res = stats.bootstrap(samples, lambda s: PERCENT * score_samples(rep.metric, s), k=k, seed=seed)
+            res = stats.bootstrap(samples, lambda s: PERCENT * score_samples(rep.metric, s, task=t.task), k=k, seed=seed)
         except (KeyError, ValueError, NotImplementedError) as err:
             t.notes.append(f"bootstrap omitted: cannot recompute {rep.metric!r} from samples ({err})")
             return

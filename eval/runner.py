@@ -13,7 +13,7 @@ import sys
 import time
 from collections import Counter
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -21,9 +21,10 @@ from tqdm import tqdm
 
 from .api import Backend, BackendUnsupported, GenRequest, LLRequest, request_payload
 from .cache import RequestCache, request_key
+from .identity import identity_key
 from .fewshot import build_chat_messages, build_contexts, messages_as_text
 from . import settings as st
-from .constrained import format_failures, task_constraint
+from .constrained import format_failures, refuse_unformatted, task_constraint, unformatted
 from .memory import peak_memory, reset_peak_memory
 from .metrics import mc_prediction
 from .tasks import DataSource, TaskEntry
@@ -68,10 +69,20 @@ class ModelInfo:
     # "hf" (plain batched) or "fast" (shared prefixes): equal within float rounding, yet
     # kept apart in the cache so that a rerun reproduces its own numbers bit for bit.
     backend: str = "hf"
+    # The backend's ``cache_identity()`` (every input that can change a number); the Runner
+    # fills it from its backend when None.
+    identity: dict[str, Any] | None = None
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """What results.json says of the model: the names above, completed by the backend's identity."""
+        return {"name_or_path": self.name_or_path, "revision": self.revision, "dtype": self.dtype, "backend": self.backend,
+                **(self.identity or {})}
 
     @property
     def cache_key(self) -> str:
-        return json.dumps([self.name_or_path, self.revision, self.dtype, self.backend])
+        """The model part of every request's key: the hash of the whole identity."""
+        return identity_key(self.record)
 
 
 @dataclass
@@ -82,7 +93,9 @@ class RunResult:
     computed: int = 0  # requests sent to the backend (not found in the cache)
     cached: int = 0  # requests read back from the resume cache
     requests: int = 0  # every request of the run (a request repeated within it counts each time)
-    status: str = "partial"  # "complete" once every task is finished
+    # "partial" while running; then "complete", or "empty" when no task was evaluated (see ``skipped``).
+    status: str = "partial"
+    skipped: dict[str, str] = field(default_factory=dict)  # entry -> why it was not evaluated
 
 
 def _as_turns(messages: list[list[dict]] | None, n: int) -> list[tuple[dict, ...] | None]:
@@ -135,7 +148,7 @@ class _Saver:
 class Runner:
     def __init__(self, backend: Backend, model: ModelInfo, source: DataSource, config: RunConfig, output_dir: str | Path, echo: Callable[[str], None] = print) -> None:
         self.backend = backend
-        self.model = model
+        self.model = model if model.identity is not None else replace(model, identity=backend.cache_identity())
         self.source = source
         self.config = config
         self.out = Path(output_dir)
@@ -145,6 +158,7 @@ class Runner:
         self.earlier_generations = sum(isinstance(v, str) for v in self.cache.values.values())
         self._counts: Counter = Counter()  # requests / cached, over the whole run
         self._task_bar: tqdm | None = None
+        self._entries: dict[str, TaskEntry] = {}  # name -> entry of the run (results.json task_config)
         self.chat = None
         if config.fewshot_as_multiturn and not config.apply_chat_template:
             raise ValueError("--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)")
@@ -168,9 +182,9 @@ class Runner:
         of ``requests_per_call`` (or ``batch_size x 4``) requests, written chunk by chunk.
         """
         keys = [request_key(self.model.cache_key, kind, request_payload(r)) for r in requests]
-        pending = sorted({k: i for i, k in enumerate(keys) if k not in self.cache}.values(), key=lambda i: -len(requests[i].context))
+        pending = sorted({k: i for i, k in enumerate(keys) if self.cache.get(k, kind) is None}.values(), key=lambda i: -len(requests[i].context))
         self._counts["requests"] += len(keys)
-        self._counts["cached"] += sum(k in self.cache for k in keys)
+        self._counts["cached"] += sum(self.cache.get(k, kind) is not None for k in keys)
         bar.update(len(requests) - len(pending))
         streams = "on_result" in inspect.signature(compute).parameters
         # A backend that batches by tokens (fast) asks for larger calls to share more.
@@ -236,8 +250,8 @@ class Runner:
                 scores = st.setting_scores(spec, setting, samples)
             else:
                 scores = {m.name: m(samples) for m in spec.metrics}
-                if not mc and (failures := format_failures(entry.task_id, [s["generation"] for s in samples])) is not None:
-                    scores[st.UNPARSED] = failures  # NER/REL/LS: answers outside the task's format
+                if not mc and (failures := format_failures(spec, [s["generation"] for s in samples])) is not None:
+                    scores[st.UNPARSED] = failures  # answers outside the task's declared format (NER/REL/LS)
             scores["n"] = len(samples)
             per_prompt[name] = scores
         return per_prompt, computed
@@ -275,7 +289,7 @@ class Runner:
 
     def _run_setting(self, entry: TaskEntry, task: Any, setting: str, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
         """A multiple-choice task answered by generation (docs/settings.md)."""
-        metrics = entry.spec.metric_names()
+        unparsed_as = entry.spec.instruct.unparsed_as if entry.spec.instruct is not None else None
         choices = [task.choices(prompt, d) for d in docs]
         max_new = self.config.max_new_tokens or st.MAX_NEW_TOKENS[setting]
         requests = [
@@ -291,7 +305,7 @@ class Runner:
             samples.append({
                 "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed,
                 "parsed_answer": None if parsed is None else cs[parsed],
-                "prediction": st.scored_prediction(parsed, gold, len(cs), metrics), "gold": gold,
+                "prediction": st.scored_prediction(parsed, gold, len(cs), unparsed_as), "gold": gold,
                 "gold_answer": answer_texts[gold],
             })
         return samples, n
@@ -299,7 +313,7 @@ class Runner:
     def _run_gen(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
         spec, task = entry.spec, entry.compiled
         max_new = self.config.max_new_tokens or spec.max_new_tokens
-        constraint = task_constraint(entry.task_id) if self.config.constrained else None
+        constraint = task_constraint(spec) if self.config.constrained else None
         requests = [GenRequest(ctx, tuple(spec.stop), max_new, constraint, turns) for ctx, turns in zip(contexts, _as_turns(messages, len(contexts)))]
         with self._bar(entry, prompt, len(requests)) as bar:
             values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
@@ -336,22 +350,45 @@ class Runner:
             return []
         return [e for e in entries if e.spec.output_type == "multiple_choice" and e.spec.instruct is None]
 
+    def _check_formats(self, entries: Sequence[TaskEntry]) -> None:
+        """--constrained on a generative task that declares no answer format (TaskSpec.output_pattern):
+        an error before any work, or in a run over every task a warning (results.json: task_config)."""
+        if not self.config.constrained:
+            return
+        if not self.config.skip_missing:
+            refuse_unformatted([(e.name, e.spec) for e in entries])
+        for entry in entries:
+            if unformatted([entry.spec]):
+                self.echo(f"warning: {entry.name}: generated without constraint, the task declares no answer format (TaskSpec.output_pattern)")
+
+    def constrained_entry(self, entry: TaskEntry) -> bool:
+        """Whether --constrained applies to the entry's generations (its record in results.json)."""
+        if not self.config.constrained:
+            return False
+        if entry.spec.output_type == "multiple_choice":
+            return self.config.setting != "loglikelihood"  # log-likelihood scoring generates nothing
+        return entry.spec.output_pattern is not None
+
     def run(self, entries: Sequence[TaskEntry]) -> RunResult:
         unaskable = self.without_instruct(entries)
         if unaskable and not self.config.skip_missing:
             raise ValueError(f"--setting {self.config.setting} needs the instruct prompts (TaskSpec.instruct) that "
                              f"{', '.join(e.name for e in unaskable)} do(es) not declare")
+        result = RunResult()
         for entry in unaskable:  # a run over every task: the others go on
-            self.echo(f"{entry.name}: skipped, the task declares no instruct prompts for --setting {self.config.setting}")
+            result.skipped[entry.name] = f"the task declares no instruct prompts for --setting {self.config.setting}"
+            self.echo(f"{entry.name}: skipped, {result.skipped[entry.name]}")
         entries = [e for e in entries if e not in unaskable]
         self.check_capabilities(entries)
+        self._check_formats(entries)
+        self._entries = {e.name: e for e in entries}
         self.out.mkdir(parents=True, exist_ok=True)
-        result = RunResult()
         manifest: dict[str, dict[str, str]] = {}
         try:
             for entry in entries:
                 if self.config.skip_missing and not self.source.has_split(entry, entry.spec.eval_split):
-                    self.echo(f"{entry.name}: skipped, {self.source.description} has no split {entry.spec.eval_split!r}")
+                    result.skipped[entry.name] = self._why_missing(entry, entry.spec.eval_split)
+                    self.echo(f"{entry.name}: skipped, {result.skipped[entry.name]}")
                     continue
                 start = time.perf_counter()
                 reset_peak_memory()
@@ -368,7 +405,10 @@ class Runner:
                 splits = [entry.spec.eval_split] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
                 manifest[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
                 self._write_results(result, manifest)
-            result.status = "complete"
+            if (note := self.cache.damage_note()) is not None:
+                self.echo(note)  # damaged or wrong-shape cache values, computed again
+            # A run that evaluated nothing is no success: results.json says so, and the CLI exits 1.
+            result.status = "complete" if result.results else "empty"
             self._write_results(result, manifest)
         finally:
             self.cache.close()
@@ -385,12 +425,17 @@ class Runner:
             text += f"; {self.out / 'results.json'} is marked partial"
         return text + "; rerun the same command to resume"
 
+    def _why_missing(self, entry: TaskEntry, split: str) -> str:
+        return why_missing(self.source, entry, split)
+
     def _write_results(self, result: RunResult, manifest: dict) -> None:
         c = self.config
         doc = {
             # "partial" until every task is finished: a killed or interrupted run is never taken for a whole one.
             "status": result.status,
-            "model": {"name_or_path": self.model.name_or_path, "revision": self.model.revision, "dtype": self.model.dtype, "backend": self.model.backend},
+            # Every input that can change a number (the backend's cache identity) and its hash, the
+            # model part of the resume-cache key: two runs with equal "cache_key" share their cache.
+            "model": {**self.model.record, "cache_key": self.model.cache_key},
             # A source may add its provenance (the official Hub source: dataset revisions).
             "data": {"source": self.source.description, "manifest_sha256": manifest, **getattr(self.source, "provenance", dict)()},
             "config": {
@@ -402,14 +447,40 @@ class Runner:
                 "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
             },
             "results": result.results,
+            "skipped": result.skipped,
             "versions": package_versions(),
             "timing": result.timing,
             # Per task: the process's peak RSS so far and, on CUDA, the task's peak allocation (MiB).
             "resources": result.resources,
         }
+        if c.constrained:  # it applies to generations with a format only: say to which tasks
+            doc["task_config"] = {name: {"constrained": self.constrained_entry(self._entries[name])} for name in result.results}
         tmp = self.out / ".results.json.tmp"
-        tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2) + "\n", "utf-8")
+        tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2, default=str) + "\n", "utf-8")  # default: an identity value a backend did not make JSON
         tmp.replace(self.out / "results.json")
+
+
+def why_missing(source: Any, entry: TaskEntry, split: str) -> str:
+    """Why ``source`` has no ``split`` of ``entry``: the source's own reason when it has one (the
+    official Hub source), else the missing split."""
+    why = getattr(source, "why_missing", None)
+    return why(entry, split) if why is not None else f"{source.description} has no split {split!r}"
+
+
+def nothing_evaluated(skipped: dict[str, str], source: Any) -> str:
+    """The one-line error of a run that evaluated nothing (the reasons per task are printed before it);
+    a local folder's task folders that no registered task reads are named."""
+    text = f"nothing was evaluated: every one of the {len(skipped)} task entries was skipped ({'; '.join(sorted(set(skipped.values())))[:300]})"
+    folder = getattr(source, "data_dir", None)
+    if folder is not None and Path(folder).is_dir():
+        from evalita_data.registry import task_ids
+
+        known = set(task_ids())
+        unknown = sorted(p.name for p in Path(folder).iterdir() if p.is_dir() and not p.name.startswith(".") and p.name not in known)
+        if unknown:
+            text += (f"; {folder} holds folders of tasks that are not registered here: {', '.join(unknown)} "
+                     "(an out-of-tree task is registered by EVALITA_TASK_PATH or its installed package)")
+    return text
 
 
 def summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:

@@ -41,11 +41,7 @@ ANSWER_CUE = "\nRisposta:"
 # Generation limits: a letter is short; an answer text may be a sentence (FAQ, AT).
 MAX_NEW_TOKENS = {"ce": 16, "ce-ni": 256, "oe": 256}
 STOP = ("\n\n",)
-# Log-likelihood-only metrics (they need every choice's score); not computed from generations.
-LL_ONLY_METRICS = ("acc_norm", "acc_bytes")
 UNPARSED = "unparsed"  # per-prompt count of unparseable answers in results.json
-# SENTIPOLC classes with both polarity axes flipped: an unparseable answer's "wrong" class.
-_SA_OPPOSITE = {0: 1, 1: 0, 2: 3, 3: 2}
 
 
 def _answers_expr(spec: TaskSpec) -> str:
@@ -93,25 +89,26 @@ def parse_answer(setting: str, generation: str, choices: Sequence[str]) -> int |
     return match_option(generation, choices)
 
 
-def scored_prediction(parsed: int | None, gold: int, n_choices: int, metrics: Sequence[str]) -> int:
+def scored_prediction(parsed: int | None, gold: int, n_choices: int, unparsed_as: Sequence[int] | None = None) -> int:
     """The class an answer counts as: the parsed one, or for an unparseable answer a wrong one.
 
-    Wrong means: the other class of a binary task (so both F1 metrics count it as an
-    error of that item), the polarity with both axes flipped for SENTIPOLC, otherwise
-    -1 (no class: accuracy counts it wrong).
+    Wrong means: the class the task declares for the gold one (``InstructPrompts.unparsed_as``;
+    SENTIPOLC: the polarity with both axes flipped), else the other class of a binary task
+    (so both F1 metrics count it as an error of that item), otherwise -1 (no class:
+    accuracy counts it wrong).
     """
     if parsed is not None:
         return parsed
+    if unparsed_as is not None:
+        return unparsed_as[gold]
     if n_choices == 2:
         return 1 - gold
-    if "sentipolc_f1" in metrics:
-        return _SA_OPPOSITE[gold]
     return -1
 
 
 def setting_metrics(spec: TaskSpec, setting: str) -> list[Metric]:
     """The task's metrics computable from generated answers; OE adds ROUGE-L against the gold answer text."""
-    metrics = [m for m in spec.metrics if m.name not in LL_ONLY_METRICS]
+    metrics = [m for m in spec.metrics if not m.needs_loglikelihoods]
     return metrics + ([ROUGE_L_ANSWER] if setting == "oe" else [])
 
 

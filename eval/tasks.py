@@ -15,8 +15,9 @@ from pathlib import Path
 
 from evalita_data.jsonl import dumps, loads_strict
 from evalita_data.safepaths import UnsafePath, check_hub_name
-from evalita_data.prompts import CompiledTask, compiled
-from evalita_data.registry import get_task, task_ids, tasks
+from evalita_data.prompts import CompiledTask
+from evalita_data.registry import compiled, get_task, task_ids, tasks
+from evalita_data.schema_check import record_problems
 from evalita_data.taskspec import TaskSpec
 
 
@@ -105,8 +106,9 @@ class DataSource:
 
     Files are read directly (JSONL, or the Parquet of the Hub layout): no ``datasets`` cache,
     which could hand back another folder's data under the same builder name. What is read is
-    hashed, compared with the manifest that describes it, and refused on a mismatch; the
-    hash of what was read is what results.json records.
+    hashed, compared with the manifest that describes it, and refused on a mismatch (without
+    a manifest, every record is checked against the task's schema); the hash of what was
+    read is what results.json records.
     """
 
     def __init__(self, data_dir: str | Path | None = None, hub_org: str | None = None) -> None:
@@ -147,6 +149,8 @@ class DataSource:
             return self._jsonl(entry, split).is_file() or self._parquet(entry, split).is_file()
         try:
             self.load(entry, split)
+        except HubUnreachable:
+            raise  # no Hub at all is an error, not a missing split
         except Exception:
             return False
         return True
@@ -204,10 +208,12 @@ class DataSource:
 
     def _verify(self, entry: TaskEntry, split: str, loaded: LoadedSplit) -> None:
         manifest, where = self._manifest_entry(entry)
-        if not manifest:
+        expected = (manifest or {}).get("splits", {}).get(_key(entry, split), {}).get("sha256")
+        if expected is None:
+            # No manifest vouches for these bytes: every record must match the task's schema.
+            _check_records(entry, loaded)
             return
-        expected = manifest.get("splits", {}).get(_key(entry, split), {}).get("sha256")
-        if expected is not None and expected != loaded.sha256:
+        if expected != loaded.sha256:
             raise DataMismatch(
                 f"{loaded.origin}: sha256 of the data read ({loaded.sha256[:12]}...) differs from {where} "
                 f"({expected[:12]}...); the data changed after the build: build (or push) again, nothing was evaluated"
@@ -223,6 +229,18 @@ class DataSource:
             if _key(entry, split) in part.get("splits", []):
                 return f" (not built: {', '.join(part.get('files', []))} missing. {part.get('hint', '')})"
         return ""
+
+
+def _check_records(entry: TaskEntry, loaded: LoadedSplit) -> None:
+    """Refuse the first record that does not match the task's JSON Schema (and its own checks)."""
+    for number, record in enumerate(loaded.records, 1):
+        problems = record_problems(entry.task_id, record)
+        if problems:
+            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            raise DataMismatch(
+                f"{loaded.origin}: record {number}: {'; '.join(problems[:3])}{more}; without a manifest.json to verify "
+                f"the data by hash, every record must match the {entry.task_id} schema: nothing was evaluated"
+            )
 
 
 def _key(entry: TaskEntry, split: str) -> str:
@@ -243,16 +261,18 @@ def _hub_file(repo: str, name: str) -> str:
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError, RepositoryNotFoundError
 
+    from evalita_data.hub_network import hub_endpoint
+
     try:
         return hf_hub_download(repo, name, repo_type="dataset")
     except LocalEntryNotFoundError:  # offline (HF_HUB_OFFLINE) or unreachable, and not in the local cache
-        raise HubUnreachable(f"hf://datasets/{repo}/{name}: the Hub cannot be reached (offline, HF_HUB_OFFLINE or no network) "
+        raise HubUnreachable(f"hf://datasets/{repo}/{name}: the Hub at {hub_endpoint()} cannot be reached (offline, HF_HUB_OFFLINE or no network) "
                                 "and the file is not in the local cache; evaluate a local folder with --data") from None
     except (EntryNotFoundError, RepositoryNotFoundError) as err:
         raise FileNotFoundError(f"hf://datasets/{repo}/{name}: not found on the Hub ({type(err).__name__})") from None
     except Exception as err:  # noqa: BLE001 - offline, refused, timed out: one line
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise HubUnreachable(f"hf://datasets/{repo}/{name}: cannot read it from the Hub ({first[:200]}); "
+        raise HubUnreachable(f"hf://datasets/{repo}/{name}: cannot read it from the Hub at {hub_endpoint()} ({first[:200]}); "
                                 "check the network or HF_ENDPOINT, or evaluate a local folder with --data") from None
 
 
@@ -265,7 +285,8 @@ def _check_data_folder(folder: Path) -> None:
     foreign = next((p for t in found for p in t.rglob("*") if p.is_file() and p.suffix not in (".jsonl", ".parquet", ".md", ".json")), None)
     if found and foreign is None:
         return
-    why = f"{foreign} is not a split file" if foreign else f"no <task>/ folder of {', '.join(task_ids())}"
+    held = sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))  # named: unregistered tasks?
+    why = f"{foreign} is not a split file" if foreign else f"no <task>/ folder of {', '.join(task_ids())}; it holds {', '.join(held) or 'no folder'}"
     raise FileNotFoundError(
         f"{folder} is not a build folder (no manifest.json; {why}): --data takes the output of `evalita-data build` "
         "(or of `push --to-dir`); raw originals must be built first"

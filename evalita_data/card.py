@@ -229,7 +229,7 @@ def render_card(task_id: str, entry: dict, split_paths: dict[str, str], org: str
             "", "Please cite the original work:", ""] + _fence(spec.citation)
     out += ["", "## Conversion", "",
             f"Built by `evalita-data build` (tool {entry.get('tool', 'evalita-data')} "
-            f"{entry.get('tool_version', '?')}, converter `{spec.converter}`, seed {entry.get('seed')}). "
+            f"{entry.get('tool_version', '?')}, converter `{spec.converter_name}`, seed {entry.get('seed')}). "
             "Every random choice uses this seed; the same raw files give byte-identical splits."]
     doc = _conversion_doc(spec)
     if doc:

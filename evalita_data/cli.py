@@ -43,7 +43,7 @@ def main() -> None:
 @main.command()
 @click.option("--raw", "raw", type=click.Path(path_type=Path, file_okay=False), default=Path("raw"), show_default=True,
               help="Folder with one sub-folder of original files per task.")
-@click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=Path("build"), show_default=True,
+@click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=Path("evalita-build"), show_default=True,
               help="Output folder: <task>/<split>.jsonl and manifest.json.")
 @click.option("--task", "tasks", type=TASK_CHOICE, multiple=True,
               help="Task to build (repeatable, or several after one --task); default: every registered task.")
@@ -107,7 +107,7 @@ def validate(path: Path, task: str | None) -> None:
 
 @main.command()
 @click.argument("task", type=TASK_CHOICE)
-@click.option("--build", "build_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("build"),
+@click.option("--build", "build_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("evalita-build"),
               show_default=True, help="Build folder with manifest.json.")
 @click.option("--org", default=DEFAULT_ORG, show_default=True, help="Hub organisation named in the card's usage example.")
 def card(task: str, build_dir: Path, org: str) -> None:
@@ -131,7 +131,7 @@ def card(task: str, build_dir: Path, org: str) -> None:
 
 
 @main.command()
-@click.option("--build", "build_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("build"),
+@click.option("--build", "build_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("evalita-build"),
               show_default=True, help="Build folder with manifest.json.")
 @click.option("--org", default=DEFAULT_ORG, show_default=True, help="Hub organisation (or user): repositories are <org>/<task>.")
 @click.option("--task", "tasks", type=TASK_CHOICE, multiple=True, help="Task to publish (repeatable); default: every built task.")

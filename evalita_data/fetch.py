@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .errors import EvalitaDataError
+from .hub_network import NETWORK_ERRORS, hub_endpoint, short_error, unreachable
 from .rawsource import sha256_file
 from .registry import get_task
 
@@ -24,6 +25,7 @@ from .registry import get_task
 FETCHED = "FETCHED.json"
 FANPAGE_REPO = "ARTeLab/fanpage"
 FANPAGE_CSV = "fanpage.csv"
+TMP_CSV = f".{FANPAGE_CSV}.tmp"  # renamed to FANPAGE_CSV once complete
 # The README's export order: train, validation, test, as one pool.
 SPLIT_ORDER = ("train", "validation", "test")
 
@@ -83,10 +85,27 @@ def _check_destination(folder: Path, force: bool) -> Path:
 def fetch_fanpage(raw_root: Path, revision: str | None = None, force: bool = False,
                   echo: Callable[[str], None] = print) -> Path:
     """ARTeLab/fanpage (all splits) -> raw/sum/fanpage.csv + FETCHED.json; returns the CSV path."""
-    from huggingface_hub import HfApi, hf_hub_download
+    from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
 
     folder = raw_root / get_task("sum").raw_dir
     dest = _check_destination(folder, force)
+    try:
+        return _download_fanpage(folder, dest, revision, echo)
+    except NETWORK_ERRORS as err:  # offline, no DNS, refused, timed out, HF_HUB_OFFLINE
+        raise FetchError(f"{unreachable(f'the dataset {FANPAGE_REPO}', err)}; check the network or HF_ENDPOINT "
+                         f"(nothing was written to {folder})") from None
+    except (RepositoryNotFoundError, RevisionNotFoundError) as err:
+        raise FetchError(f"{hub_endpoint()}: dataset {FANPAGE_REPO}{'@' + revision if revision else ''} not found "
+                         f"({type(err).__name__}); nothing was written to {folder}") from None
+    except HfHubHTTPError as err:
+        raise FetchError(f"{hub_endpoint()}: dataset {FANPAGE_REPO}: {short_error(err)}; nothing was written to {folder}") from None
+    finally:
+        (folder / TMP_CSV).unlink(missing_ok=True)  # a download cut short leaves no half file
+
+
+def _download_fanpage(folder: Path, dest: Path, revision: str | None, echo: Callable[[str], None]) -> Path:
+    from huggingface_hub import HfApi, hf_hub_download
+
     api = HfApi()
     info = api.dataset_info(FANPAGE_REPO, revision=revision)
     sha = info.sha  # every file from this one commit
@@ -98,7 +117,7 @@ def fetch_fanpage(raw_root: Path, revision: str | None = None, force: bool = Fal
     if not files:
         raise FetchError(f"{FANPAGE_REPO}@{sha}: no Parquet or CSV data file; the dataset layout changed")
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{FANPAGE_CSV}.tmp"
+    tmp = folder / TMP_CSV
     hashes, rows = {}, 0
     with open(tmp, "w", encoding="utf-8", newline="") as fh:
         writer = csv.writer(fh, lineterminator="\n")
@@ -122,11 +141,11 @@ def fetch_fanpage(raw_root: Path, revision: str | None = None, force: bool = Fal
     return dest
 
 
-FETCHERS = {"sum": fetch_fanpage}
-
-
 def fetch(task: str, raw_root: Path, revision: str | None = None, force: bool = False,
           echo: Callable[[str], None] = print) -> Path:
-    if task not in FETCHERS:
+    """Download a task's originals with the fetcher its spec declares (``TaskSpec.fetcher``)."""
+    spec = get_task(task)
+    fetcher = spec.load_fetcher()
+    if fetcher is None:
         raise FetchError(not_fetchable(task))
-    return FETCHERS[task](raw_root, revision=revision, force=force, echo=echo)
+    return fetcher(raw_root, revision=revision, force=force, echo=echo)

@@ -1,9 +1,9 @@
 """Atomic installation of a build: readers of ``--out`` see the old build or the new one, never a mix.
 
-Layout, for ``--out build``::
+Layout, for ``--out evalita-build`` (the default)::
 
-    .build.versions/<id>/        complete builds (manifest.json and every task folder)
-    build -> .build.versions/<id>   the one switch: a symlink replaced by rename(2)
+    .evalita-build.versions/<id>/                 complete builds (manifest.json and every task folder)
+    evalita-build -> .evalita-build.versions/<id>   the one switch: a symlink replaced by rename(2)
 
 Users and tools keep reading ``build/<task>/<split>.jsonl`` and ``build/manifest.json``;
 they go through the one symlink, so replacing it (an atomic rename) switches the manifest

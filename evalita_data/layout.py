@@ -124,11 +124,15 @@ def task_repo(build: Path, task: str, entry: dict, org: str = DEFAULT_ORG, jsonl
     return TaskRepo(task, f"{org}/{task}", tuple(files))
 
 
-def write_repo_dir(repo: TaskRepo, dest: Path) -> list[Path]:
-    """Write the repository layout under ``dest`` (files not ours are left alone)."""
+def write_repo_dir(repo: TaskRepo, dest: Path, root: Path | None = None) -> list[Path]:
+    """Write the repository layout under ``dest`` (files not ours are left alone).
+
+    Every target is resolved (symlinked folders included) before the first write: one
+    that lands outside ``root`` (default ``dest``) refuses the whole repository.
+    """
+    targets = [check_inside(dest / f.path, root or dest) for f in repo.files]
     written = []
-    for f in repo.files:
-        target = check_inside(dest / f.path, dest)
+    for f, target in zip(repo.files, targets):
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.is_file() or target.read_bytes() != f.data:
             target.write_bytes(f.data)

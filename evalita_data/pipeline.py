@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ from tqdm import tqdm
 
 from . import __version__
 from .errors import DiskFull, EvalitaDataError, MissingSource, SourceError, ValidationFailed
-from .install import Staging
+from .install import Staging, current_version
 from .safepaths import check_output_apart
 from .card import write_build_card
 from .jsonl import dumps
@@ -189,6 +190,7 @@ def build(
     for tid in task_ids:
         get_task(tid)  # unknown ids fail before any work
     check_output_apart(out, {"--raw": raw})
+    check_out_is_a_build(out)
     check_raw_folder(raw, task_ids)
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -248,6 +250,24 @@ def _install(staging: Staging, out: Path, outcomes: list[TaskOutcome]) -> None:
     manifest["not_built"] = dict(sorted(manifest["not_built"].items()))
     manifest["format"] = 1
     staging.commit(manifest, rebuilt)
+
+
+def check_out_is_a_build(out: Path) -> None:
+    """Refuse an ``--out`` that is a real folder holding entries no build writes (e.g. setuptools' ``build/lib``).
+
+    The new version carries every entry of the previous folder over: another tool's files
+    would end up in the data. Our own version link, an empty folder and a build folder of the
+    older unversioned layout (``manifest.json`` and task folders) are fine.
+    """
+    if current_version(out) is not None or not out.is_dir():
+        return
+    ours = {MANIFEST, *registered_task_ids()}
+    foreign = sorted(name for name in os.listdir(out) if name not in ours)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise EvalitaDataError(f"--out {out} is a folder holding {shown}, which evalita-data build did not write "
+                               "(another tool's folder, e.g. setuptools' build/?); a build never mixes with other files: "
+                               "choose another --out (default evalita-build) or move them away; nothing was built")
 
 
 def check_raw_folder(raw: Path, task_ids: list[str]) -> None:

@@ -9,20 +9,19 @@ Conventions (see ``TaskSpec``): ``MCPrompt.choices`` is a fixed list or a Jinja
 *expression* yielding a list; a multiple-choice ``target`` is an expression
 yielding the gold index; a generative ``target`` is a *template* yielding the
 reference answer (used as the answer of few-shot examples).
+
+A registered task's compiled form, by id, is ``evalita_data.registry.compiled``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Callable
 
 from jinja2 import StrictUndefined, meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from .registry import get_task
-from .schema_check import load_schema
-from .taskspec import MCPrompt, TaskSpec
+from .taskspec import MCPrompt, TaskSpec, load_schema
 
 # keep_trailing_newline as lm-evaluation-harness renders doc_to_text.
 _ENV = ImmutableSandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True)
@@ -141,8 +140,3 @@ def compile_task(spec: TaskSpec) -> CompiledTask:
         choices = _choices_fn(spec, p, allowed) if isinstance(p, MCPrompt) else None
         prompts[p.name] = CompiledPrompt(spec.id, p.name, mc, text, choices)
     return CompiledTask(spec, derived, target_fn, prompts)
-
-
-@lru_cache(maxsize=None)
-def compiled(task_id: str) -> CompiledTask:
-    return compile_task(get_task(task_id))

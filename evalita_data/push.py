@@ -20,8 +20,9 @@ from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError, Revi
 from . import __version__
 from .card import DEFAULT_ORG
 from .errors import EvalitaDataError
+from .hub_network import NETWORK_ERRORS, short_error
 from .layout import RepoFile, TaskRepo, load_checked_manifest, task_repo
-from .safepaths import check_hub_name, check_output_apart
+from .safepaths import check_hub_name, check_inside, check_output_apart
 
 REPO_TYPE = "dataset"
 DEFAULT_BRANCH = "main"
@@ -29,23 +30,24 @@ DEFAULT_BRANCH = "main"
 RETRY_DELAYS: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0)
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 
-try:  # the HTTP client of huggingface_hub 1.x is httpx, of 2.x its fork httpx2
-    import httpx2 as _httpx
-except ImportError:  # pragma: no cover - depends on the installed huggingface_hub
-    import httpx as _httpx  # type: ignore[no-redef]
-
-_NETWORK_ERRORS: tuple[type[BaseException], ...] = (_httpx.TransportError, ConnectionError, TimeoutError)
-
 
 class PushError(EvalitaDataError):
     """A push that could not be completed; the remote repository was left as it was."""
+
+
+class HubUnreachable(PushError):
+    """Every attempt of a call failed on the network or with a retryable answer (5xx, 429)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass
 class FileChange:
     path: str
     size: int
-    status: str  # "new" | "changed" | "unchanged"
+    status: str  # "new" | "changed" | "unchanged" | "local" (the remote could not be read to compare)
 
 
 @dataclass
@@ -56,6 +58,8 @@ class RepoPlan:
     changes: list[FileChange]
     # Remote files that this build does not produce: left alone, listed for the reader.
     others: list[str] = field(default_factory=list)
+    # Why the remote could not be read (a dry run without the Hub): the files are not compared.
+    unreached: str | None = None
 
     def to_upload(self) -> list[RepoFile]:
         changed = {c.path for c in self.changes if c.status != "unchanged"}
@@ -66,7 +70,7 @@ def _retryable(err: BaseException) -> bool:
     if isinstance(err, HfHubHTTPError):
         response = getattr(err, "response", None)
         return response is not None and response.status_code in _RETRY_STATUS
-    return isinstance(err, _NETWORK_ERRORS)
+    return isinstance(err, NETWORK_ERRORS)
 
 
 def with_retries(what: str, call: Callable[[], object], delays: Sequence[float] = RETRY_DELAYS,
@@ -83,18 +87,15 @@ def with_retries(what: str, call: Callable[[], object], delays: Sequence[float] 
                     # After a lost answer, an earlier attempt may have gone through (then: 412 conflict).
                     state = "the remote was left as it was" if attempt == 0 else \
                         "an earlier attempt may have committed: run the push again to see what is left"
-                    raise PushError(f"{what}: {_short(err)}; {state}") from None
+                    raise PushError(f"{what}: {short_error(err)}; {state}") from None
                 raise
             if attempt == len(delays):
-                raise PushError(f"{what}: failed after {attempt + 1} attempts ({_short(err)}); the remote was left as it was") from None
-            echo(f"  {what}: {_short(err)}; retrying in {delays[attempt]:g}s")
+                tries = "1 attempt" if attempt == 0 else f"{attempt + 1} attempts"
+                raise HubUnreachable(f"{what}: failed after {tries} ({short_error(err)}); the remote was left as it was",
+                                     f"{what}: {short_error(err)}") from None
+            echo(f"  {what}: {short_error(err)}; retrying in {delays[attempt]:g}s")
             (sleep or time.sleep)(delays[attempt])
     raise AssertionError("unreachable")
-
-
-def _short(err: BaseException) -> str:
-    text = str(err).splitlines()[0] if str(err) else type(err).__name__
-    return text[:200]
 
 
 def remote_state(api: HfApi, repo_id: str, revision: str, delays: Sequence[float]) -> tuple[bool, str | None, dict[str, tuple[str, str]]]:
@@ -102,15 +103,16 @@ def remote_state(api: HfApi, repo_id: str, revision: str, delays: Sequence[float
     def info(rev: str):
         return api.repo_info(repo_id, repo_type=REPO_TYPE, revision=rev)
 
+    where = f"{api.endpoint}/datasets/{repo_id}"  # names the host and the dataset when it cannot be reached
     try:
-        head = with_retries(f"{repo_id}: read", lambda: info(revision), delays)
+        head = with_retries(f"{where}: read", lambda: info(revision), delays)
     except RepositoryNotFoundError:
         return False, None, {}
     except RevisionNotFoundError:
         # A new branch starts from main: compare with what main holds.
-        head = with_retries(f"{repo_id}: read", lambda: info(DEFAULT_BRANCH), delays)
+        head = with_retries(f"{where}: read", lambda: info(DEFAULT_BRANCH), delays)
     tree = with_retries(
-        f"{repo_id}: list files",
+        f"{where}: list files",
         lambda: list(api.list_repo_tree(repo_id, recursive=True, repo_type=REPO_TYPE, revision=head.sha)),
         delays,
     )
@@ -169,15 +171,33 @@ def push(
     if not dry_run and (api.token or get_token()) is None:
         raise PushError("no Hub token: set HF_TOKEN or run 'hf auth login' (the token is never printed)")
     plans = []
+    unreached: str | None = None  # a dry run asks the Hub once: after a failure, not again
     for task in chosen:
         entry = manifest["tasks"][task]
         repo = task_repo(build, task, entry, org, jsonl=jsonl)
-        plan = plan_repo(api, repo, revision, delays)
+        if dry_run:
+            plan = _dry_plan(api, repo, revision, unreached)
+            unreached = plan.unreached and f"the Hub at {api.endpoint} was not reachable (see above)"
+        else:
+            plan = plan_repo(api, repo, revision, delays)
         plans.append(plan)
         _describe(plan, revision, dry_run, echo)
         if not dry_run:
             commit_plan(api, plan, revision, private, message or commit_message(repo, entry), delays, echo)
+    if unreached:
+        echo(f"dry run without the Hub: the local files of {len(plans)} task(s) listed, none compared with {api.endpoint}; nothing sent")
     return plans
+
+
+def _dry_plan(api: HfApi, repo: TaskRepo, revision: str, unreached: str | None) -> RepoPlan:
+    """The plan of a dry run: compared with the remote after one attempt, or the local files alone."""
+    if unreached is None:
+        try:
+            return plan_repo(api, repo, revision, delays=())
+        except HubUnreachable as err:
+            unreached = err.reason
+    changes = [FileChange(f.path, len(f.data), "local") for f in repo.files]
+    return RepoPlan(repo, exists=False, parent_commit=None, changes=changes, unreached=unreached)
 
 
 def commit_plan(api: HfApi, plan: RepoPlan, revision: str, private: bool, message: str,
@@ -210,7 +230,10 @@ def _describe(plan: RepoPlan, revision: str, dry_run: bool, echo: Callable[[str]
     upload = plan.to_upload()
     where = f"{repo.repo_id}@{revision}"
     state = "" if plan.exists else " (new repository)"
-    if not upload:
+    if plan.unreached:
+        echo(f"{where}: could not compare with the remote ({plan.unreached}); "
+             f"would send these {len(upload)} file(s) where they differ from it")
+    elif not upload:
         echo(f"{where}: unchanged, no commit")
     else:
         verb = "would commit" if dry_run else "committing"
@@ -229,10 +252,12 @@ def write_to_dir(build: Path, dest: Path, org: str = DEFAULT_ORG, tasks: list[st
     check_hub_name(org)
     check_output_apart(dest, {"--build": build}, out_flag="--to-dir")
     manifest, chosen = load_checked_manifest(build, tasks)
+    for task in chosen:  # a task folder that is a link out of DEST refuses the push before anything is written
+        check_inside(dest / task, dest)
     repos = []
     for task in chosen:
         repo = task_repo(build, task, manifest["tasks"][task], org, jsonl=jsonl)
-        write_repo_dir(repo, dest / task)
+        write_repo_dir(repo, dest / task, root=dest)
         echo(f"{dest / task}: {len(repo.files)} file(s), {sum(len(f.data) for f in repo.files)} bytes")
         repos.append(repo)
     return repos

@@ -22,13 +22,17 @@ import importlib
 import importlib.util
 import os
 import pkgutil
+import re
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
+from typing import Callable
 
-from .taskspec import GenPrompt, MCPrompt, Metric, TaskSpec
+from .prompts import CompiledTask, PromptError, compile_task, schema_fields
+from .taskspec import FOLDER_PACKAGE_PREFIX, GenPrompt, MCPrompt, Metric, TaskSpec
 
 ENV_VAR = "EVALITA_TASK_PATH"
 ENTRY_POINT_GROUP = "evalita_llm.tasks"
@@ -66,7 +70,7 @@ def _folder_modules(folder: Path) -> list[ModuleType]:
     """Every ``*.py`` of ``folder`` as a module of one synthetic package (relative imports work)."""
     if not folder.is_dir():
         raise TaskRegistryError(f"{ENV_VAR} names {folder}, which is not a folder")
-    package = "_evalita_tasks_" + hashlib.sha1(str(folder.resolve()).encode()).hexdigest()[:10]
+    package = FOLDER_PACKAGE_PREFIX + hashlib.sha1(str(folder.resolve()).encode()).hexdigest()[:10]
     if package not in sys.modules:
         spec = ModuleSpec(package, None, is_package=True)
         spec.submodule_search_locations = [str(folder.resolve())]
@@ -88,8 +92,6 @@ def _entry_point_modules() -> list[ModuleType]:
 
 def _check(found: _Found) -> None:
     """Everything the builder, evaluator and report rely on; raises TaskRegistryError."""
-    from .prompts import PromptError, compile_task, schema_fields
-
     spec, origin = found.spec, found.origin
 
     def fail(problem: str) -> TaskRegistryError:
@@ -111,7 +113,7 @@ def _check(found: _Found) -> None:
     if not all(isinstance(p, kind) for p in spec.prompts):
         raise fail(f"a {spec.output_type} task takes {kind.__name__} prompts only")
     if not spec.metrics or not all(isinstance(m, Metric) for m in spec.metrics):
-        raise fail("metrics must be a non-empty list of Metric objects (e.g. from evalita_eval.metrics)")
+        raise fail("metrics must be a non-empty list of Metric objects (e.g. from evalita_data.scoring.metrics)")
     if len(set(spec.metric_names())) != len(spec.metrics):
         raise fail(f"metric names repeat: {spec.metric_names()}")
     try:
@@ -120,6 +122,33 @@ def _check(found: _Found) -> None:
         raise fail(str(err)) from None
     if spec.output_type == "generate_until" and (spec.gold_field is None or spec.gold_field not in schema_fields(spec)):
         raise fail(f"a generative task needs gold_field, a field of its schema (got {spec.gold_field!r})")
+    _check_output_format(spec, fail)
+    for what, ref in (("converter", spec.converter), ("fetcher", spec.fetcher)):
+        if isinstance(ref, str) and re.fullmatch(r"[\w.]+:\w+", ref) is None:
+            raise fail(f"{what} {ref!r}: expected a function or \"module:function\"")
+    unparsed_as = spec.instruct.unparsed_as if spec.instruct is not None else None
+    if unparsed_as is not None and isinstance(spec.instruct.answers, list) and sorted(unparsed_as) != list(range(len(spec.instruct.answers))):
+        raise fail(f"instruct.unparsed_as {unparsed_as} must give one class per answer ({len(spec.instruct.answers)} answers)")
+
+
+def _check_output_format(spec: TaskSpec, fail: Callable[[str], TaskRegistryError]) -> None:
+    """output_pattern compiles, and its closing rule is made of answers the pattern accepts."""
+    if spec.output_pattern is None:
+        if spec.output_closings or spec.output_empty:
+            raise fail("output_closings/output_empty need an output_pattern")
+        return
+    if spec.output_type != "generate_until":
+        raise fail("output_pattern is for generative tasks (a multiple-choice answer is one of its choices)")
+    try:
+        pattern = re.compile(spec.output_pattern)
+    except re.error as err:
+        raise fail(f"output_pattern {spec.output_pattern!r} is not a regular expression ({err})") from None
+    if not spec.output_closings:
+        raise fail("output_pattern needs output_closings, the shortest complete answers that end an answer "
+                   "within --constrained's token budget (e.g. NER ('x$PER', 'x$LOC', 'x$ORG'))")
+    for closing in (*spec.output_closings, *filter(None, [spec.output_empty])):
+        if pattern.fullmatch(closing) is None:
+            raise fail(f"closing answer {closing!r} does not match output_pattern {spec.output_pattern!r}")
 
 
 def discover() -> dict[str, TaskSpec]:
@@ -156,8 +185,6 @@ def task_ids() -> tuple[str, ...]:
 def reload() -> dict[str, TaskSpec]:
     """Discover again (after ``EVALITA_TASK_PATH`` changed); clears the compiled-prompt cache."""
     global _TASKS
-    from .prompts import compiled
-
     _TASKS = None
     compiled.cache_clear()
     return tasks()
@@ -168,6 +195,12 @@ def get_task(task_id: str) -> TaskSpec:
         return tasks()[task_id]
     except KeyError:
         raise KeyError(f"unknown task {task_id!r}; known tasks: {', '.join(task_ids())}") from None
+
+
+@lru_cache(maxsize=None)
+def compiled(task_id: str) -> CompiledTask:
+    """The registered task ``task_id`` with its templates compiled (``prompts.compile_task``)."""
+    return compile_task(get_task(task_id))
 
 
 def task_of_entry(name: str) -> TaskSpec | None:

@@ -55,8 +55,9 @@ def check_hub_name(name: object, what: str = "--org") -> str:
 
 
 def check_inside(path: Path, root: Path) -> Path:
-    """``path`` if it resolves inside ``root``; refuses anything that would escape it."""
+    """``path`` if it resolves inside ``root`` (every symbolic link on the way followed); refuses anything that would escape it."""
     p, r = Path(path).resolve(), Path(root).resolve()
     if p != r and r not in p.parents:
-        raise UnsafePath(f"{path} would be written outside {root}; refused")
+        raise UnsafePath(f"{path} resolves to {p}, outside {root} (through a symbolic link or '..'); refused: "
+                         f"nothing is written outside {root}")
     return path

@@ -12,7 +12,6 @@ Without fastjsonschema installed, ``jsonschema`` alone is used.
 
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -21,13 +20,9 @@ from typing import Any, Callable
 from jsonschema import Draft202012Validator
 
 from .registry import get_task
-from .taskspec import schema_file
+from .taskspec import load_schema
 
-
-@lru_cache(maxsize=None)
-def load_schema(name: str | Path) -> dict:
-    """A task's schema by name (``schemas/<name>.schema.json``) or path (``TaskSpec.schema``)."""
-    return json.loads(schema_file(name).read_text("utf-8"))
+__all__ = ["draft2019", "fast_check", "load_schema", "record_problems", "schema_problems", "validator"]
 
 
 @lru_cache(maxsize=None)

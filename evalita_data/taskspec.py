@@ -8,18 +8,27 @@ discovers them (see docs/adding-a-task.md).
 from __future__ import annotations
 
 import importlib
+import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal, Sequence, Union
+from typing import Callable, Iterator, Literal, Union
 
 from .report import ConversionReport
 from .rawsource import RawSource
+from .scoring.metric import Metric
+
+__all__ = ["Converter", "GenPrompt", "HubSplits", "InstructPrompts", "MCPrompt", "Metric", "Prompt", "RecordCheck",
+           "TaskSpec", "FOLDER_PACKAGE_PREFIX", "load_schema", "schema_file", "six_mc_prompts", "two_gen_prompts"]
 
 # A converter is a pure function of the raw folder: it yields (split, record) pairs
 # in a stable order and reports every dropped or repaired record.
 Converter = Callable[[RawSource, ConversionReport, int], Iterator[tuple[str, dict]]]
 # Checks that JSON Schema cannot express; returns problems as "field: problem".
 RecordCheck = Callable[[dict], list[str]]
+# The registry imports the modules of an EVALITA_TASK_PATH folder into a package named this
+# prefix + a hash of the folder's path.
+FOLDER_PACKAGE_PREFIX = "_evalita_tasks_"
 
 
 def schema_file(schema: Union[str, Path]) -> Path:
@@ -31,25 +40,10 @@ def schema_file(schema: Union[str, Path]) -> Path:
     return Path(str(resources.files("evalita_data.schemas").joinpath(f"{schema}.schema.json")))
 
 
-@dataclass(frozen=True)
-class Metric:
-    """A corpus-level score over the sample dicts of ``samples/*.jsonl`` (lighteval-style).
-
-    ``sample`` turns one sample into its item value (a 0/1 hit, a pair of label lists...),
-    ``corpus`` aggregates the item values of all samples, in order, into the score.
-    """
-
-    name: str
-    sample: Callable[[dict], Any]
-    corpus: Callable[[list], float]
-    higher_is_better: bool = True
-    description: str = ""
-
-    def __call__(self, samples: Sequence[dict]) -> float:
-        return float(self.corpus([self.sample(s) for s in samples]))
-
-    def __str__(self) -> str:
-        return self.name
+@lru_cache(maxsize=None)
+def load_schema(name: Union[str, Path]) -> dict:
+    """A task's schema by name (``schemas/<name>.schema.json``) or path (``TaskSpec.schema``)."""
+    return json.loads(schema_file(name).read_text("utf-8"))
 
 
 @dataclass(frozen=True)
@@ -92,6 +86,10 @@ class InstructPrompts:
     answers: Union[list[str], str]
     description: str
     oe_hint: str = "Rispondi in modo breve."
+    # The class an answer no rule can parse counts as, indexed by the gold class (SENTIPOLC:
+    # both polarity axes flipped). None: the other class of a two-choice item, else no class
+    # (every metric counts it wrong).
+    unparsed_as: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -155,12 +153,50 @@ class TaskSpec:
     instruct: InstructPrompts | None = None
     # The official published copy (evalitahf/*), read by `evalita-eval run --data hf:ORG`.
     hub_splits: HubSplits | None = None
+    # `evalita-data fetch`: the function that downloads the originals into the task's folder under
+    # the raw root, called as fn(raw_root, revision=, force=, echo=), or "module:function" below
+    # evalita_data (built-ins); None: they are obtained by hand (obtain_hint).
+    fetcher: Union[str, Callable[..., Path], None] = None
+    # Generative tasks: the answer format, a regular expression every whole answer must match
+    # (``re.fullmatch``), written in the subset Python's ``re``, xgrammar and vLLM share
+    # (literals, classes, groups, alternation, ``? * + {m,n}``). ``--constrained`` decodes
+    # under it; results.json counts the answers outside it (``unparsed``). None: free text.
+    output_pattern: str | None = None
+    # The closing rule ``--constrained`` needs to end an answer within its token budget:
+    # complete answers ("x" standing for any piece character, e.g. NER "x$PER"). Every suffix
+    # of each is a way to finish an answer begun; the last as many tokens as the longest of
+    # them takes are reserved, and there the shortest suffix the format accepts is forced.
+    output_closings: tuple[str, ...] = ()
+    # The answer that means "nothing to report" (NER &&NOENT&&), when the format has one: its
+    # suffixes also close an answer, but it is not counted in the reserved tokens.
+    output_empty: str = ""
+
+    @property
+    def converter_name(self) -> str:
+        """How cards name the converter: ``module:function`` (built-ins: below
+        ``evalita_data.converters``), never a repr with an address; "" when there is none."""
+        if self.converter is None:
+            return ""
+        if isinstance(self.converter, str):
+            return self.converter
+        module = getattr(self.converter, "__module__", None) or "?"
+        # A module of an EVALITA_TASK_PATH folder lives in a package named after the folder's
+        # absolute path: its file name alone, the same wherever the folder is.
+        if module.startswith(FOLDER_PACKAGE_PREFIX):
+            module = module.split(".", 1)[-1]
+        return f"{module}:{getattr(self.converter, '__qualname__', type(self.converter).__qualname__)}"
 
     def load_converter(self) -> Converter | None:
         if self.converter is None or callable(self.converter):
             return self.converter
         module, func = self.converter.split(":")
         return getattr(importlib.import_module(f"evalita_data.converters.{module}"), func)
+
+    def load_fetcher(self) -> Callable[..., Path] | None:
+        if self.fetcher is None or callable(self.fetcher):
+            return self.fetcher
+        module, func = self.fetcher.split(":")
+        return getattr(importlib.import_module(f"evalita_data.{module}"), func)
 
     def schema_path(self) -> Path:
         return schema_file(self.schema)

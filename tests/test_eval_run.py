@@ -16,7 +16,6 @@ from click.testing import CliRunner
 
 from evalita_data.registry import TASKS
 from evalita_eval.cli import main
-from evalita_eval.constrained import TASK_PATTERNS
 from evalita_eval.tasks import all_entries
 
 HERE = Path(__file__).parent
@@ -35,9 +34,12 @@ def test_run_every_task_and_prompt(tiny_model: Path, tmp_path: Path) -> None:
     out = tmp_path / "res"
     console = _run(["--model", str(tiny_model), "--data", str(DATA), "--limit", "2", "--max-new-tokens", "8", "--output-dir", str(out)])
     doc = json.loads((out / "results.json").read_text("utf-8"))
-    assert set(doc) == {"status", "model", "data", "config", "results", "versions", "timing", "resources"}
+    assert set(doc) == {"status", "model", "data", "config", "results", "skipped", "versions", "timing", "resources"}
+    assert doc["skipped"] == {}
     assert doc["status"] == "complete"
-    assert doc["model"] == {"name_or_path": str(tiny_model), "revision": None, "dtype": "float32", "backend": "hf"}
+    model = doc["model"]
+    assert {k: model[k] for k in ("name_or_path", "revision", "dtype", "backend")} == {"name_or_path": str(tiny_model), "revision": None, "dtype": "float32", "backend": "hf"}
+    assert len(model["cache_key"]) == 64 and len(model["files_sha256"]) == 64  # the identity: tests/test_cache_identity.py
     assert doc["config"]["limit"] == 2 and doc["config"]["num_fewshot"] == 0 and doc["config"]["seed"] == 1234
     names = [e.name for e in all_entries()]
     assert list(doc["results"]) == names == [name for spec in TASKS.values() for name, _config in spec.entries()]
@@ -49,13 +51,13 @@ def test_run_every_task_and_prompt(tiny_model: Path, tmp_path: Path) -> None:
         assert sorted(doc["results"][entry.name]) == [p.name for p in spec.prompts]
         for prompt, scores in doc["results"][entry.name].items():
             assert scores["n"] == 2
-            formatted = entry.task_id in TASK_PATTERNS  # NER/REL/LS count answers outside their format
+            formatted = spec.output_pattern is not None  # NER/REL/LS count answers outside their format
             assert set(scores) == set(spec.metric_names()) | {"n"} | ({"unparsed"} if formatted else set())
             assert all(0.0 <= v <= 1.0 for m, v in scores.items() if m not in ("n", "unparsed"))
             lines = (out / "samples" / f"{entry.name}_{prompt}.jsonl").read_text("utf-8").splitlines()
             samples = [json.loads(x) for x in lines]
             if formatted:
-                assert scores["unparsed"] == sum(re.fullmatch(TASK_PATTERNS[entry.task_id], s["generation"]) is None for s in samples)
+                assert scores["unparsed"] == sum(re.fullmatch(spec.output_pattern, s["generation"]) is None for s in samples)
             assert [s["doc_id"] for s in samples] == [0, 1]
             keys = SAMPLE_KEYS_MC if spec.output_type == "multiple_choice" else SAMPLE_KEYS_GEN
             assert all(keys <= set(s) for s in samples)

@@ -101,12 +101,12 @@ def test_registry_discovers_builtin_and_extra_tasks() -> None:
         mp.delenv(ENV_VAR, raising=False)
         builtin = list(discover())
     assert builtin == ["wic", "te", "sa", "hs", "faq", "at", "ls", "ner", "rel", "sum"]  # the paper's order
-    assert _registered() == builtin + ["capitals", "capitals_gen"]
+    assert _registered() == builtin + ["capitals", "capitals_gen", "capitals_yesno"]
 
 
 @pytest.mark.parametrize("task_id", _registered())
 def test_build_validate_render(task_id: str, extra_registry, built: Path) -> None:
-    from evalita_data.prompts import compiled
+    from evalita_data.registry import compiled
     from evalita_data.validate import validate_path
 
     spec = extra_registry[task_id]
@@ -137,7 +137,6 @@ def test_evaluate_every_task_with_every_backend(task_id: str, backend_name: str,
                                                 tiny_model: Path, tmp_path: Path) -> None:
     import re
 
-    from evalita_eval.constrained import TASK_PATTERNS
     from evalita_eval.runner import ModelInfo, RunConfig, Runner
     from evalita_eval.tasks import DataSource, select_entries
 
@@ -157,12 +156,12 @@ def test_evaluate_every_task_with_every_backend(task_id: str, backend_name: str,
         n = min(LIMIT, len(source.load(entry, spec.eval_split)))
         assert list(result.results[entry.name]) == [p.name for p in spec.prompts]
         for prompt, scores in result.results[entry.name].items():
-            formatted = task_id in TASK_PATTERNS  # NER/REL/LS: answers outside the format are counted
+            formatted = spec.output_pattern is not None  # NER/REL/LS, capitals_yesno: answers outside the format are counted
             assert set(scores) == set(spec.metric_names()) | {"n"} | ({"unparsed"} if formatted else set()) and scores["n"] == n
             assert all(0.0 <= v <= 1.0 for m, v in scores.items() if m not in ("n", "unparsed"))
             samples = [json.loads(x) for x in (tmp_path / "samples" / f"{entry.name}_{prompt}.jsonl").read_text("utf-8").splitlines()]
             if formatted:
-                assert scores["unparsed"] == sum(re.fullmatch(TASK_PATTERNS[task_id], s["generation"]) is None for s in samples)
+                assert scores["unparsed"] == sum(re.fullmatch(spec.output_pattern, s["generation"]) is None for s in samples)
             assert len(samples) == n
             for doc, s in zip(source.load(entry, spec.eval_split), samples):
                 if spec.output_type == "generate_until":
@@ -251,6 +250,13 @@ def _bad_task(folder: Path, **changes: str) -> Path:
     ({'id="capitals",': 'id="te",'}, "task id 'te' is already declared in"),
     ({'eval_split="test",': 'eval_split="tset",'}, "eval_split 'tset' is not one of the splits"),
     ({'gold_field="capital",': 'gold_field=None,'}, "a generative task needs gold_field"),
+    # The answer format of capitals_yesno: a regex, with closings it accepts, for generative tasks only.
+    ({'output_pattern="Sì|No",': 'output_pattern="Sì|(No",'}, "output_pattern 'Sì|(No' is not a regular expression"),
+    ({'output_closings=("Sì", "No"),': 'output_closings=("Sì", "Forse"),'}, "closing answer 'Forse' does not match output_pattern 'Sì|No'"),
+    ({'output_closings=("Sì", "No"),': ''}, "output_pattern needs output_closings"),
+    ({'metrics=[ACC, ACC_NORM],': 'metrics=[ACC, ACC_NORM], output_pattern="A|B", output_closings=("A",),'},
+     "output_pattern is for generative tasks"),
+    ({'converter=convert,': 'converter="capitals_convert.convert",'}, "converter 'capitals_convert.convert': expected a function or \"module:function\""),
 ])
 def test_a_bad_spec_stops_the_registry_naming_its_file(change: dict, problem: str, tmp_path: Path) -> None:
     folder = _bad_task(tmp_path / "tasks", **change)
@@ -275,5 +281,5 @@ def test_an_installed_package_adds_tasks_through_its_entry_point(tmp_path: Path,
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delenv(ENV_VAR, raising=False)
     found = discover()
-    assert list(found)[-2:] == ["capitals", "capitals_gen"]
+    assert list(found)[-3:] == ["capitals", "capitals_gen", "capitals_yesno"]
     assert found["capitals"].schema_path() == (pkg / "capitals.schema.json").resolve()

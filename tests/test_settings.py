@@ -89,10 +89,10 @@ def test_setting_prompts_render_as_declared() -> None:
 def test_unparseable_scored_wrong() -> None:
     from evalita_eval.settings import scored_prediction
 
-    assert scored_prediction(None, 1, 2, ["f1_binary"]) == 0
-    assert scored_prediction(None, 2, 4, ["sentipolc_f1"]) == 3  # neutral (0,0) -> mixed (1,1)
-    assert scored_prediction(None, 0, 5, ["acc"]) == -1
-    assert scored_prediction(3, 0, 5, ["acc"]) == 3
+    assert scored_prediction(None, 1, 2) == 0
+    assert scored_prediction(None, 2, 4, TASKS["sa"].instruct.unparsed_as) == 3  # neutral (0,0) -> mixed (1,1)
+    assert scored_prediction(None, 0, 5) == -1
+    assert scored_prediction(3, 0, 5) == 3
 
 
 # -- constraints --------------------------------------------------------------------------
@@ -122,16 +122,16 @@ def test_every_gold_answer_is_accepted_by_its_constraint(grammars) -> None:
                         choices = task.choices("p1", doc)
                         assert accepts(cache, answer_constraint(choices), choices[task.target(doc)], tok), (entry.name, setting, doc)
                         checked += 1
-                elif task_constraint(entry.task_id) is not None:
+                elif task_constraint(spec) is not None:
                     gold = entry.compiled.target(doc)
-                    assert accepts(cache, task_constraint(entry.task_id), gold, tok), (entry.name, gold)
+                    assert accepts(cache, task_constraint(spec), gold, tok), (entry.name, gold)
                     checked += 1
     assert checked > 100
     # Gold answers of the full KIND / CLinkaRT training data that hold the separators themselves.
     for task, gold in (("ner", "112, High Street$LOC,Islington N. London$LOC"), ("ner", "Caserma Sani$LOC,Via Principe Amedeo, 184$LOC"),
                        ("rel", "9,8 g/dl$Hb%31,9%$ematocrito%10,66 × 10³/μl$neutrofili"), ("rel", "3.2 mg%$Cr")):
-        assert accepts(cache, task_constraint(task), gold, tok), gold
-    assert not accepts(cache, task_constraint("ner"), "Verdi$XYZ", tok)
+        assert accepts(cache, task_constraint(TASKS[task]), gold, tok), gold
+    assert not accepts(cache, task_constraint(TASKS["ner"]), "Verdi$XYZ", tok)
     assert not accepts(cache, answer_constraint(["Sì", "No"]), "Si", tok)
 
 
@@ -213,8 +213,6 @@ def test_constrained_generative_tasks_always_parse(tiny_model: Path, tmp_path: P
     even when the token limit is small (the budget rule closes it: docs/settings.md)."""
     import re
 
-    from evalita_eval.constrained import TASK_PATTERNS
-
     out = tmp_path / "gen"
     _run(["--model", str(tiny_model), "--data", str(DATA), "--tasks", "ner_adg,rel,ls", "--limit", "3", "--constrained",
           "--max-new-tokens", str(max_new), "--output-dir", str(out)])
@@ -225,7 +223,7 @@ def test_constrained_generative_tasks_always_parse(tiny_model: Path, tmp_path: P
         for path in files:
             for line in path.read_text("utf-8").splitlines():
                 gen = json.loads(line)["generation"]
-                assert re.fullmatch(TASK_PATTERNS[tid], gen), (path.name, gen)
+                assert re.fullmatch(TASKS[tid].output_pattern, gen), (path.name, gen)
                 checked += 1
     assert checked > 0
 
@@ -233,8 +231,6 @@ def test_constrained_generative_tasks_always_parse(tiny_model: Path, tmp_path: P
 def test_unconstrained_generative_format_failures_are_counted(tiny_model: Path, tmp_path: Path) -> None:
     """Without --constrained, NER/REL/LS answers outside their format count as unparsed per prompt."""
     import re
-
-    from evalita_eval.constrained import TASK_PATTERNS
 
     out = tmp_path / "free"
     _run(["--model", str(tiny_model), "--data", str(DATA), "--tasks", "ner_adg,rel,ls,sum", "--limit", "2",
@@ -245,7 +241,7 @@ def test_unconstrained_generative_format_failures_are_counted(tiny_model: Path, 
         for prompt, scores in doc["results"][task].items():
             gens = [json.loads(x)["generation"] for x in (out / "samples" / f"{task}_{prompt}.jsonl").read_text("utf-8").splitlines()]
             assert scores["n"] == len(gens) == 2
-            assert scores["unparsed"] == sum(re.fullmatch(TASK_PATTERNS[tid], g) is None for g in gens)
+            assert scores["unparsed"] == sum(re.fullmatch(TASKS[tid].output_pattern, g) is None for g in gens)
             total += scores["unparsed"]
     assert total > 0  # a random model's 8 free tokens rarely close an entity list
     assert all("unparsed" not in scores for scores in doc["results"]["sum"].values())  # free text: no format
@@ -266,7 +262,7 @@ def test_unconstrained_generative_format_failures_are_counted(tiny_model: Path, 
 
 
 def test_system_instruction_and_multiturn_contexts() -> None:
-    from evalita_data.prompts import compiled
+    from evalita_data.registry import compiled
 
     task = compiled("te")
     pool = _records("te", None, "dev")

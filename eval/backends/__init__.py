@@ -1,4 +1,5 @@
-"""The backend registry: every module in this package registers its backends by name.
+"""The backend registry: every module in this package, and every module or class named by an
+``evalita_llm.backends`` entry point of an installed distribution, registers its backends by name.
 
 A module defines a :class:`evalita_eval.api.Backend` subclass and decorates it with
 ``@register_backend("name")``. Modules must import heavy libraries (torch, vllm,
@@ -9,9 +10,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from types import ModuleType
 
 from ..api import Backend, BackendOptions
+from ..backend_options import resolve_options
 
+ENTRY_POINT_GROUP = "evalita_llm.backends"
 _REGISTRY: dict[str, type[Backend]] = {}
 _DISCOVERED = False
 
@@ -30,11 +34,28 @@ def register_backend(name: str):
 
 
 def _discover() -> None:
+    """Import every module of this package, then every entry point of the group
+    ``evalita_llm.backends`` (other distributions' backends): a module that registers its
+    backends with ``@register_backend``, or a Backend subclass, registered under the entry
+    point's name unless it registered itself."""
     global _DISCOVERED
     if _DISCOVERED:
         return
     for info in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{info.name}")
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        where = f"entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP})"
+        try:
+            loaded = ep.load()
+        except ImportError as err:
+            raise ImportError(f"{where}: cannot import it: {err}") from err
+        if isinstance(loaded, type) and issubclass(loaded, Backend):
+            if loaded not in _REGISTRY.values():
+                register_backend(ep.name)(loaded)
+        elif not isinstance(loaded, ModuleType):
+            raise RuntimeError(f"{where} must name a module that registers backends or a Backend subclass, not {type(loaded).__name__}")
     _DISCOVERED = True
 
 
@@ -52,4 +73,10 @@ def get_backend_class(name: str) -> type[Backend]:
 
 
 def create_backend(name: str, options: BackendOptions) -> Backend:
-    return get_backend_class(name).from_options(options)
+    """The backend ``name`` built from ``options``; its ``Options`` filled from ``options.extra``
+    (``--backend-arg``) and the flag aliases, typed (``backend_options.resolve_options``)."""
+    cls = get_backend_class(name)
+    options, engine = resolve_options(cls, options, [get_backend_class(n) for n in backend_names()])
+    backend = cls.from_options(options)
+    backend.options, backend.engine_options = options, engine  # what it was built from: part of its cache identity
+    return backend

@@ -9,12 +9,20 @@ the fast path.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..api import Backend, BackendOptions, Capabilities, GenRequest
+from ..api import Backend, BackendOptions, Capabilities, GenRequest, backend_option
 from ..fast import FastBackend
 from . import register_backend
 from .hf import HFBackend, OnHFModel, load_hf
+
+
+@dataclass(frozen=True)
+class FastOptions:
+    # Out of the cache identity: the budget only regroups requests (float rounding; see OnHFModel.cache_identity).
+    max_batch_tokens: int | None = backend_option(None, "token budget of one forward pass; default: probed on CUDA, a CPU default otherwise",
+                                                  changes_numbers=False, flag="--max-batch-tokens")
 
 
 @register_backend("fast")
@@ -22,6 +30,7 @@ class FastHFBackend(OnHFModel, FastBackend, Backend):
     """Same log-likelihoods as ``hf`` within 1e-6*|LL|+1e-5, same greedy generations (docs/fast.md)."""
 
     capabilities = Capabilities(constrained=True)
+    Options = FastOptions
 
     def __init__(self, model: Any, tokenizer: Any, *, max_length: int, max_batch_tokens: int | None = None, name_or_path: str = "",
                  batch_size: int | None = 8, threads: int | None = None, max_memory: int | None = None) -> None:
@@ -37,6 +46,10 @@ class FastHFBackend(OnHFModel, FastBackend, Backend):
         return cls(loaded.model, loaded.tokenizer, max_length=loaded.max_length, max_batch_tokens=options.max_batch_tokens,
                    name_or_path=options.model, batch_size=options.batch_size, threads=options.threads,
                    max_memory=options.max_memory)
+
+    def generate_with_model_cache(self, requests: Sequence[GenRequest], on_result: Callable[[int, str], None] | None = None) -> list[str]:
+        """Models whose cache layers cannot be refilled (sliding windows): the hf backend's batched generate."""
+        return self._constrained.generate_until(requests, on_result)
 
     def generate_until(self, requests: Sequence[GenRequest], on_result: Callable[[int, str], None] | None = None) -> list[str]:
         """Free requests on the fast path, constrained ones on the hf path; answers in request

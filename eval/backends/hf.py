@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, prompt_room, scoring_input
 from ..memory import forward_bytes, kv_bytes_per_token, memory_budget, return_freed_memory
+from ..tokenization import default_add_special_tokens, prefix_token_id
 from . import register_backend
 
 DEFAULT_MAX_LENGTH = 2048  # lm-eval's default when neither config nor tokenizer says
@@ -29,19 +30,6 @@ _TOKENIZER_INFINITY = 1000000000000000019884624838656
 
 
 # -- tokenisation (lm-eval's HF rules) -------------------------------------------------------
-
-
-def prefix_token_id(tokenizer: Any) -> int:
-    """The token lm-eval puts before an empty context (BOS, else EOS)."""
-    if tokenizer.bos_token_id is not None:
-        return tokenizer.bos_token_id
-    return tokenizer.eos_token_id
-
-
-def default_add_special_tokens(tokenizer: Any, text: str) -> bool:
-    """lm-eval's HF rule: the tokenizer's special tokens (e.g. Llama's BOS) are added,
-    unless the text already starts with the BOS string (a rendered chat template)."""
-    return not text.startswith(tokenizer.decode([prefix_token_id(tokenizer)]))
 
 
 def encode_pair(tokenizer: Any, context: str, continuation: str, add_special_tokens: bool | None = None) -> tuple[list[int], list[int]]:
@@ -199,16 +187,33 @@ def token_budget_batches(order: Sequence[int], lengths: Any, scored: Any, cost: 
 
 
 class OnHFModel:
-    """What every backend on a loaded transformers model and tokenizer shares: the names and
-    dtype of the resume-cache key, and the tokenizer's chat template."""
+    """What every backend on a loaded transformers model and tokenizer shares: its cache
+    identity (model files, dtype, device, max length, tokenizer and chat template), and the
+    tokenizer's chat template."""
 
     model: Any
     tokenizer: Any
+    max_length: int
 
     def _identify(self, name_or_path: str) -> None:
         self.name_or_path = name_or_path or getattr(self.model, "name_or_path", "")
         self.dtype = str(self.model.dtype).removeprefix("torch.")
-        self.tokenizer_name = getattr(self.tokenizer, "name_or_path", "")
+
+    def cache_identity(self) -> dict[str, Any]:
+        from ..identity import model_source_identity, tokenizer_identity
+
+        identity = super().cache_identity()  # type: ignore[misc]  # Backend's, next in every subclass's MRO
+        identity.update(model_source_identity(self.name_or_path, identity.get("revision")))
+        identity.update(tokenizer_identity(self.tokenizer, self.name_or_path))
+        # The device type: CPU and GPU kernels round differently (a device index does not matter).
+        # Batch size (hf) and --max-batch-tokens (fast) stay out, by measurement on the tiny model
+        # (64 requests, float32, CPU): batch sizes 1/3/8/32 give bitwise-different log-likelihoods
+        # for up to half of them (at most 7.6e-6 apart), but so does the batch's composition at one
+        # batch size (6 of 32 differ when every other request is scored alone), and a resumed run
+        # batches only the requests still missing: no key makes a rerun bitwise-equal, and what a
+        # batch size tells apart is float rounding that recomputing changes as much.
+        identity.update(dtype=self.dtype, max_length=self.max_length, device=self.model.device.type)
+        return identity
 
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
         return render_chat(self.tokenizer, self.name_or_path, messages)
@@ -278,12 +283,18 @@ def load_hf(options: BackendOptions) -> LoadedModel:
 # -- the backend ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class HFOptions:
+    """The hf backend has no option beyond the common ones (--batch-size, --device, --dtype...)."""
+
+
 @register_backend("hf")
 class HFBackend(OnHFModel, Backend):
     """Batched plain transformers forward passes; parity-tested against lm-eval's ``hf`` model."""
 
     # Constrained requests: an xgrammar logits processor in generate (eval/constrained.py).
     capabilities = Capabilities(constrained=True)
+    Options = HFOptions
 
     def __init__(self, model: Any, tokenizer: Any, *, max_length: int, batch_size: int | None = 8, name_or_path: str = "",
                  max_memory: int | None = None) -> None:

@@ -22,9 +22,10 @@ import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..api import Backend, BackendOptions, BackendUnsupported, Capabilities, Constraint, GenRequest, LLRequest, LLResult, cut_at_stop
+from ..api import Backend, BackendOptions, BackendUnsupported, Capabilities, Constraint, GenRequest, LLRequest, LLResult, backend_option, cut_at_stop
 from . import register_backend
 from .engine_common import generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
 from .hf import render_chat
@@ -116,7 +117,23 @@ def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+@dataclass(frozen=True)
+class ServerOptions:
+    """The server and how it is asked; only the URL and how answers are decoded can change a number."""
+
+    base_url: str | None = backend_option(None, "the server's URL, e.g. http://127.0.0.1:8000/v1", flag="--base-url")
+    api_key_env: str | None = backend_option(None, "NAME of the environment variable holding the API key (never the key)",
+                                             changes_numbers=False, flag="--api-key-env")
+    concurrency: int = backend_option(4, "requests in flight at once", changes_numbers=False, flag="--concurrency")
+    timeout_s: float = backend_option(120.0, "seconds per request", changes_numbers=False, flag="--timeout")
+    max_retries: int = backend_option(5, "retries of a failed request", changes_numbers=False, flag="--max-retries")
+    server_token_ids: bool = backend_option(True, "ask for the generated token ids (vLLM's return_token_ids) and decode them "
+                                                  "locally; false for servers that refuse unknown fields")
+
+
 class _OpenAIBase(Backend):
+    Options = ServerOptions
+
     def __init__(self, options: BackendOptions) -> None:
         if not options.base_url:
             raise ValueError(f"--backend {self.name} needs --base-url (e.g. http://127.0.0.1:8000/v1)")
@@ -125,8 +142,8 @@ class _OpenAIBase(Backend):
             raise ValueError("--batch-size auto sizes batches by the model's memory; a server backend takes a number (requests per HTTP request)")
         self.batch_size = options.batch_size
         self.client = OpenAIClient(options.base_url, _api_key(options), options.timeout_s, options.max_retries, options.concurrency)
-        self.dtype = "server"  # the server's choice; part of the resume-cache key
-        self.tokenizer_name = options.model
+        self.dtype = "server"  # the server's choice
+        self.base_url = options.base_url.rstrip("/")
         # vLLM's `return_token_ids`: the generated ids, decoded here as the HF path decodes
         # them (the server's own text holds back a trailing incomplete UTF-8 character).
         # extra={"server_token_ids": False} for servers that reject unknown parameters.
@@ -156,6 +173,22 @@ class _OpenAIBase(Backend):
                 f"{err} -- --constrained sends vLLM's `structured_outputs` request field; this server refused the "
                 "request (a server without vLLM's structured outputs cannot run --constrained)"
             ) from err
+
+    def cache_identity(self) -> dict[str, Any]:
+        """The server (URL) and the model it serves (the name sent with every request), the local
+        tokenizer that makes the token ids and decodes the answers (its files' fingerprint when
+        local, its chat template), the max length, every --backend-arg (``server_token_ids``
+        changes how answers are decoded). Never the API key, nor the name of its variable: another
+        key to the same server gives the same numbers; concurrency, timeout and retries neither."""
+        from ..identity import model_source_identity, tokenizer_identity
+
+        identity = super().cache_identity()
+        identity.pop("device", None)  # the server's device, not ours
+        identity.update(model_source_identity(self.model_name, identity.get("revision")))
+        identity.update(tokenizer_identity(self.tokenizer, self.model_name))
+        identity.update(base_url=self.base_url, served_model=self.model_name, max_length=getattr(self, "max_length", None))
+        identity.get("options", {}).pop("base_url", None)  # normalised above: a trailing "/" is the same server
+        return identity
 
     def close(self) -> None:
         self.client.close()

@@ -23,9 +23,10 @@ import json
 import os
 from collections import defaultdict
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop
+from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, backend_option, cut_at_stop
 from . import register_backend
 from .engine_common import LLWindow, generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
 from .hf import render_chat
@@ -101,6 +102,22 @@ def _allow_one_position_past(allow: bool) -> Iterator[None]:
                 os.environ[name] = before
 
 
+@dataclass(frozen=True)
+class VLLMOptions:
+    """``vllm.LLM`` settings. Tensor parallelism splits every matmul over devices (another reduction
+    order: other numbers); engine arguments may change numbers (quantization, kv-cache dtype...).
+    Data parallelism, the memory fraction and the engine's context length only change which
+    requests share a batch (float rounding, as the hf backend's batch size): out of the cache identity."""
+
+    tensor_parallel_size: int = backend_option(1, "GPUs per model replica", flag="--tensor-parallel-size")
+    data_parallel_size: int = backend_option(1, "model replicas", changes_numbers=False, flag="--data-parallel-size")
+    gpu_memory_utilization: float | None = backend_option(None, "fraction of GPU memory the engine may take", changes_numbers=False,
+                                                          flag="--gpu-memory-utilization")
+    max_model_len: int | None = backend_option(None, "engine context length; default: the max length + 1", changes_numbers=False,
+                                               flag="--max-model-len")
+    vllm_engine_args: dict | None = backend_option(None, 'other vllm.LLM arguments, a JSON object (e.g. {"enforce_eager": true})')
+
+
 class EngineMissing(ImportError, RuntimeError):
     """vLLM is not installed: an ImportError (a backend whose engine is absent, e.g. skipped by
     the backend-registry tests) that the CLI reports in one line as it does RuntimeErrors."""
@@ -112,6 +129,7 @@ class VLLMBackend(Backend):
     capabilities = Capabilities(loglikelihood=True, generate=True, chat_template=True, constrained=True)
     # vLLM schedules what it is given: hand it many requests per call.
     requests_per_call = 4096
+    Options = VLLMOptions
 
     def __init__(self, llm: Any, tokenizer: Any, name_or_path: str, max_length: int, dtype: str) -> None:
         self.llm = llm
@@ -119,7 +137,6 @@ class VLLMBackend(Backend):
         self.name_or_path = name_or_path
         self.max_length = max_length
         self.dtype = dtype
-        self.tokenizer_name = name_or_path
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> "VLLMBackend":
@@ -136,6 +153,18 @@ class VLLMBackend(Backend):
             llm = LLM(**kwargs)
         dtype = str(llm.llm_engine.model_config.dtype).removeprefix("torch.")
         return cls(llm, tokenizer, options.model, max_length, dtype)
+
+    def cache_identity(self) -> dict[str, Any]:
+        """The model's files, resolved dtype and max length, the chat template, and the options
+        that change numbers (``VLLMOptions``); not --device (vLLM picks its platform)."""
+        from ..identity import model_source_identity, tokenizer_identity
+
+        identity = super().cache_identity()
+        identity.pop("device", None)
+        identity.update(model_source_identity(self.name_or_path, identity.get("revision")))
+        identity.update(tokenizer_identity(self.tokenizer, self.name_or_path))
+        identity.update(dtype=self.dtype, max_length=self.max_length)
+        return identity
 
     def close(self) -> None:
         llm, self.llm = self.llm, None

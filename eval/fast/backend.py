@@ -187,12 +187,24 @@ class FastBackend:
         from .kvcache import refillable
 
         if not refillable(self.model.config):
-            # Sliding-window (or other special) cache layers: transformers' own cache and masks,
-            # through the hf backend's batched generate on this model.
-            from ..backends.hf import HFBackend
-
-            return HFBackend(self.model, self.tokenizer, max_length=self.max_length).generate_until(requests, on_result)
+            # Sliding-window (or other special) cache layers: transformers' own cache and masks.
+            return self.generate_with_model_cache(requests, on_result)
         return generate_greedy(self.model, self.tokenizer, requests, self.max_length, self.gen_batch_tokens, self.device, self.progress, on_result)
+
+
+    def generate_with_model_cache(self, requests: Sequence[GenRequest], on_result: Callable[[int, str], None] | None = None) -> list[str]:
+        """Greedy generations with transformers' own cache, for models whose cache layers cannot be
+        refilled: one request at a time here, each reported to ``on_result`` as it finishes;
+        ``--backend fast`` (backends/fast.py) batches them through the hf backend's generate
+        on the same model."""
+        from .reference import plain_generate_until
+
+        out = []
+        for i, request in enumerate(requests):
+            out += plain_generate_until(self.model, self.tokenizer, [request], self.max_length)
+            if on_result is not None:
+                on_result(i, out[-1])
+        return out
 
 
 def _progress(items: list, enabled: bool, desc: str):

@@ -1,7 +1,7 @@
 """Italian medical specialty admission tests (SSM), five-option multiple choice."""
 
 from ..record_checks import choice_problems
-from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM
+from ..scoring.metrics import ACC, ACC_BYTES, ACC_NORM
 
 from ..taskspec import HubSplits, InstructPrompts, TaskSpec, six_mc_prompts
 

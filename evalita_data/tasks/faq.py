@@ -1,7 +1,7 @@
 """QA4FAQ (Evalita 2016), rebuilt as 4-way multiple choice over the FAQ answers."""
 
 from ..record_checks import choice_problems
-from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM
+from ..scoring.metrics import ACC, ACC_BYTES, ACC_NORM
 
 from ..taskspec import HubSplits, InstructPrompts, TaskSpec, six_mc_prompts
 

@@ -1,6 +1,6 @@
 """HaSpeeDe 2 (Evalita 2020): hate speech detection, task A."""
 
-from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM, F1_BINARY, F1_MACRO
+from ..scoring.metrics import ACC, ACC_BYTES, ACC_NORM, F1_BINARY, F1_MACRO
 
 from ..taskspec import HubSplits, InstructPrompts, TaskSpec, six_mc_prompts
 

@@ -2,11 +2,15 @@
 
 import re
 
-from evalita_eval.metrics import LS_F1
+from ..scoring.metrics import LS_F1
+from ..scoring.parsers import NO_SYN
 
 from ..taskspec import HubSplits, TaskSpec, two_gen_prompts
 
 _HEAD = re.compile(r"<head>(.*?)</head>", re.S)
+_WORD = r"[^,\n]+"
+# The answer format the prompt asks for: lemma, lemma, ... on one line, or &&NOSYN&&.
+OUTPUT_PATTERN = rf"{NO_SYN}|{_WORD}(, ?{_WORD})*"
 
 
 def check_record(rec: dict) -> list[str]:
@@ -56,5 +60,8 @@ TASK = TaskSpec(
     # lm-eval sets no max_gen_toks for these tasks: its default, 256, applies.
     max_new_tokens=256,
     task_categories=["text-generation"],
+    output_pattern=OUTPUT_PATTERN,
+    output_closings=("x",),
+    output_empty=NO_SYN,
     hub_splits=HubSplits("lexical_substitution"),
 )

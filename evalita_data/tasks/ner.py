@@ -1,10 +1,14 @@
 """KIND / NERMuD (Evalita 2023): named entities in three domains."""
 
-from evalita_eval.metrics import NER_F1, NER_F1_STRICT
+from ..scoring.metrics import NER_F1, NER_F1_STRICT
+from ..scoring.parsers import NO_ENT, PAIR_PIECE
 
 from ..taskspec import HubSplits, TaskSpec, two_gen_prompts
 
 DOMAINS = ["adg", "fic", "wn"]
+_TYPED = rf"{PAIR_PIECE}\$(PER|LOC|ORG)"
+# The answer format the prompt asks for: Entità$TIPO,Entità$TIPO (TIPO one of PER, LOC, ORG), or &&NOENT&&.
+OUTPUT_PATTERN = rf"{NO_ENT}|{_TYPED}(, ?{_TYPED})*"
 
 
 def check_record(rec: dict) -> list[str]:
@@ -56,5 +60,8 @@ TASK = TaskSpec(
     # lm-eval sets no max_gen_toks for these tasks: its default, 256, applies.
     max_new_tokens=256,
     task_categories=["token-classification", "text-generation"],
+    output_pattern=OUTPUT_PATTERN,
+    output_closings=("x$PER", "x$LOC", "x$ORG"),
+    output_empty=NO_ENT,
     hub_splits=HubSplits("entity_recognition", test="reduced_test", fewshot="trial"),
 )

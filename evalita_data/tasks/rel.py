@@ -1,10 +1,14 @@
 """CLinkaRT (Evalita 2023): RML->EVENT relations in clinical sentences of E3C."""
 
-from evalita_eval.metrics import REL_F1, REL_F1_STRICT
+from ..scoring.metrics import REL_F1, REL_F1_STRICT
+from ..scoring.parsers import NO_REL, PAIR_PIECE
 
 from ..taskspec import HubSplits, TaskSpec, two_gen_prompts
 
 MENTIONS = ("RML", "EVENT")
+_PAIR = rf"{PAIR_PIECE}\${PAIR_PIECE}"
+# The answer format the prompt asks for: misura$esame%misura$esame, or &&NOREL&&.
+OUTPUT_PATTERN = rf"{NO_REL}|{_PAIR}(%{_PAIR})*"
 
 
 def check_record(rec: dict) -> list[str]:
@@ -46,5 +50,8 @@ TASK = TaskSpec(
     # lm-eval sets no max_gen_toks for these tasks: its default, 256, applies.
     max_new_tokens=256,
     task_categories=["text-generation"],
+    output_pattern=OUTPUT_PATTERN,
+    output_closings=("x$x",),
+    output_empty=NO_REL,
     hub_splits=HubSplits("relation_extraction"),
 )

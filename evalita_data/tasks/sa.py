@@ -1,6 +1,6 @@
 """SENTIPOLC 2016: sentiment polarity of Italian tweets."""
 
-from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM, SENTIPOLC_F1
+from ..scoring.metrics import ACC, ACC_BYTES, ACC_NORM, SENTIPOLC_F1
 
 from ..taskspec import HubSplits, InstructPrompts, TaskSpec, six_mc_prompts
 
@@ -41,6 +41,8 @@ TASK = TaskSpec(
         answers=["Positivo", "Negativo", "Neutro", "Misto"],
         description="Devi svolgere un compito di analisi del sentiment. ",
         oe_hint="Rispondi con una sola parola.",
+        # An unparseable answer counts as the polarity with both axes flipped (lm-eval has no such answer).
+        unparsed_as=(1, 0, 3, 2),
     ),
     hub_splits=HubSplits("sentiment_analysis", fewshot="train"),
 )

@@ -1,6 +1,6 @@
 """Fanpage news summarization (Landro et al. 2022)."""
 
-from evalita_eval.metrics import ROUGE1, ROUGE2, ROUGE_L, ROUGE_LSUM
+from ..scoring.metrics import ROUGE1, ROUGE2, ROUGE_L, ROUGE_LSUM
 
 from ..taskspec import HubSplits, TaskSpec, two_gen_prompts
 
@@ -33,4 +33,6 @@ TASK = TaskSpec(
     seed=1234,
     task_categories=["summarization"],
     hub_splits=HubSplits("summarization-fp", test="test_100"),
+    # `evalita-data fetch sum`: ARTeLab/fanpage through huggingface_hub.
+    fetcher="fetch:fetch_fanpage",
 )

@@ -1,6 +1,6 @@
 """Textual entailment, Evalita 2009 (RTE-style XML)."""
 
-from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM
+from ..scoring.metrics import ACC, ACC_BYTES, ACC_NORM
 
 from ..taskspec import HubSplits, InstructPrompts, TaskSpec, six_mc_prompts
 

@@ -1,6 +1,6 @@
 """WiC-ITA (Evalita 2023): word in context, monolingual binary subtask."""
 
-from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM, F1_BINARY, F1_MACRO
+from ..scoring.metrics import ACC, ACC_BYTES, ACC_NORM, F1_BINARY, F1_MACRO
 
 from ..taskspec import HubSplits, InstructPrompts, TaskSpec, six_mc_prompts
 

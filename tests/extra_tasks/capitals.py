@@ -1,5 +1,6 @@
 """An 11th task added from outside the package (tests/test_registry_e2e.py): European capitals,
-as multiple choice (``capitals``) and as open generation (``capitals_gen``) over the same raw file.
+as multiple choice (``capitals``), as open generation (``capitals_gen``) and as a generative
+yes/no question with a declared answer format (``capitals_yesno``), over the same raw file.
 
 Registered by ``EVALITA_TASK_PATH=tests/extra_tasks``; nothing in evalita_data or eval names it.
 """
@@ -7,7 +8,7 @@ Registered by ``EVALITA_TASK_PATH=tests/extra_tasks``; nothing in evalita_data o
 from pathlib import Path
 
 from evalita_data.taskspec import GenPrompt, MCPrompt, Metric, TaskSpec
-from evalita_eval.metrics import ACC, ACC_NORM
+from evalita_data.scoring.metrics import ACC, ACC_NORM
 
 from .capitals_convert import convert
 
@@ -20,6 +21,8 @@ def _mean(values: list[float]) -> float:
 
 # A metric of this task only: the generation, stripped, is the capital.
 EXACT_MATCH = Metric("exact_match", lambda s: float(s["generation"].strip() == s["gold"]), _mean)
+# capitals_yesno asks whether city A is the capital: "Sì" is right when the answer is A.
+YESNO_MATCH = Metric("yesno_match", lambda s: float((s["generation"] == "Sì") == (s["gold"] == "A")), _mean)
 
 COMMON = dict(
     title="European capitals (test task)",
@@ -61,6 +64,23 @@ TASKS = [
         metrics=[EXACT_MATCH],
         stop=["\n"],
         max_new_tokens=8,
+        **COMMON,
+    ),
+    TaskSpec(
+        id="capitals_yesno",
+        output_type="generate_until",
+        target="{% if answer == 'A' %}Sì{% else %}No{% endif %}",
+        gold_field="answer",
+        prompts=[
+            GenPrompt("p1", "{{A}} è la capitale di {{country}}? Rispondi Sì o No:"),
+            GenPrompt("p2", "Domanda: la capitale di {{country}} è {{A}}? Risposta (Sì/No):"),
+        ],
+        metrics=[YESNO_MATCH],
+        # The answer format: --constrained generates only these answers, results.json counts the others.
+        output_pattern="Sì|No",
+        output_closings=("Sì", "No"),
+        stop=["\n"],
+        max_new_tokens=4,
         **COMMON,
     ),
 ]
