@@ -58,6 +58,24 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def _batch_size(value: str) -> int | None:
+    """--batch-size: a positive count, or auto (None: sized by tokens)."""
+    if value == "auto":
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise click.BadParameter(f"{value!r} is neither a positive integer nor auto", param_hint="--batch-size")
+    return int(value)
+
+
+def _memory_size(value: str | None) -> int | None:
+    from .memory import parse_memory
+
+    try:
+        return None if value is None else parse_memory(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--max-memory") from None
+
+
 @click.group(cls=FriendlyGroup)
 @click.version_option(__version__, prog_name="evalita-eval")
 def main() -> None:
@@ -95,7 +113,11 @@ def _task_help() -> str:
 @click.option("--prompts", default=None, help="Comma-separated prompt names (e.g. p1,p3). Default: every prompt.")
 @click.option("--num-fewshot", default=0, show_default=True, type=click.IntRange(min=0), help="Few-shot examples per prompt.")
 @click.option("--limit", default=None, type=click.IntRange(min=1), help="Evaluate only the first N documents of each task.")
-@click.option("--batch-size", default=8, show_default=True, type=click.IntRange(min=1), help="Requests per batch (hf backend).")
+@click.option("--batch-size", default="8", show_default=True, callback=lambda ctx, param, value: _batch_size(value),
+              help="Requests per batch (hf backend), or auto: batches sized by tokens to fit --max-memory (docs/evaluator.md).")
+@click.option("--max-memory", default=None, callback=lambda ctx, param, value: _memory_size(value),
+              help="Memory one forward pass may take, e.g. 4GiB (--batch-size auto; fast: its token budgets). "
+                   "Default: 80% of the free GPU memory on CUDA, 1GiB on CPU.")
 @click.option("--backend", "backend_name", default="hf", show_default=True, type=RegistryChoice(_backend_names),
               help="The engine (the modules of evalita_eval/backends/ and the evalita_llm.backends entry points of installed "
                    "packages register them; `evalita-eval backends` lists each one's options). hf: batched plain path, "
@@ -144,7 +166,7 @@ def _task_help() -> str:
               help="Where results.json, samples/ and the resume cache go. Default: "
                    "results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>].")
 @click.option("--progress/--no-progress", default=None, help="A progress bar per task (default: on a terminal only).")
-def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, backend_name, max_batch_tokens, device, dtype,
+def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, max_memory, backend_name, max_batch_tokens, device, dtype,
         max_length, threads, tensor_parallel_size, data_parallel_size, gpu_memory_utilization, max_model_len, base_url, api_key_env,
         concurrency, timeout_s, max_retries, backend_args, apply_chat_template, trust_remote_code, max_new_tokens, seed, setting, constrained,
         system_instruction, fewshot_as_multiturn, eval_split, output_dir, progress) -> None:
@@ -210,7 +232,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
             click.echo(f"{name}: skipped, {' '.join(why.split())}", err=True)
         raise click.ClickException(nothing_evaluated(skipped, source))
     config = RunConfig(progress=sys.stderr.isatty() if progress is None else progress,
-                       num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
+                       num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, max_memory=max_memory, apply_chat_template=apply_chat_template,
                        seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens,
                        skip_missing=tasks is None, setting=setting, constrained=constrained,
                        system_instruction=system_instruction, fewshot_as_multiturn=fewshot_as_multiturn, split=eval_split)
@@ -223,12 +245,13 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     if bad:
         raise click.BadParameter(f"expected KEY=VALUE, got {bad[0]!r}", param_hint="--backend-arg")
     options = BackendOptions(
-        model=model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code,
+        model=model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, max_memory=max_memory, trust_remote_code=trust_remote_code,
         max_length=max_length, max_batch_tokens=max_batch_tokens, threads=threads, tensor_parallel_size=tensor_parallel_size,
         data_parallel_size=data_parallel_size, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
         base_url=base_url, api_key_env=api_key_env, concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries,
         extra=dict(a.split("=", 1) for a in backend_args), seed=seed,
     )
+    runner = None
     try:
         backend = create_backend(backend_name, options)
         try:
@@ -238,8 +261,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
         finally:
             backend.close()
     except KeyboardInterrupt:
-        click.echo(f"\ninterrupted: the finished requests are kept in {Path(output_dir) / 'cache.jsonl'} and "
-                   f"{Path(output_dir) / 'results.json'} is marked partial; run the same command again to resume", err=True)
+        click.echo("\ninterrupted: " + (runner.interrupt_summary() if runner is not None else "nothing was computed yet"), err=True)
         sys.exit(130)
     except (FileNotFoundError, ValueError, RuntimeError, OSError) as err:
         # Bad data folder, missing split, data differing from their manifest, too few few-shot

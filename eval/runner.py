@@ -8,6 +8,7 @@ and appended before the next ones start.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 import sys
@@ -29,11 +30,16 @@ from .fewshot import build_chat_messages, build_contexts, messages_as_text
 from . import settings as st
 from .baselines import generative_baselines, task_baselines
 from .constrained import format_failures, refuse_unformatted, task_constraint, unformatted
+from .memory import peak_memory, reset_peak_memory
 from .metrics import mc_prediction
 from .tasks import DataSource, TaskEntry
 
 # Requests computed between two cache writes: small enough to lose little on a crash.
 CHUNK_BATCHES = 4
+# The batch size taken for the chunk size under --batch-size auto.
+AUTO_BATCH = 64
+# Finished requests reported one by one (on_result) are fsynced at most this often.
+SYNC_INTERVAL_S = 0.5
 VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score", "jinja2")
 
 
@@ -41,7 +47,8 @@ VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "token
 class RunConfig:
     num_fewshot: int = 0
     limit: int | None = None
-    batch_size: int = 8
+    batch_size: int | None = 8  # None: --batch-size auto
+    max_memory: int | None = None  # --max-memory in bytes (batch sizes under auto)
     apply_chat_template: bool = False
     seed: int = 1234  # lm-eval's default few-shot seed
     device: str = "cpu"
@@ -90,6 +97,7 @@ class RunResult:
     results: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     # task -> wall_s, compute_s (in the backend), requests, computed, cached: summed over resumed invocations.
     timing: dict[str, dict[str, float]] = field(default_factory=dict)
+    resources: dict[str, dict[str, float]] = field(default_factory=dict)  # peak memory per task (memory.peak_memory)
     computed: int = 0  # requests sent to the backend (not found in the cache)
     cached: int = 0  # requests read back from the resume cache
     requests: int = 0  # every request of the run (a request repeated within it counts each time)
@@ -115,6 +123,37 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+class _Saver:
+    """The ``on_result`` callback of one backend call: each finished request goes to the
+    resume cache as it arrives (see ``Runner._cached``); ``finish`` writes the rest."""
+
+    def __init__(self, cache: RequestCache, keys: list[str], to_json: Callable[[Any], Any], bar: tqdm, counts: Counter, kind: str) -> None:
+        self.cache, self.keys, self.to_json, self.bar, self.counts, self.kind = cache, keys, to_json, bar, counts, kind
+        self.written = [False] * len(keys)
+        self.last_sync = time.monotonic()
+
+    def __call__(self, index: int, value: Any) -> None:
+        if not (isinstance(index, int) and 0 <= index < len(self.keys)) or self.written[index]:
+            raise RuntimeError(f"backend reported result {index!r} of a call with {len(self.keys)} requests twice or out of range")
+        self._write([(index, value)], sync=time.monotonic() - self.last_sync >= SYNC_INTERVAL_S)
+
+    def finish(self, values: list[Any]) -> None:
+        self._write([(i, v) for i, v in enumerate(values) if not self.written[i]], sync=True)
+
+    def _write(self, items: list[tuple[int, Any]], sync: bool) -> None:
+        if items:
+            self.cache.add(((self.keys[i], self.to_json(v)) for i, v in items), sync=sync)
+            for i, _ in items:
+                self.written[i] = True
+            self.counts[f"saved_{self.kind}"] += len(items)
+            self.counts["computed"] += len(items)
+            self.bar.update(len(items))
+        elif sync:
+            self.cache.sync()
+        if sync:
+            self.last_sync = time.monotonic()
+
+
 class Runner:
     def __init__(self, backend: Backend, model: ModelInfo, source: DataSource, config: RunConfig, output_dir: str | Path, echo: Callable[[str], None] = print) -> None:
         self.backend = backend
@@ -124,6 +163,8 @@ class Runner:
         self.out = Path(output_dir)
         self.echo = echo
         self.cache = RequestCache(self.out / "cache.jsonl")
+        # Generations (string values) found in the cache from earlier runs, for the interrupt message.
+        self.earlier_generations = sum(isinstance(v, str) for v in self.cache.values.values())
         self._counts: Counter = Counter()  # requests / cached, over the whole run
         self._compute_s = 0.0  # seconds inside the backend's compute calls, over the whole invocation
         self.parsed_by: dict[str, dict[str, dict[str, int]]] = {}  # task -> prompt -> answer rule -> count
@@ -146,22 +187,34 @@ class Runner:
             self.chat = backend.apply_chat_template
 
     # -- requests through the cache -----------------------------------------------------
-    def _cached(self, kind: str, requests: Sequence[Any], compute: Callable[[list], list], to_json: Callable[[Any], Any], bar: tqdm) -> tuple[list[Any], int]:
+    def _cached(self, kind: str, requests: Sequence[Any], compute: Callable[..., list], to_json: Callable[[Any], Any], bar: tqdm) -> tuple[list[Any], int]:
+        """Values of ``requests`` from the resume cache, the others computed and written to it.
+
+        A backend whose ``compute`` takes ``on_result(index, value)`` reports each request
+        as it finishes: the value is in cache.jsonl at once (written and flushed, so a
+        killed process keeps it; fsynced at most every ``SYNC_INTERVAL_S`` and at the end
+        of the call), and it gets every pending request in one call. Others get chunks
+        of ``requests_per_call`` (or ``batch_size x 4``) requests, written chunk by chunk.
+        """
         keys = [request_key(self.model.cache_key, kind, request_payload(r)) for r in requests]
         pending = sorted({k: i for i, k in enumerate(keys) if self.cache.get(k, kind) is None}.values(), key=lambda i: -len(requests[i].context))
         self._counts["requests"] += len(keys)
         self._counts["cached"] += sum(self.cache.get(k, kind) is not None for k in keys)
         bar.update(len(requests) - len(pending))
+        streams = "on_result" in inspect.signature(compute).parameters
         # A backend that batches by tokens (fast) asks for larger calls to share more.
-        step = self.backend.requests_per_call or max(1, self.config.batch_size * CHUNK_BATCHES)
-        for start in range(0, len(pending), step):
+        step = len(pending) if streams else self.backend.requests_per_call or max(1, (self.config.batch_size or AUTO_BATCH) * CHUNK_BATCHES)
+        for start in range(0, len(pending), max(1, step)):
             chunk = pending[start : start + step]
+            saver = _Saver(self.cache, [keys[i] for i in chunk], to_json, bar, self._counts, kind)
             began = time.perf_counter()
-            values = compute([requests[i] for i in chunk])
-            self._compute_s += time.perf_counter() - began
-            self.cache.add((keys[i], to_json(v)) for i, v in zip(chunk, values))
-            self._counts["computed"] += len(chunk)
-            bar.update(len(chunk))
+            try:  # an interrupted call still counts its time: the resume adds to it
+                values = compute([requests[i] for i in chunk], on_result=saver) if streams else compute([requests[i] for i in chunk])
+            finally:
+                self._compute_s += time.perf_counter() - began
+            if len(values) != len(chunk):
+                raise RuntimeError(f"backend {self.backend.name!r} returned {len(values)} results for {len(chunk)} requests")
+            saver.finish(values)
         return [self.cache[k] for k in keys], len(pending)
 
     # -- one task entry ----------------------------------------------------------------
@@ -393,6 +446,7 @@ class Runner:
                     self._skipped.append(entry.name)
                     continue
                 started = (time.perf_counter(), self._compute_s, Counter(self._counts))
+                reset_peak_memory()
                 try:
                     result.results[entry.name], n = self.run_entry(entry)
                 except KeyboardInterrupt:
@@ -407,6 +461,7 @@ class Runner:
                 result.computed += n
                 result.cached, result.requests = self._counts["cached"], self._counts["requests"]
                 result.timing[entry.name] = self._task_timing(started, earlier.get(entry.name, {}), finished=True)
+                result.resources[entry.name] = peak_memory()
                 splits = [self.eval_split(entry)] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
                 manifest[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
                 self._write_results(result, manifest)
@@ -428,13 +483,25 @@ class Runner:
         now = {"wall_s": time.perf_counter() - start, "compute_s": self._compute_s - compute_start, **done}
         return {k: round(now[k] + before.get(k, 0), 3) for k in TIMING_KEYS}
 
+    def interrupt_summary(self) -> str:
+        """What an interrupted run kept, exactly (the CLI prints it on Ctrl-C)."""
+        path = self.cache.path
+        text = (f"{self._counts['saved_generate_until']} generations of this run were saved in {path} "
+                f"({self.earlier_generations} from earlier runs)")
+        if self._counts["saved_loglikelihood"]:
+            text += f", and {self._counts['saved_loglikelihood']} log-likelihoods"
+        if (self.out / "results.json").is_file():
+            text += f"; {self.out / 'results.json'} is marked partial"
+        return text + "; rerun the same command to resume"
+
     def _why_missing(self, entry: TaskEntry, split: str) -> str:
         return why_missing(self.source, entry, split)
 
     def _config_json(self) -> dict:
         c = self.config
         return {
-            "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": c.batch_size,
+            "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": "auto" if c.batch_size is None else c.batch_size,
+            "max_memory": c.max_memory,
             "apply_chat_template": c.apply_chat_template, "seed": c.seed, "device": c.device,
             "max_new_tokens": c.max_new_tokens,
             "setting": c.setting, "constrained": c.constrained,
@@ -492,6 +559,8 @@ class Runner:
             "skipped": result.skipped,
             "versions": package_versions(),
             "timing": result.timing,
+            # Per task: the process's peak RSS so far and, on CUDA, the task's peak allocation (MiB).
+            "resources": result.resources,
         }
         if self.config.constrained:  # it applies to generations with a format only: say to which tasks
             doc["task_config"] = {name: {"constrained": self.constrained_entry(self._entries[name])} for name in result.results}
