@@ -106,10 +106,11 @@ class BackendOptions:
     revision: str | None = None
     device: str = "cpu"
     dtype: str = "auto"
-    batch_size: int = 8
+    batch_size: int | None = 8  # None: --batch-size auto, batches sized by tokens to fit max_memory
     trust_remote_code: bool = False
     max_length: int | None = None  # None: the model's own (lm-eval's rule)
     max_batch_tokens: int | None = None  # token-budget backends (fast)
+    max_memory: int | None = None  # bytes one forward pass may take (eval/memory.py); None: the device's free memory (CUDA) or 1 GiB
     threads: int | None = None  # torch intra-op threads on CPU; None: torch's default
     seed: int | None = None  # the run's --seed, for engines that sample (vLLM's engine seed)
     # Engines (vLLM): passed through as the user wrote them.

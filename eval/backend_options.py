@@ -23,7 +23,7 @@ _FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 _BACKEND_OPTIONS_DEFAULTS = {f.name: f.default for f in fields(BackendOptions) if f.default is not MISSING}
 # The run options every backend reads; BackendOptions' other fields are engine options that
 # only the backends declaring them in their ``Options`` take (the flags aliasing --backend-arg).
-COMMON_OPTIONS = frozenset({"model", "revision", "device", "dtype", "batch_size", "trust_remote_code", "max_length", "threads", "seed", "extra"})
+COMMON_OPTIONS = frozenset({"model", "revision", "device", "dtype", "batch_size", "max_memory", "trust_remote_code", "max_length", "threads", "seed", "extra"})
 
 
 class BackendOptionError(ValueError):

@@ -104,8 +104,9 @@ class RequestCache:
     def __len__(self) -> int:
         return len(self.values)
 
-    def add(self, items: Iterable[tuple[str, Any]]) -> None:
-        """Record finished requests, durably (flushed and fsynced) before returning."""
+    def add(self, items: Iterable[tuple[str, Any]], sync: bool = True) -> None:
+        """Record finished requests: flushed to the file (a killed process keeps them) and,
+        unless ``sync=False``, fsynced (a crashed machine keeps them) before returning."""
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "a", encoding="utf-8")
@@ -119,9 +120,17 @@ class RequestCache:
             self.values[key] = value
             self._fh.write(json.dumps({"key": key, "value": value}, ensure_ascii=False) + "\n")
         self._fh.flush()
-        os.fsync(self._fh.fileno())
+        if sync:
+            os.fsync(self._fh.fileno())
+
+    def sync(self) -> None:
+        """fsync what ``add(..., sync=False)`` wrote."""
+        if self._fh is not None:
+            os.fsync(self._fh.fileno())
 
     def close(self) -> None:
         if self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
             self._fh.close()
             self._fh = None

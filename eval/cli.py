@@ -30,13 +30,50 @@ def require(command: str, modules: tuple[str, ...]) -> None:
 
 
 def check_model_name(model: str) -> None:
-    """A --model that names a local path must exist; anything else must look like a Hub id (org/name)."""
+    """A --model that names a local path must exist; anything else must look like a Hub id (org/name).
+    A ``.gguf`` file needs the ``gguf`` package (eval/gguf.py)."""
     import re
 
+    from .gguf import is_gguf_path, require_gguf
+
+    if is_gguf_path(model):
+        if not Path(model).expanduser().is_file():
+            raise click.BadParameter(f"{model}: no such GGUF file", param_hint="--model")
+        try:
+            require_gguf(model)
+        except RuntimeError as err:
+            raise click.ClickException(str(err)) from None
+        return
     if Path(model).expanduser().exists():
         return
     if model.startswith((".", "/", "~")) or model.count("/") > 1 or not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", model):
         raise click.BadParameter(f"{model}: no such model folder (and not a Hub model id such as org/name)", param_hint="--model")
+
+
+def default_device() -> str:
+    """``--device`` when none is given: the GPU when torch sees one, else the CPU. (``auto`` is
+    not this: it spreads one model over every device with accelerate's device_map.)"""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _batch_size(value: str) -> int | None:
+    """--batch-size: a positive count, or auto (None: sized by tokens)."""
+    if value == "auto":
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise click.BadParameter(f"{value!r} is neither a positive integer nor auto", param_hint="--batch-size")
+    return int(value)
+
+
+def _memory_size(value: str | None) -> int | None:
+    from .memory import parse_memory
+
+    try:
+        return None if value is None else parse_memory(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--max-memory") from None
 
 
 @click.group(cls=FriendlyGroup)
@@ -76,7 +113,11 @@ def _task_help() -> str:
 @click.option("--prompts", default=None, help="Comma-separated prompt names (e.g. p1,p3). Default: every prompt.")
 @click.option("--num-fewshot", default=0, show_default=True, type=click.IntRange(min=0), help="Few-shot examples per prompt.")
 @click.option("--limit", default=None, type=click.IntRange(min=1), help="Evaluate only the first N documents of each task.")
-@click.option("--batch-size", default=8, show_default=True, type=click.IntRange(min=1), help="Requests per batch (hf backend).")
+@click.option("--batch-size", default="8", show_default=True, callback=lambda ctx, param, value: _batch_size(value),
+              help="Requests per batch (hf backend), or auto: batches sized by tokens to fit --max-memory (docs/evaluator.md).")
+@click.option("--max-memory", default=None, callback=lambda ctx, param, value: _memory_size(value),
+              help="Memory one forward pass may take, e.g. 4GiB (--batch-size auto; fast: its token budgets). "
+                   "Default: 80% of the free GPU memory on CUDA, 1GiB on CPU.")
 @click.option("--backend", "backend_name", default="hf", show_default=True, type=RegistryChoice(_backend_names),
               help="The engine (the modules of evalita_eval/backends/ and the evalita_llm.backends entry points of installed "
                    "packages register them; `evalita-eval backends` lists each one's options). hf: batched plain path, "
@@ -84,8 +125,9 @@ def _task_help() -> str:
                    "log-likelihoods within 1e-6*|LL|+1e-5), see docs/fast.md.")
 @click.option("--max-batch-tokens", default=None, type=click.IntRange(min=1), hidden=True,
               help="Alias of --backend-arg max_batch_tokens=N (fast).")
-@click.option("--device", default="cpu", show_default=True,
-              help="cpu, cuda, cuda:N, or auto: spread a model larger than one device over all GPUs (device_map=auto, needs accelerate).")
+@click.option("--device", default=None,
+              help="cpu, cuda, cuda:N, or auto: spread a model larger than one device over all GPUs (device_map=auto, needs accelerate). "
+                   "Default: cuda when torch sees a GPU, else cpu.")
 @click.option("--dtype", default="auto", show_default=True, type=click.Choice(["auto", "float32", "float16", "bfloat16"]))
 @click.option("--max-length", default=None, type=click.IntRange(min=1), help="Context length in tokens; default: the model's own (lm-eval's rule).")
 @click.option("--threads", default=None, type=click.IntRange(min=1), help="torch intra-op threads (CPU); default: torch's.")
@@ -117,25 +159,31 @@ def _task_help() -> str:
 @click.option("--system-instruction", default=None, help="System instruction (as lm-eval's --system_instruction).")
 @click.option("--fewshot-as-multiturn/--no-fewshot-as-multiturn", default=None,
               help="Few-shot examples as user/assistant turns (default with --apply-chat-template, as lm-eval) or in one user turn.")
-@click.option("--output-dir", default="results", show_default=True, type=click.Path(file_okay=False),
-              help="Where results.json, samples/ and the resume cache go.")
+@click.option("--split", "eval_split", default=None,
+              help="Evaluate this split instead of the task's official one (e.g. dev for hs, train for rel); "
+                   "recorded in results.json and marked 'not comparable with the paper' in reports and cards.")
+@click.option("--output-dir", default=None, type=click.Path(file_okay=False),
+              help="Where results.json, samples/ and the resume cache go. Default: "
+                   "results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>].")
 @click.option("--progress/--no-progress", default=None, help="A progress bar per task (default: on a terminal only).")
-def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, backend_name, max_batch_tokens, device, dtype,
+def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, max_memory, backend_name, max_batch_tokens, device, dtype,
         max_length, threads, tensor_parallel_size, data_parallel_size, gpu_memory_utilization, max_model_len, base_url, api_key_env,
         concurrency, timeout_s, max_retries, backend_args, apply_chat_template, trust_remote_code, max_new_tokens, seed, setting, constrained,
-        system_instruction, fewshot_as_multiturn, output_dir, progress) -> None:
+        system_instruction, fewshot_as_multiturn, eval_split, output_dir, progress) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
     require("run", RUN_NEEDS)
     from evalita_data.prompts import PromptError
 
     from .api import BackendOptions
     from .backends import create_backend
+    from .estimate import announce
     from .runner import ModelInfo, RunConfig, Runner, nothing_evaluated, run_counts, summary_table, task_summary_table, why_missing
     from .tasks import DataSource, select_entries
 
     if (data_dir is None) == (hub_org is None):
         raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")
     check_model_name(model)
+    device = device or default_device()
     split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
     try:
         entries = select_entries(split(tasks))
@@ -173,10 +221,10 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
         # Read (and verify) every evaluation split before the model loads: data errors fail fast.
         skipped: dict[str, str] = {}
         for entry in entries:
-            if tasks is not None or source.has_split(entry, entry.spec.eval_split):
-                source.load(entry, entry.spec.eval_split)
+            if tasks is not None or source.has_split(entry, eval_split or entry.spec.eval_split):
+                source.load(entry, eval_split or entry.spec.eval_split)
             else:
-                skipped[entry.name] = why_missing(source, entry, entry.spec.eval_split)
+                skipped[entry.name] = why_missing(source, entry, eval_split or entry.spec.eval_split)
     except (FileNotFoundError, ValueError) as err:
         raise click.ClickException(one_line(err)) from None
     if skipped and len(skipped) == len(entries):  # nothing to evaluate: say why for each task, before loading the model
@@ -184,30 +232,36 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
             click.echo(f"{name}: skipped, {' '.join(why.split())}", err=True)
         raise click.ClickException(nothing_evaluated(skipped, source))
     config = RunConfig(progress=sys.stderr.isatty() if progress is None else progress,
-                       num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, apply_chat_template=apply_chat_template,
+                       num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, max_memory=max_memory, apply_chat_template=apply_chat_template,
                        seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens,
                        skip_missing=tasks is None, setting=setting, constrained=constrained,
-                       system_instruction=system_instruction, fewshot_as_multiturn=fewshot_as_multiturn)
+                       system_instruction=system_instruction, fewshot_as_multiturn=fewshot_as_multiturn, split=eval_split)
+    if output_dir is None:
+        from .naming import model_slug, setting_slug
+
+        output_dir = str(Path("results") / model_slug(model, revision) / setting_slug(setting, constrained, num_fewshot, eval_split))
+    click.echo(f"writing to {output_dir}" + (f" (split {eval_split}: not comparable with the paper)" if eval_split else ""), err=True)
     bad = [a for a in backend_args if "=" not in a]
     if bad:
         raise click.BadParameter(f"expected KEY=VALUE, got {bad[0]!r}", param_hint="--backend-arg")
     options = BackendOptions(
-        model=model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, trust_remote_code=trust_remote_code,
+        model=model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, max_memory=max_memory, trust_remote_code=trust_remote_code,
         max_length=max_length, max_batch_tokens=max_batch_tokens, threads=threads, tensor_parallel_size=tensor_parallel_size,
         data_parallel_size=data_parallel_size, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
         base_url=base_url, api_key_env=api_key_env, concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries,
         extra=dict(a.split("=", 1) for a in backend_args), seed=seed,
     )
+    runner = None
     try:
         backend = create_backend(backend_name, options)
         try:
             runner = Runner(backend, ModelInfo(model, revision, backend.dtype, backend_name), source, config, output_dir, echo=click.echo)
+            announce(runner, entries, backend, lambda text: click.echo(text, err=True))
             result = runner.run(entries)
         finally:
             backend.close()
     except KeyboardInterrupt:
-        click.echo(f"\ninterrupted: the finished requests are kept in {Path(output_dir) / 'cache.jsonl'} and "
-                   f"{Path(output_dir) / 'results.json'} is marked partial; run the same command again to resume", err=True)
+        click.echo("\ninterrupted: " + (runner.interrupt_summary() if runner is not None else "nothing was computed yet"), err=True)
         sys.exit(130)
     except (FileNotFoundError, ValueError, RuntimeError, OSError) as err:
         # Bad data folder, missing split, data differing from their manifest, too few few-shot
@@ -268,7 +322,8 @@ def aggregate(scores: Path, scale: str, alpha: float, out: Path) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resampling.")
 @click.option("--alpha", type=float, default=1.0, show_default=True, help="Variance penalty of the Sharpe score.")
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: on a terminal only).")
-def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float, progress: bool | None) -> None:
+@click.option("--partial", is_flag=True, help="Report the finished tasks of unfinished runs (marked 'partial run: N of M tasks finished').")
+def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float, progress: bool | None, partial: bool) -> None:
     """Markdown + HTML report with plots from one or more results.json of `evalita-eval run`."""
     require("report", STATS_NEEDS)
     from .report import write_report
@@ -276,11 +331,32 @@ def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float
     if progress is None:
         progress = sys.stderr.isatty()
     try:
-        written = write_report(list(results), out, k=k, seed=seed, alpha=alpha, progress=progress, echo=click.echo)
+        written = write_report(list(results), out, k=k, seed=seed, alpha=alpha, progress=progress, echo=click.echo, partial=partial)
     except ValueError as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(1)
     click.echo("written: " + ", ".join(str(p) for p in written))
+
+
+@main.command()
+@click.argument("run_a", type=click.Path(path_type=Path, exists=True))
+@click.argument("run_b", type=click.Path(path_type=Path, exists=True))
+@click.option("--bootstrap", "k", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Paired bootstrap resamples (F1 and ROUGE metrics; accuracies use the exact McNemar test).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the paired bootstrap.")
+@click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Also write compare.md and compare.json into this folder.")
+def compare(run_a: Path, run_b: Path, k: int, seed: int, out: Path | None) -> None:
+    """Per task and prompt, A minus B with a paired test on the same items (two results.json or run folders with samples/)."""
+    require("compare", STATS_NEEDS)
+    from .compare import write_comparison
+    from .tables import ScoresError
+
+    try:
+        click.echo(write_comparison(run_a, run_b, out, k=k, seed=seed))
+    except ScoresError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(1)
 
 
 # ---------------------------------------------------------------- push-results / export-lm-eval

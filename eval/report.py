@@ -14,6 +14,7 @@ import numpy as np
 
 from . import stats
 from .plots import heatmap_png, rank_vs_alpha_png
+from .report_facts import NOT_COMPARABLE, check_run_extras, items_table, partial_counts, run_rows, status_text
 from .settings_report import labels_of, setting_label, settings_table
 from .tables import (ScoreRow, ScoresError, TaskTable, TextTable, build_tables, fmt, natural_key, paper_table,
                      resolve_scale, table_json)
@@ -34,12 +35,22 @@ class RunResults:
     results: dict  # task -> prompt -> metric -> value (fraction), plus "n"
     timing: dict
     display: str = ""
+    raw: dict = field(default_factory=dict)  # the whole results.json (baselines, parsed_by, tasks, status)
+
+    @property
+    def status(self) -> str:
+        return status_text(self.raw.get("status"), self.raw.get("tasks"), self.results)
+
+    @property
+    def partial(self) -> bool:
+        return (self.raw.get("status") or "complete") != "complete"
 
     def samples_path(self, task: str, prompt: str) -> Path:
         return self.path.parent / "samples" / f"{task}_{prompt}.jsonl"
 
 
-def load_results(path: Path) -> RunResults:
+def load_results(path: Path, partial: bool = False) -> RunResults:
+    """One results.json; an unfinished run only with ``partial`` (its finished tasks)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
@@ -53,17 +64,22 @@ def load_results(path: Path) -> RunResults:
         skipped = data.get("skipped") if isinstance(data.get("skipped"), dict) else {}
         raise ScoresError(f"{path}: a run that evaluated nothing ({len(skipped)} task(s) skipped: "
                           f"{'; '.join(f'{k}: {v}' for k, v in list(skipped.items())[:3])}); nothing to report")
-    if data.get("status", "complete") != "complete":
+    if data.get("status", "complete") != "complete" and not partial:
         # Written after every task by `run`: an interrupted or killed run has only some tasks.
-        raise ScoresError(f"{path}: an unfinished run (status {data.get('status')!r}, {len(data['results'])} task(s) done); "
-                          "run the same `evalita-eval run` command again to complete it, then report")
+        raise ScoresError(f"{path}: an unfinished run (status {data.get('status')!r}, "
+                          f"{partial_counts(data.get('tasks') if isinstance(data.get('tasks'), dict) else None, data['results'])}); "
+                          "run the same `evalita-eval run` command again to complete it, or report its finished tasks with --partial")
     if not data["model"].get("name_or_path"):
         raise ScoresError(f"{path}: model.name_or_path is missing")
     for task, prompts in data["results"].items():
         if not isinstance(prompts, dict) or not all(isinstance(v, dict) for v in prompts.values()):
             raise ScoresError(f"{path}: results.{task} must map prompt -> {{metric: value}}")
+    try:
+        check_run_extras(path, data)
+    except ValueError as err:
+        raise ScoresError(str(err)) from None
     return RunResults(path, data["model"], data.get("data") or {}, data.get("config") or {}, data["results"],
-                      data.get("timing") or {})
+                      data.get("timing") or {}, raw=data)
 
 
 def assign_display_names(runs: Sequence[RunResults]) -> None:
@@ -113,6 +129,7 @@ class TaskReport:
     # model -> bootstrap scores of AvgP (percent), when every cell was bootstrapped.
     avg_scores: dict[str, np.ndarray] = field(default_factory=dict)
     rank_basis: str = "the per-prompt scores (Welch t-test across prompts; no bootstrap)"
+    items: TextTable | None = None  # n, limit, baselines, unparsed k / n and answer rules per model
 
 
 def build_task_report(task: str, runs: Sequence[RunResults]) -> TaskReport:
@@ -205,6 +222,8 @@ def summarize(reports: Sequence[TaskReport], models: list[str]) -> Summary:
     rank_input = {}
     for rep in reports:
         t = rep.table
+        if len(t.models) < 2:
+            continue  # a rank needs another model on the same task: alone, every run would be "best"
         rank_input[t.task] = rep.avg_scores or {m: t.model_scores(m) for m in t.models}
     rank_scores = stats.mean_rank_scores(rank_input)
     common = [rep for rep in reports if set(rep.table.models) == set(models)]
@@ -254,17 +273,23 @@ def ci_table(rep: TaskReport) -> TextTable:
 
 
 def runs_table(runs: Sequence[RunResults]) -> TextTable:
-    rows = []
+    """One row per run: the model and everything that changes its numbers (report_facts.run_rows)."""
+    rows, headers = [], []
     for r in runs:
-        c = r.config
-        total = sum(float(v) for v in r.timing.values()) if r.timing else None
-        limit = "all" if c.get("limit") is None else str(c["limit"])
-        rows.append([r.display, r.model.get("name_or_path", ""), str(r.model.get("revision") or "–"),
-                     str(r.model.get("dtype") or ""), str(c.get("num_fewshot", "")), limit,
-                     str(c.get("apply_chat_template", "")), str(c.get("device", "")),
-                     f"{total / 60:.1f} min" if total is not None else "", str(r.path)])
-    return TextTable(["model", "name_or_path", "revision", "dtype", "shots", "limit", "chat template", "device",
-                      "time", "results file"], rows, text_cols=10)
+        facts = run_rows(r.config, r.model, r.results, r.timing, r.status)
+        headers = [name for name, _ in facts]
+        rows.append([r.display, r.model.get("name_or_path", ""), str(r.model.get("dtype") or ""), str(r.config.get("device", ""))]
+                    + [value for _, value in facts] + [str(r.path)])
+    headers = ["model", "name_or_path", "dtype", "device"] + headers + ["results file"]
+    return TextTable(headers, rows, text_cols=len(headers))
+
+
+def run_notes(runs: Sequence[RunResults]) -> list[str]:
+    """Report-wide warnings: unfinished runs, non-official splits."""
+    notes = [f"{r.display}: {r.status} (report --partial): its other tasks are missing" for r in runs if r.partial]
+    notes += [f"{r.display}: evaluated on split {r.config['split']!r}, not the official one: {NOT_COMPARABLE}"
+              for r in runs if r.config.get("split")]
+    return notes
 
 
 # ---------------------------------------------------------------- writing
@@ -276,15 +301,19 @@ def _slug(text: str) -> str:
 
 def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, alpha: float = 1.0,
                  progress: bool = False, echo: Callable[[str], None] = print,
-                 score_samples: ScoreSamples | None = None) -> list[Path]:
-    """Write report.md, report.html (self-contained), report.json and plots/*.png into ``out``."""
-    runs = [load_results(Path(p)) for p in paths]
+                 score_samples: ScoreSamples | None = None, partial: bool = False) -> list[Path]:
+    """Write report.md, report.html (self-contained), report.json and plots/*.png into ``out``.
+
+    ``partial``: an unfinished run's finished tasks are reported, marked as such."""
+    runs = [load_results(Path(p), partial) for p in paths]
     # One table per (task, setting label); the same model in several settings side by side (settings_report).
     labels = labels_of(runs)
     for label in labels:
         group = [r for r in runs if setting_label(r.config) == label]
         assign_display_names(group)
         for r in group:
+            # A non-official split is named in every table the run appears in.
+            r.display += f" [split {r.config['split']}: {NOT_COMPARABLE}]" if r.config.get("split") else ""
             r.display += f" [{label}]" if len(labels) > 1 else ""
     models = [r.display for r in runs]
     tasks = task_order({t for r in runs for t in r.results})
@@ -292,7 +321,7 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
         raise ScoresError("no task results in the given files")
     grouped = [(t, label, [r for r in runs if setting_label(r.config) == label]) for t in tasks for label in labels]
     reports = [build_task_report(t, group) for t, _label, group in grouped if any(t in r.results for r in group)]
-    general_notes = []
+    general_notes = run_notes(runs)
     if k > 0:
         scorer = score_samples or load_score_samples()
         if scorer is None:
@@ -300,8 +329,13 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
         else:
             for rep in reports:
                 add_bootstrap(rep, runs, scorer, k, seed, progress)
+    present = [g for g in grouped if any(g[0] in r.results for r in g[2])]
+    for rep, (t, _label, group) in zip(reports, present):
+        rep.items = items_table(t, rep.metric, group)
+        if any(r.config.get("split") and t in r.results for r in group):
+            rep.table.notes.append(f"evaluated on a non-official split: {NOT_COMPARABLE}")
     if len(labels) > 1:
-        for rep, (t, label, _group) in zip(reports, [g for g in grouped if any(g[0] in r.results for r in g[2])]):
+        for rep, (t, label, _group) in zip(reports, present):
             rep.table.task = f"{t} [{label}]"
     summary = summarize(reports, models)
 
@@ -327,6 +361,7 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
         "alpha": alpha, "bootstrap": {"k": k, "seed": seed}, "scale": PERCENT,
         "models": {r.display: {"model": r.model, "results_file": str(r.path)} for r in runs},
         "tasks": {rep.table.task: {"metric": rep.metric, "rank_basis": rep.rank_basis, **table_json(rep.table, alpha),
+                                   "items": {"headers": rep.items.headers, "rows": rep.items.rows} if rep.items else None,
                                    "bootstrap": {f"{m}/{p}": {"mean": b.mean, "ci_low": b.ci_low, "ci_high": b.ci_high,
                                                               "pct_low": b.pct_low, "pct_high": b.pct_high}
                                                  for (m, p), b in rep.cells.items()}}
@@ -345,7 +380,7 @@ def _context(runs, reports, summary, alpha, k, seed, notes) -> dict:
         t = rep.table
         sections.append({
             "task": t.task, "metric": rep.metric, "table": paper_table(t, alpha),
-            "ci": ci_table(rep) if rep.cells else None, "notes": t.notes, "rank_basis": rep.rank_basis,
+            "ci": ci_table(rep) if rep.cells else None, "notes": t.notes, "rank_basis": rep.rank_basis, "items_table": rep.items,
             "heatmap": f"heatmap_{_slug(t.task)}.png",
         })
     return {
@@ -360,7 +395,15 @@ EXPLAIN = (
     "MinP, MaxP, AvgP; Sat = 1 - (MaxP - AvgP) / 100; CPS = Sat × MaxP (Combined Performance Score). "
     "Sharpe = mean / (α × std / 100 + 1), population std over prompts. "
     "Rank score (EuroEval): per task, 1 for the best model, each next model adds |Δmean| / std of the models' means "
-    "when a one-sided Welch t-test (p < 0.05) finds it worse; averaged over tasks (lower is better)."
+    "when a one-sided Welch t-test (p < 0.05) finds it worse; averaged over the tasks the model shares with another "
+    "run (lower is better; – when it shares none)."
+)
+
+
+ITEMS_EXPLAIN = (
+    "Items evaluated per prompt (n) and the limit; baselines of the headline metric on the same gold labels, in percent: "
+    "chance (uniform random choice) and majority (always the most frequent gold class); generated answers that no rule "
+    "could parse (counted wrong) as k / n per prompt, and how many each answer rule read (docs/settings.md)."
 )
 
 
@@ -383,6 +426,8 @@ def _markdown(c: dict) -> str:
     for s in c["sections"]:
         out += [f"## {s['task']} ({s['metric']})", "", s["table"].markdown(), ""]
         out += [f"> note: {n}" for n in s["notes"]]
+        if s["items_table"] is not None:
+            out += ["", ITEMS_EXPLAIN, "", s["items_table"].markdown(), ""]
         out += ["", f"![{s['task']} heatmap](plots/{s['heatmap']})", ""]
         if s["ci"]:
             out += [f"Bootstrap (k={c['k']}, seed {c['seed']}): mean ± 95% CI half-width of the mean (EuroEval: 1.96 × std / √k) and, in parentheses, the 2.5th–97.5th percentiles of the bootstrap scores (the spread a different test set of the same size could give).", "",
@@ -396,7 +441,8 @@ def _html(c: dict, images: dict[str, bytes]) -> str:
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     b64 = {name: base64.b64encode(png).decode("ascii") for name, png in images.items()}
-    return env.from_string(HTML_TEMPLATE).render(c=c, img=b64, explain=EXPLAIN, settings_explain=SETTINGS_EXPLAIN)
+    return env.from_string(HTML_TEMPLATE).render(c=c, img=b64, explain=EXPLAIN, settings_explain=SETTINGS_EXPLAIN,
+                                                 items_explain=ITEMS_EXPLAIN)
 
 
 HTML_TEMPLATE = """<!DOCTYPE html>
@@ -434,6 +480,7 @@ img { max-width: 100%; display: block; margin: .6rem 0 1rem; }
 <h2>{{ s.task }} <span class="small">({{ s.metric }})</span></h2>
 {% for n in s.notes %}<div class="note">{{ n }}</div>{% endfor %}
 <div class="scroll">{{ table(s.table) }}</div>
+{% if s.items_table %}<p class="small">{{ items_explain }}</p><div class="scroll">{{ table(s.items_table) }}</div>{% endif %}
 <img alt="{{ s.task }} heatmap" src="data:image/png;base64,{{ img[s.heatmap] }}">
 {% if s.ci %}<p class="small">Bootstrap (k={{ c.k }}, seed {{ c.seed }}): mean ± 95% CI half-width of the mean (EuroEval: 1.96 × std / √k) and, in parentheses, the 2.5th–97.5th percentiles of the bootstrap scores (the spread a different test set of the same size could give).</p>
 <div class="scroll">{{ table(s.ci) }}</div>{% endif %}

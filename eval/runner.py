@@ -7,7 +7,10 @@ and appended before the next ones start.
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
+import math
 import sys
 import time
 from collections import Counter
@@ -18,17 +21,25 @@ from typing import Any, Callable, Sequence
 
 from tqdm import tqdm
 
+from evalita_data.cli_errors import one_line
+
 from .api import Backend, BackendUnsupported, GenRequest, LLRequest, check_ll_result, request_payload
 from .cache import RequestCache, request_key
 from .identity import identity_key
 from .fewshot import build_chat_messages, build_contexts, messages_as_text
 from . import settings as st
+from .baselines import generative_baselines, task_baselines
 from .constrained import format_failures, refuse_unformatted, task_constraint, unformatted
+from .memory import peak_memory, reset_peak_memory
 from .metrics import mc_prediction
 from .tasks import DataSource, TaskEntry
 
 # Requests computed between two cache writes: small enough to lose little on a crash.
 CHUNK_BATCHES = 4
+# The batch size taken for the chunk size under --batch-size auto.
+AUTO_BATCH = 64
+# Finished requests reported one by one (on_result) are fsynced at most this often.
+SYNC_INTERVAL_S = 0.5
 VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score", "jinja2")
 
 
@@ -36,7 +47,8 @@ VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "token
 class RunConfig:
     num_fewshot: int = 0
     limit: int | None = None
-    batch_size: int = 8
+    batch_size: int | None = 8  # None: --batch-size auto
+    max_memory: int | None = None  # --max-memory in bytes (batch sizes under auto)
     apply_chat_template: bool = False
     seed: int = 1234  # lm-eval's default few-shot seed
     device: str = "cpu"
@@ -52,6 +64,8 @@ class RunConfig:
     constrained: bool = False
     system_instruction: str | None = None
     fewshot_as_multiturn: bool | None = None  # None: as lm-eval, multi-turn exactly when chatting
+    # Evaluate this split instead of the task's official one (--split): not comparable with the paper.
+    split: str | None = None
 
 
 @dataclass
@@ -81,7 +95,9 @@ class ModelInfo:
 @dataclass
 class RunResult:
     results: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
-    timing: dict[str, float] = field(default_factory=dict)
+    # task -> wall_s, compute_s (in the backend), requests, computed, cached: summed over resumed invocations.
+    timing: dict[str, dict[str, float]] = field(default_factory=dict)
+    resources: dict[str, dict[str, float]] = field(default_factory=dict)  # peak memory per task (memory.peak_memory)
     computed: int = 0  # requests sent to the backend (not found in the cache)
     cached: int = 0  # requests read back from the resume cache
     requests: int = 0  # every request of the run (a request repeated within it counts each time)
@@ -107,6 +123,37 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+class _Saver:
+    """The ``on_result`` callback of one backend call: each finished request goes to the
+    resume cache as it arrives (see ``Runner._cached``); ``finish`` writes the rest."""
+
+    def __init__(self, cache: RequestCache, keys: list[str], to_json: Callable[[Any], Any], bar: tqdm, counts: Counter, kind: str) -> None:
+        self.cache, self.keys, self.to_json, self.bar, self.counts, self.kind = cache, keys, to_json, bar, counts, kind
+        self.written = [False] * len(keys)
+        self.last_sync = time.monotonic()
+
+    def __call__(self, index: int, value: Any) -> None:
+        if not (isinstance(index, int) and 0 <= index < len(self.keys)) or self.written[index]:
+            raise RuntimeError(f"backend reported result {index!r} of a call with {len(self.keys)} requests twice or out of range")
+        self._write([(index, value)], sync=time.monotonic() - self.last_sync >= SYNC_INTERVAL_S)
+
+    def finish(self, values: list[Any]) -> None:
+        self._write([(i, v) for i, v in enumerate(values) if not self.written[i]], sync=True)
+
+    def _write(self, items: list[tuple[int, Any]], sync: bool) -> None:
+        if items:
+            self.cache.add(((self.keys[i], self.to_json(v)) for i, v in items), sync=sync)
+            for i, _ in items:
+                self.written[i] = True
+            self.counts[f"saved_{self.kind}"] += len(items)
+            self.counts["computed"] += len(items)
+            self.bar.update(len(items))
+        elif sync:
+            self.cache.sync()
+        if sync:
+            self.last_sync = time.monotonic()
+
+
 class Runner:
     def __init__(self, backend: Backend, model: ModelInfo, source: DataSource, config: RunConfig, output_dir: str | Path, echo: Callable[[str], None] = print) -> None:
         self.backend = backend
@@ -116,7 +163,15 @@ class Runner:
         self.out = Path(output_dir)
         self.echo = echo
         self.cache = RequestCache(self.out / "cache.jsonl")
+        # Generations (string values) found in the cache from earlier runs, for the interrupt message.
+        self.earlier_generations = sum(isinstance(v, str) for v in self.cache.values.values())
         self._counts: Counter = Counter()  # requests / cached, over the whole run
+        self._compute_s = 0.0  # seconds inside the backend's compute calls, over the whole invocation
+        self.parsed_by: dict[str, dict[str, dict[str, int]]] = {}  # task -> prompt -> answer rule -> count
+        self.baselines: dict[str, dict] = {}  # task -> chance and majority baselines (baselines.py)
+        self.chat_template = chat_template_identity(backend) if config.apply_chat_template else None
+        self._planned: list[str] = []  # the entries this invocation runs, and those skipped (no such split)
+        self._skipped: list[str] = []
         self._task_bar: tqdm | None = None
         self._entries: dict[str, TaskEntry] = {}  # name -> entry of the run (results.json task_config)
         self.chat = None
@@ -132,25 +187,44 @@ class Runner:
             self.chat = backend.apply_chat_template
 
     # -- requests through the cache -----------------------------------------------------
-    def _cached(self, kind: str, requests: Sequence[Any], compute: Callable[[list], list], to_json: Callable[[Any], Any], bar: tqdm) -> tuple[list[Any], int]:
+    def _cached(self, kind: str, requests: Sequence[Any], compute: Callable[..., list], to_json: Callable[[Any], Any], bar: tqdm) -> tuple[list[Any], int]:
+        """Values of ``requests`` from the resume cache, the others computed and written to it.
+
+        A backend whose ``compute`` takes ``on_result(index, value)`` reports each request
+        as it finishes: the value is in cache.jsonl at once (written and flushed, so a
+        killed process keeps it; fsynced at most every ``SYNC_INTERVAL_S`` and at the end
+        of the call), and it gets every pending request in one call. Others get chunks
+        of ``requests_per_call`` (or ``batch_size x 4``) requests, written chunk by chunk.
+        """
         keys = [request_key(self.model.cache_key, kind, request_payload(r)) for r in requests]
         pending = sorted({k: i for i, k in enumerate(keys) if self.cache.get(k, kind) is None}.values(), key=lambda i: -len(requests[i].context))
         self._counts["requests"] += len(keys)
         self._counts["cached"] += sum(self.cache.get(k, kind) is not None for k in keys)
         bar.update(len(requests) - len(pending))
+        streams = "on_result" in inspect.signature(compute).parameters
         # A backend that batches by tokens (fast) asks for larger calls to share more.
-        step = self.backend.requests_per_call or max(1, self.config.batch_size * CHUNK_BATCHES)
-        for start in range(0, len(pending), step):
+        step = len(pending) if streams else self.backend.requests_per_call or max(1, (self.config.batch_size or AUTO_BATCH) * CHUNK_BATCHES)
+        for start in range(0, len(pending), max(1, step)):
             chunk = pending[start : start + step]
-            values = compute([requests[i] for i in chunk])
-            self.cache.add((keys[i], to_json(v)) for i, v in zip(chunk, values))
-            bar.update(len(chunk))
+            saver = _Saver(self.cache, [keys[i] for i in chunk], to_json, bar, self._counts, kind)
+            began = time.perf_counter()
+            try:  # an interrupted call still counts its time: the resume adds to it
+                values = compute([requests[i] for i in chunk], on_result=saver) if streams else compute([requests[i] for i in chunk])
+            finally:
+                self._compute_s += time.perf_counter() - began
+            if len(values) != len(chunk):
+                raise RuntimeError(f"backend {self.backend.name!r} returned {len(values)} results for {len(chunk)} requests")
+            saver.finish(values)
         return [self.cache[k] for k in keys], len(pending)
 
     # -- one task entry ----------------------------------------------------------------
+    def eval_split(self, entry: TaskEntry) -> str:
+        """The split evaluated: --split, else the task's official evaluation split."""
+        return self.config.split or entry.spec.eval_split
+
     def _docs(self, entry: TaskEntry) -> tuple[list[dict], list[dict]]:
         spec = entry.spec
-        docs = self.source.load(entry, spec.eval_split)
+        docs = self.source.load(entry, self.eval_split(entry))
         if self.config.limit is not None:
             docs = docs[: self.config.limit]
         pool: list[dict] = []
@@ -160,33 +234,53 @@ class Runner:
             pool = self.source.load(entry, spec.fewshot_split)
         return docs, pool
 
-    def run_entry(self, entry: TaskEntry) -> tuple[dict[str, dict[str, float]], int]:
-        spec, task = entry.spec, entry.compiled
-        docs, pool = self._docs(entry)
-        mc = spec.output_type == "multiple_choice"
-        setting = self.config.setting if mc else "loglikelihood"
+    def entry_prompts(self, entry: TaskEntry) -> tuple[Any, str, list[str]]:
+        """(the compiled task as this run asks it, the setting, the prompt names run)."""
+        task = entry.compiled
+        setting = self.config.setting if entry.spec.output_type == "multiple_choice" else "loglikelihood"
         if setting != "loglikelihood":
             task = st.setting_task(entry.task_id, setting)
-        names = [p for p in task.prompts if self.config.prompts is None or p in self.config.prompts]
+        return task, setting, [p for p in task.prompts if self.config.prompts is None or p in self.config.prompts]
+
+    @property
+    def target_delimiter(self) -> str:
+        """What goes between a context and each of its choices: lm-eval's space, or nothing in chat
+        mode, where the answer follows the generation prompt."""
+        return "" if self.chat is not None else " "
+
+    def max_new_tokens(self, entry: TaskEntry, setting: str) -> int:
+        """The generation limit of the entry's requests: --max-new-tokens, else the setting's or the task's."""
+        if self.config.max_new_tokens:
+            return self.config.max_new_tokens
+        return st.MAX_NEW_TOKENS[setting] if setting != "loglikelihood" else entry.spec.max_new_tokens
+
+    def prompt_contexts(self, entry: TaskEntry, task: Any, name: str, docs: list[dict], pool: list[dict]) -> tuple[list[str], list[list[dict]] | None]:
+        """The prompt of every document under prompt ``name`` (few-shot examples, chat template
+        applied), and the chat turns behind them for backends that take messages (else None)."""
+        fewshot_args = (task, name, docs, pool, self.config.num_fewshot, self.config.seed)
+        fewshot_kw = dict(
+            pool_is_eval_split=entry.spec.fewshot_split == self.eval_split(entry),
+            system_instruction=self.config.system_instruction,
+            multiturn=self.config.fewshot_as_multiturn is not False,
+        )
+        if self.chat_messages:
+            messages = build_chat_messages(*fewshot_args, **fewshot_kw)
+            return [messages_as_text(m) for m in messages], messages
+        return build_contexts(*fewshot_args, self.chat, **fewshot_kw), None
+
+    def run_entry(self, entry: TaskEntry) -> tuple[dict[str, dict[str, float]], int]:
+        spec = entry.spec
+        docs, pool = self._docs(entry)
+        mc = spec.output_type == "multiple_choice"
+        task, setting, names = self.entry_prompts(entry)
         per_prompt: dict[str, dict[str, float]] = {}
         computed = 0
         # One bar per task (done/total, rate, ETA); the CLI turns it off when stderr is not a
         # terminal or with --no-progress. Closed by run(), also when the task fails or is interrupted.
-        self._task_bar = tqdm(total=self._task_requests(entry, docs, names), desc=entry.name, unit="req",
+        self._task_bar = tqdm(total=self._task_requests(entry, docs, names, setting), desc=entry.name, unit="req",
                               disable=not self.config.progress, dynamic_ncols=True)
         for name in names:
-            fewshot_args = (task, name, docs, pool, self.config.num_fewshot, self.config.seed)
-            fewshot_kw = dict(
-                pool_is_eval_split=spec.fewshot_split == spec.eval_split,
-                system_instruction=self.config.system_instruction,
-                multiturn=self.config.fewshot_as_multiturn is not False,
-            )
-            messages = None
-            if self.chat_messages:
-                messages = build_chat_messages(*fewshot_args, **fewshot_kw)
-                contexts = [messages_as_text(m) for m in messages]
-            else:
-                contexts = build_contexts(*fewshot_args, self.chat, **fewshot_kw)
+            contexts, messages = self.prompt_contexts(entry, task, name, docs, pool)
             if setting != "loglikelihood":
                 samples, n = self._run_setting(entry, task, setting, name, docs, contexts, messages)
             elif mc:
@@ -197,12 +291,21 @@ class Runner:
             self._write_samples(entry, name, samples)
             if setting != "loglikelihood":
                 scores = st.setting_scores(spec, setting, samples)
+                self.parsed_by.setdefault(entry.name, {})[name] = st.rule_counts(samples)
             else:
                 scores = {m.name: m(samples) for m in spec.metrics}
                 if not mc and (failures := format_failures(spec, [s["generation"] for s in samples])) is not None:
                     scores[st.UNPARSED] = failures  # answers outside the task's declared format (NER/REL/LS)
             scores["n"] = len(samples)
             per_prompt[name] = scores
+        if mc and docs and names:
+            golds = [task.target(d) for d in docs]
+            n_choices = [len(task.choices(names[0], d)) for d in docs]
+            label_metrics = [m for m in (spec.metrics if setting == "loglikelihood" else st.setting_metrics(spec, setting))
+                             if m.name != st.ROUGE_L_ANSWER.name]  # ROUGE-L compares texts: no class baseline
+            self.baselines[entry.name] = task_baselines(label_metrics, golds, n_choices)
+        else:
+            self.baselines[entry.name] = generative_baselines(len(docs))
         return per_prompt, computed
 
     def _bar(self, entry: TaskEntry, prompt: str, total: int):
@@ -211,16 +314,16 @@ class Runner:
             return nullcontext(self._task_bar)
         return tqdm(total=total, desc=f"{entry.name} {prompt}", unit="req", leave=False, disable=None if self.config.progress else True)
 
-    def _task_requests(self, entry: TaskEntry, docs: list[dict], names: list[str]) -> int:
-        """How many requests the task's prompts send (for the task's progress bar)."""
-        if entry.spec.output_type != "multiple_choice":
+    def _task_requests(self, entry: TaskEntry, docs: list[dict], names: list[str], setting: str) -> int:
+        """How many requests the task's prompts send (for the task's progress bar): one generation per
+        document and prompt, except log-likelihood MC scoring (one request per choice)."""
+        if entry.spec.output_type != "multiple_choice" or setting != "loglikelihood":
             return len(docs) * len(names)
         return sum(len(entry.compiled.choices(name, d)) for name in names for d in docs)
 
     def _run_mc(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str]) -> tuple[list[dict], int]:
         task = entry.compiled
-        # lm-eval: in chat mode the answer follows the generation prompt with no delimiter.
-        delim = "" if self.chat is not None else " "
+        delim = self.target_delimiter
         choices = [task.choices(prompt, d) for d in docs]
         requests = [LLRequest(ctx, delim + c) for ctx, cs in zip(contexts, choices) for c in cs]
         with self._bar(entry, prompt, len(requests)) as bar:
@@ -240,7 +343,7 @@ class Runner:
         """A multiple-choice task answered by generation (docs/settings.md)."""
         unparsed_as = entry.spec.instruct.unparsed_as if entry.spec.instruct is not None else None
         choices = [task.choices(prompt, d) for d in docs]
-        max_new = self.config.max_new_tokens or st.MAX_NEW_TOKENS[setting]
+        max_new = self.max_new_tokens(entry, setting)
         requests = [
             GenRequest(ctx, st.STOP, max_new, st.answer_constraint(cs) if self.config.constrained else None, turns)
             for ctx, cs, turns in zip(contexts, choices, _as_turns(messages, len(contexts)))
@@ -249,10 +352,10 @@ class Runner:
             values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
         samples = []
         for i, (doc, ctx, cs, gen) in enumerate(zip(docs, contexts, choices, values)):
-            gold, parsed = task.target(doc), st.parse_answer(setting, gen, cs)
             answer_texts = st.setting_task(entry.task_id, "oe").choices(prompt, doc)
+            gold, (parsed, rule) = task.target(doc), st.parse_answer_rule(setting, gen, cs, answer_texts)
             samples.append({
-                "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed,
+                "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed, "parsed_by": rule,
                 "parsed_answer": None if parsed is None else cs[parsed],
                 "prediction": st.scored_prediction(parsed, gold, len(cs), unparsed_as), "gold": gold,
                 "gold_answer": answer_texts[gold],
@@ -261,7 +364,7 @@ class Runner:
 
     def _run_gen(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
         spec, task = entry.spec, entry.compiled
-        max_new = self.config.max_new_tokens or spec.max_new_tokens
+        max_new = self.max_new_tokens(entry, "loglikelihood")
         constraint = task_constraint(spec) if self.config.constrained else None
         requests = [GenRequest(ctx, tuple(spec.stop), max_new, constraint, turns) for ctx, turns in zip(contexts, _as_turns(messages, len(contexts)))]
         with self._bar(entry, prompt, len(requests)) as bar:
@@ -333,23 +436,33 @@ class Runner:
         self._entries = {e.name: e for e in entries}
         self.out.mkdir(parents=True, exist_ok=True)
         manifest: dict[str, dict[str, str]] = {}
+        earlier = self._earlier_timing()
+        self._planned, self._skipped = [e.name for e in entries], []
         try:
             for entry in entries:
-                if self.config.skip_missing and not self.source.has_split(entry, entry.spec.eval_split):
-                    result.skipped[entry.name] = self._why_missing(entry, entry.spec.eval_split)
+                if self.config.skip_missing and not self.source.has_split(entry, self.eval_split(entry)):
+                    result.skipped[entry.name] = self._why_missing(entry, self.eval_split(entry))
                     self.echo(f"{entry.name}: skipped, {result.skipped[entry.name]}")
+                    self._skipped.append(entry.name)
                     continue
-                start = time.perf_counter()
+                started = (time.perf_counter(), self._compute_s, Counter(self._counts))
+                reset_peak_memory()
                 try:
                     result.results[entry.name], n = self.run_entry(entry)
+                except KeyboardInterrupt:
+                    # The requests computed so far are in the cache; keep their time too, so the resume adds to it.
+                    result.timing[entry.name] = self._task_timing(started, earlier.get(entry.name, {}), finished=False)
+                    self._write_results(result, manifest)
+                    raise
                 finally:
                     if self._task_bar is not None:
                         self._task_bar.close()
                         self._task_bar = None
                 result.computed += n
                 result.cached, result.requests = self._counts["cached"], self._counts["requests"]
-                result.timing[entry.name] = round(time.perf_counter() - start, 3)
-                splits = [entry.spec.eval_split] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
+                result.timing[entry.name] = self._task_timing(started, earlier.get(entry.name, {}), finished=True)
+                result.resources[entry.name] = peak_memory()
+                splits = [self.eval_split(entry)] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
                 manifest[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
                 self._write_results(result, manifest)
             if (note := self.cache.damage_note()) is not None:
@@ -361,36 +474,112 @@ class Runner:
             self.cache.close()
         return result
 
+    def _task_timing(self, started: tuple[float, float, Counter], before: dict, finished: bool) -> dict[str, float]:
+        """This invocation's time and requests of one task, added to what earlier invocations spent on it."""
+        start, compute_start, counts = started
+        done = {k: self._counts[k] - counts[k] for k in ("requests", "computed", "cached")}
+        if not finished:  # requests not yet reached are not counted: the resume counts them
+            done["requests"] = done["computed"] + done["cached"]
+        now = {"wall_s": time.perf_counter() - start, "compute_s": self._compute_s - compute_start, **done}
+        return {k: round(now[k] + before.get(k, 0), 3) for k in TIMING_KEYS}
+
+    def interrupt_summary(self) -> str:
+        """What an interrupted run kept, exactly (the CLI prints it on Ctrl-C)."""
+        path = self.cache.path
+        text = (f"{self._counts['saved_generate_until']} generations of this run were saved in {path} "
+                f"({self.earlier_generations} from earlier runs)")
+        if self._counts["saved_loglikelihood"]:
+            text += f", and {self._counts['saved_loglikelihood']} log-likelihoods"
+        if (self.out / "results.json").is_file():
+            text += f"; {self.out / 'results.json'} is marked partial"
+        return text + "; rerun the same command to resume"
+
     def _why_missing(self, entry: TaskEntry, split: str) -> str:
         return why_missing(self.source, entry, split)
 
-    def _write_results(self, result: RunResult, manifest: dict) -> None:
+    def _config_json(self) -> dict:
         c = self.config
+        return {
+            "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": "auto" if c.batch_size is None else c.batch_size,
+            "max_memory": c.max_memory,
+            "apply_chat_template": c.apply_chat_template, "seed": c.seed, "device": c.device,
+            "max_new_tokens": c.max_new_tokens,
+            "setting": c.setting, "constrained": c.constrained,
+            "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
+            "chat_template": self.chat_template, "split": c.split,
+        }
+
+    def _earlier_timing(self) -> dict[str, dict[str, float]]:
+        """Per task, the timing that earlier invocations of this same run (same model and config) wrote.
+
+        A resume reads most requests back from the cache: its own times alone would hide the
+        compute of the invocations before it."""
+        path = self.out / "results.json"
+        if not path.is_file():
+            return {}
+        try:
+            doc = json.loads(path.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            self.echo(f"note: {path} unreadable ({one_line(err)}): earlier timing not carried over")
+            return {}
+        same_run = isinstance(doc, dict) and doc.get("model") == self._model_json() and doc.get("config") == self._config_json()
+        timing = doc.get("timing") if same_run else None
+        if not isinstance(timing, dict):
+            return {}
+        earlier = {}
+        for task, entry in timing.items():
+            if not (isinstance(entry, dict) and set(entry) == set(TIMING_KEYS)
+                    and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in entry.values())):
+                self.echo(f"note: {path}: timing.{task} is not {{{', '.join(TIMING_KEYS)}}} of non-negative numbers: not carried over")
+                continue
+            earlier[task] = entry
+        return earlier
+
+    def _model_json(self) -> dict:
+        return {**self.model.record, "cache_key": self.model.cache_key}
+
+    def _write_results(self, result: RunResult, manifest: dict) -> None:
         doc = {
             # "partial" until every task is finished: a killed or interrupted run is never taken for a whole one.
             "status": result.status,
+            # What a partial report counts against: "N of M tasks finished".
+            "tasks": {"planned": self._planned, "skipped": self._skipped},
             # Every input that can change a number (the backend's cache identity) and its hash, the
             # model part of the resume-cache key: two runs with equal "cache_key" share their cache.
-            "model": {**self.model.record, "cache_key": self.model.cache_key},
+            "model": self._model_json(),
             # A source may add its provenance (the official Hub source: dataset revisions).
             "data": {"source": self.source.description, "manifest_sha256": manifest, **getattr(self.source, "provenance", dict)()},
-            "config": {
-                "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": c.batch_size,
-                "apply_chat_template": c.apply_chat_template, "seed": c.seed, "device": c.device,
-                "max_new_tokens": c.max_new_tokens,
-                "setting": c.setting, "constrained": c.constrained,
-                "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
-            },
+            "config": self._config_json(),
+            # The tasks and splits of the paper, or not (--split): tables and cards say so.
+            "comparable_with_paper": self.config.split is None,
             "results": result.results,
+            # Per task, prompt and answer rule (answers.py), how many generated answers it parsed.
+            "parsed_by": self.parsed_by,
+            "baselines": self.baselines,
             "skipped": result.skipped,
             "versions": package_versions(),
             "timing": result.timing,
+            # Per task: the process's peak RSS so far and, on CUDA, the task's peak allocation (MiB).
+            "resources": result.resources,
         }
-        if c.constrained:  # it applies to generations with a format only: say to which tasks
+        if self.config.constrained:  # it applies to generations with a format only: say to which tasks
             doc["task_config"] = {name: {"constrained": self.constrained_entry(self._entries[name])} for name in result.results}
         tmp = self.out / ".results.json.tmp"
         tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2, default=str) + "\n", "utf-8")  # default: an identity value a backend did not make JSON
         tmp.replace(self.out / "results.json")
+
+
+TIMING_KEYS = ("wall_s", "compute_s", "requests", "computed", "cached")
+
+
+def chat_template_identity(backend: Backend) -> dict:
+    """Which chat template renders the prompts: the tokenizer's (with its sha256) or the server's (unknown here)."""
+    template = getattr(getattr(backend, "tokenizer", None), "chat_template", None)
+    if isinstance(template, dict):  # named templates (tokenizers that ship several)
+        template = json.dumps(template, sort_keys=True, ensure_ascii=False)
+    if not isinstance(template, str):
+        return {"source": "server", "sha256": None}
+    return {"source": "tokenizer", "sha256": hashlib.sha256(template.encode("utf-8")).hexdigest()}
 
 
 def why_missing(source: Any, entry: TaskEntry, split: str) -> str:
@@ -421,7 +610,8 @@ def summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
     rows = [("task", "prompt", "n", "metrics")]
     for task, prompts in results.items():
         for prompt, scores in prompts.items():
-            metrics = "  ".join(f"{m}={v}" if m == st.UNPARSED else f"{m}={100 * v:.2f}" for m, v in scores.items() if m != "n")
+            metrics = "  ".join(f"{m}={v}/{scores.get('n', '?')}" if m == st.UNPARSED else f"{m}={100 * v:.2f}"
+                                for m, v in scores.items() if m != "n")
             rows.append((task, prompt, str(scores.get("n", "")), metrics))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}" for r in rows)

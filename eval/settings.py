@@ -26,7 +26,7 @@ from evalita_data.prompts import CompiledTask, compile_task
 from evalita_data.registry import get_task
 from evalita_data.taskspec import MCPrompt, Metric, TaskSpec
 
-from .answers import match_option, parse_letter
+from .answers import match_option_rule, parse_letter_rule
 from .api import Constraint
 from .constrained import choice_constraint
 from .metrics import ROUGE_L_ANSWER
@@ -82,11 +82,28 @@ def answer_constraint(choices: Sequence[str]) -> Constraint:
     return choice_constraint(choices)
 
 
-def parse_answer(setting: str, generation: str, choices: Sequence[str]) -> int | None:
-    """Index of the choice the generation gives, or None (unparseable)."""
+def parse_answer_rule(setting: str, generation: str, choices: Sequence[str],
+                      option_texts: Sequence[str] | None = None) -> tuple[int | None, str | None]:
+    """(index of the choice the generation gives, the answer rule that read it), or (None, None).
+
+    ``option_texts``: in CE, the texts behind the letters (a letter given with another option's text is contradictory)."""
     if setting == "ce":
-        return parse_letter(generation, choices)
-    return match_option(generation, choices)
+        return parse_letter_rule(generation, choices, option_texts)
+    return match_option_rule(generation, choices)
+
+
+def parse_answer(setting: str, generation: str, choices: Sequence[str], option_texts: Sequence[str] | None = None) -> int | None:
+    """Index of the choice the generation gives, or None (unparseable)."""
+    return parse_answer_rule(setting, generation, choices, option_texts)[0]
+
+
+def rule_counts(samples: Sequence[dict]) -> dict[str, int]:
+    """How many answers each rule parsed (``parsed_by`` of the samples), and how many none did (``unparsed``)."""
+    counts: dict[str, int] = {}
+    for s in samples:
+        rule = s.get("parsed_by") or UNPARSED
+        counts[rule] = counts.get(rule, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def scored_prediction(parsed: int | None, gold: int, n_choices: int, unparsed_as: Sequence[int] | None = None) -> int:

@@ -33,7 +33,7 @@ def base_name(run: Any) -> str:
 
 
 def settings_table(runs: Sequence[Any], tasks: Sequence[str], headline: Callable[[str, Sequence[str]], tuple[str, Any]]) -> TextTable | None:
-    """Rows (model, task), columns per setting label: 'AvgP [MinP–MaxP] CPS (unparsed u)'; None for a single label."""
+    """Rows (model, task), columns per setting label: 'AvgP [MinP–MaxP] CPS (unparsed k / n)', n over the prompts; None for a single label."""
     labels = labels_of(runs)
     if len(labels) < 2:
         return None
@@ -52,8 +52,9 @@ def settings_table(runs: Sequence[Any], tasks: Sequence[str], headline: Callable
                 metric, _ = headline(task, [m for p in prompts.values() for m in p if m not in ("n", "unparsed")])
                 s = stats.spread_stats([float(p[metric]) * PERCENT for p in prompts.values()], PERCENT)
                 unparsed = sum(int(p.get("unparsed", 0)) for p in prompts.values())
+                answers = sum(int(p.get("n", 0)) for p in prompts.values())
                 cell = f"{s.avg:.1f} [{s.min:.1f}–{s.max:.1f}] CPS {s.cps:.1f}"
-                cells.append(cell + (f" (unparsed {unparsed})" if "unparsed" in next(iter(prompts.values())) else ""))
+                cells.append(cell + (f" (unparsed {unparsed} / {answers})" if "unparsed" in next(iter(prompts.values())) else ""))
             if found:
                 rows.append([model, task] + cells)
     return TextTable(["model", "task"] + labels, rows, text_cols=2)

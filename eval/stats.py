@@ -212,3 +212,48 @@ def _finite_1d(values: Sequence[float], what: str) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{what}: not all finite: {arr.tolist()}")
     return arr
+
+
+# ---------------------------------------------------------------- paired tests (compare)
+
+
+def mcnemar_exact_pvalue(b: int, c: int) -> float:
+    """Two-sided exact McNemar test on the discordant pairs.
+
+    ``b``: items only the first model got right, ``c``: items only the second got right.
+    Under H0 each discordant item is either with probability 1/2, so
+    p = min(1, 2 * P(X <= min(b, c))) for X ~ Binomial(b + c, 1/2); 1 when b + c = 0.
+    """
+    if b < 0 or c < 0:
+        raise ValueError(f"McNemar counts must be >= 0, got b={b}, c={c}")
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2.0 ** n
+    return min(1.0, 2.0 * tail)
+
+
+@dataclass(frozen=True)
+class PairedBootstrap:
+    difference: float  # metric(a) - metric(b) on the original items
+    p_value: float  # two-sided: 2 * the share of resamples whose difference is on the other side of 0 (or 0), capped at 1
+    ci_low: float  # 2.5th / 97.5th percentiles of the resampled differences
+    ci_high: float
+
+
+def paired_bootstrap(a: Sequence[T], b: Sequence[T], metric: Callable[[list[T]], float], k: int = 1000,
+                     seed: int = 0) -> PairedBootstrap:
+    """Resample the *same* item indices for both systems k times; the differences of the corpus metric.
+
+    ``a[i]`` and ``b[i]`` are the two systems' samples of the same item i."""
+    if len(a) != len(b):
+        raise ValueError(f"paired bootstrap needs the same items on both sides, got {len(a)} and {len(b)}")
+    observed = float(metric(list(a)) - metric(list(b)))
+    diffs = np.array([metric([a[i] for i in row]) - metric([b[i] for i in row]) for row in bootstrap_indices(len(a), k, seed)])
+    if observed > 0:
+        other = float(np.mean(diffs <= 0))
+    elif observed < 0:
+        other = float(np.mean(diffs >= 0))
+    else:
+        other = 0.5  # no observed difference: p = 1
+    return PairedBootstrap(observed, min(1.0, 2.0 * other), float(np.percentile(diffs, 2.5)), float(np.percentile(diffs, 97.5)))

@@ -114,7 +114,7 @@ def test_results_record_the_identity_without_secrets(baseline: Path, model_copy:
     assert key == identity_key(model)
     assert model["files_sha256"] == folder_fingerprint(model_copy) and model["backend"] == "hf"
     assert (model["dtype"], model["max_length"], model["device"], model["revision"]) == ("float32", 2048, "cpu", None)
-    assert model["chat_template_sha256"] is not None and model["options"] == {}
+    assert model["chat_template_sha256"] is not None and model["options"] == {"gguf_file": None}
     assert "batch_size" not in model and "threads" not in model
 
 
@@ -189,7 +189,7 @@ def test_vllm_identity_keeps_what_changes_numbers(tiny_model: Path) -> None:
         return backend.cache_identity()
 
     same = identity()
-    assert same["options"] == {"tensor_parallel_size": 1, "vllm_engine_args": None, "vllm_loglikelihood": "prefix"}
+    assert same["options"] == {"tensor_parallel_size": 1, "vllm_engine_args": None, "gguf_file": None, "vllm_loglikelihood": "prefix"}
     assert "device" not in same and same["max_length"] == 2048
     for changed in ({"tensor_parallel_size": 2}, {"extra": {"vllm_engine_args": {"quantization": "fp8"}}},
                     {"extra": {"vllm_loglikelihood": "prompt_logprobs"}}):

@@ -3,8 +3,7 @@
 import random
 
 import pytest
-import torch
-from fast_helpers import tiny_lm, within_bound  # noqa: F401  (tiny_lm is a fixture)
+from fast_helpers import mixed_requests as _requests, random_text as _text, tiny_lm, within_bound  # noqa: F401  (tiny_lm is a fixture)
 
 from evalita_eval.api import GenRequest, LLRequest
 from evalita_eval.backends.hf import encode_pair, plain_loglikelihood
@@ -13,33 +12,7 @@ from evalita_eval.fast.encode import encode_requests
 from evalita_eval.fast.generate import cut_at_stop
 from evalita_eval.fast.reference import plain_generate_until
 
-WORDS = "la frase implica che il contatore dell'acqua domanda risposta è così perché non Sì No A B".split()
 MAX_LENGTH = 48
-
-
-def _text(rng: random.Random, lo: int, hi: int) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
-
-
-def _requests(rng: random.Random, model, tok) -> list[LLRequest]:
-    reqs = []
-    stems = [_text(rng, 1, 12) for _ in range(4)]
-    for _ in range(25):
-        # Contexts share stems (as prompts p1/p3 and few-shot examples do); some are long
-        # enough to be left-truncated at MAX_LENGTH; some end in whitespace.
-        ctx = rng.choice(stems) + " " + _text(rng, 0, rng.choice([3, 30, 60]))
-        ctx += rng.choice(["", " ", "\n"])
-        for cont in rng.sample(["Sì", "No", "A", "la risposta è così", "B perché non"], 3):
-            reqs.append(LLRequest(ctx, " " + cont))
-    reqs.append(LLRequest("", "la frase"))  # empty context: the prefix token stands in
-    reqs.append(reqs[0])  # a duplicate
-    # Continuations that are the model's own greedy token, so that is_greedy is True somewhere.
-    with torch.inference_mode():
-        for stem in stems:
-            ids = tok.encode(stem)
-            nxt = int(model(torch.tensor([ids])).logits[0, -1].argmax())
-            reqs.append(LLRequest(stem, tok.decode([nxt])))
-    return reqs
 
 
 def test_batched_encoding_matches_encode_pair(tiny_lm):

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from evalita_data.registry import TASKS
-from evalita_eval.answers import match_option, normalize, parse_letter
+from evalita_eval.answers import match_option, match_option_rule, normalize, parse_letter
 from evalita_eval.api import GenRequest
 from evalita_eval.cache import request_key
 from evalita_eval.fewshot import build_contexts
@@ -63,6 +63,95 @@ def test_match_option_answer_containing_another_option() -> None:
     assert match_option("direi misto", ["Positivo", "Negativo", "Neutro", "Misto"]) == 3
     # same start: the longest option
     assert match_option("acqua calda sanitaria", ["acqua", "acqua calda"]) == 1
+
+
+# Answers of SmolLM2-135M-Instruct on the public tasks (issue 23), with the option a reader
+# would take from them. WiC CE: A = "No", B = "Sì" as in the issue's transcript.
+REAL_CE = [
+    ("No\nB: Sì\nRispondi solo con la lettera", ["No", "Sì"], None),  # a text, then an echoed option line
+    ('B: "No"', ["No", "Sì"], None),  # B's label with A's text: contradictory
+    ('B: "Sì"', ["No", "Sì"], 1), ("B: Sì", ["No", "Sì"], 1), ("B)", ["No", "Sì"], 1),
+    ("A: No\nB: Sì\nRispondi solo con la lettera della risposta corretta.", ["No", "Sì"], None),  # the option list echoed
+    ("Risposta: B\nA: No\nB: Sì", ["No", "Sì"], 1),
+    ("A questa domanda rispondo B", ["No", "Sì"], 1),  # "A" opening the sentence is the preposition
+    ("E' la B", ["No", "Sì"], 1), ("C'è una sola risposta: B", ["No", "Sì", "Forse"], 1),  # elided words are not letters
+]
+REAL_TEXT = [
+    ("No\nB: Sì\nRispondi solo con la lettera", ["No", "Sì"], 0, "exact"),
+    ('B: "No"', ["No", "Sì"], 0, "exact"),
+    ("Non si può dire", ["No", "Sì"], None, None),  # the pronoun si is not the answer Sì
+    ("Si tratta di due significati diversi", ["No", "Sì"], None, None),
+    ("Si, hanno lo stesso significato", ["No", "Sì"], 1, "exact"),
+    ("Sì\nNo", ["Sì", "No"], None, None),  # the option list echoed (CE-NI shows the options one per line)
+    ("No\nSì\nRispondi riportando solo il testo della risposta corretta.", ["No", "Sì"], None, None),
+    ("Sì\nB: No", ["No", "Sì"], 1, "exact"),
+    ("Sì, le due parole hanno lo stesso significato.", ["No", "Sì"], 1, "exact"),
+    ("No, le parole non hanno lo stesso significato", ["No", "Sì"], 0, "exact"),
+    ("Negativo. Il tweet critica il governo", ["Positivo", "Negativo", "Neutro", "Misto"], 1, "exact"),
+    ("Neutro o Misto", ["Positivo", "Negativo", "Neutro", "Misto"], 2, "start"),
+    ("Il sentimento è negativo", ["Positivo", "Negativo", "Neutro", "Misto"], 1, "in_text"),
+    ("Opzioni:\nA: Positivo\nB: Negativo", ["Positivo", "Negativo", "Neutro", "Misto"], None, None),
+    ("Direi di si", ["No", "Sì"], None, None),
+    ("Risposta: Si", ["No", "Sì"], 1, "exact"), ("Risposta: Negativo", ["Positivo", "Negativo"], 1, "exact"),
+]
+
+
+@pytest.mark.parametrize(("answer", "texts", "expected"), REAL_CE)
+def test_parse_letter_reads_the_answer_not_the_echo(answer: str, texts: list[str], expected: int | None) -> None:
+    assert parse_letter(answer, "ABCDE"[: len(texts)], texts) == expected
+
+
+@pytest.mark.parametrize(("answer", "options", "expected", "rule"), REAL_TEXT)
+def test_match_option_reads_the_answer_not_the_echo(answer: str, options: list[str], expected: int | None, rule: str | None) -> None:
+    assert match_option_rule(answer, options) == (expected, rule)
+
+
+def test_real_model_answers() -> None:
+    """Answers of SmolLM2-135M-Instruct (tests/data/answers/README.md), each with the option a reader takes from it."""
+    from evalita_eval.settings import parse_answer_rule
+
+    records = [json.loads(x) for x in (DATA.parent / "answers" / "smollm2-135m-instruct.jsonl").read_text("utf-8").splitlines()]
+    assert len(records) == 94
+    for r in records:
+        got = parse_answer_rule(r["setting"], r["generation"], r["choices"], r["option_texts"])
+        assert got == (r["expected"], r["rule"]), r
+    # No echoed option list is credited: every answer holding an option line, or the CE-NI list, is unparsed
+    # unless the option line is the whole answer.
+    echoes = [r for r in records if "\n" in r["generation"].strip() and ("B: " in r["generation"] or r["generation"].startswith(("No\nSì", "Positivo\nNegativo")))]
+    assert len(echoes) >= 6 and all(r["expected"] is None for r in echoes)
+    credited = [r["generation"] for r in records if r["expected"] is not None]
+    assert credited == ["D: Misto", 'Il testo della risposta corretta è "Positivo" e il testo della rispost']
+    # the pronoun si inside an OE answer is not the answer Sì (the rules before issue 23 read both as Sì)
+    pronoun = [r for r in records if r["setting"] == "oe" and " si " in f" {r['generation']} "]
+    assert len(pronoun) == 2 and all(r["expected"] is None for r in pronoun)
+
+
+def test_every_gold_answer_parses_to_itself() -> None:
+    """In every setting, the gold answer written as a correct model would write it is read back as the gold option."""
+    from evalita_eval.settings import parse_answer, setting_task
+
+    checked = 0
+    for task_id in MC_TASKS:
+        spec = TASKS[task_id]
+        for split in {spec.eval_split, spec.fewshot_split}:
+            for doc in _records(task_id, None, split):
+                texts = setting_task(task_id, "oe").choices("p1", doc)
+                for setting in SETTINGS:
+                    task = setting_task(task_id, setting)
+                    choices, gold = task.choices("p1", doc), task.target(doc)
+                    assert parse_answer(setting, choices[gold], choices, texts) == gold, (task_id, setting, choices[gold])
+                    checked += 1
+    assert checked > 50
+    # an option that looks like an option line is still itself
+    assert match_option("E. coli", ["Stafilococco", "E. coli", "Streptococco"]) == 1
+
+
+def test_rule_counts_per_prompt() -> None:
+    from evalita_eval.settings import parse_answer_rule, rule_counts
+
+    gens = ["B", "B: Sì", "Risposta: A", "No\nB: Sì", 'B: "No"']
+    samples = [{"parsed_by": parse_answer_rule("ce", g, ["A", "B"], ["No", "Sì"])[1]} for g in gens]
+    assert rule_counts(samples) == {"in_text": 1, "label": 1, "letter": 1, "unparsed": 2}
 
 
 # -- settings' prompts --------------------------------------------------------------------
@@ -257,7 +346,8 @@ def test_unconstrained_generative_format_failures_are_counted(tiny_model: Path, 
     rows = {r[1]: r for r in payload["settings"]["rows"]}
     for task in ("ner_adg", "rel", "ls"):
         free = sum(p["unparsed"] for p in doc["results"][task].values())
-        assert rows[task][2].endswith(f"(unparsed {free})") and rows[task][3].endswith("(unparsed 0)")
+        answers = sum(p["n"] for p in doc["results"][task].values())
+        assert rows[task][2].endswith(f"(unparsed {free} / {answers})") and rows[task][3].endswith(f"(unparsed 0 / {answers})")
     assert "(unparsed" not in rows["sum"][2]
 
 
@@ -309,9 +399,9 @@ def test_report_puts_settings_side_by_side(tiny_model: Path, tmp_path: Path) -> 
     ce = json.loads((tmp_path / "ce" / "results.json").read_text("utf-8"))["results"]["te"]
     accs = sorted(100 * ce[p]["acc"] for p in ("p1", "p2"))
     assert row[:2] == [tiny_model.name, "te"] and row[3].startswith(f"{sum(accs) / 2:.1f} [{accs[0]:.1f}–{accs[1]:.1f}]")
-    assert row[3].endswith("(unparsed 0)") and "(unparsed " not in row[2]
+    assert row[3].endswith("(unparsed 0 / 4)") and "(unparsed " not in row[2]
     oe = json.loads((tmp_path / "oe" / "results.json").read_text("utf-8"))["results"]["te"]
-    assert row[4].endswith(f"(unparsed {oe['p1']['unparsed'] + oe['p2']['unparsed']})")
+    assert row[4].endswith(f"(unparsed {oe['p1']['unparsed'] + oe['p2']['unparsed']} / 4)")
     assert "## Settings side by side" in (tmp_path / "rep" / "report.md").read_text("utf-8")
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..api import GenRequest, LLRequest
+from ..gguf import GGUFModel, pretrained_source
 from .hf import default_add_special_tokens, encode_request, resolve_max_length
 
 
@@ -62,18 +63,24 @@ def generation_prompt(tokenizer: Any, req: GenRequest, max_length: int) -> list[
     return ids[-max_ctx:]
 
 
-def model_max_length(model: str, tokenizer: Any, revision: str | None, trust_remote_code: bool) -> int:
+def model_max_length(model: str, tokenizer: Any, revision: str | None, trust_remote_code: bool, gguf: GGUFModel | None = None) -> int:
     """lm-eval's rule (config, else tokenizer, else 2048), as the HF backend resolves it."""
     from transformers import AutoConfig
 
+    source, files = pretrained_source(model, gguf)
     try:
-        config = AutoConfig.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code)
+        config = AutoConfig.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code, **files)
     except (OSError, ValueError):
         config = None  # a tokenizer-only folder (an API model): the tokenizer's limit
     return resolve_max_length(config, tokenizer)
 
 
-def load_tokenizer(model: str, revision: str | None, trust_remote_code: bool) -> Any:
+def load_tokenizer(model: str, revision: str | None, trust_remote_code: bool, gguf: GGUFModel | None = None) -> Any:
+    """The model's tokenizer; a GGUF model's is built from the file's metadata."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code)
+    source, files = pretrained_source(model, gguf)
+    tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code, **files)
+    if gguf is not None:  # built from the file, not from the folder holding it (as load_hf names it)
+        tokenizer.name_or_path = str(gguf.local_path or f"{gguf.source}/{gguf.file}")
+    return tokenizer

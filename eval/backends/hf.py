@@ -2,7 +2,9 @@
 
 Log-likelihoods: requests sorted by length (longest first), right-padded, one forward
 pass per batch, left-truncated to the model's maximum length, exactly as lm-eval's
-``HFLM._loglikelihood_tokens``. Generation: greedy, left-padded batches, context
+``HFLM._loglikelihood_tokens``; only the continuation positions are projected onto the
+vocabulary (``continuation_scores``), and ``batch_size=None`` (``--batch-size auto``)
+sizes batches by tokens to fit a memory budget (eval/memory.py). Generation: greedy, left-padded batches, context
 left-truncated to ``max_length - max_new_tokens``, output cut at the first stop string
 (the EOS string included), as ``HFLM.generate_until``.
 
@@ -16,10 +18,12 @@ tested against it. ``load_hf`` is the one model/tokenizer loader of the HF-based
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, prompt_room, scoring_input
+from ..memory import forward_bytes, kv_bytes_per_token, memory_budget, return_freed_memory
 from ..tokenization import default_add_special_tokens, prefix_token_id
+from ..gguf import gguf_file_option
 from . import register_backend
 
 DEFAULT_MAX_LENGTH = 2048  # lm-eval's default when neither config nor tokenizer says
@@ -92,6 +96,97 @@ def plain_loglikelihood(model: Any, tokenizer: Any, requests: Sequence[LLRequest
     return out
 
 
+def logits_at(model: Any, keep: Any, **inputs: Any) -> Any:
+    """The logits of the True positions of ``keep`` (rows x width), (n, vocab) in row-major
+    order, from one forward pass of ``inputs``. Where the model takes a boolean
+    ``logits_to_keep`` (transformers 5), only those positions reach the vocabulary
+    projection (the full logits' values up to float rounding: the matrix kernel's blocks
+    depend on the row count), never the (rows x width x vocab) matrix; other models
+    compute every position and are sliced."""
+    import inspect
+
+    n_kept = int(keep.sum())
+    if getattr(model, "_evalita_keep_mask", None) is None:
+        model._evalita_keep_mask = "logits_to_keep" in inspect.signature(model.forward).parameters
+    if model._evalita_keep_mask:
+        try:
+            logits = model(**inputs, logits_to_keep=keep, use_cache=False).logits
+        except IndexError:  # a model that slices positions with an int or a 1-D index only
+            logits = None
+        if logits is not None and tuple(logits.shape[:-1]) == (n_kept,):
+            return logits
+        model._evalita_keep_mask = False
+    return model(**inputs, use_cache=False).logits[keep]
+
+
+def plain_head(model: Any) -> Any:
+    """The output layer when logits are exactly ``head(last hidden state)``, else None."""
+    import torch
+
+    head = model.get_output_embeddings()
+    config = model.config
+    # Soft-capped or scaled logits (Gemma 2, Cohere...) need the model's own forward.
+    for attr in ("final_logit_softcapping", "logit_scale", "logits_scaling", "output_multiplier_scale"):
+        if getattr(config, attr, None) not in (None, 1, 1.0):
+            return None
+    if not isinstance(head, torch.nn.Linear) or not hasattr(model, "get_decoder"):
+        return None
+    return head
+
+
+# Rows of logits projected and log-softmaxed at once: 8M float32 values (32 MiB) at most.
+LOGIT_CHUNK_ELEMENTS = 1 << 23
+
+
+def continuation_scores(model: Any, ids: Any, keep: Any, targets: Sequence[Sequence[int]]) -> list[tuple[float, bool]]:
+    """(sum of log p(target), every target the argmax) of each continuation in turn: the True
+    positions of ``keep`` (rows x width, row-major) cut into runs of ``len(targets[k])``.
+
+    The float32 log-softmax is taken over chunks of at most ``LOGIT_CHUNK_ELEMENTS`` values
+    (row by row, as over the whole run: the same numbers). Where the head is a plain
+    linear layer, it projects only the chunk's hidden states, so a batch never holds more
+    logits than one chunk; otherwise the model's forward projects every kept position."""
+    import torch
+
+    head = plain_head(model)
+    rows = logits_at(model, keep, input_ids=ids) if head is None else model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state[keep]
+    step = max(1, LOGIT_CHUNK_ELEMENTS // (rows.shape[-1] if head is None else head.out_features))
+    out, first = [], 0
+    for cont in targets:
+        target = torch.tensor(cont, device=rows.device)
+        picked, greedy = [], True
+        for r0 in range(0, len(cont), step):
+            chunk = rows[first + r0 : first + min(r0 + step, len(cont))]
+            lp = torch.log_softmax((chunk if head is None else head(chunk)).float(), dim=-1)
+            want = target[r0 : r0 + step]
+            picked.append(lp.gather(1, want[:, None])[:, 0])
+            greedy = greedy and bool((lp.argmax(dim=-1) == want).all())
+        first += len(cont)
+        # One sum over the whole continuation, in order, as the plain path sums it.
+        out.append((float(torch.cat(picked).sum()), greedy))
+    return out
+
+
+def token_budget_batches(order: Sequence[int], lengths: Any, scored: Any, cost: Callable[[int, int, int], int], budget: int) -> list[list[int]]:
+    """``order`` cut, in order, into batches whose ``cost(rows, width, scored tokens)`` stays
+    within ``budget`` bytes (width: the longest ``lengths[i]`` of the batch; scored: the sum
+    of its ``scored[i]``; both indexed by request). A request
+    that alone exceeds the budget is a batch of its own."""
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    width = n_scored = 0
+    for i in order:
+        w, n = max(width, lengths[i]), n_scored + scored[i]
+        if cur and cost(len(cur) + 1, w, n) > budget:
+            batches.append(cur)
+            cur, w, n = [], lengths[i], scored[i]
+        cur.append(i)
+        width, n_scored = w, n
+    if cur:
+        batches.append(cur)
+    return batches
+
+
 class OnHFModel:
     """What every backend on a loaded transformers model and tokenizer shares: its cache
     identity (model files, dtype, device, max length, tokenizer and chat template), and the
@@ -106,11 +201,13 @@ class OnHFModel:
         self.dtype = str(self.model.dtype).removeprefix("torch.")
 
     def cache_identity(self) -> dict[str, Any]:
+        from ..gguf import gguf_identity
         from ..identity import model_source_identity, tokenizer_identity
 
         identity = super().cache_identity()  # type: ignore[misc]  # Backend's, next in every subclass's MRO
         identity.update(model_source_identity(self.name_or_path, identity.get("revision")))
         identity.update(tokenizer_identity(self.tokenizer, self.name_or_path))
+        identity.update(gguf_identity(self.name_or_path, identity.get("revision"), getattr(self.options, "extra", None)) or {})
         # The device type: CPU and GPU kernels round differently (a device index does not matter).
         # Batch size (hf) and --max-batch-tokens (fast) stay out, by measurement on the tiny model
         # (64 requests, float32, CPU): batch sizes 1/3/8/32 give bitwise-different log-likelihoods
@@ -153,10 +250,14 @@ def load_hf(options: BackendOptions) -> LoadedModel:
 
     ``device="auto"`` spreads a model larger than one device over every visible GPU (and
     the CPU) with accelerate's ``device_map="auto"``; otherwise the whole model goes to
-    ``device``. ``threads`` sets torch's intra-op threads (CPU runs).
+    ``device``. ``threads`` sets torch's intra-op threads (CPU runs). A GGUF file
+    (``--model X.gguf`` or ``--backend-arg gguf_file=NAME``, eval/gguf.py) is dequantized by
+    transformers, its tokenizer and chat template read from the file.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ..gguf import gguf_model, pretrained_source, require_gguf
 
     if options.threads is not None:
         torch.set_num_threads(options.threads)
@@ -164,6 +265,11 @@ def load_hf(options: BackendOptions) -> LoadedModel:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError("--device cuda was asked for but torch sees no CUDA device")
     common: dict[str, Any] = {"revision": options.revision, "trust_remote_code": options.trust_remote_code}
+    gguf = gguf_model(options.model, options.extra)
+    if gguf is not None:
+        require_gguf(options.model)
+    source, files = pretrained_source(options.model, gguf)
+    common.update(files)
     placement: dict[str, Any] = {}
     if device == "auto":
         import importlib.util
@@ -171,11 +277,15 @@ def load_hf(options: BackendOptions) -> LoadedModel:
         if importlib.util.find_spec("accelerate") is None:
             raise RuntimeError("--device auto needs accelerate: pip install accelerate")
         placement["device_map"] = "auto"
-    tokenizer = AutoTokenizer.from_pretrained(options.model, **common)
-    model = AutoModelForCausalLM.from_pretrained(options.model, dtype=_torch_dtype(options.dtype), **common, **placement)
+    tokenizer = AutoTokenizer.from_pretrained(source, **common)
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=_torch_dtype(options.dtype), **common, **placement)
     if not placement:
         model = model.to(device)
     model.eval()
+    if gguf is not None:
+        # The tokenizer was built from the file, not from the folder holding it (which the cache
+        # identity would otherwise fingerprint as a tokenizer folder).
+        tokenizer.name_or_path = str(gguf.local_path or f"{gguf.source}/{gguf.file}")
     # lm-eval's configure_pad_token: pad with unk, else eos, when there is no pad token.
     if tokenizer.pad_token_id is None:
         if tokenizer.unk_token is not None:
@@ -191,7 +301,9 @@ def load_hf(options: BackendOptions) -> LoadedModel:
 
 @dataclass(frozen=True)
 class HFOptions:
-    """The hf backend has no option beyond the common ones (--batch-size, --device, --dtype...)."""
+    """Beyond the common options (--batch-size, --device, --dtype...): a GGUF file (eval/gguf.py)."""
+
+    gguf_file: str | None = gguf_file_option()
 
 
 @register_backend("hf")
@@ -202,22 +314,29 @@ class HFBackend(OnHFModel, Backend):
     capabilities = Capabilities(constrained=True)
     Options = HFOptions
 
-    def __init__(self, model: Any, tokenizer: Any, *, max_length: int, batch_size: int = 8, name_or_path: str = "") -> None:
-        if batch_size < 1:
+    def __init__(self, model: Any, tokenizer: Any, *, max_length: int, batch_size: int | None = 8, name_or_path: str = "",
+                 max_memory: int | None = None) -> None:
+        if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch size must be at least 1, got {batch_size}")
         self.model = model
         self.tokenizer = tokenizer
         self.max_length = max_length
+        # None (--batch-size auto): batches sized by tokens to fit the memory budget.
         self.batch_size = batch_size
         self._identify(name_or_path)
         # Inputs go where the first layer is (device_map="auto" dispatches the rest).
         self.device = model.device
+        self._itemsize = model.dtype.itemsize
+        self._budget = memory_budget(max_memory, self.device) if batch_size is None else 0
+        if self.device.type == "cpu":
+            return_freed_memory()
         self._grammars: Any = None  # constrained.GrammarCache, built on the first constrained request
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> "HFBackend":
         loaded = load_hf(options)
-        return cls(loaded.model, loaded.tokenizer, max_length=loaded.max_length, batch_size=options.batch_size, name_or_path=options.model)
+        return cls(loaded.model, loaded.tokenizer, max_length=loaded.max_length, batch_size=options.batch_size, name_or_path=options.model,
+                   max_memory=options.max_memory)
 
     # -- log-likelihood -----------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
@@ -229,29 +348,35 @@ class HFBackend(OnHFModel, Backend):
         order = sorted(range(len(requests)), key=lambda i: -len(encoded[i][0] + encoded[i][1]))
         out: list[LLResult | None] = [None] * len(requests)
         with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                batch = order[start : start + self.batch_size]
+            for batch in self._scoring_batches(order, [len(x) for x in inputs_of], [len(c) for _, c in encoded]):
                 inputs = [inputs_of[i] for i in batch]
                 conts = [encoded[i][1] for i in batch]
                 width = max(len(x) for x in inputs)
                 # Right padding without an attention mask: a causal model's logits at the
                 # real positions do not depend on what follows them (lm-eval does the same).
                 ids = torch.zeros((len(batch), width), dtype=torch.long)
-                for row, inp in enumerate(inputs):
+                keep = torch.zeros((len(batch), width), dtype=torch.bool)
+                for row, (inp, cont) in enumerate(zip(inputs, conts)):
                     ids[row, : len(inp)] = torch.tensor(inp, dtype=torch.long)
-                logits = self.model(ids.to(self.device)).logits.float()
-                logprobs = torch.log_softmax(logits, dim=-1)
-                for row, i in enumerate(batch):
-                    n_in, cont = len(inputs[row]), conts[row]
-                    lp = logprobs[row, n_in - len(cont) : n_in]
-                    target = torch.tensor(cont, device=lp.device)
-                    picked = lp.gather(1, target[:, None])[:, 0]
-                    greedy = bool((lp.argmax(dim=-1) == target).all())
-                    out[i] = LLResult(float(picked.sum()), greedy, len(cont))
+                    keep[row, len(inp) - len(cont) : len(inp)] = True
+                # Only the positions whose next token is read reach the vocabulary (row-major,
+                # so each row's continuation is one contiguous run).
+                scores = continuation_scores(self.model, ids.to(self.device), keep.to(self.device), conts)
+                for i, cont, (logprob, greedy) in zip(batch, conts, scores):
+                    out[i] = LLResult(logprob, greedy, len(cont))
         return out  # type: ignore[return-value]
 
+    def _scoring_batches(self, order: list[int], lengths: list[int], scored: list[int]) -> list[list[int]]:
+        """``order`` cut into forward passes: ``batch_size`` requests each, or with
+        ``batch_size=None`` as many as fit the memory budget (eval/memory.py's formula)."""
+        if self.batch_size is not None:
+            return [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
+        return token_budget_batches(order, lengths, scored, lambda rows, width, n: forward_bytes(self.model.config, self._itemsize, rows, width, n), self._budget)
+
     # -- generation ---------------------------------------------------------------------
-    def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
+    def generate_until(self, requests: Sequence[GenRequest], on_result: Callable[[int, str], None] | None = None) -> list[str]:
+        """Greedy generations in request order; ``on_result(index, text)`` is called for every
+        request as soon as its batch is finished (the runner's resume cache writes it then)."""
         import torch
 
         eos = self.tokenizer.decode([self.tokenizer.eos_token_id], skip_special_tokens=False)
@@ -264,8 +389,7 @@ class HFBackend(OnHFModel, Backend):
             max_ctx = prompt_room(self.max_length, max_new)
             lengths = {i: len(self.tokenizer.encode(requests[i].context)) for i in idx}
             idx = sorted(idx, key=lambda i: -lengths[i])
-            for start in range(0, len(idx), self.batch_size):
-                batch = idx[start : start + self.batch_size]
+            for batch in self._generation_batches(idx, {i: min(n, max_ctx) + max_new for i, n in lengths.items()}):
                 contexts = [requests[i].context for i in batch]
                 special = default_add_special_tokens(self.tokenizer, contexts[0])
                 self.tokenizer.padding_side = "left"
@@ -288,7 +412,23 @@ class HFBackend(OnHFModel, Backend):
                 for row, i in enumerate(batch):
                     text = self.tokenizer.decode(gen[row, ids.shape[1] :].tolist(), skip_special_tokens=True)
                     out[i] = cut_at_stop(text, until)
+                    if on_result is not None:
+                        on_result(i, out[i])
         return out  # type: ignore[return-value]
+
+    def _generation_batches(self, order: list[int], lengths: dict[int, int]) -> list[list[int]]:
+        """``order`` cut into ``generate`` calls: ``batch_size`` requests each, or with
+        ``batch_size=None`` as many as fit the budget with their key/value cache
+        (``lengths``: context + new tokens)."""
+        if self.batch_size is not None:
+            return [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
+        kv = kv_bytes_per_token(self.model)
+
+        def cost(rows: int, width: int, _scored: int) -> int:
+            # The prompt's pass (the last position's logits per row) and the cache of every token.
+            return forward_bytes(self.model.config, self._itemsize, rows, width, rows) + rows * width * kv
+
+        return token_budget_batches(order, lengths, dict.fromkeys(order, 0), cost, self._budget)
 
     def _grammar_processor(self, constraints: list, max_new_tokens: int) -> Any:
         from ..constrained import GrammarCache

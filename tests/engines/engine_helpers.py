@@ -13,7 +13,7 @@ import os
 import socket
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -64,8 +64,8 @@ def run_in_process(backend: Any, backend_name: str, model: Path, out: Path, task
     return json.loads((out / "results.json").read_text("utf-8"))
 
 
-def assert_same_run(ref_dir: Path, got_dir: Path) -> int:
-    """Same scores, predictions and generations; log-likelihoods within tolerance. Returns the LLs compared."""
+def assert_same_run(ref_dir: Path, got_dir: Path, close: Callable[[float, float], bool] = ll_close) -> int:
+    """Same scores, predictions and generations; log-likelihoods within tolerance (``close``). Returns the LLs compared."""
     ref = json.loads((ref_dir / "results.json").read_text("utf-8"))["results"]
     got = json.loads((got_dir / "results.json").read_text("utf-8"))["results"]
     assert got == ref
@@ -80,6 +80,6 @@ def assert_same_run(ref_dir: Path, got_dir: Path) -> int:
         for x, y in zip(a, b):
             assert x.get("is_greedy") == y.get("is_greedy"), name
             for u, v in zip(x.get("loglikelihoods", []), y.get("loglikelihoods", [])):
-                assert ll_close(u, v), (name, u, v)
+                assert close(u, v), (name, u, v)
                 n += 1
     return n

@@ -1,0 +1,143 @@
+"""Peak memory of the full FAQ task (every item, six prompts) on --backend hf and fast.
+
+Builds FAQ from raw/ (``evalita-data build``) into a temporary folder, runs
+``evalita-eval run --tasks faq`` at default settings once per backend, each in its own
+process, and prints per backend: wall time, the process's peak RSS (``wait4``, what the
+kernel counted) and the one results.json recorded, and the largest |log-likelihood
+difference| and the is_greedy disagreements against the plain reference
+(``plain_loglikelihood``: one request per forward pass, full logits) on the first
+``--plain-items`` items of every prompt (default: all). Exit status 1 when a backend
+differs from the plain path by more than 1e-6*|LL| + 1e-5 or on is_greedy.
+
+    .venv/bin/python bench/memory.py                                   # the tiny random model
+    .venv/bin/python bench/memory.py --model-dir /work/smollm2/plain --longest 2   # the largest batches of a real model
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def build_faq(raw: Path, out: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "evalita_data.cli", "build", "--raw", str(raw), "--out", str(out), "--task", "faq", "--no-progress"],
+                   check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
+def keep_longest(data: Path, n: int) -> None:
+    """Keep the ``n`` FAQ test items with the most text (question and options), in their order,
+    and record the new file in the build's manifest: peak memory is set by the longest
+    batch, which a slow machine reaches without scoring every item."""
+    import hashlib
+
+    path = data / "faq" / "test.jsonl"
+    lines = [line for line in path.read_text("utf-8").split("\n") if line]
+    size = lambda line: sum(len(json.loads(line)[k]) for k in ("question", "A", "B", "C", "D"))  # noqa: E731
+    keep = set(sorted(range(len(lines)), key=lambda i: -size(lines[i]))[:n])
+    text = "".join(lines[i] + "\n" for i in range(len(lines)) if i in keep)
+    path.write_text(text, "utf-8")
+    manifest = json.loads((data / "manifest.json").read_text())
+    split = manifest["tasks"]["faq"]["splits"]["test"]
+    split.update(rows=len(keep), sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
+    (data / "manifest.json").write_text(json.dumps(manifest, indent=2))
+
+
+def run_backend(backend: str, model: Path, data: Path, out: Path, extra: list[str]) -> dict:
+    """One ``evalita-eval run`` in a child process: wall time, the peak RSS the kernel counted (MiB, ``wait4``) and the one results.json recorded."""
+    cmd = [sys.executable, "-m", "evalita_eval.cli", "run", "--model", str(model), "--data", str(data), "--tasks", "faq",
+           "--backend", backend, "--no-progress", "--output-dir", str(out), *extra]
+    start = time.perf_counter()
+    with open(out.parent / f"{backend}.log", "w") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    text = (out.parent / f"{backend}.log").read_text()
+    if proc.returncode != 0:
+        raise SystemExit(f"{backend}: evalita-eval run failed (status {proc.returncode}):\n{text[-3000:]}")
+    doc = json.loads((out / "results.json").read_text())
+    return {"wall_s": wall, "rss_mib": usage.ru_maxrss / 1024, "rss_recorded_mib": doc["resources"]["faq"]["max_rss_mib"],
+            "summary": text.strip().splitlines()[-1]}
+
+
+def samples_of(out: Path) -> list[tuple[int, str, str, float, bool]]:
+    """(item index, context, continuation, log-likelihood, is_greedy) of every choice of every FAQ sample."""
+    rows = []
+    for path in sorted((out / "samples").glob("faq_*.jsonl")):
+        for line in path.read_text("utf-8").split("\n"):
+            if line:
+                s = json.loads(line)
+                rows += [(s["doc_id"], s["prompt"], " " + c, ll, g) for c, ll, g in zip(s["choices"], s["loglikelihoods"], s["is_greedy"])]
+    return rows
+
+
+def plain_reference(model_dir: Path, requests: list[tuple[str, str]], threads: int | None) -> dict[tuple[str, str], tuple[float, bool]]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from evalita_eval.api import LLRequest
+    from evalita_eval.backends.hf import plain_loglikelihood, resolve_max_length
+
+    if threads:
+        torch.set_num_threads(threads)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="auto").eval()
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    results = plain_loglikelihood(model, tok, [LLRequest(c, t) for c, t in requests], resolve_max_length(model.config, tok))
+    return {req: (r.logprob, r.is_greedy) for req, r in zip(requests, results)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model-dir", type=Path, default=None, help="A model folder; default: the benches' tiny random model.")
+    parser.add_argument("--raw", type=Path, default=REPO / "raw", help="The raw folder FAQ is built from.")
+    parser.add_argument("--backends", default="hf,fast")
+    parser.add_argument("--plain-items", type=int, default=None, help="Items per prompt checked against the plain path (default: all).")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads of the runs and the plain reference.")
+    parser.add_argument("--limit", type=int, default=None, help="Only the first N FAQ items (default: all, the bench's point).")
+    parser.add_argument("--longest", type=int, default=None, help="Only the N items with the most text (the largest batches; a slow machine).")
+    args = parser.parse_args()
+    extra = (["--threads", str(args.threads)] if args.threads else []) + (["--limit", str(args.limit)] if args.limit else [])
+    with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
+        tmp = Path(tmp)
+        model = args.model_dir
+        if model is None:
+            import tiny
+
+            model = tiny.build_tiny_model(tmp / "model")
+        data = build_faq(args.raw, tmp / "build")
+        if args.longest:
+            keep_longest(data, args.longest)
+        print(f"model {model}; FAQ built from {args.raw}; load: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        runs, samples = {}, {}
+        for backend in args.backends.split(","):
+            runs[backend] = run_backend(backend, model, data, tmp / backend, extra)
+            samples[backend] = samples_of(tmp / backend)
+        items = args.plain_items if args.plain_items is not None else float("inf")
+        chosen = sorted({(c, t) for rows in samples.values() for i, c, t, _, _ in rows if i < items})
+        ref = plain_reference(model, chosen, args.threads) if chosen else {}
+        failed = False
+        print(f"{'backend':8} {'wall s':>8} {'peak RSS MiB':>13} {'(results.json)':>15} {'max |dLL|':>10} {'greedy diff':>12} {'checked':>8}")
+        for backend, run in runs.items():
+            diffs = [(abs(ll - ref[(c, t)][0]), g != ref[(c, t)][1], abs(ref[(c, t)][0])) for _, c, t, ll, g in samples[backend] if (c, t) in ref]
+            worst = max((d for d, _, _ in diffs), default=float("nan"))
+            greedy = sum(g for _, g, _ in diffs)
+            failed |= greedy > 0 or any(d > 1e-6 * r + 1e-5 for d, _, r in diffs)
+            print(f"{backend:8} {run['wall_s']:8.1f} {run['rss_mib']:13.0f} {run['rss_recorded_mib']:15.0f} {worst:10.2e} {greedy:12d} {len(diffs):8d}")
+            print(f"         {run['summary']}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
