@@ -73,6 +73,11 @@ def compare(reqs: Sequence[LLRequest], ref: Sequence[tuple[float, bool]], got: S
     }
 
 
+def print_row(name: str, c: dict[str, Any], n: int) -> None:
+    print(f"| {name} | {c['max_rel']:.2e} | {c['max_abs']:.2e} | {c['over_bound']}/{n} | {c['below_ref']} / {c['above_ref']} "
+          f"| {c['greedy_differs']} | {c['predictions_differ']} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True)
@@ -113,8 +118,7 @@ def main() -> None:
     print("| against plain (batch 1) | max |dLL|/|LL| | max |dLL| | over 1e-6|LL|+1e-5 | below / above plain | is_greedy differing | predictions differing |")
     print("|---|---|---|---|---|---|---|")
     for name, c in rows.items():
-        print(f"| {name} | {c['max_rel']:.2e} | {c['max_abs']:.2e} | {c['over_bound']}/{len(reqs)} | {c['below_ref']} / {c['above_ref']} "
-              f"| {c['greedy_differs']} | {c['predictions_differ']} |")
+        print_row(name, c, len(reqs))
     if args.json:
         args.json.write_text(json.dumps({"requests": len(reqs), "rows": rows}, indent=1), "utf-8")
 
