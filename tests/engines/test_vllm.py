@@ -14,7 +14,9 @@ from evalita_eval.api import BackendOptions, GenRequest, LLRequest
 
 pytestmark = requires_vllm
 
-ENGINE_ARGS = {"enforce_eager": True}
+# Stats on: the prefix-reuse test reads vLLM's own token counters. KV blocks of 32 tokens
+# (vLLM's CPU default is 128, GPUs' 16; the CPU backend wants multiples of 32).
+ENGINE_ARGS = {"enforce_eager": True, "disable_log_stats": False, "block_size": 32}
 
 
 def _vllm(model: Path, **options):
@@ -44,7 +46,15 @@ def _greedy_continuations(hf, contexts: list[str]) -> list[LLRequest]:
     return [LLRequest(c, g) for c, g in zip(contexts, hf.generate_until([GenRequest(c, (), 3) for c in contexts])) if g.strip()]
 
 
-def test_loglikelihoods_equal_hf(engine, hf32) -> None:
+@pytest.fixture(params=["prefix", "prompt_logprobs"])
+def scoring(request, engine):
+    """Each log-likelihood test on both request plans of the one engine (vllm_scoring.MODES)."""
+    engine.scoring = request.param
+    yield request.param
+    engine.scoring = "prefix"
+
+
+def test_loglikelihoods_equal_hf(engine, hf32, scoring) -> None:
     reqs = _requests()
     reqs += _greedy_continuations(hf32, sorted({r.context for r in reqs if r.context}))
     want = hf32.loglikelihood(reqs)
@@ -57,7 +67,7 @@ def test_loglikelihoods_equal_hf(engine, hf32) -> None:
     assert any(r.is_greedy for r in want) and not all(r.is_greedy for r in want)
 
 
-def test_one_token_choices_are_one_request_per_context(engine, hf32) -> None:
+def test_one_token_choices_are_one_request_per_context(engine, hf32, scoring) -> None:
     """Four one-token choices of each of two contexts: two engine requests, not eight."""
     tok = hf32.tokenizer
     one = [t for t in (" Sì", " No", " si", " no", " Roma", "positivo") if len(tok.encode(t, add_special_tokens=False)) == 1][:4]
@@ -78,6 +88,58 @@ def test_one_token_choices_are_one_request_per_context(engine, hf32) -> None:
     assert sent == [2]
     for a, b in zip(hf32.loglikelihood(reqs), got):
         assert a.is_greedy == b.is_greedy and ll_close(a.logprob, b.logprob)
+
+
+def _counters(engine) -> dict[str, float]:
+    """vLLM's own cumulative counters: prompt tokens, prompt tokens served from the prefix cache, generated tokens."""
+    names = ("vllm:prompt_tokens", "vllm:prompt_tokens_cached", "vllm:generation_tokens")
+    got = dict.fromkeys(names, 0.0)
+    for metric in engine.llm.get_metrics():
+        if metric.name in got:
+            got[metric.name] += metric.value
+    return got
+
+
+def _measured(engine, reqs: list[LLRequest]) -> tuple[list, dict[str, float]]:
+    engine.llm.reset_prefix_cache()
+    before = _counters(engine)
+    results = engine.loglikelihood(reqs)
+    after = _counters(engine)
+    return results, {k: after[k] - before[k] for k in after}
+
+
+def test_prefix_mode_computes_each_context_once(engine, hf32) -> None:
+    """Long contexts with multi-token choices: with prefix reuse vLLM computes each context
+    once (its counters say so, to the token, as vllm_scoring.computed_prompt_tokens predicts);
+    with prompt log-probs every choice recomputes it. Same numbers as hf either way."""
+    from evalita_eval.backends.engine_common import ll_windows
+    from evalita_eval.backends.vllm_scoring import computed_prompt_tokens, plan_loglikelihood
+
+    words = "il medico ha prescritto una terapia antibiotica per dieci giorni e la paziente sta meglio".split()
+    contexts = [" ".join(words[i:] + words[:i]) * 12 + f" Domanda {i}: cosa è successo? Risposta:" for i in range(3)]
+    choices = [" Sì", " No", " la paziente è guarita in fretta", " il medico ha sbagliato terapia", " nessuna delle risposte precedenti",
+               " la terapia è durata dieci giorni", " il medico ha prescritto un antibiotico"]
+    reqs = [LLRequest(c, x) for c in contexts for x in choices]
+    want = hf32.loglikelihood(reqs)
+    block = engine.llm.llm_engine.vllm_config.cache_config.block_size
+    windows = list(dict.fromkeys(ll_windows(engine.tokenizer, reqs, engine.max_length)))
+    work = {}
+    for mode in ("prompt_logprobs", "prefix"):
+        engine.scoring = mode
+        try:
+            got, counted = _measured(engine, reqs)
+        finally:
+            engine.scoring = "prefix"
+        for a, b in zip(want, got):
+            assert (a.n_tokens, a.is_greedy) == (b.n_tokens, b.is_greedy) and ll_close(a.logprob, b.logprob), (mode, a, b)
+        calls = [c for wave in plan_loglikelihood(windows, mode) for c, _ in wave]
+        computed = counted["vllm:prompt_tokens"] - counted["vllm:prompt_tokens_cached"]
+        assert computed == computed_prompt_tokens(((c.prompt, not c.prompt_logprobs) for c in calls), block), (mode, counted, block)
+        assert counted["vllm:generation_tokens"] == sum(c.generated for c in calls)
+        work[mode] = computed + counted["vllm:generation_tokens"] - len(calls)  # decode steps: all generated tokens but each request's last
+    context_tokens = sum(len(w.context) for w in windows if w.n_cont > 1)
+    assert work["prompt_logprobs"] > context_tokens  # every longer choice recomputed its context
+    assert work["prefix"] * 3 < work["prompt_logprobs"], work
 
 
 def test_generations_equal_hf(engine, hf32) -> None:

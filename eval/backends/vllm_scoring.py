@@ -1,0 +1,188 @@
+"""Which vLLM requests score which log-likelihood windows (``--backend vllm``).
+
+Two modes, ``--backend-arg vllm_loglikelihood=prefix|prompt_logprobs``:
+
+- ``prefix`` (default): every distinct context is one prompt that vLLM computes once and
+  serves from its prefix cache to each of its choices. A one-token choice is read at the
+  position after the context (all the one-token choices of a context in ONE request,
+  ``logprob_token_ids``; they go first, in a call of their own: ``plan_loglikelihood``);
+  a longer choice is ONE request with the context as prompt that
+  generates exactly the choice's tokens: ``evalita_eval.vllm_force.ForceTokens``, a
+  logits processor loaded into the engine, leaves only the next continuation token
+  sampleable, and ``logprobs=1`` returns, per generated position, the raw log-prob of the
+  forced token and the best raw log-prob (``logprobs_mode="raw_logprobs"``: computed from
+  the model's logits before any processor), so ``is_greedy`` is exact: the forced token's
+  log-prob is the best of its position. The continuation runs as decode steps over the
+  cached context: no token of the context is computed again (but the tail of it that does
+  not fill a KV block, which vLLM caches by whole blocks).
+- ``prompt_logprobs`` (the former path, kept for comparison): one-token choices as above;
+  a longer choice is one request over the whole window asking for prompt log-probs,
+  which vLLM never serves from its prefix cache (every choice recomputes its context).
+
+No vLLM import at module level: the backend registry imports this package.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Sequence
+
+from ..api import LLResult
+from .engine_common import LLWindow
+
+MODES = ("prefix", "prompt_logprobs")
+# The SamplingParams.extra_args key that ForceTokens reads: the token ids to generate.
+FORCE_KEY = "evalita_force_tokens"
+# vLLM 0.32 tracks at most this many token ids per request (SamplingParams.logprob_token_ids).
+MAX_TRACKED_TOKENS = 128
+
+
+@dataclass(frozen=True)
+class LLCall:
+    """One engine request of the log-likelihood path.
+
+    ``kind``: "last" (the log-probs of ``tokens``, one-token choices, at the position after
+    ``prompt``), "forced" (generate exactly ``tokens`` after ``prompt``), "prompt" (prompt
+    log-probs of ``prompt`` and the sampled position forced onto ``tokens[0]``).
+    """
+
+    prompt: tuple[int, ...]
+    kind: str
+    tokens: tuple[int, ...]
+
+    @property
+    def prompt_logprobs(self) -> bool:
+        return self.kind == "prompt"
+
+    @property
+    def generated(self) -> int:
+        """Tokens the engine samples: the forced continuation, else one."""
+        return len(self.tokens) if self.kind == "forced" else 1
+
+    def sampling_params(self) -> Any:
+        from vllm import SamplingParams
+
+        if self.kind == "last":
+            # Greedy: the sampled token is the argmax, its log-prob the best one.
+            return SamplingParams(max_tokens=1, temperature=0.0, logprob_token_ids=list(self.tokens), detokenize=False)
+        if self.kind == "forced":
+            n = len(self.tokens)
+            # ignore_eos: an EOS inside a continuation must not end it early (and no stop token ids then).
+            return SamplingParams(max_tokens=n, temperature=0.0, logprobs=1, ignore_eos=True, detokenize=False,
+                                  extra_args={FORCE_KEY: list(self.tokens)})
+        return SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1, logprobs=0, allowed_token_ids=list(self.tokens), detokenize=False)
+
+    def results(self, windows: Sequence[LLWindow], out: Any) -> dict[LLWindow, LLResult]:
+        """The results of ``windows`` (those this call scores) from vLLM's ``RequestOutput``."""
+        sample = out.outputs[0]
+        if self.kind == "last":
+            position = _positions(sample, 1, self)[0]
+            best = _logprob(position, sample.token_ids[0], self).logprob
+            res = {}
+            for w in windows:
+                lp = _logprob(position, w.ids[-1], self).logprob
+                res[w] = LLResult(_finite(lp, self), lp >= best, 1)
+            return res
+        if self.kind == "forced":
+            if list(sample.token_ids) != list(self.tokens):
+                raise RuntimeError(f"vLLM generated {list(sample.token_ids)} where the continuation {list(self.tokens)} was forced: "
+                                   "is evalita_eval.vllm_force.ForceTokens loaded (engine argument logits_processors)?")
+            total, greedy = 0.0, True
+            for token, position in zip(self.tokens, _positions(sample, len(self.tokens), self)):
+                lp = _logprob(position, token, self).logprob
+                total += _finite(lp, self)
+                greedy = greedy and lp >= max(p.logprob for p in position.values())
+            (w,) = windows
+            return {w: LLResult(total, greedy, len(self.tokens))}
+        (w,) = windows
+        n_in = len(w.ids) - 1
+        total, greedy = 0.0, True
+        for pos in range(n_in - w.n_cont + 1, n_in):
+            lp = _logprob(out.prompt_logprobs[pos], w.ids[pos], self)
+            total += _finite(lp.logprob, self)
+            greedy = greedy and lp.rank == 1
+        last = _logprob(_positions(sample, 1, self)[0], w.ids[-1], self)
+        return {w: LLResult(total + _finite(last.logprob, self), greedy and last.rank == 1, w.n_cont)}
+
+
+def _positions(sample: Any, n: int, call: LLCall) -> list[dict]:
+    if sample.logprobs is None or len(sample.logprobs) < n:
+        raise RuntimeError(f"vLLM returned log-probs for {0 if sample.logprobs is None else len(sample.logprobs)} positions, "
+                           f"{n} expected ({call.kind} request, prompt of {len(call.prompt)} tokens)")
+    return list(sample.logprobs[:n])
+
+
+def _logprob(position: dict, token: int, call: LLCall) -> Any:
+    if token not in position:
+        raise RuntimeError(f"vLLM returned no log-prob for token {token} ({call.kind} request, prompt of {len(call.prompt)} tokens)")
+    return position[token]
+
+
+def _finite(lp: float, call: LLCall) -> float:
+    value = float(lp)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise RuntimeError(f"vLLM returned the log-prob {value} ({call.kind} request, prompt of {len(call.prompt)} tokens)")
+    return value
+
+
+def check_mode(mode: Any) -> str:
+    if mode not in MODES:
+        raise ValueError(f"--backend-arg vllm_loglikelihood must be one of {', '.join(MODES)}, got {mode!r}")
+    return mode
+
+
+def plan_loglikelihood(windows: Sequence[LLWindow], mode: str) -> list[list[tuple[LLCall, list[LLWindow]]]]:
+    """The engine requests for distinct ``windows``, each with the windows it scores, in
+    two waves (two ``generate`` calls): first the one-token choices of every context
+    (which computes the contexts), then the longer choices. vLLM 0.32 must not get both in
+    one batch: when any request of a batch asks for ``logprob_token_ids``, the sampler
+    returns that layout for every request of the batch, and a ``logprobs=1`` request gets
+    -inf (vllm/v1/sample/sampler.py). The prefix cache outlives the call."""
+    check_mode(mode)
+    by_context: dict[tuple[int, ...], list[LLWindow]] = defaultdict(list)
+    for w in windows:
+        by_context[w.context].append(w)
+    last: list[tuple[LLCall, list[LLWindow]]] = []
+    longer: list[tuple[LLCall, list[LLWindow]]] = []
+    for ctx, group in by_context.items():
+        one = [w for w in group if w.n_cont == 1]
+        wanted = sorted({w.ids[-1] for w in one})
+        for start in range(0, len(wanted), MAX_TRACKED_TOKENS):
+            chunk = set(wanted[start : start + MAX_TRACKED_TOKENS])
+            last.append((LLCall(ctx, "last", tuple(sorted(chunk))), [w for w in one if w.ids[-1] in chunk]))
+        for w in group:
+            if w.n_cont > 1:
+                if mode == "prefix":
+                    longer.append((LLCall(ctx, "forced", w.ids[len(ctx):]), [w]))
+                else:
+                    longer.append((LLCall(w.ids[:-1], "prompt", (w.ids[-1],)), [w]))
+    return [wave for wave in (last, longer) if wave]
+
+
+def prefix_cache_hits(prompts: Iterable[tuple[Sequence[int], bool]], block_size: int) -> Iterator[int]:
+    """Per ``(prompt, reads the prefix cache)`` submitted in this order, the tokens vLLM takes
+    from its prefix cache, by its rule: the longest run of whole KV blocks already cached (a
+    block is identified by the whole prefix up to its end), never the prompt's last token,
+    none when the request asks for prompt log-probs; every prompt's whole blocks are cached
+    after it. From an empty cache, without eviction (bench/work.py, the tests)."""
+    cached: set[int] = set()
+    for prompt, reads in prompts:
+        # A block's key hashes its parent's key with its tokens, as vLLM's block hashes do.
+        keys, parent = [], 0
+        for end in range(block_size, len(prompt) + 1, block_size):
+            parent = hash((parent, tuple(prompt[end - block_size : end])))
+            keys.append(parent)
+        hit = 0
+        if reads:
+            while hit + block_size <= len(prompt) - 1 and keys[hit // block_size] in cached:
+                hit += block_size
+        cached.update(keys)
+        yield hit
+
+
+def computed_prompt_tokens(prompts: Iterable[tuple[Sequence[int], bool]], block_size: int) -> int:
+    """The prompt tokens vLLM computes (``prefix_cache_hits``'s rule). The calls of a plan:
+    ``((c.prompt, not c.prompt_logprobs) for c in calls)``."""
+    prompts = list(prompts)
+    return sum(len(p) for p, _ in prompts) - sum(prefix_cache_hits(prompts, block_size))
