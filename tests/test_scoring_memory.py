@@ -91,7 +91,11 @@ def test_models_without_logits_to_keep_are_sliced(tiny_lm):
     keep[0, 5:9] = keep[2, 19] = True
     with torch.inference_mode():
         full = model(ids).logits[keep]
-        assert torch.equal(logits_at(model, keep, input_ids=ids), full)
+        # Projecting only the kept rows changes the matrix kernel's blocking (and so float32
+        # rounding) with the row count and the thread count: equal up to rounding.
+        kept = logits_at(model, keep, input_ids=ids)
+        assert kept.shape == full.shape and torch.allclose(kept, full, rtol=0, atol=1e-5)
+        # Without logits_to_keep the full logits are computed and sliced: exactly equal.
         assert torch.equal(logits_at(NoKeepArgument(model), keep, input_ids=ids), full)
 
 

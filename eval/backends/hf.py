@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, prompt_room, scoring_input
 from ..memory import forward_bytes, kv_bytes_per_token, memory_budget, return_freed_memory
 from ..tokenization import default_add_special_tokens, prefix_token_id
+from ..logits import logits_at, plain_head  # noqa: F401  (shared with fast/, which must not import backends/)
 from ..gguf import gguf_file_option
 from . import register_backend
 
@@ -94,44 +95,6 @@ def plain_loglikelihood(model: Any, tokenizer: Any, requests: Sequence[LLRequest
             greedy = bool((logprobs.argmax(dim=-1) == target).all())
             out.append(LLResult(float(picked.sum()), greedy, len(cont)))
     return out
-
-
-def logits_at(model: Any, keep: Any, **inputs: Any) -> Any:
-    """The logits of the True positions of ``keep`` (rows x width), (n, vocab) in row-major
-    order, from one forward pass of ``inputs``. Where the model takes a boolean
-    ``logits_to_keep`` (transformers 5), only those positions reach the vocabulary
-    projection (the full logits' values up to float rounding: the matrix kernel's blocks
-    depend on the row count), never the (rows x width x vocab) matrix; other models
-    compute every position and are sliced."""
-    import inspect
-
-    n_kept = int(keep.sum())
-    if getattr(model, "_evalita_keep_mask", None) is None:
-        model._evalita_keep_mask = "logits_to_keep" in inspect.signature(model.forward).parameters
-    if model._evalita_keep_mask:
-        try:
-            logits = model(**inputs, logits_to_keep=keep, use_cache=False).logits
-        except IndexError:  # a model that slices positions with an int or a 1-D index only
-            logits = None
-        if logits is not None and tuple(logits.shape[:-1]) == (n_kept,):
-            return logits
-        model._evalita_keep_mask = False
-    return model(**inputs, use_cache=False).logits[keep]
-
-
-def plain_head(model: Any) -> Any:
-    """The output layer when logits are exactly ``head(last hidden state)``, else None."""
-    import torch
-
-    head = model.get_output_embeddings()
-    config = model.config
-    # Soft-capped or scaled logits (Gemma 2, Cohere...) need the model's own forward.
-    for attr in ("final_logit_softcapping", "logit_scale", "logits_scaling", "output_multiplier_scale"):
-        if getattr(config, attr, None) not in (None, 1, 1.0):
-            return None
-    if not isinstance(head, torch.nn.Linear) or not hasattr(model, "get_decoder"):
-        return None
-    return head
 
 
 # Rows of logits projected and log-softmaxed at once: 8M float32 values (32 MiB) at most.
