@@ -133,8 +133,10 @@ def test_generations_finished_before_the_end_of_a_call_are_saved(tiny_model: Pat
     with pytest.raises(KeyboardInterrupt):
         runner.run(entries)
     assert _cache_lines(tmp_path / "cache.jsonl") == 2
+    # The runner writes results.json (partial, with the time spent so far) when interrupted: the message says so.
     assert runner.interrupt_summary() == (f"2 generations of this run were saved in {tmp_path / 'cache.jsonl'} (0 from earlier runs); "
-                                          "rerun the same command to resume")
+                                          f"{tmp_path / 'results.json'} is marked partial; rerun the same command to resume")
+    assert json.loads((tmp_path / "results.json").read_text("utf-8"))["status"] == "partial"
     again = Runner(backend, ModelInfo(str(tiny_model), None, "float32", "fast"), DataSource(DATA), config, tmp_path)
     assert again.earlier_generations == 2
     result = again.run(entries)

@@ -156,7 +156,7 @@ def test_ctrl_c_keeps_finished_work_marks_results_partial_and_report_refuses(tmp
     args = ["--model", tiny_model, "--data", HERE / "data" / "build", "--tasks", "te,wic", "--prompts", "p1", "--limit", "2", "--output-dir", out]
     result = run(*args)
     assert result.exit_code == 130
-    assert "finished requests are kept" in result.output and "run the same command again to resume" in result.output
+    assert "interrupted: " in result.output and "results.json is marked partial; rerun the same command to resume" in result.output
     assert "Traceback" not in result.output and "Aborted!" not in result.output
     doc = json.loads((out / "results.json").read_text("utf-8"))
     assert doc["status"] == "partial" and list(doc["results"]) == ["te"]
