@@ -197,9 +197,10 @@ class Runner:
         of ``requests_per_call`` (or ``batch_size x 4``) requests, written chunk by chunk.
         """
         keys = [request_key(self.model.cache_key, kind, request_payload(r)) for r in requests]
-        pending = sorted({k: i for i, k in enumerate(keys) if self.cache.get(k, kind) is None}.values(), key=lambda i: -len(requests[i].context))
+        found = [self.cache.get(k, kind) is not None for k in keys]  # shape-checked once per request
+        pending = sorted({k: i for i, (k, hit) in enumerate(zip(keys, found)) if not hit}.values(), key=lambda i: -len(requests[i].context))
         self._counts["requests"] += len(keys)
-        self._counts["cached"] += sum(self.cache.get(k, kind) is not None for k in keys)
+        self._counts["cached"] += sum(found)
         bar.update(len(requests) - len(pending))
         streams = "on_result" in inspect.signature(compute).parameters
         # A backend that batches by tokens (fast) asks for larger calls to share more.
