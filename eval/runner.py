@@ -487,7 +487,10 @@ class Runner:
     def interrupt_summary(self) -> str:
         """What an interrupted run kept, exactly (the CLI prints it on Ctrl-C)."""
         path = self.cache.path
-        text = (f"{self._counts['saved_generate_until']} generations of this run were saved in {path} "
+        self.cache.close()
+        # Counted from the file as it is now: Ctrl-C may land between a line's write and the count.
+        on_disk = sum(isinstance(v, str) for v in RequestCache(path).values.values()) if path.is_file() else 0
+        text = (f"{on_disk - self.earlier_generations} generations of this run were saved in {path} "
                 f"({self.earlier_generations} from earlier runs)")
         if self._counts["saved_loglikelihood"]:
             text += f", and {self._counts['saved_loglikelihood']} log-likelihoods"
