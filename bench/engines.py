@@ -46,8 +46,8 @@ def load(name: str, model_dir: Path, args):
     from evalita_eval.backends import create_backend
 
     if name.startswith("vllm"):
-        # "vllm" (prefix reuse) or "vllm:prompt_logprobs" (the former request plan)
-        extra = {"vllm_engine_args": {"enforce_eager": True}, "vllm_loglikelihood": name.partition(":")[2] or "prefix"}
+        # "vllm" (the default plan, prefill) or "vllm:MODE" (vllm_scoring.MODES)
+        extra = {"vllm_engine_args": {"enforce_eager": True}, "vllm_loglikelihood": name.partition(":")[2] or "prefill"}
         return create_backend("vllm", BackendOptions(model=str(model_dir), dtype="float32", extra=extra))
     return create_backend("fast" if name == "fast" else "hf", BackendOptions(model=str(model_dir), dtype="float32", batch_size=args.batch_size))
 
@@ -66,7 +66,7 @@ def main() -> None:
     parser.add_argument("--gen-items", type=int, default=32)
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--batch-size", type=int, default=8, help="hf backend")
-    parser.add_argument("--backends", default="hf,fast,vllm", help="also vllm:prompt_logprobs (one vLLM engine per process: list it alone)")
+    parser.add_argument("--backends", default="hf,fast,vllm", help="also vllm:prefix, vllm:prompt_logprobs (one vLLM engine per process: list it alone)")
     args = parser.parse_args()
 
     model_dir = tiny.build_tiny_model(Path(tempfile.mkdtemp(prefix="bench-engines-")) / "model", layers=args.layers, hidden=args.hidden)

@@ -9,7 +9,7 @@ bench/work.py), zero-shot. Reference: ``plain_loglikelihood`` (one forward per r
 lm-eval's numbers at batch 1; the same forward and ops as ``plain_loglikelihood``). Against it, per backend: the largest |dLL| / |LL|, the
 largest |dLL|, how many exceed ``1e-6*|LL| + 1e-5``, how many are below the reference (a
 systematic sign is not rounding noise), is_greedy and predictions differing. Rows:
-``hf`` b8, ``fast``, ``vllm`` (prefix and prompt_logprobs; with --vllm), lm-eval's
+``hf`` b8, ``fast``, ``vllm`` (the request plans of ``--vllm-modes``; with --vllm), lm-eval's
 ``HFLM`` b8 (its own batch-size spread: at batch 1 it is the plain path), and the plain path with an unbiased log-softmax
 (``logit - logsumexp`` in float64) to show where the sign comes from (docs/fast.md).
 """
@@ -84,7 +84,9 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=4, help="documents per task entry")
     ap.add_argument("--tasks", default="wic,te,sa,hs,faq,at")
     ap.add_argument("--max-length", type=int, default=2048)
-    ap.add_argument("--vllm", action="store_true", help="also --backend vllm, both request plans (needs .venv-vllm)")
+    ap.add_argument("--vllm", action="store_true", help="also --backend vllm (needs .venv-vllm)")
+    ap.add_argument("--vllm-modes", default="prefill,prompt_logprobs",
+                    help="its request plans (vllm_scoring.MODES; prefix takes one CPU engine step per forced token)")
     ap.add_argument("--lmeval", action="store_true", help="also lm-eval's HFLM at batch 8")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -105,13 +107,18 @@ def main() -> None:
     rows["fast"] = compare(reqs, ref, [(r.logprob, r.is_greedy) for r in fast.loglikelihood(reqs)])
     del fast
     if args.lmeval:
+        import importlib.util
+
+        if importlib.util.find_spec("accelerate") is None:  # lm-eval's HFLM imports it (.ci/run installs both in .venv-vllm)
+            sys.exit("--lmeval needs lm-eval 0.4.13 and accelerate in this venv: pip install lm-eval==0.4.13 'accelerate>=0.26'")
         # At batch 1 lm-eval computes what the plain path computes (tests/test_eval_parity.py):
         # its batch-8 row against the plain path is lm-eval's own batch-size spread.
         rows["lm-eval HF b8"] = compare(reqs, ref, lmeval_hf(args.model, reqs, hf.tokenizer, 8))
     if args.vllm:
+        # Built with ForceTokens loaded ("prefix"), so that every plan can run on it.
         engine = create_backend("vllm", BackendOptions(model=args.model, dtype="float32", max_length=args.max_length,
-                                                       extra={"vllm_engine_args": {"enforce_eager": True}}))
-        for mode in ("prefix", "prompt_logprobs"):
+                                                       extra={"vllm_engine_args": {"enforce_eager": True}, "vllm_loglikelihood": "prefix"}))
+        for mode in args.vllm_modes.split(","):
             engine.scoring = mode
             rows[f"vllm ({mode})"] = compare(reqs, ref, [(r.logprob, r.is_greedy) for r in engine.loglikelihood(reqs)])
         engine.close()

@@ -19,9 +19,10 @@ tokens it runs through the model, computed from its own batching rules:
   vLLM reads nothing from its prefix cache for those, so every prompt token is computed;
 - ``ours hf bN``: the same padded batches, without lm-eval's grouping;
 - ``ours fast``: the prefix-tree nodes and the padded passes of ``FastBackend``;
-- ``ours vllm``: ``--backend vllm`` (``vllm_loglikelihood=prefix``): one request per
-  context for its one-token choices, one forced-continuation request per longer choice,
-  through vLLM's prefix cache (blocks of ``--block-size`` tokens, hashed as vLLM does:
+- ``ours vllm``: ``--backend vllm`` (``vllm_loglikelihood=prefill``, the default): one
+  request per context for the first tokens of its choices, one cache-reading prompt-log-prob
+  request per longer choice (``prefix``: one forced-continuation request, the same tokens
+  as decode steps), through vLLM's prefix cache (blocks of ``--block-size`` tokens, hashed as vLLM does:
   a block is reused when the whole prefix up to its end is equal; the cache is assumed
   large enough to keep every block of the run, which a GPU's KV cache is not always);
   ``vllm_loglikelihood=prompt_logprobs`` (the former path) beside it.
@@ -31,14 +32,17 @@ the HF schedulers, through the prefix cache for vLLM, whose generation requests 
 on both sides); the generated tokens depend on the model and are not counted here
 (at most requests x max_new_tokens, the same bound for every scheduler).
 
-``--vllm-counters LIMIT`` (in ``.venv-vllm``) runs both vLLM sides on the real model at a
-small limit and prints vLLM's own counters of prompt tokens, prefix-cache queries and hits.
+``--vllm-counters`` (in ``.venv-vllm``) runs the vLLM sides (``--vllm-sides``, each in its own
+process, in that order: list one twice to alternate) on the real model at a small limit and
+prints vLLM's own counters of prompt tokens, prefix-cache hits, decode tokens and engine
+steps, with each side's scoring seconds and the load average around it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import tempfile
@@ -53,7 +57,7 @@ import data  # noqa: E402  (bench/ is on sys.path when run as a script)
 from evalita_data.registry import TASK_IDS  # noqa: E402
 from evalita_eval.api import GenRequest, LLRequest, prompt_room, scoring_input  # noqa: E402
 from evalita_eval.backends.hf import default_add_special_tokens, encode_request  # noqa: E402
-from evalita_eval.backends.vllm_scoring import plan_loglikelihood, prefix_cache_hits  # noqa: E402
+from evalita_eval.backends.vllm_scoring import plan_loglikelihood, prefix_cache_hits, submitted_calls  # noqa: E402
 from evalita_eval.fast.encode import encode_requests  # noqa: E402
 from evalita_eval.fewshot import build_contexts  # noqa: E402
 from evalita_eval.tasks import TaskEntry, select_entries  # noqa: E402
@@ -201,13 +205,13 @@ def ours_fast(pairs: Sequence[tuple[list[int], list[int]]], max_length: int, max
     return work
 
 
-def ours_vllm(pairs: Sequence[tuple[list[int], list[int]]], max_length: int, block_size: int, mode: str = "prefix") -> Work:
+def ours_vllm(pairs: Sequence[tuple[list[int], list[int]]], max_length: int, block_size: int, mode: str = "prefill") -> Work:
     """``--backend vllm``'s log-likelihood requests, in the order it submits them."""
     from evalita_eval.backends.engine_common import LLWindow
 
     windows = dict.fromkeys(LLWindow(tuple((c + x)[-(max_length + 1) :]), len(x)) for c, x in pairs)
-    calls = [c for wave in plan_loglikelihood(list(windows), mode) for c, _ in wave]
-    hits = prefix_cache_hits(((c.prompt, not c.prompt_logprobs) for c in calls), block_size)
+    calls = submitted_calls([c for wave in plan_loglikelihood(list(windows), mode) for c, _ in wave], block_size)
+    hits = prefix_cache_hits(((c.prompt, c.reads_prefix_cache) for c in calls), block_size)
     # The prompt less its cached blocks, then a decode step per generated token but the last.
     return _cached_work([(len(c.prompt), hit, c.generated - 1) for c, hit in zip(calls, hits)])
 
@@ -251,7 +255,7 @@ def cached_prompts(prompts: Sequence[list[int]], block_size: int) -> Work:
 
 # -- vLLM's own counters (in .venv-vllm) -----------------------------------------------------
 
-COUNTERS = ("vllm:prompt_tokens", "vllm:prompt_tokens_cached", "vllm:generation_tokens", "vllm:request_success")
+COUNTERS = ("vllm:prompt_tokens", "vllm:prompt_tokens_cached", "vllm:generation_tokens", "vllm:request_success", "steps")
 
 
 def _counters(llm: Any) -> dict[str, float]:
@@ -259,6 +263,8 @@ def _counters(llm: Any) -> dict[str, float]:
     for metric in llm.get_metrics():
         if metric.name in got:
             got[metric.name] += getattr(metric, "value", 0.0)
+        elif metric.name == "vllm:iteration_tokens_total":  # one observation per engine step
+            got["steps"] += metric.count
     return got
 
 
@@ -321,10 +327,11 @@ def vllm_side(side: str, model: str, pairs: list[tuple[list[int], list[int]]], r
         lm = VLLM(pretrained=model, dtype=dtype, max_model_len=max_length + 1, batch_size="auto", **engine_args)
         llm = lm.model
         score = lambda: [tuple(x) for x in lm._loglikelihood_tokens([((r.context, r.continuation), c, x) for r, (c, x) in zip(reqs, pairs)], disable_tqdm=True)]  # noqa: E731
-    before, start = _counters(llm), time.perf_counter()
+    load_before, before, start = os.getloadavg()[0], _counters(llm), time.perf_counter()
     results = score()
     seconds, after = time.perf_counter() - start, _counters(llm)
     return {"side": side, "results": results, "counters": {k: after[k] - before[k] for k in COUNTERS}, "scoring_s": seconds,
+            "load_1min": [load_before, os.getloadavg()[0]],
             "block_size": llm.llm_engine.vllm_config.cache_config.block_size}
 
 
@@ -342,7 +349,8 @@ def compare_vllm_counters(args: argparse.Namespace, docs: dict, tokenizer: Any, 
     model = args.tokenizer
     if args.llama8b:
         model = str(llama8b_folder(Path(args.tokenizer), Path(tempfile.mkdtemp(prefix="llama8b-"))))
-    for side in ("lm-eval", "ours:prompt_logprobs", "ours:prefix"):
+    for i, side in enumerate(args.vllm_sides.split(",")):
+        key = side if side not in sides else f"{side} ({i + 1})"
         with tempfile.TemporaryDirectory() as tmp:
             docs_file = Path(tmp) / "docs.json"
             docs_file.write_text(json.dumps(docs), "utf-8")
@@ -351,7 +359,7 @@ def compare_vllm_counters(args: argparse.Namespace, docs: dict, tokenizer: Any, 
                             "--block-size", str(args.block_size), *(["--llama8b"] if args.llama8b else []),
                             "--side-docs", str(docs_file), "--side-out", str(out), "--vllm-limit", str(args.vllm_limit),
                             "--vllm-tasks", args.vllm_tasks, "--vllm-shots", str(args.vllm_shots)], check=True)
-            sides[side] = json.loads(out.read_text("utf-8"))
+            sides[key] = json.loads(out.read_text("utf-8"))
     reqs = limited_requests(docs, args.vllm_limit, args.vllm_tasks.split(","), args.vllm_shots)
     ref = sides["lm-eval"]["results"]
     for side in sides.values():
@@ -390,6 +398,7 @@ def count(tokenizer: Any, docs: dict, max_length: int, block_size: int, batches:
         rows["ours fast"] = ours_fast(pairs, max_length)
         rows["ours vllm (prompt_logprobs)"] = ours_vllm(pairs, max_length, block_size, "prompt_logprobs")
         rows["ours vllm (prefix)"] = ours_vllm(pairs, max_length, block_size, "prefix")
+        rows["ours vllm (prefill)"] = ours_vllm(pairs, max_length, block_size, "prefill")
         prompts = gen_prompts(tokenizer, gen, max_length)
         gen_rows = {f"padded b{b} (lm-eval HF, ours hf)": padded_prompts(prompts, b) for b in batches}
         gen_rows["vLLM prefix cache (lm-eval vLLM, ours vllm)"] = cached_prompts(prompts, block_size)
@@ -419,14 +428,16 @@ def print_table(result: dict[str, Any]) -> None:
 
 def print_counters(res: dict[str, Any]) -> None:
     print(f"\nvLLM's counters, {res['requests']} requests ({res['tasks']}, {res['limit']} docs per entry, {res['shots']}-shot):")
-    print("| side | prompt tokens | of them from the prefix cache | computed prompt tokens | decode tokens | max abs dLL vs lm-eval | predictions differing | scoring s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| side | prompt tokens | of them from the prefix cache | computed prompt tokens | decode tokens | engine steps "
+          "| max abs dLL vs lm-eval | predictions differing | scoring s | load (1 min) before, after |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     base = res["sides"]["lm-eval"]["computed_prompt_tokens"]
     for name, side in res["sides"].items():
         c = side["counters"]
         print(f"| {name} | {c['vllm:prompt_tokens']:.0f} | {c['vllm:prompt_tokens_cached']:.0f} | {side['computed_prompt_tokens']:.0f} "
-              f"({base / side['computed_prompt_tokens']:.2f}x fewer) | {side['decode_tokens']:.0f} | {side['max_abs_dll_vs_lmeval']:.2e} | {side['predictions_differ']} "
-              f"| {side['scoring_s']:.1f} |")
+              f"({base / side['computed_prompt_tokens']:.2f}x fewer) | {side['decode_tokens']:.0f} | {c['steps']:.0f} "
+              f"| {side['max_abs_dll_vs_lmeval']:.2e} | {side['predictions_differ']} "
+              f"| {side['scoring_s']:.1f} | {side['load_1min'][0]:.2f}, {side['load_1min'][1]:.2f} |")
 
 
 # Llama-3.1-8B on one H100 SXM (bf16): the projection of bench/README.md.
@@ -470,6 +481,8 @@ def main() -> None:
     ap.add_argument("--vllm-counters", action="store_true", help="also run both vLLM sides on --tokenizer's model (in .venv-vllm)")
     ap.add_argument("--vllm-limit", type=int, default=2, help="documents per entry for --vllm-counters")
     ap.add_argument("--vllm-tasks", default="wic,te,sa,hs,faq,at", help="tasks for --vllm-counters")
+    ap.add_argument("--vllm-sides", default="lm-eval,ours:prompt_logprobs,ours:prefix,ours:prefill",
+                    help="the sides of --vllm-counters, in order (lm-eval or ours:MODE; a side listed twice runs twice)")
     ap.add_argument("--vllm-shots", type=int, default=0)
     ap.add_argument("--side", help=argparse.SUPPRESS)  # internal: one side of --vllm-counters
     ap.add_argument("--side-docs", type=Path, help=argparse.SUPPRESS)

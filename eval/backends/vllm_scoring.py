@@ -37,7 +37,7 @@ No vLLM import at module level: the backend registry imports this package.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..api import LLResult
@@ -227,3 +227,12 @@ def computed_prompt_tokens(prompts: Iterable[tuple[Sequence[int], bool]], block_
     ``((c.prompt, c.reads_prefix_cache) for c in calls)`` (no resend of ``cache_too_deep``)."""
     prompts = list(prompts)
     return sum(len(p) for p, _ in prompts) - sum(prefix_cache_hits(prompts, block_size))
+
+
+def submitted_calls(calls: Sequence[LLCall], block_size: int) -> list[LLCall]:
+    """The requests vLLM gets for a plan's ``calls`` (in order, from an empty cache): those,
+    then the resends of the "cached" ones whose cache hit (``prefix_cache_hits``'s rule)
+    reaches past their context (``LLCall.cache_too_deep``; they are in the last wave)."""
+    hits = prefix_cache_hits(((c.prompt, c.reads_prefix_cache) for c in calls), block_size)
+    deep = [replace(c, reads_cache=False) for c, hit in zip(calls, hits) if c.kind == "cached" and c.reads_cache and hit > c.context_len]
+    return [*calls, *deep]

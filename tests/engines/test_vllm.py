@@ -20,9 +20,11 @@ ENGINE_ARGS = {"enforce_eager": True, "disable_log_stats": False, "block_size": 
 
 
 def _vllm(model: Path, **options):
+    """The engine with ForceTokens loaded ("prefix"), so that a test can switch it to any plan (``engine.scoring``)."""
     from evalita_eval.backends import create_backend
 
-    return create_backend("vllm", BackendOptions(model=str(model), dtype="float32", extra={"vllm_engine_args": ENGINE_ARGS}, **options))
+    return create_backend("vllm", BackendOptions(model=str(model), dtype="float32",
+                                                 extra={"vllm_engine_args": ENGINE_ARGS, "vllm_loglikelihood": "prefix"}, **options))
 
 
 @pytest.fixture(scope="module")
@@ -46,12 +48,12 @@ def _greedy_continuations(hf, contexts: list[str]) -> list[LLRequest]:
     return [LLRequest(c, g) for c, g in zip(contexts, hf.generate_until([GenRequest(c, (), 3) for c in contexts])) if g.strip()]
 
 
-@pytest.fixture(params=["prefix", "prompt_logprobs"])
+@pytest.fixture(params=["prefill", "prefix", "prompt_logprobs"])
 def scoring(request, engine):
-    """Each log-likelihood test on both request plans of the one engine (vllm_scoring.MODES)."""
+    """Each log-likelihood test on every request plan of the one engine (vllm_scoring.MODES)."""
     engine.scoring = request.param
     yield request.param
-    engine.scoring = "prefix"
+    engine.scoring = "prefill"
 
 
 def test_loglikelihoods_equal_hf(engine, hf32, scoring) -> None:
@@ -91,12 +93,15 @@ def test_one_token_choices_are_one_request_per_context(engine, hf32, scoring) ->
 
 
 def _counters(engine) -> dict[str, float]:
-    """vLLM's own cumulative counters: prompt tokens, prompt tokens served from the prefix cache, generated tokens."""
+    """vLLM's own cumulative counters: prompt tokens, prompt tokens served from the prefix cache, generated tokens,
+    and engine steps (``steps``: the observations of the tokens-per-step histogram)."""
     names = ("vllm:prompt_tokens", "vllm:prompt_tokens_cached", "vllm:generation_tokens")
-    got = dict.fromkeys(names, 0.0)
+    got = dict.fromkeys(names + ("steps",), 0.0)
     for metric in engine.llm.get_metrics():
-        if metric.name in got:
+        if metric.name in names:
             got[metric.name] += metric.value
+        elif metric.name == "vllm:iteration_tokens_total":
+            got["steps"] += metric.count
     return got
 
 
@@ -113,7 +118,7 @@ def test_prefix_mode_computes_each_context_once(engine, hf32) -> None:
     once (its counters say so, to the token, as vllm_scoring.computed_prompt_tokens predicts);
     with prompt log-probs every choice recomputes it. Same numbers as hf either way."""
     from evalita_eval.backends.engine_common import ll_windows
-    from evalita_eval.backends.vllm_scoring import computed_prompt_tokens, plan_loglikelihood
+    from evalita_eval.backends.vllm_scoring import computed_prompt_tokens, plan_loglikelihood, submitted_calls
 
     words = "il medico ha prescritto una terapia antibiotica per dieci giorni e la paziente sta meglio".split()
     contexts = [" ".join(words[i:] + words[:i]) * 12 + f" Domanda {i}: cosa è successo? Risposta:" for i in range(3)]
@@ -123,23 +128,28 @@ def test_prefix_mode_computes_each_context_once(engine, hf32) -> None:
     want = hf32.loglikelihood(reqs)
     block = engine.llm.llm_engine.vllm_config.cache_config.block_size
     windows = list(dict.fromkeys(ll_windows(engine.tokenizer, reqs, engine.max_length)))
-    work = {}
-    for mode in ("prompt_logprobs", "prefix"):
+    work, steps = {}, {}
+    for mode in ("prompt_logprobs", "prefix", "prefill"):
         engine.scoring = mode
         try:
             got, counted = _measured(engine, reqs)
         finally:
-            engine.scoring = "prefix"
+            engine.scoring = "prefill"
         for a, b in zip(want, got):
             assert (a.n_tokens, a.is_greedy) == (b.n_tokens, b.is_greedy) and ll_close(a.logprob, b.logprob), (mode, a, b)
-        calls = [c for wave in plan_loglikelihood(windows, mode) for c, _ in wave]
+        calls = submitted_calls([c for wave in plan_loglikelihood(windows, mode) for c, _ in wave], block)
         computed = counted["vllm:prompt_tokens"] - counted["vllm:prompt_tokens_cached"]
-        assert computed == computed_prompt_tokens(((c.prompt, not c.prompt_logprobs) for c in calls), block), (mode, counted, block)
+        assert computed == computed_prompt_tokens(((c.prompt, c.reads_prefix_cache) for c in calls), block), (mode, counted, block)
         assert counted["vllm:generation_tokens"] == sum(c.generated for c in calls)
         work[mode] = computed + counted["vllm:generation_tokens"] - len(calls)  # decode steps: all generated tokens but each request's last
+        steps[mode] = counted["steps"]
     context_tokens = sum(len(w.context) for w in windows if w.n_cont > 1)
     assert work["prompt_logprobs"] > context_tokens  # every longer choice recomputed its context
-    assert work["prefix"] * 3 < work["prompt_logprobs"], work
+    assert work["prefix"] * 3 < work["prompt_logprobs"] and work["prefill"] * 3 < work["prompt_logprobs"], work
+    # The same tokens, but "prefix" generates a longer choice one engine step per token, and
+    # "prefill" computes all of them in a few prefill steps (the cost of a step on CPU: docs/engines.md).
+    longest = max(w.n_cont for w in windows)
+    assert steps["prefix"] >= longest + 1 and steps["prefill"] <= 4 < longest, (steps, longest)
 
 
 def test_generations_equal_hf(engine, hf32) -> None:

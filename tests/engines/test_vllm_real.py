@@ -41,7 +41,7 @@ def real_pair():
     model = str(_real())
     hf = create_backend("hf", BackendOptions(model=model, dtype="float32", max_length=2048))
     engine = create_backend("vllm", BackendOptions(model=model, dtype="float32", max_length=2048,
-                                                   extra={"vllm_engine_args": ENGINE_ARGS}))
+                                                   extra={"vllm_engine_args": ENGINE_ARGS, "vllm_loglikelihood": "prefix"}))  # ForceTokens loaded: every plan can run
     yield hf, engine
     engine.close()
 
@@ -72,7 +72,7 @@ def _predictions(reqs: list[LLRequest], results: list) -> list[int]:
 
 def test_real_model_both_plans_equal_hf_and_prefix_computes_less(real_pair) -> None:
     """Every MC task and prompt, one document each: the same is_greedy and predictions as hf,
-    log-likelihoods within the real-model bound, under both request plans."""
+    log-likelihoods within the real-model bound, under every request plan."""
     from .test_vllm import _measured
 
     hf, engine = real_pair
@@ -80,7 +80,7 @@ def test_real_model_both_plans_equal_hf_and_prefix_computes_less(real_pair) -> N
     want = hf.loglikelihood(reqs)
     assert {r.n_tokens for r in want} >= {1, 2} and max(r.n_tokens for r in want) > 5  # one-token and longer answers
     counted = {}
-    for mode in ("prompt_logprobs", "prefix"):
+    for mode in ("prompt_logprobs", "prefix", "prefill"):
         engine.scoring = mode
         try:
             got, counted[mode] = _measured(engine, reqs)
@@ -92,13 +92,13 @@ def test_real_model_both_plans_equal_hf_and_prefix_computes_less(real_pair) -> N
         assert _predictions(reqs, want) == _predictions(reqs, got), mode
     # vLLM's counters: exactly the prefix-cache rule's prediction for both plans, and less with prefix reuse.
     from evalita_eval.backends.engine_common import ll_windows
-    from evalita_eval.backends.vllm_scoring import computed_prompt_tokens, plan_loglikelihood
+    from evalita_eval.backends.vllm_scoring import computed_prompt_tokens, plan_loglikelihood, submitted_calls
 
     windows = list(dict.fromkeys(ll_windows(engine.tokenizer, reqs, engine.max_length)))
     computed = {m: c["vllm:prompt_tokens"] - c["vllm:prompt_tokens_cached"] for m, c in counted.items()}
     for mode, value in computed.items():
-        calls = [c for wave in plan_loglikelihood(windows, mode) for c, _ in wave]
-        assert value == computed_prompt_tokens(((c.prompt, not c.prompt_logprobs) for c in calls), ENGINE_ARGS["block_size"]), (mode, computed)
+        calls = submitted_calls([c for wave in plan_loglikelihood(windows, mode) for c, _ in wave], ENGINE_ARGS["block_size"])
+        assert value == computed_prompt_tokens(((c.prompt, c.reads_prefix_cache) for c in calls), ENGINE_ARGS["block_size"]), (mode, computed)
     # Exact token counts (no timing): 2584 against 4590 with blocks of 32 on the test build's short
     # contexts (a context's tail that does not fill a block is computed again by each of its choices).
-    assert computed["prefix"] * 1.7 < computed["prompt_logprobs"], computed
+    assert computed["prefix"] * 1.7 < computed["prompt_logprobs"] and computed["prefill"] * 1.7 < computed["prompt_logprobs"], computed

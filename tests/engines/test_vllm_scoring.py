@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from evalita_eval.backends.engine_common import LLWindow
-from evalita_eval.backends.vllm_scoring import MAX_TRACKED_TOKENS, computed_prompt_tokens, plan_loglikelihood
+from evalita_eval.backends.vllm_scoring import MAX_TRACKED_TOKENS, computed_prompt_tokens, plan_loglikelihood, submitted_calls
 
 
 def _windows() -> list[LLWindow]:
@@ -34,6 +36,39 @@ def test_prefix_mode_one_request_per_context_and_per_longer_choice() -> None:
     assert [c.generated for c, _ in plan] == [1, 1, 2, 3, 2]
 
 
+def test_prefill_mode_reads_every_first_token_after_its_context_then_the_rest_from_the_cache() -> None:
+    waves = plan_loglikelihood(_windows(), "prefill")
+    got = [[(c.kind, c.prompt, c.tokens, c.context_len, [w.ids for w in ws]) for c, ws in wave] for wave in waves]
+    a, b = (5, 6, 7), (5, 6, 8, 9)
+    assert got == [
+        [("last", a, (10, 11, 12, 14), 0, [a + (10,), a + (11,), a + (12, 13), a + (14, 15, 16)]),
+         ("last", b, (20, 22), 0, [b + (20, 21), b + (22,)])],
+        [("cached", a + (12,), (13,), 3, [a + (12, 13)]),
+         ("cached", a + (14, 15), (16,), 3, [a + (14, 15, 16)]),
+         ("cached", b + (20,), (21,), 4, [b + (20, 21)])],
+    ]
+    plan = [c for wave in waves for c, _ in wave]
+    assert all(c.reads_prefix_cache for c in plan) and [c.prompt_logprobs for c in plan] == [False] * 2 + [True] * 3
+
+
+class _Out:
+    def __init__(self, num_cached_tokens: object) -> None:
+        self.num_cached_tokens = num_cached_tokens
+
+
+def test_a_cache_hit_past_the_context_is_sent_again_without_the_cache() -> None:
+    """vLLM returns prompt log-probs only for the positions it computed: a hit that covers
+    the second continuation token (another choice with the same first tokens) means resend."""
+    call = plan_loglikelihood([LLWindow((1, 2, 3, 4, 5, 6), 3)], "prefill")[1][0][0]
+    assert (call.prompt, call.context_len) == ((1, 2, 3, 4, 5), 3)
+    assert [call.cache_too_deep(_Out(hit)) for hit in (0, 2, 3, 4)] == [False, False, False, True]
+    again = dataclasses.replace(call, reads_cache=False)
+    assert not again.cache_too_deep(_Out(4)) and not again.reads_prefix_cache
+    for bad in (None, -1, 6, 2.0):
+        with pytest.raises(RuntimeError, match="num_cached_tokens"):
+            call.cache_too_deep(_Out(bad))
+
+
 def test_prompt_logprobs_mode_is_the_former_path() -> None:
     plan = [x for wave in plan_loglikelihood(_windows(), "prompt_logprobs") for x in wave]
     longer = [(c.prompt, c.tokens) for c, _ in plan if c.kind == "prompt"]
@@ -49,7 +84,7 @@ def test_many_one_token_choices_split_at_the_tracking_limit() -> None:
 
 
 def test_unknown_mode_is_refused() -> None:
-    with pytest.raises(ValueError, match="vllm_loglikelihood must be one of prefix, prompt_logprobs"):
+    with pytest.raises(ValueError, match="vllm_loglikelihood must be one of prefill, prefix, prompt_logprobs"):
         plan_loglikelihood(_windows(), "fast")
 
 
@@ -59,3 +94,16 @@ def test_computed_prompt_tokens_follows_vllms_block_rule() -> None:
     prompts = [(ctx, True), (ctx, True), (ctx + (7,), True), (ctx[:8], True), (ctx, False), ((1,) + ctx, True)]
     # 10 | 10-8 | 11-8 | 8-4 (the last token is never a hit) | 10 (no read) | 11 (other first block)
     assert computed_prompt_tokens(prompts, 4) == 10 + 2 + 3 + 4 + 10 + 11
+
+
+def test_submitted_calls_add_the_resends_the_block_rule_predicts() -> None:
+    """Two choices sharing their first three tokens: the second one's cache hit (a block of 4
+    across the context's end) covers a position it scores, so it is sent again without the cache."""
+    ctx = (1, 2, 3)
+    windows = [LLWindow(ctx + (9, 9, 9, 5), 4), LLWindow(ctx + (9, 9, 9, 6), 4), LLWindow(ctx + (7, 8), 2)]
+    calls = [c for wave in plan_loglikelihood(windows, "prefill") for c, _ in wave]
+    sent = submitted_calls(calls, 4)
+    assert sent[:4] == calls and [(c.prompt, c.reads_cache) for c in sent[4:]] == [(ctx + (9, 9, 9), False)]
+    # 3 (the context) | 6 | 6 - 4 (the block [1, 2, 3, 9]) | 4 - 0 ([1, 2, 3, 7] is new) | 6 again, no read
+    assert computed_prompt_tokens(((c.prompt, c.reads_prefix_cache) for c in sent), 4) == 3 + 6 + 2 + 4 + 6
+    assert submitted_calls(calls, 8) == calls  # blocks of 8: no hit past the context
