@@ -28,7 +28,7 @@ FORMAT = "Sì|No"
 def added(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
     """The registry with tests/extra_tasks, and a build of its raw file; the tiny model is
     made first, from the built-in tasks only (its tokenizer is trained on their prompts)."""
-    from evalita_data.pipeline import build
+    from evalita_data.building.pipeline import build
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(ENV_VAR, str(EXTRA))
@@ -77,7 +77,7 @@ def test_constrained_generations_match_the_declared_format(added: Path, tiny_mod
     assert sum(p["unparsed"] for p in free_doc["results"][TASK].values()) > 0  # a random model does not say Sì/No by itself
 
     # The report recomputes the task's own metric from the samples: bootstrap CIs, no omission.
-    from evalita_eval.report import write_report
+    from evalita_eval.reporting.report import write_report
 
     write_report([constrained / "results.json", free / "results.json"], tmp_path / "rep", k=20, seed=1, echo=lambda _s: None)
     md = (tmp_path / "rep" / "report.md").read_text("utf-8")
@@ -103,8 +103,8 @@ def test_a_run_over_every_task_records_which_ones_were_constrained(added: Path, 
     pytest.importorskip("xgrammar")
     from evalita_eval.api import BackendOptions
     from evalita_eval.backends import create_backend
-    from evalita_eval.runner import ModelInfo, RunConfig, Runner
-    from evalita_eval.tasks import DataSource, select_entries
+    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.sources.local import DataSource, select_entries
 
     backend = create_backend("hf", BackendOptions(str(tiny_model), dtype="float32", threads=1))
     said: list[str] = []
@@ -120,7 +120,7 @@ def test_a_run_over_every_task_records_which_ones_were_constrained(added: Path, 
 
 
 def test_two_builds_give_byte_identical_cards(added: Path, tmp_path: Path) -> None:
-    from evalita_data.pipeline import build
+    from evalita_data.building.pipeline import build
 
     # The same raw files from another folder, built into another one: the cards must not differ.
     raw = tmp_path / "elsewhere" / "raw"

@@ -104,8 +104,8 @@ class _GenerateOnly(Backend):
 
 
 def test_capabilities_are_checked_before_any_work(tmp_path: Path) -> None:
-    from evalita_eval.runner import ModelInfo, RunConfig, Runner
-    from evalita_eval.tasks import DataSource, select_entries
+    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.sources.local import DataSource, select_entries
 
     out = tmp_path / "res"
     runner = Runner(_GenerateOnly(), ModelInfo("m", None, "none", "generate-only"), DataSource(DATA), RunConfig(progress=False), out)

@@ -21,8 +21,8 @@ pytest.importorskip("accelerate", reason="lm-eval's hf model needs accelerate (e
 
 from evalita_eval.api import BackendOptions  # noqa: E402
 from evalita_eval.backends import create_backend  # noqa: E402
-from evalita_eval.runner import ModelInfo, RunConfig, Runner  # noqa: E402
-from evalita_eval.tasks import DataSource, select_entries  # noqa: E402
+from evalita_eval.running.runner import ModelInfo, RunConfig, Runner  # noqa: E402
+from evalita_eval.sources.local import DataSource, select_entries  # noqa: E402
 
 HERE = Path(__file__).parent
 DATA = HERE / "data" / "build"

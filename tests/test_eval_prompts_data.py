@@ -10,7 +10,7 @@ import pytest
 from evalita_data.prompts import PromptError, compile_task
 from evalita_data.registry import get_task
 from evalita_data.taskspec import MCPrompt
-from evalita_eval.tasks import DataSource, select_entries
+from evalita_eval.sources.local import DataSource, select_entries
 
 DATA = Path(__file__).parent / "data" / "build"
 
@@ -49,7 +49,7 @@ def test_hub_layout_folder_reads_as_the_build(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from evalita_data.cli import main as data_main
-    from evalita_data.pipeline import build
+    from evalita_data.building.pipeline import build
 
     build(Path(__file__).parent / "data" / "raw", tmp_path / "build", tasks=["te", "ner"], progress=False)
     result = CliRunner().invoke(data_main, ["push", "--build", str(tmp_path / "build"), "--to-dir", str(tmp_path / "hub")])

@@ -16,10 +16,10 @@ from click.testing import CliRunner
 
 from evalita_eval.api import BackendOptions
 from evalita_eval.backends import create_backend
-from evalita_eval.cache import RequestCache
+from evalita_eval.running.cache import RequestCache
 from evalita_eval.cli import main
-from evalita_eval.runner import ModelInfo, RunConfig, Runner
-from evalita_eval.tasks import DataSource, select_entries
+from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+from evalita_eval.sources.local import DataSource, select_entries
 
 DATA = Path(__file__).parent / "data" / "build"
 # 18 distinct generations (NER-fic, REL and LS: 3 documents x 2 prompts each), one row at a time on either backend

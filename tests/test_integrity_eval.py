@@ -17,9 +17,9 @@ from click.testing import CliRunner, Result
 pytest.importorskip("torch")
 
 from evalita_data.cli import main as data_main  # noqa: E402
-from evalita_data.pipeline import build  # noqa: E402
+from evalita_data.building.pipeline import build  # noqa: E402
 from evalita_eval.cli import main  # noqa: E402
-from evalita_eval.tasks import DataMismatch, DataSource, select_entries  # noqa: E402
+from evalita_eval.sources.local import DataMismatch, DataSource, select_entries  # noqa: E402
 
 from test_integrity import assert_one_clear_line  # noqa: E402
 
@@ -142,7 +142,7 @@ def test_a_null_cache_value_is_computed_again(tmp_path: Path, tiny_model: Path) 
 
 
 def test_ctrl_c_keeps_finished_work_marks_results_partial_and_report_refuses(tmp_path: Path, tiny_model: Path, monkeypatch) -> None:
-    from evalita_eval import runner
+    from evalita_eval.running import runner
 
     original = runner.Runner.run_entry
 
@@ -170,7 +170,7 @@ def test_ctrl_c_keeps_finished_work_marks_results_partial_and_report_refuses(tmp
 
 
 def test_eval_debug_shows_the_traceback(tmp_path: Path, monkeypatch) -> None:
-    from evalita_eval import tasks
+    from evalita_eval.sources import local as tasks
 
     def boom(*_a, **_k):
         raise RuntimeError("an unexpected failure")

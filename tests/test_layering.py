@@ -114,15 +114,15 @@ def test_the_graph_sees_the_packages_and_their_imports() -> None:
     modules = project_modules()
     graph = import_graph(modules)
     # The mapped folders (converters/ -> evalita_data.converters, eval/ -> evalita_eval) are read.
-    assert {"evalita_data.converters.ner", "evalita_eval.runner", "evalita_eval.fast.encode", "evalita_data.scoring.metrics"} <= set(modules)
-    assert "evalita_data.taskspec" in graph["evalita_eval.settings"]  # from evalita_data.taskspec import ...
+    assert {"evalita_data.converters.ner", "evalita_eval.running.runner", "evalita_eval.fast.encode", "evalita_data.scoring.metrics"} <= set(modules)
+    assert "evalita_data.taskspec" in graph["evalita_eval.prompting.instruct"]  # from evalita_data.taskspec import ...
     assert "evalita_eval.api" in graph["evalita_eval.backends.hf"]  # from ..api import ...
     assert "evalita_eval.backends" in graph["evalita_eval.backends.hf"]  # from . import register_backend
     assert "evalita_data.registry" in graph["evalita_eval.metrics"]
     # Function-level imports count: registry imports the tasks package inside _builtin_modules.
     assert "evalita_data.tasks" in graph["evalita_data.registry"]
     # The cycle finder finds a planted cycle.
-    assert find_cycle({**graph, "evalita_data.taskspec": graph["evalita_data.taskspec"] | {"evalita_eval.settings"}})
+    assert find_cycle({**graph, "evalita_data.taskspec": graph["evalita_data.taskspec"] | {"evalita_eval.prompting.instruct"}})
 
 
 def test_no_import_cycle_among_modules() -> None:

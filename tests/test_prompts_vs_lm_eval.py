@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("lm_eval", reason="lm-evaluation-harness (lm-eval==0.4.13, extra 'all') is not installed")
 
 from evalita_data.registry import get_task  # noqa: E402
-from evalita_eval.fewshot import build_contexts  # noqa: E402
-from evalita_eval.tasks import DataSource, all_entries  # noqa: E402
+from evalita_eval.prompting.fewshot import build_contexts  # noqa: E402
+from evalita_eval.sources.local import DataSource, all_entries  # noqa: E402
 
 HERE = Path(__file__).parent
 DATA = HERE / "data" / "build"

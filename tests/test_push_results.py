@@ -129,7 +129,7 @@ def test_push_results_card_of_a_local_model_and_a_dev_split(tmp_path: Path) -> N
 
 
 def test_eval_results_yaml_for_official_data(tmp_path: Path) -> None:
-    from evalita_eval.push_results import results_repo
+    from evalita_eval.publishing.push_results import results_repo
 
     run = _variant(tmp_path, "official")
     doc = json.loads((run / "results.json").read_text("utf-8"))

@@ -54,7 +54,7 @@ def extra_registry(tiny_model: Path):
 
 @pytest.fixture(scope="module")
 def built(extra_registry, tmp_path_factory) -> Path:
-    from evalita_data.pipeline import build
+    from evalita_data.building.pipeline import build
 
     out = tmp_path_factory.mktemp("e2e") / "build"
     by_root: dict[Path, list[str]] = {}
@@ -137,8 +137,8 @@ def test_evaluate_every_task_with_every_backend(task_id: str, backend_name: str,
                                                 tiny_model: Path, tmp_path: Path) -> None:
     import re
 
-    from evalita_eval.runner import ModelInfo, RunConfig, Runner
-    from evalita_eval.tasks import DataSource, select_entries
+    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.sources.local import DataSource, select_entries
 
     spec = extra_registry[task_id]
     backend = _backend(backend_name, tiny_model)
@@ -174,9 +174,9 @@ def test_evaluate_every_task_with_every_backend(task_id: str, backend_name: str,
 def test_a_generative_setting_on_every_instruct_task(backend_name: str, extra_registry, built: Path, tiny_model: Path, tmp_path: Path) -> None:
     """--setting ce --constrained on every registered MC task that declares instruct prompts: answers
     generated under the letter constraint, so every one parses; an MC task without them is refused."""
-    from evalita_eval.runner import ModelInfo, RunConfig, Runner
-    from evalita_eval.settings import setting_metrics
-    from evalita_eval.tasks import DataSource, select_entries
+    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.prompting.instruct import setting_metrics
+    from evalita_eval.sources.local import DataSource, select_entries
 
     backend = _backend(backend_name, tiny_model)
     if not (backend.capabilities.generate and backend.capabilities.constrained):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from evalita_eval import report as report_mod
+from evalita_eval.reporting import report as report_mod
 from evalita_eval.cli import main
 
 RESULTS = Path(__file__).parent / "data" / "results"

@@ -20,8 +20,8 @@ from test_eval_parity import DATA, LIMIT, MAX_NEW_TOKENS, _compare, _lm_eval  # 
 
 from evalita_eval.api import BackendOptions  # noqa: E402
 from evalita_eval.backends import create_backend  # noqa: E402
-from evalita_eval.runner import ModelInfo, RunConfig, Runner  # noqa: E402
-from evalita_eval.tasks import DataSource, select_entries  # noqa: E402
+from evalita_eval.running.runner import ModelInfo, RunConfig, Runner  # noqa: E402
+from evalita_eval.sources.local import DataSource, select_entries  # noqa: E402
 
 PAIRS = ["te:p1:2:sys", "te:p1:2:chat:sys", "te:p1:2:chat:sys:single", "te:p1:2:chat:single"]
 

@@ -14,7 +14,7 @@ import pytest
 from publish_fixtures import built_tasks, run_cli, sample_build  # noqa: F401 - a fixture
 from click.testing import CliRunner
 
-from evalita_eval.cache import RequestCache, request_key
+from evalita_eval.running.cache import RequestCache, request_key
 from evalita_eval.cli import main as eval_main
 
 HERE = Path(__file__).parent
@@ -97,7 +97,7 @@ def test_damaged_cache_is_recomputed_with_equal_scores(tiny_model: Path, tmp_pat
 
 
 def _hub_layout_without_manifest(build_dir: Path, dest: Path) -> Path:
-    from evalita_data.push import write_to_dir
+    from evalita_data.hub.push import write_to_dir
 
     write_to_dir(build_dir, dest, echo=lambda _m: None)
     for manifest in dest.glob("*/manifest.json"):
@@ -108,7 +108,7 @@ def _hub_layout_without_manifest(build_dir: Path, dest: Path) -> Path:
 def test_hub_layout_without_manifest_is_checked_record_by_record(sample_build: Path, tiny_model: Path, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from evalita_eval.tasks import DataMismatch, DataSource, all_entries
+    from evalita_eval.sources.local import DataMismatch, DataSource, all_entries
 
     hub = _hub_layout_without_manifest(sample_build, tmp_path / "hub")
     source = DataSource(hub)
@@ -243,8 +243,8 @@ def test_push_dry_run_offline_lists_every_task_after_one_attempt(sample_build: P
 def test_export_lm_eval_exports_only_what_the_folder_holds(sample_build: Path, tmp_path: Path) -> None:
     import yaml
 
-    from evalita_data.push import write_to_dir
-    from evalita_eval.tasks import all_entries
+    from evalita_data.hub.push import write_to_dir
+    from evalita_eval.sources.local import all_entries
 
     pushed = tmp_path / "pushed"
     write_to_dir(sample_build, pushed, echo=lambda _m: None)

@@ -168,8 +168,8 @@ class _NaNBackend(Backend):
 
 
 def test_the_runner_caches_and_scores_no_non_finite_log_prob(tmp_path: Path) -> None:
-    from evalita_eval.runner import ModelInfo, RunConfig, Runner
-    from evalita_eval.tasks import DataSource, select_entries
+    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.sources.local import DataSource, select_entries
 
     out = tmp_path / "res"
     runner = Runner(_NaNBackend(), ModelInfo("m", None, "none", "nan-stub"), DataSource(str(DATA)), RunConfig(progress=False, limit=2), out)

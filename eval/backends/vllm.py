@@ -7,7 +7,7 @@ sent to vLLM as token ids, so that both score the same tokens. Identical windows
 scored once; each distinct context is computed once and reused from vLLM's prefix cache
 by all its choices, one-token choices read at the position after it, longer ones
 generated through a logits processor that forces their tokens (``vllm_scoring``: the
-requests, ``evalita_eval.vllm_force``: the processor). ``--backend-arg
+requests, ``evalita_eval.modeling.vllm_force``: the processor). ``--backend-arg
 vllm_loglikelihood=prompt_logprobs`` keeps the former path (prompt log-probs, no prefix
 reuse for choices of several tokens).
 Generation: one ``generate`` call for all prompts (vLLM batches them continuously),
@@ -26,12 +26,12 @@ from typing import Any, Iterator, Sequence
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, backend_option, cut_at_stop
 from . import register_backend
 from .engine_common import LLWindow, generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
-from ..gguf import GGUFModel, gguf_file_option, gguf_identity, gguf_model, require_gguf
+from ..modeling.gguf import GGUFModel, gguf_file_option, gguf_identity, gguf_model, require_gguf
 from .vllm_scoring import check_mode, plan_loglikelihood
 from .hf import render_chat
 
 # The logits processor of forced continuations, by name (vLLM imports it in its workers).
-FORCE_PROCESSOR = "evalita_eval.vllm_force:ForceTokens"
+FORCE_PROCESSOR = "evalita_eval.modeling.vllm_force:ForceTokens"
 DTYPES = {"auto": "auto", "float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
 
 
@@ -79,7 +79,7 @@ def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "pref
 
 def gguf_engine_source(options: BackendOptions) -> dict[str, str]:
     """``model`` and ``tokenizer`` of ``vllm.LLM``: the model folder or Hub id for both, or for a
-    GGUF model (eval/gguf.py) the .gguf itself for both, so that vLLM's tokenizer is the file's,
+    GGUF model (eval/modeling/gguf.py) the .gguf itself for both, so that vLLM's tokenizer is the file's,
     as ours is. vLLM 0.24 and later load GGUF through the ``vllm-gguf-plugin`` package."""
     gguf = gguf_model(options.model, options.extra)
     if gguf is None:
@@ -193,7 +193,7 @@ class VLLMBackend(Backend):
     def cache_identity(self) -> dict[str, Any]:
         """The model's files, resolved dtype and max length, the chat template, and the options
         that change numbers (``VLLMOptions``); not --device (vLLM picks its platform)."""
-        from ..identity import model_source_identity, tokenizer_identity
+        from ..modeling.identity import model_source_identity, tokenizer_identity
 
         identity = super().cache_identity()
         identity.pop("device", None)

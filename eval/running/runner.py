@@ -23,16 +23,16 @@ from tqdm import tqdm
 
 from evalita_data.cli_errors import one_line
 
-from .api import Backend, BackendUnsupported, GenRequest, LLRequest, check_ll_result, request_payload
+from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, check_ll_result, request_payload
 from .cache import RequestCache, request_key
-from .identity import identity_key
-from .fewshot import build_chat_messages, build_contexts, messages_as_text
-from . import settings as st
-from .baselines import generative_baselines, task_baselines
-from .constrained import format_failures, refuse_unformatted, task_constraint, unformatted
-from .memory import peak_memory, reset_peak_memory
-from .metrics import mc_prediction
-from .tasks import DataSource, TaskEntry
+from ..modeling.identity import identity_key
+from ..prompting.fewshot import build_chat_messages, build_contexts, messages_as_text
+from ..prompting import instruct as st
+from ..reporting.baselines import generative_baselines, task_baselines
+from ..prompting.constrained import format_failures, refuse_unformatted, task_constraint, unformatted
+from ..modeling.memory import peak_memory, reset_peak_memory
+from ..metrics import mc_prediction
+from ..sources.local import DataSource, TaskEntry
 
 # Requests computed between two cache writes: small enough to lose little on a crash.
 CHUNK_BATCHES = 4
@@ -168,7 +168,7 @@ class Runner:
         self._counts: Counter = Counter()  # requests / cached, over the whole run
         self._compute_s = 0.0  # seconds inside the backend's compute calls, over the whole invocation
         self.parsed_by: dict[str, dict[str, dict[str, int]]] = {}  # task -> prompt -> answer rule -> count
-        self.baselines: dict[str, dict] = {}  # task -> chance and majority baselines (baselines.py)
+        self.baselines: dict[str, dict] = {}  # task -> chance and majority baselines (reporting/baselines.py)
         self.chat_template = chat_template_identity(backend) if config.apply_chat_template else None
         self._planned: list[str] = []  # the entries this invocation runs, and those skipped (no such split)
         self._skipped: list[str] = []
@@ -557,7 +557,7 @@ class Runner:
             # The tasks and splits of the paper, or not (--split): tables and cards say so.
             "comparable_with_paper": self.config.split is None,
             "results": result.results,
-            # Per task, prompt and answer rule (answers.py), how many generated answers it parsed.
+            # Per task, prompt and answer rule (prompting/answers.py), how many generated answers it parsed.
             "parsed_by": self.parsed_by,
             "baselines": self.baselines,
             "skipped": result.skipped,
@@ -625,7 +625,7 @@ def task_summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
     """Per task, the headline metric over its prompts: AvgP, MaxP and CPS (SPEC: CPS = (1 - (MaxP - AvgP)) * MaxP), in %."""
     from evalita_data.registry import task_of_entry
 
-    from .stats import spread_stats
+    from ..reporting.stats import spread_stats
 
     rows = [("task", "metric", "prompts", "AvgP %", "MaxP %", "CPS %")]
     for name, prompts in results.items():

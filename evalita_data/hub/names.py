@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import EvalitaDataError
+from ..errors import EvalitaDataError
 
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?")
 

@@ -15,7 +15,7 @@ import typing
 from dataclasses import MISSING, Field, dataclass, fields, replace
 from typing import Any, Sequence
 
-from .api import Backend, BackendOptions
+from ..api import Backend, BackendOptions
 
 _NONE_WORDS = frozenset({"none", "null"})
 _TRUE_WORDS = frozenset({"1", "true", "yes", "on"})

@@ -18,15 +18,15 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .card import CARD, DEFAULT_ORG, render_card
-from .errors import EvalitaDataError
-from .jsonl import read_jsonl
+from ..card import CARD, DEFAULT_ORG, render_card
+from ..errors import EvalitaDataError
+from ..jsonl import read_jsonl
 from .parquet import parquet_bytes
-from .pipeline import MANIFEST
-from .rawsource import sha256_file
-from .registry import task_ids
-from .safepaths import check_inside, check_split_key
-from .validate import validate_path
+from ..building.pipeline import MANIFEST
+from ..building.rawsource import sha256_file
+from ..registry import task_ids
+from ..safepaths import check_inside, check_split_key
+from ..validate import validate_path
 
 REPO_MANIFEST = "manifest.json"
 

@@ -17,17 +17,17 @@ from typing import IO, Callable
 
 from tqdm import tqdm
 
-from . import __version__
-from .errors import DiskFull, EvalitaDataError, MissingSource, SourceError, ValidationFailed
+from .. import __version__
+from ..errors import DiskFull, EvalitaDataError, MissingSource, SourceError, ValidationFailed
 from .install import Staging, current_version
-from .safepaths import check_output_apart
-from .card import write_build_card
-from .jsonl import dumps
+from ..safepaths import check_output_apart
+from ..card import write_build_card
+from ..jsonl import dumps
 from .parallel import ordered_map
 from .rawsource import RawSource, sha256_file
-from .registry import get_task, task_ids as registered_task_ids
-from .report import ConversionReport
-from .schema_check import record_problems
+from ..registry import get_task, task_ids as registered_task_ids
+from .conversion_report import ConversionReport
+from ..schema_check import record_problems
 
 MANIFEST = "manifest.json"
 

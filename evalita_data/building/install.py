@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from .errors import EvalitaDataError
+from ..errors import EvalitaDataError
 
 MANIFEST = "manifest.json"
 LOCK = ".lock"

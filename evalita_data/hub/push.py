@@ -17,12 +17,12 @@ from typing import Callable, Sequence
 from huggingface_hub import CommitOperationAdd, HfApi, get_token
 from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
 
-from . import __version__
-from .card import DEFAULT_ORG
-from .errors import EvalitaDataError
-from .hub_network import NETWORK_ERRORS, short_error
+from .. import __version__
+from ..card import DEFAULT_ORG
+from ..errors import EvalitaDataError
+from ..network import NETWORK_ERRORS, short_error
 from .layout import RepoFile, TaskRepo, load_checked_manifest, task_repo
-from .safepaths import check_hub_name, check_inside, check_output_apart
+from ..safepaths import check_hub_name, check_inside, check_output_apart
 
 REPO_TYPE = "dataset"
 DEFAULT_BRANCH = "main"

@@ -261,7 +261,7 @@ def _hub_file(repo: str, name: str) -> str:
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError, RepositoryNotFoundError
 
-    from evalita_data.hub_network import hub_endpoint
+    from evalita_data.network import hub_endpoint
 
     try:
         return hf_hub_download(repo, name, repo_type="dataset")

@@ -15,12 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 
-from evalita_data.hub_names import check_org
-from evalita_data.hub_network import NETWORK_ERRORS, unreachable
+from evalita_data.hub.names import check_org
+from evalita_data.network import NETWORK_ERRORS, unreachable
 from evalita_data.schema_check import record_problems
 from evalita_data.taskspec import HubSplits
 
-from .tasks import HubUnreachable, TaskEntry
+from .local import HubUnreachable, TaskEntry
 
 PREFIX = "hf:"
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from .api import backend_option
+from ..api import backend_option
 from .identity import file_sha256
 
 SUFFIX = ".gguf"

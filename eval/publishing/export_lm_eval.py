@@ -19,11 +19,11 @@ from typing import Callable
 
 import yaml
 
-from evalita_data.hub_names import check_org
+from evalita_data.hub.names import check_org
 from evalita_data.registry import compiled
 from evalita_data.taskspec import MCPrompt
 
-from .tasks import TaskEntry, all_entries
+from ..sources.local import TaskEntry, all_entries
 
 PREFIX = "evalita-llm"
 
@@ -95,7 +95,7 @@ def _dump(doc: dict) -> str:
 
 def utils_source(entries: list[TaskEntry]) -> str:
     lines = ['"""Written by `evalita-eval export-lm-eval`: lm-eval calls these, they score with evalita_eval."""', "",
-             "from evalita_eval.export_lm_eval import aggregator, processor", ""]
+             "from evalita_eval.publishing.export_lm_eval import aggregator, processor", ""]
     for e in entries:
         for p in e.spec.prompts:
             lines.append(f"process_{e.name}_{p.name} = processor({e.name!r}, {p.name!r})")
@@ -160,7 +160,7 @@ def _held_by(data_dir: Path, entries: list[TaskEntry], echo: Callable[[str], Non
     lm-eval would fail on a missing split, or draw few-shot examples from another split
     than ours: what the folder does not hold is left out, and said.
     """
-    from .tasks import DataSource
+    from ..sources.local import DataSource
 
     source = DataSource(data_dir)
     held = [e for e in entries if source.has_split(e, e.spec.eval_split)]
@@ -181,7 +181,7 @@ def _held_by(data_dir: Path, entries: list[TaskEntry], echo: Callable[[str], Non
 
 def processor(entry_name: str, prompt: str) -> Callable[[dict, list], dict]:
     """lm-eval's process_results for one task x prompt: the sample dict our metrics read, per metric."""
-    from .metrics import mc_prediction
+    from ..metrics import mc_prediction
 
     entry = _entry(entry_name)
     task = compiled(entry.task_id)

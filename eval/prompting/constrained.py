@@ -9,7 +9,7 @@ are also vLLM dependencies but have no maintained ``transformers`` integration o
 same version; lm-format-enforcer is slower (character-level parsing per token).
 
 Constraints (``api.Constraint``): multiple-choice settings use a ``choice`` set (the
-letters for CE, the answer texts for CE-NI and OE, eval/settings.py); a generative task
+letters for CE, the answer texts for CE-NI and OE, eval/prompting/instruct.py); a generative task
 uses a ``regex``, the answer format it declares (``TaskSpec.output_pattern``: NER, REL
 and LS; an added task the same way), with the closing rule it declares
 (``output_closings``, ``output_empty``) for the token budget. A generative task without
@@ -27,7 +27,7 @@ from typing import Any, Sequence
 from evalita_data.registry import tasks
 from evalita_data.taskspec import TaskSpec
 
-from .api import Constraint
+from ..api import Constraint
 
 
 def format_failures(spec: TaskSpec, generations: Sequence[str]) -> int | None:

@@ -27,9 +27,9 @@ from evalita_data.registry import get_task
 from evalita_data.taskspec import MCPrompt, Metric, TaskSpec
 
 from .answers import match_option_rule, parse_letter_rule
-from .api import Constraint
+from ..api import Constraint
 from .constrained import choice_constraint
-from .metrics import ROUGE_L_ANSWER
+from ..metrics import ROUGE_L_ANSWER
 
 SETTINGS = ("loglikelihood", "ce", "ce-ni", "oe")
 GENERATIVE_SETTINGS = SETTINGS[1:]

@@ -14,8 +14,8 @@ import numpy as np
 
 from . import stats
 from .plots import heatmap_png, rank_vs_alpha_png
-from .report_facts import NOT_COMPARABLE, check_run_extras, items_table, partial_counts, run_rows, status_text
-from .settings_report import labels_of, setting_label, settings_table
+from .facts import NOT_COMPARABLE, check_run_extras, items_table, partial_counts, run_rows, status_text
+from .settings_view import labels_of, setting_label, settings_table
 from .tables import (ScoreRow, ScoresError, TaskTable, TextTable, build_tables, fmt, natural_key, paper_table,
                      resolve_scale, table_json)
 
@@ -165,7 +165,7 @@ def _check_comparable(task: str, runs: Sequence[RunResults], table: TaskTable) -
 
 def load_score_samples() -> ScoreSamples | None:
     try:
-        from .metrics import score_samples  # written by the evaluator
+        from ..metrics import score_samples  # written by the evaluator
     except ImportError:
         return None
     return score_samples

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from .naming import is_local
-from .settings_report import setting_label
+from ..naming import is_local
+from .settings_view import setting_label
 from .tables import TextTable, fmt
 
 PERCENT = 100.0

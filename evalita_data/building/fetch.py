@@ -16,10 +16,10 @@ import json
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .errors import EvalitaDataError
-from .hub_network import NETWORK_ERRORS, hub_endpoint, short_error, unreachable
+from ..errors import EvalitaDataError
+from ..network import NETWORK_ERRORS, hub_endpoint, short_error, unreachable
 from .rawsource import sha256_file
-from .registry import get_task
+from ..registry import get_task
 
 # What fetch writes beside the data: read back by the build (pipeline.convert_task).
 FETCHED = "FETCHED.json"

@@ -11,7 +11,7 @@ import io
 from pathlib import Path
 from typing import IO
 
-from .errors import SourceError
+from ..errors import SourceError
 
 
 def sha256_file(path: Path) -> str:

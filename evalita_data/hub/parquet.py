@@ -14,9 +14,9 @@ from typing import Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import EvalitaDataError
-from .registry import get_task
-from .schema_check import load_schema
+from ..errors import EvalitaDataError
+from ..registry import get_task
+from ..schema_check import load_schema
 
 # Fixed writer settings; changing any of them changes every published file.
 _WRITER_SETTINGS = dict(

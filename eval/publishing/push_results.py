@@ -15,16 +15,16 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from evalita_data.hub_names import check_repo_id
-from evalita_data.layout import RepoFile, TaskRepo, write_repo_dir
-from evalita_data.push import (DEFAULT_BRANCH, RETRY_DELAYS, PushError, RepoPlan, _describe, commit_plan, plan_repo,
+from evalita_data.hub.names import check_repo_id
+from evalita_data.hub.layout import RepoFile, TaskRepo, write_repo_dir
+from evalita_data.hub.push import (DEFAULT_BRANCH, RETRY_DELAYS, PushError, RepoPlan, _describe, commit_plan, plan_repo,
                                 remote_state)
 
-from .naming import model_name, run_folder
-from .report import RunResults, build_task_report, load_results, task_order
-from .report_facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
-from .settings_report import setting_label
-from .tables import TextTable, fmt
+from ..naming import model_name, run_folder
+from ..reporting.report import RunResults, build_task_report, load_results, task_order
+from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
+from ..reporting.settings_view import setting_label
+from ..reporting.tables import TextTable, fmt
 
 STAT_COLUMNS = ("MinP", "MaxP", "AvgP", "CPS")
 

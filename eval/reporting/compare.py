@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 from . import stats
 from .report import RunResults, _read_samples, headline_metric, load_results, task_order
-from .settings_report import setting_label
+from .settings_view import setting_label
 from .tables import ScoresError, TextTable, fmt
 
 PERCENT = 100.0
@@ -124,7 +124,7 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
     """Every task and prompt both runs have: the comparisons, and notes (tasks or prompts only one run has, setting mismatch)."""
     a, b = load_results(resolve_run(path_a), partial=True), load_results(resolve_run(path_b), partial=True)
     if metric_of is None:
-        from .metrics import metric_of  # (task, name) -> the task's own declaration of the metric
+        from ..metrics import metric_of  # (task, name) -> the task's own declaration of the metric
     notes = []
     if setting_label(a.config) != setting_label(b.config):
         notes.append(f"the runs differ in setting ({setting_label(a.config)} vs {setting_label(b.config)}): "

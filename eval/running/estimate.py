@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from .api import GenRequest, LLRequest
+from ..api import GenRequest, LLRequest
 
 LL = "loglikelihood"
 GEN = "generate_until"
