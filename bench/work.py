@@ -56,7 +56,7 @@ from evalita_eval.backends.hf import default_add_special_tokens, encode_request 
 from evalita_eval.backends.vllm_scoring import plan_loglikelihood, prefix_cache_hits  # noqa: E402
 from evalita_eval.fast.encode import encode_requests  # noqa: E402
 from evalita_eval.prompting.fewshot import build_contexts  # noqa: E402
-from evalita_eval.sources.local import TaskEntry, select_entries  # noqa: E402
+from evalita_eval.sources.entries import TaskEntry, select_entries  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "data" / "build"

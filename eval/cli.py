@@ -177,8 +177,9 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     from .api import BackendOptions
     from .backends import create_backend
     from .running.estimate import announce
-    from .running.runner import ModelInfo, RunConfig, Runner, nothing_evaluated, run_counts, summary_table, task_summary_table, why_missing
-    from .sources.local import DataSource, select_entries
+    from .running.runner import ModelInfo, RunConfig, Runner, nothing_evaluated, run_counts, summary_table, task_summary_table
+    from .sources import open_source
+    from .sources.entries import select_entries
 
     if (data_dir is None) == (hub_org is None):
         raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")
@@ -204,18 +205,19 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
 
     datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
     from .prompting.constrained import refuse_unformatted
-    from .sources.official import OfficialSource, is_official
+    from .sources.official import is_official
 
-    if is_official(data_dir):
-        try:
-            source = OfficialSource.from_spec(data_dir)
-        except ValueError as err:
-            raise click.BadParameter(str(err), param_hint="--data") from None
-    elif data_dir is not None and not Path(data_dir).is_dir():
+    if data_dir is not None and not is_official(data_dir) and not Path(data_dir).is_dir():
         raise click.BadParameter(f"{data_dir!r} is not a folder (nor hf:ORG)", param_hint="--data")
     try:
-        if not is_official(data_dir):
-            source = DataSource(data_dir=data_dir, hub_org=hub_org)
+        source = open_source(data_dir, hub_org)
+    except ValueError as err:
+        if is_official(data_dir):
+            raise click.BadParameter(str(err), param_hint="--data") from None
+        raise click.ClickException(one_line(err)) from None
+    except FileNotFoundError as err:
+        raise click.ClickException(one_line(err)) from None
+    try:
         if constrained and tasks is not None:  # named tasks: refused before the model loads (a run over all warns)
             refuse_unformatted([(e.name, e.spec) for e in entries])
         # Read (and verify) every evaluation split before the model loads: data errors fail fast.
@@ -224,7 +226,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
             if tasks is not None or source.has_split(entry, eval_split or entry.spec.eval_split):
                 source.load(entry, eval_split or entry.spec.eval_split)
             else:
-                skipped[entry.name] = why_missing(source, entry, eval_split or entry.spec.eval_split)
+                skipped[entry.name] = source.why_missing(entry, eval_split or entry.spec.eval_split)
     except (FileNotFoundError, ValueError) as err:
         raise click.ClickException(one_line(err)) from None
     if skipped and len(skipped) == len(entries):  # nothing to evaluate: say why for each task, before loading the model

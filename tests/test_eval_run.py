@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from evalita_data.registry import TASKS
 from evalita_eval.cli import main
-from evalita_eval.sources.local import all_entries
+from evalita_eval.sources.entries import all_entries
 
 HERE = Path(__file__).parent
 DATA = HERE / "data" / "build"

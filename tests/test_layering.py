@@ -147,3 +147,45 @@ def test_loading_the_registry_loads_no_evaluator_module() -> None:
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('evalita_eval', 'torch', 'sklearn', 'transformers'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert json.loads(out.stdout) == []
+
+
+# The evaluator's rooms and which other rooms each may import (any of them may import the
+# data package and the evaluator's top-level modules: api, metrics, naming). A new edge is a
+# design decision: declare it here and in the README's layout table.
+EVALUATOR_ROOMS = {
+    "evalita_eval.modeling": set(),
+    "evalita_eval.fast": {"evalita_eval.modeling"},
+    "evalita_eval.backends": {"evalita_eval.fast", "evalita_eval.modeling", "evalita_eval.prompting"},
+    "evalita_eval.sources": set(),
+    "evalita_eval.prompting": set(),
+    "evalita_eval.reporting": set(),
+    "evalita_eval.running": {"evalita_eval.modeling", "evalita_eval.prompting", "evalita_eval.reporting", "evalita_eval.sources"},
+    "evalita_eval.publishing": {"evalita_eval.reporting", "evalita_eval.sources"},
+}
+
+
+def test_each_evaluator_room_imports_only_the_rooms_it_declares() -> None:
+    modules = project_modules()
+    rooms = {p for p in modules if p.count(".") == 1 and p.startswith("evalita_eval.") and modules[p].stem == "__init__"}
+    assert rooms == set(EVALUATOR_ROOMS), "a subpackage of eval/ is missing from EVALUATOR_ROOMS (or gone)"
+    undeclared = {}
+    for src, targets in package_graph(import_graph(modules), modules).items():
+        room = next((r for r in EVALUATOR_ROOMS if src == r or src.startswith(r + ".")), None)
+        if room is None:
+            continue
+        extra = {t for t in targets if t in rooms and t != room} - EVALUATOR_ROOMS[room]
+        if extra:
+            undeclared[src] = sorted(extra)
+    assert undeclared == {}
+    # The check sees an edge: running imports sources.
+    assert "evalita_eval.sources" in package_graph(import_graph(modules), modules)["evalita_eval.running"]
+
+
+def test_reports_publishing_and_sources_load_no_model_library() -> None:
+    # `report`, `compare`, `push-results` and reading data run on a machine without torch.
+    code = ("import json, sys; import evalita_eval.reporting.report, evalita_eval.reporting.compare, evalita_eval.publishing.push_results, "
+            "evalita_eval.publishing.export_lm_eval, evalita_eval.sources.folder, evalita_eval.sources.hub, evalita_eval.sources.official; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'vllm') "
+            "or m.startswith(('evalita_eval.backends', 'evalita_eval.fast', 'evalita_eval.modeling', 'evalita_eval.running')))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(out.stdout) == []

@@ -14,7 +14,7 @@ from evalita_eval.api import GenRequest
 from evalita_eval.running.cache import request_key
 from evalita_eval.prompting.fewshot import build_contexts
 from evalita_eval.api import request_payload
-from evalita_eval.sources.local import all_entries
+from evalita_eval.sources.entries import all_entries
 
 DATA = Path(__file__).parent / "data" / "build"
 MC_TASKS = [t for t, s in TASKS.items() if s.output_type == "multiple_choice"]
@@ -422,7 +422,7 @@ def test_docs_show_the_renderers_output() -> None:
 def test_constrained_needs_a_backend_that_honours_it(tmp_path: Path) -> None:
     from evalita_eval.api import Backend
     from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
-    from evalita_eval.sources.local import DataSource
+    from evalita_eval.sources.folder import FolderSource
 
     class Plain(Backend):
         name = "plain"
@@ -432,8 +432,8 @@ def test_constrained_needs_a_backend_that_honours_it(tmp_path: Path) -> None:
             return cls()
 
     with pytest.raises(ValueError, match="backend .plain. cannot do constrained decoding"):
-        Runner(Plain(), ModelInfo("m", None, "float32"), DataSource(DATA), RunConfig(constrained=True), tmp_path)
-    Runner(Plain(), ModelInfo("m", None, "float32"), DataSource(DATA), RunConfig(), tmp_path)  # unconstrained: fine
+        Runner(Plain(), ModelInfo("m", None, "float32"), FolderSource(DATA), RunConfig(constrained=True), tmp_path)
+    Runner(Plain(), ModelInfo("m", None, "float32"), FolderSource(DATA), RunConfig(), tmp_path)  # unconstrained: fine
 
 
 def test_rouge_l_answer_folds_accents() -> None:

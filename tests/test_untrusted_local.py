@@ -108,10 +108,12 @@ def _hub_layout_without_manifest(build_dir: Path, dest: Path) -> Path:
 def test_hub_layout_without_manifest_is_checked_record_by_record(sample_build: Path, tiny_model: Path, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from evalita_eval.sources.local import DataMismatch, DataSource, all_entries
+    from evalita_eval.sources.base import DataMismatch
+    from evalita_eval.sources.entries import all_entries
+    from evalita_eval.sources.folder import FolderSource
 
     hub = _hub_layout_without_manifest(sample_build, tmp_path / "hub")
-    source = DataSource(hub)
+    source = FolderSource(hub)
     loaded = {(e.name, s): source.load(e, s) for e in all_entries() for s in (e.spec.eval_split, e.spec.fewshot_split)
               if source.has_split(e, s)}
     assert ("te", "test") in loaded and ("ner_fic", "test") in loaded  # valid data still load
@@ -122,7 +124,7 @@ def test_hub_layout_without_manifest_is_checked_record_by_record(sample_build: P
     rows[1]["text2"] = None
     pq.write_table(table.from_pylist(rows), parquet)
     with pytest.raises(DataMismatch) as err:
-        DataSource(hub).load(te, "test")
+        FolderSource(hub).load(te, "test")
     assert str(err.value).startswith(f"{parquet}: record 2: text2: None is not of type 'string';")
 
     sa_rows = [json.loads(x) for x in (DATA / "sa" / "test.jsonl").read_text("utf-8").splitlines()]
@@ -244,7 +246,7 @@ def test_export_lm_eval_exports_only_what_the_folder_holds(sample_build: Path, t
     import yaml
 
     from evalita_data.hub.push import write_to_dir
-    from evalita_eval.sources.local import all_entries
+    from evalita_eval.sources.entries import all_entries
 
     pushed = tmp_path / "pushed"
     write_to_dir(sample_build, pushed, echo=lambda _m: None)

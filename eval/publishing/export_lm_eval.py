@@ -23,7 +23,7 @@ from evalita_data.hub.names import check_org
 from evalita_data.registry import compiled
 from evalita_data.taskspec import MCPrompt
 
-from ..sources.local import TaskEntry, all_entries
+from ..sources.entries import TaskEntry, all_entries
 
 PREFIX = "evalita-llm"
 
@@ -160,9 +160,9 @@ def _held_by(data_dir: Path, entries: list[TaskEntry], echo: Callable[[str], Non
     lm-eval would fail on a missing split, or draw few-shot examples from another split
     than ours: what the folder does not hold is left out, and said.
     """
-    from ..sources.local import DataSource
+    from ..sources.folder import FolderSource
 
-    source = DataSource(data_dir)
+    source = FolderSource(data_dir)
     held = [e for e in entries if source.has_split(e, e.spec.eval_split)]
     left_out = [f"{e.name} (no {e.spec.eval_split!r})" for e in entries if e not in held]
     no_fewshot = {e.name for e in held if not source.has_split(e, e.spec.fewshot_split)}

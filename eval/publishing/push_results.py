@@ -21,7 +21,8 @@ from evalita_data.hub.push import (DEFAULT_BRANCH, RETRY_DELAYS, PushError, Repo
                                 remote_state)
 
 from ..naming import model_name, run_folder
-from ..reporting.report import RunResults, build_task_report, load_results, task_order
+from ..reporting.runs import RunResults, load_results
+from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
 from ..reporting.settings_view import setting_label
 from ..reporting.tables import TextTable, fmt

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import stats
-from .report import RunResults, _read_samples, headline_metric, load_results, task_order
+from .bootstrap import read_samples
+from .runs import RunResults, load_results
+from .task_report import headline_metric, task_order
 from .settings_view import setting_label
 from .tables import ScoresError, TextTable, fmt
 
@@ -69,7 +71,7 @@ def paired_samples(a: RunResults, b: RunResults, task: str, prompt: str) -> tupl
         if not path.is_file():
             raise MissingSamples(f"{task} {prompt}: no samples file {path}: not compared")
         by_id: dict = {}
-        for s in _read_samples(path):
+        for s in read_samples(path):
             if not isinstance(s, dict) or "doc_id" not in s or "gold" not in s:
                 raise ScoresError(f"{path}: a sample without doc_id or gold: {str(s)[:120]}")
             if s["doc_id"] in by_id:

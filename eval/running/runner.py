@@ -32,7 +32,8 @@ from ..reporting.baselines import generative_baselines, task_baselines
 from ..prompting.constrained import format_failures, refuse_unformatted, task_constraint, unformatted
 from ..modeling.memory import peak_memory, reset_peak_memory
 from ..metrics import mc_prediction
-from ..sources.local import DataSource, TaskEntry
+from ..sources.base import Source
+from ..sources.entries import TaskEntry
 
 # Requests computed between two cache writes: small enough to lose little on a crash.
 CHUNK_BATCHES = 4
@@ -155,7 +156,7 @@ class _Saver:
 
 
 class Runner:
-    def __init__(self, backend: Backend, model: ModelInfo, source: DataSource, config: RunConfig, output_dir: str | Path, echo: Callable[[str], None] = print) -> None:
+    def __init__(self, backend: Backend, model: ModelInfo, source: Source, config: RunConfig, output_dir: str | Path, echo: Callable[[str], None] = print) -> None:
         self.backend = backend
         self.model = model if model.identity is not None else replace(model, identity=backend.cache_identity())
         self.source = source
@@ -499,7 +500,7 @@ class Runner:
         return text + "; rerun the same command to resume"
 
     def _why_missing(self, entry: TaskEntry, split: str) -> str:
-        return why_missing(self.source, entry, split)
+        return self.source.why_missing(entry, split)
 
     def _config_json(self) -> dict:
         c = self.config
@@ -552,7 +553,7 @@ class Runner:
             # model part of the resume-cache key: two runs with equal "cache_key" share their cache.
             "model": self._model_json(),
             # A source may add its provenance (the official Hub source: dataset revisions).
-            "data": {"source": self.source.description, "manifest_sha256": manifest, **getattr(self.source, "provenance", dict)()},
+            "data": {"source": self.source.description, "manifest_sha256": manifest, **self.source.provenance()},
             "config": self._config_json(),
             # The tasks and splits of the paper, or not (--split): tables and cards say so.
             "comparable_with_paper": self.config.split is None,
@@ -586,18 +587,11 @@ def chat_template_identity(backend: Backend) -> dict:
     return {"source": "tokenizer", "sha256": hashlib.sha256(template.encode("utf-8")).hexdigest()}
 
 
-def why_missing(source: Any, entry: TaskEntry, split: str) -> str:
-    """Why ``source`` has no ``split`` of ``entry``: the source's own reason when it has one (the
-    official Hub source), else the missing split."""
-    why = getattr(source, "why_missing", None)
-    return why(entry, split) if why is not None else f"{source.description} has no split {split!r}"
-
-
-def nothing_evaluated(skipped: dict[str, str], source: Any) -> str:
+def nothing_evaluated(skipped: dict[str, str], source: Source) -> str:
     """The one-line error of a run that evaluated nothing (the reasons per task are printed before it);
     a local folder's task folders that no registered task reads are named."""
     text = f"nothing was evaluated: every one of the {len(skipped)} task entries was skipped ({'; '.join(sorted(set(skipped.values())))[:300]})"
-    folder = getattr(source, "data_dir", None)
+    folder = source.folder
     if folder is not None and Path(folder).is_dir():
         from evalita_data.registry import task_ids
 

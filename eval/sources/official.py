@@ -20,7 +20,8 @@ from evalita_data.network import NETWORK_ERRORS, unreachable
 from evalita_data.schema_check import record_problems
 from evalita_data.taskspec import HubSplits
 
-from .local import HubUnreachable, TaskEntry
+from .base import HubUnreachable
+from .entries import TaskEntry
 
 PREFIX = "hf:"
 
@@ -51,7 +52,8 @@ def unreachable_error(what: str, err: BaseException) -> HubUnreachable:
 
 
 class OfficialSource:
-    """Duck-typed like ``tasks.DataSource``: description, has_split, load, sha256; plus revisions."""
+    """A ``Source`` whose splits are the official ones, named as the runner names ours; it also
+    records the dataset revisions read (``provenance``)."""
 
     def __init__(self, org: str) -> None:
         if not org:
@@ -69,6 +71,10 @@ class OfficialSource:
     @property
     def description(self) -> str:
         return f"{PREFIX}{self.org}"
+
+    @property
+    def folder(self) -> None:
+        return None
 
     # -- the official names of an entry's split -----------------------------------------
     def _hub(self, entry: TaskEntry) -> HubSplits:
@@ -111,7 +117,7 @@ class OfficialSource:
     def provenance(self) -> dict:
         return {"revisions": self.revisions}
 
-    # -- DataSource interface ------------------------------------------------------------
+    # -- the Source protocol ------------------------------------------------------------
     def has_split(self, entry: TaskEntry, split: str) -> bool:
         if entry.spec.hub_splits is None:  # a registered task without an official copy: skipped like a missing split
             self._missing[(entry.name, split)] = "the task declares no official Hub copy (TaskSpec.hub_splits)"

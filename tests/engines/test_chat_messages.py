@@ -5,7 +5,7 @@ from __future__ import annotations
 from evalita_eval.api import GenRequest, LLRequest, request_payload
 from evalita_eval.running.cache import request_key
 from evalita_eval.prompting.fewshot import build_chat_messages, messages_as_text
-from evalita_eval.sources.local import select_entries
+from evalita_eval.sources.entries import select_entries
 
 
 def test_requests_without_messages_keep_their_cache_key() -> None:

@@ -45,7 +45,7 @@ def real_pair():
 def _mc_requests(docs_per_task: int) -> list[LLRequest]:
     """Every prompt of the six MC tasks over the committed test build's first documents."""
     from evalita_eval.prompting.fewshot import build_contexts
-    from evalita_eval.sources.local import select_entries
+    from evalita_eval.sources.entries import select_entries
 
     reqs = []
     for entry in select_entries(["wic", "te", "sa", "hs", "faq", "at"]):
