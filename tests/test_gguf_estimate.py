@@ -158,6 +158,25 @@ def test_run_prints_the_plan_that_the_run_then_sends(tiny_model: Path, tmp_path:
     assert re.search(r"^estimate: about \d+ s left \(", result.output, re.M)
 
 
+def test_a_rerun_plans_only_what_the_resume_cache_lacks(tiny_model: Path, tmp_path: Path) -> None:
+    """A rerun with a larger --limit: the plan counts the requests of the first run's documents as
+    read back, and the time estimate covers only the new ones."""
+    out = tmp_path / "o"
+    args = ["run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te", "--output-dir", str(out), "--no-progress"]
+    first = CliRunner().invoke(main, [*args, "--limit", "2"], catch_exceptions=False)
+    assert first.exit_code == 0 and "resume:" not in first.output
+    done = sum(len(json.loads(x)["choices"]) for f in (out / "samples").glob("te_p*.jsonl") for x in f.read_text("utf-8").splitlines())
+    again = CliRunner().invoke(main, [*args, "--limit", "3"], catch_exceptions=False)
+    assert again.exit_code == 0, again.output
+    total = int(re.search(r"^total\s+([\d,]+)\s", again.output, re.M).group(1).replace(",", ""))
+    assert done == 2 * 6 * 2 and total == 3 * 6 * 2  # te: two choices, six prompts
+    assert f"resume: {done:,} of these {total:,} requests are in the resume cache and are read back; {total - done:,} are computed" in again.output
+    assert f"{total - done} requests computed, {done} read from the cache" in again.output
+    same = CliRunner().invoke(main, [*args, "--limit", "3"], catch_exceptions=False)
+    assert f"resume: {total:,} of these {total:,} requests are in the resume cache and are read back; 0 are computed (0 prompt tokens)" in same.output
+    assert "estimate:" not in same.output  # nothing reaches the model: nothing to time
+
+
 class _Clocked:
     """A backend whose calls take a set time on a fake clock."""
 

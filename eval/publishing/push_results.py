@@ -17,7 +17,8 @@ from typing import Callable, Iterable, Sequence
 
 from evalita_data.hub.names import check_repo_id
 from evalita_data.hub.layout import RepoFile, TaskRepo, write_repo_dir
-from evalita_data.hub.push import (DEFAULT_BRANCH, RETRY_DELAYS, PushError, RepoPlan, _describe, commit_plan, plan_repo,
+from evalita_data.hub.push import (DEFAULT_BRANCH, RETRY_DELAYS, HubUnreachable, PushError, RepoPlan, commit_plan, describe_plan,
+                                dry_plan, plan_repo,
                                 remote_state)
 
 from ..naming import model_name, run_folder
@@ -179,10 +180,21 @@ def push_results(results_dir: Path, repo_id: str, private: bool = False, revisio
     api = api or HfApi()
     if not dry_run and (api.token or get_token()) is None:
         raise PushError("no Hub token: set HF_TOKEN or run 'hf auth login' (the token is never printed)")
+    if dry_run:  # one attempt: a dry run without the Hub lists the local files at once
+        try:
+            _exists, _parent, remote = remote_state(api, repo_id, revision, delays=())
+        except HubUnreachable as err:
+            plan = dry_plan(api, results_repo(results_dir, repo_id, echo, []), revision, err.reason)
+            describe_plan(plan, revision, dry_run, echo)
+            echo(f"dry run without the Hub: the local files listed, none compared with {api.endpoint}; nothing sent")
+            return plan
+        plan = dry_plan(api, results_repo(results_dir, repo_id, echo, run_folders(remote)), revision, None)
+        describe_plan(plan, revision, dry_run, echo)
+        return plan
     _exists, _parent, remote = remote_state(api, repo_id, revision, delays)
     repo = results_repo(results_dir, repo_id, echo, run_folders(remote))
     plan = plan_repo(api, repo, revision, delays)
-    _describe(plan, revision, dry_run, echo)
+    describe_plan(plan, revision, dry_run, echo)
     if not dry_run:
         run = load_results(results_dir / "results.json", partial=True)
         commit_plan(api, plan, revision, private, message or f"evalita-eval push-results: {model_folder(run)}", delays, echo)

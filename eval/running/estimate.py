@@ -7,9 +7,9 @@ tokens they may write (max new tokens x requests: greedy decoding stops earlier 
 string). ``TimeEstimate`` wraps the backend's two request methods, measures how fast the
 first calls go (seconds per read token for log-likelihoods, seconds per request for
 generations) and prints the time the rest of the plan should take, once per request kind and
-then every ``every_s`` seconds. It is rough: requests read back from the resume cache are
-counted as work still to do, and the first generations (longest contexts first) are slower
-than the average.
+then every ``every_s`` seconds. Requests the resume cache already holds (a rerun) are counted
+apart and left out of the time; the estimate is still rough: the first generations (longest
+contexts first) are slower than the average.
 """
 
 from __future__ import annotations
@@ -34,6 +34,13 @@ class TaskPlan:
     prompt_chars: int  # their characters (TimeEstimate converts the characters of a call to tokens)
     max_new_tokens: int = 0  # GEN: max new tokens x requests, an upper bound
     counted: bool = True  # False: characters / CHARS_PER_TOKEN (no tokenizer)
+    cached: int = 0  # requests the resume cache holds: read back, not computed (a rerun)
+    cached_tokens: int = 0  # their prompt tokens
+    cached_chars: int = 0  # and characters
+
+    @property
+    def left_tokens(self) -> int:
+        return self.prompt_tokens - self.cached_tokens
 
 
 class TokenCounter:
@@ -58,26 +65,27 @@ class TokenCounter:
 
 def plan_entry(runner: Any, entry: Any, count: TokenCounter) -> TaskPlan:
     """The requests and tokens of one task entry under the runner's configuration (its prompts,
-    few-shot examples, setting, limit and chat template), built as the runner builds them."""
+    few-shot examples, setting, limit and chat template): the runner's own requests, and which of
+    them its resume cache already holds."""
     docs, pool = runner._docs(entry)
     task, setting, names = runner.entry_prompts(entry)
     scored = entry.spec.output_type == "multiple_choice" and setting == "loglikelihood"
-    requests = tokens = chars = 0
+    plan = TaskPlan(entry.name, LL if scored else GEN, 0, 0, 0, counted=count.exact)
     for name in names:
-        contexts, _ = runner.prompt_contexts(entry, task, name, docs, pool)
-        if scored:
-            for context, doc in zip(contexts, docs):
-                choices = [runner.target_delimiter + c for c in task.choices(name, doc)]
-                requests += len(choices)
-                tokens += len(choices) * count(context) + sum(count(c) for c in choices)
-                chars += len(choices) * len(context) + sum(len(c) for c in choices)
-        else:
-            requests += len(contexts)
-            tokens += sum(count(c) for c in contexts)
-            chars += sum(len(c) for c in contexts)
-    if scored:
-        return TaskPlan(entry.name, LL, requests, tokens, chars, counted=count.exact)
-    return TaskPlan(entry.name, GEN, requests, tokens, chars, requests * runner.max_new_tokens(entry, setting), counted=count.exact)
+        contexts, messages = runner.prompt_contexts(entry, task, name, docs, pool)
+        kind, requests = runner.prompt_requests(entry, task, setting, name, docs, contexts, messages)
+        for request in requests:
+            texts = (request.context, request.continuation) if plan.kind == LL else (request.context,)
+            tokens, chars = sum(count(x) for x in texts), sum(len(x) for x in texts)
+            plan.requests += 1
+            plan.prompt_tokens += tokens
+            plan.prompt_chars += chars
+            plan.max_new_tokens += 0 if plan.kind == LL else request.max_new_tokens
+            if runner.is_cached(kind, request):
+                plan.cached += 1
+                plan.cached_tokens += tokens
+                plan.cached_chars += chars
+    return plan
 
 
 def plan_run(runner: Any, entries: Sequence[Any], tokenizer: Any | None) -> list[TaskPlan]:
@@ -99,7 +107,12 @@ def plan_table(plans: Sequence[TaskPlan]) -> str:
     rows.append(("total", "", f"{sum(p.requests for p in plans):,}", _number(sum(p.prompt_tokens for p in plans), counted),
                  _number(sum(p.max_new_tokens for p in plans), counted)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows)
+    text = "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows)
+    cached, requests = sum(p.cached for p in plans), sum(p.requests for p in plans)
+    if cached:
+        text += (f"\nresume: {cached:,} of these {requests:,} requests are in the resume cache and are read back; "
+                 f"{requests - cached:,} are computed ({_number(sum(p.left_tokens for p in plans), counted)} prompt tokens)")
+    return text
 
 
 def format_duration(seconds: float) -> str:
@@ -115,14 +128,15 @@ class TimeEstimate:
 
     def __init__(self, plans: Sequence[TaskPlan], echo: Callable[[str], None], every_s: float = 300.0,
                  clock: Callable[[], float] = time.perf_counter) -> None:
-        self.total_tokens = sum(p.prompt_tokens for p in plans if p.kind == LL)
-        self.total_generations = sum(p.requests for p in plans if p.kind == GEN)
+        # What is left to compute: requests read back from the resume cache never reach the backend.
+        self.total_tokens = sum(p.left_tokens for p in plans if p.kind == LL)
+        self.total_generations = sum(p.requests - p.cached for p in plans if p.kind == GEN)
         self.echo = echo
         self.every_s = every_s
         self.clock = clock
         self.seconds = {LL: 0.0, GEN: 0.0}
         self.done = {LL: 0, GEN: 0}  # LL: read tokens (characters x the plan's tokens per character); GEN: requests
-        chars = sum(p.prompt_chars for p in plans if p.kind == LL)
+        chars = sum(p.prompt_chars - p.cached_chars for p in plans if p.kind == LL)
         self._tokens_per_char = self.total_tokens / chars if chars else 0.0
         self._reported: set[str] = set()
         self._last_print = 0.0

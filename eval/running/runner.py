@@ -316,6 +316,28 @@ class Runner:
             return nullcontext(self._task_bar)
         return tqdm(total=total, desc=f"{entry.name} {prompt}", unit="req", leave=False, disable=None if self.config.progress else True)
 
+    def prompt_requests(self, entry: TaskEntry, task: Any, setting: str, prompt: str, docs: list[dict], contexts: list[str],
+                        messages: list[list[dict]] | None = None) -> tuple[str, list[LLRequest] | list[GenRequest]]:
+        """(kind, requests) of one prompt, built in one place for the run and for its plan: MC scoring
+        sends one log-likelihood per choice, every other case one generation per document."""
+        turns = _as_turns(messages, len(contexts))
+        if setting != "loglikelihood":  # a multiple-choice task answered by generation (docs/settings.md)
+            max_new = self.max_new_tokens(entry, setting)
+            return "generate_until", [
+                GenRequest(ctx, st.STOP, max_new, st.answer_constraint(task.choices(prompt, d)) if self.config.constrained else None, tt)
+                for ctx, d, tt in zip(contexts, docs, turns)]
+        if entry.spec.output_type == "multiple_choice":
+            delim = self.target_delimiter
+            return "loglikelihood", [LLRequest(ctx, delim + c) for ctx, d in zip(contexts, docs) for c in task.choices(prompt, d)]
+        spec = entry.spec
+        constraint = task_constraint(spec) if self.config.constrained else None
+        max_new = self.max_new_tokens(entry, "loglikelihood")
+        return "generate_until", [GenRequest(ctx, tuple(spec.stop), max_new, constraint, tt) for ctx, tt in zip(contexts, turns)]
+
+    def is_cached(self, kind: str, request: LLRequest | GenRequest) -> bool:
+        """Whether the resume cache holds a usable value for the request (it will be read back, not computed)."""
+        return self.cache.get(request_key(self.model.cache_key, kind, request_payload(request)), kind) is not None
+
     def _task_requests(self, entry: TaskEntry, docs: list[dict], names: list[str], setting: str) -> int:
         """How many requests the task's prompts send (for the task's progress bar): one generation per
         document and prompt, except log-likelihood MC scoring (one request per choice)."""
@@ -325,9 +347,8 @@ class Runner:
 
     def _run_mc(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str]) -> tuple[list[dict], int]:
         task = entry.compiled
-        delim = self.target_delimiter
         choices = [task.choices(prompt, d) for d in docs]
-        requests = [LLRequest(ctx, delim + c) for ctx, cs in zip(contexts, choices) for c in cs]
+        _, requests = self.prompt_requests(entry, task, "loglikelihood", prompt, docs, contexts)
         with self._bar(entry, prompt, len(requests)) as bar:
             values, n = self._cached("loglikelihood", requests, self.backend.loglikelihood, lambda r: [check_ll_result(r, self.backend.name).logprob, r.is_greedy], bar)
         samples, pos = [], 0
@@ -345,11 +366,7 @@ class Runner:
         """A multiple-choice task answered by generation (docs/settings.md)."""
         unparsed_as = entry.spec.instruct.unparsed_as if entry.spec.instruct is not None else None
         choices = [task.choices(prompt, d) for d in docs]
-        max_new = self.max_new_tokens(entry, setting)
-        requests = [
-            GenRequest(ctx, st.STOP, max_new, st.answer_constraint(cs) if self.config.constrained else None, turns)
-            for ctx, cs, turns in zip(contexts, choices, _as_turns(messages, len(contexts)))
-        ]
+        _, requests = self.prompt_requests(entry, task, setting, prompt, docs, contexts, messages)
         with self._bar(entry, prompt, len(requests)) as bar:
             values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
         samples = []
@@ -366,9 +383,7 @@ class Runner:
 
     def _run_gen(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
         spec, task = entry.spec, entry.compiled
-        max_new = self.max_new_tokens(entry, "loglikelihood")
-        constraint = task_constraint(spec) if self.config.constrained else None
-        requests = [GenRequest(ctx, tuple(spec.stop), max_new, constraint, turns) for ctx, turns in zip(contexts, _as_turns(messages, len(contexts)))]
+        _, requests = self.prompt_requests(entry, task, "loglikelihood", prompt, docs, contexts, messages)
         with self._bar(entry, prompt, len(requests)) as bar:
             values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
         samples = [

@@ -176,12 +176,12 @@ def push(
         entry = manifest["tasks"][task]
         repo = task_repo(build, task, entry, org, jsonl=jsonl)
         if dry_run:
-            plan = _dry_plan(api, repo, revision, unreached)
+            plan = dry_plan(api, repo, revision, unreached)
             unreached = plan.unreached and f"the Hub at {api.endpoint} was not reachable (see above)"
         else:
             plan = plan_repo(api, repo, revision, delays)
         plans.append(plan)
-        _describe(plan, revision, dry_run, echo)
+        describe_plan(plan, revision, dry_run, echo)
         if not dry_run:
             commit_plan(api, plan, revision, private, message or commit_message(repo, entry), delays, echo)
     if unreached:
@@ -189,7 +189,7 @@ def push(
     return plans
 
 
-def _dry_plan(api: HfApi, repo: TaskRepo, revision: str, unreached: str | None) -> RepoPlan:
+def dry_plan(api: HfApi, repo: TaskRepo, revision: str, unreached: str | None) -> RepoPlan:
     """The plan of a dry run: compared with the remote after one attempt, or the local files alone."""
     if unreached is None:
         try:
@@ -225,7 +225,7 @@ def commit_plan(api: HfApi, plan: RepoPlan, revision: str, private: bool, messag
     return info.oid
 
 
-def _describe(plan: RepoPlan, revision: str, dry_run: bool, echo: Callable[[str], None]) -> None:
+def describe_plan(plan: RepoPlan, revision: str, dry_run: bool, echo: Callable[[str], None]) -> None:
     repo = plan.repo
     upload = plan.to_upload()
     where = f"{repo.repo_id}@{revision}"
