@@ -226,3 +226,38 @@ def test_a_single_model_file_is_identified_by_its_content(tmp_path: Path) -> Non
     assert before == {"name_or_path": str(path), "file_sha256": __import__("hashlib").sha256(b"GGUF" + bytes(100)).hexdigest()}
     path.write_bytes(b"GGUF" + bytes(99) + b"\1")  # replaced in place, same size
     assert model_source_identity(str(path), None) != before
+
+
+def test_the_sha256_memo_skips_unchanged_files_and_sees_every_write(tmp_path: Path, monkeypatch) -> None:
+    import os
+
+    from evalita_eval.modeling import identity
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"w" * 1000)
+    (folder / "config.json").write_text("{}", "utf-8")
+    plain = identity.folder_fingerprint(folder, identity.Sha256Memo(tmp_path / "unused" / "memo.json"))
+    reads: list[str] = []
+    real = identity.file_sha256
+    monkeypatch.setattr(identity, "file_sha256", lambda p: reads.append(Path(p).name) or real(p))
+    memo_file = tmp_path / "memo.json"
+    # Just written files are "racy": hashed every time, never remembered.
+    assert identity.folder_fingerprint(folder, identity.Sha256Memo(memo_file)) == plain and len(reads) == 2
+    assert not memo_file.exists()
+    monkeypatch.setattr(identity.Sha256Memo, "racy_s", 0.0)
+    assert identity.folder_fingerprint(folder, identity.Sha256Memo(memo_file)) == plain and len(reads) == 4
+    reads.clear()
+    assert identity.folder_fingerprint(folder, identity.Sha256Memo(memo_file)) == plain and reads == []  # read from the memo
+    # The same size and modification time, other content: the status-change time moved, so it is hashed again.
+    weights = folder / "model.safetensors"
+    st = weights.stat()
+    weights.write_bytes(b"x" * 1000)
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    changed = identity.folder_fingerprint(folder, identity.Sha256Memo(memo_file))
+    assert changed != plain and reads == ["model.safetensors"]
+    # A damaged memo is ignored (everything hashed again), never an error, and rewritten sound.
+    memo_file.write_text('{"' + str(weights.resolve()) + '": [[1, 2, 3, 4, 5], "not a digest"]}', "utf-8")
+    reads.clear()
+    assert identity.folder_fingerprint(folder, identity.Sha256Memo(memo_file)) == changed and sorted(reads) == ["config.json", "model.safetensors"]
+    assert all(identity._memo_entry_ok(v) for v in json.loads(memo_file.read_text("utf-8")).values())
