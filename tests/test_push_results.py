@@ -151,10 +151,10 @@ def test_dry_run_without_the_hub_asks_once_and_lists_the_local_files(hub, tmp_pa
         s.bind(("127.0.0.1", 0))
         closed = f"http://127.0.0.1:{s.getsockname()[1]}"
     env = {**hub_env(hub, tmp_path / "hf"), "HF_ENDPOINT": closed}
-    dry = push_results([str(RUN), "--repo", "me/evalita-results", "--dry-run"], env)
+    dry = push_results([str(RUN), "--repo", "me/dry-run-only", "--dry-run"], env)
     assert dry.returncode == 0, dry.stderr
     assert "retrying" not in dry.stdout + dry.stderr  # one attempt, not the push's backoff
     assert "could not compare with the remote" in dry.stdout and "would send these 15 file(s)" in dry.stdout
     assert f"dry run without the Hub: the local files listed, none compared with {closed}; nothing sent" in dry.stdout
     # With the Hub reachable, the same dry run compares with it (the repository is new there).
-    assert "(new repository)" in push_results([str(RUN), "--repo", "me/evalita-results", "--dry-run"], hub_env(hub, tmp_path / "hf")).stdout
+    assert "(new repository)" in push_results([str(RUN), "--repo", "me/dry-run-only", "--dry-run"], hub_env(hub, tmp_path / "hf")).stdout
