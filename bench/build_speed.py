@@ -40,7 +40,7 @@ RUN = """
 import json, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
-from evalita_data.pipeline import build
+from evalita_data.building.pipeline import build
 import evalita_data
 assert evalita_data.__file__.startswith(sys.argv[3]), evalita_data.__file__
 t1 = time.perf_counter()

@@ -91,7 +91,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
 
-    from evalita_data.pipeline import build
+    from evalita_data.building.pipeline import build
     from evalita_eval.backends import create_backend
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -68,7 +68,7 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=20, help="cProfile rows")
     args = ap.parse_args()
 
-    from evalita_data.pipeline import build
+    from evalita_data.building.pipeline import build
     from evalita_eval.backends import create_backend
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -32,8 +32,8 @@ from openpyxl.utils import get_column_letter
 from openpyxl.utils.exceptions import InvalidFileException
 
 from ..errors import MissingSource, SourceError
-from ..rawsource import RawSource
-from ..report import ConversionReport
+from ..building.rawsource import RawSource
+from ..building.conversion_report import ConversionReport
 from .common import balanced_positions, clean_text, option_key, place_at, seeded_rng, seeded_split
 
 LETTERS = ["A", "B", "C", "D", "E"]

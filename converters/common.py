@@ -16,8 +16,8 @@ from defusedxml.ElementTree import fromstring as _safe_fromstring
 
 from ..errors import SourceError
 from ..jsonl import DuplicateKey, loads_strict
-from ..rawsource import RawSource
-from ..report import ConversionReport
+from ..building.rawsource import RawSource
+from ..building.conversion_report import ConversionReport
 
 T = TypeVar("T")
 

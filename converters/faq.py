@@ -24,8 +24,8 @@ from collections import Counter
 from typing import Iterator, NamedTuple
 
 from ..errors import MissingSource, SourceError
-from ..rawsource import RawSource
-from ..report import ConversionReport
+from ..building.rawsource import RawSource
+from ..building.conversion_report import ConversionReport
 from .common import balanced_positions, clean_text, iter_csv, option_key, parse_xml, place_at, require_text, seeded_rng, seeded_split
 
 CSV_NAME = "faqs_uft8_QA.csv"

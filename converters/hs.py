@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..errors import MissingSource, SourceError
-from ..rawsource import RawSource
-from ..report import ConversionReport
+from ..building.rawsource import RawSource
+from ..building.conversion_report import ConversionReport
 from .common import iter_tsv, parse_label, require_text
 
 DEV = "haspeede2_dev_taskAB.tsv"

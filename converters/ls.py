@@ -20,8 +20,8 @@ import re
 from typing import Iterator
 
 from ..errors import MissingSource, SourceError
-from ..rawsource import RawSource
-from ..report import ConversionReport
+from ..building.rawsource import RawSource
+from ..building.conversion_report import ConversionReport
 from .common import iter_lines, parse_xml
 
 SPLITS = {"dev": ("trial/lexsub_trial.xml", "trial/gold.trial"), "test": ("test/lexsub_test.xml", "test/gold.test")}

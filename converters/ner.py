@@ -26,8 +26,8 @@ from itertools import accumulate, compress, count
 from typing import Callable, Iterator
 
 from ..errors import MissingSource, SourceError
-from ..rawsource import RawSource
-from ..report import ConversionReport
+from ..building.rawsource import RawSource
+from ..building.conversion_report import ConversionReport
 from .common import gc_paused, read_lines, seeded_sample
 from .detok import separators
 

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from ..errors import MissingSource, SourceError
-from ..rawsource import RawSource
-from ..report import ConversionReport
+from ..building.rawsource import RawSource
+from ..building.conversion_report import ConversionReport
 from .common import iter_blocks, parse_span, seeded_sample
 
 TRIAL_SIZE = 5

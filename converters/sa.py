@@ -17,8 +17,8 @@ import re
 from typing import Iterator
 
 from ..errors import MissingSource, SourceError
-from ..rawsource import RawSource
-from ..report import ConversionReport
+from ..building.rawsource import RawSource
+from ..building.conversion_report import ConversionReport
 from .common import iter_lines, require_text
 
 TRAIN = "sentipolc16_officialdistrib_train.csv"

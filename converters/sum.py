@@ -21,8 +21,8 @@ import hashlib
 from typing import Iterator
 
 from ..errors import MissingSource, SourceError
-from ..rawsource import RawSource
-from ..report import ConversionReport
+from ..building.rawsource import RawSource
+from ..building.conversion_report import ConversionReport
 from .common import clean_text, iter_csv, seeded_rng, seeded_split
 
 TEST_SIZE = 100

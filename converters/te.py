@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..errors import MissingSource, SourceError
-from ..rawsource import RawSource
-from ..report import ConversionReport
+from ..building.rawsource import RawSource
+from ..building.conversion_report import ConversionReport
 from .common import parse_label, parse_xml
 
 LABELS = {"YES": "SI", "SI": "SI", "NO": "NO"}

@@ -12,8 +12,8 @@ import re
 from typing import Iterator
 
 from ..errors import MissingSource, SourceError
-from ..rawsource import RawSource
-from ..report import ConversionReport
+from ..building.rawsource import RawSource
+from ..building.conversion_report import ConversionReport
 from .common import iter_jsonl, require_fields
 
 FIELDS = {"id": str, "lemma": str, "sentence1": str, "sentence2": str,

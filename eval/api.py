@@ -110,7 +110,7 @@ class BackendOptions:
     trust_remote_code: bool = False
     max_length: int | None = None  # None: the model's own (lm-eval's rule)
     max_batch_tokens: int | None = None  # token-budget backends (fast)
-    max_memory: int | None = None  # bytes one forward pass may take (eval/memory.py); None: the device's free memory (CUDA) or 1 GiB
+    max_memory: int | None = None  # bytes one forward pass may take (eval/modeling/memory.py); None: the device's free memory (CUDA) or 1 GiB
     threads: int | None = None  # torch intra-op threads on CPU; None: torch's default
     seed: int | None = None  # the run's --seed, for engines that sample (vLLM's engine seed)
     # Engines (vLLM): passed through as the user wrote them.

@@ -31,10 +31,10 @@ def require(command: str, modules: tuple[str, ...]) -> None:
 
 def check_model_name(model: str) -> None:
     """A --model that names a local path must exist; anything else must look like a Hub id (org/name).
-    A ``.gguf`` file needs the ``gguf`` package (eval/gguf.py)."""
+    A ``.gguf`` file needs the ``gguf`` package (eval/modeling/gguf.py)."""
     import re
 
-    from .gguf import is_gguf_path, require_gguf
+    from .modeling.gguf import is_gguf_path, require_gguf
 
     if is_gguf_path(model):
         if not Path(model).expanduser().is_file():
@@ -68,7 +68,7 @@ def _batch_size(value: str) -> int | None:
 
 
 def _memory_size(value: str | None) -> int | None:
-    from .memory import parse_memory
+    from .modeling.memory import parse_memory
 
     try:
         return None if value is None else parse_memory(value)
@@ -176,9 +176,10 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
 
     from .api import BackendOptions
     from .backends import create_backend
-    from .estimate import announce
-    from .runner import ModelInfo, RunConfig, Runner, nothing_evaluated, run_counts, summary_table, task_summary_table, why_missing
-    from .tasks import DataSource, select_entries
+    from .running.estimate import announce
+    from .running.runner import ModelInfo, RunConfig, Runner, nothing_evaluated, run_counts, summary_table, task_summary_table
+    from .sources import open_source
+    from .sources.entries import select_entries
 
     if (data_dir is None) == (hub_org is None):
         raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")
@@ -203,19 +204,20 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     import datasets
 
     datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
-    from .constrained import refuse_unformatted
-    from .official import OfficialSource, is_official
+    from .prompting.constrained import refuse_unformatted
+    from .sources.official import is_official
 
-    if is_official(data_dir):
-        try:
-            source = OfficialSource.from_spec(data_dir)
-        except ValueError as err:
-            raise click.BadParameter(str(err), param_hint="--data") from None
-    elif data_dir is not None and not Path(data_dir).is_dir():
+    if data_dir is not None and not is_official(data_dir) and not Path(data_dir).is_dir():
         raise click.BadParameter(f"{data_dir!r} is not a folder (nor hf:ORG)", param_hint="--data")
     try:
-        if not is_official(data_dir):
-            source = DataSource(data_dir=data_dir, hub_org=hub_org)
+        source = open_source(data_dir, hub_org)
+    except ValueError as err:
+        if is_official(data_dir):
+            raise click.BadParameter(str(err), param_hint="--data") from None
+        raise click.ClickException(one_line(err)) from None
+    except FileNotFoundError as err:
+        raise click.ClickException(one_line(err)) from None
+    try:
         if constrained and tasks is not None:  # named tasks: refused before the model loads (a run over all warns)
             refuse_unformatted([(e.name, e.spec) for e in entries])
         # Read (and verify) every evaluation split before the model loads: data errors fail fast.
@@ -224,7 +226,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
             if tasks is not None or source.has_split(entry, eval_split or entry.spec.eval_split):
                 source.load(entry, eval_split or entry.spec.eval_split)
             else:
-                skipped[entry.name] = why_missing(source, entry, eval_split or entry.spec.eval_split)
+                skipped[entry.name] = source.why_missing(entry, eval_split or entry.spec.eval_split)
     except (FileNotFoundError, ValueError) as err:
         raise click.ClickException(one_line(err)) from None
     if skipped and len(skipped) == len(entries):  # nothing to evaluate: say why for each task, before loading the model
@@ -279,7 +281,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
 def backends() -> None:
     """List the backends (built-in and installed through the evalita_llm.backends entry point) and each one's
     options, given to `run` as --backend-arg NAME=VALUE."""
-    from .backend_options import options_table
+    from .modeling.options import options_table
     from .backends import get_backend_class
 
     for name in _backend_names():
@@ -302,7 +304,7 @@ def backends() -> None:
 def aggregate(scores: Path, scale: str, alpha: float, out: Path) -> None:
     """Paper-style tables (MinP/MaxP/AvgP/CPS, Sharpe) from a CSV/JSON of (model, task, prompt, score) rows."""
     require("aggregate", STATS_NEEDS)
-    from .aggregate import run_aggregate
+    from .reporting.aggregate import run_aggregate
 
     try:
         text = run_aggregate(scores, out, scale, alpha)  # type: ignore[arg-type]
@@ -326,7 +328,7 @@ def aggregate(scores: Path, scale: str, alpha: float, out: Path) -> None:
 def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float, progress: bool | None, partial: bool) -> None:
     """Markdown + HTML report with plots from one or more results.json of `evalita-eval run`."""
     require("report", STATS_NEEDS)
-    from .report import write_report
+    from .reporting.report import write_report
 
     if progress is None:
         progress = sys.stderr.isatty()
@@ -349,8 +351,8 @@ def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float
 def compare(run_a: Path, run_b: Path, k: int, seed: int, out: Path | None) -> None:
     """Per task and prompt, A minus B with a paired test on the same items (two results.json or run folders with samples/)."""
     require("compare", STATS_NEEDS)
-    from .compare import write_comparison
-    from .tables import ScoresError
+    from .reporting.compare import write_comparison
+    from .reporting.tables import ScoresError
 
     try:
         click.echo(write_comparison(run_a, run_b, out, k=k, seed=seed))
@@ -379,8 +381,8 @@ def push_results(results_dir: Path, repo_id: str, private: bool, revision: str, 
     require("push-results", STATS_NEEDS)
     from evalita_data.errors import EvalitaDataError
 
-    from .push_results import push_results as run_push
-    from .tables import ScoresError
+    from .publishing.push_results import push_results as run_push
+    from .reporting.tables import ScoresError
 
     try:
         run_push(results_dir, repo_id, private=private, revision=revision, message=message, dry_run=dry_run,
@@ -401,7 +403,7 @@ def export_lm_eval(out_dir: Path, org: str | None, data_dir: Path | None, offici
     """Write lm-evaluation-harness task YAMLs (a group per task, a task per task x prompt) and their utils.py.
 
     Run them with: lm_eval --include_path OUT_DIR --tasks evalita-llm (or evalita-llm_<task>)."""
-    from .export_lm_eval import export
+    from .publishing.export_lm_eval import export
 
     if (org is None) == (data_dir is None):
         raise click.UsageError("give exactly one of --org ORG or --data-dir DIR")

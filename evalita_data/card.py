@@ -4,7 +4,7 @@ A card is a pure function of the task declaration, the task's manifest entry and
 the file layout it describes: no timestamps, so the same build gives the same card.
 Two layouts exist: the build folder (``<split>.jsonl`` beside the card, so that
 ``datasets.load_dataset("build/<task>")`` works) and the published repository
-(``data/<split>.parquet``, see :mod:`evalita_data.layout`).
+(``data/<split>.parquet``, see :mod:`evalita_data.hub.layout`).
 """
 
 from __future__ import annotations

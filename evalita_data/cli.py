@@ -61,7 +61,7 @@ def build(raw: Path, out: Path, tasks: tuple[str, ...], more_tasks: tuple[str, .
     Tasks may be named with --task (repeatable) or as arguments:
     `evalita-data build --task faq at ls sum` builds those four.
     """
-    from .pipeline import build as run_build
+    from .building.pipeline import build as run_build
 
     tasks = tuple(dict.fromkeys(tasks + more_tasks))  # keep order, drop repeats
 
@@ -112,9 +112,9 @@ def validate(path: Path, task: str | None) -> None:
 @click.option("--org", default=DEFAULT_ORG, show_default=True, help="Hub organisation named in the card's usage example.")
 def card(task: str, build_dir: Path, org: str) -> None:
     """Print the dataset card (README.md) that `push` publishes for TASK."""
-    from .layout import split_path
+    from .hub.layout import split_path
     from .card import render_card
-    from .pipeline import read_manifest
+    from .building.pipeline import read_manifest
     from .safepaths import check_hub_name
 
     try:
@@ -150,8 +150,8 @@ def push(build_dir: Path, org: str, tasks: tuple[str, ...], private: bool, revis
     not uploaded and an unchanged build makes no commit. The token comes from HF_TOKEN
     or the stored Hub login and is never printed.
     """
-    from .push import push as run_push
-    from .push import write_to_dir
+    from .hub.push import push as run_push
+    from .hub.push import write_to_dir
 
     try:
         if to_dir is not None:
@@ -173,7 +173,7 @@ def push(build_dir: Path, org: str, tasks: tuple[str, ...], private: bool, revis
 def fetch(task: str, raw: Path, revision: str | None, force: bool) -> None:
     """Download TASK's originals into RAW/TASK/ where a public client can (sum: ARTeLab/fanpage);
     otherwise print where and how to get them, and exit 1."""
-    from .fetch import fetch as run_fetch
+    from .building.fetch import fetch as run_fetch
 
     try:
         run_fetch(task, raw, revision=revision, force=force, echo=click.echo)

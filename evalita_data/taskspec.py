@@ -14,8 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator, Literal, Union
 
-from .report import ConversionReport
-from .rawsource import RawSource
+from .building.conversion_report import ConversionReport
+from .building.rawsource import RawSource
 from .scoring.metric import Metric
 
 __all__ = ["Converter", "GenPrompt", "HubSplits", "InstructPrompts", "MCPrompt", "Metric", "Prompt", "RecordCheck",
@@ -72,7 +72,7 @@ Prompt = Union[MCPrompt, GenPrompt]
 
 @dataclass(frozen=True)
 class InstructPrompts:
-    """What the generative settings (CE, CE-NI, OE; eval/settings.py) of a multiple-choice task need.
+    """What the generative settings (CE, CE-NI, OE; eval/prompting/instruct.py) of a multiple-choice task need.
 
     ``question`` is the question without its options; ``answers`` are the answer texts in
     the order of the task's target index (a fixed list or a Jinja expression, as

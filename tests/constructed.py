@@ -7,9 +7,9 @@ from collections import Counter
 from pathlib import Path
 
 from evalita_data.converters.common import option_key
-from evalita_data.rawsource import RawSource
+from evalita_data.building.rawsource import RawSource
 from evalita_data.registry import get_task
-from evalita_data.report import ConversionReport
+from evalita_data.building.conversion_report import ConversionReport
 from evalita_data.schema_check import record_problems
 
 

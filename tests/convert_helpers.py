@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from evalita_data.rawsource import RawSource
-from evalita_data.report import ConversionReport
+from evalita_data.building.rawsource import RawSource
+from evalita_data.building.conversion_report import ConversionReport
 from evalita_data.taskspec import Converter
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from evalita_data.jsonl import read_jsonl
-from evalita_data.parquet import parquet_bytes
+from evalita_data.hub.parquet import parquet_bytes
 from evalita_data.registry import get_task, tasks as registered_tasks
 from hub_stub import GITATTRIBUTES, HubStub, Repo, StoredFile
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from evalita_data.jsonl import write_jsonl
-from evalita_data.pipeline import MANIFEST, build
-from evalita_data.rawsource import sha256_file
+from evalita_data.building.pipeline import MANIFEST, build
+from evalita_data.building.rawsource import sha256_file
 from hub_stub import HubStub
 
 RAW_SAMPLES = Path(__file__).parent / "data" / "raw"

@@ -28,7 +28,7 @@ FORMAT = "Sì|No"
 def added(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
     """The registry with tests/extra_tasks, and a build of its raw file; the tiny model is
     made first, from the built-in tasks only (its tokenizer is trained on their prompts)."""
-    from evalita_data.pipeline import build
+    from evalita_data.building.pipeline import build
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(ENV_VAR, str(EXTRA))
@@ -77,7 +77,7 @@ def test_constrained_generations_match_the_declared_format(added: Path, tiny_mod
     assert sum(p["unparsed"] for p in free_doc["results"][TASK].values()) > 0  # a random model does not say Sì/No by itself
 
     # The report recomputes the task's own metric from the samples: bootstrap CIs, no omission.
-    from evalita_eval.report import write_report
+    from evalita_eval.reporting.report import write_report
 
     write_report([constrained / "results.json", free / "results.json"], tmp_path / "rep", k=20, seed=1, echo=lambda _s: None)
     md = (tmp_path / "rep" / "report.md").read_text("utf-8")
@@ -103,12 +103,13 @@ def test_a_run_over_every_task_records_which_ones_were_constrained(added: Path, 
     pytest.importorskip("xgrammar")
     from evalita_eval.api import BackendOptions
     from evalita_eval.backends import create_backend
-    from evalita_eval.runner import ModelInfo, RunConfig, Runner
-    from evalita_eval.tasks import DataSource, select_entries
+    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.sources.entries import select_entries
+    from evalita_eval.sources.folder import FolderSource
 
     backend = create_backend("hf", BackendOptions(str(tiny_model), dtype="float32", threads=1))
     said: list[str] = []
-    runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, "hf"), DataSource(added),
+    runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, "hf"), FolderSource(added),
                     RunConfig(limit=2, progress=False, constrained=True, skip_missing=True), tmp_path, echo=said.append)
     runner.run(select_entries(["capitals", "capitals_gen", TASK]))
     doc = json.loads((tmp_path / "results.json").read_text("utf-8"))
@@ -120,7 +121,7 @@ def test_a_run_over_every_task_records_which_ones_were_constrained(added: Path, 
 
 
 def test_two_builds_give_byte_identical_cards(added: Path, tmp_path: Path) -> None:
-    from evalita_data.pipeline import build
+    from evalita_data.building.pipeline import build
 
     # The same raw files from another folder, built into another one: the cards must not differ.
     raw = tmp_path / "elsewhere" / "raw"

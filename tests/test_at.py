@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from evalita_data.converters import at
 from evalita_data.errors import MissingSource, SourceError
-from evalita_data.pipeline import build
+from evalita_data.building.pipeline import build
 
 from at_workbooks import EN_HEADER, IT_HEADER, question_rows, write_workbook
 from conftest import SAMPLES

@@ -15,11 +15,11 @@ import pytest
 
 from evalita_data.converters.ner import read_sentences
 from evalita_data.errors import SourceError
-from evalita_data.parallel import ordered_map
-from evalita_data.pipeline import build
-from evalita_data.rawsource import RawSource
+from evalita_data.building.parallel import ordered_map
+from evalita_data.building.pipeline import build
+from evalita_data.building.rawsource import RawSource
 from evalita_data.registry import get_task
-from evalita_data.report import ConversionReport
+from evalita_data.building.conversion_report import ConversionReport
 from evalita_data.schema_check import fast_check, validator
 
 RAW = Path(__file__).parent / "data" / "raw"

@@ -107,7 +107,7 @@ def test_a_local_model_is_identified_by_its_files(rerun, change, computed: int) 
 
 
 def test_results_record_the_identity_without_secrets(baseline: Path, model_copy: Path) -> None:
-    from evalita_eval.identity import folder_fingerprint, identity_key
+    from evalita_eval.modeling.identity import folder_fingerprint, identity_key
 
     model = json.loads((baseline / "results.json").read_text("utf-8"))["model"]
     key = model.pop("cache_key")
@@ -177,7 +177,7 @@ def test_vllm_identity_keeps_what_changes_numbers(tiny_model: Path) -> None:
     from transformers import AutoTokenizer
 
     from evalita_eval.api import BackendOptions
-    from evalita_eval.backend_options import resolve_options
+    from evalita_eval.modeling.options import resolve_options
     from evalita_eval.backends.vllm import VLLMBackend
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
@@ -203,7 +203,7 @@ def test_a_hub_model_is_identified_by_its_snapshot_commit() -> None:
     which tests/conftest.py points into a temporary folder); None when not downloaded."""
     from huggingface_hub import constants
 
-    from evalita_eval.identity import model_source_identity
+    from evalita_eval.modeling.identity import model_source_identity
 
     repo = Path(constants.HF_HUB_CACHE) / "models--evalita-test--snapshot-model"
     for commit, ref in (("a" * 40, "main"), ("b" * 40, "v2")):
@@ -218,7 +218,7 @@ def test_a_hub_model_is_identified_by_its_snapshot_commit() -> None:
 
 
 def test_a_single_model_file_is_identified_by_its_content(tmp_path: Path) -> None:
-    from evalita_eval.identity import model_source_identity
+    from evalita_eval.modeling.identity import model_source_identity
 
     path = tmp_path / "model.gguf"
     path.write_bytes(b"GGUF" + bytes(100))
@@ -226,3 +226,38 @@ def test_a_single_model_file_is_identified_by_its_content(tmp_path: Path) -> Non
     assert before == {"name_or_path": str(path), "file_sha256": __import__("hashlib").sha256(b"GGUF" + bytes(100)).hexdigest()}
     path.write_bytes(b"GGUF" + bytes(99) + b"\1")  # replaced in place, same size
     assert model_source_identity(str(path), None) != before
+
+
+def test_the_sha256_memo_skips_unchanged_files_and_sees_every_write(tmp_path: Path, monkeypatch) -> None:
+    import os
+
+    from evalita_eval.modeling import identity
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"w" * 1000)
+    (folder / "config.json").write_text("{}", "utf-8")
+    plain = identity.folder_fingerprint(folder, identity.Sha256Memo(tmp_path / "unused" / "memo.json"))
+    reads: list[str] = []
+    real = identity.file_sha256
+    monkeypatch.setattr(identity, "file_sha256", lambda p: reads.append(Path(p).name) or real(p))
+    memo_file = tmp_path / "memo.json"
+    # Just written files are "racy": hashed every time, never remembered.
+    assert identity.folder_fingerprint(folder, identity.Sha256Memo(memo_file)) == plain and len(reads) == 2
+    assert not memo_file.exists()
+    monkeypatch.setattr(identity.Sha256Memo, "racy_s", 0.0)
+    assert identity.folder_fingerprint(folder, identity.Sha256Memo(memo_file)) == plain and len(reads) == 4
+    reads.clear()
+    assert identity.folder_fingerprint(folder, identity.Sha256Memo(memo_file)) == plain and reads == []  # read from the memo
+    # The same size and modification time, other content: the status-change time moved, so it is hashed again.
+    weights = folder / "model.safetensors"
+    st = weights.stat()
+    weights.write_bytes(b"x" * 1000)
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    changed = identity.folder_fingerprint(folder, identity.Sha256Memo(memo_file))
+    assert changed != plain and reads == ["model.safetensors"]
+    # A damaged memo is ignored (everything hashed again), never an error, and rewritten sound.
+    memo_file.write_text('{"' + str(weights.resolve()) + '": [[1, 2, 3, 4, 5], "not a digest"]}', "utf-8")
+    reads.clear()
+    assert identity.folder_fingerprint(folder, identity.Sha256Memo(memo_file)) == changed and sorted(reads) == ["config.json", "model.safetensors"]
+    assert all(identity._memo_entry_ok(v) for v in json.loads(memo_file.read_text("utf-8")).values())

@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from evalita_data.card import CARD, HubLicense, hub_license, parse_front_matter, size_category
 from evalita_data.cli import main
-from evalita_data.layout import task_repo
-from evalita_data.pipeline import MANIFEST
+from evalita_data.hub.layout import task_repo
+from evalita_data.building.pipeline import MANIFEST
 from evalita_data.registry import TASK_IDS, get_task
 from hub_stub import KNOWN_LICENSES
 from publish_fixtures import built_tasks, make_ner_build, sample_build  # noqa: F401 - fixture
@@ -103,7 +103,7 @@ def test_ner_card_has_one_config_per_domain(tmp_path):
 
 
 def test_card_is_deterministic(sample_build, tmp_path):
-    from evalita_data.pipeline import build
+    from evalita_data.building.pipeline import build
     from publish_fixtures import RAW_SAMPLES
 
     again = tmp_path / "again"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from evalita_eval import stats
+from evalita_eval.reporting import stats
 from evalita_eval.cli import main
-from evalita_eval.compare import compare_runs
+from evalita_eval.reporting.compare import compare_runs
 
 RESULTS = Path(__file__).parent / "data" / "results"
 DATA = Path(__file__).parent / "data" / "build"
@@ -51,7 +51,7 @@ def test_compare_fixture_runs_hand_computed() -> None:
     assert te1.p_value == 2 * 2579130 / 2 ** 24 == pytest.approx(0.3074562549)
     assert sum(math.comb(24, i) for i in range(10)) == 2579130
     hs = [r for r in rows if r.task == "hs"]
-    from evalita_eval.compare import comparison_table
+    from evalita_eval.reporting.compare import comparison_table
 
     p3 = next(r for r in hs if r.prompt == "p3")  # A far better: no resample crosses 0
     assert p3.p_value == 0 and comparison_table([p3], "A", "B").rows[0][8] == "< 0.005"

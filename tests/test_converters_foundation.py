@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evalita_data.pipeline import build
+from evalita_data.building.pipeline import build
 from evalita_data.converters.sa import unescape_test_text
 from evalita_data.converters.hs import strip_export_space
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalita_eval.metrics import ls_item, metric_of, ner_labels, rel_labels, score_samples
-from evalita_eval.parsers import parse_ls, parse_ner, parse_rel
+from evalita_data.scoring.parsers import parse_ls, parse_ner, parse_rel
 
 
 def mc(lls, choices, gold):

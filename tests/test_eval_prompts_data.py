@@ -10,7 +10,8 @@ import pytest
 from evalita_data.prompts import PromptError, compile_task
 from evalita_data.registry import get_task
 from evalita_data.taskspec import MCPrompt
-from evalita_eval.tasks import DataSource, select_entries
+from evalita_eval.sources.entries import select_entries
+from evalita_eval.sources.folder import FolderSource
 
 DATA = Path(__file__).parent / "data" / "build"
 
@@ -49,12 +50,12 @@ def test_hub_layout_folder_reads_as_the_build(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from evalita_data.cli import main as data_main
-    from evalita_data.pipeline import build
+    from evalita_data.building.pipeline import build
 
     build(Path(__file__).parent / "data" / "raw", tmp_path / "build", tasks=["te", "ner"], progress=False)
     result = CliRunner().invoke(data_main, ["push", "--build", str(tmp_path / "build"), "--to-dir", str(tmp_path / "hub")])
     assert result.exit_code == 0, result.output
-    from_build, from_hub = DataSource(tmp_path / "build"), DataSource(tmp_path / "hub")
+    from_build, from_hub = FolderSource(tmp_path / "build"), FolderSource(tmp_path / "hub")
     for entry in select_entries(["te", "ner_fic"]):
         for split in ("test", entry.spec.fewshot_split):
             assert from_hub.load(entry, split) == from_build.load(entry, split)
@@ -62,6 +63,21 @@ def test_hub_layout_folder_reads_as_the_build(tmp_path: Path) -> None:
     assert len(from_hub.load(select_entries(["ner_fic"])[0], "trial")) == 5
 
 
-def test_source_needs_exactly_one_origin() -> None:
+def test_open_source_picks_one_source_class_per_origin(tmp_path: Path) -> None:
+    from evalita_eval.sources import open_source
+    from evalita_eval.sources.base import Source
+    from evalita_eval.sources.hub import HubSource
+    from evalita_eval.sources.official import OfficialSource
+
     with pytest.raises(ValueError, match="exactly one"):
-        DataSource()
+        open_source()
+    with pytest.raises(ValueError, match="exactly one"):
+        open_source(DATA, "someorg")
+    with pytest.raises(FileNotFoundError, match="is not a folder"):
+        open_source(tmp_path / "absent")
+    folder, hub, official = open_source(DATA), open_source(hub_org="someorg"), open_source("hf:evalitahf")
+    assert (type(folder), type(hub), type(official)) == (FolderSource, HubSource, OfficialSource)
+    assert (folder.description, hub.description, official.description) == (str(DATA), "hf://someorg", "hf:evalitahf")
+    assert (folder.folder, hub.folder, official.folder) == (Path(DATA), None, None)
+    assert all(isinstance(s, Source) for s in (folder, hub, official))
+    assert (folder.provenance(), hub.provenance(), official.provenance()) == ({}, {}, {"revisions": {}})

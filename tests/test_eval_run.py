@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from evalita_data.registry import TASKS
 from evalita_eval.cli import main
-from evalita_eval.tasks import all_entries
+from evalita_eval.sources.entries import all_entries
 
 HERE = Path(__file__).parent
 DATA = HERE / "data" / "build"
@@ -114,7 +114,7 @@ def test_run_on_pipeline_build(tiny_model: Path, tmp_path: Path) -> None:
 
     The samples have no HS test_all and no REL test: a run over all tasks skips them.
     """
-    from evalita_data.pipeline import build
+    from evalita_data.building.pipeline import build
 
     build(HERE / "data" / "raw", tmp_path / "build", progress=False)
     out = tmp_path / "res"

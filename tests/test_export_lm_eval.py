@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalita_eval.export_lm_eval import task_name
-from evalita_eval.tasks import all_entries
+from evalita_eval.publishing.export_lm_eval import task_name
+from evalita_eval.sources.entries import all_entries
 from publish_fixtures import sample_build  # noqa: F401 - fixture
 
 MAX_NEW = 3

@@ -10,8 +10,8 @@ from hypothesis import given, settings, strategies as st
 from evalita_data.converters import faq
 from evalita_data.converters.common import option_key
 from evalita_data.errors import SourceError
-from evalita_data.pipeline import build
-from evalita_data.rawsource import RawSource
+from evalita_data.building.pipeline import build
+from evalita_data.building.rawsource import RawSource
 
 from conftest import SAMPLES
 from constructed import by_split, letters_balanced, options_distinct, read_split, run_converter

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("huggingface_hub")
 
-from evalita_data.pipeline import build  # noqa: E402
+from evalita_data.building.pipeline import build  # noqa: E402
 from hub_stub import GITATTRIBUTES, Repo, StoredFile  # noqa: E402
 from publish_fixtures import RAW_SAMPLES, hub, hub_env, run_cli  # noqa: E402,F401 - fixtures
 

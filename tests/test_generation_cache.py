@@ -16,10 +16,11 @@ from click.testing import CliRunner
 
 from evalita_eval.api import BackendOptions
 from evalita_eval.backends import create_backend
-from evalita_eval.cache import RequestCache
+from evalita_eval.running.cache import RequestCache
 from evalita_eval.cli import main
-from evalita_eval.runner import ModelInfo, RunConfig, Runner
-from evalita_eval.tasks import DataSource, select_entries
+from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+from evalita_eval.sources.entries import select_entries
+from evalita_eval.sources.folder import FolderSource
 
 DATA = Path(__file__).parent / "data" / "build"
 # 18 distinct generations (NER-fic, REL and LS: 3 documents x 2 prompts each), one row at a time on either backend
@@ -129,7 +130,7 @@ def test_generations_finished_before_the_end_of_a_call_are_saved(tiny_model: Pat
     backend = create_backend("fast", BackendOptions(str(tiny_model), dtype="float32", max_batch_tokens=1, max_length=384))
     entries = select_entries(["ner_fic"])
     config = RunConfig(max_new_tokens=48, progress=False)
-    runner = Runner(InterruptedFast(backend, after=2), ModelInfo(str(tiny_model), None, "float32", "fast"), DataSource(DATA), config, tmp_path)
+    runner = Runner(InterruptedFast(backend, after=2), ModelInfo(str(tiny_model), None, "float32", "fast"), FolderSource(DATA), config, tmp_path)
     with pytest.raises(KeyboardInterrupt):
         runner.run(entries)
     assert _cache_lines(tmp_path / "cache.jsonl") == 2
@@ -137,7 +138,7 @@ def test_generations_finished_before_the_end_of_a_call_are_saved(tiny_model: Pat
     assert runner.interrupt_summary() == (f"2 generations of this run were saved in {tmp_path / 'cache.jsonl'} (0 from earlier runs); "
                                           f"{tmp_path / 'results.json'} is marked partial; rerun the same command to resume")
     assert json.loads((tmp_path / "results.json").read_text("utf-8"))["status"] == "partial"
-    again = Runner(backend, ModelInfo(str(tiny_model), None, "float32", "fast"), DataSource(DATA), config, tmp_path)
+    again = Runner(backend, ModelInfo(str(tiny_model), None, "float32", "fast"), FolderSource(DATA), config, tmp_path)
     assert again.earlier_generations == 2
     result = again.run(entries)
     assert (result.computed, result.cached) == (4, 2)

@@ -1,5 +1,5 @@
-"""GGUF model names and errors (eval/gguf.py) without a real file, the run plan and time estimate
-printed before a run (eval/estimate.py), and --device's default. The real GGUF file itself is
+"""GGUF model names and errors (eval/modeling/gguf.py) without a real file, the run plan and time estimate
+printed before a run (eval/running/estimate.py), and --device's default. The real GGUF file itself is
 loaded and compared with its float32 conversion in tests/realmodel."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from evalita_eval.api import BackendOptions
 from evalita_eval.backends.vllm import engine_kwargs
 from evalita_eval.cli import default_device, main
-from evalita_eval.estimate import GEN, LL, TaskPlan, TimeEstimate
-from evalita_eval.gguf import gguf_identity, gguf_model
+from evalita_eval.running.estimate import GEN, LL, TaskPlan, TimeEstimate
+from evalita_eval.modeling.gguf import gguf_identity, gguf_model
 
 HERE = Path(__file__).parent
 DATA = HERE / "data" / "build"
@@ -60,7 +60,7 @@ def test_gguf_named_twice_is_refused(fake_gguf: Path) -> None:
 def test_gguf_identity_is_the_file_sha256(fake_gguf: Path, tmp_path: Path, monkeypatch) -> None:
     """A local .gguf is identified by its content (identity.model_source_identity); a Hub GGUF by the
     sha256 of the file in the local Hub cache (gguf_identity), None when it is not there."""
-    from evalita_eval.identity import model_source_identity
+    from evalita_eval.modeling.identity import model_source_identity
 
     digest = hashlib.sha256(fake_gguf.read_bytes()).hexdigest()
     assert model_source_identity(str(fake_gguf), None)["file_sha256"] == digest
@@ -156,6 +156,25 @@ def test_run_prints_the_plan_that_the_run_then_sends(tiny_model: Path, tmp_path:
     assert total is not None and total.groups() == (f"{requests:,}", f"{tokens:,}", f"{8 * 3 * 2 * 2:,}")  # 3 NER domains x 2 prompts x 2 docs
     assert f"({requests} in all)" in result.output
     assert re.search(r"^estimate: about \d+ s left \(", result.output, re.M)
+
+
+def test_a_rerun_plans_only_what_the_resume_cache_lacks(tiny_model: Path, tmp_path: Path) -> None:
+    """A rerun with a larger --limit: the plan counts the requests of the first run's documents as
+    read back, and the time estimate covers only the new ones."""
+    out = tmp_path / "o"
+    args = ["run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te", "--output-dir", str(out), "--no-progress"]
+    first = CliRunner().invoke(main, [*args, "--limit", "2"], catch_exceptions=False)
+    assert first.exit_code == 0 and "resume:" not in first.output
+    done = sum(len(json.loads(x)["choices"]) for f in (out / "samples").glob("te_p*.jsonl") for x in f.read_text("utf-8").splitlines())
+    again = CliRunner().invoke(main, [*args, "--limit", "3"], catch_exceptions=False)
+    assert again.exit_code == 0, again.output
+    total = int(re.search(r"^total\s+([\d,]+)\s", again.output, re.M).group(1).replace(",", ""))
+    assert done == 2 * 6 * 2 and total == 3 * 6 * 2  # te: two choices, six prompts
+    assert f"resume: {done:,} of these {total:,} requests are in the resume cache and are read back; {total - done:,} are computed" in again.output
+    assert f"{total - done} requests computed, {done} read from the cache" in again.output
+    same = CliRunner().invoke(main, [*args, "--limit", "3"], catch_exceptions=False)
+    assert f"resume: {total:,} of these {total:,} requests are in the resume cache and are read back; 0 are computed (0 prompt tokens)" in same.output
+    assert "estimate:" not in same.output  # nothing reaches the model: nothing to time
 
 
 class _Clocked:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalita_data.hub_names import HubNameError, check_org, check_repo_id
+from evalita_data.hub.names import HubNameError, check_org, check_repo_id
 
 
 @pytest.mark.parametrize("name", ["evalitahf", "my-org", "a", "A.b_c-9", "x" * 96])

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from evalita_data.install import versions_dir
+from evalita_data.building.install import versions_dir
 from evalita_data.registry import task_ids
 
 HERE = Path(__file__).parent
@@ -30,7 +30,7 @@ FAULT_SYSCALLS = ("rename", "renameat", "renameat2", "symlink", "symlinkat", "li
 
 def build_cmd(raw: Path, out: Path, *tasks: str) -> list[str]:
     # One process: strace counts the n-th call of a syscall per process, and worker processes
-    # (--workers, evalita_data/parallel.py) would split the calls the injection aims at.
+    # (--workers, evalita_data/building/parallel.py) would split the calls the injection aims at.
     args = [sys.executable, "-m", "evalita_data.cli", "build", "--raw", str(raw), "--out", str(out), "--no-progress", "--workers", "1"]
     for t in tasks:
         args += ["--task", t]

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from evalita_data.cli import main
-from evalita_data.pipeline import build
+from evalita_data.building.pipeline import build
 
 from test_build_errors import tree_digest
 
@@ -195,7 +195,7 @@ def test_validate_a_task_folder(raw_copy, tmp_path: Path) -> None:
 
 
 def test_debug_shows_the_traceback(tmp_path: Path, monkeypatch) -> None:
-    from evalita_data import pipeline
+    from evalita_data.building import pipeline
 
     def boom(*_a, **_k):
         raise RuntimeError("an unexpected failure")

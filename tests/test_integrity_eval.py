@@ -17,9 +17,12 @@ from click.testing import CliRunner, Result
 pytest.importorskip("torch")
 
 from evalita_data.cli import main as data_main  # noqa: E402
-from evalita_data.pipeline import build  # noqa: E402
+from evalita_data.building.pipeline import build  # noqa: E402
 from evalita_eval.cli import main  # noqa: E402
-from evalita_eval.tasks import DataMismatch, DataSource, select_entries  # noqa: E402
+from evalita_eval.sources.base import DataMismatch  # noqa: E402
+from evalita_eval.sources.entries import select_entries  # noqa: E402
+from evalita_eval.sources.folder import FolderSource  # noqa: E402
+from evalita_eval.sources.hub import HubSource  # noqa: E402
 
 from test_integrity import assert_one_clear_line  # noqa: E402
 
@@ -57,12 +60,12 @@ def test_two_hub_layout_folders_in_a_row_give_their_own_data(raw_copy, tmp_path:
     text = test_xml.read_text("utf-8")
     test_xml.write_text(text.replace("<t>", "<t>Modificato. ", 1), "utf-8")  # other data, same task and config
     second = hub_folder(raw, tmp_path, "hub2")
-    a, b = DataSource(first).load(TE, "test"), DataSource(second).load(TE, "test")
+    a, b = FolderSource(first).load(TE, "test"), FolderSource(second).load(TE, "test")
     assert a != b
     for folder, rows in ((first, a), (second, b)):
         built = folder.parent / f"build-{folder.name}" / "te" / "test.jsonl"
         assert rows == [json.loads(line) for line in built.read_text("utf-8").splitlines()]
-        assert DataSource(folder).sha256(TE, "test") == hashlib.sha256(built.read_bytes()).hexdigest()
+        assert FolderSource(folder).sha256(TE, "test") == hashlib.sha256(built.read_bytes()).hexdigest()
 
 
 def test_data_that_differ_from_their_manifest_are_refused(raw_copy, tmp_path: Path, tiny_model: Path) -> None:
@@ -76,7 +79,7 @@ def test_data_that_differ_from_their_manifest_are_refused(raw_copy, tmp_path: Pa
     lines[0] = json.dumps(rec, ensure_ascii=False)
     path.write_text("\n".join(lines) + "\n", "utf-8")  # valid, but not what the build wrote
     with pytest.raises(DataMismatch, match="differs from .*manifest.json"):
-        DataSource(out).load(TE, "test")
+        FolderSource(out).load(TE, "test")
     assert_one_clear_line(run("--model", tiny_model, "--data", out, "--tasks", "te", "--output-dir", tmp_path / "o"),
                           str(path), "differs from")
     assert not (tmp_path / "o" / "results.json").exists()
@@ -87,7 +90,7 @@ def test_results_record_the_hash_of_what_was_evaluated(raw_copy, tmp_path: Path,
     result = run("--model", tiny_model, "--data", hub, "--tasks", "te", "--prompts", "p1", "--limit", "2", "--output-dir", tmp_path / "o")
     assert result.exit_code == 0, result.output
     doc = json.loads((tmp_path / "o" / "results.json").read_text("utf-8"))
-    rows = DataSource(hub).load(TE, "test")
+    rows = FolderSource(hub).load(TE, "test")
     evaluated = hashlib.sha256("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode()).hexdigest()
     assert doc["data"]["manifest_sha256"]["te"]["test"] == evaluated
     assert doc["status"] == "complete"
@@ -142,7 +145,7 @@ def test_a_null_cache_value_is_computed_again(tmp_path: Path, tiny_model: Path) 
 
 
 def test_ctrl_c_keeps_finished_work_marks_results_partial_and_report_refuses(tmp_path: Path, tiny_model: Path, monkeypatch) -> None:
-    from evalita_eval import runner
+    from evalita_eval.running import runner
 
     original = runner.Runner.run_entry
 
@@ -170,7 +173,7 @@ def test_ctrl_c_keeps_finished_work_marks_results_partial_and_report_refuses(tmp
 
 
 def test_eval_debug_shows_the_traceback(tmp_path: Path, monkeypatch) -> None:
-    from evalita_eval import tasks
+    from evalita_eval.sources import entries as tasks
 
     def boom(*_a, **_k):
         raise RuntimeError("an unexpected failure")
@@ -185,6 +188,6 @@ def test_eval_debug_shows_the_traceback(tmp_path: Path, monkeypatch) -> None:
 
 def test_an_invalid_hub_org_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="--hub-org '../../x' is not a valid Hub name"):
-        DataSource(hub_org="../../x")
+        HubSource("../../x")
     result = run("--model", tmp_path, "--hub-org", "../../x", "--tasks", "te", "--output-dir", tmp_path / "o")
     assert_one_clear_line(result, "not a valid Hub name")

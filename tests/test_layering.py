@@ -114,15 +114,15 @@ def test_the_graph_sees_the_packages_and_their_imports() -> None:
     modules = project_modules()
     graph = import_graph(modules)
     # The mapped folders (converters/ -> evalita_data.converters, eval/ -> evalita_eval) are read.
-    assert {"evalita_data.converters.ner", "evalita_eval.runner", "evalita_eval.fast.encode", "evalita_data.scoring.metrics"} <= set(modules)
-    assert "evalita_data.taskspec" in graph["evalita_eval.settings"]  # from evalita_data.taskspec import ...
+    assert {"evalita_data.converters.ner", "evalita_eval.running.runner", "evalita_eval.fast.encode", "evalita_data.scoring.metrics"} <= set(modules)
+    assert "evalita_data.taskspec" in graph["evalita_eval.prompting.instruct"]  # from evalita_data.taskspec import ...
     assert "evalita_eval.api" in graph["evalita_eval.backends.hf"]  # from ..api import ...
     assert "evalita_eval.backends" in graph["evalita_eval.backends.hf"]  # from . import register_backend
     assert "evalita_data.registry" in graph["evalita_eval.metrics"]
     # Function-level imports count: registry imports the tasks package inside _builtin_modules.
     assert "evalita_data.tasks" in graph["evalita_data.registry"]
     # The cycle finder finds a planted cycle.
-    assert find_cycle({**graph, "evalita_data.taskspec": graph["evalita_data.taskspec"] | {"evalita_eval.settings"}})
+    assert find_cycle({**graph, "evalita_data.taskspec": graph["evalita_data.taskspec"] | {"evalita_eval.prompting.instruct"}})
 
 
 def test_no_import_cycle_among_modules() -> None:
@@ -145,5 +145,47 @@ def test_the_data_package_imports_nothing_of_the_evaluator() -> None:
 def test_loading_the_registry_loads_no_evaluator_module() -> None:
     code = ("import json, sys; import evalita_data.registry as r; r.tasks(); "
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('evalita_eval', 'torch', 'sklearn', 'transformers'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(out.stdout) == []
+
+
+# The evaluator's rooms and which other rooms each may import (any of them may import the
+# data package and the evaluator's top-level modules: api, metrics, naming). A new edge is a
+# design decision: declare it here and in the README's layout table.
+EVALUATOR_ROOMS = {
+    "evalita_eval.modeling": set(),
+    "evalita_eval.fast": {"evalita_eval.modeling"},
+    "evalita_eval.backends": {"evalita_eval.fast", "evalita_eval.modeling", "evalita_eval.prompting"},
+    "evalita_eval.sources": set(),
+    "evalita_eval.prompting": set(),
+    "evalita_eval.reporting": set(),
+    "evalita_eval.running": {"evalita_eval.modeling", "evalita_eval.prompting", "evalita_eval.reporting", "evalita_eval.sources"},
+    "evalita_eval.publishing": {"evalita_eval.reporting", "evalita_eval.sources"},
+}
+
+
+def test_each_evaluator_room_imports_only_the_rooms_it_declares() -> None:
+    modules = project_modules()
+    rooms = {p for p in modules if p.count(".") == 1 and p.startswith("evalita_eval.") and modules[p].stem == "__init__"}
+    assert rooms == set(EVALUATOR_ROOMS), "a subpackage of eval/ is missing from EVALUATOR_ROOMS (or gone)"
+    undeclared = {}
+    for src, targets in package_graph(import_graph(modules), modules).items():
+        room = next((r for r in EVALUATOR_ROOMS if src == r or src.startswith(r + ".")), None)
+        if room is None:
+            continue
+        extra = {t for t in targets if t in rooms and t != room} - EVALUATOR_ROOMS[room]
+        if extra:
+            undeclared[src] = sorted(extra)
+    assert undeclared == {}
+    # The check sees an edge: running imports sources.
+    assert "evalita_eval.sources" in package_graph(import_graph(modules), modules)["evalita_eval.running"]
+
+
+def test_reports_publishing_and_sources_load_no_model_library() -> None:
+    # `report`, `compare`, `push-results` and reading data run on a machine without torch.
+    code = ("import json, sys; import evalita_eval.reporting.report, evalita_eval.reporting.compare, evalita_eval.publishing.push_results, "
+            "evalita_eval.publishing.export_lm_eval, evalita_eval.sources.folder, evalita_eval.sources.hub, evalita_eval.sources.official; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'vllm') "
+            "or m.startswith(('evalita_eval.backends', 'evalita_eval.fast', 'evalita_eval.modeling', 'evalita_eval.running')))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert json.loads(out.stdout) == []

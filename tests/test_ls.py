@@ -11,8 +11,8 @@ from hypothesis import given, settings, strategies as st
 
 from evalita_data.converters.ls import parse_substitutes
 from evalita_data.errors import MissingSource, SourceError
-from evalita_data.pipeline import build
-from evalita_data.report import ConversionReport
+from evalita_data.building.pipeline import build
+from evalita_data.building.conversion_report import ConversionReport
 
 from conftest import SAMPLES
 from constructed import by_split, read_split, run_converter

@@ -8,8 +8,8 @@ import pytest
 
 from evalita_data.converters.ner import REPAIR_I, convert
 from evalita_data.errors import MissingSource, SourceError
-from evalita_data.pipeline import build
-from evalita_data.report import ConversionReport
+from evalita_data.building.pipeline import build
+from evalita_data.building.conversion_report import ConversionReport
 from evalita_data.schema_check import record_problems
 
 from convert_helpers import run_converter

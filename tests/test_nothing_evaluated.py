@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from evalita_eval.api import Backend, BackendOptions, Capabilities, LLRequest, LLResult
 from evalita_eval.cli import main
-from evalita_eval.tasks import all_entries
+from evalita_eval.sources.entries import all_entries
 
 DATA = Path(__file__).parent / "data" / "build"
 
@@ -82,19 +82,21 @@ class _Scorer(Backend):
 
 
 def test_results_of_a_run_that_evaluated_nothing_say_empty_with_the_reasons(tmp_path: Path) -> None:
-    from evalita_eval.runner import ModelInfo, RunConfig, Runner
-    from evalita_eval.tasks import DataSource, select_entries
+    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.sources.entries import select_entries
+    from evalita_eval.sources.folder import FolderSource
 
     build = tmp_path / "build"
     build.mkdir()
     (build / "manifest.json").write_text('{"tasks": {}}', "utf-8")
     out = tmp_path / "o"
-    result = Runner(_Scorer(), ModelInfo("m", None, "none", "scorer"), DataSource(build), RunConfig(progress=False, skip_missing=True),
+    result = Runner(_Scorer(), ModelInfo("m", None, "none", "scorer"), FolderSource(build), RunConfig(progress=False, skip_missing=True),
                     out, echo=lambda _m: None).run(select_entries(["te", "wic"]))
     doc = json.loads((out / "results.json").read_text("utf-8"))
     assert result.status == doc["status"] == "empty" and doc["results"] == {}
     assert doc["skipped"] == {"te": f"{build} has no split 'test'", "wic": f"{build} has no split 'test'"}
-    from evalita_eval.report import ScoresError, load_results
+    from evalita_eval.reporting.runs import load_results
+    from evalita_eval.reporting.tables import ScoresError
 
     with pytest.raises(ScoresError, match=r"a run that evaluated nothing \(2 task\(s\) skipped: te: .* has no split 'test'; wic: "):
         load_results(out / "results.json")

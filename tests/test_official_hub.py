@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("huggingface_hub")
 
 from evalita_data.registry import get_task  # noqa: E402
-from evalita_eval.official import OfficialSource  # noqa: E402
-from evalita_eval.tasks import all_entries  # noqa: E402
+from evalita_eval.sources.official import OfficialSource  # noqa: E402
+from evalita_eval.sources.entries import all_entries  # noqa: E402
 from official_hub import official_task_ids, serve_official  # noqa: E402
 from publish_fixtures import hub, hub_env, sample_build  # noqa: E402,F401 - fixtures
 

@@ -14,8 +14,9 @@ import pytest
 pytest.importorskip("lm_eval", reason="lm-evaluation-harness (lm-eval==0.4.13, extra 'all') is not installed")
 
 from evalita_data.registry import get_task  # noqa: E402
-from evalita_eval.fewshot import build_contexts  # noqa: E402
-from evalita_eval.tasks import DataSource, all_entries  # noqa: E402
+from evalita_eval.prompting.fewshot import build_contexts  # noqa: E402
+from evalita_eval.sources.entries import all_entries  # noqa: E402
+from evalita_eval.sources.folder import FolderSource  # noqa: E402
 
 HERE = Path(__file__).parent
 DATA = HERE / "data" / "build"
@@ -30,7 +31,7 @@ def test_prompt_matches_lm_eval(entry, prompt: str, monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     task = ConfigurableTask(config=task_config(entry.name, prompt, "0", DATA))
-    docs = DataSource(DATA).load(entry, get_task(entry.task_id).eval_split)
+    docs = FolderSource(DATA).load(entry, get_task(entry.task_id).eval_split)
     ours = entry.compiled
     mc = entry.spec.output_type == "multiple_choice"
     theirs_docs = list(task.test_docs())
@@ -51,7 +52,7 @@ def test_prompt_matches_lm_eval(entry, prompt: str, monkeypatch: pytest.MonkeyPa
 def test_fewshot_context_layout() -> None:
     """k examples: prompt, space, answer, blank line; then the document's prompt."""
     entry = next(e for e in all_entries() if e.name == "te")
-    src = DataSource(DATA)
+    src = FolderSource(DATA)
     docs, pool = src.load(entry, "test")[:1], src.load(entry, "dev")
     [ctx] = build_contexts(entry.compiled, "p3", docs, pool, 2, seed=1234)
     parts = ctx.split("\n\n")

@@ -13,10 +13,10 @@ from click.testing import CliRunner
 datasets = pytest.importorskip("datasets")
 
 from evalita_data.cli import main  # noqa: E402
-from evalita_data.layout import BuildRefused, load_checked_manifest, task_repo  # noqa: E402
-from evalita_data.parquet import parquet_bytes, task_schema  # noqa: E402
-from evalita_data.pipeline import MANIFEST  # noqa: E402
-from evalita_data.push import write_to_dir  # noqa: E402
+from evalita_data.hub.layout import BuildRefused, load_checked_manifest, task_repo  # noqa: E402
+from evalita_data.hub.parquet import parquet_bytes, task_schema  # noqa: E402
+from evalita_data.building.pipeline import MANIFEST  # noqa: E402
+from evalita_data.hub.push import write_to_dir  # noqa: E402
 from evalita_data.registry import TASK_IDS, get_task  # noqa: E402
 from publish_fixtures import NER_RECORDS, built_tasks, make_ner_build, read_rows, sample_build  # noqa: E402,F401
 

@@ -12,9 +12,9 @@ import pytest
 pytest.importorskip("datasets")
 huggingface_hub = pytest.importorskip("huggingface_hub")
 
-from evalita_data.layout import BuildRefused, task_repo  # noqa: E402
-from evalita_data.pipeline import MANIFEST  # noqa: E402
-from evalita_data.push import PushError, push  # noqa: E402
+from evalita_data.hub.layout import BuildRefused, task_repo  # noqa: E402
+from evalita_data.building.pipeline import MANIFEST  # noqa: E402
+from evalita_data.hub.push import PushError, push  # noqa: E402
 from evalita_data.registry import get_task  # noqa: E402
 from hub_stub import StoredFile  # noqa: E402
 from publish_fixtures import (  # noqa: E402,F401 - fixtures
@@ -201,14 +201,14 @@ def test_unreachable_hub_ends_in_a_clear_message(sample_build, monkeypatch):
         port = s.getsockname()[1]
     api = huggingface_hub.HfApi(endpoint=f"http://127.0.0.1:{port}", token=TOKEN)
     waits: list[float] = []
-    monkeypatch.setattr("evalita_data.push.time.sleep", waits.append)
+    monkeypatch.setattr("evalita_data.hub.push.time.sleep", waits.append)
     with pytest.raises(PushError, match=rf"http://127.0.0.1:{port}/datasets/evalita-llm/hs: read: failed after 3 attempts \(ConnectError"):
         push(sample_build, tasks=["hs"], api=api, delays=(0.5, 1.0), echo=lambda _m: None)
     assert waits == [0.5, 1.0]
 
 
 def test_with_retries_retries_only_network_errors():
-    from evalita_data.push import with_retries
+    from evalita_data.hub.push import with_retries
 
     calls = []
 

@@ -129,7 +129,7 @@ def test_push_results_card_of_a_local_model_and_a_dev_split(tmp_path: Path) -> N
 
 
 def test_eval_results_yaml_for_official_data(tmp_path: Path) -> None:
-    from evalita_eval.push_results import results_repo
+    from evalita_eval.publishing.push_results import results_repo
 
     run = _variant(tmp_path, "official")
     doc = json.loads((run / "results.json").read_text("utf-8"))
@@ -142,3 +142,19 @@ def test_eval_results_yaml_for_official_data(tmp_path: Path) -> None:
                   f'  value: {cps}\n  source:\n    url: "https://huggingface.co/datasets/me/results/tree/main/{FOLDER}"\n'
                   '    name: "evalita-eval results"\n  notes: "loglikelihood, 0-shot, CPS of acc over 6 prompts (evalita-eval)"\n')
     assert not any(".eval_results/hs" in p for p in files)  # no revision of an official hs copy: not written
+
+
+def test_dry_run_without_the_hub_asks_once_and_lists_the_local_files(hub, tmp_path: Path) -> None:  # noqa: F811
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on: every connection is refused
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    env = {**hub_env(hub, tmp_path / "hf"), "HF_ENDPOINT": closed}
+    dry = push_results([str(RUN), "--repo", "me/dry-run-only", "--dry-run"], env)
+    assert dry.returncode == 0, dry.stderr
+    assert "retrying" not in dry.stdout + dry.stderr  # one attempt, not the push's backoff
+    assert "could not compare with the remote" in dry.stdout and "would send these 15 file(s)" in dry.stdout
+    assert f"dry run without the Hub: the local files listed, none compared with {closed}; nothing sent" in dry.stdout
+    # With the Hub reachable, the same dry run compares with it (the repository is new there).
+    assert "(new repository)" in push_results([str(RUN), "--repo", "me/dry-run-only", "--dry-run"], hub_env(hub, tmp_path / "hf")).stdout

@@ -54,7 +54,7 @@ def extra_registry(tiny_model: Path):
 
 @pytest.fixture(scope="module")
 def built(extra_registry, tmp_path_factory) -> Path:
-    from evalita_data.pipeline import build
+    from evalita_data.building.pipeline import build
 
     out = tmp_path_factory.mktemp("e2e") / "build"
     by_root: dict[Path, list[str]] = {}
@@ -137,8 +137,9 @@ def test_evaluate_every_task_with_every_backend(task_id: str, backend_name: str,
                                                 tiny_model: Path, tmp_path: Path) -> None:
     import re
 
-    from evalita_eval.runner import ModelInfo, RunConfig, Runner
-    from evalita_eval.tasks import DataSource, select_entries
+    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.sources.entries import select_entries
+    from evalita_eval.sources.folder import FolderSource
 
     spec = extra_registry[task_id]
     backend = _backend(backend_name, tiny_model)
@@ -146,8 +147,8 @@ def test_evaluate_every_task_with_every_backend(task_id: str, backend_name: str,
     if not (caps.loglikelihood if spec.output_type == "multiple_choice" else caps.generate):
         pytest.skip(f"backend {backend_name!r} cannot serve {spec.output_type} tasks")
     entries = select_entries([task_id])
-    data = built if all(DataSource(built).has_split(e, spec.eval_split) for e in entries) else EVAL_FIXTURES
-    source = DataSource(data)
+    data = built if all(FolderSource(built).has_split(e, spec.eval_split) for e in entries) else EVAL_FIXTURES
+    source = FolderSource(data)
     runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, backend_name), source,
                     RunConfig(limit=LIMIT, max_new_tokens=4, progress=False), tmp_path, echo=lambda _m: None)
     result = runner.run(entries)
@@ -174,9 +175,10 @@ def test_evaluate_every_task_with_every_backend(task_id: str, backend_name: str,
 def test_a_generative_setting_on_every_instruct_task(backend_name: str, extra_registry, built: Path, tiny_model: Path, tmp_path: Path) -> None:
     """--setting ce --constrained on every registered MC task that declares instruct prompts: answers
     generated under the letter constraint, so every one parses; an MC task without them is refused."""
-    from evalita_eval.runner import ModelInfo, RunConfig, Runner
-    from evalita_eval.settings import setting_metrics
-    from evalita_eval.tasks import DataSource, select_entries
+    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.prompting.instruct import setting_metrics
+    from evalita_eval.sources.entries import select_entries
+    from evalita_eval.sources.folder import FolderSource
 
     backend = _backend(backend_name, tiny_model)
     if not (backend.capabilities.generate and backend.capabilities.constrained):
@@ -187,7 +189,7 @@ def test_a_generative_setting_on_every_instruct_task(backend_name: str, extra_re
     for task_id in ids:
         spec = extra_registry[task_id]
         [entry] = select_entries([task_id])
-        source = DataSource(built if DataSource(built).has_split(entry, spec.eval_split) else EVAL_FIXTURES)
+        source = FolderSource(built if FolderSource(built).has_split(entry, spec.eval_split) else EVAL_FIXTURES)
         out = tmp_path / task_id
         result = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, backend_name), source, config, out, echo=lambda _m: None).run([entry])
         n = min(LIMIT, len(source.load(entry, spec.eval_split)))
@@ -201,14 +203,14 @@ def test_a_generative_setting_on_every_instruct_task(backend_name: str, extra_re
             assert scores["acc"] == sum(s["parsed"] == s["gold"] for s in samples) / n
     # The extra MC task declares no instruct prompts: refused before any request, naming it.
     [entry] = select_entries(["capitals"])
-    runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, backend_name), DataSource(built), config,
+    runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, backend_name), FolderSource(built), config,
                     tmp_path / "capitals", echo=lambda _m: None)
     with pytest.raises(ValueError, match="--setting ce needs the instruct prompts .* capitals do"):
         runner.run([entry])
     assert not (tmp_path / "capitals").exists()
     # A run over every task (skip_missing) goes on without it, with a note.
     notes: list[str] = []
-    runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, backend_name), DataSource(built),
+    runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, backend_name), FolderSource(built),
                     replace(config, skip_missing=True), tmp_path / "all", echo=notes.append)
     assert runner.run([entry]).results == {}
     assert notes == ["capitals: skipped, the task declares no instruct prompts for --setting ce"]

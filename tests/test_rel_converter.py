@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from evalita_data.converters.rel import CROSS, OUTSIDE, convert, read_part
 from evalita_data.errors import MissingSource, SourceError
-from evalita_data.pipeline import build
-from evalita_data.rawsource import RawSource
-from evalita_data.report import ConversionReport
+from evalita_data.building.pipeline import build
+from evalita_data.building.rawsource import RawSource
+from evalita_data.building.conversion_report import ConversionReport
 from evalita_data.schema_check import record_problems
 
 from convert_helpers import run_converter

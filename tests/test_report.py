@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from evalita_eval import report as report_mod
+from evalita_eval.reporting import report as report_mod
+from evalita_eval.reporting import runs as runs_mod
+from evalita_eval.reporting import task_report as task_report_mod
 from evalita_eval.cli import main
 
 RESULTS = Path(__file__).parent / "data" / "results"
@@ -53,22 +55,22 @@ def test_fixture_scores_match_their_samples():
 
 
 def test_display_names_are_disambiguated():
-    runs = [report_mod.load_results(p) for p in FILES]
-    report_mod.assign_display_names(runs)
+    runs = [runs_mod.load_results(p) for p in FILES]
+    runs_mod.assign_display_names(runs)
     # both org-a and org-c publish alpha-7b
     assert [r.display for r in runs] == ["org-a/alpha-7b", "beta-8b", "org-c/alpha-7b"]
     runs[2].model = dict(runs[0].model, revision="v2")
-    report_mod.assign_display_names(runs)
+    runs_mod.assign_display_names(runs)
     assert [r.display for r in runs] == ["org-a/alpha-7b@main", "beta-8b", "org-a/alpha-7b@v2"]
     runs[2].model = dict(runs[0].model)
-    report_mod.assign_display_names(runs)
+    runs_mod.assign_display_names(runs)
     assert [r.display for r in runs] == ["org-a/alpha-7b@main #1", "beta-8b", "org-a/alpha-7b@main #2"]
 
 
 def test_headline_metric_is_the_first_declared():
-    assert report_mod.headline_metric("hs", ["acc", "f1_macro"]) == ("f1_macro", None)
-    assert report_mod.headline_metric("ner_adg", ["ner_f1", "ner_f1_strict"]) == ("ner_f1", None)
-    metric, note = report_mod.headline_metric("mytask", ["bleu"])
+    assert task_report_mod.headline_metric("hs", ["acc", "f1_macro"]) == ("f1_macro", None)
+    assert task_report_mod.headline_metric("ner_adg", ["ner_f1", "ner_f1_strict"]) == ("ner_f1", None)
+    metric, note = task_report_mod.headline_metric("mytask", ["bleu"])
     assert metric == "bleu" and "not in the registry" in note
 
 

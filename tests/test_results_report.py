@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from evalita_eval import runner as runner_mod
+from evalita_eval.running import runner as runner_mod
 from evalita_eval.cli import main
-from evalita_eval.report import write_report
+from evalita_eval.reporting.report import write_report
 
 HERE = Path(__file__).parent
 DATA = HERE / "data" / "build"

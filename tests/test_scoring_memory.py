@@ -16,7 +16,7 @@ from evalita_eval.api import LLResult, scoring_input
 from evalita_eval.backends.hf import HFBackend, encode_request, logits_at, plain_loglikelihood, token_budget_batches
 from evalita_eval.cli import main
 from evalita_eval.fast import FastBackend
-from evalita_eval.memory import forward_bytes, parse_memory
+from evalita_eval.modeling.memory import forward_bytes, parse_memory
 
 MAX_LENGTH = 48
 DATA = Path(__file__).parent / "data" / "build"

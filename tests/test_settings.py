@@ -9,12 +9,12 @@ import pytest
 from click.testing import CliRunner
 
 from evalita_data.registry import TASKS
-from evalita_eval.answers import match_option, match_option_rule, normalize, parse_letter
+from evalita_eval.prompting.answers import match_option, match_option_rule, normalize, parse_letter
 from evalita_eval.api import GenRequest
-from evalita_eval.cache import request_key
-from evalita_eval.fewshot import build_contexts
+from evalita_eval.running.cache import request_key
+from evalita_eval.prompting.fewshot import build_contexts
 from evalita_eval.api import request_payload
-from evalita_eval.tasks import all_entries
+from evalita_eval.sources.entries import all_entries
 
 DATA = Path(__file__).parent / "data" / "build"
 MC_TASKS = [t for t, s in TASKS.items() if s.output_type == "multiple_choice"]
@@ -108,7 +108,7 @@ def test_match_option_reads_the_answer_not_the_echo(answer: str, options: list[s
 
 def test_real_model_answers() -> None:
     """Answers of SmolLM2-135M-Instruct (tests/data/answers/README.md), each with the option a reader takes from it."""
-    from evalita_eval.settings import parse_answer_rule
+    from evalita_eval.prompting.instruct import parse_answer_rule
 
     records = [json.loads(x) for x in (DATA.parent / "answers" / "smollm2-135m-instruct.jsonl").read_text("utf-8").splitlines()]
     assert len(records) == 94
@@ -128,7 +128,7 @@ def test_real_model_answers() -> None:
 
 def test_every_gold_answer_parses_to_itself() -> None:
     """In every setting, the gold answer written as a correct model would write it is read back as the gold option."""
-    from evalita_eval.settings import parse_answer, setting_task
+    from evalita_eval.prompting.instruct import parse_answer, setting_task
 
     checked = 0
     for task_id in MC_TASKS:
@@ -147,7 +147,7 @@ def test_every_gold_answer_parses_to_itself() -> None:
 
 
 def test_rule_counts_per_prompt() -> None:
-    from evalita_eval.settings import parse_answer_rule, rule_counts
+    from evalita_eval.prompting.instruct import parse_answer_rule, rule_counts
 
     gens = ["B", "B: Sì", "Risposta: A", "No\nB: Sì", 'B: "No"']
     samples = [{"parsed_by": parse_answer_rule("ce", g, ["A", "B"], ["No", "Sì"])[1]} for g in gens]
@@ -156,7 +156,7 @@ def test_rule_counts_per_prompt() -> None:
 
 # -- settings' prompts --------------------------------------------------------------------
 def test_setting_prompts_render_as_declared() -> None:
-    from evalita_eval.settings import setting_task
+    from evalita_eval.prompting.instruct import setting_task
 
     doc = _records("te", None, "test")[0]
     q = f"La frase: '{doc['text1']}' implica logicamente che la frase: '{doc['text2']}' sia vera?"
@@ -176,7 +176,7 @@ def test_setting_prompts_render_as_declared() -> None:
 
 
 def test_unparseable_scored_wrong() -> None:
-    from evalita_eval.settings import scored_prediction
+    from evalita_eval.prompting.instruct import scored_prediction
 
     assert scored_prediction(None, 1, 2) == 0
     assert scored_prediction(None, 2, 4, TASKS["sa"].instruct.unparsed_as) == 3  # neutral (0,0) -> mixed (1,1)
@@ -189,15 +189,15 @@ def test_unparseable_scored_wrong() -> None:
 def grammars(tiny_model: Path):
     from transformers import AutoTokenizer
 
-    from evalita_eval.constrained import GrammarCache
+    from evalita_eval.prompting.constrained import GrammarCache
 
     tok = AutoTokenizer.from_pretrained(tiny_model)
     return GrammarCache(tok, len(tok)), tok
 
 
 def test_every_gold_answer_is_accepted_by_its_constraint(grammars) -> None:
-    from evalita_eval.constrained import accepts, task_constraint
-    from evalita_eval.settings import answer_constraint, setting_task
+    from evalita_eval.prompting.constrained import accepts, task_constraint
+    from evalita_eval.prompting.instruct import answer_constraint, setting_task
 
     cache, tok = grammars
     checked = 0
@@ -236,7 +236,7 @@ def test_ce_constrained_one_token_equals_loglikelihood(tiny_model: Path) -> None
     letters' log-likelihoods, log_softmax being monotone with one normaliser per position."""
     from evalita_eval.api import BackendOptions, LLRequest
     from evalita_eval.backends import create_backend
-    from evalita_eval.settings import answer_constraint, setting_task
+    from evalita_eval.prompting.instruct import answer_constraint, setting_task
 
     backend = create_backend("hf", BackendOptions(str(tiny_model)))
     compared = 0
@@ -336,7 +336,7 @@ def test_unconstrained_generative_format_failures_are_counted(tiny_model: Path, 
     assert all("unparsed" not in scores for scores in doc["results"]["sum"].values())  # free text: no format
 
     # The report shows the counts side by side with a constrained run (0 there), as for the MC settings.
-    from evalita_eval.report import write_report
+    from evalita_eval.reporting.report import write_report
 
     _run(["--model", str(tiny_model), "--data", str(DATA), "--tasks", "ner_adg,rel,ls", "--limit", "2", "--constrained",
           "--max-new-tokens", "8", "--output-dir", str(tmp_path / "con")])
@@ -386,7 +386,7 @@ def test_multiturn_needs_chat_template(tiny_model: Path, tmp_path: Path) -> None
 
 
 def test_report_puts_settings_side_by_side(tiny_model: Path, tmp_path: Path) -> None:
-    from evalita_eval.report import write_report
+    from evalita_eval.reporting.report import write_report
 
     runs = {"ll": [], "ce": ["--setting", "ce", "--constrained"], "oe": ["--setting", "oe", "--max-new-tokens", "2"]}
     for name, extra in runs.items():
@@ -407,7 +407,7 @@ def test_report_puts_settings_side_by_side(tiny_model: Path, tmp_path: Path) -> 
 
 def test_docs_show_the_renderers_output() -> None:
     """docs/settings.md quotes real output of the renderer: keep them equal."""
-    from evalita_eval.settings import setting_task
+    from evalita_eval.prompting.instruct import setting_task
 
     text = (Path(__file__).parent.parent / "docs" / "settings.md").read_text("utf-8")
     doc = _records("te", None, "test")[0]
@@ -421,8 +421,8 @@ def test_docs_show_the_renderers_output() -> None:
 
 def test_constrained_needs_a_backend_that_honours_it(tmp_path: Path) -> None:
     from evalita_eval.api import Backend
-    from evalita_eval.runner import ModelInfo, RunConfig, Runner
-    from evalita_eval.tasks import DataSource
+    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.sources.folder import FolderSource
 
     class Plain(Backend):
         name = "plain"
@@ -432,8 +432,8 @@ def test_constrained_needs_a_backend_that_honours_it(tmp_path: Path) -> None:
             return cls()
 
     with pytest.raises(ValueError, match="backend .plain. cannot do constrained decoding"):
-        Runner(Plain(), ModelInfo("m", None, "float32"), DataSource(DATA), RunConfig(constrained=True), tmp_path)
-    Runner(Plain(), ModelInfo("m", None, "float32"), DataSource(DATA), RunConfig(), tmp_path)  # unconstrained: fine
+        Runner(Plain(), ModelInfo("m", None, "float32"), FolderSource(DATA), RunConfig(constrained=True), tmp_path)
+    Runner(Plain(), ModelInfo("m", None, "float32"), FolderSource(DATA), RunConfig(), tmp_path)  # unconstrained: fine
 
 
 def test_rouge_l_answer_folds_accents() -> None:

@@ -20,8 +20,9 @@ from test_eval_parity import DATA, LIMIT, MAX_NEW_TOKENS, _compare, _lm_eval  # 
 
 from evalita_eval.api import BackendOptions  # noqa: E402
 from evalita_eval.backends import create_backend  # noqa: E402
-from evalita_eval.runner import ModelInfo, RunConfig, Runner  # noqa: E402
-from evalita_eval.tasks import DataSource, select_entries  # noqa: E402
+from evalita_eval.running.runner import ModelInfo, RunConfig, Runner  # noqa: E402
+from evalita_eval.sources.entries import select_entries  # noqa: E402
+from evalita_eval.sources.folder import FolderSource  # noqa: E402
 
 PAIRS = ["te:p1:2:sys", "te:p1:2:chat:sys", "te:p1:2:chat:sys:single", "te:p1:2:chat:single"]
 
@@ -33,7 +34,7 @@ def _ours(tmp: Path, model: Path, pair: str) -> dict:
                        apply_chat_template=chat, system_instruction=SYSTEM_INSTRUCTION if "sys" in modes else None,
                        fewshot_as_multiturn=(False if "single" in modes else None) if chat else None)
     folder = tmp / pair.replace(":", "_")
-    runner = Runner(create_backend("hf", BackendOptions(str(model), batch_size=1, dtype="float32")), ModelInfo(str(model), None, "float32"), DataSource(DATA),
+    runner = Runner(create_backend("hf", BackendOptions(str(model), batch_size=1, dtype="float32")), ModelInfo(str(model), None, "float32"), FolderSource(DATA),
                     config, folder, echo=lambda _m: None)
     res = runner.run(select_entries([entry]))
     samples = [json.loads(line) for line in open(folder / "samples" / f"{entry}_{prompt}.jsonl", encoding="utf-8")]

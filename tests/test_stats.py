@@ -1,4 +1,4 @@
-"""eval/stats.py: the paper's Table 14, Sharpe, bootstrap and rank scores on hand-computed cases."""
+"""eval/reporting/stats.py: the paper's Table 14, Sharpe, bootstrap and rank scores on hand-computed cases."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from evalita_eval import stats
-from evalita_eval.tables import fmt
+from evalita_eval.reporting import stats
+from evalita_eval.reporting.tables import fmt
 
 # Evalita-LLM paper, Table 14 (textual entailment): rows p1..p6, columns LLM-1..LLM-6, percent.
 TABLE14 = np.array([
@@ -147,5 +147,5 @@ def test_mean_rank_scores_hand_made_case():
 
 
 def test_stats_does_not_import_torch():
-    code = "import sys, evalita_eval.stats, evalita_eval.tables; sys.exit('torch' in sys.modules)"
+    code = "import sys, evalita_eval.reporting.stats, evalita_eval.reporting.tables; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from evalita_data.errors import MissingSource, SourceError
-from evalita_data.pipeline import build
+from evalita_data.building.pipeline import build
 
 from conftest import SAMPLES
 from constructed import by_split, read_split, run_converter

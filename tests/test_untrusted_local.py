@@ -14,7 +14,7 @@ import pytest
 from publish_fixtures import built_tasks, run_cli, sample_build  # noqa: F401 - a fixture
 from click.testing import CliRunner
 
-from evalita_eval.cache import RequestCache, request_key
+from evalita_eval.running.cache import RequestCache, request_key
 from evalita_eval.cli import main as eval_main
 
 HERE = Path(__file__).parent
@@ -97,7 +97,7 @@ def test_damaged_cache_is_recomputed_with_equal_scores(tiny_model: Path, tmp_pat
 
 
 def _hub_layout_without_manifest(build_dir: Path, dest: Path) -> Path:
-    from evalita_data.push import write_to_dir
+    from evalita_data.hub.push import write_to_dir
 
     write_to_dir(build_dir, dest, echo=lambda _m: None)
     for manifest in dest.glob("*/manifest.json"):
@@ -108,10 +108,12 @@ def _hub_layout_without_manifest(build_dir: Path, dest: Path) -> Path:
 def test_hub_layout_without_manifest_is_checked_record_by_record(sample_build: Path, tiny_model: Path, tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from evalita_eval.tasks import DataMismatch, DataSource, all_entries
+    from evalita_eval.sources.base import DataMismatch
+    from evalita_eval.sources.entries import all_entries
+    from evalita_eval.sources.folder import FolderSource
 
     hub = _hub_layout_without_manifest(sample_build, tmp_path / "hub")
-    source = DataSource(hub)
+    source = FolderSource(hub)
     loaded = {(e.name, s): source.load(e, s) for e in all_entries() for s in (e.spec.eval_split, e.spec.fewshot_split)
               if source.has_split(e, s)}
     assert ("te", "test") in loaded and ("ner_fic", "test") in loaded  # valid data still load
@@ -122,7 +124,7 @@ def test_hub_layout_without_manifest_is_checked_record_by_record(sample_build: P
     rows[1]["text2"] = None
     pq.write_table(table.from_pylist(rows), parquet)
     with pytest.raises(DataMismatch) as err:
-        DataSource(hub).load(te, "test")
+        FolderSource(hub).load(te, "test")
     assert str(err.value).startswith(f"{parquet}: record 2: text2: None is not of type 'string';")
 
     sa_rows = [json.loads(x) for x in (DATA / "sa" / "test.jsonl").read_text("utf-8").splitlines()]
@@ -243,8 +245,8 @@ def test_push_dry_run_offline_lists_every_task_after_one_attempt(sample_build: P
 def test_export_lm_eval_exports_only_what_the_folder_holds(sample_build: Path, tmp_path: Path) -> None:
     import yaml
 
-    from evalita_data.push import write_to_dir
-    from evalita_eval.tasks import all_entries
+    from evalita_data.hub.push import write_to_dir
+    from evalita_eval.sources.entries import all_entries
 
     pushed = tmp_path / "pushed"
     write_to_dir(sample_build, pushed, echo=lambda _m: None)

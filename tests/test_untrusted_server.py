@@ -168,11 +168,12 @@ class _NaNBackend(Backend):
 
 
 def test_the_runner_caches_and_scores_no_non_finite_log_prob(tmp_path: Path) -> None:
-    from evalita_eval.runner import ModelInfo, RunConfig, Runner
-    from evalita_eval.tasks import DataSource, select_entries
+    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.sources.entries import select_entries
+    from evalita_eval.sources.folder import FolderSource
 
     out = tmp_path / "res"
-    runner = Runner(_NaNBackend(), ModelInfo("m", None, "none", "nan-stub"), DataSource(str(DATA)), RunConfig(progress=False, limit=2), out)
+    runner = Runner(_NaNBackend(), ModelInfo("m", None, "none", "nan-stub"), FolderSource(str(DATA)), RunConfig(progress=False, limit=2), out)
     with pytest.raises(ValueError, match="backend 'nan-stub' returned the log-prob nan, not a finite number <= 0"):
         runner.run(select_entries(["te"]))
     cached = [json.loads(x)["value"] for x in (out / "cache.jsonl").read_text("utf-8").splitlines()]

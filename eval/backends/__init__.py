@@ -13,7 +13,7 @@ import pkgutil
 from types import ModuleType
 
 from ..api import Backend, BackendOptions
-from ..backend_options import resolve_options
+from ..modeling.options import resolve_options
 
 ENTRY_POINT_GROUP = "evalita_llm.backends"
 _REGISTRY: dict[str, type[Backend]] = {}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..api import GenRequest, LLRequest
-from ..gguf import GGUFModel, pretrained_source
+from ..modeling.gguf import GGUFModel, pretrained_source
 from .hf import default_add_special_tokens, encode_request, resolve_max_length
 
 

@@ -4,7 +4,7 @@ Log-likelihoods: requests sorted by length (longest first), right-padded, one fo
 pass per batch, left-truncated to the model's maximum length, exactly as lm-eval's
 ``HFLM._loglikelihood_tokens``; only the continuation positions are projected onto the
 vocabulary (``continuation_scores``), and ``batch_size=None`` (``--batch-size auto``)
-sizes batches by tokens to fit a memory budget (eval/memory.py). Generation: greedy, left-padded batches, context
+sizes batches by tokens to fit a memory budget (eval/modeling/memory.py). Generation: greedy, left-padded batches, context
 left-truncated to ``max_length - max_new_tokens``, output cut at the first stop string
 (the EOS string included), as ``HFLM.generate_until``.
 
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, prompt_room, scoring_input
-from ..memory import forward_bytes, kv_bytes_per_token, memory_budget, return_freed_memory
-from ..tokenization import default_add_special_tokens, prefix_token_id
-from ..logits import logits_at, plain_head  # noqa: F401  (shared with fast/, which must not import backends/)
-from ..gguf import gguf_file_option
+from ..modeling.memory import forward_bytes, kv_bytes_per_token, memory_budget, return_freed_memory
+from ..modeling.tokenization import default_add_special_tokens, prefix_token_id
+from ..modeling.logits import logits_at, plain_head  # noqa: F401  (shared with fast/, which must not import backends/)
+from ..modeling.gguf import gguf_file_option
 from . import register_backend
 
 DEFAULT_MAX_LENGTH = 2048  # lm-eval's default when neither config nor tokenizer says
@@ -164,8 +164,8 @@ class OnHFModel:
         self.dtype = str(self.model.dtype).removeprefix("torch.")
 
     def cache_identity(self) -> dict[str, Any]:
-        from ..gguf import gguf_identity
-        from ..identity import model_source_identity, tokenizer_identity
+        from ..modeling.gguf import gguf_identity
+        from ..modeling.identity import model_source_identity, tokenizer_identity
 
         identity = super().cache_identity()  # type: ignore[misc]  # Backend's, next in every subclass's MRO
         identity.update(model_source_identity(self.name_or_path, identity.get("revision")))
@@ -214,13 +214,13 @@ def load_hf(options: BackendOptions) -> LoadedModel:
     ``device="auto"`` spreads a model larger than one device over every visible GPU (and
     the CPU) with accelerate's ``device_map="auto"``; otherwise the whole model goes to
     ``device``. ``threads`` sets torch's intra-op threads (CPU runs). A GGUF file
-    (``--model X.gguf`` or ``--backend-arg gguf_file=NAME``, eval/gguf.py) is dequantized by
+    (``--model X.gguf`` or ``--backend-arg gguf_file=NAME``, eval/modeling/gguf.py) is dequantized by
     transformers, its tokenizer and chat template read from the file.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from ..gguf import gguf_model, pretrained_source, require_gguf
+    from ..modeling.gguf import gguf_model, pretrained_source, require_gguf
 
     if options.threads is not None:
         torch.set_num_threads(options.threads)
@@ -264,7 +264,7 @@ def load_hf(options: BackendOptions) -> LoadedModel:
 
 @dataclass(frozen=True)
 class HFOptions:
-    """Beyond the common options (--batch-size, --device, --dtype...): a GGUF file (eval/gguf.py)."""
+    """Beyond the common options (--batch-size, --device, --dtype...): a GGUF file (eval/modeling/gguf.py)."""
 
     gguf_file: str | None = gguf_file_option()
 
@@ -273,7 +273,7 @@ class HFOptions:
 class HFBackend(OnHFModel, Backend):
     """Batched plain transformers forward passes; parity-tested against lm-eval's ``hf`` model."""
 
-    # Constrained requests: an xgrammar logits processor in generate (eval/constrained.py).
+    # Constrained requests: an xgrammar logits processor in generate (eval/prompting/constrained.py).
     capabilities = Capabilities(constrained=True)
     Options = HFOptions
 
@@ -331,7 +331,7 @@ class HFBackend(OnHFModel, Backend):
 
     def _scoring_batches(self, order: list[int], lengths: list[int], scored: list[int]) -> list[list[int]]:
         """``order`` cut into forward passes: ``batch_size`` requests each, or with
-        ``batch_size=None`` as many as fit the memory budget (eval/memory.py's formula)."""
+        ``batch_size=None`` as many as fit the memory budget (eval/modeling/memory.py's formula)."""
         if self.batch_size is not None:
             return [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
         return token_budget_batches(order, lengths, scored, lambda rows, width, n: forward_bytes(self.model.config, self._itemsize, rows, width, n), self._budget)
@@ -394,7 +394,7 @@ class HFBackend(OnHFModel, Backend):
         return token_budget_batches(order, lengths, dict.fromkeys(order, 0), cost, self._budget)
 
     def _grammar_processor(self, constraints: list, max_new_tokens: int) -> Any:
-        from ..constrained import GrammarCache
+        from ..prompting.constrained import GrammarCache
 
         if self._grammars is None:
             self._grammars = GrammarCache(self.tokenizer, self.model.config.vocab_size)

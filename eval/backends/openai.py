@@ -351,7 +351,7 @@ class _OpenAIBase(Backend):
         local, its chat template), the max length, every --backend-arg (``server_token_ids``
         changes how answers are decoded). Never the API key, nor the name of its variable: another
         key to the same server gives the same numbers; concurrency, timeout and retries neither."""
-        from ..identity import model_source_identity, tokenizer_identity
+        from ..modeling.identity import model_source_identity, tokenizer_identity
 
         identity = super().cache_identity()
         identity.pop("device", None)  # the server's device, not ours

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..memory import kv_bytes_per_token
+from ..modeling.memory import kv_bytes_per_token
 
 DEFAULT_MAX_BATCH_TOKENS = 4096
 # Generation on CPU: a decoding step costs little more with more rows (its operations

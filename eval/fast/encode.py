@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..api import LLRequest
-from ..tokenization import default_add_special_tokens, prefix_token_id
+from ..modeling.tokenization import default_add_special_tokens, prefix_token_id
 
 Key = tuple[str, bool]  # (text, add special tokens)
 

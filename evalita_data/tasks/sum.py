@@ -34,5 +34,5 @@ TASK = TaskSpec(
     task_categories=["summarization"],
     hub_splits=HubSplits("summarization-fp", test="test_100"),
     # `evalita-data fetch sum`: ARTeLab/fanpage through huggingface_hub.
-    fetcher="fetch:fetch_fanpage",
+    fetcher="building.fetch:fetch_fanpage",
 )

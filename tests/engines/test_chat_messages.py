@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from evalita_eval.api import GenRequest, LLRequest, request_payload
-from evalita_eval.cache import request_key
-from evalita_eval.fewshot import build_chat_messages, messages_as_text
-from evalita_eval.tasks import select_entries
+from evalita_eval.running.cache import request_key
+from evalita_eval.prompting.fewshot import build_chat_messages, messages_as_text
+from evalita_eval.sources.entries import select_entries
 
 
 def test_requests_without_messages_keep_their_cache_key() -> None:

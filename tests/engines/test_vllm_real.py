@@ -48,8 +48,8 @@ def real_pair():
 
 def _mc_requests(docs_per_task: int) -> list[LLRequest]:
     """Every prompt of the six MC tasks over the committed test build's first documents."""
-    from evalita_eval.fewshot import build_contexts
-    from evalita_eval.tasks import select_entries
+    from evalita_eval.prompting.fewshot import build_contexts
+    from evalita_eval.sources.entries import select_entries
 
     reqs = []
     for entry in select_entries(["wic", "te", "sa", "hs", "faq", "at"]):

@@ -4,8 +4,8 @@ import csv
 from typing import Iterator
 
 from evalita_data.errors import MissingSource, SourceError
-from evalita_data.rawsource import RawSource
-from evalita_data.report import ConversionReport
+from evalita_data.building.rawsource import RawSource
+from evalita_data.building.conversion_report import ConversionReport
 
 FILE = "capitals.tsv"
 

@@ -17,7 +17,7 @@ import pytest
 
 from engines.engine_helpers import DATA, assert_same_run, run_in_process
 from evalita_data.registry import TASKS
-from evalita_eval.tasks import all_entries
+from evalita_eval.sources.entries import all_entries
 
 # Small enough for a few minutes on 2 CPU cores, large enough for every prompt to see several items.
 LIMIT = 2

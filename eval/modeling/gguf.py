@@ -1,0 +1,97 @@
+"""GGUF model files (llama.cpp's single-file format) as ``--model``.
+
+``--model path/to/file.gguf``, or a folder or Hub id with ``--backend-arg gguf_file=NAME``:
+transformers' GGUF support dequantizes the weights (float32 unless ``--dtype`` says otherwise)
+and builds the tokenizer and chat template from the file's metadata, on the ``hf`` and ``fast``
+backends; vLLM loads the file itself (``--backend vllm``, with vLLM's GGUF plugin). The file's
+sha256 identifies the model (``gguf_identity``): a file replaced under the same name is another
+model (a local file's is ``identity.model_source_identity``'s ``file_sha256``, a Hub file's
+``gguf_identity``'s ``gguf_sha256``). Needs the ``gguf`` package (``pip install 'evalita-llm[gguf]'``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..api import backend_option
+from .identity import file_sha256
+
+SUFFIX = ".gguf"
+
+
+@dataclass(frozen=True)
+class GGUFModel:
+    """Where a GGUF model is: ``source`` (a folder or Hub id, what ``from_pretrained`` takes) and
+    ``file`` (its ``gguf_file`` argument); ``local_path``: the file on disk, None for a Hub file
+    not downloaded yet."""
+
+    source: str
+    file: str
+    local_path: Path | None
+
+    @property
+    def from_pretrained_kwargs(self) -> dict[str, str]:
+        return {"gguf_file": self.file}
+
+
+def is_gguf_path(model: str) -> bool:
+    return model.lower().endswith(SUFFIX)
+
+
+def gguf_model(model: str, extra: Mapping[str, Any] | None = None) -> GGUFModel | None:
+    """The GGUF model that ``--model`` and ``--backend-arg gguf_file=`` name, or None for a plain model.
+
+    Raises ValueError for a GGUF named twice or a ``gguf_file`` that is no ``.gguf`` name, and
+    FileNotFoundError for a ``--model X.gguf`` that is not a file."""
+    named = (extra or {}).get("gguf_file")
+    if is_gguf_path(model):
+        if named is not None:
+            raise ValueError(f"--model {model} is a GGUF file already; drop --backend-arg gguf_file={named}")
+        path = Path(model).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"--model {model}: no such GGUF file")
+        path = path.resolve()
+        return GGUFModel(str(path.parent), path.name, path)
+    if named is None:
+        return None
+    if not isinstance(named, str) or not is_gguf_path(named) or Path(named).is_absolute() or ".." in Path(named).parts:
+        raise ValueError(f"--backend-arg gguf_file={named!r}: expected the name of a .gguf file inside {model}")
+    local = Path(model).expanduser() / named
+    return GGUFModel(model, named, local.resolve() if local.is_file() else None)
+
+
+def pretrained_source(model: str, gguf: GGUFModel | None) -> tuple[str, dict[str, str]]:
+    """What ``from_pretrained`` takes for ``--model``: its name and no more, or a GGUF file's folder
+    (or Hub id) and ``gguf_file``."""
+    return (model, {}) if gguf is None else (gguf.source, gguf.from_pretrained_kwargs)
+
+
+def require_gguf(model: str) -> None:
+    """Stop with the install hint, not transformers' error about a config file, when ``gguf`` is missing."""
+    if importlib.util.find_spec("gguf") is None:
+        raise RuntimeError(f"--model {model} needs the gguf package: pip install 'evalita-llm[gguf]'")
+
+
+def gguf_identity(model: str, revision: str | None, extra: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """``{"gguf_file", "gguf_sha256"}`` of a GGUF file on the Hub (``--model ORG/NAME --backend-arg
+    gguf_file=F``), looked up in the local Hub cache only (loading the model downloaded it;
+    ``gguf_sha256`` is None when it is not there); None otherwise: a local .gguf or a folder holding
+    one is identified by its content already (``identity.model_source_identity``)."""
+    found = gguf_model(model, extra)
+    if found is None or found.local_path is not None:
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(found.source, found.file, revision=revision)
+    except Exception:  # noqa: BLE001 - not a Hub repository name: nothing cached to hash
+        cached = None
+    return {"gguf_file": found.file, "gguf_sha256": file_sha256(Path(cached)) if isinstance(cached, str) else None}
+
+
+def gguf_file_option() -> Any:
+    """The ``gguf_file`` field of the ``Options`` of the backends that load GGUF (hf, fast, vllm)."""
+    return backend_option(None, "a .gguf file inside --model (a folder or Hub id) to load; --model X.gguf names one directly")

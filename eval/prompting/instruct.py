@@ -1,0 +1,136 @@
+"""Evaluation settings of the multiple-choice tasks (``--setting``), orthogonal to prompts and backends.
+
+* ``loglikelihood`` (default): the six prompts of the paper, each choice scored by
+  log-likelihood (lm-eval's behaviour, unchanged).
+* ``ce`` closed-ended: the question, the options after letters A, B, ..., the request
+  to answer with the letter; the model generates, ``answers.parse_letter`` reads it.
+* ``ce-ni`` closed-ended, no identifiers: the options listed bare; the model writes the
+  answer text, ``answers.match_option`` matches it against the options.
+* ``oe`` open-ended: no options shown; the answer is matched against the task's answer
+  texts (the gold one is the reference, also scored by ROUGE-L).
+
+Each setting has two prompts built from the registry's ``TaskSpec.instruct``: ``p1``
+(question, options, request) and ``p2`` (the task description first). They are compiled
+as ordinary ``MCPrompt`` s (``evalita_data.prompts``), so rendering, few-shot examples
+(the answer of an example is its letter, option text or answer text) and template checks
+are the tasks' own. docs/settings.md shows a rendered prompt of each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import lru_cache
+from typing import Sequence
+
+from evalita_data.prompts import CompiledTask, compile_task
+from evalita_data.registry import get_task
+from evalita_data.taskspec import MCPrompt, Metric, TaskSpec
+
+from .answers import match_option_rule, parse_letter_rule
+from ..api import Constraint
+from .constrained import choice_constraint
+from ..metrics import ROUGE_L_ANSWER
+
+SETTINGS = ("loglikelihood", "ce", "ce-ni", "oe")
+GENERATIVE_SETTINGS = SETTINGS[1:]
+LETTERS = "ABCDEFGHIJ"
+# What the model is asked to write, per setting (OE: the task's own ``oe_hint``).
+CE_REQUEST = "Rispondi solo con la lettera della risposta corretta."
+CENI_REQUEST = "Rispondi riportando solo il testo della risposta corretta."
+ANSWER_CUE = "\nRisposta:"
+# Generation limits: a letter is short; an answer text may be a sentence (FAQ, AT).
+MAX_NEW_TOKENS = {"ce": 16, "ce-ni": 256, "oe": 256}
+STOP = ("\n\n",)
+UNPARSED = "unparsed"  # per-prompt count of unparseable answers in results.json
+
+
+def _answers_expr(spec: TaskSpec) -> str:
+    answers = spec.instruct.answers  # type: ignore[union-attr]
+    return repr(list(answers)) if isinstance(answers, list) else answers
+
+
+def setting_prompts(spec: TaskSpec, setting: str) -> list[MCPrompt]:
+    """The two prompts (p1, p2) of ``setting`` for a multiple-choice task, as MCPrompts."""
+    ins = spec.instruct
+    if ins is None:
+        raise ValueError(f"task {spec.id} declares no instruct prompts (TaskSpec.instruct): --setting {setting} needs them")
+    answers = _answers_expr(spec)
+    if setting == "ce":
+        block = "{% for a in " + answers + " %}\n{{ '" + LETTERS + "'[loop.index0] }}: {{ a }}{% endfor %}"
+        request = CE_REQUEST
+        choices = "['" + "', '".join(LETTERS) + "'][:(" + answers + ")|length]"
+    elif setting == "ce-ni":
+        block = "\nOpzioni:{% for a in " + answers + " %}\n{{ a }}{% endfor %}"
+        request, choices = CENI_REQUEST, answers
+    elif setting == "oe":
+        block, request, choices = "", ins.oe_hint, answers
+    else:
+        raise ValueError(f"unknown generative setting {setting!r}; known: {', '.join(GENERATIVE_SETTINGS)}")
+    body = ins.question + block + "\n" + request + ANSWER_CUE
+    return [MCPrompt("p1", body, choices), MCPrompt("p2", ins.description + body, choices)]
+
+
+@lru_cache(maxsize=None)
+def setting_task(task_id: str, setting: str) -> CompiledTask:
+    """The task with the prompts of ``setting`` in place of its log-likelihood prompts."""
+    spec = get_task(task_id)
+    return compile_task(replace(spec, prompts=setting_prompts(spec, setting)))
+
+
+def answer_constraint(choices: Sequence[str]) -> Constraint:
+    """--constrained: the model writes exactly one of the choices (letters, or answer texts)."""
+    return choice_constraint(choices)
+
+
+def parse_answer_rule(setting: str, generation: str, choices: Sequence[str],
+                      option_texts: Sequence[str] | None = None) -> tuple[int | None, str | None]:
+    """(index of the choice the generation gives, the answer rule that read it), or (None, None).
+
+    ``option_texts``: in CE, the texts behind the letters (a letter given with another option's text is contradictory)."""
+    if setting == "ce":
+        return parse_letter_rule(generation, choices, option_texts)
+    return match_option_rule(generation, choices)
+
+
+def parse_answer(setting: str, generation: str, choices: Sequence[str], option_texts: Sequence[str] | None = None) -> int | None:
+    """Index of the choice the generation gives, or None (unparseable)."""
+    return parse_answer_rule(setting, generation, choices, option_texts)[0]
+
+
+def rule_counts(samples: Sequence[dict]) -> dict[str, int]:
+    """How many answers each rule parsed (``parsed_by`` of the samples), and how many none did (``unparsed``)."""
+    counts: dict[str, int] = {}
+    for s in samples:
+        rule = s.get("parsed_by") or UNPARSED
+        counts[rule] = counts.get(rule, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def scored_prediction(parsed: int | None, gold: int, n_choices: int, unparsed_as: Sequence[int] | None = None) -> int:
+    """The class an answer counts as: the parsed one, or for an unparseable answer a wrong one.
+
+    Wrong means: the class the task declares for the gold one (``InstructPrompts.unparsed_as``;
+    SENTIPOLC: the polarity with both axes flipped), else the other class of a binary task
+    (so both F1 metrics count it as an error of that item), otherwise -1 (no class:
+    accuracy counts it wrong).
+    """
+    if parsed is not None:
+        return parsed
+    if unparsed_as is not None:
+        return unparsed_as[gold]
+    if n_choices == 2:
+        return 1 - gold
+    return -1
+
+
+def setting_metrics(spec: TaskSpec, setting: str) -> list[Metric]:
+    """The task's metrics computable from generated answers; OE adds ROUGE-L against the gold answer text."""
+    metrics = [m for m in spec.metrics if not m.needs_loglikelihoods]
+    return metrics + ([ROUGE_L_ANSWER] if setting == "oe" else [])
+
+
+def setting_scores(spec: TaskSpec, setting: str, samples: list[dict]) -> dict[str, float]:
+    """The prompt's scores on generated answers, and how many answers no rule could parse."""
+    scores: dict[str, float] = {m.name: m(samples) for m in setting_metrics(spec, setting)}
+    scores[UNPARSED] = sum(s["parsed"] is None for s in samples)
+    return scores

@@ -1,0 +1,178 @@
+"""``evalita-eval compare A B``: per task and prompt, the score difference of two runs and a paired test.
+
+Both runs must have scored the same items (their samples are paired by ``doc_id`` and must
+have the same gold answers). The test depends on the metric (docs/statistics.md):
+
+* accuracies (``acc``, ``acc_norm``, ``acc_bytes``): each item is right or wrong on each side,
+  so the exact McNemar test on the discordant items (``b``: only A right, ``c``: only B right);
+* every other metric (F1, ROUGE: corpus-level, not a mean of item scores): a paired
+  bootstrap, the same resampled items for both runs, ``k`` resamples from
+  ``numpy.random.default_rng(seed)``; two-sided p-value and the 95 % percentile interval of
+  the difference.
+
+Per task, a last row ``AvgP`` compares the mean over the prompts by the same paired
+bootstrap, each resample taking the same items for every prompt and both runs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import stats
+from .bootstrap import read_samples
+from .runs import RunResults, load_results
+from .task_report import headline_metric, task_order
+from .settings_view import setting_label
+from .tables import ScoresError, TextTable, fmt
+
+PERCENT = 100.0
+ACCURACIES = ("acc", "acc_norm", "acc_bytes")
+
+
+class MissingSamples(ScoresError):
+    """A run without the samples file of a task and prompt: that pair is not compared (a note says so)."""
+
+
+@dataclass
+class Comparison:
+    task: str
+    prompt: str
+    metric: str
+    n: int
+    score_a: float  # fractions
+    score_b: float
+    difference: float  # score_a - score_b
+    test: str  # "mcnemar" or "paired bootstrap"
+    p_value: float
+    detail: str  # "b=3 c=1" or "95% CI [-0.05, 0.12]"
+    resamples: int | None = None  # paired bootstrap: p has a resolution of 1 / resamples
+
+
+def p_text(c: Comparison) -> str:
+    """p to 4 significant digits; a bootstrap p of 0 as '< 1/k' (no resample crossed 0)."""
+    if c.resamples and c.p_value == 0:
+        return f"< {1 / c.resamples:.2g}"
+    return f"{c.p_value:.4g}"
+
+
+def resolve_run(path: Path) -> Path:
+    """A results.json, or the run folder holding one."""
+    return path / "results.json" if path.is_dir() else path
+
+
+def paired_samples(a: RunResults, b: RunResults, task: str, prompt: str) -> tuple[list[dict], list[dict]]:
+    """The two runs' samples of one task and prompt, in the same item order; refused unless the items are the same."""
+    sides = []
+    for run in (a, b):
+        path = run.samples_path(task, prompt)
+        if not path.is_file():
+            raise MissingSamples(f"{task} {prompt}: no samples file {path}: not compared")
+        by_id: dict = {}
+        for s in read_samples(path):
+            if not isinstance(s, dict) or "doc_id" not in s or "gold" not in s:
+                raise ScoresError(f"{path}: a sample without doc_id or gold: {str(s)[:120]}")
+            if s["doc_id"] in by_id:
+                raise ScoresError(f"{path}: doc_id {s['doc_id']!r} twice")
+            by_id[s["doc_id"]] = s
+        sides.append((path, by_id))
+    (path_a, ia), (path_b, ib) = sides
+    if set(ia) != set(ib):
+        raise ScoresError(f"{task} {prompt}: the runs scored different items ({len(ia)} in {path_a}, {len(ib)} in {path_b}, "
+                          f"{len(set(ia) & set(ib))} in common); a paired test needs the same items (same data, limit and split)")
+    ids = sorted(ia, key=lambda x: (str(type(x)), x))
+    for i in ids:
+        if ia[i]["gold"] != ib[i]["gold"]:
+            raise ScoresError(f"{task} {prompt}: doc_id {i!r} has different gold answers in {path_a} and {path_b}: not the same data")
+    return [ia[i] for i in ids], [ib[i] for i in ids]
+
+
+def compare_prompt(task: str, prompt: str, metric: str, sa: list[dict], sb: list[dict], metric_fn, k: int, seed: int) -> Comparison:
+    score_a, score_b = metric_fn(sa), metric_fn(sb)
+    if metric in ACCURACIES:
+        hits_a, hits_b = [metric_fn.sample(s) for s in sa], [metric_fn.sample(s) for s in sb]
+        only_a = sum(1 for x, y in zip(hits_a, hits_b) if x and not y)
+        only_b = sum(1 for x, y in zip(hits_a, hits_b) if y and not x)
+        return Comparison(task, prompt, metric, len(sa), score_a, score_b, score_a - score_b, "mcnemar",
+                          stats.mcnemar_exact_pvalue(only_a, only_b), f"b={only_a} c={only_b}")
+    res = stats.paired_bootstrap(sa, sb, metric_fn, k=k, seed=seed)
+    return Comparison(task, prompt, metric, len(sa), score_a, score_b, res.difference, f"paired bootstrap (k={k}, seed {seed})",
+                      res.p_value, f"95% CI [{fmt(res.ci_low * PERCENT, PERCENT)}, {fmt(res.ci_high * PERCENT, PERCENT)}]", k)
+
+
+def compare_avgp(task: str, metric: str, paired: dict[str, tuple[list[dict], list[dict]]], metric_fn, k: int,
+                 seed: int) -> Comparison:
+    """AvgP (the mean over prompts) of A minus B: a paired bootstrap resampling the same items for every prompt."""
+    prompts = list(paired)
+    sizes = {len(sa) for sa, _sb in paired.values()}
+    if len(sizes) != 1:
+        raise ValueError(f"the prompts scored different numbers of items ({sorted(sizes)})")
+    items_a = [tuple(paired[p][0][i] for p in prompts) for i in range(sizes.pop())]
+    items_b = [tuple(paired[p][1][i] for p in prompts) for i in range(len(items_a))]
+
+    def avgp(items: list[tuple]) -> float:
+        return sum(metric_fn([item[j] for item in items]) for j in range(len(prompts))) / len(prompts)
+
+    res = stats.paired_bootstrap(items_a, items_b, avgp, k=k, seed=seed)
+    return Comparison(task, "AvgP", metric, len(items_a), avgp(items_a), avgp(items_b), res.difference,
+                      f"paired bootstrap (k={k}, seed {seed})", res.p_value,
+                      f"95% CI [{fmt(res.ci_low * PERCENT, PERCENT)}, {fmt(res.ci_high * PERCENT, PERCENT)}]", k)
+
+
+def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
+                 metric_of: Callable[[str, str], object] | None = None) -> tuple[list[Comparison], list[str]]:
+    """Every task and prompt both runs have: the comparisons, and notes (tasks or prompts only one run has, setting mismatch)."""
+    a, b = load_results(resolve_run(path_a), partial=True), load_results(resolve_run(path_b), partial=True)
+    if metric_of is None:
+        from ..metrics import metric_of  # (task, name) -> the task's own declaration of the metric
+    notes = []
+    if setting_label(a.config) != setting_label(b.config):
+        notes.append(f"the runs differ in setting ({setting_label(a.config)} vs {setting_label(b.config)}): "
+                     "their prompts of the same name are different prompts")
+    only = sorted(set(a.results) ^ set(b.results))
+    if only:
+        notes.append(f"task(s) in one run only, not compared: {', '.join(only)}")
+    rows = []
+    for task in task_order(set(a.results) & set(b.results)):
+        available = [m for m in a.results[task][next(iter(a.results[task]))] if m not in ("n", "unparsed")]
+        metric, _note = headline_metric(task, available)
+        paired: dict[str, tuple[list[dict], list[dict]]] = {}
+        for prompt in sorted(set(a.results[task]) & set(b.results[task])):
+            try:
+                paired[prompt] = paired_samples(a, b, task, prompt)
+            except MissingSamples as err:
+                notes.append(str(err))
+        try:
+            fn = metric_of(task, metric)
+            rows += [compare_prompt(task, prompt, metric, sa, sb, fn, k, seed) for prompt, (sa, sb) in paired.items()]
+            if len(paired) > 1:
+                rows.append(compare_avgp(task, metric, paired, fn, k, seed))
+        except (KeyError, TypeError, ValueError) as err:  # samples without the fields the metric reads
+            raise ScoresError(f"{task}: cannot score {metric} from the samples of {a.path.parent} and "
+                              f"{b.path.parent} ({type(err).__name__}: {err})") from None
+    return rows, notes
+
+
+def comparison_table(rows: Sequence[Comparison], name_a: str, name_b: str) -> TextTable:
+    return TextTable(
+        ["task", "prompt", "metric", "n", name_a, name_b, "A − B", "test", "p", "detail"],
+        [[r.task, r.prompt, r.metric, str(r.n), fmt(r.score_a * PERCENT, PERCENT), fmt(r.score_b * PERCENT, PERCENT),
+          fmt(r.difference * PERCENT, PERCENT), r.test, p_text(r), r.detail] for r in rows],
+        text_cols=3)
+
+
+def write_comparison(path_a: Path, path_b: Path, out: Path | None, k: int = 1000, seed: int = 0) -> str:
+    """The Markdown of the comparison; with ``out``, also compare.md and compare.json there."""
+    rows, notes = compare_runs(path_a, path_b, k, seed)
+    text = "\n".join([f"A = {resolve_run(path_a)}", f"B = {resolve_run(path_b)}", "",
+                      "Scores in percent; p < 0.05: the difference is unlikely to be chance on these items.", "",
+                      comparison_table(rows, "A", "B").markdown(), ""] + [f"> note: {n}" for n in notes])
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.md").write_text(text + "\n", "utf-8")
+        payload = {"a": str(resolve_run(path_a)), "b": str(resolve_run(path_b)), "bootstrap": {"k": k, "seed": seed},
+                   "comparisons": [asdict(r) for r in rows], "notes": notes}
+        (out / "compare.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    return text

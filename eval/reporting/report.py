@@ -1,0 +1,94 @@
+"""``evalita-eval report``: multi-prompt tables, bootstrap CIs, rank scores and plots
+from results.json files of ``evalita-eval run`` (format: docs/statistics.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import stats
+from .bootstrap import add_bootstrap, load_score_samples
+from .facts import NOT_COMPARABLE, items_table
+from .plots import heatmap_png, rank_vs_alpha_png
+from .render import render_context, slug, to_html, to_markdown
+from .runs import PERCENT, ScoreSamples, assign_display_names, load_results
+from .settings_view import labels_of, setting_label, settings_table
+from .summary import run_notes, summarize
+from .tables import ScoresError, table_json
+from .task_report import build_task_report, headline_metric, task_order
+
+
+def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, alpha: float = 1.0,
+                 progress: bool = False, echo: Callable[[str], None] = print,
+                 score_samples: ScoreSamples | None = None, partial: bool = False) -> list[Path]:
+    """Write report.md, report.html (self-contained), report.json and plots/*.png into ``out``.
+
+    ``partial``: an unfinished run's finished tasks are reported, marked as such."""
+    runs = [load_results(Path(p), partial) for p in paths]
+    # One table per (task, setting label); the same model in several settings side by side (settings_report).
+    labels = labels_of(runs)
+    for label in labels:
+        group = [r for r in runs if setting_label(r.config) == label]
+        assign_display_names(group)
+        for r in group:
+            # A non-official split is named in every table the run appears in.
+            r.display += f" [split {r.config['split']}: {NOT_COMPARABLE}]" if r.config.get("split") else ""
+            r.display += f" [{label}]" if len(labels) > 1 else ""
+    models = [r.display for r in runs]
+    tasks = task_order({t for r in runs for t in r.results})
+    if not tasks:
+        raise ScoresError("no task results in the given files")
+    grouped = [(t, label, [r for r in runs if setting_label(r.config) == label]) for t in tasks for label in labels]
+    reports = [build_task_report(t, group) for t, _label, group in grouped if any(t in r.results for r in group)]
+    general_notes = run_notes(runs)
+    if k > 0:
+        scorer = score_samples or load_score_samples()
+        if scorer is None:
+            general_notes.append("bootstrap CIs omitted: evalita_eval.metrics.score_samples is not available")
+        else:
+            for rep in reports:
+                add_bootstrap(rep, runs, scorer, k, seed, progress)
+    present = [g for g in grouped if any(g[0] in r.results for r in g[2])]
+    for rep, (t, _label, group) in zip(reports, present):
+        rep.items = items_table(t, rep.metric, group)
+        if any(r.config.get("split") and t in r.results for r in group):
+            rep.table.notes.append(f"evaluated on a non-official split: {NOT_COMPARABLE}")
+    if len(labels) > 1:
+        for rep, (t, label, _group) in zip(reports, present):
+            rep.table.task = f"{t} [{label}]"
+    summary = summarize(reports, models)
+
+    plots_dir = out / "plots"
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    images: dict[str, bytes] = {}
+    if len(models) > 1 and summary.common_tasks:
+        images["rank_vs_alpha.png"] = rank_vs_alpha_png(
+            models, stats.ALPHAS, summary.ranks_by_alpha,
+            f"Rank by mean Sharpe score over {len(summary.common_tasks)} task(s) vs α")
+    for rep in reports:
+        images[f"heatmap_{slug(rep.table.task)}.png"] = heatmap_png(rep.table, rep.metric)
+    for name, png in images.items():
+        (plots_dir / name).write_bytes(png)
+
+    context = render_context(runs, reports, summary, alpha, k, seed, general_notes)
+    context["settings"] = settings_table(runs, tasks, headline_metric)
+    md = to_markdown(context)
+    html = to_html(context, images)
+    (out / "report.md").write_text(md, encoding="utf-8")
+    (out / "report.html").write_text(html, encoding="utf-8")
+    payload = {
+        "alpha": alpha, "bootstrap": {"k": k, "seed": seed}, "scale": PERCENT,
+        "models": {r.display: {"model": r.model, "results_file": str(r.path)} for r in runs},
+        "tasks": {rep.table.task: {"metric": rep.metric, "rank_basis": rep.rank_basis, **table_json(rep.table, alpha),
+                                   "items": {"headers": rep.items.headers, "rows": rep.items.rows} if rep.items else None,
+                                   "bootstrap": {f"{m}/{p}": {"mean": b.mean, "ci_low": b.ci_low, "ci_high": b.ci_high,
+                                                              "pct_low": b.pct_low, "pct_high": b.pct_high}
+                                                 for (m, p), b in rep.cells.items()}}
+                  for rep in reports},
+        "mean_rank_score": summary.rank_scores,
+        "settings": {"headers": context["settings"].headers, "rows": context["settings"].rows} if context["settings"] else None,
+        "notes": general_notes,
+    }
+    (out / "report.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return [out / "report.md", out / "report.html", out / "report.json", plots_dir]

@@ -1,0 +1,87 @@
+"""Loading results.json files of ``evalita-eval run`` for the report, and the names models are shown under."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .facts import check_run_extras, partial_counts, status_text
+from .tables import ScoresError
+
+PERCENT = 100.0  # report tables are in percent, as the paper's
+
+
+# (metric name, samples, task=entry name) -> score; the default resolves the name through the task's declaration.
+ScoreSamples = Callable[..., float]
+
+
+@dataclass
+class RunResults:
+    """One results.json: one model, its tasks and prompts."""
+
+    path: Path
+    model: dict
+    data: dict
+    config: dict
+    results: dict  # task -> prompt -> metric -> value (fraction), plus "n"
+    timing: dict
+    display: str = ""
+    raw: dict = field(default_factory=dict)  # the whole results.json (baselines, parsed_by, tasks, status)
+
+    @property
+    def status(self) -> str:
+        return status_text(self.raw.get("status"), self.raw.get("tasks"), self.results)
+
+    @property
+    def partial(self) -> bool:
+        return (self.raw.get("status") or "complete") != "complete"
+
+    def samples_path(self, task: str, prompt: str) -> Path:
+        return self.path.parent / "samples" / f"{task}_{prompt}.jsonl"
+
+
+def load_results(path: Path, partial: bool = False) -> RunResults:
+    """One results.json; an unfinished run only with ``partial`` (its finished tasks)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ScoresError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
+    if not isinstance(data, dict):
+        raise ScoresError(f"{path}: expected a results.json object, got {type(data).__name__}")
+    for key in ("model", "results"):
+        if not isinstance(data.get(key), dict):
+            raise ScoresError(f"{path}: missing object {key!r}; expected the results.json of `evalita-eval run`")
+    if data.get("status") == "empty":
+        skipped = data.get("skipped") if isinstance(data.get("skipped"), dict) else {}
+        raise ScoresError(f"{path}: a run that evaluated nothing ({len(skipped)} task(s) skipped: "
+                          f"{'; '.join(f'{k}: {v}' for k, v in list(skipped.items())[:3])}); nothing to report")
+    if data.get("status", "complete") != "complete" and not partial:
+        # Written after every task by `run`: an interrupted or killed run has only some tasks.
+        raise ScoresError(f"{path}: an unfinished run (status {data.get('status')!r}, "
+                          f"{partial_counts(data.get('tasks') if isinstance(data.get('tasks'), dict) else None, data['results'])}); "
+                          "run the same `evalita-eval run` command again to complete it, or report its finished tasks with --partial")
+    if not data["model"].get("name_or_path"):
+        raise ScoresError(f"{path}: model.name_or_path is missing")
+    for task, prompts in data["results"].items():
+        if not isinstance(prompts, dict) or not all(isinstance(v, dict) for v in prompts.values()):
+            raise ScoresError(f"{path}: results.{task} must map prompt -> {{metric: value}}")
+    try:
+        check_run_extras(path, data)
+    except ValueError as err:
+        raise ScoresError(str(err)) from None
+    return RunResults(path, data["model"], data.get("data") or {}, data.get("config") or {}, data["results"],
+                      data.get("timing") or {}, raw=data)
+
+
+def assign_display_names(runs: Sequence[RunResults]) -> None:
+    """Basename of model.name_or_path; the full name, then @revision, then #i where equal."""
+    names = [r.model["name_or_path"].rstrip("/").split("/")[-1] for r in runs]
+    for widen in (lambda i: runs[i].model["name_or_path"],
+                  lambda i: f"{runs[i].model['name_or_path']}@{runs[i].model.get('revision') or 'main'}"):
+        names = [widen(i) if names.count(n) > 1 else n for i, n in enumerate(names)]
+    seen: dict[str, int] = {}
+    for i, n in enumerate(names):
+        seen[n] = seen.get(n, 0) + 1
+        runs[i].display = n if names.count(n) == 1 else f"{n} #{seen[n]}"

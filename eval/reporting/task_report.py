@@ -1,0 +1,82 @@
+"""One task's multi-prompt table across runs, its headline metric and the rank basis; the order of tasks."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from . import stats
+from .runs import PERCENT, RunResults
+from .tables import ScoreRow, ScoresError, TaskTable, TextTable, build_tables, natural_key, resolve_scale
+
+
+def headline_metric(task: str, available: Sequence[str]) -> tuple[str, str | None]:
+    """(metric, note): the first metric of the task's declaration, else the first reported one."""
+    from evalita_data.registry import task_of_entry
+
+    spec = task_of_entry(task)
+    if spec is not None:
+        declared = spec.metrics[0].name
+        if declared in available:
+            return declared, None
+        return available[0], f"headline metric {declared!r} of task {spec.id} not in the results; using {available[0]!r}"
+    return available[0], f"task {task!r} is not in the registry; headline metric = first reported, {available[0]!r}"
+
+
+def task_order(tasks: set[str]) -> list[str]:
+    """Registry order (the paper's), entries of one task together; unknown names last."""
+    from evalita_data.registry import task_ids, task_of_entry
+
+    rank = {t: i for i, t in enumerate(task_ids())}
+
+    def key(name: str) -> tuple[int, list]:
+        spec = task_of_entry(name)
+        return (rank[spec.id] if spec is not None else len(rank), natural_key(name))
+
+    return sorted(tasks, key=key)
+
+
+@dataclass
+class TaskReport:
+    table: TaskTable
+    metric: str
+    # (model, prompt) -> bootstrap of the metric, in percent; empty when omitted.
+    cells: dict[tuple[str, str], stats.BootstrapResult] = field(default_factory=dict)
+    # model -> bootstrap scores of AvgP (percent), when every cell was bootstrapped.
+    avg_scores: dict[str, np.ndarray] = field(default_factory=dict)
+    rank_basis: str = "the per-prompt scores (Welch t-test across prompts; no bootstrap)"
+    items: TextTable | None = None  # n, limit, baselines, unparsed k / n and answer rules per model
+
+
+def build_task_report(task: str, runs: Sequence[RunResults]) -> TaskReport:
+    task_runs = [r for r in runs if task in r.results]
+    available = list(dict.fromkeys(m for r in task_runs for p in r.results[task].values() for m in p if m not in ("n", "unparsed")))
+    if not available:
+        raise ScoresError(f"task {task!r}: no metric in any results file")
+    metric, note = headline_metric(task, available)
+    rows = []
+    for r in task_runs:
+        for prompt, metrics in r.results[task].items():
+            if metric not in metrics:
+                raise ScoresError(f"{r.path}: results.{task}.{prompt} has no {metric!r} (has {sorted(metrics)})")
+            rows.append(ScoreRow(r.display, task, prompt, float(metrics[metric]), f"{r.path}: results.{task}.{prompt}.{metric}"))
+    resolve_scale(rows, "fraction")  # results.json holds fractions: check, then show percent
+    table = build_tables([ScoreRow(x.model, x.task, x.prompt, x.score * PERCENT, x.where) for x in rows], PERCENT)[0]
+    if note:
+        table.notes.append(note)
+    _check_comparable(task, task_runs, table)
+    return TaskReport(table, metric)
+
+
+def _check_comparable(task: str, runs: Sequence[RunResults], table: TaskTable) -> None:
+    """Scores of different data or settings are not comparable: say so in the report."""
+    shas = {json.dumps((r.data.get("manifest_sha256") or {}).get(task), sort_keys=True) for r in runs}
+    if len(shas) > 1:
+        table.notes.append("the models were evaluated on different data (manifest_sha256 differs): scores are not comparable")
+    for key in ("num_fewshot", "limit", "apply_chat_template"):
+        values = {json.dumps(r.config.get(key)) for r in runs}
+        if len(values) > 1:
+            table.notes.append(f"config.{key} differs between models: {', '.join(f'{r.display}={r.config.get(key)}' for r in runs)}")

@@ -1,0 +1,209 @@
+"""What a run will cost, printed before it starts, and a rough time left once the first batches are measured.
+
+``plan_run`` counts, per task, the requests the runner will send and the tokens the model reads
+(counted with the backend's tokenizer; a backend without one, such as a chat API, gets an
+estimate of 4 characters per token, marked ``~``), and for generative requests the most new
+tokens they may write (max new tokens x requests: greedy decoding stops earlier at a stop
+string). ``TimeEstimate`` wraps the backend's two request methods, measures how fast the
+first calls go (seconds per read token for log-likelihoods, seconds per request for
+generations) and prints the time the rest of the plan should take, once per request kind and
+then every ``every_s`` seconds. Requests the resume cache already holds (a rerun) are counted
+apart and left out of the time; the estimate is still rough: the first generations (longest
+contexts first) are slower than the average.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from ..api import GenRequest, LLRequest
+
+LL = "loglikelihood"
+GEN = "generate_until"
+CHARS_PER_TOKEN = 4  # without a tokenizer (chat APIs): the usual rough rate
+
+
+@dataclass
+class TaskPlan:
+    name: str
+    kind: str  # LL or GEN
+    requests: int
+    prompt_tokens: int  # tokens the model reads over all requests (context and continuation)
+    prompt_chars: int  # their characters (TimeEstimate converts the characters of a call to tokens)
+    max_new_tokens: int = 0  # GEN: max new tokens x requests, an upper bound
+    counted: bool = True  # False: characters / CHARS_PER_TOKEN (no tokenizer)
+    cached: int = 0  # requests the resume cache holds: read back, not computed (a rerun)
+    cached_tokens: int = 0  # their prompt tokens
+    cached_chars: int = 0  # and characters
+
+    @property
+    def left_tokens(self) -> int:
+        return self.prompt_tokens - self.cached_tokens
+
+
+class TokenCounter:
+    """Tokens of a text with the backend's tokenizer (each distinct text encoded once), else characters / 4."""
+
+    def __init__(self, tokenizer: Any | None) -> None:
+        self.tokenizer = tokenizer
+        self._seen: dict[str, int] = {}
+
+    @property
+    def exact(self) -> bool:
+        return self.tokenizer is not None
+
+    def __call__(self, text: str) -> int:
+        if text not in self._seen:
+            if self.tokenizer is None:
+                self._seen[text] = -(-len(text) // CHARS_PER_TOKEN)
+            else:
+                self._seen[text] = len(self.tokenizer.encode(text, add_special_tokens=False))
+        return self._seen[text]
+
+
+def plan_entry(runner: Any, entry: Any, count: TokenCounter) -> TaskPlan:
+    """The requests and tokens of one task entry under the runner's configuration (its prompts,
+    few-shot examples, setting, limit and chat template): the runner's own requests, and which of
+    them its resume cache already holds."""
+    docs, pool = runner._docs(entry)
+    task, setting, names = runner.entry_prompts(entry)
+    scored = entry.spec.output_type == "multiple_choice" and setting == "loglikelihood"
+    plan = TaskPlan(entry.name, LL if scored else GEN, 0, 0, 0, counted=count.exact)
+    for name in names:
+        contexts, messages = runner.prompt_contexts(entry, task, name, docs, pool)
+        kind, requests = runner.prompt_requests(entry, task, setting, name, docs, contexts, messages)
+        for request in requests:
+            texts = (request.context, request.continuation) if plan.kind == LL else (request.context,)
+            tokens, chars = sum(count(x) for x in texts), sum(len(x) for x in texts)
+            plan.requests += 1
+            plan.prompt_tokens += tokens
+            plan.prompt_chars += chars
+            plan.max_new_tokens += 0 if plan.kind == LL else request.max_new_tokens
+            if runner.is_cached(kind, request):
+                plan.cached += 1
+                plan.cached_tokens += tokens
+                plan.cached_chars += chars
+    return plan
+
+
+def plan_run(runner: Any, entries: Sequence[Any], tokenizer: Any | None) -> list[TaskPlan]:
+    count = TokenCounter(tokenizer)
+    return [plan_entry(runner, e, count) for e in entries]
+
+
+def _number(n: int, counted: bool) -> str:
+    return f"{n:,}" if counted else f"~{n:,}"
+
+
+def plan_table(plans: Sequence[TaskPlan]) -> str:
+    """The plan for the console: one row per task, then the totals."""
+    rows = [("task", "kind", "requests", "prompt tokens", "max new tokens")]
+    for p in plans:
+        rows.append((p.name, "generate" if p.kind == GEN else "loglik", f"{p.requests:,}", _number(p.prompt_tokens, p.counted),
+                     _number(p.max_new_tokens, p.counted) if p.kind == GEN else ""))
+    counted = all(p.counted for p in plans)
+    rows.append(("total", "", f"{sum(p.requests for p in plans):,}", _number(sum(p.prompt_tokens for p in plans), counted),
+                 _number(sum(p.max_new_tokens for p in plans), counted)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    text = "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows)
+    cached, requests = sum(p.cached for p in plans), sum(p.requests for p in plans)
+    if cached:
+        text += (f"\nresume: {cached:,} of these {requests:,} requests are in the resume cache and are read back; "
+                 f"{requests - cached:,} are computed ({_number(sum(p.left_tokens for p in plans), counted)} prompt tokens)")
+    return text
+
+
+def format_duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class TimeEstimate:
+    """Times the backend's request calls and prints the time the rest of the plan should take."""
+
+    def __init__(self, plans: Sequence[TaskPlan], echo: Callable[[str], None], every_s: float = 300.0,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        # What is left to compute: requests read back from the resume cache never reach the backend.
+        self.total_tokens = sum(p.left_tokens for p in plans if p.kind == LL)
+        self.total_generations = sum(p.requests - p.cached for p in plans if p.kind == GEN)
+        self.echo = echo
+        self.every_s = every_s
+        self.clock = clock
+        self.seconds = {LL: 0.0, GEN: 0.0}
+        self.done = {LL: 0, GEN: 0}  # LL: read tokens (characters x the plan's tokens per character); GEN: requests
+        chars = sum(p.prompt_chars - p.cached_chars for p in plans if p.kind == LL)
+        self._tokens_per_char = self.total_tokens / chars if chars else 0.0
+        self._reported: set[str] = set()
+        self._last_print = 0.0
+
+    def wrap(self, backend: Any) -> None:
+        """Time every ``loglikelihood`` and ``generate_until`` call of ``backend`` from now on."""
+        for kind in (LL, GEN):
+            method = getattr(backend, kind)
+            setattr(backend, kind, self._timed(kind, method))
+
+    def _timed(self, kind: str, method: Callable[[Sequence[Any]], list]) -> Callable[[Sequence[Any]], list]:
+        def timed(requests: Sequence[LLRequest | GenRequest]) -> list:
+            start = self.clock()
+            out = method(requests)
+            self.seconds[kind] += self.clock() - start
+            if kind == LL:
+                chars = sum(len(r.context) + len(r.continuation) for r in requests)  # type: ignore[union-attr]
+                self.done[LL] += round(chars * self._tokens_per_char)
+            else:
+                self.done[GEN] += len(requests)
+            self._maybe_print(kind)
+            return out
+
+        return timed
+
+    def remaining_s(self) -> tuple[float, list[str]]:
+        """Seconds the rest of the plan should take at the rates measured so far, and the kinds not measured yet."""
+        left = {LL: max(0, self.total_tokens - self.done[LL]), GEN: max(0, self.total_generations - self.done[GEN])}
+        total, unmeasured = 0.0, []
+        for kind in (LL, GEN):
+            if not left[kind]:
+                continue
+            if self.done[kind]:
+                total += left[kind] * self.seconds[kind] / self.done[kind]
+            else:
+                unmeasured.append("generations" if kind == GEN else "log-likelihoods")
+        return total, unmeasured
+
+    def _maybe_print(self, kind: str) -> None:
+        now = self.clock()
+        if kind in self._reported and now - self._last_print < self.every_s:
+            return
+        self._reported.add(kind)
+        self._last_print = now
+        seconds, unmeasured = self.remaining_s()
+        rates = []
+        if self.done[LL]:
+            rates.append(f"{self.done[LL] / self.seconds[LL]:,.0f} read tokens/s")
+        if self.done[GEN]:
+            rates.append(f"{self.seconds[GEN] / self.done[GEN]:.2f} s per generation")
+        text = f"estimate: about {format_duration(seconds)} left ({', '.join(rates)} so far"
+        if unmeasured:
+            text += f"; {' and '.join(unmeasured)} not measured yet"
+        self.echo(text + ")")
+
+
+def runnable(runner: Any, entries: Sequence[Any]) -> list[Any]:
+    """The entries ``Runner.run`` will evaluate: not those it skips (no instruct prompts, no split)."""
+    unaskable = runner.without_instruct(entries)
+    return [e for e in entries if e not in unaskable
+            and (not runner.config.skip_missing or runner.source.has_split(e, runner.eval_split(e)))]
+
+
+def announce(runner: Any, entries: Sequence[Any], backend: Any, echo: Callable[[str], None]) -> TimeEstimate:
+    """Print the run's plan and start timing the backend; returns the estimator."""
+    plans = plan_run(runner, runnable(runner, entries), getattr(backend, "tokenizer", None))
+    echo(plan_table(plans))
+    estimate = TimeEstimate(plans, echo)
+    estimate.wrap(backend)
+    return estimate

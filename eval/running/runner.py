@@ -1,0 +1,661 @@
+"""Runs tasks x prompts on any ``Backend`` and writes results.json and samples/*.jsonl.
+
+Every request goes through the resume cache (``cache.py``): a request already in
+``OUTPUT/cache.jsonl`` is read back, the others are computed a few batches at a time
+and appended before the next ones start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import math
+import sys
+import time
+from collections import Counter
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from tqdm import tqdm
+
+from evalita_data.cli_errors import one_line
+
+from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, check_ll_result, request_payload
+from .cache import RequestCache, request_key
+from ..modeling.identity import identity_key
+from ..prompting.fewshot import build_chat_messages, build_contexts, messages_as_text
+from ..prompting import instruct as st
+from ..reporting.baselines import generative_baselines, task_baselines
+from ..prompting.constrained import format_failures, refuse_unformatted, task_constraint, unformatted
+from ..modeling.memory import peak_memory, reset_peak_memory
+from ..metrics import mc_prediction
+from ..sources.base import Source
+from ..sources.entries import TaskEntry
+
+# Requests computed between two cache writes: small enough to lose little on a crash.
+CHUNK_BATCHES = 4
+# The batch size taken for the chunk size under --batch-size auto.
+AUTO_BATCH = 64
+# Finished requests reported one by one (on_result) are fsynced at most this often.
+SYNC_INTERVAL_S = 0.5
+VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score", "jinja2")
+
+
+@dataclass
+class RunConfig:
+    num_fewshot: int = 0
+    limit: int | None = None
+    batch_size: int | None = 8  # None: --batch-size auto
+    max_memory: int | None = None  # --max-memory in bytes (batch sizes under auto)
+    apply_chat_template: bool = False
+    seed: int = 1234  # lm-eval's default few-shot seed
+    device: str = "cpu"
+    prompts: list[str] | None = None  # None = every prompt of each task
+    # Overrides the tasks' max new tokens (as lm-eval's --gen_kwargs max_gen_toks=N).
+    max_new_tokens: int | None = None
+    progress: bool = True
+    # Skip (with a note) tasks whose evaluation split the data lack, instead of failing:
+    # for runs over "all tasks" of a partial build.
+    skip_missing: bool = False
+    # Instruct settings (docs/settings.md): how MC tasks are asked and scored; constrained decoding.
+    setting: str = "loglikelihood"
+    constrained: bool = False
+    system_instruction: str | None = None
+    fewshot_as_multiturn: bool | None = None  # None: as lm-eval, multi-turn exactly when chatting
+    # Evaluate this split instead of the task's official one (--split): not comparable with the paper.
+    split: str | None = None
+
+
+@dataclass
+class ModelInfo:
+    name_or_path: str
+    revision: str | None
+    dtype: str
+    # "hf" (plain batched) or "fast" (shared prefixes): equal within float rounding, yet
+    # kept apart in the cache so that a rerun reproduces its own numbers bit for bit.
+    backend: str = "hf"
+    # The backend's ``cache_identity()`` (every input that can change a number); the Runner
+    # fills it from its backend when None.
+    identity: dict[str, Any] | None = None
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """What results.json says of the model: the names above, completed by the backend's identity."""
+        return {"name_or_path": self.name_or_path, "revision": self.revision, "dtype": self.dtype, "backend": self.backend,
+                **(self.identity or {})}
+
+    @property
+    def cache_key(self) -> str:
+        """The model part of every request's key: the hash of the whole identity."""
+        return identity_key(self.record)
+
+
+@dataclass
+class RunResult:
+    results: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    # task -> wall_s, compute_s (in the backend), requests, computed, cached: summed over resumed invocations.
+    timing: dict[str, dict[str, float]] = field(default_factory=dict)
+    resources: dict[str, dict[str, float]] = field(default_factory=dict)  # peak memory per task (memory.peak_memory)
+    computed: int = 0  # requests sent to the backend (not found in the cache)
+    cached: int = 0  # requests read back from the resume cache
+    requests: int = 0  # every request of the run (a request repeated within it counts each time)
+    # "partial" while running; then "complete", or "empty" when no task was evaluated (see ``skipped``).
+    status: str = "partial"
+    skipped: dict[str, str] = field(default_factory=dict)  # entry -> why it was not evaluated
+
+
+def _as_turns(messages: list[list[dict]] | None, n: int) -> list[tuple[dict, ...] | None]:
+    """GenRequest.messages per request: the chat turns (chat APIs) or None (a rendered context)."""
+    return [tuple(m) for m in messages] if messages is not None else [None] * n
+
+
+def package_versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": sys.version.split()[0]}
+    for name in VERSIONED_PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+class _Saver:
+    """The ``on_result`` callback of one backend call: each finished request goes to the
+    resume cache as it arrives (see ``Runner._cached``); ``finish`` writes the rest."""
+
+    def __init__(self, cache: RequestCache, keys: list[str], to_json: Callable[[Any], Any], bar: tqdm, counts: Counter, kind: str) -> None:
+        self.cache, self.keys, self.to_json, self.bar, self.counts, self.kind = cache, keys, to_json, bar, counts, kind
+        self.written = [False] * len(keys)
+        self.last_sync = time.monotonic()
+
+    def __call__(self, index: int, value: Any) -> None:
+        if not (isinstance(index, int) and 0 <= index < len(self.keys)) or self.written[index]:
+            raise RuntimeError(f"backend reported result {index!r} of a call with {len(self.keys)} requests twice or out of range")
+        self._write([(index, value)], sync=time.monotonic() - self.last_sync >= SYNC_INTERVAL_S)
+
+    def finish(self, values: list[Any]) -> None:
+        self._write([(i, v) for i, v in enumerate(values) if not self.written[i]], sync=True)
+
+    def _write(self, items: list[tuple[int, Any]], sync: bool) -> None:
+        if items:
+            self.cache.add(((self.keys[i], self.to_json(v)) for i, v in items), sync=sync)
+            for i, _ in items:
+                self.written[i] = True
+            self.counts[f"saved_{self.kind}"] += len(items)
+            self.counts["computed"] += len(items)
+            self.bar.update(len(items))
+        elif sync:
+            self.cache.sync()
+        if sync:
+            self.last_sync = time.monotonic()
+
+
+class Runner:
+    def __init__(self, backend: Backend, model: ModelInfo, source: Source, config: RunConfig, output_dir: str | Path, echo: Callable[[str], None] = print) -> None:
+        self.backend = backend
+        self.model = model if model.identity is not None else replace(model, identity=backend.cache_identity())
+        self.source = source
+        self.config = config
+        self.out = Path(output_dir)
+        self.echo = echo
+        self.cache = RequestCache(self.out / "cache.jsonl")
+        # Generations (string values) found in the cache from earlier runs, for the interrupt message.
+        self.earlier_generations = sum(isinstance(v, str) for v in self.cache.values.values())
+        self._counts: Counter = Counter()  # requests / cached, over the whole run
+        self._compute_s = 0.0  # seconds inside the backend's compute calls, over the whole invocation
+        self.parsed_by: dict[str, dict[str, dict[str, int]]] = {}  # task -> prompt -> answer rule -> count
+        self.baselines: dict[str, dict] = {}  # task -> chance and majority baselines (reporting/baselines.py)
+        self.chat_template = chat_template_identity(backend) if config.apply_chat_template else None
+        self._planned: list[str] = []  # the entries this invocation runs, and those skipped (no such split)
+        self._skipped: list[str] = []
+        self._task_bar: tqdm | None = None
+        self._entries: dict[str, TaskEntry] = {}  # name -> entry of the run (results.json task_config)
+        self.chat = None
+        if config.fewshot_as_multiturn and not config.apply_chat_template:
+            raise ValueError("--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)")
+        if config.constrained and not backend.capabilities.constrained:
+            raise BackendUnsupported(f"backend {backend.name!r} cannot do constrained decoding (--constrained)")
+        # Chat APIs take the turns themselves and render them with the server's template.
+        self.chat_messages = config.apply_chat_template and backend.capabilities.chat_messages
+        if config.apply_chat_template and not self.chat_messages:
+            if not backend.capabilities.chat_template:
+                raise BackendUnsupported(f"backend {backend.name!r} cannot apply a chat template; run without --apply-chat-template")
+            self.chat = backend.apply_chat_template
+
+    # -- requests through the cache -----------------------------------------------------
+    def _cached(self, kind: str, requests: Sequence[Any], compute: Callable[..., list], to_json: Callable[[Any], Any], bar: tqdm) -> tuple[list[Any], int]:
+        """Values of ``requests`` from the resume cache, the others computed and written to it.
+
+        A backend whose ``compute`` takes ``on_result(index, value)`` reports each request
+        as it finishes: the value is in cache.jsonl at once (written and flushed, so a
+        killed process keeps it; fsynced at most every ``SYNC_INTERVAL_S`` and at the end
+        of the call), and it gets every pending request in one call. Others get chunks
+        of ``requests_per_call`` (or ``batch_size x 4``) requests, written chunk by chunk.
+        """
+        keys = [request_key(self.model.cache_key, kind, request_payload(r)) for r in requests]
+        found = [self.cache.get(k, kind) is not None for k in keys]  # shape-checked once per request
+        pending = sorted({k: i for i, (k, hit) in enumerate(zip(keys, found)) if not hit}.values(), key=lambda i: -len(requests[i].context))
+        self._counts["requests"] += len(keys)
+        self._counts["cached"] += sum(found)
+        bar.update(len(requests) - len(pending))
+        streams = "on_result" in inspect.signature(compute).parameters
+        # A backend that batches by tokens (fast) asks for larger calls to share more.
+        step = len(pending) if streams else self.backend.requests_per_call or max(1, (self.config.batch_size or AUTO_BATCH) * CHUNK_BATCHES)
+        for start in range(0, len(pending), max(1, step)):
+            chunk = pending[start : start + step]
+            saver = _Saver(self.cache, [keys[i] for i in chunk], to_json, bar, self._counts, kind)
+            began = time.perf_counter()
+            try:  # an interrupted call still counts its time: the resume adds to it
+                values = compute([requests[i] for i in chunk], on_result=saver) if streams else compute([requests[i] for i in chunk])
+            finally:
+                self._compute_s += time.perf_counter() - began
+            if len(values) != len(chunk):
+                raise RuntimeError(f"backend {self.backend.name!r} returned {len(values)} results for {len(chunk)} requests")
+            saver.finish(values)
+        return [self.cache[k] for k in keys], len(pending)
+
+    # -- one task entry ----------------------------------------------------------------
+    def eval_split(self, entry: TaskEntry) -> str:
+        """The split evaluated: --split, else the task's official evaluation split."""
+        return self.config.split or entry.spec.eval_split
+
+    def _docs(self, entry: TaskEntry) -> tuple[list[dict], list[dict]]:
+        spec = entry.spec
+        docs = self.source.load(entry, self.eval_split(entry))
+        if self.config.limit is not None:
+            docs = docs[: self.config.limit]
+        pool: list[dict] = []
+        if self.config.num_fewshot > 0:
+            if not self.source.has_split(entry, spec.fewshot_split):
+                raise FileNotFoundError(f"{entry.name}: {self.config.num_fewshot}-shot needs the few-shot split {spec.fewshot_split!r}, which {self.source.description} does not have")
+            pool = self.source.load(entry, spec.fewshot_split)
+        return docs, pool
+
+    def entry_prompts(self, entry: TaskEntry) -> tuple[Any, str, list[str]]:
+        """(the compiled task as this run asks it, the setting, the prompt names run)."""
+        task = entry.compiled
+        setting = self.config.setting if entry.spec.output_type == "multiple_choice" else "loglikelihood"
+        if setting != "loglikelihood":
+            task = st.setting_task(entry.task_id, setting)
+        return task, setting, [p for p in task.prompts if self.config.prompts is None or p in self.config.prompts]
+
+    @property
+    def target_delimiter(self) -> str:
+        """What goes between a context and each of its choices: lm-eval's space, or nothing in chat
+        mode, where the answer follows the generation prompt."""
+        return "" if self.chat is not None else " "
+
+    def max_new_tokens(self, entry: TaskEntry, setting: str) -> int:
+        """The generation limit of the entry's requests: --max-new-tokens, else the setting's or the task's."""
+        if self.config.max_new_tokens:
+            return self.config.max_new_tokens
+        return st.MAX_NEW_TOKENS[setting] if setting != "loglikelihood" else entry.spec.max_new_tokens
+
+    def prompt_contexts(self, entry: TaskEntry, task: Any, name: str, docs: list[dict], pool: list[dict]) -> tuple[list[str], list[list[dict]] | None]:
+        """The prompt of every document under prompt ``name`` (few-shot examples, chat template
+        applied), and the chat turns behind them for backends that take messages (else None)."""
+        fewshot_args = (task, name, docs, pool, self.config.num_fewshot, self.config.seed)
+        fewshot_kw = dict(
+            pool_is_eval_split=entry.spec.fewshot_split == self.eval_split(entry),
+            system_instruction=self.config.system_instruction,
+            multiturn=self.config.fewshot_as_multiturn is not False,
+        )
+        if self.chat_messages:
+            messages = build_chat_messages(*fewshot_args, **fewshot_kw)
+            return [messages_as_text(m) for m in messages], messages
+        return build_contexts(*fewshot_args, self.chat, **fewshot_kw), None
+
+    def run_entry(self, entry: TaskEntry) -> tuple[dict[str, dict[str, float]], int]:
+        spec = entry.spec
+        docs, pool = self._docs(entry)
+        mc = spec.output_type == "multiple_choice"
+        task, setting, names = self.entry_prompts(entry)
+        per_prompt: dict[str, dict[str, float]] = {}
+        computed = 0
+        # One bar per task (done/total, rate, ETA); the CLI turns it off when stderr is not a
+        # terminal or with --no-progress. Closed by run(), also when the task fails or is interrupted.
+        self._task_bar = tqdm(total=self._task_requests(entry, docs, names, setting), desc=entry.name, unit="req",
+                              disable=not self.config.progress, dynamic_ncols=True)
+        for name in names:
+            contexts, messages = self.prompt_contexts(entry, task, name, docs, pool)
+            if setting != "loglikelihood":
+                samples, n = self._run_setting(entry, task, setting, name, docs, contexts, messages)
+            elif mc:
+                samples, n = self._run_mc(entry, name, docs, contexts)
+            else:
+                samples, n = self._run_gen(entry, name, docs, contexts, messages)
+            computed += n
+            self._write_samples(entry, name, samples)
+            if setting != "loglikelihood":
+                scores = st.setting_scores(spec, setting, samples)
+                self.parsed_by.setdefault(entry.name, {})[name] = st.rule_counts(samples)
+            else:
+                scores = {m.name: m(samples) for m in spec.metrics}
+                if not mc and (failures := format_failures(spec, [s["generation"] for s in samples])) is not None:
+                    scores[st.UNPARSED] = failures  # answers outside the task's declared format (NER/REL/LS)
+            scores["n"] = len(samples)
+            per_prompt[name] = scores
+        if mc and docs and names:
+            golds = [task.target(d) for d in docs]
+            n_choices = [len(task.choices(names[0], d)) for d in docs]
+            label_metrics = [m for m in (spec.metrics if setting == "loglikelihood" else st.setting_metrics(spec, setting))
+                             if m.name != st.ROUGE_L_ANSWER.name]  # ROUGE-L compares texts: no class baseline
+            self.baselines[entry.name] = task_baselines(label_metrics, golds, n_choices)
+        else:
+            self.baselines[entry.name] = generative_baselines(len(docs))
+        return per_prompt, computed
+
+    def _bar(self, entry: TaskEntry, prompt: str, total: int):
+        if self._task_bar is not None:  # one bar per task, shared by its prompts
+            self._task_bar.set_postfix_str(prompt, refresh=False)
+            return nullcontext(self._task_bar)
+        return tqdm(total=total, desc=f"{entry.name} {prompt}", unit="req", leave=False, disable=None if self.config.progress else True)
+
+    def prompt_requests(self, entry: TaskEntry, task: Any, setting: str, prompt: str, docs: list[dict], contexts: list[str],
+                        messages: list[list[dict]] | None = None) -> tuple[str, list[LLRequest] | list[GenRequest]]:
+        """(kind, requests) of one prompt, built in one place for the run and for its plan: MC scoring
+        sends one log-likelihood per choice, every other case one generation per document."""
+        turns = _as_turns(messages, len(contexts))
+        if setting != "loglikelihood":  # a multiple-choice task answered by generation (docs/settings.md)
+            max_new = self.max_new_tokens(entry, setting)
+            return "generate_until", [
+                GenRequest(ctx, st.STOP, max_new, st.answer_constraint(task.choices(prompt, d)) if self.config.constrained else None, tt)
+                for ctx, d, tt in zip(contexts, docs, turns)]
+        if entry.spec.output_type == "multiple_choice":
+            delim = self.target_delimiter
+            return "loglikelihood", [LLRequest(ctx, delim + c) for ctx, d in zip(contexts, docs) for c in task.choices(prompt, d)]
+        spec = entry.spec
+        constraint = task_constraint(spec) if self.config.constrained else None
+        max_new = self.max_new_tokens(entry, "loglikelihood")
+        return "generate_until", [GenRequest(ctx, tuple(spec.stop), max_new, constraint, tt) for ctx, tt in zip(contexts, turns)]
+
+    def is_cached(self, kind: str, request: LLRequest | GenRequest) -> bool:
+        """Whether the resume cache holds a usable value for the request (it will be read back, not computed)."""
+        return self.cache.get(request_key(self.model.cache_key, kind, request_payload(request)), kind) is not None
+
+    def _task_requests(self, entry: TaskEntry, docs: list[dict], names: list[str], setting: str) -> int:
+        """How many requests the task's prompts send (for the task's progress bar): one generation per
+        document and prompt, except log-likelihood MC scoring (one request per choice)."""
+        if entry.spec.output_type != "multiple_choice" or setting != "loglikelihood":
+            return len(docs) * len(names)
+        return sum(len(entry.compiled.choices(name, d)) for name in names for d in docs)
+
+    def _run_mc(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str]) -> tuple[list[dict], int]:
+        task = entry.compiled
+        choices = [task.choices(prompt, d) for d in docs]
+        _, requests = self.prompt_requests(entry, task, "loglikelihood", prompt, docs, contexts)
+        with self._bar(entry, prompt, len(requests)) as bar:
+            values, n = self._cached("loglikelihood", requests, self.backend.loglikelihood, lambda r: [check_ll_result(r, self.backend.name).logprob, r.is_greedy], bar)
+        samples, pos = [], 0
+        for i, (doc, ctx, cs) in enumerate(zip(docs, contexts, choices)):
+            lls = [v[0] for v in values[pos : pos + len(cs)]]
+            greedy = [bool(v[1]) for v in values[pos : pos + len(cs)]]
+            pos += len(cs)
+            samples.append({
+                "doc_id": i, "prompt": ctx, "choices": cs, "loglikelihoods": lls, "is_greedy": greedy,
+                "prediction": mc_prediction(lls, cs), "gold": task.target(doc),
+            })
+        return samples, n
+
+    def _run_setting(self, entry: TaskEntry, task: Any, setting: str, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
+        """A multiple-choice task answered by generation (docs/settings.md)."""
+        unparsed_as = entry.spec.instruct.unparsed_as if entry.spec.instruct is not None else None
+        choices = [task.choices(prompt, d) for d in docs]
+        _, requests = self.prompt_requests(entry, task, setting, prompt, docs, contexts, messages)
+        with self._bar(entry, prompt, len(requests)) as bar:
+            values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
+        samples = []
+        for i, (doc, ctx, cs, gen) in enumerate(zip(docs, contexts, choices, values)):
+            answer_texts = st.setting_task(entry.task_id, "oe").choices(prompt, doc)
+            gold, (parsed, rule) = task.target(doc), st.parse_answer_rule(setting, gen, cs, answer_texts)
+            samples.append({
+                "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed, "parsed_by": rule,
+                "parsed_answer": None if parsed is None else cs[parsed],
+                "prediction": st.scored_prediction(parsed, gold, len(cs), unparsed_as), "gold": gold,
+                "gold_answer": answer_texts[gold],
+            })
+        return samples, n
+
+    def _run_gen(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
+        spec, task = entry.spec, entry.compiled
+        _, requests = self.prompt_requests(entry, task, "loglikelihood", prompt, docs, contexts, messages)
+        with self._bar(entry, prompt, len(requests)) as bar:
+            values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
+        samples = [
+            {"doc_id": i, "prompt": ctx, "generation": gen, "prediction": gen, "reference": task.target(doc), "gold": doc[spec.gold_field]}
+            for i, (doc, ctx, gen) in enumerate(zip(docs, contexts, values))
+        ]
+        return samples, n
+
+    def _write_samples(self, entry: TaskEntry, prompt: str, samples: list[dict]) -> None:
+        folder = self.out / "samples"
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{entry.name}_{prompt}.jsonl.tmp"
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            for s in samples:
+                fh.write(json.dumps(s, ensure_ascii=False) + "\n")
+        tmp.replace(folder / f"{entry.name}_{prompt}.jsonl")
+
+    # -- everything --------------------------------------------------------------------
+    def check_capabilities(self, entries: Sequence[TaskEntry]) -> None:
+        """Refuse, before any work, entries whose request kind the backend cannot serve."""
+        caps = self.backend.capabilities
+        # A multiple-choice task in a generative setting (--setting ce|ce-ni|oe) is answered by generation.
+        scored = self.config.setting == "loglikelihood"
+        needs_ll = [e.name for e in entries if e.spec.output_type == "multiple_choice" and scored]
+        needs_gen = [e.name for e in entries if e.spec.output_type != "multiple_choice" or not scored]
+        for names, able, what in ((needs_ll, caps.loglikelihood, "score log-likelihoods"), (needs_gen, caps.generate, "generate")):
+            if names and not able:
+                raise BackendUnsupported(f"backend {self.backend.name!r} cannot {what}, which {', '.join(names)} need(s)")
+
+    def without_instruct(self, entries: Sequence[TaskEntry]) -> list[TaskEntry]:
+        """Multiple-choice entries that the generative setting cannot ask: they declare no ``TaskSpec.instruct``."""
+        if self.config.setting == "loglikelihood":
+            return []
+        return [e for e in entries if e.spec.output_type == "multiple_choice" and e.spec.instruct is None]
+
+    def _check_formats(self, entries: Sequence[TaskEntry]) -> None:
+        """--constrained on a generative task that declares no answer format (TaskSpec.output_pattern):
+        an error before any work, or in a run over every task a warning (results.json: task_config)."""
+        if not self.config.constrained:
+            return
+        if not self.config.skip_missing:
+            refuse_unformatted([(e.name, e.spec) for e in entries])
+        for entry in entries:
+            if unformatted([entry.spec]):
+                self.echo(f"warning: {entry.name}: generated without constraint, the task declares no answer format (TaskSpec.output_pattern)")
+
+    def constrained_entry(self, entry: TaskEntry) -> bool:
+        """Whether --constrained applies to the entry's generations (its record in results.json)."""
+        if not self.config.constrained:
+            return False
+        if entry.spec.output_type == "multiple_choice":
+            return self.config.setting != "loglikelihood"  # log-likelihood scoring generates nothing
+        return entry.spec.output_pattern is not None
+
+    def run(self, entries: Sequence[TaskEntry]) -> RunResult:
+        unaskable = self.without_instruct(entries)
+        if unaskable and not self.config.skip_missing:
+            raise ValueError(f"--setting {self.config.setting} needs the instruct prompts (TaskSpec.instruct) that "
+                             f"{', '.join(e.name for e in unaskable)} do(es) not declare")
+        result = RunResult()
+        for entry in unaskable:  # a run over every task: the others go on
+            result.skipped[entry.name] = f"the task declares no instruct prompts for --setting {self.config.setting}"
+            self.echo(f"{entry.name}: skipped, {result.skipped[entry.name]}")
+        entries = [e for e in entries if e not in unaskable]
+        self.check_capabilities(entries)
+        self._check_formats(entries)
+        self._entries = {e.name: e for e in entries}
+        self.out.mkdir(parents=True, exist_ok=True)
+        manifest: dict[str, dict[str, str]] = {}
+        earlier = self._earlier_timing()
+        self._planned, self._skipped = [e.name for e in entries], []
+        try:
+            for entry in entries:
+                if self.config.skip_missing and not self.source.has_split(entry, self.eval_split(entry)):
+                    result.skipped[entry.name] = self._why_missing(entry, self.eval_split(entry))
+                    self.echo(f"{entry.name}: skipped, {result.skipped[entry.name]}")
+                    self._skipped.append(entry.name)
+                    continue
+                started = (time.perf_counter(), self._compute_s, Counter(self._counts))
+                reset_peak_memory()
+                try:
+                    result.results[entry.name], n = self.run_entry(entry)
+                except KeyboardInterrupt:
+                    # The requests computed so far are in the cache; keep their time too, so the resume adds to it.
+                    result.timing[entry.name] = self._task_timing(started, earlier.get(entry.name, {}), finished=False)
+                    self._write_results(result, manifest)
+                    raise
+                finally:
+                    if self._task_bar is not None:
+                        self._task_bar.close()
+                        self._task_bar = None
+                result.computed += n
+                result.cached, result.requests = self._counts["cached"], self._counts["requests"]
+                result.timing[entry.name] = self._task_timing(started, earlier.get(entry.name, {}), finished=True)
+                result.resources[entry.name] = peak_memory()
+                splits = [self.eval_split(entry)] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
+                manifest[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
+                self._write_results(result, manifest)
+            if (note := self.cache.damage_note()) is not None:
+                self.echo(note)  # damaged or wrong-shape cache values, computed again
+            # A run that evaluated nothing is no success: results.json says so, and the CLI exits 1.
+            result.status = "complete" if result.results else "empty"
+            self._write_results(result, manifest)
+        finally:
+            self.cache.close()
+        return result
+
+    def _task_timing(self, started: tuple[float, float, Counter], before: dict, finished: bool) -> dict[str, float]:
+        """This invocation's time and requests of one task, added to what earlier invocations spent on it."""
+        start, compute_start, counts = started
+        done = {k: self._counts[k] - counts[k] for k in ("requests", "computed", "cached")}
+        if not finished:  # requests not yet reached are not counted: the resume counts them
+            done["requests"] = done["computed"] + done["cached"]
+        now = {"wall_s": time.perf_counter() - start, "compute_s": self._compute_s - compute_start, **done}
+        return {k: round(now[k] + before.get(k, 0), 3) for k in TIMING_KEYS}
+
+    def interrupt_summary(self) -> str:
+        """What an interrupted run kept, exactly (the CLI prints it on Ctrl-C)."""
+        path = self.cache.path
+        self.cache.close()
+        # Counted from the file as it is now: Ctrl-C may land between a line's write and the count.
+        on_disk = sum(isinstance(v, str) for v in RequestCache(path).values.values()) if path.is_file() else 0
+        text = (f"{on_disk - self.earlier_generations} generations of this run were saved in {path} "
+                f"({self.earlier_generations} from earlier runs)")
+        if self._counts["saved_loglikelihood"]:
+            text += f", and {self._counts['saved_loglikelihood']} log-likelihoods"
+        if (self.out / "results.json").is_file():
+            text += f"; {self.out / 'results.json'} is marked partial"
+        return text + "; rerun the same command to resume"
+
+    def _why_missing(self, entry: TaskEntry, split: str) -> str:
+        return self.source.why_missing(entry, split)
+
+    def _config_json(self) -> dict:
+        c = self.config
+        return {
+            "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": "auto" if c.batch_size is None else c.batch_size,
+            "max_memory": c.max_memory,
+            "apply_chat_template": c.apply_chat_template, "seed": c.seed, "device": c.device,
+            "max_new_tokens": c.max_new_tokens,
+            "setting": c.setting, "constrained": c.constrained,
+            "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
+            "chat_template": self.chat_template, "split": c.split,
+        }
+
+    def _earlier_timing(self) -> dict[str, dict[str, float]]:
+        """Per task, the timing that earlier invocations of this same run (same model and config) wrote.
+
+        A resume reads most requests back from the cache: its own times alone would hide the
+        compute of the invocations before it."""
+        path = self.out / "results.json"
+        if not path.is_file():
+            return {}
+        try:
+            doc = json.loads(path.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            self.echo(f"note: {path} unreadable ({one_line(err)}): earlier timing not carried over")
+            return {}
+        same_run = isinstance(doc, dict) and doc.get("model") == self._model_json() and doc.get("config") == self._config_json()
+        timing = doc.get("timing") if same_run else None
+        if not isinstance(timing, dict):
+            return {}
+        earlier = {}
+        for task, entry in timing.items():
+            if not (isinstance(entry, dict) and set(entry) == set(TIMING_KEYS)
+                    and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in entry.values())):
+                self.echo(f"note: {path}: timing.{task} is not {{{', '.join(TIMING_KEYS)}}} of non-negative numbers: not carried over")
+                continue
+            earlier[task] = entry
+        return earlier
+
+    def _model_json(self) -> dict:
+        return {**self.model.record, "cache_key": self.model.cache_key}
+
+    def _write_results(self, result: RunResult, manifest: dict) -> None:
+        doc = {
+            # "partial" until every task is finished: a killed or interrupted run is never taken for a whole one.
+            "status": result.status,
+            # What a partial report counts against: "N of M tasks finished".
+            "tasks": {"planned": self._planned, "skipped": self._skipped},
+            # Every input that can change a number (the backend's cache identity) and its hash, the
+            # model part of the resume-cache key: two runs with equal "cache_key" share their cache.
+            "model": self._model_json(),
+            # A source may add its provenance (the official Hub source: dataset revisions).
+            "data": {"source": self.source.description, "manifest_sha256": manifest, **self.source.provenance()},
+            "config": self._config_json(),
+            # The tasks and splits of the paper, or not (--split): tables and cards say so.
+            "comparable_with_paper": self.config.split is None,
+            "results": result.results,
+            # Per task, prompt and answer rule (prompting/answers.py), how many generated answers it parsed.
+            "parsed_by": self.parsed_by,
+            "baselines": self.baselines,
+            "skipped": result.skipped,
+            "versions": package_versions(),
+            "timing": result.timing,
+            # Per task: the process's peak RSS so far and, on CUDA, the task's peak allocation (MiB).
+            "resources": result.resources,
+        }
+        if self.config.constrained:  # it applies to generations with a format only: say to which tasks
+            doc["task_config"] = {name: {"constrained": self.constrained_entry(self._entries[name])} for name in result.results}
+        tmp = self.out / ".results.json.tmp"
+        tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2, default=str) + "\n", "utf-8")  # default: an identity value a backend did not make JSON
+        tmp.replace(self.out / "results.json")
+
+
+TIMING_KEYS = ("wall_s", "compute_s", "requests", "computed", "cached")
+
+
+def chat_template_identity(backend: Backend) -> dict:
+    """Which chat template renders the prompts: the tokenizer's (with its sha256) or the server's (unknown here)."""
+    template = getattr(getattr(backend, "tokenizer", None), "chat_template", None)
+    if isinstance(template, dict):  # named templates (tokenizers that ship several)
+        template = json.dumps(template, sort_keys=True, ensure_ascii=False)
+    if not isinstance(template, str):
+        return {"source": "server", "sha256": None}
+    return {"source": "tokenizer", "sha256": hashlib.sha256(template.encode("utf-8")).hexdigest()}
+
+
+def nothing_evaluated(skipped: dict[str, str], source: Source) -> str:
+    """The one-line error of a run that evaluated nothing (the reasons per task are printed before it);
+    a local folder's task folders that no registered task reads are named."""
+    text = f"nothing was evaluated: every one of the {len(skipped)} task entries was skipped ({'; '.join(sorted(set(skipped.values())))[:300]})"
+    folder = source.folder
+    if folder is not None and Path(folder).is_dir():
+        from evalita_data.registry import task_ids
+
+        known = set(task_ids())
+        unknown = sorted(p.name for p in Path(folder).iterdir() if p.is_dir() and not p.name.startswith(".") and p.name not in known)
+        if unknown:
+            text += (f"; {folder} holds folders of tasks that are not registered here: {', '.join(unknown)} "
+                     "(an out-of-tree task is registered by EVALITA_TASK_PATH or its installed package)")
+    return text
+
+
+def summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
+    """Task x prompt table of every metric (as percentages), for the console."""
+    rows = [("task", "prompt", "n", "metrics")]
+    for task, prompts in results.items():
+        for prompt, scores in prompts.items():
+            metrics = "  ".join(f"{m}={v}/{scores.get('n', '?')}" if m == st.UNPARSED else f"{m}={100 * v:.2f}"
+                                for m, v in scores.items() if m != "n")
+            rows.append((task, prompt, str(scores.get("n", "")), metrics))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}" for r in rows)
+
+
+def task_summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
+    """Per task, the headline metric over its prompts: AvgP, MaxP and CPS (SPEC: CPS = (1 - (MaxP - AvgP)) * MaxP), in %."""
+    from evalita_data.registry import task_of_entry
+
+    from ..reporting.stats import spread_stats
+
+    rows = [("task", "metric", "prompts", "AvgP %", "MaxP %", "CPS %")]
+    for name, prompts in results.items():
+        spec = task_of_entry(name)
+        if not prompts or spec is None:
+            continue
+        metric = spec.metrics[0].name  # the headline metric, as in the report
+        values = [scores[metric] for scores in prompts.values() if metric in scores]
+        if not values:
+            continue
+        s = spread_stats(values)
+        rows.append((name, metric, str(len(values)), f"{100 * s.avg:.2f}", f"{100 * s.max:.2f}", f"{100 * s.cps:.2f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows)
+
+
+def run_counts(result: RunResult, cache_path: Path, output_dir: str | Path) -> str:
+    """What was computed and what was read back from the resume cache, exactly."""
+    repeated = result.requests - result.computed - result.cached
+    text = f"{result.computed} requests computed, {result.cached} read from the cache {cache_path}"
+    if repeated:
+        text += f", {repeated} repeated within the run (computed once)"
+    text += f" ({result.requests} in all)"
+    return text + f"; results in {Path(output_dir) / 'results.json'}"

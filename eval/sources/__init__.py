@@ -1,0 +1,33 @@
+"""Where the data of an evaluation come from; each kind of place is one ``Source`` class:
+
+- ``FolderSource``: a build folder, or a folder in the Hub layout (``--data DIR``);
+- ``HubSource``: the repositories ``evalita-data push`` published (``--hub-org ORG``);
+- ``OfficialSource``: the official Evalita-LLM copies on the Hub (``--data hf:ORG``).
+
+``open_source`` picks one from the command line's options.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .base import Source
+
+
+def open_source(data: str | Path | None = None, hub_org: str | None = None) -> Source:
+    """The source that ``--data`` (a folder or ``hf:ORG``) or ``--hub-org`` names; exactly one is given."""
+    if (data is None) == (hub_org is None):
+        raise ValueError("give exactly one of a data folder (or hf:ORG) or a Hub organisation")
+    if hub_org is not None:
+        from .hub import HubSource
+
+        return HubSource(hub_org)
+    from .official import OfficialSource, is_official
+
+    if is_official(str(data)):
+        return OfficialSource.from_spec(str(data))
+    if not Path(data).is_dir():
+        raise FileNotFoundError(f"{data!r} is not a folder (nor hf:ORG)")
+    from .folder import FolderSource
+
+    return FolderSource(data)

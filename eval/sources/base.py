@@ -1,0 +1,161 @@
+"""The ``Source`` protocol, its errors, and what the sources verified by a manifest share.
+
+Files are read directly (JSONL, or the Parquet of the Hub layout): no ``datasets`` cache,
+which could hand back another folder's data under the same builder name. What is read is
+hashed, compared with the manifest that describes it, and refused on a mismatch (without
+a manifest, every record is checked against the task's schema); the hash of what was read
+is what results.json records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from evalita_data.jsonl import dumps
+from evalita_data.schema_check import record_problems
+
+from .entries import TaskEntry
+
+
+class DataMismatch(ValueError):
+    """The data read do not have the sha256 their manifest records: refused, never evaluated."""
+
+
+class HubUnreachable(FileNotFoundError):
+    """The Hub cannot be reached (offline, refused, timed out) and the file is not cached."""
+
+
+@runtime_checkable
+class Source(Protocol):
+    """Where the splits of an evaluation are read. The runner and the commands use only this."""
+
+    @property
+    def description(self) -> str:
+        """What results.json and messages name as the data (a folder, ``hf://ORG``, ``hf:ORG``)."""
+
+    @property
+    def folder(self) -> Path | None:
+        """The local folder read, if any (a run that evaluated nothing names its unknown task folders)."""
+
+    def has_split(self, entry: TaskEntry, split: str) -> bool:
+        """Whether the split can be read; an unreachable Hub raises ``HubUnreachable``, it is not a missing split."""
+
+    def why_missing(self, entry: TaskEntry, split: str) -> str:
+        """Why ``has_split`` said no, true for this source (the run's skip message)."""
+
+    def load(self, entry: TaskEntry, split: str) -> list[dict]:
+        """The split's records, verified (by hash against a manifest, or record by record)."""
+
+    def sha256(self, entry: TaskEntry, split: str) -> str:
+        """sha256 of the split as read and evaluated (results.json)."""
+
+    def provenance(self) -> dict:
+        """What else results.json records about the data (e.g. the dataset revisions read)."""
+
+
+@dataclass(frozen=True)
+class LoadedSplit:
+    records: list[dict]
+    sha256: str  # of the split as JSONL: the bytes read, or the records re-serialised as the build writes them
+    origin: str  # the file (or Hub file) read
+
+
+def canonical_sha256(records: list[dict]) -> str:
+    """sha256 of the records written as the build writes its JSONL: equal to the build file's hash."""
+    h = hashlib.sha256()
+    for rec in records:
+        h.update((dumps(rec) + "\n").encode("utf-8"))
+    return h.hexdigest()
+
+
+def read_parquet_file(path: Path | str, origin: str) -> LoadedSplit:
+    import pyarrow.parquet as pq
+
+    try:
+        records = pq.read_table(path).to_pylist()
+    except Exception as err:  # noqa: BLE001 - any unreadable file is reported by name
+        raise DataMismatch(f"{origin}: not a readable Parquet file ({type(err).__name__}: {err})") from None
+    return LoadedSplit(records, canonical_sha256(records), origin)
+
+
+def read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except ValueError as err:
+        raise DataMismatch(f"{path}: not valid JSON ({err})") from None
+
+
+class ManifestVerifiedSource:
+    """A source whose splits a ``manifest.json`` vouches for by sha256 (a build, a Hub layout, a
+    pushed organisation): each split is read once, verified, and kept. Subclasses say how a
+    split is read (``_read``) and where the task's manifest entry is (``_manifest_entry``)."""
+
+    def __init__(self) -> None:
+        self._splits: dict[tuple[str, str], LoadedSplit] = {}
+
+    @property
+    def description(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def folder(self) -> Path | None:
+        return None
+
+    def _read(self, entry: TaskEntry, split: str) -> LoadedSplit:
+        raise NotImplementedError
+
+    def _manifest_entry(self, entry: TaskEntry) -> tuple[dict | None, str]:
+        """(the task's manifest entry or None, where it was read)."""
+        raise NotImplementedError
+
+    def has_split(self, entry: TaskEntry, split: str) -> bool:
+        raise NotImplementedError
+
+    def why_missing(self, entry: TaskEntry, split: str) -> str:
+        return f"{self.description} has no split {split!r}"
+
+    def provenance(self) -> dict:
+        return {}
+
+    def load(self, entry: TaskEntry, split: str) -> list[dict]:
+        return self._loaded(entry, split).records
+
+    def sha256(self, entry: TaskEntry, split: str) -> str:
+        return self._loaded(entry, split).sha256
+
+    def _loaded(self, entry: TaskEntry, split: str) -> LoadedSplit:
+        key = (entry.name, split)
+        if key not in self._splits:
+            loaded = self._read(entry, split)
+            self._verify(entry, split, loaded)
+            self._splits[key] = loaded
+        return self._splits[key]
+
+    def _verify(self, entry: TaskEntry, split: str, loaded: LoadedSplit) -> None:
+        manifest, where = self._manifest_entry(entry)
+        expected = (manifest or {}).get("splits", {}).get(entry.split_key(split), {}).get("sha256")
+        if expected is None:
+            # No manifest vouches for these bytes: every record must match the task's schema.
+            check_records(entry, loaded)
+            return
+        if expected != loaded.sha256:
+            raise DataMismatch(
+                f"{loaded.origin}: sha256 of the data read ({loaded.sha256[:12]}...) differs from {where} "
+                f"({expected[:12]}...); the data changed after the build: build (or push) again, nothing was evaluated"
+            )
+
+
+def check_records(entry: TaskEntry, loaded: LoadedSplit) -> None:
+    """Refuse the first record that does not match the task's JSON Schema (and its own checks)."""
+    for number, record in enumerate(loaded.records, 1):
+        problems = record_problems(entry.task_id, record)
+        if problems:
+            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            raise DataMismatch(
+                f"{loaded.origin}: record {number}: {'; '.join(problems[:3])}{more}; without a manifest.json to verify "
+                f"the data by hash, every record must match the {entry.task_id} schema: nothing was evaluated"
+            )

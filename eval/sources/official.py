@@ -1,0 +1,173 @@
+"""The official Evalita-LLM splits on the Hub (``evalitahf/*``), as a data source of ``run``.
+
+``evalita-eval run --data hf:ORG`` reads ``ORG/<dataset>`` as declared by each task's
+``TaskSpec.hub_splits`` (the datasets that lm-eval's ``evalita_llm`` tasks and the
+leaderboard use). Their split names differ from ours (``test_all``, ``test_1``/``dev_1``,
+``reduced_test``/``trial``, ``test_100``): this source translates the runner's split
+names (``spec.eval_split`` / ``spec.fewshot_split``) to the official ones, so the runner
+is the same for every source. Every record is checked against our schema; the dataset
+revision (commit sha) is pinned when first read and recorded with the hash of the
+records loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from evalita_data.hub.names import check_org
+from evalita_data.network import NETWORK_ERRORS, unreachable
+from evalita_data.schema_check import record_problems
+from evalita_data.taskspec import HubSplits
+
+from .base import HubUnreachable
+from .entries import TaskEntry
+
+PREFIX = "hf:"
+
+
+class OfficialDataError(ValueError):
+    """The Hub copy does not match our schema, or lacks a declared split."""
+
+
+def is_official(data: str | None) -> bool:
+    return data is not None and data.startswith(PREFIX)
+
+
+def is_unreachable(err: BaseException) -> bool:
+    """Whether ``err`` (or what caused it) says the Hub could not be reached: offline mode, no
+    network, a refused connection, a timeout; not a missing repository or split."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, NETWORK_ERRORS):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def unreachable_error(what: str, err: BaseException) -> HubUnreachable:
+    return HubUnreachable(f"{unreachable(what, err)}; check the network, HF_ENDPOINT and HF_HUB_OFFLINE, or evaluate a local folder with --data")
+
+
+class OfficialSource:
+    """A ``Source`` whose splits are the official ones, named as the runner names ours; it also
+    records the dataset revisions read (``provenance``)."""
+
+    def __init__(self, org: str) -> None:
+        if not org:
+            raise ValueError(f"hf:ORG needs a Hub organisation name, got {org!r}")
+        check_org(org, "hf:ORG organisation")
+        self.org = org
+        self._records: dict[tuple[str, str], list[dict]] = {}
+        self._revisions: dict[str, str] = {}  # repo id -> commit sha read
+        self._missing: dict[tuple[str, str], str] = {}  # (entry, split) -> why has_split said no
+
+    @classmethod
+    def from_spec(cls, data: str) -> "OfficialSource":
+        return cls(data[len(PREFIX):])
+
+    @property
+    def description(self) -> str:
+        return f"{PREFIX}{self.org}"
+
+    @property
+    def folder(self) -> None:
+        return None
+
+    # -- the official names of an entry's split -----------------------------------------
+    def _hub(self, entry: TaskEntry) -> HubSplits:
+        hub = entry.spec.hub_splits
+        if hub is None:
+            raise OfficialDataError(f"{entry.name}: the task declares no official Hub copy (TaskSpec.hub_splits)")
+        return hub
+
+    def repo_id(self, entry: TaskEntry) -> str:
+        return f"{self.org}/{self._hub(entry).dataset}"
+
+    def official_split(self, entry: TaskEntry, split: str) -> str:
+        """Our split name (eval or few-shot split of the task) -> the official one."""
+        spec, hub = entry.spec, self._hub(entry)
+        mapping = {spec.eval_split: hub.test, spec.fewshot_split: hub.fewshot}
+        return mapping.get(split, split)
+
+    def config(self, entry: TaskEntry) -> str | None:
+        return self._hub(entry).config or entry.config
+
+    def revision(self, entry: TaskEntry) -> str:
+        """The commit sha of the dataset, read once so that every split comes from one commit."""
+        repo_id = self.repo_id(entry)
+        if repo_id not in self._revisions:
+            from huggingface_hub import HfApi
+
+            try:
+                self._revisions[repo_id] = HfApi().dataset_info(repo_id).sha
+            except Exception as err:
+                if is_unreachable(err):
+                    raise unreachable_error(f"the dataset {repo_id} ({PREFIX}{self.org})", err) from None
+                raise
+        return self._revisions[repo_id]
+
+    @property
+    def revisions(self) -> dict[str, str]:
+        """Repo id -> commit sha of every dataset read so far (written to results.json)."""
+        return dict(self._revisions)
+
+    def provenance(self) -> dict:
+        return {"revisions": self.revisions}
+
+    # -- the Source protocol ------------------------------------------------------------
+    def has_split(self, entry: TaskEntry, split: str) -> bool:
+        if entry.spec.hub_splits is None:  # a registered task without an official copy: skipped like a missing split
+            self._missing[(entry.name, split)] = "the task declares no official Hub copy (TaskSpec.hub_splits)"
+            return False
+        try:
+            self.load(entry, split)
+        except (OfficialDataError, HubUnreachable):
+            raise  # a copy that breaks our schema, or no Hub at all, is an error, not a missing split
+        except Exception as err:  # noqa: BLE001 - the reason is kept for why_missing
+            self._missing[(entry.name, split)] = str(err)
+            return False
+        return True
+
+    def why_missing(self, entry: TaskEntry, split: str) -> str:
+        """Why ``has_split`` said no (the run's skip message)."""
+        return self._missing.get((entry.name, split), f"{self.description} has no split {split!r}")
+
+    def load(self, entry: TaskEntry, split: str) -> list[dict]:
+        key = (entry.name, split)
+        if key not in self._records:
+            self._records[key] = self._load(entry, split)
+        return self._records[key]
+
+    def _load(self, entry: TaskEntry, split: str) -> list[dict]:
+        from datasets import load_dataset
+
+        repo_id, official = self.repo_id(entry), self.official_split(entry, split)
+        where = f"{repo_id}" + (f" config {self.config(entry)}" if self.config(entry) else "")
+        try:
+            ds = load_dataset(repo_id, name=self.config(entry), split=official, revision=self.revision(entry))
+        except HubUnreachable:
+            raise
+        except Exception as err:  # unknown repository, config or split, or the Hub unreachable
+            if is_unreachable(err):
+                raise unreachable_error(f"the dataset {where}, split {official} ({entry.name})", err) from None
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise FileNotFoundError(f"{entry.name}: cannot read {where} split {official} ({first[:300]})") from None
+        records = [dict(r) for r in ds]
+        for i, rec in enumerate(records):
+            problems = record_problems(entry.task_id, rec)
+            if problems:
+                raise OfficialDataError(
+                    f"{where} split {official} row {i}: does not match the {entry.task_id} schema: {'; '.join(problems[:3])}"
+                    + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
+                )
+        return records
+
+    def sha256(self, entry: TaskEntry, split: str) -> str:
+        """sha256 of the records loaded, one canonical JSON line each (sorted keys)."""
+        h = hashlib.sha256()
+        for rec in self.load(entry, split):
+            h.update(json.dumps(rec, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
+        return h.hexdigest()
