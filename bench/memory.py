@@ -131,8 +131,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads of the runs and the plain reference.")
     parser.add_argument("--limit", type=int, default=None, help="Only the first N FAQ items (default: all, the bench's point).")
     parser.add_argument("--longest", type=int, default=None, help="Only the N items with the most text (the largest batches; a slow machine).")
+    parser.add_argument("--prompts", default=None, help="Only these prompts, e.g. p3 (those that list every option have the widest inputs).")
     args = parser.parse_args()
-    extra = (["--threads", str(args.threads)] if args.threads else []) + (["--limit", str(args.limit)] if args.limit else [])
+    extra = (["--threads", str(args.threads)] if args.threads else []) + (["--limit", str(args.limit)] if args.limit else []) + (["--prompts", args.prompts] if args.prompts else [])
     bound = REAL_MODEL_BOUND if args.model_dir else TINY_MODEL_BOUND
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
         tmp = Path(tmp)
@@ -146,7 +147,7 @@ def main() -> None:
         if args.longest:
             keep_longest(data, args.longest)
         # Prompt tokens scale with the items' text (every prompt repeats it): the full task's share.
-        scale = all_chars / faq_chars(data) if args.limit is None else None
+        scale = all_chars / faq_chars(data) if args.limit is None and args.prompts is None else None
         print(f"model {model}; FAQ built from {args.raw}; load: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         runs, samples = {}, {}
         for backend in args.backends.split(","):

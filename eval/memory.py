@@ -27,7 +27,7 @@ DEFAULT_CPU_BUDGET = 1 << 30
 # batch of --batch-size requests into passes of at most this many, fast takes it as its default
 # budget. A pass's activations grow with its tokens (SmolLM2-135M, float32: about 25 KB per
 # token in the MLP), and on CPU a wider pass is not faster: 8 paragraph-long FAQ requests
-# (8 x 1303 tokens) took a process to 1306 MiB, over 1.5 GB with 2 threads (bench/README.md).
+# (8 x 1303 tokens) in one pass took a run to 1306 MiB RSS with 1 thread, 1473 MiB with 2.
 CPU_PASS_TOKENS = 4096
 # On CUDA without --max-memory: this share of the memory free once the model is loaded.
 CUDA_FREE_SHARE = 0.8
