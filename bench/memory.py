@@ -15,6 +15,7 @@ model (docs/fast.md), ``REAL_MODEL_BOUND`` with ``--model-dir`` (docs/engines.md
 
     .venv/bin/python bench/memory.py                                   # the tiny random model
     .venv/bin/python bench/memory.py --model-dir .real-model/plain --longest 8   # the largest batches of a real model
+    .venv/bin/python bench/memory.py --model-dir .real-model/plain --no-forward  # everything but the passes, whole task
 """
 
 from __future__ import annotations
@@ -76,9 +77,27 @@ def keep_longest(data: Path, n: int) -> None:
     (data / "manifest.json").write_text(json.dumps(manifest, indent=2))
 
 
-def run_backend(backend: str, model: Path, data: Path, out: Path, extra: list[str]) -> dict:
+# --no-forward: the run with every forward pass replaced by a constant score, so that what
+# the process holds besides the model's passes (requests, token ids, prefix trees, samples)
+# is measured on the whole task in a minute; its peak plus a pass's activations (measured
+# on the largest passes) bounds the full run's peak.
+NO_FORWARD = """
+import sys
+from evalita_eval.api import LLResult
+from evalita_eval.backends import hf
+from evalita_eval.fast.backend import FastBackend
+hf.continuation_scores = lambda model, ids, keep, targets: [(-1.0, False)] * len(targets)
+FastBackend._score_batch = lambda self, trees, targets: [(i, LLResult(-1.0, False, len(targets[i]))) for t in trees for i, _ in t.paths]
+from evalita_eval.cli import main
+sys.argv[0] = "evalita-eval"
+main()
+"""
+
+
+def run_backend(backend: str, model: Path, data: Path, out: Path, extra: list[str], no_forward: bool = False) -> dict:
     """One ``evalita-eval run`` in a child process: wall time, the peak RSS the kernel counted (MiB, ``wait4``) and the one results.json recorded."""
-    cmd = [sys.executable, "-m", "evalita_eval.cli", "run", "--model", str(model), "--data", str(data), "--tasks", "faq",
+    child = ["-c", NO_FORWARD] if no_forward else ["-m", "evalita_eval.cli"]
+    cmd = [sys.executable, *child, "run", "--model", str(model), "--data", str(data), "--tasks", "faq",
            "--backend", backend, "--no-progress", "--output-dir", str(out), *extra]
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
@@ -131,6 +150,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads of the runs and the plain reference.")
     parser.add_argument("--limit", type=int, default=None, help="Only the first N FAQ items (default: all, the bench's point).")
     parser.add_argument("--longest", type=int, default=None, help="Only the N items with the most text (the largest batches; a slow machine).")
+    parser.add_argument("--no-forward", action="store_true", help="Every forward pass replaced by a constant: the memory of everything else, on the whole task in a minute.")
     parser.add_argument("--prompts", default=None, help="Only these prompts, e.g. p3 (those that list every option have the widest inputs).")
     args = parser.parse_args()
     extra = (["--threads", str(args.threads)] if args.threads else []) + (["--limit", str(args.limit)] if args.limit else []) + (["--prompts", args.prompts] if args.prompts else [])
@@ -147,13 +167,13 @@ def main() -> None:
         if args.longest:
             keep_longest(data, args.longest)
         # Prompt tokens scale with the items' text (every prompt repeats it): the full task's share.
-        scale = all_chars / faq_chars(data) if args.limit is None and args.prompts is None else None
+        scale = all_chars / faq_chars(data) if args.limit is None and args.prompts is None and not args.no_forward else None
         print(f"model {model}; FAQ built from {args.raw}; load: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         runs, samples = {}, {}
         for backend in args.backends.split(","):
-            runs[backend] = run_backend(backend, model, data, tmp / backend, extra)
+            runs[backend] = run_backend(backend, model, data, tmp / backend, extra, args.no_forward)
             samples[backend] = samples_of(tmp / backend)
-        items = args.plain_items if args.plain_items is not None else float("inf")
+        items = 0 if args.no_forward else args.plain_items if args.plain_items is not None else float("inf")
         chosen = sorted({(c, t) for rows in samples.values() for i, c, t, _, _ in rows if i < items})
         ref = plain_reference(model, chosen, args.threads) if chosen else {}
         failed = False
