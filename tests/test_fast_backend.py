@@ -6,7 +6,7 @@ import pytest
 from fast_helpers import mixed_requests as _requests, random_text as _text, tiny_lm, within_bound  # noqa: F401  (tiny_lm is a fixture)
 
 from evalita_eval.api import GenRequest, LLRequest
-from evalita_eval.backends.hf import encode_pair, plain_loglikelihood
+from evalita_eval.backends.hf import encode_pair, encode_request, plain_loglikelihood
 from evalita_eval.fast import FastBackend
 from evalita_eval.fast.encode import encode_requests
 from evalita_eval.fast.generate import cut_at_stop
@@ -19,6 +19,28 @@ def test_batched_encoding_matches_encode_pair(tiny_lm):
     _, tok = tiny_lm
     reqs = [LLRequest("Ciao come ", "stai"), LLRequest("La frase", " Sì"), LLRequest(" ", "No"), LLRequest("a\n", " b")]
     assert encode_requests(tok, reqs) == [encode_pair(tok, r.context, r.continuation) for r in reqs]
+
+
+def test_batched_encoding_calls_the_tokenizer_in_bounded_groups(tiny_lm, monkeypatch):
+    """At most ENCODE_GROUP texts per tokenizer call, ids only (the call's memory is bounded);
+    the same ids as one request at a time."""
+    import evalita_eval.fast.encode as encode
+
+    model, tok = tiny_lm
+    reqs = _requests(random.Random(5), model, tok)
+    calls: list[tuple[int, bool]] = []
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(tok, name)
+
+        def __call__(self, texts, **kwargs):
+            calls.append((len(texts), kwargs.get("return_attention_mask", True)))
+            return tok(texts, **kwargs)
+
+    monkeypatch.setattr(encode, "ENCODE_GROUP", 3)
+    assert encode_requests(Counting(), reqs) == [encode_request(tok, r) for r in reqs]
+    assert len(calls) > 2 and max(n for n, _ in calls) == 3 and not any(mask for _, mask in calls)
 
 
 @pytest.mark.parametrize("max_batch_tokens,max_tree_tokens", [(48, 16), (200, 64), (4096, 512)])

@@ -144,6 +144,30 @@ def test_auto_batch_size_fits_the_memory_budget(tiny_lm):
     assert all(within_bound(g.logprob, p.logprob) for g, p in zip(got, plain))
 
 
+def test_cpu_batches_are_cut_into_passes_of_at_most_cpu_pass_tokens(tiny_lm, monkeypatch):
+    """--batch-size 8 on CPU: each batch is scored in forward passes of at most CPU_PASS_TOKENS
+    padded tokens (a request alone over it: a pass of its own), same results as the plain path."""
+    import evalita_eval.backends.hf as hf
+
+    model, tok = tiny_lm
+    reqs = mixed_requests(random.Random(3), model, tok)
+    plain = plain_loglikelihood(model, tok, reqs, MAX_LENGTH)
+    monkeypatch.setattr(hf, "CPU_PASS_TOKENS", 40)
+    shapes: list[tuple[int, int]] = []
+    scores = hf.continuation_scores
+
+    def recorded(model, ids, keep, targets):
+        shapes.append(tuple(ids.shape))
+        return scores(model, ids, keep, targets)
+
+    monkeypatch.setattr(hf, "continuation_scores", recorded)
+    got = HFBackend(model, tok, max_length=MAX_LENGTH, batch_size=8).loglikelihood(reqs)
+    assert sum(rows for rows, _ in shapes) == len(reqs) and len(shapes) > -(-len(reqs) // 8)
+    assert all(rows * width <= 40 or rows == 1 for rows, width in shapes) and any(rows > 1 for rows, _ in shapes)
+    assert [(r.is_greedy, r.n_tokens) for r in got] == [(r.is_greedy, r.n_tokens) for r in plain]
+    assert all(within_bound(g.logprob, p.logprob) for g, p in zip(got, plain))
+
+
 @pytest.mark.parametrize("text,expected", [("4GiB", 4 << 30), ("512MiB", 512 << 20), ("2GB", 2 * 10**9), ("1.5gib", 3 << 29), ("1000", 1000)])
 def test_parse_memory(text, expected):
     assert parse_memory(text) == expected

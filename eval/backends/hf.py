@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, prompt_room, scoring_input
-from ..modeling.memory import forward_bytes, kv_bytes_per_token, memory_budget, return_freed_memory
+from ..modeling.memory import CPU_PASS_TOKENS, forward_bytes, kv_bytes_per_token, memory_budget, return_freed_memory
 from ..modeling.tokenization import default_add_special_tokens, prefix_token_id
 from ..modeling.logits import logits_at, plain_head  # noqa: F401  (shared with fast/, which must not import backends/)
 from ..modeling.gguf import gguf_file_option
@@ -311,7 +311,7 @@ class HFBackend(OnHFModel, Backend):
         order = sorted(range(len(requests)), key=lambda i: -len(encoded[i][0] + encoded[i][1]))
         out: list[LLResult | None] = [None] * len(requests)
         with torch.inference_mode():
-            for batch in self._scoring_batches(order, [len(x) for x in inputs_of], [len(c) for _, c in encoded]):
+            for batch in self._scoring_passes(order, [len(x) for x in inputs_of], [len(c) for _, c in encoded]):
                 inputs = [inputs_of[i] for i in batch]
                 conts = [encoded[i][1] for i in batch]
                 width = max(len(x) for x in inputs)
@@ -328,6 +328,17 @@ class HFBackend(OnHFModel, Backend):
                 for i, cont, (logprob, greedy) in zip(batch, conts, scores):
                     out[i] = LLResult(logprob, greedy, len(cont))
         return out  # type: ignore[return-value]
+
+    def _scoring_passes(self, order: list[int], lengths: list[int], scored: list[int]) -> list[list[int]]:
+        """The forward passes of ``_scoring_batches``: on CPU a batch of ``batch_size`` requests
+        is cut, in order, into passes of at most ``CPU_PASS_TOKENS`` padded tokens (a request
+        alone over it is a pass of its own). Each row's log-likelihood depends on that row
+        only, so this moves float rounding, not results (as the batch size does, see
+        ``cache_identity``), and bounds the activations of paragraph-long requests."""
+        batches = self._scoring_batches(order, lengths, scored)
+        if self.batch_size is None or self.device.type != "cpu":
+            return batches
+        return [p for b in batches for p in token_budget_batches(b, lengths, lengths, lambda rows, width, _n: rows * width, CPU_PASS_TOKENS)]
 
     def _scoring_batches(self, order: list[int], lengths: list[int], scored: list[int]) -> list[list[int]]:
         """``order`` cut into forward passes: ``batch_size`` requests each, or with

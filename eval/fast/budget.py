@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..modeling.memory import kv_bytes_per_token
+from ..modeling.memory import CPU_PASS_TOKENS, kv_bytes_per_token
 
-DEFAULT_MAX_BATCH_TOKENS = 4096
+DEFAULT_MAX_BATCH_TOKENS = CPU_PASS_TOKENS
 # Generation on CPU: a decoding step costs little more with more rows (its operations
 # are small), so a batch is as wide as its key/value cache allows: this many bytes of
 # cache (float32 Llama-8B: 16384 tokens), at most GEN_TOKENS_CEILING_CPU tokens.
