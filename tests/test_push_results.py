@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 pytest.importorskip("huggingface_hub")
 
 from hub_stub import StoredFile  # noqa: E402
-from publish_fixtures import TOKEN, hub, hub_env  # noqa: E402,F401 - fixture
+from publish_fixtures import TOKEN, hub, hub_env, sample_build  # noqa: E402,F401 - fixture
 
 RUN = Path(__file__).parent / "data" / "results" / "beta"
 FOLDER = "org-b__beta-8b@v1/loglikelihood"  # <model>@<revision>/<setting>
@@ -46,7 +47,7 @@ def test_push_results_is_one_commit_that_never_deletes(hub, tmp_path: Path) -> N
     files = hub.files("me/evalita-results")
     for path, data in expected_files().items():
         assert files[path] == data
-    card = files["README.md"].decode("utf-8")
+    card = files[f"{FOLDER}/README.md"].decode("utf-8")
     assert "| te | acc | 60 | p1 65.00, p2 63.33, p3 51.67, p4 58.33, p5 65.00, p6 60.00 | 51.67 | 65.00 | 60.56 |" in card
     assert "| hs | f1_macro |" in card and "Sharpe" in card
 
@@ -100,16 +101,23 @@ def test_push_results_keeps_every_setting_of_a_model(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
     assert (out / FOLDER / "results.json").read_bytes() == (RUN / "results.json").read_bytes()
     assert (out / "org-b__beta-8b@v1/ce-constrained/results.json").read_bytes() == (ce / "results.json").read_bytes()
-    card = (out / "README.md").read_text("utf-8")
-    assert card.startswith("---\npretty_name: Evalita-LLM results\n")
-    assert '- config_name: "org-b__beta-8b@v1--ce-constrained"\n  data_files: "org-b__beta-8b@v1/ce-constrained/results.json"' in card
-    assert '- config_name: "org-b__beta-8b@v1--loglikelihood"' in card
-    assert "# Evalita-LLM results: org-b/beta-8b\n" in card
+    front = (out / "README.md").read_text("utf-8")
+    assert front.startswith("---\npretty_name: Evalita-LLM results\n")
+    assert '- config_name: "org-b__beta-8b@v1--ce-constrained"\n  data_files: "org-b__beta-8b@v1/ce-constrained/results.json"' in front
+    assert '- config_name: "org-b__beta-8b@v1--loglikelihood"' in front
+    # the front page lists both runs, whichever was pushed last, with setting and status
+    no_page = "no: data not read from the official Hub datasets (run --data hf:ORG): no dataset id and revision to name"
+    assert (f"| [`{FOLDER}/`]({FOLDER}/README.md) | org-b/beta-8b@v1 | loglikelihood, 0-shot | official | all | "
+            f"complete, 3 task(s) | {no_page} |") in front
+    assert ("| [`org-b__beta-8b@v1/ce-constrained/`](org-b__beta-8b@v1/ce-constrained/README.md) | org-b/beta-8b@v1 | "
+            "ce constrained, 0-shot | official | all | complete, 3 task(s) |") in front
+    card = (out / "org-b__beta-8b@v1/ce-constrained/README.md").read_text("utf-8")
+    assert "# Evalita-LLM results: org-b/beta-8b@v1\n" in card
     for row in ("| setting | ce constrained |", "| constrained | yes |", "| system instruction | Sei un esperto. |",
                 f"| chat template | yes, sha256 {'ab' * 6} |", "| few-shot | 0 |", "| revision | v1 |", "| split | official |",
                 "| n per prompt | 40–80 |", "| limit | all |"):
         assert row in card, row
-    assert "- `org-b__beta-8b@v1/loglikelihood/` (card: `org-b__beta-8b@v1/loglikelihood/README.md`)" in card
+    assert "Other runs" not in card  # the front page lists them: no list here to go stale
     assert (out / FOLDER / "README.md").read_text("utf-8").count("| setting | loglikelihood |") == 1
 
 
@@ -122,26 +130,101 @@ def test_push_results_card_of_a_local_model_and_a_dev_split(tmp_path: Path) -> N
     out = tmp_path / "repo"
     proc = push_results([str(run), "--repo", "me/results", "--to-dir", str(out)], {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stderr
-    card = (out / "README.md").read_text("utf-8")
-    assert "# Evalita-LLM results: tiny (not comparable with the paper)\n" in card and str(tmp_path) not in card.split("\n## ")[0].split("| setting |")[0]
+    card = (out / "tiny/loglikelihood-dev/README.md").read_text("utf-8")
+    assert "# Evalita-LLM results: tiny (local folder) (not comparable with the paper)\n" in card
+    assert not [p for p in out.rglob("*") if p.is_file() and str(tmp_path).encode() in p.read_bytes()]
+    assert "| model page files | none: evaluated on split 'dev', not the official one |" in card
     assert "| revision | – (local folder) |" in card and "| split | dev (not comparable with the paper) |" in card
     assert (out / "tiny/loglikelihood-dev/results.json").is_file()
 
 
-def test_eval_results_yaml_for_official_data(tmp_path: Path) -> None:
-    from evalita_eval.publishing.push_results import results_repo
+OFFICIAL = {"evalitahf/textual_entailment": "c0ffee", "evalitahf/hatespeech_detection": "beef01", "evalitahf/entity_recognition": "d00d02"}
+RUN_DAY = 1_780_000_000  # 2026-05-28 (UTC): the run's results.json written then
 
-    run = _variant(tmp_path, "official")
+
+def _official(tmp: Path, name: str, **config) -> Path:
+    run = _variant(tmp, name, **config)
     doc = json.loads((run / "results.json").read_text("utf-8"))
-    doc["data"]["revisions"] = {"evalitahf/textual_entailment": "c0ffee"}
+    doc["data"] = {"source": "hf:evalitahf", "manifest_sha256": doc["data"]["manifest_sha256"], "revisions": OFFICIAL}
     (run / "results.json").write_text(json.dumps(doc), "utf-8")
-    files = {f.path: f.data.decode("utf-8") for f in results_repo(run, "me/results", echo=lambda _m: None).files}
-    te = files[f"{FOLDER}/.eval_results/te.yaml"]
-    cps = "62.11"  # te acc of beta: MaxP 65.00, AvgP 60.556 -> (1 - (65.00 - 60.556) / 100) * 65.00
-    assert te == ('- dataset:\n    id: "evalitahf/textual_entailment"\n    task_id: "te"\n    revision: "c0ffee"\n'
-                  f'  value: {cps}\n  source:\n    url: "https://huggingface.co/datasets/me/results/tree/main/{FOLDER}"\n'
-                  '    name: "evalita-eval results"\n  notes: "loglikelihood, 0-shot, CPS of acc over 6 prompts (evalita-eval)"\n')
-    assert not any(".eval_results/hs" in p for p in files)  # no revision of an official hs copy: not written
+    os.utime(run / "results.json", (RUN_DAY, RUN_DAY))
+    return run
+
+
+def test_model_page_files_only_for_a_complete_official_run(hub, tmp_path: Path) -> None:  # noqa: F811
+    """A complete official run: one .eval_results file and one model-index per setting, n and date in the notes;
+    a --limit run and a partial run: none, and the reason printed and on the front page."""
+    env = hub_env(hub, tmp_path / "hf")
+    full, ce = _official(tmp_path, "full"), _official(tmp_path, "ce", setting="ce")
+    limited = _official(tmp_path, "limited", limit=4, num_fewshot=5)
+    partial = _official(tmp_path, "partial", num_fewshot=1)
+    doc = json.loads((partial / "results.json").read_text("utf-8"))
+    doc.update(status="partial", tasks={"planned": ["te", "hs", "ner", "faq"], "skipped": []})
+    (partial / "results.json").write_text(json.dumps(doc), "utf-8")
+    printed = {}
+    for run in (full, ce, limited, partial):
+        proc = push_results([str(run), "--repo", "me/model-page"], env)
+        assert proc.returncode == 0, proc.stderr
+        printed[run.name] = proc.stdout
+    files = hub.files("me/model-page")
+    pages = sorted(p for p in files if ".eval_results/" in p or p.endswith("model-index.yaml"))
+    assert pages == ["org-b__beta-8b@v1/ce/.eval_results/evalita-llm_ce.yaml", "org-b__beta-8b@v1/ce/model-index.yaml",
+                     f"{FOLDER}/.eval_results/evalita-llm_loglikelihood.yaml", f"{FOLDER}/model-index.yaml"]
+    import yaml
+
+    entries = yaml.safe_load(files[f"{FOLDER}/.eval_results/evalita-llm_loglikelihood.yaml"])
+    assert [(e["dataset"]["id"], e["dataset"]["task_id"], e["dataset"]["revision"]) for e in entries] == [
+        ("evalitahf/textual_entailment", "te", "c0ffee"), ("evalitahf/hatespeech_detection", "hs", "beef01"),
+        ("evalitahf/entity_recognition", "ner", "d00d02")]
+    te = entries[0]
+    assert te["value"] == 62.11  # te acc of beta: MaxP 65.00, AvgP 60.556 -> (1 - (65.00 - 60.556) / 100) * 65.00
+    assert te["date"] == "2026-05-28"
+    assert te["notes"] == ("Evalita-LLM loglikelihood, 0-shot: CPS (combined performance score) of acc over 6 prompts, "
+                           "n=60 items per prompt, complete run on the official split, evaluated 2026-05-28 (evalita-eval)")
+    assert "n=80 items per prompt" in entries[1]["notes"] and "of f1_macro over" in entries[1]["notes"]
+    index = yaml.safe_load(files[f"{FOLDER}/model-index.yaml"])["model-index"]
+    assert index[0]["name"] == "org-b/beta-8b@v1"
+    assert [(r["dataset"]["type"], r["metrics"][0]["type"], r["metrics"][0]["value"]) for r in index[0]["results"]][0] == (
+        "evalitahf/textual_entailment", "cps", 62.11)
+    assert "no .eval_results" not in printed["full"]
+    assert ("note: no .eval_results or model-index.yaml for org-b__beta-8b@v1/loglikelihood-5shot: run with --limit 4: "
+            "a score on the first items, not on the test set") in printed["limited"]
+    assert "partial run: 3 of 4 tasks finished: a model page carries complete runs only" in printed["partial"]
+    front = files["README.md"].decode("utf-8")
+    assert front.count("| [`org-b__beta-8b@v1/") == 4  # every run pushed, whichever came last
+    assert ("| loglikelihood, 5-shot | official | 4 | complete, 3 task(s) | no: run with --limit 4: a score on the first "
+            "items, not on the test set |") in front
+    assert "| partial run: 3 of 4 tasks finished, 3 task(s) | no: partial run" in front
+    assert "| loglikelihood, 0-shot | official | all | complete, 3 task(s) | yes (.eval_results, model-index.yaml) |" in front
+
+
+def test_a_run_made_under_a_temporary_folder_publishes_no_path_of_it(hub, sample_build: Path, tiny_model: Path,  # noqa: F811
+                                                                     tmp_path: Path) -> None:
+    """A real run of a local model on local data, pushed to the Hub stub: the temporary folder's path is in no file."""
+    work = tmp_path / "machine-local-work"
+    shutil.copytree(tiny_model, work / "my-model")
+    shutil.copytree(sample_build, work / "data")
+    env = hub_env(hub, tmp_path / "hf")
+    run = subprocess.run([sys.executable, "-m", "evalita_eval.cli", "run", "--model", str(work / "my-model"), "--data",
+                          str(work / "data"), "--dtype", "float32", "--tasks", "te,faq", "--limit", "2",
+                          "--output-dir", str(work / "out")], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    written = (work / "out" / "results.json").read_text("utf-8")
+    assert str(work) in written  # the run itself records where it ran; publishing must not
+    proc = push_results([str(work / "out"), "--repo", "me/local-run"], env)
+    assert proc.returncode == 0, proc.stderr
+    files = hub.files("me/local-run")
+    assert {p.split("/")[0] for p in files if "/" in p} == {"my-model"}
+    assert len([p for p in files if "/samples/" in p]) == 12
+    leaks = [p for p, data in files.items() if str(tmp_path).encode() in data or b"machine-local-work" in data]
+    assert leaks == []
+    published = json.loads(files["my-model/loglikelihood/results.json"])
+    sha = json.loads(written)["model"]["files_sha256"]
+    assert (published["model"]["name_or_path"], published["model"]["local_folder"], published["model"]["files_sha256"]) == (
+        "my-model", True, sha)
+    assert (published["data"]["source"], published["data"]["local_folder"]) == ("data", True)
+    card = files["my-model/loglikelihood/README.md"].decode("utf-8")
+    assert f"| model | my-model (local folder, weights sha256 {sha[:12]}) |" in card and "| data | data (local folder) |" in card
 
 
 def test_dry_run_without_the_hub_asks_once_and_lists_the_local_files(hub, tmp_path: Path) -> None:  # noqa: F811

@@ -65,6 +65,14 @@ def test_display_names_are_disambiguated():
     runs[2].model = dict(runs[0].model)
     runs_mod.assign_display_names(runs)
     assert [r.display for r in runs] == ["org-a/alpha-7b@main #1", "beta-8b", "org-a/alpha-7b@main #2"]
+    # local folders (no revision): named by the folder and the weights' fingerprint, never by their path
+    runs[0].model = {"name_or_path": "/tmp/xyz/run1/model", "revision": None, "files_sha256": "ab12cd34" + "0" * 56}
+    runs[2].model = {"name_or_path": "/tmp/xyz/run2/model", "revision": None, "files_sha256": "ef56" + "0" * 60}
+    runs_mod.assign_display_names(runs)
+    assert [r.display for r in runs] == ["model@ab12cd34", "beta-8b", "model@ef560000"]
+    runs[2].model = dict(runs[0].model, name_or_path="/tmp/xyz/run2/model")
+    runs_mod.assign_display_names(runs)
+    assert [r.display for r in runs] == ["model@ab12cd34 #1", "beta-8b", "model@ab12cd34 #2"]
 
 
 def test_headline_metric_is_the_first_declared():

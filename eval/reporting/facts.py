@@ -124,7 +124,8 @@ def partial_counts(tasks: dict | None, results: dict) -> str:
 def revision_text(model: dict) -> str:
     if model.get("revision"):
         return str(model["revision"])
-    return "– (local folder)" if is_local(str(model.get("name_or_path") or "")) else "– (the Hub's default branch at run time)"
+    local = model.get("local_folder") or is_local(str(model.get("name_or_path") or ""))  # local_folder: published form
+    return "– (local folder)" if local else "– (the Hub's default branch at run time)"
 
 
 def run_rows(config: dict, model: dict, results: dict, timing: dict, status: str) -> list[tuple[str, str]]:

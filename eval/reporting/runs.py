@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ..naming import is_local, model_name
 from .facts import check_run_extras, partial_counts, status_text
 from .tables import ScoresError
 
@@ -48,6 +49,11 @@ def load_results(path: Path, partial: bool = False) -> RunResults:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise ScoresError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
+    return parse_results(path, data, partial)
+
+
+def parse_results(path: Path, data: object, partial: bool = False) -> RunResults:
+    """A results.json already read (``path`` names it in errors and locates its samples)."""
     if not isinstance(data, dict):
         raise ScoresError(f"{path}: expected a results.json object, got {type(data).__name__}")
     for key in ("model", "results"):
@@ -75,11 +81,20 @@ def load_results(path: Path, partial: bool = False) -> RunResults:
                       data.get("timing") or {}, raw=data)
 
 
+def _widened_name(model: dict) -> str:
+    """A Hub id with its revision; a local folder by its name and weights fingerprint, never its path."""
+    name = str(model["name_or_path"])
+    if model.get("local_folder") or is_local(name):
+        digest = model.get("files_sha256")
+        return f"{model_name(name)}@{digest[:8] if isinstance(digest, str) and digest else 'local'}"
+    return f"{name}@{model.get('revision') or 'main'}"
+
+
 def assign_display_names(runs: Sequence[RunResults]) -> None:
-    """Basename of model.name_or_path; the full name, then @revision, then #i where equal."""
+    """Basename of model.name_or_path; the Hub id (a local folder's name), then @revision
+    (@weights fingerprint for a local folder), then #i where equal."""
     names = [r.model["name_or_path"].rstrip("/").split("/")[-1] for r in runs]
-    for widen in (lambda i: runs[i].model["name_or_path"],
-                  lambda i: f"{runs[i].model['name_or_path']}@{runs[i].model.get('revision') or 'main'}"):
+    for widen in (lambda i: model_name(runs[i].model["name_or_path"]), lambda i: _widened_name(runs[i].model)):
         names = [widen(i) if names.count(n) > 1 else n for i, n in enumerate(names)]
     seen: dict[str, int] = {}
     for i, n in enumerate(names):

@@ -1,0 +1,57 @@
+"""The results repository's front page (its root ``README.md``): every run pushed there.
+
+Each run keeps its own card (``<model>/<setting>/README.md``); the front page lists all of
+them, read back from their ``results.json`` at every push, with the setting, split, limit,
+status and whether the run may go on a model page (and if not, why). It also carries the
+dataset viewer's YAML header: one config per run folder.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Mapping
+
+from ..reporting.runs import parse_results
+from ..reporting.settings_view import setting_label
+from ..reporting.tables import ScoresError, TextTable
+from .model_page import model_page_refusal
+from .public import model_label
+
+
+def _yaml_str(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def run_row(folder: str, doc: dict | None) -> list[str]:
+    """One line of the front page; a results.json that cannot be read says so in the status."""
+    link = f"[`{folder}/`]({folder}/README.md)"
+    if doc is None:
+        return [link, "?", "?", "?", "?", "results.json unreadable", "?"]
+    try:
+        run = parse_results(Path(folder) / "results.json", doc, partial=True)
+    except ScoresError as err:
+        return [link, "?", "?", "?", "?", f"not a results.json of evalita-eval ({str(err)[:80]})", "?"]
+    config = run.config
+    refusal = model_page_refusal(run)
+    return [link, model_label(run.model), f"{setting_label(config)}, {config.get('num_fewshot') or 0}-shot",
+            config.get("split") or "official", "all" if config.get("limit") is None else str(config["limit"]),
+            f"{run.status}, {len(run.results)} task(s)",
+            "yes (.eval_results, model-index.yaml)" if refusal is None else f"no: {refusal}"]
+
+
+def render_front_page(repo_id: str, runs: Mapping[str, dict | None]) -> str:
+    """The root README.md of a results repository holding ``runs`` (folder -> its public results.json)."""
+    folders = sorted(runs)
+    lines = ["---", "pretty_name: Evalita-LLM results", "tags:", "- evalita-llm", "- evaluation", "configs:"]
+    for f in folders:
+        lines += [f"- config_name: {_yaml_str(f.replace('/', '--'))}", f"  data_files: {_yaml_str(f + '/results.json')}"]
+    lines += ["---", "# Evalita-LLM results", "",
+              f"Runs of `evalita-eval run` pushed to `{repo_id}` by `evalita-eval push-results`, one folder per model and "
+              "setting: `results.json` (scores, settings, data hashes), `samples/` (every prediction) and the run's card "
+              "`README.md` with its per-task tables. Model page: whether the run's scores may be copied to the model's "
+              "page (`.eval_results/*.yaml`, `model-index.yaml`): only complete runs of every item of the official splits.",
+              "",
+              TextTable(["run", "model", "setting", "split", "limit", "status", "model page"],
+                        [run_row(f, runs[f]) for f in folders], text_cols=7).markdown()]
+    return "\n".join(lines).rstrip() + "\n"
