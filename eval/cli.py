@@ -316,7 +316,7 @@ def aggregate(scores: Path, scale: str, alpha: float, out: Path) -> None:
 
 
 @main.command()
-@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
 @click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=Path("report"),
               show_default=True, help="Folder for report.md, report.html, report.json and plots/.")
 @click.option("--bootstrap", "k", type=click.IntRange(min=0), default=100, show_default=True,
@@ -326,7 +326,7 @@ def aggregate(scores: Path, scale: str, alpha: float, out: Path) -> None:
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: on a terminal only).")
 @click.option("--partial", is_flag=True, help="Report the finished tasks of unfinished runs (marked 'partial run: N of M tasks finished').")
 def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float, progress: bool | None, partial: bool) -> None:
-    """Markdown + HTML report with plots from one or more results.json of `evalita-eval run`."""
+    """Markdown + HTML report with plots from results.json files or run folders of `evalita-eval run`, or lm-eval output folders."""
     require("report", STATS_NEEDS)
     from .reporting.report import write_report
 
@@ -349,7 +349,7 @@ def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float
 @click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Also write compare.md and compare.json into this folder.")
 def compare(run_a: Path, run_b: Path, k: int, seed: int, out: Path | None) -> None:
-    """Per task and prompt, A minus B with a paired test on the same items (two results.json or run folders with samples/)."""
+    """Per task and prompt, A minus B with a paired test on the same items (results.json, run folders, lm-eval output folders)."""
     require("compare", STATS_NEEDS)
     from .reporting.compare import write_comparison
     from .reporting.tables import ScoresError

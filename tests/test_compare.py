@@ -67,15 +67,32 @@ def test_compare_fixture_runs_hand_computed() -> None:
     assert notes == [f"ner {p}: no samples file {RESULTS / 'alpha' / 'samples' / f'ner_{p}.jsonl'}: not compared" for p in ("p1", "p2")]
 
 
-def test_compare_refuses_different_items(tmp_path: Path) -> None:
+def test_compare_of_runs_with_different_limits_compares_the_common_items(tmp_path: Path) -> None:
     import shutil
 
     other = tmp_path / "beta"
     shutil.copytree(RESULTS / "beta", other)
+    for p in ("p1", "p2", "p3", "p4", "p5", "p6"):  # B as a --limit 40 run of the same data
+        lines = (other / "samples" / f"te_{p}.jsonl").read_text("utf-8").splitlines()
+        (other / "samples" / f"te_{p}.jsonl").write_text("\n".join(lines[:40]) + "\n", "utf-8")
+    rows, notes = compare_runs(RESULTS / "alpha", other, k=200, seed=0)
+    te = [r for r in rows if r.task == "te"]
+    assert [r.n for r in te] == [40] * 7  # six prompts and AvgP, over the 40 items both runs scored
+    a = [json.loads(x) for x in (RESULTS / "alpha" / "samples" / "te_p1.jsonl").read_text("utf-8").splitlines()][:40]
+    assert te[0].score_a == pytest.approx(sum(s["prediction"] == s["gold"] for s in a) / 40)
+    assert ("te p1: compared on the 40 item(s) both runs scored (60 in A, 40 in B: another --limit or data); "
+            "the scores in this table are over those items") in notes
+    # one prompt on fewer items than the others: that prompt compared, AvgP not (a note says why)
     lines = (other / "samples" / "te_p1.jsonl").read_text("utf-8").splitlines()
-    (other / "samples" / "te_p1.jsonl").write_text("\n".join(lines[:-1]) + "\n", "utf-8")
+    (other / "samples" / "te_p1.jsonl").write_text("\n".join(lines[:39]) + "\n", "utf-8")
+    rows, notes = compare_runs(RESULTS / "alpha", other, k=200, seed=0)
+    assert [r.prompt for r in rows if r.task == "te"] == ["p1", "p2", "p3", "p4", "p5", "p6"]
+    assert "te AvgP: not compared, its prompts were compared on different numbers of items" in notes
+    # another gold on a common item: not the same data, refused
+    first = json.loads(lines[0])
+    (other / "samples" / "te_p1.jsonl").write_text("\n".join([json.dumps({**first, "gold": 1 - first["gold"]})] + lines[1:39]) + "\n")
     res = CliRunner().invoke(main, ["compare", str(RESULTS / "alpha"), str(other)])
-    assert res.exit_code == 1 and "te p1: the runs scored different items (60 in" in res.output
+    assert res.exit_code == 1 and "te p1: doc_id 0 has different gold answers" in res.output
 
 
 def _run(args: list[str]) -> None:

@@ -20,12 +20,12 @@ from typing import Callable
 import yaml
 
 from evalita_data.hub.names import check_org
-from evalita_data.registry import compiled
 from evalita_data.taskspec import MCPrompt
 
+from ..reporting.lm_eval_runs import LM_EVAL_PREFIX, lm_eval_sample
 from ..sources.entries import TaskEntry, all_entries
 
-PREFIX = "evalita-llm"
+PREFIX = LM_EVAL_PREFIX
 
 
 @dataclass(frozen=True)
@@ -181,24 +181,14 @@ def _held_by(data_dir: Path, entries: list[TaskEntry], echo: Callable[[str], Non
 
 def processor(entry_name: str, prompt: str) -> Callable[[dict, list], dict]:
     """lm-eval's process_results for one task x prompt: the sample dict our metrics read, per metric."""
-    from ..metrics import mc_prediction
+    process = lm_eval_sample(entry_name, prompt)
+    metrics = _entry(entry_name).spec.metrics
 
-    entry = _entry(entry_name)
-    task = compiled(entry.task_id)
-    mc = entry.spec.output_type == "multiple_choice"
+    def per_metric(doc: dict, results: list) -> dict:
+        sample = process(doc, results)
+        return {m.name: sample for m in metrics}
 
-    def process(doc: dict, results: list) -> dict:
-        if mc:
-            choices = task.choices(prompt, doc)
-            lls = [float(r[0]) for r in results]
-            sample = {"choices": choices, "loglikelihoods": lls, "is_greedy": [bool(r[1]) for r in results],
-                      "prediction": mc_prediction(lls, choices), "gold": task.target(doc)}
-        else:
-            sample = {"generation": results[0], "prediction": results[0], "reference": task.target(doc),
-                      "gold": doc[entry.spec.gold_field]}
-        return {m.name: sample for m in entry.spec.metrics}
-
-    return process
+    return per_metric
 
 
 def aggregator(entry_name: str, metric: str) -> Callable[[list[dict]], float]:

@@ -1,7 +1,8 @@
 """``evalita-eval compare A B``: per task and prompt, the score difference of two runs and a paired test.
 
-Both runs must have scored the same items (their samples are paired by ``doc_id`` and must
-have the same gold answers). The test depends on the metric (docs/statistics.md):
+The items both runs scored are compared (paired by ``doc_id``; with a run read from lm-eval
+output, by the document as the prompt renders it), and must have the same gold answers; items
+only one run scored (another ``--limit``) are left out with a note. The test depends on the metric (docs/statistics.md):
 
 * accuracies (``acc``, ``acc_norm``, ``acc_bytes``): each item is right or wrong on each side,
   so the exact McNemar test on the discordant items (``b``: only A right, ``c``: only B right);
@@ -23,7 +24,8 @@ from typing import Callable, Sequence
 
 from . import stats
 from .bootstrap import read_samples
-from .runs import RunResults, load_results
+from .lm_eval_runs import is_lm_eval_output, lm_eval_notes, load_run
+from .runs import RunResults
 from .task_report import headline_metric, task_order
 from .settings_view import setting_label
 from .tables import ScoresError, TextTable, fmt
@@ -49,6 +51,7 @@ class Comparison:
     p_value: float
     detail: str  # "b=3 c=1" or "95% CI [-0.05, 0.12]"
     resamples: int | None = None  # paired bootstrap: p has a resolution of 1 / resamples
+    differing: int | None = None  # items whose prediction differs between the runs (None: AvgP, over prompts)
 
 
 def p_text(c: Comparison) -> str:
@@ -59,34 +62,65 @@ def p_text(c: Comparison) -> str:
 
 
 def resolve_run(path: Path) -> Path:
-    """A results.json, or the run folder holding one."""
-    return path / "results.json" if path.is_dir() else path
+    """A results.json, the run folder holding one, or an lm-eval output folder (itself)."""
+    return path / "results.json" if path.is_dir() and not is_lm_eval_output(path) else path
 
 
-def paired_samples(a: RunResults, b: RunResults, task: str, prompt: str) -> tuple[list[dict], list[dict]]:
-    """The two runs' samples of one task and prompt, in the same item order; refused unless the items are the same."""
+def _item_key(run: RunResults, by_document: bool):
+    """How an item is named on both sides: our doc_id, or (with an lm-eval run, whose doc_id is only a position in
+    its own split) the document as the prompt renders it; a repeated text counts its occurrences."""
+    seen: dict = {}
+
+    def key(s: dict):
+        if not by_document:
+            return s["doc_id"]
+        text = s.get("prompt")
+        if not isinstance(text, str):
+            raise ScoresError(f"{run.path}: a sample without its prompt: items cannot be matched by document")
+        seen[text] = seen.get(text, 0) + 1
+        return (text, seen[text])
+
+    return key
+
+
+def paired_samples(a: RunResults, b: RunResults, task: str, prompt: str) -> tuple[list[dict], list[dict], str | None]:
+    """The two runs' samples of one task and prompt on the items both scored, in the same order, and a note when
+    one run scored items the other did not (another --limit); refused where an item's gold differs."""
+    by_document = any(isinstance(r.raw.get("source_tool"), dict) for r in (a, b))
     sides = []
     for run in (a, b):
         path = run.samples_path(task, prompt)
         if not path.is_file():
             raise MissingSamples(f"{task} {prompt}: no samples file {path}: not compared")
         by_id: dict = {}
+        key = _item_key(run, by_document)
         for s in read_samples(path):
             if not isinstance(s, dict) or "doc_id" not in s or "gold" not in s:
                 raise ScoresError(f"{path}: a sample without doc_id or gold: {str(s)[:120]}")
-            if s["doc_id"] in by_id:
-                raise ScoresError(f"{path}: doc_id {s['doc_id']!r} twice")
-            by_id[s["doc_id"]] = s
+            k = key(s)
+            if k in by_id:
+                raise ScoresError(f"{path}: doc_id {k!r} twice")
+            by_id[k] = s
         sides.append((path, by_id))
     (path_a, ia), (path_b, ib) = sides
-    if set(ia) != set(ib):
-        raise ScoresError(f"{task} {prompt}: the runs scored different items ({len(ia)} in {path_a}, {len(ib)} in {path_b}, "
-                          f"{len(set(ia) & set(ib))} in common); a paired test needs the same items (same data, limit and split)")
-    ids = sorted(ia, key=lambda x: (str(type(x)), x))
+    common = set(ia) & set(ib)
+    if not common:
+        raise ScoresError(f"{task} {prompt}: the runs scored no item in common ({len(ia)} in {path_a}, {len(ib)} in {path_b}"
+                          f"{', matched by document' if by_document else ''}): not the same data")
+    note = None
+    if len(common) != len(ia) or len(common) != len(ib):
+        note = (f"{task} {prompt}: compared on the {len(common)} item(s) both runs scored ({len(ia)} in A, {len(ib)} in B: "
+                "another --limit or data); the scores in this table are over those items")
+    ids = sorted(common, key=lambda x: (str(type(x)), x))
     for i in ids:
         if ia[i]["gold"] != ib[i]["gold"]:
-            raise ScoresError(f"{task} {prompt}: doc_id {i!r} has different gold answers in {path_a} and {path_b}: not the same data")
-    return [ia[i] for i in ids], [ib[i] for i in ids]
+            name = f"doc_id {i!r}" if not by_document else f"doc_id {ia[i]['doc_id']!r} of A (doc_id {ib[i]['doc_id']!r} of B)"
+            raise ScoresError(f"{task} {prompt}: {name} has different gold answers in {path_a} and {path_b}: not the same data")
+    return [ia[i] for i in ids], [ib[i] for i in ids], note
+
+
+def _differing(sa: list[dict], sb: list[dict]) -> int:
+    return sum(1 for x, y in zip(sa, sb) if x.get("prediction") != y.get("prediction"))
 
 
 def compare_prompt(task: str, prompt: str, metric: str, sa: list[dict], sb: list[dict], metric_fn, k: int, seed: int) -> Comparison:
@@ -96,10 +130,11 @@ def compare_prompt(task: str, prompt: str, metric: str, sa: list[dict], sb: list
         only_a = sum(1 for x, y in zip(hits_a, hits_b) if x and not y)
         only_b = sum(1 for x, y in zip(hits_a, hits_b) if y and not x)
         return Comparison(task, prompt, metric, len(sa), score_a, score_b, score_a - score_b, "mcnemar",
-                          stats.mcnemar_exact_pvalue(only_a, only_b), f"b={only_a} c={only_b}")
+                          stats.mcnemar_exact_pvalue(only_a, only_b), f"b={only_a} c={only_b}", differing=_differing(sa, sb))
     res = stats.paired_bootstrap(sa, sb, metric_fn, k=k, seed=seed)
     return Comparison(task, prompt, metric, len(sa), score_a, score_b, res.difference, f"paired bootstrap (k={k}, seed {seed})",
-                      res.p_value, f"95% CI [{fmt(res.ci_low * PERCENT, PERCENT)}, {fmt(res.ci_high * PERCENT, PERCENT)}]", k)
+                      res.p_value, f"95% CI [{fmt(res.ci_low * PERCENT, PERCENT)}, {fmt(res.ci_high * PERCENT, PERCENT)}]", k,
+                      _differing(sa, sb))
 
 
 def compare_avgp(task: str, metric: str, paired: dict[str, tuple[list[dict], list[dict]]], metric_fn, k: int,
@@ -124,10 +159,11 @@ def compare_avgp(task: str, metric: str, paired: dict[str, tuple[list[dict], lis
 def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
                  metric_of: Callable[[str, str], object] | None = None) -> tuple[list[Comparison], list[str]]:
     """Every task and prompt both runs have: the comparisons, and notes (tasks or prompts only one run has, setting mismatch)."""
-    a, b = load_results(resolve_run(path_a), partial=True), load_results(resolve_run(path_b), partial=True)
+    a, b = load_run(path_a, partial=True), load_run(path_b, partial=True)
     if metric_of is None:
         from ..metrics import metric_of  # (task, name) -> the task's own declaration of the metric
-    notes = []
+    a.display, b.display = "A", "B"
+    notes = lm_eval_notes([a, b])
     if setting_label(a.config) != setting_label(b.config):
         notes.append(f"the runs differ in setting ({setting_label(a.config)} vs {setting_label(b.config)}): "
                      "their prompts of the same name are different prompts")
@@ -141,13 +177,18 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
         paired: dict[str, tuple[list[dict], list[dict]]] = {}
         for prompt in sorted(set(a.results[task]) & set(b.results[task])):
             try:
-                paired[prompt] = paired_samples(a, b, task, prompt)
+                sa, sb, note = paired_samples(a, b, task, prompt)
             except MissingSamples as err:
                 notes.append(str(err))
+                continue
+            paired[prompt] = (sa, sb)
+            notes += [note] if note else []
         try:
             fn = metric_of(task, metric)
             rows += [compare_prompt(task, prompt, metric, sa, sb, fn, k, seed) for prompt, (sa, sb) in paired.items()]
-            if len(paired) > 1:
+            if len({len(sa) for sa, _sb in paired.values()}) > 1:
+                notes.append(f"{task} AvgP: not compared, its prompts were compared on different numbers of items")
+            elif len(paired) > 1:
                 rows.append(compare_avgp(task, metric, paired, fn, k, seed))
         except (KeyError, TypeError, ValueError) as err:  # samples without the fields the metric reads
             raise ScoresError(f"{task}: cannot score {metric} from the samples of {a.path.parent} and "
@@ -166,6 +207,9 @@ def comparison_table(rows: Sequence[Comparison], name_a: str, name_b: str) -> Te
 def write_comparison(path_a: Path, path_b: Path, out: Path | None, k: int = 1000, seed: int = 0) -> str:
     """The Markdown of the comparison; with ``out``, also compare.md and compare.json there."""
     rows, notes = compare_runs(path_a, path_b, k, seed)
+    per_prompt = [r for r in rows if r.differing is not None]
+    notes.append(f"items with another prediction in A than in B: {sum(r.differing for r in per_prompt)} of "
+                 f"{sum(r.n for r in per_prompt)} (over {len(per_prompt)} task-prompt pair(s))")
     text = "\n".join([f"A = {resolve_run(path_a)}", f"B = {resolve_run(path_b)}", "",
                       "Scores in percent; p < 0.05: the difference is unlikely to be chance on these items.", "",
                       comparison_table(rows, "A", "B").markdown(), ""] + [f"> note: {n}" for n in notes])

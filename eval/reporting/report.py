@@ -12,7 +12,8 @@ from .bootstrap import add_bootstrap, load_score_samples
 from .facts import NOT_COMPARABLE, items_table
 from .plots import heatmap_png, rank_vs_alpha_png
 from .render import render_context, slug, to_html, to_markdown
-from .runs import PERCENT, ScoreSamples, assign_display_names, load_results
+from .lm_eval_runs import lm_eval_notes, load_run
+from .runs import PERCENT, ScoreSamples, assign_display_names
 from .settings_view import labels_of, setting_label, settings_table
 from .summary import run_notes, summarize
 from .tables import ScoresError, table_json
@@ -25,7 +26,7 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
     """Write report.md, report.html (self-contained), report.json and plots/*.png into ``out``.
 
     ``partial``: an unfinished run's finished tasks are reported, marked as such."""
-    runs = [load_results(Path(p), partial) for p in paths]
+    runs = [load_run(Path(p), partial) for p in paths]  # results.json, run folder or lm-eval output folder
     # One table per (task, setting label); the same model in several settings side by side (settings_report).
     labels = labels_of(runs)
     for label in labels:
@@ -41,7 +42,7 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
         raise ScoresError("no task results in the given files")
     grouped = [(t, label, [r for r in runs if setting_label(r.config) == label]) for t in tasks for label in labels]
     reports = [build_task_report(t, group) for t, _label, group in grouped if any(t in r.results for r in group)]
-    general_notes = run_notes(runs)
+    general_notes = run_notes(runs) + lm_eval_notes(runs)
     if k > 0:
         scorer = score_samples or load_score_samples()
         if scorer is None:

@@ -30,6 +30,7 @@ class RunResults:
     timing: dict
     display: str = ""
     raw: dict = field(default_factory=dict)  # the whole results.json (baselines, parsed_by, tasks, status)
+    origin: Path | None = None  # the folder it was read from when not a results.json (an lm-eval output folder)
 
     @property
     def status(self) -> str:
