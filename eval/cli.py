@@ -413,5 +413,23 @@ def export_lm_eval(out_dir: Path, org: str | None, data_dir: Path | None, offici
         raise click.BadParameter(str(err), param_hint="--org") from None
 
 
+
+@main.command("export-eee")
+@click.argument("run_dir", type=click.Path(path_type=Path, exists=True))
+@click.argument("out_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("eee"))
+@click.option("--organization", default="unknown", show_default=True, help="Who ran the evaluation (source_organization_name).")
+def export_eee(run_dir: Path, out_dir: Path, organization: str) -> None:
+    """Write RUN_DIR (results.json and samples/) in the Every Eval Ever schema: aggregate JSON and instance-level JSONL,
+    validated against the schemas kept in the package, under OUT_DIR/data/evalita-llm/<developer>/<model>/."""
+    require("export-eee", STATS_NEEDS)
+    from .publishing.export_eee import export_eee as run_export
+
+    try:
+        written = run_export(run_dir, out_dir, organization)
+    except ValueError as err:  # ScoresError included: a results.json that cannot be read
+        click.echo(f"error: {err}", err=True)
+        sys.exit(1)
+    click.echo("written: " + ", ".join(str(p) for p in written))
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,180 @@
+"""``evalita-eval export-eee RUN OUT``: one run in the Every Eval Ever schema (EvalEval coalition).
+
+Two files, as that repository lays them out (``data/<benchmark>/<developer>/<model>/``):
+``<uuid>.json``, the aggregate (every task x prompt x metric of results.json, and per task the
+CPS of its headline metric over the prompts), and ``<uuid>_samples.jsonl``, one line per item
+and prompt (the headline metric's evaluation result). Both are validated against the schemas
+kept in ``eee_schemas/`` (version and source in its SOURCE.md) before they are written.
+
+The run is exported as published (public.py): no path of this machine. Deterministic: the
+uuid is derived from the run's contents and the timestamps are those of its results.json.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from functools import lru_cache
+from pathlib import Path
+
+from ..reporting.runs import RunResults, load_results, parse_results
+from ..reporting.task_report import build_task_report, task_order
+from .model_page import official_datasets
+from .public import public_results
+
+SCHEMAS = Path(__file__).parent / "eee_schemas"
+BENCHMARK = "evalita-llm"
+
+
+@lru_cache(maxsize=None)
+def schema(name: str) -> dict:
+    return json.loads((SCHEMAS / name).read_text("utf-8"))
+
+
+SCHEMA_VERSION = "0.3.0"  # eee_schemas/SOURCE.md
+
+
+def validate(doc: dict, name: str, where: str) -> None:
+    """One line naming the file and the first schema violation."""
+    from jsonschema import Draft7Validator
+
+    error = next(iter(sorted(Draft7Validator(schema(name)).iter_errors(doc), key=lambda e: list(e.path))), None)
+    if error is not None:
+        path = "/".join(str(p) for p in error.path) or "(top)"
+        raise ValueError(f"{where}: not valid against {name} at {path}: {error.message[:200]}")
+
+
+def _segment(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.@-]+", "_", text).strip("._") or "model"
+
+
+def _ids(run: RunResults) -> tuple[str, str, str]:
+    """(developer, model, Hub-style model id): a Hub id's organisation, else "local"."""
+    name = str(run.model.get("name_or_path") or "model")
+    developer, _, model = name.rpartition("/") if "/" in name and not run.model.get("local_folder") else ("local", "", name)
+    return _segment(developer), _segment(model), name if developer != "local" else f"local/{model}"
+
+
+def _uuid(run: RunResults, data: bytes) -> str:
+    digest = hashlib.sha256(data).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))
+
+
+def _source_data(run: RunResults, task: str) -> dict:
+    official = official_datasets(run).get(task)
+    if official is not None:
+        return {"dataset_name": f"Evalita-LLM {task}", "source_type": "hf_dataset", "hf_repo": official[0],
+                "additional_details": {"revision": official[1]}}
+    hashes = (run.data.get("manifest_sha256") or {}).get(task) or {}
+    return {"dataset_name": f"Evalita-LLM {task}", "source_type": "other",
+            "additional_details": {"source": str(run.data.get("source") or "?"),
+                                   **{f"sha256 {split}": str(h) for split, h in sorted(hashes.items())}}}
+
+
+def _metric_config(name: str, description: str) -> dict:
+    return {"evaluation_description": description, "metric_id": name, "metric_name": name, "metric_unit": "proportion",
+            "lower_is_better": False, "score_type": "continuous", "min_score": 0, "max_score": 1}
+
+
+def _results(run: RunResults, timestamp: str) -> list[dict]:
+    rows = []
+    for task in task_order(set(run.results)):
+        rep = build_task_report(task, [run])
+        for prompt in sorted(run.results[task]):
+            cell = run.results[task][prompt]
+            for metric in sorted(k for k in cell if k not in ("n", "unparsed")):
+                rows.append({"evaluation_result_id": f"{task}/{prompt}/{metric}", "evaluation_name": f"{task} {prompt}",
+                             "source_data": _source_data(run, task), "evaluation_timestamp": timestamp,
+                             "metric_config": _metric_config(metric, f"Evalita-LLM {task}, prompt {prompt}: {metric}"),
+                             "score_details": {"score": float(cell[metric]), "details": {"n": str(cell.get("n"))}}})
+        cps = rep.table.stats().per_model[0].cps / rep.table.scale
+        rows.append({"evaluation_result_id": f"{task}/CPS/{rep.metric}", "evaluation_name": f"{task} CPS",
+                     "source_data": _source_data(run, task), "evaluation_timestamp": timestamp,
+                     "metric_config": _metric_config(f"cps_{rep.metric}", f"Evalita-LLM {task}: Combined Performance Score "
+                                                     f"of {rep.metric} over {len(rep.table.prompts)} prompts (the paper's figure)"),
+                     "score_details": {"score": cps, "details": {"prompts": str(len(rep.table.prompts))}}})
+    return rows
+
+
+def _instance(run: RunResults, ids: dict, task: str, prompt: str, metric: str, sample: dict) -> dict:
+    from ..metrics import metric_of
+
+    mc = "choices" in sample and isinstance(sample.get("prediction"), int)
+    if mc:
+        correct = sample["prediction"] == sample["gold"]
+        score, shown = float(correct), sample["choices"][sample["prediction"]] if 0 <= sample["prediction"] < len(sample["choices"]) else "?"
+    else:
+        score = float(metric_of(task, metric)([sample]))
+        correct, shown = score == 1.0, str(sample.get("prediction"))
+    raw = sample.get("generation") if isinstance(sample.get("generation"), str) else shown
+    gold = sample.get("reference", sample.get("gold"))
+    if mc and isinstance(gold, int) and 0 <= gold < len(sample["choices"]):
+        gold = sample["choices"][gold]  # the gold answer's text, as the choices
+    record = {"schema_version": SCHEMA_VERSION, **ids, "evaluation_name": f"{task} {prompt}",
+              "evaluation_result_id": f"{task}/{prompt}/{metric}", "sample_id": f"{task}/{sample.get('doc_id')}",
+              "interaction_type": "single_turn",
+              "input": {"raw": str(sample.get("prompt") or ""), "reference": [json.dumps(gold, ensure_ascii=False) if not isinstance(gold, str) else gold]},
+              "output": {"raw": [raw]},
+              "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": shown,
+                                      "extraction_method": str(sample.get("parsed_by") or ("loglikelihood argmax" if mc else "generation")),
+                                      "is_terminal": True}],
+              "evaluation": {"score": score, "is_correct": bool(correct)}}
+    if mc:
+        record["input"]["choices"] = [str(c) for c in sample["choices"]]
+    return record
+
+
+def export_eee(results_dir: Path, out: Path, organization: str = "unknown") -> list[Path]:
+    """Write ``out/data/evalita-llm/<developer>/<model>/<uuid>.json`` and its ``_samples.jsonl``; return both paths."""
+    from ..reporting.bootstrap import read_samples
+
+    path = results_dir / "results.json" if results_dir.is_dir() else results_dir
+    if not path.is_file():
+        raise ValueError(f"{path}: no results.json; expected a folder of `evalita-eval run --output-dir`")
+    load_results(path, partial=True)  # its checks and messages
+    raw = path.read_bytes()
+    run = parse_results(path, public_results(json.loads(raw), path.parent), partial=True)
+    developer, model, model_id = _ids(run)
+    run_id = _uuid(run, raw)
+    stamp = str(int(path.stat().st_mtime))
+    folder = out / "data" / BENCHMARK / developer / model
+    rel = f"data/{BENCHMARK}/{developer}/{model}/{run_id}_samples.jsonl"
+    evaluation_id = f"{BENCHMARK}/{model_id}/{stamp}"
+    ids = {"evaluation_id": evaluation_id, "model_id": model_id}
+    lines = []
+    for task in task_order(set(run.results)):
+        metric = build_task_report(task, [run]).metric
+        for prompt in sorted(run.results[task]):
+            samples_path = run.samples_path(task, prompt)
+            for sample in read_samples(samples_path) if samples_path.is_file() else []:
+                record = _instance(run, ids, task, prompt, metric, sample)
+                validate(record, "instance_level_eval.schema.json", f"{samples_path}: doc_id {sample.get('doc_id')!r}")
+                lines.append(json.dumps(record, ensure_ascii=False, sort_keys=True))
+    samples_bytes = ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+    aggregate = {
+        "schema_version": SCHEMA_VERSION, "evaluation_id": evaluation_id, "evaluation_timestamp": stamp, "retrieved_timestamp": stamp,
+        "source_metadata": {"source_name": "evalita-eval", "source_type": "evaluation_run", "source_organization_name": organization,
+                            "evaluator_relationship": "third_party",
+                            "additional_details": {"status": run.status, "setting": str(run.config.get("setting") or "loglikelihood"),
+                                                   "num_fewshot": str(run.config.get("num_fewshot") or 0),
+                                                   "limit": str(run.config.get("limit")), "split": str(run.config.get("split") or "official")}},
+        "eval_library": {"name": "evalita-eval", "version": str((run.raw.get("versions") or {}).get("evalita-llm") or "unknown")},
+        "model_info": {"name": model, "id": model_id, "inference_platform": "local" if run.model.get("local_folder") else "huggingface",
+                       "additional_details": {"deployment_type": "self_deployed", "model_availability": "unknown",
+                                              **{k: str(run.model[k]) for k in ("revision", "dtype", "backend", "files_sha256")
+                                                 if run.model.get(k) is not None}}},
+        "evaluation_results": _results(run, stamp),
+    }
+    if lines:
+        aggregate["detailed_evaluation_results"] = {"format": "jsonl", "file_path": rel, "hash_algorithm": "sha256",
+                                                    "checksum": hashlib.sha256(samples_bytes).hexdigest(), "total_rows": len(lines)}
+    validate(aggregate, "eval.schema.json", str(folder / f"{run_id}.json"))
+    folder.mkdir(parents=True, exist_ok=True)
+    written = [folder / f"{run_id}.json"]
+    written[0].write_text(json.dumps(aggregate, ensure_ascii=False, indent=2, sort_keys=True) + "\n", "utf-8")
+    if lines:
+        written.append(out / rel)
+        written[1].write_bytes(samples_bytes)
+    return written
