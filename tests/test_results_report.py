@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+
+from markupsafe import escape
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -103,11 +105,20 @@ def test_single_ce_run_report_markdown_and_html(ce_run, tmp_path: Path) -> None:
         base = doc["baselines"][task]
         metric = "f1_macro" if task == "wic" else "acc"  # the headline metrics
         chance = f"{100 * base['chance'][metric]:.2f}"
-        majority = f"{100 * base['majority'][metric]:.2f} (class {base['majority_class']})"
+        labels = []  # the majority class as each prompt words it (the same choices for every item of a prompt here)
+        for p in ("p1", "p2"):
+            first = json.loads((out / "samples" / f"{task}_{p}.jsonl").read_text("utf-8").splitlines()[0])
+            labels += [first["choices"][base["majority_class"]]] if first["choices"][base["majority_class"]] not in labels else []
+        assert labels and not labels[0].isdigit()
+        quoted = " / ".join('"' + x + '"' for x in labels)
+        majority = f"{100 * base['majority'][metric]:.2f} ({quoted})"
         row = f"| {Path(doc['model']['name_or_path']).name} | 3 | all | {chance} | {majority} | {unparsed} | {rules} |"
         assert row in md, row
-        cells = f"<td class=\"text\">{chance}</td><td class=\"text\">{majority}</td><td class=\"text\">{unparsed}</td>"
+        cells = f"<td class=\"text\">{chance}</td><td class=\"text\">{escape(majority)}</td><td class=\"text\">{unparsed}</td>"
         assert cells in html
+    assert "Rank score basis" not in md + html  # one run: no rank, so no basis of one
+    # the Models table (16 columns, long paths) wraps its cells to the page's width instead of overflowing it
+    assert '<h2>Models</h2>\n<div class="scroll fit"><table>' in html and ".fit table { width: 100%;" in html
     assert "ce, sha256" not in html and "Rispondi con una lettera." in html and time_cell.split(" |")[0] in html
 
 

@@ -168,6 +168,26 @@ def baseline_cell(baselines: dict | None, kind: str, metric: str) -> str:
     return "–" if score is None else fmt(score * PERCENT, PERCENT)
 
 
+def class_label(run: Any, task: str, cls: Any) -> str:
+    """The answer of class ``cls`` as the prompts word it ("No" / "Falso"), read from the run's samples where a prompt
+    has the same choices for every item; else "class N" (item-specific choices, no samples)."""
+    import json
+
+    labels = []
+    for prompt in sorted(run.results.get(task) or {}):
+        path = run.samples_path(task, prompt)
+        try:
+            with open(path, encoding="utf-8") as f:
+                choices = [json.loads(line).get("choices") for line, _ in zip(f, range(3))]
+        except (OSError, ValueError, AttributeError):
+            continue
+        if choices and all(c == choices[0] for c in choices) and isinstance(choices[0], list) \
+                and isinstance(cls, int) and 0 <= cls < len(choices[0]):
+            labels.append(str(choices[0][cls]))
+    unique = list(dict.fromkeys(labels))
+    return " / ".join(f'"{x}"' for x in unique) if unique else f"class {cls}"
+
+
 def items_table(task: str, metric: str, runs: Sequence[Any]) -> TextTable:
     """Per model: n, limit, the chance and majority baselines of the headline metric, unparsed k / n per prompt, the answer rules."""
     rows = []
@@ -177,7 +197,7 @@ def items_table(task: str, metric: str, runs: Sequence[Any]) -> TextTable:
         base = (r.raw.get("baselines") or {}).get(task)
         majority = baseline_cell(base, "majority", metric)
         if isinstance(base, dict) and "majority_class" in base and majority not in ("–",) and not majority.startswith("n/a"):
-            majority += f" (class {base['majority_class']})"
+            majority += f" ({class_label(r, task, base['majority_class'])})"
         rows.append([r.display, evaluated_n({task: r.results[task]}),
                      "all" if r.config.get("limit") is None else str(r.config["limit"]),
                      baseline_cell(base, "chance", metric), majority,

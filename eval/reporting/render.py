@@ -19,8 +19,9 @@ def render_context(runs, reports, summary, alpha, k, seed, notes) -> dict:
         t = rep.table
         sections.append({
             "task": t.task, "metric": rep.metric, "table": paper_table(t, alpha),
-            "ci": ci_table(rep) if rep.cells else None, "notes": t.notes, "rank_basis": rep.rank_basis, "items_table": rep.items,
+            "ci": ci_table(rep) if rep.cells else None, "notes": t.notes, "items_table": rep.items,
             "heatmap": f"heatmap_{slug(t.task)}.png",
+            "rank_basis": rep.rank_basis if len(t.models) > 1 else None,  # a rank needs another model on the task
         })
     return {
         "runs": runs_table(runs), "summary": summary_table(reports, summary, alpha), "sections": sections,
@@ -71,7 +72,7 @@ def to_markdown(c: dict) -> str:
         if s["ci"]:
             out += [f"Bootstrap (k={c['k']}, seed {c['seed']}): mean ± 95% CI half-width of the mean (EuroEval: 1.96 × std / √k) and, in parentheses, the 2.5th–97.5th percentiles of the bootstrap scores (the spread a different test set of the same size could give).", "",
                     s["ci"].markdown(), ""]
-        out += [f"Rank score basis: {s['rank_basis']}.", ""]
+        out += [f"Rank score basis: {s['rank_basis']}.", ""] if s["rank_basis"] else []
     return "\n".join(out)
 
 
@@ -110,12 +111,13 @@ tr.first-summary td { border-top: 2px solid #8c959f; }
 img { max-width: 100%; display: block; margin: .6rem 0 1rem; }
 .small { color: #555; font-size: .85rem; }
 .scroll { overflow-x: auto; }
+.fit table { width: 100%; font-size: .8rem; } .fit td, .fit th, .fit td:first-child { white-space: normal; overflow-wrap: anywhere; }
 </style></head><body>
 <h1>Evalita-LLM report</h1>
 <p class="explain">{{ explain }}</p>
 {% for n in c.notes %}<div class="note">{{ n }}</div>{% endfor %}
 <h2>Models</h2>
-<div class="scroll">{{ table(c.runs) }}</div>
+<div class="scroll fit">{{ table(c.runs) }}</div>
 {% if c.settings %}<h2>Settings side by side</h2><p>{{ settings_explain }}</p><div class="scroll">{{ table(c.settings) }}</div>{% endif %}
 <h2>Summary</h2>
 <p class="small">Per-task CPS of each task's headline metric; AvgP, MaxP, CPS and Sharpe averaged over the model's tasks.</p>
@@ -130,7 +132,7 @@ img { max-width: 100%; display: block; margin: .6rem 0 1rem; }
 <img alt="{{ s.task }} heatmap" src="data:image/png;base64,{{ img[s.heatmap] }}">
 {% if s.ci %}<p class="small">Bootstrap (k={{ c.k }}, seed {{ c.seed }}): mean ± 95% CI half-width of the mean (EuroEval: 1.96 × std / √k) and, in parentheses, the 2.5th–97.5th percentiles of the bootstrap scores (the spread a different test set of the same size could give).</p>
 <div class="scroll">{{ table(s.ci) }}</div>{% endif %}
-<p class="small">Rank score basis: {{ s.rank_basis }}.</p>
+{% if s.rank_basis %}<p class="small">Rank score basis: {{ s.rank_basis }}.</p>{% endif %}
 {% endfor %}
 </body></html>
 """
