@@ -110,3 +110,19 @@ def test_what_cannot_be_read_is_one_line(two_runs, tmp_path: Path) -> None:
     (other / "m" / results.name).write_text(json.dumps(doc), "utf-8")
     proc = cli("evalita_eval.cli", ["report", str(other), "--out", str(tmp_path / "r2")], env)
     assert proc.returncode == 1 and "no Evalita-LLM task (evalita-mp_* or evalita-llm_*) among mmlu_abstract_algebra" in proc.stderr
+
+
+def test_report_names_lm_evals_group_acc_beside_the_benchmarks_score(two_runs, tmp_path: Path) -> None:
+    lm, _ours = two_runs
+    copy = tmp_path / "lm"
+    shutil.copytree(lm, copy)
+    [results] = list(copy.glob("*/results_*.json"))
+    doc = json.loads(results.read_text("utf-8"))
+    doc["results"]["evalita-mp"] = {"alias": "Evalita-LLM", "acc,none": 0.5, "acc_stderr,none": 0.1}
+    results.write_text(json.dumps(doc), "utf-8")
+    proc = cli("evalita_eval.cli", ["report", str(copy), "--out", str(tmp_path / "r"), "--bootstrap", "0"], offline_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    notes = json.loads((tmp_path / "r" / "report.json").read_text("utf-8"))["notes"]
+    assert any("lm-eval's own `evalita-mp` acc of this run is 50.00; the report's per-task CPS below are the benchmark's figures"
+               in n for n in notes)
+    assert not any("evalita-mp" in n and "left out" in n for n in notes)  # the group is no task: not reported as unknown

@@ -163,7 +163,10 @@ def convert_lm_eval(folder: Path, out: Path) -> tuple[Path, list[str]]:
     stamp = results_path.stem.removeprefix("results_")
     names = sorted(set(doc["results"]) | set(doc.get("configs") or {}))
     mapped = {t: entry_and_prompt(t) for t in names}
-    other = [t for t, m in mapped.items() if m is None and t not in (doc.get("group_subtasks") or {})]
+    groups = set(doc.get("group_subtasks") or {})
+    family = ("evalita-mp", "evalita-sp", LM_EVAL_PREFIX)  # their names without a prompt are groups (no samples of their own)
+    other = [t for t, m in mapped.items() if m is None and t not in groups
+             and (not t.startswith(family) or any(results_path.parent.glob(f"samples_{t}_*.jsonl")))]
     usable = {t: m for t, m in mapped.items() if m is not None}
     if not usable:
         raise ScoresError(f"{results_path}: no Evalita-LLM task (evalita-mp_* or evalita-llm_*) among {', '.join(names[:6])}")
@@ -191,7 +194,8 @@ def convert_lm_eval(folder: Path, out: Path) -> tuple[Path, list[str]]:
                       "apply_chat_template": bool(doc.get("chat_template")), "setting": "loglikelihood",
                       "seed": config.get("random_seed"), "split": None},
            "results": results, "source_tool": {"name": "lm-eval", "version": doc.get("lm_eval_version"),
-                                               "results_file": str(results_path), "notes": notes}}
+                                               "results_file": str(results_path), "notes": notes,
+                                               "group_acc": (doc["results"].get("evalita-mp") or {}).get("acc,none")}}
     (out / "results.json").write_text(json.dumps(run, ensure_ascii=False, indent=2) + "\n", "utf-8")
     return out / "results.json", notes
 
@@ -222,6 +226,9 @@ def lm_eval_notes(runs: list[RunResults]) -> list[str]:
         notes.append(f"{r.display}: read from the lm-eval {tool.get('version') or ''} output {r.origin}; every score "
                      "recomputed from its per-sample records (samples_*.jsonl) by this tool's metrics")
         notes += [str(n) for n in tool.get("notes") or []]
+        if isinstance(tool.get("group_acc"), (int, float)):
+            notes.append(f"{r.display}: lm-eval's own `evalita-mp` acc of this run is {100 * tool['group_acc']:.2f}; "
+                         "the report's per-task CPS below are the benchmark's figures")
     if notes:
         notes.append(LM_EVAL_GROUP_NOTE)
     return notes
