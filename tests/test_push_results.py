@@ -241,3 +241,18 @@ def test_dry_run_without_the_hub_asks_once_and_lists_the_local_files(hub, tmp_pa
     assert f"dry run without the Hub: the local files listed, none compared with {closed}; nothing sent" in dry.stdout
     # With the Hub reachable, the same dry run compares with it (the repository is new there).
     assert "(new repository)" in push_results([str(RUN), "--repo", "me/dry-run-only", "--dry-run"], hub_env(hub, tmp_path / "hf")).stdout
+
+
+def test_public_names_replace_local_paths_only(tmp_path: Path, monkeypatch) -> None:
+    from evalita_eval.publishing.public import local_replacements, public_results
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mdl").mkdir()
+    doc = {"model": {"name_or_path": "./mdl", "tokenizer": str(tmp_path / "mdl"), "revision": None, "options": {"gguf_file": "/"}},
+           "data": {"source": "/"}, "versions": {"evalita-llm": "0.1.0"}, "skipped": {"te": f"no split in {tmp_path}/mdl/x."}}
+    assert local_replacements(doc, Path(".")) == {str(tmp_path / "mdl"): "mdl", "./mdl": "mdl", str(tmp_path): tmp_path.name}
+    public = public_results(doc, Path("."))
+    assert public["model"] == {"name_or_path": "mdl", "tokenizer": "mdl", "revision": None, "options": {"gguf_file": "/"},
+                               "local_folder": True}
+    assert public["versions"] == {"evalita-llm": "0.1.0"} and public["skipped"] == {"te": "no split in mdl/x."}
+    assert public["data"] == {"source": "/"}  # a bare root is never a replacement

@@ -46,14 +46,16 @@ def local_replacements(doc: dict, results_dir: Path | None = None) -> dict[str, 
     source = data.get("source")
     if isinstance(source, str) and source and not source.startswith(HUB_DATA_PREFIXES):
         found[source] = _local_name(source)
-    if results_dir is not None:
-        for form in {str(results_dir), str(results_dir.resolve())}:
-            found[form] = _local_name(form)
+    if results_dir is not None:  # absolute only: a relative "." or "out" is no path of this machine
+        form = str(results_dir.resolve())
+        found[form] = _local_name(form)
     for path in list(found):  # the resolved form of a relative or linked path, where it differs
         if path.startswith(("/", ".", "~")):
             resolved = str(Path(path).expanduser().resolve())
             found.setdefault(resolved, found[path])
-    return dict(sorted(((k, v) for k, v in found.items() if k != v), key=lambda kv: -len(kv[0])))
+    # Never a bare root, home or dot: replacing those would rewrite every path-like text, not a local path.
+    kept = {k: v for k, v in found.items() if k != v and Path(k).name not in ("", ".", "..", "~")}
+    return dict(sorted(kept.items(), key=lambda kv: -len(kv[0])))
 
 
 def _scrub_text(text: str, replacements: dict[str, str]) -> str:
