@@ -106,7 +106,8 @@ def paired_samples(a: RunResults, b: RunResults, task: str, prompt: str) -> tupl
     common = set(ia) & set(ib)
     if not common:
         raise ScoresError(f"{task} {prompt}: the runs scored no item in common ({len(ia)} in {path_a}, {len(ib)} in {path_b}"
-                          f"{', matched by document' if by_document else ''}): not the same data")
+                          f"{'; matched by the prompted document, so the few-shot examples and chat template must match too' if by_document else ''}"
+                          "): not the same data")
     note = None
     if len(common) != len(ia) or len(common) != len(ib):
         note = (f"{task} {prompt}: compared on the {len(common)} item(s) both runs scored ({len(ia)} in A, {len(ib)} in B: "
