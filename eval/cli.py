@@ -177,7 +177,8 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     from .api import BackendOptions
     from .backends import create_backend
     from .running.estimate import announce
-    from .running.runner import ModelInfo, RunConfig, Runner, nothing_evaluated, run_counts, summary_table, task_summary_table
+    from .running.console import run_counts, summary_table, task_summary_table
+    from .running.runner import ModelInfo, RunConfig, Runner, nothing_evaluated
     from .sources import open_source
     from .sources.entries import select_entries
 
@@ -273,7 +274,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     if result.status == "empty":  # every task skipped by the runner (e.g. none declares the --setting's prompts)
         raise click.ClickException(nothing_evaluated(result.skipped, source))
     click.echo(summary_table(result.results))
-    click.echo(task_summary_table(result.results))
+    click.echo(task_summary_table(result.results, runner.baselines))
     click.echo(run_counts(result, runner.cache.path, output_dir))
 
 

@@ -25,6 +25,7 @@ from ..naming import model_name, run_folder
 from ..reporting.runs import RunResults, load_results
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
+from ..reporting.worth import recorded_reasons
 from ..reporting.settings_view import setting_label
 from ..reporting.tables import TextTable, fmt
 
@@ -53,7 +54,7 @@ def render_card(run: RunResults, folder: str, repo_id: str, other_runs: Sequence
         lines += [f"- config_name: {_yaml_str(f.replace('/', '--'))}", f"  data_files: {_yaml_str(f + '/results.json')}"]
     lines += [
         "---",
-        f"# Evalita-LLM results: {run.display}" + (f" ({NOT_COMPARABLE})" if run.config.get("split") else ""),
+        f"# Evalita-LLM results: {run.display}" + (f" ({NOT_COMPARABLE})" if recorded_reasons(run.raw) else ""),
         "",
         f"Written by `evalita-eval push-results` to `{repo_id}`. Files of this run are under `{folder}/`: "
         "`results.json` (scores as fractions, settings, data hashes, baselines, answer rules) and "
@@ -63,7 +64,7 @@ def render_card(run: RunResults, folder: str, repo_id: str, other_runs: Sequence
     ]
     settings = [("model", run.model.get("name_or_path")), ("dtype", run.model.get("dtype")), ("backend", run.model.get("backend")),
                 ("data", run.data.get("source"))]
-    settings += run_rows(run.config, run.model, run.results, run.timing, run.status)
+    settings += run_rows(run.config, run.model, run.results, run.timing, run.status, recorded_reasons(run.raw))
     settings += [(k, run.config.get(k)) for k in ("seed", "max_new_tokens")]
     lines += [f"| {k} | {'–' if v is None else str(v).replace('|', '/')} |" for k, v in settings]
     for repo, sha in sorted((run.data.get("revisions") or {}).items()):
@@ -87,8 +88,8 @@ def render_card(run: RunResults, folder: str, repo_id: str, other_runs: Sequence
         notes += [f"{task}: {n}" for n in t.notes]
     lines.append(TextTable(["task", "metric", "n", "by prompt"] + list(STAT_COLUMNS) + ["Sharpe", "chance", "majority", "unparsed"],
                            rows, text_cols=4).markdown())
-    if run.config.get("split"):
-        notes.append(f"evaluated on split {run.config['split']!r}, not the official one: {NOT_COMPARABLE}")
+    if reasons := recorded_reasons(run.raw):
+        notes.append(f"{NOT_COMPARABLE}: {'; '.join(reasons)}")
     if run.partial:
         notes.append(f"{run.status}: the other tasks are missing")
     lines += [""] + [f"Note: {n}" for n in notes]
@@ -105,7 +106,7 @@ def eval_results_files(run: RunResults, folder: str, repo_id: str) -> list[RepoF
     names, on the official split. They go under ``<folder>/.eval_results/``; the model page reads them from the
     *model* repository (copy them there, e.g. in a pull request)."""
     revisions = run.data.get("revisions") or {}
-    if not revisions or run.config.get("split"):
+    if not revisions or recorded_reasons(run.raw):  # a model page shows the paper's numbers only
         return []
     from evalita_data.registry import task_of_entry
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from . import stats
 from .facts import NOT_COMPARABLE, run_rows
+from .worth import recorded_reasons
 from .runs import PERCENT, RunResults
 from .tables import TextTable, fmt
 from .task_report import TaskReport
@@ -81,7 +82,7 @@ def runs_table(runs: Sequence[RunResults]) -> TextTable:
     """One row per run: the model and everything that changes its numbers (report_facts.run_rows)."""
     rows, headers = [], []
     for r in runs:
-        facts = run_rows(r.config, r.model, r.results, r.timing, r.status)
+        facts = run_rows(r.config, r.model, r.results, r.timing, r.status, recorded_reasons(r.raw))
         headers = [name for name, _ in facts]
         rows.append([r.display, r.model.get("name_or_path", ""), str(r.model.get("dtype") or ""), str(r.config.get("device", ""))]
                     + [value for _, value in facts] + [str(r.path)])
@@ -92,6 +93,5 @@ def runs_table(runs: Sequence[RunResults]) -> TextTable:
 def run_notes(runs: Sequence[RunResults]) -> list[str]:
     """Report-wide warnings: unfinished runs, non-official splits."""
     notes = [f"{r.display}: {r.status} (report --partial): its other tasks are missing" for r in runs if r.partial]
-    notes += [f"{r.display}: evaluated on split {r.config['split']!r}, not the official one: {NOT_COMPARABLE}"
-              for r in runs if r.config.get("split")]
+    notes += [f"{r.display}: {NOT_COMPARABLE}: {'; '.join(reasons)}" for r in runs if (reasons := recorded_reasons(r.raw))]
     return notes
