@@ -85,3 +85,4 @@ def test_a_limited_run_says_so_in_results_report_and_card(tmp_path: Path, tiny_m
     assert "(not comparable with the paper)\n" in card
     assert f"| comparable with the paper | no: {'; '.join(reasons)} |" in card
     assert f"Note: not comparable with the paper: {'; '.join(reasons)}" in card
+    assert "| te | acc | 3 |" in card and "Note: te: n=3, not a measurement: fewer than 30 items" in card

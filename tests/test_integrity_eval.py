@@ -181,6 +181,7 @@ def test_eval_debug_shows_the_traceback(tmp_path: Path, monkeypatch) -> None:
         raise RuntimeError("an unexpected failure")
 
     monkeypatch.setattr(tasks, "select_entries", boom)
+    (tmp_path / "config.json").write_text("{}", "utf-8")  # a model folder, as far as the --model check sees
     args = ["run", "--model", str(tmp_path), "--data", str(HERE / "data" / "build")]
     plain = CliRunner().invoke(main, args)
     assert_one_clear_line(plain, "RuntimeError: an unexpected failure")
@@ -191,5 +192,6 @@ def test_eval_debug_shows_the_traceback(tmp_path: Path, monkeypatch) -> None:
 def test_an_invalid_hub_org_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="--hub-org '../../x' is not a valid Hub name"):
         HubSource("../../x")
+    (tmp_path / "config.json").write_text("{}", "utf-8")  # a model folder, as far as the --model check sees
     result = run("--model", tmp_path, "--hub-org", "../../x", "--tasks", "te", "--output-dir", tmp_path / "o")
     assert_one_clear_line(result, "not a valid Hub name")

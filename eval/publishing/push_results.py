@@ -25,7 +25,7 @@ from ..naming import model_name, run_folder
 from ..reporting.runs import RunResults, load_results
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
-from ..reporting.worth import recorded_reasons
+from ..reporting.worth import recorded_reasons, small_n_note
 from ..reporting.settings_view import setting_label
 from ..reporting.tables import TextTable, fmt
 
@@ -85,7 +85,7 @@ def render_card(run: RunResults, folder: str, repo_id: str, other_runs: Sequence
         rows.append([task, rep.metric, evaluated_n({task: run.results[task]}), prompts] + [fmt(pm[c], t.scale) for c in STAT_COLUMNS]
                     + [fmt(st.sharpe[0], t.scale), baseline_cell(base, "chance", rep.metric),
                        baseline_cell(base, "majority", rep.metric), unparsed_cell(run.results[task])])
-        notes += [f"{task}: {n}" for n in t.notes]
+        notes += [f"{task}: {n}" for n in t.notes] + [n for n in [small_n_note(task, run.results[task])] if n]
     lines.append(TextTable(["task", "metric", "n", "by prompt"] + list(STAT_COLUMNS) + ["Sharpe", "chance", "majority", "unparsed"],
                            rows, text_cols=4).markdown())
     if reasons := recorded_reasons(run.raw):

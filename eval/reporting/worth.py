@@ -53,3 +53,11 @@ def n_text(n: Any) -> str:
     if not isinstance(n, (int, float)) or isinstance(n, bool):
         return "n=?"
     return f"n={int(n)}" + (f" ({NOT_A_MEASUREMENT})" if n < MIN_ITEMS else "")
+
+
+def small_n_note(label: str, prompts: dict) -> str | None:
+    """'label: n=2, not a measurement: ...' when a prompt of a task's results (prompt -> {"n", ...}) has fewer than MIN_ITEMS items."""
+    ns = [p["n"] for p in prompts.values() if isinstance(p, dict) and isinstance(p.get("n"), (int, float)) and not isinstance(p["n"], bool)]
+    if not ns or min(ns) >= MIN_ITEMS:
+        return None
+    return f"{label}: n={int(min(ns))}, {NOT_A_MEASUREMENT}"
