@@ -86,3 +86,9 @@ def test_a_limited_run_says_so_in_results_report_and_card(tmp_path: Path, tiny_m
     assert f"| comparable with the paper | no: {'; '.join(reasons)} |" in card
     assert f"Note: not comparable with the paper: {'; '.join(reasons)}" in card
     assert "| te | acc | 3 |" in card and "Note: te: n=3, not a measurement: fewer than 30 items" in card
+    from evalita_eval.reporting.compare import compare_runs
+
+    rows, notes = compare_runs(out, out, k=20, seed=0)
+    assert [(r.prompt, r.n) for r in rows] == [("p1", 3), ("p2", 3), ("AvgP", 3)]
+    assert notes == [f"A: not comparable with the paper: {'; '.join(reasons)}", f"B: not comparable with the paper: {'; '.join(reasons)}",
+                     "not a measurement: fewer than 30 items: te p1, te p2, te AvgP"]
