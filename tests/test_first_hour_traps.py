@@ -97,4 +97,8 @@ def test_run_skips_a_task_without_originals_with_the_reason_and_source(wic_build
         line = next(ln for ln in result.output.splitlines() if ln.startswith(f"{task}: skipped, "))
         assert line.startswith(f"{task}: skipped, {wic_build} has no split 'test' (not built: {task}: "), line
         assert f"raw/{task}/" in line and line.endswith(f"See `evalita-data fetch {task}`.)"), line
-    assert json.loads((tmp_path / "o" / "results.json").read_text("utf-8"))["skipped"]["te"].endswith("See `evalita-data fetch te`.)")
+    doc = json.loads((tmp_path / "o" / "results.json").read_text("utf-8"))
+    assert doc["skipped"]["te"].endswith("See `evalita-data fetch te`.)")
+    # the reasons name the tasks evaluated, not those skipped
+    assert doc["not_comparable_with_paper"] == ["--limit 1: only the first 1 items of each task",
+                                                "--prompts p1: leaves out wic p2, wic p3, wic p4, wic p5, wic p6"]

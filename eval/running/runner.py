@@ -571,8 +571,8 @@ class Runner:
             # A source may add its provenance (the official Hub source: dataset revisions).
             "data": {"source": self.source.description, "manifest_sha256": manifest, **self.source.provenance()},
             "config": self._config_json(),
-            # The paper's whole evaluation, or not and why (comparability.py): tables and cards say so.
-            **comparability_record(self.config, self._entries.values()),
+            # The paper's whole evaluation of the tasks evaluated, or not and why (comparability.py): tables and cards say so.
+            **comparability_record(self.config, [self._entries[name] for name in result.results]),
             "results": result.results,
             # Per task, prompt and answer rule (prompting/answers.py), how many generated answers it parsed.
             "parsed_by": self.parsed_by,
