@@ -29,25 +29,16 @@ def require(command: str, modules: tuple[str, ...]) -> None:
         )
 
 
-def check_model_name(model: str) -> None:
-    """A --model that names a local path must exist; anything else must look like a Hub id (org/name).
-    A ``.gguf`` file needs the ``gguf`` package (eval/modeling/gguf.py)."""
-    import re
+def check_model_name(model: str, backend_args: tuple[str, ...] = ()) -> None:
+    """--model checked before anything heavy (model_path.py): one line saying what to pass."""
+    from .model_path import ModelPathError, check_model_path
 
-    from .modeling.gguf import is_gguf_path, require_gguf
-
-    if is_gguf_path(model):
-        if not Path(model).expanduser().is_file():
-            raise click.BadParameter(f"{model}: no such GGUF file", param_hint="--model")
-        try:
-            require_gguf(model)
-        except RuntimeError as err:
-            raise click.ClickException(str(err)) from None
-        return
-    if Path(model).expanduser().exists():
-        return
-    if model.startswith((".", "/", "~")) or model.count("/") > 1 or not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", model):
-        raise click.BadParameter(f"{model}: no such model folder (and not a Hub model id such as org/name)", param_hint="--model")
+    try:
+        check_model_path(model, backend_args)
+    except ModelPathError as err:
+        if err.usage:
+            raise click.BadParameter(str(err), param_hint="--model") from None
+        raise click.ClickException(str(err)) from None
 
 
 def default_device() -> str:
@@ -177,13 +168,14 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     from .api import BackendOptions
     from .backends import create_backend
     from .running.estimate import announce
-    from .running.runner import ModelInfo, RunConfig, Runner, nothing_evaluated, run_counts, summary_table, task_summary_table
+    from .running.console import run_counts, summary_table, task_summary_table
+    from .running.runner import ModelInfo, RunConfig, Runner, nothing_evaluated
     from .sources import open_source
     from .sources.entries import select_entries
 
     if (data_dir is None) == (hub_org is None):
         raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")
-    check_model_name(model)
+    check_model_name(model, backend_args)
     device = device or default_device()
     split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
     try:
@@ -273,7 +265,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     if result.status == "empty":  # every task skipped by the runner (e.g. none declares the --setting's prompts)
         raise click.ClickException(nothing_evaluated(result.skipped, source))
     click.echo(summary_table(result.results))
-    click.echo(task_summary_table(result.results))
+    click.echo(task_summary_table(result.results, runner.baselines))
     click.echo(run_counts(result, runner.cache.path, output_dir))
 
 

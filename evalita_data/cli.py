@@ -73,13 +73,14 @@ def build(raw: Path, out: Path, tasks: tuple[str, ...], more_tasks: tuple[str, .
         click.echo(f"error: {err}", err=True)
         click.echo(f"build failed; {out} was left as it was.", err=True)
         sys.exit(1)
-    click.echo(f"built {len(summary.built())} task(s) into {out}; manifest: {out / 'manifest.json'}")
     missing = summary.not_built()
-    if missing:
+    if not summary.installed:  # a task asked for by name could not be built
+        click.echo(f"{len(missing)} task(s) asked for not built: {', '.join(o.task for o in missing)} (see above for what is missing); "
+                   f"nothing installed, {out} was left as it was")
+        sys.exit(1)
+    click.echo(f"built {len(summary.built())} task(s) into {out}; manifest: {out / 'manifest.json'}")
+    if missing:  # the default 'all' builds what it can
         click.echo(f"{len(missing)} task(s) not built: {', '.join(o.task for o in missing)} (see above for what is missing)")
-        # Asking for a task by name and not getting it is a failure; the default 'all' is not.
-        if tasks:
-            sys.exit(1)
 
 
 @main.command()

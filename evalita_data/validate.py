@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,5 +79,36 @@ def validate_path(path: Path, task_id: str | None = None) -> tuple[list[Violatio
         violations = []
         for f in files:
             violations.extend(validate_file(f, task_id or task_of(f, path)))
-        return violations, len(files)
+        return violations + manifest_violations(path, files), len(files)
     return validate_file(path, task_id or task_of(path)), 1
+
+
+def manifest_violations(build_dir: Path, files: list[Path]) -> list[Violation]:
+    """A build's files against its manifest.json (rows and sha256 of every split): a file edited, truncated or
+    removed after the build, or one the build did not write, is a violation (``run`` refuses such data too)."""
+    manifest_path = build_dir / "manifest.json"
+    if not manifest_path.is_file():
+        return []  # a Hub layout (push --to-dir) or a loose folder: nothing to compare with
+    try:
+        manifest = json.loads(manifest_path.read_text("utf-8"))
+        tasks = manifest["tasks"]
+        listed = {(build_dir / tid / split["file"]).resolve(): (tid, key, split) for tid, entry in tasks.items()
+                  for key, split in entry["splits"].items()}
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
+        return [Violation(str(manifest_path), 0, f"not a build manifest ({type(err).__name__}: {err}); expected tasks.<task>.splits")]
+    out = [Violation(str(f), 0, f"not in {manifest_path}: the build did not write it") for f in files if f.resolve() not in listed]
+    for resolved, (tid, key, split) in listed.items():
+        path = build_dir / tid / split["file"]
+        if not path.is_file():
+            out.append(Violation(str(path), 0, f"missing: {manifest_path} lists split {tid}/{key}"))
+            continue
+        data = path.read_bytes()
+        # Records are "\n"-terminated lines (a U+2028 inside a text is no line break: no str.splitlines).
+        rows = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+        if rows != split.get("rows"):
+            out.append(Violation(str(path), 0, f"{rows} rows, {manifest_path} says {split.get('rows')}: the file changed after the build"))
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != split.get("sha256"):
+            out.append(Violation(str(path), 0, f"sha256 {digest[:16]}… differs from {manifest_path} ({str(split.get('sha256'))[:16]}…): "
+                                               "the file changed after the build; rebuild it (evalita-data build)"))
+    return out

@@ -66,11 +66,20 @@ def fetch(directory: Path) -> Path:
     return gguf
 
 
+# What convert imports: transformers reads the GGUF with gguf and, since 5.x, refuses gguf_file= without accelerate.
+CONVERT_NEEDS = ("torch", "transformers", "gguf", "accelerate")
+
+
 def convert(directory: Path) -> Path:
     """``directory/plain``: the dequantized float32 model with its tokenizer and chat template."""
     plain = directory / "plain"
     if (plain / COMPLETE_MARK).is_file():
         return plain
+    import importlib.util
+
+    missing = [m for m in CONVERT_NEEDS if importlib.util.find_spec(m) is None]
+    if missing:  # one line before the download, not transformers' traceback after it
+        raise SystemExit(f"convert needs {', '.join(missing)}: pip install torch==2.13.0 '.[eval,gguf]' (the README quickstart)")
     gguf = fetch(directory)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -124,8 +124,10 @@ def test_a_run_prints_progress_a_task_table_and_exact_counts(tmp_path: Path, tin
     first = run(*args, "--progress")
     assert first.exit_code == 0, first.output
     assert re.search(r"te: 100%.*\b24/24 \[", first.output), first.output  # 6 prompts x 2 docs x 2 choices
-    assert re.search(r"^task\s+metric\s+prompts\s+AvgP %\s+MaxP %\s+CPS %$", first.output, re.M)
-    assert re.search(r"^te\s+acc\s+6\s+\d+\.\d\d\s+\d+\.\d\d\s+\d+\.\d\d$", first.output, re.M)
+    assert re.search(r"^task\s+metric\s+n\s+prompts\s+AvgP %\s+MaxP %\s+CPS %\s+chance %\s+majority %$", first.output, re.M)
+    # 2 items: n, the baselines of te's two classes (chance 50.00) and the note that 2 items measure nothing
+    assert re.search(r"^te\s+acc\s+2\s+6(\s+\d+\.\d\d){3}\s+50\.00\s+\d+\.\d\d\s+not a measurement: fewer than 30 items$",
+                     first.output, re.M), first.output
     assert "\n24 requests computed, 0 read from the cache" in first.output and "(24 in all)" in first.output
     again = run(*args, "--no-progress")
     assert "\n0 requests computed, 24 read from the cache" in again.output
@@ -179,6 +181,7 @@ def test_eval_debug_shows_the_traceback(tmp_path: Path, monkeypatch) -> None:
         raise RuntimeError("an unexpected failure")
 
     monkeypatch.setattr(tasks, "select_entries", boom)
+    (tmp_path / "config.json").write_text("{}", "utf-8")  # a model folder, as far as the --model check sees
     args = ["run", "--model", str(tmp_path), "--data", str(HERE / "data" / "build")]
     plain = CliRunner().invoke(main, args)
     assert_one_clear_line(plain, "RuntimeError: an unexpected failure")
@@ -189,5 +192,6 @@ def test_eval_debug_shows_the_traceback(tmp_path: Path, monkeypatch) -> None:
 def test_an_invalid_hub_org_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="--hub-org '../../x' is not a valid Hub name"):
         HubSource("../../x")
+    (tmp_path / "config.json").write_text("{}", "utf-8")  # a model folder, as far as the --model check sees
     result = run("--model", tmp_path, "--hub-org", "../../x", "--tasks", "te", "--output-dir", tmp_path / "o")
     assert_one_clear_line(result, "not a valid Hub name")

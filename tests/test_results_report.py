@@ -48,7 +48,8 @@ def ce_run(tiny_model: Path, tmp_path_factory) -> tuple[Path, dict, dict]:
 
 def test_results_json_states_rules_baselines_and_template(ce_run) -> None:
     out, _first, doc = ce_run
-    assert doc["config"]["setting"] == "ce" and doc["config"]["split"] is None and doc["comparable_with_paper"] is True
+    assert doc["config"]["setting"] == "ce" and doc["config"]["split"] is None and doc["comparable_with_paper"] is False
+    assert doc["not_comparable_with_paper"] == ["--max-new-tokens 4: the paper's budget is te 16, wic 16"]
     template = json.loads((Path(doc["model"]["name_or_path"]) / "tokenizer_config.json").read_text("utf-8")).get("chat_template")
     if isinstance(template, str):
         import hashlib
@@ -92,9 +93,9 @@ def test_single_ce_run_report_markdown_and_html(ce_run, tmp_path: Path) -> None:
     md = (tmp_path / "report.md").read_text("utf-8")
     html = (tmp_path / "report.html").read_text("utf-8")
     header = ("| model | name_or_path | dtype | device | setting | constrained | system instruction | chat template | few-shot | "
-              "split | n per prompt | limit | revision | time | status | results file |")
+              "split | comparable with the paper | n per prompt | limit | revision | time | status | results file |")
     assert header in md
-    assert "| ce | no | Rispondi con una lettera. | yes, sha256 " in md and "| 0 | official | 3 | all | – (local folder) |" in md
+    assert "| ce | no | Rispondi con una lettera. | yes, sha256 " in md and "| 0 | official | no: --max-new-tokens 4: the paper's budget is te 16, wic 16 | 3 | all | – (local folder) |" in md
     minutes = sum(t["compute_s"] for t in doc["timing"].values()) / 60
     time_cell = f"min wall, {minutes:.1f} min compute, 12 of 24 requests from the cache | complete |"
     assert time_cell in md
@@ -216,7 +217,8 @@ def test_split_is_recorded_and_marked(tiny_model: Path, tmp_path: Path, monkeypa
     assert _samples(folder, "hs_p1")[0]["prompt"].count(dev[0]["full_text"]) == 1
     write_report([folder / "results.json"], tmp_path / "r", k=0)
     md = (tmp_path / "r" / "report.md").read_text("utf-8")
-    assert "evaluated on split 'dev', not the official one: not comparable with the paper" in md
+    assert ": not comparable with the paper: --split dev: not the tasks' evaluation split" in md
+    assert doc["not_comparable_with_paper"] == ["--split dev: not the tasks' evaluation split"]
     assert "> note: evaluated on a non-official split: not comparable with the paper" in md
     assert "| dev (not comparable with the paper) |" in md
     # the run's name carries the split in every table (summary, task tables)

@@ -13,6 +13,7 @@ our split names.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -60,7 +61,9 @@ def dataset_fields(entry: TaskEntry, org: str | None, data_dir: Path | None, off
         assert hub is not None and org is not None
         return {"dataset_path": f"{org}/{hub.dataset}", "dataset_name": hub.config or entry.config,
                 "test_split": hub.test, "fewshot_split": hub.fewshot}
-    path = f"{org}/{entry.task_id}" if org is not None else str(Path(data_dir).resolve() / entry.task_id)  # type: ignore[arg-type]
+    # Absolute but not resolved: a build folder is a link to its current version (evalita-build ->
+    # .evalita-build.versions/<id>), which the next build replaces; the link's path survives it.
+    path = f"{org}/{entry.task_id}" if org is not None else os.path.join(os.path.abspath(Path(data_dir).expanduser()), entry.task_id)
     return {"dataset_path": path, "dataset_name": entry.config or "default",
             "test_split": spec.eval_split, "fewshot_split": spec.fewshot_split}
 

@@ -22,6 +22,7 @@ from ..reporting.runs import RunResults
 from ..reporting.settings_view import setting_label
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.tables import fmt
+from ..reporting.worth import recorded_reasons
 
 
 def _yaml_str(text: str) -> str:
@@ -52,6 +53,8 @@ def model_page_refusal(run: RunResults) -> str | None:
         return f"run with --limit {run.config['limit']}: a score on the first items, not on the test set"
     if run.config.get("split"):
         return f"evaluated on split {run.config['split']!r}, not the official one"
+    if reasons := recorded_reasons(run.raw):  # a model page shows the paper's evaluation only
+        return "not comparable with the paper: " + "; ".join(reasons)
     if not run.data.get("revisions"):
         return "data not read from the official Hub datasets (run --data hf:ORG): no dataset id and revision to name"
     missing = sorted(set(run.results) - set(official_datasets(run)))

@@ -24,6 +24,7 @@ from ..reporting.runs import RunResults, load_results, parse_results
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
 from ..reporting.tables import TextTable, fmt
+from ..reporting.worth import recorded_reasons, small_n_note
 from .front_page import render_front_page
 from .model_page import model_page_files, model_page_refusal
 from .public import LocalPathLeft, check_no_local_paths, local_replacements, model_label, public_bytes, public_results
@@ -44,7 +45,7 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
     ``run`` is the published form of the run (public.py: no local path); the repository's front page lists the other runs."""
     run.display = model_label(run.model)
     lines = [
-        f"# Evalita-LLM results: {run.display}" + (f" ({NOT_COMPARABLE})" if run.config.get("split") else ""),
+        f"# Evalita-LLM results: {run.display}" + (f" ({NOT_COMPARABLE})" if recorded_reasons(run.raw) else ""),
         "",
         f"Written by `evalita-eval push-results` to `{repo_id}`. Files of this run are under `{folder}/`: "
         "`results.json` (scores as fractions, settings, data hashes, baselines, answer rules) and "
@@ -55,7 +56,7 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
     settings = [("model", run.display), ("dtype", run.model.get("dtype")), ("backend", run.model.get("backend")),
                 ("data", run.data.get("source") + (" (local folder)" if run.data.get("local_folder") else "")
                  if run.data.get("source") else None)]
-    settings += run_rows(run.config, run.model, run.results, run.timing, run.status)
+    settings += run_rows(run.config, run.model, run.results, run.timing, run.status, recorded_reasons(run.raw))
     settings += [(k, run.config.get(k)) for k in ("seed", "max_new_tokens")]
     lines += [f"| {k} | {'–' if v is None else str(v).replace('|', '/')} |" for k, v in settings]
     for repo, sha in sorted((run.data.get("revisions") or {}).items()):
@@ -79,11 +80,11 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
         rows.append([task, rep.metric, evaluated_n({task: run.results[task]}), prompts] + [fmt(pm[c], t.scale) for c in STAT_COLUMNS]
                     + [fmt(st.sharpe[0], t.scale), baseline_cell(base, "chance", rep.metric),
                        baseline_cell(base, "majority", rep.metric), unparsed_cell(run.results[task])])
-        notes += [f"{task}: {n}" for n in t.notes]
+        notes += [f"{task}: {n}" for n in t.notes] + [n for n in [small_n_note(task, run.results[task])] if n]
     lines.append(TextTable(["task", "metric", "n", "by prompt"] + list(STAT_COLUMNS) + ["Sharpe", "chance", "majority", "unparsed"],
                            rows, text_cols=4).markdown())
-    if run.config.get("split"):
-        notes.append(f"evaluated on split {run.config['split']!r}, not the official one: {NOT_COMPARABLE}")
+    if reasons := recorded_reasons(run.raw):
+        notes.append(f"{NOT_COMPARABLE}: {'; '.join(reasons)}")
     if run.partial:
         notes.append(f"{run.status}: the other tasks are missing")
     lines += [""] + [f"Note: {n}" for n in notes]

@@ -29,6 +29,7 @@ from .runs import RunResults
 from .task_report import headline_metric, task_order
 from .settings_view import setting_label
 from .tables import ScoresError, TextTable, fmt
+from .worth import MIN_ITEMS, NOT_A_MEASUREMENT, NOT_COMPARABLE, recorded_reasons
 
 PERCENT = 100.0
 ACCURACIES = ("acc", "acc_norm", "acc_bytes")
@@ -168,6 +169,7 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
     if setting_label(a.config) != setting_label(b.config):
         notes.append(f"the runs differ in setting ({setting_label(a.config)} vs {setting_label(b.config)}): "
                      "their prompts of the same name are different prompts")
+    notes += [f"{side}: {NOT_COMPARABLE}: {'; '.join(why)}" for side, run in (("A", a), ("B", b)) if (why := recorded_reasons(run.raw))]
     only = sorted(set(a.results) ^ set(b.results))
     if only:
         notes.append(f"task(s) in one run only, not compared: {', '.join(only)}")
@@ -194,6 +196,8 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
         except (KeyError, TypeError, ValueError) as err:  # samples without the fields the metric reads
             raise ScoresError(f"{task}: cannot score {metric} from the samples of {a.path.parent} and "
                               f"{b.path.parent} ({type(err).__name__}: {err})") from None
+    if small := [f"{r.task} {r.prompt}" for r in rows if r.n < MIN_ITEMS]:
+        notes.append(f"{NOT_A_MEASUREMENT}: {', '.join(small)}")
     return rows, notes
 
 

@@ -15,8 +15,9 @@ from ..naming import is_local
 from .settings_view import setting_label
 from .tables import TextTable, fmt
 
+from .worth import NOT_COMPARABLE, comparability_text, recorded_reasons
+
 PERCENT = 100.0
-NOT_COMPARABLE = "not comparable with the paper"
 
 
 def check_run_extras(path: Any, doc: dict) -> None:
@@ -128,8 +129,12 @@ def revision_text(model: dict) -> str:
     return "– (local folder)" if local else "– (the Hub's default branch at run time)"
 
 
-def run_rows(config: dict, model: dict, results: dict, timing: dict, status: str) -> list[tuple[str, str]]:
-    """(what, value) pairs that every table or card of a run states."""
+def run_rows(config: dict, model: dict, results: dict, timing: dict, status: str,
+             reasons: list[str] | None = None) -> list[tuple[str, str]]:
+    """(what, value) pairs that every table or card of a run states; ``reasons``: why the run is not comparable
+    with the paper (worth.recorded_reasons of its results.json; None: those its config shows)."""
+    if reasons is None:
+        reasons = recorded_reasons({"config": config})
     return [
         ("setting", setting_label(config)),
         ("constrained", "yes" if config.get("constrained") else "no"),
@@ -137,6 +142,7 @@ def run_rows(config: dict, model: dict, results: dict, timing: dict, status: str
         ("chat template", chat_text(config)),
         ("few-shot", fewshot_text(config)),
         ("split", split_text(config)),
+        ("comparable with the paper", comparability_text(reasons)),
         ("n per prompt", evaluated_n(results)),
         ("limit", "all" if config.get("limit") is None else str(config["limit"])),
         ("revision", revision_text(model)),

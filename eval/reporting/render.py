@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import re
 
-from .summary import ci_table, runs_table, summary_table
+from .summary import ci_table, euroeval_table, measurement_notes, runs_table, summary_table
 from .tables import paper_table
 
 
@@ -19,7 +19,8 @@ def render_context(runs, reports, summary, alpha, k, seed, notes) -> dict:
         t = rep.table
         sections.append({
             "task": t.task, "metric": rep.metric, "table": paper_table(t, alpha),
-            "ci": ci_table(rep) if rep.cells else None, "notes": t.notes, "items_table": rep.items,
+            "ci": ci_table(rep) if rep.cells else None, "euroeval": euroeval_table(rep) if rep.cells else None,
+            "notes": t.notes + measurement_notes(rep), "items_table": rep.items,
             "heatmap": f"heatmap_{slug(t.task)}.png",
             "rank_basis": rep.rank_basis if len(t.models) > 1 else None,  # a rank needs another model on the task
         })
@@ -53,6 +54,20 @@ SETTINGS_EXPLAIN = (
 )
 
 
+def interval_explain(k: int, seed: int) -> str:
+    return (f"Score and 95% percentile interval (bootstrap, k={k}, seed {seed}): the score on the evaluated items (n per "
+            "model in the header) and, in brackets, the 2.5th–97.5th percentiles of the scores of k resamples of those "
+            "items: the spread a different test set of the same size could give. AvgP: the mean over the prompts, "
+            "resampled with the same items for every prompt.")
+
+
+EUROEVAL_EXPLAIN = (
+    "EuroEval's interval, for comparison with EuroEval only: the mean of the same k bootstrap scores ± 1.96 × their "
+    "std / √k (the standard error of that mean). It shrinks as k grows: it says how well k resamples pin down their "
+    "mean, not how far the score could move."
+)
+
+
 def to_markdown(c: dict) -> str:
     out = ["# Evalita-LLM report", "", EXPLAIN, ""]
     out += [f"> note: {n}" for n in c["notes"]]
@@ -70,8 +85,7 @@ def to_markdown(c: dict) -> str:
             out += ["", ITEMS_EXPLAIN, "", s["items_table"].markdown(), ""]
         out += ["", f"![{s['task']} heatmap](plots/{s['heatmap']})", ""]
         if s["ci"]:
-            out += [f"Bootstrap (k={c['k']}, seed {c['seed']}): mean ± 95% CI half-width of the mean (EuroEval: 1.96 × std / √k) and, in parentheses, the 2.5th–97.5th percentiles of the bootstrap scores (the spread a different test set of the same size could give).", "",
-                    s["ci"].markdown(), ""]
+            out += [interval_explain(c["k"], c["seed"]), "", s["ci"].markdown(), "", EUROEVAL_EXPLAIN, "", s["euroeval"].markdown(), ""]
         out += [f"Rank score basis: {s['rank_basis']}.", ""] if s["rank_basis"] else []
     return "\n".join(out)
 
@@ -82,7 +96,8 @@ def to_html(c: dict, images: dict[str, bytes]) -> str:
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     b64 = {name: base64.b64encode(png).decode("ascii") for name, png in images.items()}
     return env.from_string(HTML_TEMPLATE).render(c=c, img=b64, explain=EXPLAIN, settings_explain=SETTINGS_EXPLAIN,
-                                                 items_explain=ITEMS_EXPLAIN)
+                                                 items_explain=ITEMS_EXPLAIN, interval_explain=interval_explain,
+                                                 euroeval_explain=EUROEVAL_EXPLAIN)
 
 
 TABLE_MACRO = """{% macro table(t) -%}
@@ -130,8 +145,10 @@ img { max-width: 100%; display: block; margin: .6rem 0 1rem; }
 <div class="scroll">{{ table(s.table) }}</div>
 {% if s.items_table %}<p class="small">{{ items_explain }}</p><div class="scroll">{{ table(s.items_table) }}</div>{% endif %}
 <img alt="{{ s.task }} heatmap" src="data:image/png;base64,{{ img[s.heatmap] }}">
-{% if s.ci %}<p class="small">Bootstrap (k={{ c.k }}, seed {{ c.seed }}): mean ± 95% CI half-width of the mean (EuroEval: 1.96 × std / √k) and, in parentheses, the 2.5th–97.5th percentiles of the bootstrap scores (the spread a different test set of the same size could give).</p>
-<div class="scroll">{{ table(s.ci) }}</div>{% endif %}
+{% if s.ci %}<p class="small">{{ interval_explain(c.k, c.seed) }}</p>
+<div class="scroll">{{ table(s.ci) }}</div>
+<p class="small">{{ euroeval_explain }}</p>
+<div class="scroll">{{ table(s.euroeval) }}</div>{% endif %}
 {% if s.rank_basis %}<p class="small">Rank score basis: {{ s.rank_basis }}.</p>{% endif %}
 {% endfor %}
 </body></html>

@@ -83,7 +83,7 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
         "models": {r.display: {"model": r.model, "results_file": str(r.path)} for r in runs},
         "tasks": {rep.table.task: {"metric": rep.metric, "rank_basis": rep.rank_basis, **table_json(rep.table, alpha),
                                    "items": {"headers": rep.items.headers, "rows": rep.items.rows} if rep.items else None,
-                                   "bootstrap": {f"{m}/{p}": {"mean": b.mean, "ci_low": b.ci_low, "ci_high": b.ci_high,
+                                   "bootstrap": {f"{m}/{p}": {"point": b.point, "mean": b.mean, "ci_low": b.ci_low, "ci_high": b.ci_high,
                                                               "pct_low": b.pct_low, "pct_high": b.pct_high}
                                                  for (m, p), b in rep.cells.items()}}
                   for rep in reports},

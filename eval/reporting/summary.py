@@ -9,6 +9,7 @@ import numpy as np
 
 from . import stats
 from .facts import NOT_COMPARABLE, run_rows
+from .worth import MIN_ITEMS, NOT_A_MEASUREMENT, recorded_reasons
 from .runs import PERCENT, RunResults
 from .tables import TextTable, fmt
 from .task_report import TaskReport
@@ -65,23 +66,58 @@ def summary_table(reports: Sequence[TaskReport], summary: Summary, alpha: float)
     return TextTable(headers, rows)
 
 
-def ci_cell(b: stats.BootstrapResult) -> str:
-    """'mean ± EuroEval half-width (2.5th–97.5th percentile)'."""
-    return f"{fmt(b.mean, PERCENT)} ± {fmt(b.ci_high - b.mean, PERCENT)} ({fmt(b.pct_low, PERCENT)}–{fmt(b.pct_high, PERCENT)})"
+def interval_cell(b: stats.BootstrapResult) -> str:
+    """'point [2.5th–97.5th percentile of the resampled scores]': the score itself and the spread of the resamples."""
+    return f"{fmt(b.point, PERCENT)} [{fmt(b.pct_low, PERCENT)}–{fmt(b.pct_high, PERCENT)}]"
+
+
+def euroeval_cell(b: stats.BootstrapResult) -> str:
+    """'bootstrap mean ± 1.96·SE of that mean' (EuroEval's convention; it shrinks as the resamples grow)."""
+    return f"{fmt(b.mean, PERCENT)} ± {fmt(b.ci_high - b.mean, PERCENT)}"
+
+
+def model_items(rep: TaskReport) -> dict[str, str]:
+    """Per model, the items its scores of the task rest on (the items table's n column)."""
+    return {row[0]: row[1] for row in rep.items.rows} if rep.items is not None else {}
+
+
+def _fewest(n: str) -> int | None:
+    first = n.split("–")[0]
+    return int(first) if first.isdigit() else None
+
+
+def measurement_notes(rep: TaskReport) -> list[str]:
+    """'not a measurement' for each model whose scores of the task rest on fewer than MIN_ITEMS items."""
+    small = [m for m, n in model_items(rep).items() if (fewest := _fewest(n)) is not None and fewest < MIN_ITEMS]
+    return [f"{m}: n={model_items(rep)[m]}, {NOT_A_MEASUREMENT}" for m in small]
+
+
+def _bootstrap_table(rep: TaskReport, cell) -> TextTable:
+    t = rep.table
+    items = model_items(rep)
+    rows = [[p] + [cell(rep.cells[(m, p)]) for m in t.models] for p in t.prompts]
+    avg = {m: stats.summarize_bootstrap(rep.avg_scores[m], point=float(np.mean([rep.cells[(m, p)].point for p in t.prompts])))
+           for m in t.models}
+    rows.append(["AvgP"] + [cell(avg[m]) for m in t.models])
+    headers = ["prompt"] + [f"{m} (n={items[m]})" if m in items else m for m in t.models]
+    return TextTable(headers, rows, summary_from=len(t.prompts))
 
 
 def ci_table(rep: TaskReport) -> TextTable:
-    t = rep.table
-    rows = [[p] + [ci_cell(rep.cells[(m, p)]) for m in t.models] for p in t.prompts]
-    rows.append(["AvgP"] + [ci_cell(stats.summarize_bootstrap(rep.avg_scores[m])) for m in t.models])
-    return TextTable(["prompt"] + t.models, rows, summary_from=len(t.prompts))
+    """Per prompt and AvgP: the point score and the percentile interval of its bootstrap resamples."""
+    return _bootstrap_table(rep, interval_cell)
+
+
+def euroeval_table(rep: TaskReport) -> TextTable:
+    """The same resamples as EuroEval states them: bootstrap mean ± 1.96·SE."""
+    return _bootstrap_table(rep, euroeval_cell)
 
 
 def runs_table(runs: Sequence[RunResults]) -> TextTable:
     """One row per run: the model and everything that changes its numbers (report_facts.run_rows)."""
     rows, headers = [], []
     for r in runs:
-        facts = run_rows(r.config, r.model, r.results, r.timing, r.status)
+        facts = run_rows(r.config, r.model, r.results, r.timing, r.status, recorded_reasons(r.raw))
         headers = [name for name, _ in facts]
         rows.append([r.display, r.model.get("name_or_path", ""), str(r.model.get("dtype") or ""), str(r.config.get("device", ""))]
                     + [value for _, value in facts] + [str(r.path)])
@@ -92,6 +128,5 @@ def runs_table(runs: Sequence[RunResults]) -> TextTable:
 def run_notes(runs: Sequence[RunResults]) -> list[str]:
     """Report-wide warnings: unfinished runs, non-official splits."""
     notes = [f"{r.display}: {r.status} (report --partial): its other tasks are missing" for r in runs if r.partial]
-    notes += [f"{r.display}: evaluated on split {r.config['split']!r}, not the official one: {NOT_COMPARABLE}"
-              for r in runs if r.config.get("split")]
+    notes += [f"{r.display}: {NOT_COMPARABLE}: {'; '.join(reasons)}" for r in runs if (reasons := recorded_reasons(r.raw))]
     return notes

@@ -25,6 +25,7 @@ from evalita_data.cli_errors import one_line
 
 from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, check_ll_result, request_payload
 from .cache import RequestCache, request_key
+from .comparability import comparability_record
 from ..modeling.identity import identity_key
 from ..prompting.fewshot import build_chat_messages, build_contexts, messages_as_text
 from ..prompting import instruct as st
@@ -570,8 +571,8 @@ class Runner:
             # A source may add its provenance (the official Hub source: dataset revisions).
             "data": {"source": self.source.description, "manifest_sha256": manifest, **self.source.provenance()},
             "config": self._config_json(),
-            # The tasks and splits of the paper, or not (--split): tables and cards say so.
-            "comparable_with_paper": self.config.split is None,
+            # The paper's whole evaluation of the tasks evaluated, or not and why (comparability.py): tables and cards say so.
+            **comparability_record(self.config, [self._entries[name] for name in result.results]),
             "results": result.results,
             # Per task, prompt and answer rule (prompting/answers.py), how many generated answers it parsed.
             "parsed_by": self.parsed_by,
@@ -616,46 +617,3 @@ def nothing_evaluated(skipped: dict[str, str], source: Source) -> str:
             text += (f"; {folder} holds folders of tasks that are not registered here: {', '.join(unknown)} "
                      "(an out-of-tree task is registered by EVALITA_TASK_PATH or its installed package)")
     return text
-
-
-def summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
-    """Task x prompt table of every metric (as percentages), for the console."""
-    rows = [("task", "prompt", "n", "metrics")]
-    for task, prompts in results.items():
-        for prompt, scores in prompts.items():
-            metrics = "  ".join(f"{m}={v}/{scores.get('n', '?')}" if m == st.UNPARSED else f"{m}={100 * v:.2f}"
-                                for m, v in scores.items() if m != "n")
-            rows.append((task, prompt, str(scores.get("n", "")), metrics))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}" for r in rows)
-
-
-def task_summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
-    """Per task, the headline metric over its prompts: AvgP, MaxP and CPS (SPEC: CPS = (1 - (MaxP - AvgP)) * MaxP), in %."""
-    from evalita_data.registry import task_of_entry
-
-    from ..reporting.stats import spread_stats
-
-    rows = [("task", "metric", "prompts", "AvgP %", "MaxP %", "CPS %")]
-    for name, prompts in results.items():
-        spec = task_of_entry(name)
-        if not prompts or spec is None:
-            continue
-        metric = spec.metrics[0].name  # the headline metric, as in the report
-        values = [scores[metric] for scores in prompts.values() if metric in scores]
-        if not values:
-            continue
-        s = spread_stats(values)
-        rows.append((name, metric, str(len(values)), f"{100 * s.avg:.2f}", f"{100 * s.max:.2f}", f"{100 * s.cps:.2f}"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows)
-
-
-def run_counts(result: RunResult, cache_path: Path, output_dir: str | Path) -> str:
-    """What was computed and what was read back from the resume cache, exactly."""
-    repeated = result.requests - result.computed - result.cached
-    text = f"{result.computed} requests computed, {result.cached} read from the cache {cache_path}"
-    if repeated:
-        text += f", {repeated} repeated within the run (computed once)"
-    text += f" ({result.requests} in all)"
-    return text + f"; results in {Path(output_dir) / 'results.json'}"

@@ -64,11 +64,15 @@ class FolderSource(ManifestVerifiedSource):
         return (read_json(published) if published.is_file() else None), str(published)
 
     def _not_built(self, entry: TaskEntry, split: str) -> str:
-        """Why the build has no such split, from its manifest (e.g. the test gold is not public)."""
+        """Why the build has no such split, from its manifest (e.g. the test gold is not public, or no original at all)."""
         try:
             manifest, _ = self._manifest_entry(entry)
-        except ValueError:
+            build = self.data_dir / "manifest.json"
+            whole = (read_json(build).get("not_built") or {}).get(entry.task_id) if build.is_file() else None
+        except (ValueError, AttributeError):
             return ""
+        if isinstance(whole, dict) and whole.get("message"):  # the task's originals are missing: the build's words
+            return f" (not built: {whole['message']} See `evalita-data fetch {entry.task_id}`.)"
         for part in (manifest or {}).get("report", {}).get("missing", []):
             if entry.split_key(split) in part.get("splits", []):
                 return f" (not built: {', '.join(part.get('files', []))} missing. {part.get('hint', '')})"

@@ -44,6 +44,8 @@ class TaskOutcome:
 class BuildSummary:
     outcomes: list[TaskOutcome]
     out: Path
+    # False when a task asked for by name was not built: then nothing was installed and ``out`` is as it was.
+    installed: bool = True
 
     def built(self) -> list[TaskOutcome]:
         return [o for o in self.outcomes if o.status == "built"]
@@ -183,7 +185,8 @@ def build(
     """Build the requested tasks (all by default) from ``raw`` into ``out``.
 
     Raises on the first bad input or invalid record and leaves ``out`` as it was.
-    Tasks whose originals are missing are reported, not failed. ``workers``: processes
+    Tasks whose originals are missing are reported, not failed; but when ``tasks`` names one of
+    them, nothing is installed (``BuildSummary.installed`` is False) and ``out`` is left as it was. ``workers``: processes
     converting tasks side by side (default: one per task, at most one per CPU).
     """
     task_ids = list(tasks) if tasks else list(registered_task_ids())
@@ -204,13 +207,16 @@ def build(
             for outcome in ordered_map(convert_task, jobs, workers, costs=records):
                 echo(_describe(outcome))
                 outcomes.append(outcome)
-            _install(staging, out, outcomes)
+            # A task asked for by name and not built is a failed build: nothing is installed, as for a bad input.
+            installed = not (tasks and any(o.status != "built" for o in outcomes))
+            if installed:
+                _install(staging, out, outcomes)
     except OSError as err:
         if err.errno in (errno.ENOSPC, errno.EDQUOT):
             raise DiskFull(f"no space left on the device of {out} ({err.filename or 'writing the build'}); "
                            "free some space and build again") from None
         raise
-    return BuildSummary(outcomes, out)
+    return BuildSummary(outcomes, out, installed)
 
 
 def _describe(o: TaskOutcome) -> str:
