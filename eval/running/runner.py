@@ -374,7 +374,7 @@ class Runner:
             answer_texts = st.setting_task(entry.task_id, "oe").choices(prompt, doc)
             gold, (parsed, rule) = task.target(doc), st.parse_answer_rule(setting, gen, cs, answer_texts)
             samples.append({
-                "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed, "parsed_by": rule,
+                "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed, **st.reading_fields(parsed, rule),
                 "parsed_answer": None if parsed is None else cs[parsed],
                 "prediction": st.scored_prediction(parsed, gold, len(cs), unparsed_as), "gold": gold,
                 "gold_answer": answer_texts[gold],
