@@ -27,6 +27,7 @@ from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
 from ..reporting.settings_view import setting_label
 from ..reporting.tables import TextTable, fmt
+from ..prompting.unparsed_flag import EXPLAIN, flag_notes
 
 STAT_COLUMNS = ("MinP", "MaxP", "AvgP", "CPS")
 
@@ -73,7 +74,7 @@ def render_card(run: RunResults, folder: str, repo_id: str, other_runs: Sequence
               "AvgP (minimum, maximum, mean over prompts), CPS (combined performance score) and the Sharpe score "
               "(mean penalised by the spread over prompts, α=1); see docs/statistics.md. Baselines on the same gold "
               "labels: chance (uniform random choice) and majority (always the most frequent gold class). Unparsed: "
-              "generated answers no rule could read (counted wrong), k / n per prompt.", ""]
+              "generated answers no rule could read (counted wrong), k / n per prompt; " + EXPLAIN + ".", ""]
     rows, notes = [], []
     for task in task_order(set(run.results)):
         rep = build_task_report(task, [run])
@@ -84,7 +85,7 @@ def render_card(run: RunResults, folder: str, repo_id: str, other_runs: Sequence
         rows.append([task, rep.metric, evaluated_n({task: run.results[task]}), prompts] + [fmt(pm[c], t.scale) for c in STAT_COLUMNS]
                     + [fmt(st.sharpe[0], t.scale), baseline_cell(base, "chance", rep.metric),
                        baseline_cell(base, "majority", rep.metric), unparsed_cell(run.results[task])])
-        notes += [f"{task}: {n}" for n in t.notes]
+        notes += [f"{task}: {n}" for n in t.notes] + flag_notes(task, run.results[task])  # issue 28: few parsed answers
     lines.append(TextTable(["task", "metric", "n", "by prompt"] + list(STAT_COLUMNS) + ["Sharpe", "chance", "majority", "unparsed"],
                            rows, text_cols=4).markdown())
     if run.config.get("split"):

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 from ..naming import is_local
 from .settings_view import setting_label
 from .tables import TextTable, fmt
+from ..prompting.unparsed_flag import MARK, is_flagged
 
 PERCENT = 100.0
 NOT_COMPARABLE = "not comparable with the paper"
@@ -146,7 +147,7 @@ def run_rows(config: dict, model: dict, results: dict, timing: dict, status: str
 
 def unparsed_cell(prompts: dict) -> str:
     """'p1 3 / 10, p2 0 / 10' (answers no rule read, per prompt), or '–' where the task has no count."""
-    cells = [f"{p} {int(s['unparsed'])} / {int(s.get('n', 0))}" for p, s in prompts.items() if "unparsed" in s]
+    cells = [f"{p} {int(s['unparsed'])} / {int(s.get('n', 0))}" + (f" {MARK}" if is_flagged(s) else "") for p, s in prompts.items() if "unparsed" in s]
     return ", ".join(cells) if cells else "–"
 
 
