@@ -27,7 +27,7 @@ from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
 from ..reporting.settings_view import setting_label
 from ..reporting.tables import TextTable, fmt
-from ..prompting.unparsed_flag import EXPLAIN, flag_notes
+from ..prompting.unparsed_flag import EXPLAIN, MARK, flag_notes, is_flagged
 
 STAT_COLUMNS = ("MinP", "MaxP", "AvgP", "CPS")
 
@@ -80,7 +80,8 @@ def render_card(run: RunResults, folder: str, repo_id: str, other_runs: Sequence
         rep = build_task_report(task, [run])
         t, st = rep.table, rep.table.stats()
         pm = st.per_model[0].as_dict()
-        prompts = ", ".join(f"{p} {fmt(v, t.scale)}" for p, v in zip(t.prompts, t.scores[:, 0]))
+        prompts = ", ".join(f"{p} {fmt(v, t.scale)}" + (f" {MARK}" if is_flagged(run.results[task].get(p, {})) else "")
+                            for p, v in zip(t.prompts, t.scores[:, 0]))
         base = (run.raw.get("baselines") or {}).get(task)
         rows.append([task, rep.metric, evaluated_n({task: run.results[task]}), prompts] + [fmt(pm[c], t.scale) for c in STAT_COLUMNS]
                     + [fmt(st.sharpe[0], t.scale), baseline_cell(base, "chance", rep.metric),
