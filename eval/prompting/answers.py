@@ -102,7 +102,7 @@ def _label(line: str, letters: Sequence[str]) -> tuple[str, str] | None:
 
 def _is_option_line(line: str, last: bool, letters: Sequence[str], texts: Sequence[str]) -> bool:
     """A line of the option list: labelled, an option's text, or (last line) the start of one cut by the budget."""
-    if _label(line, letters) is not None:
+    if _label(line, letters) is not None or (last and line.strip() in ("(", "[")):  # "(": a label "(B)" cut
         return True
     said = normalize(line)
     if not said:
@@ -195,10 +195,13 @@ def parse_letter_rule(answer: str, letters: Sequence[str], option_texts: Sequenc
     mentions = _letter_mentions(rest, allowed)
     named.positive.extend(mentions.positive)
     named.negated.update(mentions.negated)
-    # an option's text on a line of its own names that option too: it must not be another one
-    named_by_text = [i for line in rest for i, t in enumerate(texts) if normalize(t) and normalize(line) == normalize(t)]
-    if named.positive:
-        named.positive.extend(named_by_text)
+    if named.positive:  # an option's text beside the letter names that option too: it must be the same one
+        words = _words("\n".join(rest))
+        for start, _end, i in _occurrences(words, texts):
+            if words.negated[start]:
+                named.negated.add(i)
+            else:
+                named.positive.append(i)
     index, reason = _verdict(named, _tokens(answer))
     return (index, rule) if index is not None else (None, reason or "no_option")
 
