@@ -37,7 +37,9 @@ CE = [
     ("A e B", SA, None, (None, "several")), ("B o C", SA, None, (None, "several")),
     ("Entrambe (A e B)", SA, None, (None, "several")), ("Non è né A né B", SA, None, (None, "several")),
     ("Direi B ma potrebbe essere anche C", SA, None, (None, "several")), ("La risposta è B oppure C", SA, None, (None, "several")),
-    ("Risposta: B\nA: Positivo", SA, None, (None, "several")), ("Positivo, quindi B", SA, None, (None, "several")),
+    ("Risposta: B\nA: Positivo", SA, None, (None, "echo")), ("Risposta:\nB: Negativo", SA, 1, (1, "label")),
+    ("Cosa è il deposito cauzionale?\nA:", FAQ, None, (None, "echo")),  # the question restated, the list begun (real)
+    ("Il tweet critica il governo\nB: Negativo", SA, 1, (None, "echo")),  # read by a person, unparsed (docs) ("Positivo, quindi B", SA, None, (None, "several")),
     ("Risposta: B (Positivo)", SA, None, (None, "several")),
     ("La risposta corretta non è A, è B", SA, 1, (1, "in_text")), ("B, non A", SA, 1, (1, "in_text")),
     ("Né A né B, ma C", SA, 2, (2, "in_text")), ("Non è A", SA, None, (None, "negated")),
@@ -121,7 +123,7 @@ def test_replies_a_person_reads_but_the_rules_leave_unparsed_are_documented() ->
     """Each such reply is in docs/settings.md, written as there (a line break as \\n)."""
     docs = DOCS.read_text("utf-8")
     missed = [reply for reply, _t, person, (index, _r) in CE + TEXT if person is not None and index is None]
-    assert len(missed) == 9
+    assert len(missed) == 10
     for reply in missed:
         assert f"`{reply}`" in docs, reply
 

@@ -12,7 +12,8 @@ Shared by both rules, in order:
    letter of the options followed by ``:``, ``)``, ``.``, ``]`` or ``-``, or that letter
    alone: a label cut by the token budget), a line whose text is an option's text, or the
    last line when its text starts an option's text (an option cut by the budget). A reply
-   with two or more option lines repeats the option list: ``echo``.
+   with two or more option lines repeats the option list: ``echo``; so does one with a
+   labelled line after a line that is not a cue ending in ``:`` (``Risposta:``).
 2. **Label.** A labelled line (``B: Sì``) names its letter's option; the text after the
    label must agree with that option (equal, or one a prefix of the other, after
    ``normalize``; the option's text a whole-word prefix of it), and must not be another
@@ -111,6 +112,10 @@ def _is_option_line(line: str, last: bool, letters: Sequence[str], texts: Sequen
 
 
 def _echo(lines: list[str], letters: Sequence[str], texts: Sequence[str]) -> bool:
+    """Two or more option lines; or a labelled line after text that is no cue ending in ':' (the prompt
+    restated, then its option list begun: 'Cosa è il deposito cauzionale?\nA:')."""
+    if any(_label(line, letters) is not None and not lines[i - 1].rstrip().endswith(":") for i, line in enumerate(lines) if i):
+        return True
     return sum(_is_option_line(line, i == len(lines) - 1, letters, texts) for i, line in enumerate(lines)) >= 2
 
 
