@@ -33,8 +33,10 @@ def test_console_summary_marks_the_flagged_prompt() -> None:
     from evalita_eval.running.runner import summary_table
 
     lines = summary_table({"sa": {"p1": {"acc": 0.25, "unparsed": 1, "n": 10}, "p2": {"acc": 0.5, "unparsed": 0, "n": 10}}}).splitlines()
-    assert lines[1].endswith("acc=25.00  unparsed=1/10 (!) 1/10 unparsed") and lines[1].split()[:2] == ["sa", "p1"]
+    assert lines[1].endswith("acc=25.00  unparsed=1/10 (!)") and lines[1].split()[:2] == ["sa", "p1"]
     assert lines[2].endswith("acc=50.00  unparsed=0/10")
+    assert lines[3] == "(!): 10 % or more of the prompt's answers could not be read (unparsed, scored as wrong); the score rests on the others"
+    assert len(lines) == 4 and "(!)" not in summary_table({"sa": {"p1": {"acc": 0.5, "unparsed": 0, "n": 10}}})
 
 
 def test_push_results_card_marks_the_flagged_prompt(tmp_path: Path) -> None:

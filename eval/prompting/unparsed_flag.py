@@ -36,6 +36,16 @@ def is_flagged(scores: Mapping) -> bool:
     return share is not None and share >= FLAG_SHARE
 
 
+def flag_mark(scores: Mapping) -> str:
+    """' (!)' after a flagged prompt's scores, else ''."""
+    return f" {MARK}" if is_flagged(scores) else ""
+
+
+def flag_legend(results: Mapping[str, Mapping[str, Mapping]]) -> str:
+    """The line under a table of ``results`` that explains the mark, where a prompt is flagged, else ''."""
+    return f"\n{EXPLAIN}" if any(is_flagged(s) for prompts in results.values() for s in prompts.values()) else ""
+
+
 def flag_text(scores: Mapping) -> str:
     """'(!) 6/8 unparsed' for a flagged prompt, else ''."""
     if not is_flagged(scores):

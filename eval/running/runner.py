@@ -28,7 +28,7 @@ from .cache import RequestCache, request_key
 from ..modeling.identity import identity_key
 from ..prompting.fewshot import build_chat_messages, build_contexts, messages_as_text
 from ..prompting import instruct as st
-from ..prompting.unparsed_flag import flag_text, flagged_prompts
+from ..prompting.unparsed_flag import flag_legend, flag_mark, flagged_prompts
 from ..reporting.baselines import generative_baselines, task_baselines
 from ..prompting.constrained import format_failures, refuse_unformatted, task_constraint, unformatted
 from ..modeling.memory import peak_memory, reset_peak_memory
@@ -627,9 +627,9 @@ def summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
         for prompt, scores in prompts.items():
             metrics = "  ".join(f"{m}={v}/{scores.get('n', '?')}" if m == st.UNPARSED else f"{m}={100 * v:.2f}"
                                 for m, v in scores.items() if m != "n")
-            rows.append((task, prompt, str(scores.get("n", "")), " ".join(filter(None, (metrics, flag_text(scores))))))
+            rows.append((task, prompt, str(scores.get("n", "")), metrics + flag_mark(scores)))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}" for r in rows)
+    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}" for r in rows) + flag_legend(results)
 
 
 def task_summary_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
