@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from evalita_eval.prompting.unparsed_flag import flag_notes, flag_text, flagged_prompts, is_flagged, unparsed_share
+from evalita_eval.reporting.unparsed_flag import flag_notes, flag_text, flagged_prompts, is_flagged, unparsed_share
 
 RESULTS = Path(__file__).parent / "data" / "results"
 

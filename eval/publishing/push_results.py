@@ -27,7 +27,7 @@ from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
 from ..reporting.settings_view import setting_label
 from ..reporting.tables import TextTable, fmt
-from ..prompting.unparsed_flag import EXPLAIN, MARK, flag_notes, is_flagged
+from ..reporting.unparsed_flag import EXPLAIN, MARK, flag_notes, is_flagged
 
 STAT_COLUMNS = ("MinP", "MaxP", "AvgP", "CPS")
 

@@ -27,7 +27,7 @@ from .runs import RunResults, load_results
 from .task_report import headline_metric, task_order
 from .settings_view import setting_label
 from .tables import ScoresError, TextTable, fmt
-from ..prompting.unparsed_flag import untested_reason
+from .unparsed_flag import untested_reason
 
 PERCENT = 100.0
 ACCURACIES = ("acc", "acc_norm", "acc_bytes")

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from ..naming import is_local
 from .settings_view import setting_label
 from .tables import TextTable, fmt
-from ..prompting.unparsed_flag import MARK, is_flagged
+from .unparsed_flag import MARK, is_flagged
 
 PERCENT = 100.0
 NOT_COMPARABLE = "not comparable with the paper"

@@ -17,7 +17,7 @@ from .settings_view import labels_of, setting_label, settings_table
 from .summary import run_notes, summarize
 from .tables import ScoresError, table_json
 from .task_report import build_task_report, headline_metric, task_order
-from ..prompting.unparsed_flag import flag_notes
+from .unparsed_flag import flag_notes
 
 
 def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, alpha: float = 1.0,

@@ -28,7 +28,7 @@ from .cache import RequestCache, request_key
 from ..modeling.identity import identity_key
 from ..prompting.fewshot import build_chat_messages, build_contexts, messages_as_text
 from ..prompting import instruct as st
-from ..prompting.unparsed_flag import flag_legend, flag_mark, flagged_prompts
+from ..reporting.unparsed_flag import flag_legend, flag_mark, flagged_prompts
 from ..reporting.baselines import generative_baselines, task_baselines
 from ..prompting.constrained import format_failures, refuse_unformatted, task_constraint, unformatted
 from ..modeling.memory import peak_memory, reset_peak_memory
