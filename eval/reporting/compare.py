@@ -27,7 +27,7 @@ from .runs import RunResults, load_results
 from .task_report import headline_metric, task_order
 from .settings_view import setting_label
 from .tables import ScoresError, TextTable, fmt
-from .unparsed_flag import untested_reason
+from .unparsed_flag import untested_avgp_reason, untested_reason
 
 PERCENT = 100.0
 ACCURACIES = ("acc", "acc_norm", "acc_bytes")
@@ -157,7 +157,7 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
             why = {p: untested_reason(p, a.results[task].get(p), b.results[task].get(p)) for p in paired}
             rows += [_untested(compare_prompt(task, p, metric, sa, sb, fn, k, seed), why[p]) for p, (sa, sb) in paired.items()]
             if len(paired) > 1:
-                rows.append(_untested(compare_avgp(task, metric, paired, fn, k, seed), "; ".join(filter(None, why.values())) or None))
+                rows.append(_untested(compare_avgp(task, metric, paired, fn, k, seed), untested_avgp_reason([p for p in paired if why[p]])))
         except (KeyError, TypeError, ValueError) as err:  # samples without the fields the metric reads
             raise ScoresError(f"{task}: cannot score {metric} from the samples of {a.path.parent} and "
                               f"{b.path.parent} ({type(err).__name__}: {err})") from None

@@ -75,4 +75,11 @@ def untested_reason(prompt: str, scores_a: Mapping | None, scores_b: Mapping | N
     sides = [f"{side} {flag_text(s)}" for side, s in (("A", scores_a), ("B", scores_b)) if s is not None and is_flagged(s)]
     if not sides:
         return None
-    return f"not tested: {prompt} has >= 10 % unparsed answers ({', '.join(sides)}); its score rests on the others"
+    return f"{prompt} has >= 10 % unparsed answers ({', '.join(sides)}): its score rests on the others"
+
+
+def untested_avgp_reason(flagged: list[str]) -> str | None:
+    """Why ``compare`` does not test a task's AvgP: the flagged prompts it averages, or None."""
+    if not flagged:
+        return None
+    return f"{', '.join(flagged)} {'has' if len(flagged) == 1 else 'have'} >= 10 % unparsed answers (their rows say where)"
