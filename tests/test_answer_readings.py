@@ -19,6 +19,7 @@ SA = ["Positivo", "Negativo", "Neutro", "Misto"]
 WIC = ["No", "Sì"]
 FAQ = ["Il POD è il codice che identifica il punto di prelievo", "Il POD è riportato in bolletta",
        "Si può chiedere al servizio clienti", "Non è necessario"]
+BOTH = ["Invii la ricevuta di entrambi i versamenti", "Non serve alcun versamento"]  # an option holding "entrambi"
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "settings.md"
 
 # (reply, option texts, the option a person reads (None: none), what the rule returns: (index, rule) or (None, reason))
@@ -65,6 +66,9 @@ CE = [
     ("\nA: Il POD è il codice che identifica il punto di prelievo", FAQ, 0, (0, "label")),
     ("A: Il POD è il codice che identifica il punto di prelievo\nB: Il POD è riportato", FAQ, None, (None, "echo")),
     ("C", FAQ, 2, (2, "letter")),
+    ("A: Invii la ricevuta di entrambi i versamenti", BOTH, 0, (0, "label")),  # the option's own "entrambi"
+    ("Risposta: A (Invii la ricevuta di entrambi i versamenti)", BOTH, 0, (0, "in_text")),
+    ("Entrambe, A e B", BOTH, None, (None, "several")),
 ]
 TEXT = [
     ("Negativo", SA, 1, (1, "exact")), ("negativo.", SA, 1, (1, "exact")), ("Misto", SA, 3, (3, "exact")),
@@ -97,6 +101,9 @@ TEXT = [
     ("Il POD è il codice che identifica il punto di prelievo\nIl POD è riportato in bolletta", FAQ, None, (None, "echo")),
     ("Il POD è il codice", FAQ, 0, (None, "no_option")),  # an option's start alone (docs)
     ("Non è necessario", FAQ, 3, (3, "exact")),  # the option's own "non" is no negation
+    ("Invii la ricevuta di entrambi i versamenti", BOTH, 0, (0, "exact")),  # the option's own "entrambi"
+    ("Direi: invii la ricevuta di entrambi i versamenti", BOTH, 0, (0, "exact")),
+    ("Entrambe le risposte", BOTH, None, (None, "several")),
 ]
 
 

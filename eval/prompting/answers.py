@@ -20,14 +20,16 @@ Shared by both rules, in order:
    option's text: otherwise ``label_contradicts_text``.
 3. **Mentions.** Every option the rest of the reply names: CE, an uppercase letter of the
    options standing alone (not a sentence-initial ``A``/``E``/``I``/``O`` opening an
-   Italian phrase, not a letter before an apostrophe); CE-NI/OE, every whole-word
+   Italian phrase unless it joins another letter, ``A e B``; not a letter before an
+   apostrophe), and beside a letter an option's text (``Positivo, quindi B``); CE-NI/OE, every whole-word
    occurrence of an option's text (an occurrence inside a longer option's occurrence
    dropped; an option of one accented word, ``Sì``, found inside a text only with its
    accent, the pronoun *si* is not ``Sì``), and the reply's first segment (its first
    line cut at ``,;.!?``) or what follows a colon in it equal to an option. A mention is
    *negated* when ``non``, ``né`` or ``not`` precedes it in the same clause (clauses end
    at ``,;.!?:``, a line end, ``ma``, ``bensì``, ``però``, ``invece``).
-4. **Verdict.** ``entrambe``/``entrambi``/``ambedue`` or two or more distinct options
+4. **Verdict.** A reply that is, whole, an option's text is that option. Otherwise
+   ``entrambe``/``entrambi``/``ambedue`` outside the options' own words, or two or more distinct options
    named and not negated: ``several``; exactly one: credited, unless it is also negated
    (``negated``); none named but one negated: ``negated``, two or more negated
    (``né A né B``): ``several``; nothing: ``no_option``. A text answer in CE (``Sì``) is
@@ -200,14 +202,15 @@ def parse_letter_rule(answer: str, letters: Sequence[str], option_texts: Sequenc
     mentions = _letter_mentions(rest, allowed)
     named.positive.extend(mentions.positive)
     named.negated.update(mentions.negated)
+    words = _words("\n".join(rest))
+    found = _occurrences(words, texts)
     if named.positive:  # an option's text beside the letter names that option too: it must be the same one
-        words = _words("\n".join(rest))
-        for start, _end, i in _occurrences(words, texts):
+        for start, _end, i in found:
             if words.negated[start]:
                 named.negated.add(i)
             else:
                 named.positive.append(i)
-    index, reason = _verdict(named, _tokens(answer))
+    index, reason = _verdict(named, _uncovered(words, found))
     return (index, rule) if index is not None else (None, reason or "no_option")
 
 
@@ -259,6 +262,11 @@ def _occurrences(words: _Words, options: Sequence[str]) -> list[tuple[int, int, 
     return [f for f in found if not any(o[0] <= f[0] and f[1] <= o[1] and (o[1] - o[0]) > (f[1] - f[0]) for o in found)]
 
 
+def _uncovered(words: _Words, found: list[tuple[int, int, int]]) -> list[str]:
+    """The words outside every occurrence of an option (an option's own "entrambi" says nothing of the reply)."""
+    return [w for j, w in enumerate(words.words) if not any(s <= j < e for s, e, _i in found)]
+
+
 def _exact(candidates: Sequence[str], options: Sequence[str]) -> int | None:
     """The option one of the candidates equals (normalised), if any."""
     for candidate in candidates:
@@ -284,14 +292,17 @@ def match_option_rule(answer: str, options: Sequence[str]) -> tuple[int | None, 
     text = "\n".join(rest)
     first = rest[0] if rest else ""
     segment = _SEGMENT_END.split(first.strip().lstrip(_EDGE_PUNCT), maxsplit=1)[0]
-    # The answer itself first: an option may look like an option line or hold a comma ("E. coli").
-    exact = _exact((answer, text, segment, segment.rsplit(":", 1)[-1]), options)  # "Risposta: Si": what follows the cue
+    # The whole answer first: it is one option, whatever words the option holds ("E. coli", "... di entrambi ...").
+    whole = _exact((answer, text), options)
+    if whole is not None:
+        return whole, "exact"
+    exact = _exact((segment, segment.rsplit(":", 1)[-1]), options)  # "Risposta: Si": what follows the cue
     words = _words(text)
     found = _occurrences(words, options)
     named = _Named([o[2] for o in found if not words.negated[o[0]]], {o[2] for o in found if words.negated[o[0]]})
     if exact is not None:
         named.positive.insert(0, exact)
-    index, reason = _verdict(named, words.words)
+    index, reason = _verdict(named, _uncovered(words, found))
     if index is None:
         return None, reason or "no_option"
     at_start = bool(found) and min(found)[0] == 0 and min(found)[2] == index
