@@ -78,6 +78,7 @@ def test_results_json_states_rules_baselines_and_template(ce_run) -> None:
     pos = wic_golds.count(1)
     expected = 0.0 if doc["baselines"]["wic"]["majority_class"] == 0 else 2 * pos / (2 * pos + (3 - pos))
     assert doc["baselines"]["wic"]["majority"]["f1_binary"] == pytest.approx(expected)
+    assert doc["unparsed_flags"], "the tiny model's 4-token answers leave some prompt flagged: the checks above saw one"
 
 
 def test_timing_accumulates_over_resumes(ce_run) -> None:
