@@ -104,6 +104,9 @@ TEXT = [
     ("Invii la ricevuta di entrambi i versamenti", BOTH, 0, (0, "exact")),  # the option's own "entrambi"
     ("Direi: invii la ricevuta di entrambi i versamenti", BOTH, 0, (0, "exact")),
     ("Entrambe le risposte", BOTH, None, (None, "several")),
+    # five options (AT): an option that looks like option E's line is still itself
+    ("E. coli", ["Stafilococco", "E. coli", "Streptococco", "Candida", "Virus"], 1, (1, "exact")),
+    ("E. coli\nB: E. coli", ["Stafilococco", "E. coli", "Streptococco", "Candida", "Virus"], None, (None, "echo")),
 ]
 
 

@@ -281,6 +281,9 @@ def match_option_rule(answer: str, options: Sequence[str]) -> tuple[int | None, 
     """(index, rule) of the one option the answer gives, or (None, reason): module docstring."""
     letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[: len(options)]
     lines = _lines(answer)
+    whole = _exact(lines, options) if len(lines) == 1 else None
+    if whole is not None:  # the whole reply is one option, even one that looks like an option line ("E. coli")
+        return whole, "exact"
     if _echo(lines, letters, options):
         return None, "echo"
     rest = []
@@ -292,8 +295,8 @@ def match_option_rule(answer: str, options: Sequence[str]) -> tuple[int | None, 
     text = "\n".join(rest)
     first = rest[0] if rest else ""
     segment = _SEGMENT_END.split(first.strip().lstrip(_EDGE_PUNCT), maxsplit=1)[0]
-    # The whole answer first: it is one option, whatever words the option holds ("E. coli", "... di entrambi ...").
-    whole = _exact((answer, text), options)
+    # The whole answer after its label: one option, whatever words the option holds ("... di entrambi ...").
+    whole = _exact((text,), options)
     if whole is not None:
         return whole, "exact"
     exact = _exact((segment, segment.rsplit(":", 1)[-1]), options)  # "Risposta: Si": what follows the cue
