@@ -46,6 +46,7 @@ CE = [
     ("La risposta corretta non è A, è B", SA, 1, (1, "in_text")), ("B, non A", SA, 1, (1, "in_text")),
     ("Né A né B, ma C", SA, 2, (2, "in_text")), ("Non è A", SA, None, (None, "negated")),
     ("B, non negativo", SA, None, (None, "negated")),
+    ("La B è sbagliata", SA, None, (None, "negated")), ("B è sbagliata, C", SA, 2, (2, "in_text")),
     ("Positivo", SA, 0, (None, "no_option")), ("Il tweet è negativo", SA, 1, (None, "no_option")),  # CE asks for the letter
     ("Non lo so", SA, None, (None, "no_option")), ("", SA, None, (None, "no_option")),
     ("Nessuna delle opzioni", SA, None, (None, "no_option")),
@@ -78,6 +79,8 @@ TEXT = [
     ("Il tweet esprime un sentimento negativo, non positivo", SA, 1, (1, "in_text")),
     ("Il sentiment non è positivo", SA, None, (None, "negated")),  # issue 28: was Positivo
     ("Non è negativo, è positivo", SA, 0, (0, "in_text")),  # issue 28: was Negativo
+    ("Positivo è sbagliato, è negativo", SA, 1, (1, "in_text")),
+    ("Non positivo, ma neanche negativo: neutro", SA, 2, (2, "in_text")),
     ("Positivo o negativo", SA, None, (None, "several")), ("Positivo e negativo", SA, None, (None, "several")),
     ("Neutro o Misto", SA, None, (None, "several")), ("Entrambi, positivo e negativo", SA, None, (None, "several")),
     ("Né positivo né negativo", SA, 2, (None, "several")),  # a person infers Neutro; unparsed (docs)

@@ -26,8 +26,10 @@ Shared by both rules, in order:
    dropped; an option of one accented word, ``Sì``, found inside a text only with its
    accent, the pronoun *si* is not ``Sì``), and the reply's first segment (its first
    line cut at ``,;.!?``) or what follows a colon in it equal to an option. A mention is
-   *negated* when ``non``, ``né`` or ``not`` precedes it in the same clause (clauses end
-   at ``,;.!?:``, a line end, ``ma``, ``bensì``, ``però``, ``invece``).
+   *negated* when ``non``, ``né``, ``neanche``, ``nemmeno``, ``neppure`` or ``not`` precedes
+   it in the same clause, or ``sbagliata``, ``errata``, ``falsa``, ``scorretta`` (either
+   gender) or ``wrong``, ``incorrect`` follows it there (clauses end at ``,;.!?:``, a line
+   end, ``ma``, ``bensì``, ``però``, ``invece``).
 4. **Verdict.** A reply that is, whole, an option's text is that option. Otherwise
    ``entrambe``/``entrambi``/``ambedue`` outside the options' own words, or two or more distinct options
    named and not negated: ``several``; exactly one: credited, unless it is also negated
@@ -58,7 +60,9 @@ _LETTER = re.compile(r"(?<![^\W_])([A-Z])(?![^\W_])")
 # Italian one-letter words that open a sentence ("A questa domanda", "E poi", "I due", "O meglio").
 _WORD_LETTERS = "AEIO"
 _CONJUNCTION_LETTER = re.compile(r" *(?:e|ed|o|oppure|né|,) *[(\[]?[A-Z](?![^\W_])")
-_NEGATIONS = frozenset({"non", "né", "not"})
+_NEGATIONS = frozenset({"non", "né", "neanche", "nemmeno", "neppure", "not"})
+# said of an option after it, in its clause: "la B è sbagliata", "Positivo is wrong"
+_WRONG = frozenset({"sbagliata", "sbagliato", "errata", "errato", "falsa", "falso", "scorretta", "scorretto", "wrong", "incorrect"})
 _CLAUSE_BREAKS = frozenset({",", ";", ".", "!", "?", ":", "\n", "ma", "bensì", "bensi", "però", "pero", "invece"})
 _BOTH = frozenset({"entrambe", "entrambi", "ambedue", "both"})
 LETTER_RULES = ("letter", "label", "in_text")
@@ -81,13 +85,15 @@ def _tokens(text: str) -> list[str]:
     return _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
 
 
-def _negated(before: Sequence[str]) -> bool:
-    """A negation among the tokens of the clause that ends where ``before`` ends."""
-    for token in reversed(before):
-        if token in _CLAUSE_BREAKS:
-            return False
-        if token in _NEGATIONS:
-            return True
+def _negated(before: Sequence[str], after: Sequence[str] = ()) -> bool:
+    """A negation among the tokens of the clause that ends where ``before`` ends, or a word saying
+    it is wrong among those of the clause that goes on with ``after``."""
+    for tokens, words in ((reversed(before), _NEGATIONS), (after, _WRONG)):
+        for token in tokens:
+            if token in _CLAUSE_BREAKS:
+                break
+            if token in words:
+                return True
     return False
 
 
@@ -168,7 +174,7 @@ def _letter_mentions(lines: Sequence[str], allowed: dict[str, int]) -> _Named:
             if (letter in _WORD_LETTERS and sentence_start and re.match(r" +[a-zà-ÿ]", after)
                     and not _CONJUNCTION_LETTER.match(after)):
                 continue  # "A questa domanda ...": the preposition, not option A ("A e B" is two options)
-            if _negated(_tokens(line[: m.start()])):
+            if _negated(_tokens(line[: m.start()]), _tokens(line[m.end():])):
                 named.negated.add(allowed[letter])
             else:
                 named.positive.append(allowed[letter])
@@ -205,8 +211,8 @@ def parse_letter_rule(answer: str, letters: Sequence[str], option_texts: Sequenc
     words = _words("\n".join(rest))
     found = _occurrences(words, texts)
     if named.positive:  # an option's text beside the letter names that option too: it must be the same one
-        for start, _end, i in found:
-            if words.negated[start]:
+        for start, end, i in found:
+            if words.negated(start, end):
                 named.negated.add(i)
             else:
                 named.positive.append(i)
@@ -231,21 +237,34 @@ def _strip_accents(token: str) -> str:
 class _Words(NamedTuple):
     words: list[str]  # case folded, accents kept
     bare: list[str]  # the same words without accents
-    negated: list[bool]  # a negation precedes the word in its clause
+    before: list[bool]  # a negation precedes the word in its clause
+    after: list[bool]  # a word saying "wrong" follows it in its clause
+
+    def negated(self, start: int, end: int) -> bool:
+        return self.before[start] or self.after[end - 1]
+
+
+def _clause_flags(tokens: Sequence[str], marks: frozenset[str]) -> list[bool]:
+    """Per token: one of ``marks`` came before it in its clause."""
+    flags, seen = [], False
+    for token in tokens:
+        seen = seen and token not in _CLAUSE_BREAKS
+        flags.append(seen)
+        seen = seen or token in marks
+    return flags
 
 
 def _words(text: str) -> _Words:
-    out = _Words([], [], [])
-    negation = False
-    for token in _tokens(text):
-        if token in _CLAUSE_BREAKS:
-            negation = False
-        if not token[0].isalnum():
-            continue
-        out.words.append(token)
-        out.bare.append(_strip_accents(token))
-        out.negated.append(negation)
-        negation = negation or token in _NEGATIONS
+    tokens = _tokens(text)
+    before = _clause_flags(tokens, _NEGATIONS)
+    after = _clause_flags(tokens[::-1], _WRONG)[::-1]
+    out = _Words([], [], [], [])
+    for token, neg, wrong in zip(tokens, before, after):
+        if token[0].isalnum():
+            out.words.append(token)
+            out.bare.append(_strip_accents(token))
+            out.before.append(neg)
+            out.after.append(wrong)
     return out
 
 
@@ -302,7 +321,7 @@ def match_option_rule(answer: str, options: Sequence[str]) -> tuple[int | None, 
     exact = _exact((segment, segment.rsplit(":", 1)[-1]), options)  # "Risposta: Si": what follows the cue
     words = _words(text)
     found = _occurrences(words, options)
-    named = _Named([o[2] for o in found if not words.negated[o[0]]], {o[2] for o in found if words.negated[o[0]]})
+    named = _Named([i for s, e, i in found if not words.negated(s, e)], {i for s, e, i in found if words.negated(s, e)})
     if exact is not None:
         named.positive.insert(0, exact)
     index, reason = _verdict(named, _uncovered(words, found))
