@@ -126,3 +126,36 @@ def test_compare_two_tiny_model_runs(tiny_model: Path, tmp_path: Path) -> None:
     assert rows[("wic", "p1")]["metric"] == "f1_macro" and rows[("wic", "p1")]["test"] == "paired bootstrap (k=300, seed 0)"
     md = (tmp_path / "cmp" / "compare.md").read_text("utf-8")
     assert "| te | p1 | acc |" in md and "| task | prompt | metric | n | A | B | A − B | test | p | detail |" in md
+
+
+def _with_unparsed(src: Path, dst: Path, counts: dict[str, int]) -> Path:
+    """A copy of a fixture run whose te prompts declare ``counts`` unparsed answers."""
+    import shutil
+
+    shutil.copytree(src, dst)
+    doc = json.loads((dst / "results.json").read_text("utf-8"))
+    for prompt, k in counts.items():
+        doc["results"]["te"][prompt]["unparsed"] = k
+    (dst / "results.json").write_text(json.dumps(doc), "utf-8")
+    return dst
+
+
+def test_compare_does_not_test_a_flagged_prompt(tmp_path: Path) -> None:
+    """Issue 28: a prompt with >= 10 % unparsed answers on either side shows its difference, no p-value, and why."""
+    a = _with_unparsed(RESULTS / "alpha", tmp_path / "a", {"p1": 6, "p2": 5})  # 6/60 = 10 %: flagged; 5/60: not
+    b = _with_unparsed(RESULTS / "beta", tmp_path / "b", {"p3": 59})
+    rows, _notes = compare_runs(a, b, k=200, seed=0)
+    te = {r.prompt: r for r in rows if r.task == "te"}
+    assert te["p1"].test == "not tested" and te["p1"].p_value is None
+    assert te["p1"].difference == pytest.approx(0.10)  # the difference is still shown
+    assert te["p1"].detail == "p1 has >= 10 % unparsed answers (A (!) 6/60 unparsed): its score rests on the others"
+    assert "B (!) 59/60 unparsed" in te["p3"].detail and te["p3"].p_value is None
+    assert te["p2"].test == "mcnemar" and te["p2"].p_value is not None  # 5/60 < 10 %: tested
+    assert te["AvgP"].p_value is None and te["AvgP"].detail == "p1, p3 have >= 10 % unparsed answers (their rows say where)"
+    assert all(r.p_value is not None for r in rows if r.task == "hs")
+    res = CliRunner().invoke(main, ["compare", str(a), str(b), "--bootstrap", "200", "--out", str(tmp_path / "cmp")])
+    assert res.exit_code == 0, res.output
+    p1_line = next(line for line in res.output.splitlines() if line.startswith("| te") and "| p1 " in line)
+    assert "not tested" in p1_line and "| – |" in p1_line and "10.00" in p1_line
+    saved = json.loads((tmp_path / "cmp" / "compare.json").read_text("utf-8"))
+    assert next(c for c in saved["comparisons"] if (c["task"], c["prompt"]) == ("te", "p1"))["p_value"] is None

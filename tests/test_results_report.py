@@ -59,10 +59,16 @@ def test_results_json_states_rules_baselines_and_template(ce_run) -> None:
     for task in ("wic", "te"):
         for prompt in ("p1", "p2"):
             samples = _samples(out, f"{task}_{prompt}")
-            counts = Counter(s["parsed_by"] or "unparsed" for s in samples)
+            # issue 28: an unparsed answer is counted under its reason ("unparsed: echo"), recorded in its sample
+            counts = Counter(s["parsed_by"] or f"unparsed: {s['unparsed_reason']}" for s in samples)
             assert doc["parsed_by"][task][prompt] == dict(sorted(counts.items()))
-            assert counts["unparsed"] == doc["results"][task][prompt]["unparsed"]
+            unparsed = sum(v for k, v in counts.items() if k.startswith("unparsed: "))
+            assert unparsed == doc["results"][task][prompt]["unparsed"]
             assert sum(counts.values()) == doc["results"][task][prompt]["n"] == 3
+            assert all((s["parsed_by"] is None) == (s["unparsed_reason"] is not None) for s in samples)
+            # flagged at 10 % or more unparsed: here any unparsed answer of 3
+            flag = doc["unparsed_flags"].get(task, {}).get(prompt)
+            assert flag == ({"unparsed": unparsed, "n": 3, "share": round(unparsed / 3, 4)} if unparsed else None)
         golds = [s["gold"] for s in _samples(out, f"{task}_p1")]
         top = Counter(golds).most_common()
         majority = min(c for c, k in top if k == top[0][1])
@@ -75,6 +81,7 @@ def test_results_json_states_rules_baselines_and_template(ce_run) -> None:
     pos = wic_golds.count(1)
     expected = 0.0 if doc["baselines"]["wic"]["majority_class"] == 0 else 2 * pos / (2 * pos + (3 - pos))
     assert doc["baselines"]["wic"]["majority"]["f1_binary"] == pytest.approx(expected)
+    assert doc["unparsed_flags"], "the tiny model's 4-token answers leave some prompt flagged: the checks above saw one"
 
 
 def test_timing_accumulates_over_resumes(ce_run) -> None:
@@ -101,7 +108,11 @@ def test_single_ce_run_report_markdown_and_html(ce_run, tmp_path: Path) -> None:
     assert time_cell in md
     for task in ("wic", "te"):
         r = doc["results"][task]
-        unparsed = f"p1 {r['p1']['unparsed']} / 3, p2 {r['p2']['unparsed']} / 3"
+        # issue 28: a prompt with >= 10 % unparsed answers (here: any of 3) is marked, and a note under its table says so
+        unparsed = ", ".join(f"{p} {r[p]['unparsed']} / 3" + (" (!)" if r[p]["unparsed"] else "") for p in ("p1", "p2"))
+        for p in ("p1", "p2"):
+            note = f"{task} {p} (!) {r[p]['unparsed']}/3 unparsed: 10 % or more of its answers could not be read"
+            assert (note in md and note in html) == bool(r[p]["unparsed"]), note
         rules = "; ".join(f"{p}: " + ", ".join(f"{k} {v}" for k, v in doc["parsed_by"][task][p].items()) for p in ("p1", "p2"))
         base = doc["baselines"][task]
         metric = "f1_macro" if task == "wic" else "acc"  # the headline metrics

@@ -58,8 +58,8 @@ def test_match_option_answer_containing_another_option() -> None:
     assert match_option("Non hanno lo stesso significato.", options) == 0  # exact, after normalisation
     assert match_option("Le due parole non hanno lo stesso significato", options) == 0  # inner match dropped
     assert match_option("Hanno lo stesso significato", options) == 1
-    # "Neutro" inside "Neutro o Misto": earliest wins; "Misto" alone is found too
-    assert match_option("Neutro o Misto", ["Positivo", "Negativo", "Neutro", "Misto"]) == 2
+    # two options given as alternatives name no one option (issue 28: "Neutro o Misto" was read as Neutro)
+    assert match_option_rule("Neutro o Misto", ["Positivo", "Negativo", "Neutro", "Misto"]) == (None, "several")
     assert match_option("direi misto", ["Positivo", "Negativo", "Neutro", "Misto"]) == 3
     # same start: the longest option
     assert match_option("acqua calda sanitaria", ["acqua", "acqua calda"]) == 1
@@ -72,26 +72,28 @@ REAL_CE = [
     ('B: "No"', ["No", "Sì"], None),  # B's label with A's text: contradictory
     ('B: "Sì"', ["No", "Sì"], 1), ("B: Sì", ["No", "Sì"], 1), ("B)", ["No", "Sì"], 1),
     ("A: No\nB: Sì\nRispondi solo con la lettera della risposta corretta.", ["No", "Sì"], None),  # the option list echoed
-    ("Risposta: B\nA: No\nB: Sì", ["No", "Sì"], 1),
+    ("Risposta: B\nA: No\nB: Sì", ["No", "Sì"], None),  # two option lines: an echo (issue 28; was read as B)
     ("A questa domanda rispondo B", ["No", "Sì"], 1),  # "A" opening the sentence is the preposition
     ("E' la B", ["No", "Sì"], 1), ("C'è una sola risposta: B", ["No", "Sì", "Forse"], 1),  # elided words are not letters
 ]
 REAL_TEXT = [
-    ("No\nB: Sì\nRispondi solo con la lettera", ["No", "Sì"], 0, "exact"),
-    ('B: "No"', ["No", "Sì"], 0, "exact"),
-    ("Non si può dire", ["No", "Sì"], None, None),  # the pronoun si is not the answer Sì
-    ("Si tratta di due significati diversi", ["No", "Sì"], None, None),
+    # issue 28: A's text and B's option line are two option lines, an echo (was read as No)
+    ("No\nB: Sì\nRispondi solo con la lettera", ["No", "Sì"], None, "echo"),
+    ('B: "No"', ["No", "Sì"], None, "label_contradicts_text"),  # B's label, A's text (issue 28; was read as No)
+    ("Non si può dire", ["No", "Sì"], None, "no_option"),  # the pronoun si is not the answer Sì
+    ("Si tratta di due significati diversi", ["No", "Sì"], None, "no_option"),
     ("Si, hanno lo stesso significato", ["No", "Sì"], 1, "exact"),
-    ("Sì\nNo", ["Sì", "No"], None, None),  # the option list echoed (CE-NI shows the options one per line)
-    ("No\nSì\nRispondi riportando solo il testo della risposta corretta.", ["No", "Sì"], None, None),
-    ("Sì\nB: No", ["No", "Sì"], 1, "exact"),
+    ("Sì\nNo", ["Sì", "No"], None, "echo"),  # the option list echoed (CE-NI shows the options one per line)
+    ("No\nSì\nRispondi riportando solo il testo della risposta corretta.", ["No", "Sì"], None, "echo"),
+    ("Sì\nB: No", ["No", "Sì"], None, "echo"),  # B's text and an option line: two option lines (issue 28; was Sì)
     ("Sì, le due parole hanno lo stesso significato.", ["No", "Sì"], 1, "exact"),
     ("No, le parole non hanno lo stesso significato", ["No", "Sì"], 0, "exact"),
     ("Negativo. Il tweet critica il governo", ["Positivo", "Negativo", "Neutro", "Misto"], 1, "exact"),
-    ("Neutro o Misto", ["Positivo", "Negativo", "Neutro", "Misto"], 2, "start"),
+    ("Neutro o Misto", ["Positivo", "Negativo", "Neutro", "Misto"], None, "several"),  # alternatives (issue 28; was Neutro)
+    ("Neutro, direi", ["Positivo", "Negativo", "Neutro", "Misto"], 2, "exact"), ("Neutro direi", ["Positivo", "Negativo", "Neutro", "Misto"], 2, "start"),
     ("Il sentimento è negativo", ["Positivo", "Negativo", "Neutro", "Misto"], 1, "in_text"),
-    ("Opzioni:\nA: Positivo\nB: Negativo", ["Positivo", "Negativo", "Neutro", "Misto"], None, None),
-    ("Direi di si", ["No", "Sì"], None, None),
+    ("Opzioni:\nA: Positivo\nB: Negativo", ["Positivo", "Negativo", "Neutro", "Misto"], None, "echo"),
+    ("Direi di si", ["No", "Sì"], None, "no_option"),
     ("Risposta: Si", ["No", "Sì"], 1, "exact"), ("Risposta: Negativo", ["Positivo", "Negativo"], 1, "exact"),
 ]
 
@@ -114,7 +116,7 @@ def test_real_model_answers() -> None:
     assert len(records) == 94
     for r in records:
         got = parse_answer_rule(r["setting"], r["generation"], r["choices"], r["option_texts"])
-        assert got == (r["expected"], r["rule"]), r
+        assert got == (r["expected"], r["rule"] if r["expected"] is not None else r["reason"]), r
     # No echoed option list is credited: every answer holding an option line, or the CE-NI list, is unparsed
     # unless the option line is the whole answer.
     echoes = [r for r in records if "\n" in r["generation"].strip() and ("B: " in r["generation"] or r["generation"].startswith(("No\nSì", "Positivo\nNegativo")))]
@@ -147,11 +149,17 @@ def test_every_gold_answer_parses_to_itself() -> None:
 
 
 def test_rule_counts_per_prompt() -> None:
-    from evalita_eval.prompting.instruct import parse_answer_rule, rule_counts
+    from evalita_eval.prompting.instruct import parse_answer_rule, reading_fields, rule_counts
 
-    gens = ["B", "B: Sì", "Risposta: A", "No\nB: Sì", 'B: "No"']
-    samples = [{"parsed_by": parse_answer_rule("ce", g, ["A", "B"], ["No", "Sì"])[1]} for g in gens]
-    assert rule_counts(samples) == {"in_text": 1, "label": 1, "letter": 1, "unparsed": 2}
+    gens = ["B", "B: Sì", "Risposta: A", "No\nB: Sì", 'B: "No"', "Sì\nNo", "forse"]
+    samples = [reading_fields(*parse_answer_rule("ce", g, ["A", "B"], ["No", "Sì"])) for g in gens]
+    # issue 28: the unparsed answers are counted by reason; the counts still sum to n
+    assert rule_counts(samples) == {"in_text": 1, "label": 1, "letter": 1, "unparsed: echo": 2,
+                                    "unparsed: label_contradicts_text": 1, "unparsed: no_option": 1}
+    assert [s["parsed_by"] for s in samples[:3]] == ["letter", "label", "in_text"] and samples[3]["parsed_by"] is None
+    assert samples[3]["unparsed_reason"] == "echo" and samples[0]["unparsed_reason"] is None
+    # samples written before issue 28 (no reason) still count as plain unparsed
+    assert rule_counts([{"parsed_by": None}, {"parsed_by": "letter"}]) == {"letter": 1, "unparsed": 1}
 
 
 # -- settings' prompts --------------------------------------------------------------------

@@ -1,104 +1,169 @@
 """Matching a generated answer to the options of a multiple-choice item (instruct settings).
 
-The rules read what the model *answered*, not what it repeated from the prompt, and never
-raise on any input. docs/settings.md documents them with examples from real outputs.
+One declared procedure (docs/settings.md, with examples from real outputs): a reply is
+credited only when it names exactly one option and nothing in it contradicts that. The
+rules read what the model *answered*, not what it repeated from the prompt, and never
+raise on any input. Both rules return ``(index, rule)`` for a credited reply and
+``(None, reason)`` for an unparsed one, the reason one of ``UNPARSED_REASONS``.
 
-Shared by both rules:
+Shared by both rules, in order:
 
-* An **option line** is a line that starts with an option label, an uppercase letter of
-  the options followed by ``:``, ``)``, ``.`` or ``-`` (``B: Sì``, ``A) ...``, ``(C) ...``).
-  Option lines are echoes of the option list and are not read as answers, unless the
-  option line is the whole answer.
-* The **first segment** is the answer's first non-empty line that is not an option line, cut
-  at the first ``,;.!?``.
+1. **Echo.** An *option line* is a line that starts with an option label (an uppercase
+   letter of the options followed by ``:``, ``)``, ``.``, ``]`` or ``-``, or that letter
+   alone: a label cut by the token budget), a line whose text is an option's text, or the
+   last line when its text starts an option's text (an option cut by the budget). A reply
+   with two or more option lines repeats the option list: ``echo``; so does one with a
+   labelled line after a line that is not a cue ending in ``:`` (``Risposta:``).
+2. **Label.** A labelled line (``B: Sì``) names its letter's option; the text after the
+   label must agree with that option (equal, or one a prefix of the other, after
+   ``normalize``; the option's text a whole-word prefix of it), and must not be another
+   option's text: otherwise ``label_contradicts_text``.
+3. **Mentions.** Every option the rest of the reply names: CE, an uppercase letter of the
+   options standing alone (not a sentence-initial ``A``/``E``/``I``/``O`` opening an
+   Italian phrase unless it joins another letter, ``A e B``; not a letter before an
+   apostrophe), and beside a letter an option's text (``Positivo, quindi B``); CE-NI/OE, every whole-word
+   occurrence of an option's text (an occurrence inside a longer option's occurrence
+   dropped; an option of one accented word, ``Sì``, found inside a text only with its
+   accent, the pronoun *si* is not ``Sì``), and the reply's first segment (its first
+   line cut at ``,;.!?``) or what follows a colon in it equal to an option. A mention is
+   *negated* when ``non``, ``né``, ``neanche``, ``nemmeno``, ``neppure`` or ``not`` precedes
+   it in the same clause, or ``sbagliata``, ``errata``, ``falsa``, ``scorretta`` (either
+   gender) or ``wrong``, ``incorrect`` follows it there (clauses end at ``,;.!?:``, a line
+   end, ``ma``, ``bensì``, ``però``, ``invece``).
+4. **Verdict.** A reply that is, whole, an option's text is that option. Otherwise
+   ``entrambe``/``entrambi``/``ambedue`` outside the options' own words, or two or more distinct options
+   named and not negated: ``several``; exactly one: credited, unless it is also negated
+   (``negated``); none named but one negated: ``negated``, two or more negated
+   (``né A né B``): ``several``; nothing: ``no_option``. A text answer in CE (``Sì``) is
+   ``no_option``: CE asks for the letter, CE-NI scores texts.
 
-* ``parse_letter`` (CE): the identifier the model names. In order:
-  ``letter``: the whole answer, stripped of whitespace and surrounding punctuation, is one
-  allowed letter (any case); ``label``: the whole answer is one option line: its letter,
-  unless the text after the label is *another* option's text (``B: "No"`` when B is
-  "Sì": contradictory, unparsed); ``in_text``: the first uppercase allowed letter standing
-  alone in the lines that are not option lines (``Risposta: B``); a sentence-initial
-  ``A``/``E``/``I``/``O`` followed by a lowercase word is the Italian word, not a letter,
-  and so is a letter followed by an apostrophe (``E' la B``, ``C'è``).
-  A text answer without a letter (``No``) is unparsed: CE asks for the letter, and
-  CE-NI scores option texts.
-* ``match_option`` (CE-NI and OE): which option text the answer gives. Texts are compared
-  after ``normalize`` (accents removed, case folded, punctuation to spaces). An answer
-  whose first lines are the first two options in their listed order (the option list
-  echoed, ``No\nSì\nRispondi ...``) gives none. An option of
-  one accented word (``Sì``) is found inside a longer text only with its accent, since
-  ``si`` is also a pronoun (``Non si può dire`` gives no option). In order: ``exact``:
-  the whole answer (an option line: the text after its label), its first segment, or
-  the text after a colon in the first segment (``Risposta: Si``) equals an option; ``start``: the first segment starts with options as whole words: the
-  longest (``No, non credo``, ``Neutro o Misto``); ``in_text``: every whole-word
-  occurrence of the options in the lines that are not option lines, those inside a longer
-  option's occurrence dropped, the earliest wins (the longest on a tie).
+The rule that credited a reply: CE ``letter`` (the whole reply is one letter), ``label``
+(from its labelled line), ``in_text``; CE-NI/OE ``exact`` (the whole reply, its label's
+text, its first segment or what follows a colon in it equals the option), ``start`` (the
+first segment starts with the option), ``in_text``.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 _NOT_WORD = re.compile(r"[^\w]|_")
 _SPACES = re.compile(r"\s+")
 _EDGE_PUNCT = " \t\r\n.,;:!?()[]{}\"'*`«»“”"
 _OPTION_LINE = re.compile(r"^\s*[(\[]?([A-Z])\s*[):.\]-](?:\s+|$)(.*)$")
+_BARE_LABEL = re.compile(r"^\s*[(\[]?([A-Z])\s*[):.\]-]?\s*$")
 _SEGMENT_END = re.compile(r"[,;.!?]")
+_TOKEN = re.compile(r"[^\W_]+|[,;.!?:\n]")
+_LETTER = re.compile(r"(?<![^\W_])([A-Z])(?![^\W_])")
 # Italian one-letter words that open a sentence ("A questa domanda", "E poi", "I due", "O meglio").
 _WORD_LETTERS = "AEIO"
+_CONJUNCTION_LETTER = re.compile(r" *(?:e|ed|o|oppure|né|,) *[(\[]?[A-Z](?![^\W_])")
+_NEGATIONS = frozenset({"non", "né", "neanche", "nemmeno", "neppure", "not"})
+# said of an option after it, in its clause: "la B è sbagliata", "Positivo is wrong"
+_WRONG = frozenset({"sbagliata", "sbagliato", "errata", "errato", "falsa", "falso", "scorretta", "scorretto", "wrong", "incorrect"})
+_CLAUSE_BREAKS = frozenset({",", ";", ".", "!", "?", ":", "\n", "ma", "bensì", "bensi", "però", "pero", "invece"})
+_BOTH = frozenset({"entrambe", "entrambi", "ambedue", "both"})
 LETTER_RULES = ("letter", "label", "in_text")
 OPTION_RULES = ("exact", "start", "in_text")
+UNPARSED_REASONS = ("echo", "label_contradicts_text", "several", "negated", "no_option")
 
 
 def normalize(text: str, keep_accents: bool = False) -> str:
     """Case folded, punctuation to spaces, whitespace collapsed; accents removed unless ``keep_accents``."""
     if keep_accents:
-        bare = unicodedata.normalize("NFKC", text)  # same length as the folded form: positions line up
+        bare = unicodedata.normalize("NFKC", text)
     else:
         decomposed = unicodedata.normalize("NFKD", text)
         bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return _SPACES.sub(" ", _NOT_WORD.sub(" ", bare.casefold())).strip()
 
 
+def _tokens(text: str) -> list[str]:
+    """Words (case folded, accents kept) and clause punctuation, in order."""
+    return _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def _negated(before: Sequence[str], after: Sequence[str] = ()) -> bool:
+    """A negation among the tokens of the clause that ends where ``before`` ends, or a word saying
+    it is wrong among those of the clause that goes on with ``after``."""
+    for tokens, words in ((reversed(before), _NEGATIONS), (after, _WRONG)):
+        for token in tokens:
+            if token in _CLAUSE_BREAKS:
+                break
+            if token in words:
+                return True
+    return False
+
+
 def _lines(answer: str) -> list[str]:
     return [line for line in answer.splitlines() if line.strip()]
 
 
-def _option_line(line: str, letters: Sequence[str]) -> tuple[str, str] | None:
-    """(letter, text after the label) when ``line`` starts with an option label, else None."""
-    m = _OPTION_LINE.match(line)
+def _label(line: str, letters: Sequence[str]) -> tuple[str, str] | None:
+    """(letter, text after the label) when ``line`` starts with an option label or is one, else None."""
+    m = _OPTION_LINE.match(line) or _BARE_LABEL.match(line)
     if m is None or m.group(1) not in letters:
         return None
-    return m.group(1), m.group(2)
+    return m.group(1), (m.group(2) if m.re is _OPTION_LINE else "")
 
 
-def _unechoed(answer: str, letters: Sequence[str]) -> list[str]:
-    """The answer's non-empty lines that are not option lines (echoes of the option list)."""
-    return [line for line in _lines(answer) if _option_line(line, letters) is None]
+def _is_option_line(line: str, last: bool, letters: Sequence[str], texts: Sequence[str]) -> bool:
+    """A line of the option list: labelled, an option's text, or (last line) the start of one cut by the budget."""
+    if _label(line, letters) is not None or (last and line.strip() in ("(", "[")):  # "(": a label "(B)" cut
+        return True
+    said = normalize(line)
+    if not said:
+        return False
+    return any(said == t or (last and t.startswith(said)) for t in (normalize(x) for x in texts) if t)
 
 
-def parse_letter_rule(answer: str, letters: Sequence[str], option_texts: Sequence[str] | None = None) -> tuple[int | None, str | None]:
-    """(index in ``letters``, rule name) of the identifier the answer names; (None, None) if none.
+def _echo(lines: list[str], letters: Sequence[str], texts: Sequence[str]) -> bool:
+    """Two or more option lines; or a labelled line after text that is no cue ending in ':' (the prompt
+    restated, then its option list begun: 'Cosa è il deposito cauzionale?\nA:')."""
+    if any(_label(line, letters) is not None and not lines[i - 1].rstrip().endswith(":") for i, line in enumerate(lines) if i):
+        return True
+    return sum(_is_option_line(line, i == len(lines) - 1, letters, texts) for i, line in enumerate(lines)) >= 2
 
-    ``option_texts`` (the options' texts, in the letters' order) lets a labelled answer be
-    checked against its own option's text."""
-    allowed = {letter.upper(): i for i, letter in enumerate(letters)}
-    bare = answer.strip(_EDGE_PUNCT).upper()
-    if bare in allowed:
-        return allowed[bare], "letter"
-    lines = _lines(answer)
-    labelled = _option_line(lines[0], list(allowed)) if len(lines) == 1 else None
-    if labelled is not None:
-        index = allowed[labelled[0]]
-        if option_texts is not None and labelled[1].strip(_EDGE_PUNCT):
-            said = match_option(labelled[1], option_texts)
-            if said is not None and said != index:
-                return None, None  # the letter of one option with the text of another: contradictory
-        return index, "label"
-    for line in _unechoed(answer, list(allowed)):
-        for m in re.finditer(r"(?<![^\W_])([A-Z])(?![^\W_])", line):
+
+def _agrees(text: str, option: str) -> bool:
+    """The text after a label agrees with its option: equal, or one a prefix of the other (normalised)."""
+    said, opt = normalize(text), normalize(option)
+    return bool(opt) and (said == opt or opt.startswith(said) or said.startswith(opt + " "))
+
+
+def _label_contradicts(text: str, index: int, texts: Sequence[str]) -> bool:
+    """The label's text is not its option's, or is exactly another option's text."""
+    if not text.strip(_EDGE_PUNCT) or index >= len(texts):
+        return False
+    said = normalize(text)
+    other = any(said == normalize(t) for j, t in enumerate(texts) if j != index and normalize(t) != normalize(texts[index]))
+    return other or not _agrees(text, texts[index])
+
+
+class _Named(NamedTuple):
+    positive: list[int]  # options named, in order of first mention
+    negated: set[int]
+
+
+def _verdict(named: _Named, tokens: Sequence[str]) -> tuple[int | None, str | None]:
+    """(the one option named, None) or (None, reason)."""
+    positive = list(dict.fromkeys(named.positive))
+    if _BOTH & set(tokens) or len(positive) >= 2:
+        return None, "several"
+    if len(positive) == 1:
+        return (None, "negated") if positive[0] in named.negated else (positive[0], None)
+    if len(named.negated) >= 2:
+        return None, "several"
+    return None, ("negated" if named.negated else "no_option")
+
+
+def _letter_mentions(lines: Sequence[str], allowed: dict[str, int]) -> _Named:
+    """The option letters standing alone in ``lines`` (CE), and which of them are negated."""
+    named = _Named([], set())
+    for line in lines:
+        for m in _LETTER.finditer(line):
             letter = m.group(1)
             if letter not in allowed:
                 continue
@@ -106,10 +171,53 @@ def parse_letter_rule(answer: str, letters: Sequence[str], option_texts: Sequenc
             if after.startswith(("'", "’")):
                 continue  # an elided word: "E' la B" (è), "C'è", "D'accordo"
             sentence_start = not before or before[-1] in ".!?:;"
-            if letter in _WORD_LETTERS and sentence_start and re.match(r" +[a-zà-ÿ]", after):
-                continue  # "A questa domanda ...": the preposition, not option A
-            return allowed[letter], "in_text"
-    return None, None
+            if (letter in _WORD_LETTERS and sentence_start and re.match(r" +[a-zà-ÿ]", after)
+                    and not _CONJUNCTION_LETTER.match(after)):
+                continue  # "A questa domanda ...": the preposition, not option A ("A e B" is two options)
+            if _negated(_tokens(line[: m.start()]), _tokens(line[m.end():])):
+                named.negated.add(allowed[letter])
+            else:
+                named.positive.append(allowed[letter])
+    return named
+
+
+def parse_letter_rule(answer: str, letters: Sequence[str], option_texts: Sequence[str] | None = None) -> tuple[int | None, str]:
+    """(index in ``letters``, rule) of the one option the answer names, or (None, reason): module docstring.
+
+    ``option_texts`` (the options' texts, in the letters' order) lets echoes of the texts be
+    recognised and a labelled answer be checked against its own option's text."""
+    allowed = {letter.upper(): i for i, letter in enumerate(letters)}
+    texts = list(option_texts or [])
+    bare = answer.strip(_EDGE_PUNCT).upper()
+    if bare in allowed:
+        return allowed[bare], "letter"
+    lines = _lines(answer)
+    if _echo(lines, list(allowed), texts):
+        return None, "echo"
+    named, rule, rest = _Named([], set()), "in_text", []
+    for line in lines:
+        labelled = _label(line, list(allowed))
+        if labelled is None:
+            rest.append(line)
+            continue
+        index = allowed[labelled[0]]
+        if _label_contradicts(labelled[1], index, texts):
+            return None, "label_contradicts_text"
+        named.positive.append(index)
+        rule = "label"
+    mentions = _letter_mentions(rest, allowed)
+    named.positive.extend(mentions.positive)
+    named.negated.update(mentions.negated)
+    words = _words("\n".join(rest))
+    found = _occurrences(words, texts)
+    if named.positive:  # an option's text beside the letter names that option too: it must be the same one
+        for start, end, i in found:
+            if words.negated(start, end):
+                named.negated.add(i)
+            else:
+                named.positive.append(i)
+    index, reason = _verdict(named, _uncovered(words, found))
+    return (index, rule) if index is not None else (None, reason or "no_option")
 
 
 def parse_letter(answer: str, letters: Sequence[str], option_texts: Sequence[str] | None = None) -> int | None:
@@ -122,59 +230,105 @@ def _accent_bound(option: str) -> bool:
     return " " not in normalize(option) and normalize(option) != normalize(option, keep_accents=True)
 
 
-def _occurrences(text: str, options: Sequence[str], whole_start: bool = False) -> list[tuple[int, int, int]]:
-    """(start, end, option index) of every whole-word occurrence; only at position 0 with ``whole_start``."""
+def _strip_accents(token: str) -> str:
+    return "".join(ch for ch in unicodedata.normalize("NFKD", token) if not unicodedata.combining(ch))
+
+
+class _Words(NamedTuple):
+    words: list[str]  # case folded, accents kept
+    bare: list[str]  # the same words without accents
+    before: list[bool]  # a negation precedes the word in its clause
+    after: list[bool]  # a word saying "wrong" follows it in its clause
+
+    def negated(self, start: int, end: int) -> bool:
+        return self.before[start] or self.after[end - 1]
+
+
+def _clause_flags(tokens: Sequence[str], marks: frozenset[str]) -> list[bool]:
+    """Per token: one of ``marks`` came before it in its clause."""
+    flags, seen = [], False
+    for token in tokens:
+        seen = seen and token not in _CLAUSE_BREAKS
+        flags.append(seen)
+        seen = seen or token in marks
+    return flags
+
+
+def _words(text: str) -> _Words:
+    tokens = _tokens(text)
+    before = _clause_flags(tokens, _NEGATIONS)
+    after = _clause_flags(tokens[::-1], _WRONG)[::-1]
+    out = _Words([], [], [], [])
+    for token, neg, wrong in zip(tokens, before, after):
+        if token[0].isalnum():
+            out.words.append(token)
+            out.bare.append(_strip_accents(token))
+            out.before.append(neg)
+            out.after.append(wrong)
+    return out
+
+
+def _occurrences(words: _Words, options: Sequence[str]) -> list[tuple[int, int, int]]:
+    """(start, end, option index) in ``words`` of every whole-word occurrence, those inside a longer one dropped."""
     found: list[tuple[int, int, int]] = []
-    for keep in (False, True):
-        padded = f" {normalize(text, keep)} "
+    for i, option in enumerate(options):
+        keep = _accent_bound(option)
+        needle = _words(option).words if keep else _words(option).bare
+        hay = words.words if keep else words.bare
+        k = len(needle)
+        if k:
+            found += [(s, s + k, i) for s in range(len(hay) - k + 1) if hay[s:s + k] == needle]
+    return [f for f in found if not any(o[0] <= f[0] and f[1] <= o[1] and (o[1] - o[0]) > (f[1] - f[0]) for o in found)]
+
+
+def _uncovered(words: _Words, found: list[tuple[int, int, int]]) -> list[str]:
+    """The words outside every occurrence of an option (an option's own "entrambi" says nothing of the reply)."""
+    return [w for j, w in enumerate(words.words) if not any(s <= j < e for s, e, _i in found)]
+
+
+def _exact(candidates: Sequence[str], options: Sequence[str]) -> int | None:
+    """The option one of the candidates equals (normalised), if any."""
+    for candidate in candidates:
+        text = normalize(candidate)
         for i, option in enumerate(options):
-            opt = normalize(option, keep)
-            if not opt or _accent_bound(option) != keep:
-                continue
-            needle = f" {opt} "
-            start = padded.find(needle)
-            while start >= 0 and (start == 0 or not whole_start):
-                found.append((start, start + len(needle), i))
-                start = padded.find(needle, start + 1)
-    return found
+            if text and text == normalize(option):
+                return i
+    return None
 
 
-def _earliest(found: list[tuple[int, int, int]]) -> int | None:
-    """The earliest occurrence not inside a longer one (the longest on a tie)."""
-    kept = [
-        f for f in found
-        if not any(o[0] <= f[0] and f[1] <= o[1] and (o[1] - o[0]) > (f[1] - f[0]) for o in found)
-    ]
-    if not kept:
-        return None
-    kept.sort(key=lambda f: (f[0], -(f[1] - f[0]), f[2]))
-    return kept[0][2]
-
-
-def match_option_rule(answer: str, options: Sequence[str]) -> tuple[int | None, str | None]:
-    """(index, rule name) of the option the answer gives (rule in the module docstring); (None, None) if none."""
-    normalized = [normalize(o) for o in options]
+def match_option_rule(answer: str, options: Sequence[str]) -> tuple[int | None, str]:
+    """(index, rule) of the one option the answer gives, or (None, reason): module docstring."""
     letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[: len(options)]
     lines = _lines(answer)
-    if not lines:
-        return None, None
-    if len(options) >= 2 and [normalize(line) for line in lines[:2]] == normalized[:2] and len(lines) >= 2:
-        return None, None  # the option list echoed as CE-NI shows it ("No\nSì\nRispondi ..."): no answer
-    labelled = _option_line(lines[0], letters) if len(lines) == 1 else None
-    whole = labelled[1] if labelled is not None else answer
-    first = _unechoed(answer, letters)[:1] or [whole]
-    segment = _SEGMENT_END.split(first[0].strip().lstrip(_EDGE_PUNCT), maxsplit=1)[0]
-    # The answer itself first: an option may look like an option line ("E. coli").
-    for candidate in (answer, whole, segment, segment.rsplit(":", 1)[-1]):  # "Risposta: Si": what follows the cue
-        text = normalize(candidate)
-        for i, opt in enumerate(normalized):
-            if opt and text == opt:
-                return i, "exact"
-    at_start = _earliest(_occurrences(segment, options, whole_start=True))
-    if at_start is not None:
-        return at_start, "start"
-    in_text = _earliest(_occurrences("\n".join(_unechoed(answer, letters) or [whole]), options))
-    return (in_text, "in_text") if in_text is not None else (None, None)
+    whole = _exact(lines, options) if len(lines) == 1 else None
+    if whole is not None:  # the whole reply is one option, even one that looks like an option line ("E. coli")
+        return whole, "exact"
+    if _echo(lines, letters, options):
+        return None, "echo"
+    rest = []
+    for line in lines:
+        labelled = _label(line, letters)
+        if labelled is not None and _label_contradicts(labelled[1], letters.index(labelled[0]), options):
+            return None, "label_contradicts_text"
+        rest.append(line if labelled is None else labelled[1])
+    text = "\n".join(rest)
+    first = rest[0] if rest else ""
+    segment = _SEGMENT_END.split(first.strip().lstrip(_EDGE_PUNCT), maxsplit=1)[0]
+    # The whole answer after its label: one option, whatever words the option holds ("... di entrambi ...").
+    whole = _exact((text,), options)
+    if whole is not None:
+        return whole, "exact"
+    exact = _exact((segment, segment.rsplit(":", 1)[-1]), options)  # "Risposta: Si": what follows the cue
+    words = _words(text)
+    found = _occurrences(words, options)
+    named = _Named([i for s, e, i in found if not words.negated(s, e)], {i for s, e, i in found if words.negated(s, e)})
+    if exact is not None:
+        named.positive.insert(0, exact)
+    index, reason = _verdict(named, _uncovered(words, found))
+    if index is None:
+        return None, reason or "no_option"
+    at_start = bool(found) and min(found)[0] == 0 and min(found)[2] == index
+    return index, "exact" if exact == index else "start" if at_start else "in_text"
 
 
 def match_option(answer: str, options: Sequence[str]) -> int | None:

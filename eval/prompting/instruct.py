@@ -83,8 +83,8 @@ def answer_constraint(choices: Sequence[str]) -> Constraint:
 
 
 def parse_answer_rule(setting: str, generation: str, choices: Sequence[str],
-                      option_texts: Sequence[str] | None = None) -> tuple[int | None, str | None]:
-    """(index of the choice the generation gives, the answer rule that read it), or (None, None).
+                      option_texts: Sequence[str] | None = None) -> tuple[int | None, str]:
+    """(index of the choice the generation gives, the answer rule that read it), or (None, why it is unparsed).
 
     ``option_texts``: in CE, the texts behind the letters (a letter given with another option's text is contradictory)."""
     if setting == "ce":
@@ -97,11 +97,18 @@ def parse_answer(setting: str, generation: str, choices: Sequence[str], option_t
     return parse_answer_rule(setting, generation, choices, option_texts)[0]
 
 
+def reading_fields(parsed: int | None, rule: str) -> dict[str, str | None]:
+    """A sample's record of how its answer was read: ``parsed_by`` (the rule) or ``unparsed_reason``."""
+    return {"parsed_by": rule if parsed is not None else None, "unparsed_reason": None if parsed is not None else rule}
+
+
 def rule_counts(samples: Sequence[dict]) -> dict[str, int]:
-    """How many answers each rule parsed (``parsed_by`` of the samples), and how many none did (``unparsed``)."""
+    """How many answers each rule parsed (``parsed_by`` of the samples), and how many none did, per reason
+    (``unparsed: echo``; ``unparsed`` for samples recorded without one). The counts sum to the samples'."""
     counts: dict[str, int] = {}
     for s in samples:
-        rule = s.get("parsed_by") or UNPARSED
+        reason = s.get("unparsed_reason")
+        rule = s.get("parsed_by") or (f"{UNPARSED}: {reason}" if reason else UNPARSED)
         counts[rule] = counts.get(rule, 0) + 1
     return dict(sorted(counts.items()))
 

@@ -18,7 +18,7 @@ bootstrap, each resample taking the same items for every prompt and both runs.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -30,6 +30,7 @@ from .task_report import headline_metric, task_order
 from .settings_view import setting_label
 from .tables import ScoresError, TextTable, fmt
 from .worth import MIN_ITEMS, NOT_A_MEASUREMENT, NOT_COMPARABLE, recorded_reasons
+from .unparsed_flag import untested_avgp_reason, untested_reason
 
 PERCENT = 100.0
 ACCURACIES = ("acc", "acc_norm", "acc_bytes")
@@ -49,14 +50,16 @@ class Comparison:
     score_b: float
     difference: float  # score_a - score_b
     test: str  # "mcnemar" or "paired bootstrap"
-    p_value: float
+    p_value: float | None  # None: not tested (a side has >= 10 % unparsed answers, issue 28)
     detail: str  # "b=3 c=1" or "95% CI [-0.05, 0.12]"
     resamples: int | None = None  # paired bootstrap: p has a resolution of 1 / resamples
     differing: int | None = None  # items whose prediction differs between the runs (None: AvgP, over prompts)
 
 
 def p_text(c: Comparison) -> str:
-    """p to 4 significant digits; a bootstrap p of 0 as '< 1/k' (no resample crossed 0)."""
+    """p to 4 significant digits; a bootstrap p of 0 as '< 1/k' (no resample crossed 0); '–' when not tested."""
+    if c.p_value is None:
+        return "–"
     if c.resamples and c.p_value == 0:
         return f"< {1 / c.resamples:.2g}"
     return f"{c.p_value:.4g}"
@@ -158,6 +161,11 @@ def compare_avgp(task: str, metric: str, paired: dict[str, tuple[list[dict], lis
                       f"95% CI [{fmt(res.ci_low * PERCENT, PERCENT)}, {fmt(res.ci_high * PERCENT, PERCENT)}]", k)
 
 
+def _untested(c: Comparison, why: str | None) -> Comparison:
+    """A difference on a flagged prompt is shown, not tested: no p-value, the reason in its place."""
+    return c if why is None else replace(c, test="not tested", p_value=None, detail=why, resamples=None)
+
+
 def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
                  metric_of: Callable[[str, str], object] | None = None) -> tuple[list[Comparison], list[str]]:
     """Every task and prompt both runs have: the comparisons, and notes (tasks or prompts only one run has, setting mismatch)."""
@@ -188,11 +196,12 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
             notes += [note] if note else []
         try:
             fn = metric_of(task, metric)
-            rows += [compare_prompt(task, prompt, metric, sa, sb, fn, k, seed) for prompt, (sa, sb) in paired.items()]
+            why = {p: untested_reason(p, a.results[task].get(p), b.results[task].get(p)) for p in paired}
+            rows += [_untested(compare_prompt(task, p, metric, sa, sb, fn, k, seed), why[p]) for p, (sa, sb) in paired.items()]
             if len({len(sa) for sa, _sb in paired.values()}) > 1:
                 notes.append(f"{task} AvgP: not compared, its prompts were compared on different numbers of items")
             elif len(paired) > 1:
-                rows.append(compare_avgp(task, metric, paired, fn, k, seed))
+                rows.append(_untested(compare_avgp(task, metric, paired, fn, k, seed), untested_avgp_reason([p for p in paired if why[p]])))
         except (KeyError, TypeError, ValueError) as err:  # samples without the fields the metric reads
             raise ScoresError(f"{task}: cannot score {metric} from the samples of {a.path.parent} and "
                               f"{b.path.parent} ({type(err).__name__}: {err})") from None
@@ -216,7 +225,8 @@ def write_comparison(path_a: Path, path_b: Path, out: Path | None, k: int = 1000
     notes.append(f"items with another prediction in A than in B: {sum(r.differing for r in per_prompt)} of "
                  f"{sum(r.n for r in per_prompt)} (over {len(per_prompt)} task-prompt pair(s))")
     text = "\n".join([f"A = {resolve_run(path_a)}", f"B = {resolve_run(path_b)}", "",
-                      "Scores in percent; p < 0.05: the difference is unlikely to be chance on these items.", "",
+                      "Scores in percent; p < 0.05: the difference is unlikely to be chance on these items. A prompt with "
+                      "10 % or more unparsed answers on either side is not tested (its score rests on the others).", "",
                       comparison_table(rows, "A", "B").markdown(), ""] + [f"> note: {n}" for n in notes])
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 from ..naming import is_local
 from .settings_view import setting_label
 from .tables import TextTable, fmt
+from .unparsed_flag import MARK, is_flagged
 
 from .worth import NOT_COMPARABLE, comparability_text, recorded_reasons
 
@@ -153,7 +154,7 @@ def run_rows(config: dict, model: dict, results: dict, timing: dict, status: str
 
 def unparsed_cell(prompts: dict) -> str:
     """'p1 3 / 10, p2 0 / 10' (answers no rule read, per prompt), or '–' where the task has no count."""
-    cells = [f"{p} {int(s['unparsed'])} / {int(s.get('n', 0))}" for p, s in prompts.items() if "unparsed" in s]
+    cells = [f"{p} {int(s['unparsed'])} / {int(s.get('n', 0))}" + (f" {MARK}" if is_flagged(s) else "") for p, s in prompts.items() if "unparsed" in s]
     return ", ".join(cells) if cells else "–"
 
 

@@ -18,6 +18,7 @@ from .settings_view import labels_of, setting_label, settings_table
 from .summary import run_notes, summarize
 from .tables import ScoresError, table_json
 from .task_report import build_task_report, headline_metric, task_order
+from .unparsed_flag import flag_notes
 
 
 def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, alpha: float = 1.0,
@@ -53,6 +54,7 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
     present = [g for g in grouped if any(g[0] in r.results for r in g[2])]
     for rep, (t, _label, group) in zip(reports, present):
         rep.items = items_table(t, rep.metric, group)
+        rep.table.notes += [n for r in group if t in r.results for n in flag_notes(t, r.results[t], r.display)]  # issue 28
         if any(r.config.get("split") and t in r.results for r in group):
             rep.table.notes.append(f"evaluated on a non-official split: {NOT_COMPARABLE}")
     if len(labels) > 1:

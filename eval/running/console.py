@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..prompting.instruct import UNPARSED
+from ..reporting.unparsed_flag import flag_legend, flag_mark
 from ..reporting.worth import MIN_ITEMS, NOT_A_MEASUREMENT
 
 Results = dict[str, dict[str, dict[str, float]]]
@@ -30,9 +31,9 @@ def summary_table(results: Results) -> str:
         for prompt, scores in prompts.items():
             metrics = "  ".join(f"{m}={v}/{scores.get('n', '?')}" if m == UNPARSED else f"{m}={100 * v:.2f}"
                                 for m, v in scores.items() if m != "n")
-            rows.append((task, prompt, str(scores.get("n", "")), metrics))
+            rows.append((task, prompt, str(scores.get("n", "")), metrics + flag_mark(scores)))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}".rstrip() for r in rows)
+    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}".rstrip() for r in rows) + flag_legend(results)
 
 
 def _items(prompts: dict[str, dict[str, float]]) -> tuple[str, int | None]:

@@ -29,6 +29,7 @@ from .comparability import comparability_record
 from ..modeling.identity import identity_key
 from ..prompting.fewshot import build_chat_messages, build_contexts, messages_as_text
 from ..prompting import instruct as st
+from ..reporting.unparsed_flag import flagged_prompts
 from ..reporting.baselines import generative_baselines, task_baselines
 from ..prompting.constrained import format_failures, refuse_unformatted, task_constraint, unformatted
 from ..modeling.memory import peak_memory, reset_peak_memory
@@ -375,7 +376,7 @@ class Runner:
             answer_texts = st.setting_task(entry.task_id, "oe").choices(prompt, doc)
             gold, (parsed, rule) = task.target(doc), st.parse_answer_rule(setting, gen, cs, answer_texts)
             samples.append({
-                "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed, "parsed_by": rule,
+                "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed, **st.reading_fields(parsed, rule),
                 "parsed_answer": None if parsed is None else cs[parsed],
                 "prediction": st.scored_prediction(parsed, gold, len(cs), unparsed_as), "gold": gold,
                 "gold_answer": answer_texts[gold],
@@ -576,6 +577,7 @@ class Runner:
             "results": result.results,
             # Per task, prompt and answer rule (prompting/answers.py), how many generated answers it parsed.
             "parsed_by": self.parsed_by,
+            "unparsed_flags": flagged_prompts(result.results),  # prompts with >= 10 % unparsed answers (issue 28)
             "baselines": self.baselines,
             "skipped": result.skipped,
             "versions": package_versions(),
