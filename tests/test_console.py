@@ -29,4 +29,5 @@ def test_task_summary_shows_n_baselines_and_the_minimum() -> None:
 
 def test_prompt_table_carries_n() -> None:
     text = summary_table({"te": {"p1": {"acc": 0.5, "n": 4}, "p2": {"acc": 0.25, "unparsed": 1, "n": 4}}})
-    assert text.splitlines() == ["task  prompt  n  metrics", "te    p1      4  acc=50.00", "te    p2      4  acc=25.00  unparsed=1/4"]
+    assert text.splitlines() == ["task  prompt  n  metrics", "te    p1      4  acc=50.00", "te    p2      4  acc=25.00  unparsed=1/4 (!)",
+                                 "(!): 10 % or more of the prompt's answers could not be read (unparsed, scored as wrong); the score rests on the others"]

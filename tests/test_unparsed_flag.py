@@ -30,7 +30,7 @@ def test_flagged_prompts_of_results_json() -> None:
 
 
 def test_console_summary_marks_the_flagged_prompt() -> None:
-    from evalita_eval.running.runner import summary_table
+    from evalita_eval.running.console import summary_table
 
     lines = summary_table({"sa": {"p1": {"acc": 0.25, "unparsed": 1, "n": 10}, "p2": {"acc": 0.5, "unparsed": 0, "n": 10}}}).splitlines()
     assert lines[1].endswith("acc=25.00  unparsed=1/10 (!)") and lines[1].split()[:2] == ["sa", "p1"]
