@@ -45,7 +45,8 @@ class Replica:
             pickle.dumps(tokenizer)
         except Exception:  # an engine's tokenizer that does not travel: the driver does without
             tokenizer = None
-        return {"identity": b.cache_identity(), "dtype": b.dtype, "capabilities": b.capabilities, "pid": os.getpid(), "tokenizer": tokenizer}
+        return {"identity": b.cache_identity(), "dtype": b.dtype, "capabilities": b.capabilities, "pid": os.getpid(), "tokenizer": tokenizer,
+                "requests_per_call": b.requests_per_call}
 
     def plan(self, kind: str, requests: Sequence[Any]) -> list[Unit]:
         return plan_units(self.backend, kind, requests)
@@ -95,6 +96,8 @@ class ReplicaBackend(Backend):
         self._identity, self.dtype, self.capabilities = described["identity"], described["dtype"], described["capabilities"]
         # The replicas' tokenizer: the runner names the chat template with it, the estimate counts tokens.
         self.tokenizer = described["tokenizer"]
+        # A runner that does not stream to us cuts calls as it would for one replica (plan.chunk_size).
+        self.requests_per_call = described["requests_per_call"]
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> "ReplicaBackend":
