@@ -68,8 +68,8 @@ class Replica:
 
 def replica_resources(name: str, options: BackendOptions) -> dict[str, Any]:
     """Ray resources of one replica: ``tensor_parallel_size`` GPUs (vllm) or one GPU (a CUDA
-    device), else one CPU (``--threads`` CPUs when given)."""
-    if name == "vllm" or options.device.startswith("cuda") or options.device == "auto":
+    device), else (``--device cpu``) one CPU, or ``--threads`` CPUs when given."""
+    if options.device != "cpu":
         gpus = options.tensor_parallel_size if name == "vllm" else 1
         return {"num_cpus": 1, "num_gpus": gpus}
     return {"num_cpus": options.threads or 1, "num_gpus": 0}
