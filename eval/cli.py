@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -166,7 +167,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     from evalita_data.prompts import PromptError
 
     from .api import BackendOptions
-    from .backends import create_backend
+    from .replicas import create_backend  # the backend, or its replicas on Ray (data_parallel_size)
     from .running.estimate import announce
     from .running.console import run_counts, summary_table, task_summary_table
     from .running.runner import ModelInfo, RunConfig, Runner, nothing_evaluated
@@ -281,6 +282,28 @@ def backends() -> None:
         doc = (cls.__doc__ or "").strip().splitlines()
         click.echo(f"{name}  ({cls.__module__}.{cls.__qualname__})" + (f": {doc[0]}" if doc else ""))
         click.echo(options_table(cls))
+
+
+@main.command()
+@click.argument("sweep_file", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=Path("sweep-report"), show_default=True,
+              help="Folder of the one report of every complete run (as `evalita-eval report`).")
+@click.option("--ray-address", default=None, help="A running Ray cluster (e.g. HEAD:6379); default: a local Ray for the sweep.")
+def sweep(sweep_file: Path, out: Path, ray_address: str | None) -> None:
+    """Run every run of SWEEP_FILE (YAML/JSON list: model, backend, backend_args, setting, tasks...) as Ray tasks,
+    each into its own run folder; rerun to resume; then one report of them all (docs/parallel.md)."""
+    require("sweep", RUN_NEEDS + STATS_NEEDS)
+    from .sweep import load_sweep, report_sweep
+
+    try:
+        runs = load_sweep(sweep_file)
+    except ValueError as err:
+        raise click.ClickException(str(err)) from None
+    if importlib.util.find_spec("ray") is None:
+        raise click.ClickException("`evalita-eval sweep` runs on Ray, which is not installed: pip install 'evalita-llm[ray]'")
+    failed = report_sweep(runs, out, ray_address, click.echo)
+    if failed:
+        raise click.ClickException(f"{failed} of {len(runs)} runs failed (see each one's sweep.log); rerun the sweep to resume them")
 
 
 # ---------------------------------------------------------------- aggregate / report

@@ -161,6 +161,7 @@ EVALUATOR_ROOMS = {
     "evalita_eval.reporting": set(),
     "evalita_eval.running": {"evalita_eval.modeling", "evalita_eval.prompting", "evalita_eval.reporting", "evalita_eval.sources"},
     "evalita_eval.publishing": {"evalita_eval.reporting", "evalita_eval.sources"},
+    "evalita_eval.replicas": {"evalita_eval.backends"},  # replicas of a backend on Ray (docs/parallel.md)
 }
 
 

@@ -14,6 +14,7 @@ contexts first) are slower than the average.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -148,9 +149,10 @@ class TimeEstimate:
             setattr(backend, kind, self._timed(kind, method))
 
     def _timed(self, kind: str, method: Callable[[Sequence[Any]], list]) -> Callable[[Sequence[Any]], list]:
-        def timed(requests: Sequence[LLRequest | GenRequest]) -> list:
+        @functools.wraps(method)  # keeps the signature: the runner streams to a method that takes on_result
+        def timed(requests: Sequence[LLRequest | GenRequest], *args: Any, **kwargs: Any) -> list:
             start = self.clock()
-            out = method(requests)
+            out = method(requests, *args, **kwargs)
             self.seconds[kind] += self.clock() - start
             if kind == LL:
                 chars = sum(len(r.context) + len(r.continuation) for r in requests)  # type: ignore[union-attr]

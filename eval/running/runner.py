@@ -529,6 +529,7 @@ class Runner:
             "setting": c.setting, "constrained": c.constrained,
             "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
             "chat_template": self.chat_template, "split": c.split,
+            "replicas": getattr(self.backend, "replicas", 1),  # data-parallel replicas (eval/replicas): no number changes with it
         }
 
     def _earlier_timing(self) -> dict[str, dict[str, float]]:

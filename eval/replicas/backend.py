@@ -1,0 +1,209 @@
+"""``ReplicaBackend``: N replicas of a backend as Ray actors, behind the ``Backend`` protocol.
+
+Each replica builds the wrapped backend once (its model loaded once for the whole run) in
+an actor that reserves its devices through Ray's resources. A call is cut into units
+(``plan.py``: the inner calls one replica would make, prefix groups kept together), the
+units spread over the replicas by counted tokens, and every result handed to the runner's
+``on_result`` as its unit finishes: the driver alone writes the resume cache. A replica
+that dies is started again and given only its units without a result; a unit's results
+are reported once, so nothing is lost or counted twice.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Sequence
+
+from ..api import Backend, BackendOptions, GenRequest, LLRequest
+from .plan import Unit, assign, plan_units
+
+# Restarts of one replica within a run before the run fails (a replica that keeps dying is a bug, not bad luck).
+MAX_RESTARTS = 3
+
+
+class Replica:
+    """One replica (a Ray actor): the wrapped backend and the units it runs."""
+
+    def __init__(self, name: str, options: BackendOptions, threads: int | None) -> None:
+        from ..backends import create_backend
+
+        if threads is not None:
+            import torch
+
+            # Ray sets OMP_NUM_THREADS=1 in an actor; CPU kernels round differently with another
+            # thread count, so a replica takes the driver's: the numbers of one replica.
+            torch.set_num_threads(threads)
+        self.backend = create_backend(name, options)
+
+    def describe(self) -> dict[str, Any]:
+        """What the driver shows of the backend: identity, dtype, capabilities, chat template, pid."""
+        b = self.backend
+        import pickle
+
+        tokenizer = getattr(b, "tokenizer", None)
+        try:  # the driver counts tokens (estimates) and names the chat template with it
+            pickle.dumps(tokenizer)
+        except Exception:  # an engine's tokenizer that does not travel: the driver does without
+            tokenizer = None
+        return {"identity": b.cache_identity(), "dtype": b.dtype, "capabilities": b.capabilities, "pid": os.getpid(), "tokenizer": tokenizer,
+                "requests_per_call": b.requests_per_call}
+
+    def plan(self, kind: str, requests: Sequence[Any]) -> list[Unit]:
+        return plan_units(self.backend, kind, requests)
+
+    def run_unit(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]]) -> list[Any]:
+        """The values of the unit's requests, call after call, in ``Unit.indices`` order."""
+        method = self.backend.loglikelihood if kind == "loglikelihood" else self.backend.generate_until
+        values: list[Any] = []
+        for call in calls:
+            values += method([requests[i] for i in call])
+        return values
+
+    def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
+        return self.backend.apply_chat_template(messages)
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+def replica_resources(name: str, options: BackendOptions) -> dict[str, Any]:
+    """Ray resources of one replica: ``tensor_parallel_size`` GPUs (vllm) or one GPU (a CUDA
+    device), else (``--device cpu``) one CPU, or ``--threads`` CPUs when given."""
+    if options.device != "cpu":
+        gpus = options.tensor_parallel_size if name == "vllm" else 1
+        return {"num_cpus": 1, "num_gpus": gpus}
+    return {"num_cpus": options.threads or 1, "num_gpus": 0}
+
+
+class ReplicaBackend(Backend):
+    """The wrapped backend's name, identity and capabilities; its calls run on the replicas."""
+
+    def __init__(self, name: str, options: BackendOptions, size: int, address: str | None) -> None:
+        import ray
+
+        self.name, self.size, self._inner_options = name, size, options
+        self._threads = options.threads or _driver_threads() if options.device == "cpu" else None
+        self._started_ray = not ray.is_initialized()
+        if self._started_ray:
+            resources = replica_resources(name, options)
+            # A local Ray for this run: room for every replica even on fewer cores (CPU replicas share them).
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                     **({} if address else {"num_cpus": max(os.cpu_count() or 1, int(size * resources["num_cpus"]))}))
+        self.loads = 0  # replicas started (N, plus one per restart): each loads its model once
+        self.units_done = [0] * size  # units each replica finished (the tests see the work spread)
+        self.actors = [self._start() for _ in range(size)]
+        described = ray.get(self.actors[0].describe.remote())
+        self._identity, self.dtype, self.capabilities = described["identity"], described["dtype"], described["capabilities"]
+        # The replicas' tokenizer: the runner names the chat template with it, the estimate counts tokens.
+        self.tokenizer = described["tokenizer"]
+        # A runner that does not stream to us cuts calls as it would for one replica (plan.chunk_size).
+        self.requests_per_call = described["requests_per_call"]
+
+    @classmethod
+    def from_options(cls, options: BackendOptions) -> "ReplicaBackend":
+        raise TypeError("ReplicaBackend is built by evalita_eval.replicas.create_backend")
+
+    @property
+    def replicas(self) -> int:
+        return self.size
+
+    def _start(self) -> Any:
+        import ray
+
+        self.loads += 1
+        resources = replica_resources(self.name, self._inner_options)
+        if self._threads is not None:  # before torch loads: OpenMP reads it once (Ray sets 1)
+            resources["runtime_env"] = {"env_vars": {"OMP_NUM_THREADS": str(self._threads)}}
+        return ray.remote(Replica).options(max_restarts=0, **resources).remote(self.name, self._inner_options, self._threads)
+
+    def cache_identity(self) -> dict[str, Any]:
+        return dict(self._identity)  # one replica's: replicas must not change a number
+
+    def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
+        import ray
+
+        return ray.get(self.actors[0].apply_chat_template.remote(messages))
+
+    def loglikelihood(self, requests: Sequence[LLRequest], on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
+        return self._dispatch("loglikelihood", requests, on_result)
+
+    def generate_until(self, requests: Sequence[GenRequest], on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
+        return self._dispatch("generate_until", requests, on_result)
+
+    def _dispatch(self, kind: str, requests: Sequence[Any], on_result: Callable[[int, Any], None] | None) -> list[Any]:
+        import ray
+
+        if not requests:
+            return []
+        shared = ray.put(list(requests))
+        units = self._call(0, lambda actor: actor.plan.remote(kind, shared))
+        shards = assign([u.tokens for u in units], self.size)
+        out: list[Any] = [None] * len(requests)
+        running: dict[Any, tuple[int, int]] = {}  # future -> (replica, unit)
+
+        def submit(replica: int, todo: Sequence[int]) -> None:
+            for u in todo:
+                running[self.actors[replica].run_unit.remote(kind, shared, units[u].calls)] = (replica, u)
+
+        for replica, todo in enumerate(shards):
+            submit(replica, todo)
+        restarts = [0] * self.size
+        while running:
+            [future], _ = ray.wait(list(running), num_returns=1)
+            replica, u = running.pop(future)
+            try:
+                values = ray.get(future)
+            except ray.exceptions.RayActorError:
+                # The replica died: a new one takes every unit of it still without a result.
+                lost = [f for f, (r, _) in running.items() if r == replica]
+                left = sorted([u] + [running.pop(f)[1] for f in lost])
+                restarts[replica] += 1
+                if restarts[replica] > MAX_RESTARTS:
+                    raise RuntimeError(f"replica {replica} of backend {self.name!r} died {restarts[replica]} times; the run stops") from None
+                self.actors[replica] = self._start()
+                submit(replica, left)
+                continue
+            except ray.exceptions.RayTaskError as err:
+                raise err.as_instanceof_cause() from None  # the backend's own error (a ValueError...), as one replica raises it
+            self.units_done[replica] += 1
+            for i, value in zip(units[u].indices, values):
+                out[i] = value
+                if on_result is not None:
+                    on_result(i, value)
+        return out
+
+    def _call(self, replica: int, call: Callable[[Any], Any]) -> Any:
+        """``call(actor)`` on a replica, started again if it died (up to MAX_RESTARTS times)."""
+        import ray
+
+        for _ in range(MAX_RESTARTS):
+            try:
+                return ray.get(call(self.actors[replica]))
+            except ray.exceptions.RayActorError:
+                self.actors[replica] = self._start()
+        return ray.get(call(self.actors[replica]))
+
+    def close(self) -> None:
+        import ray
+
+        if not ray.is_initialized():
+            return
+        for actor in self.actors:
+            try:
+                ray.get(actor.close.remote())
+            except ray.exceptions.RayError:
+                pass  # a dead replica holds nothing
+            ray.kill(actor)
+        self.actors = []
+        if self._started_ray:
+            ray.shutdown()
+
+
+
+def _driver_threads() -> int | None:
+    """torch's intra-op threads in this process (what one replica run here would use)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch.get_num_threads()

@@ -1,0 +1,137 @@
+"""How one backend call is cut into units for the replicas, and how units are spread.
+
+A unit is a list of inner calls (each a list of request indices) that one replica runs
+in order with the wrapped backend's own methods. The calls are exactly those one replica
+would receive or form itself, so every request lands in the same batch, beside the same
+requests, as on one replica: the numbers are bitwise those of one replica.
+
+- a method that does not stream (``hf``/``fast`` log-likelihoods): the runner's chunks,
+  ``requests_per_call`` or ``batch_size x CHUNK_BATCHES`` requests in the runner's order
+  (running/runner.py ``Runner._cached``), each run as one call;
+- ``hf`` generations: the backend's own batches (grouped by stop strings, limit and
+  constraint, longest context first, cut by ``_generation_batches``), each run as one call;
+- ``fast`` generations: continuous batching makes a row's numbers depend on the whole
+  call, so the call is one unit (no speed-up there, the same numbers);
+- any other backend (vllm): the chunk rule.
+
+Calls that share a context (all choices of one document) are merged into one unit, so a
+prefix group never spans two replicas. Units are then given to replicas largest first,
+each to the replica with the fewest counted tokens so far (``assign``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from ..api import GenRequest, LLRequest, prompt_room
+
+# As running/runner.py: requests between two cache writes, and the batch taken under --batch-size auto.
+CHUNK_BATCHES = 4
+AUTO_BATCH = 64
+
+
+@dataclass(frozen=True)
+class Unit:
+    calls: tuple[tuple[int, ...], ...]  # inner calls, each request indices of the outer call
+    tokens: int  # counted tokens: scored input (log-likelihood), context + new tokens (generation)
+
+    @property
+    def indices(self) -> list[int]:
+        return [i for call in self.calls for i in call]
+
+
+def streams(method: Callable[..., Any]) -> bool:
+    """Whether a backend method reports results one by one (takes ``on_result``), as the runner tests it."""
+    return "on_result" in inspect.signature(method).parameters
+
+
+def chunk_size(backend: Any) -> int:
+    """The requests the runner hands a non-streaming backend per call (``Runner._cached``)."""
+    per_call = getattr(backend, "requests_per_call", None)
+    options = getattr(backend, "options", None)  # the run's --batch-size, as the runner reads it
+    batch = options.batch_size if options is not None else getattr(backend, "batch_size", None)
+    return per_call or max(1, (batch or AUTO_BATCH) * CHUNK_BATCHES)
+
+
+def merge_shared_contexts(calls: Sequence[Sequence[int]], contexts: Sequence[str]) -> list[list[list[int]]]:
+    """``calls`` grouped so that calls holding requests of one context are in one group
+    (union-find over contexts); groups in the order of their first call."""
+    parent = list(range(len(calls)))
+
+    def root(c: int) -> int:
+        while parent[c] != c:
+            parent[c] = parent[parent[c]]
+            c = parent[c]
+        return c
+
+    owner: dict[str, int] = {}
+    for c, call in enumerate(calls):
+        for i in call:
+            if contexts[i] in owner:
+                a, b = root(owner[contexts[i]]), root(c)
+                parent[max(a, b)] = min(a, b)
+            else:
+                owner[contexts[i]] = c
+    groups: dict[int, list[list[int]]] = {}
+    for c, call in enumerate(calls):
+        groups.setdefault(root(c), []).append(list(call))
+    return list(groups.values())
+
+
+def _hf_generation_calls(backend: Any, requests: Sequence[GenRequest], lengths: Sequence[int]) -> list[list[int]]:
+    """The ``generate`` batches ``HFBackend.generate_until`` forms for these requests (backends/hf.py)."""
+    groups: dict[tuple, list[int]] = {}
+    for i, r in enumerate(requests):
+        groups.setdefault((r.stop, r.max_new_tokens, r.constraint is not None), []).append(i)
+    calls: list[list[int]] = []
+    for (_stop, max_new, _constrained), idx in groups.items():
+        room = prompt_room(backend.max_length, max_new)
+        idx = sorted(idx, key=lambda i: -lengths[i])
+        calls += backend._generation_batches(idx, {i: min(lengths[i], room) + max_new for i in idx})
+    return calls
+
+
+def request_tokens(backend: Any, kind: str, requests: Sequence[LLRequest | GenRequest]) -> list[int]:
+    """Counted tokens per request with the backend's tokenizer (characters / 4 without one):
+    a log-likelihood's context + continuation, a generation's context + its new-token limit."""
+    tokenizer = getattr(backend, "tokenizer", None)
+    count = (lambda text: len(tokenizer.encode(text))) if tokenizer is not None else (lambda text: max(1, len(text) // 4))
+    if kind == "loglikelihood":
+        return [count(r.context + r.continuation) for r in requests]
+    return [count(r.context) for r in requests]
+
+
+def plan_units(backend: Any, kind: str, requests: Sequence[LLRequest | GenRequest]) -> list[Unit]:
+    """The units of one call of ``kind`` on ``backend`` (the wrapped backend, on a replica)."""
+    method = backend.loglikelihood if kind == "loglikelihood" else backend.generate_until
+    lengths = request_tokens(backend, kind, requests)
+    everything = list(range(len(requests)))
+    if kind == "generate_until" and streams(method):
+        from ..backends.hf import HFBackend
+
+        if isinstance(backend, HFBackend):
+            calls = _hf_generation_calls(backend, requests, lengths)  # type: ignore[arg-type]
+        else:
+            calls = [everything] if requests else []  # continuous batching (fast) or unknown: the whole call
+    else:
+        step = chunk_size(backend)
+        calls = [everything[s : s + step] for s in range(0, len(everything), step)]
+    contexts = [r.context for r in requests]
+    extra = [0 if kind == "loglikelihood" else r.max_new_tokens for r in requests]  # type: ignore[union-attr]
+    return [Unit(tuple(tuple(c) for c in group), sum(lengths[i] + extra[i] for c in group for i in c))
+            for group in merge_shared_contexts(calls, contexts)]
+
+
+def assign(tokens: Sequence[int], replicas: int) -> list[list[int]]:
+    """Unit indices per replica: largest first, each to the least loaded replica (ties: lowest
+    index), so counted tokens, not request counts, are balanced. Each replica's list keeps the
+    units' original order."""
+    load = [0] * replicas
+    shards: list[list[int]] = [[] for _ in range(replicas)]
+    for u in sorted(range(len(tokens)), key=lambda u: (-tokens[u], u)):
+        r = min(range(replicas), key=lambda r: (load[r], r))
+        shards[r].append(u)
+        load[r] += tokens[u]
+    return [sorted(s) for s in shards]
