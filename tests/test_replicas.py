@@ -5,6 +5,7 @@ only its unfinished units (no line twice in cache.jsonl)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -23,11 +24,18 @@ COMMON = ["--data", str(DATA), "--tasks", "te,sa,ls", "--limit", "5", "--batch-s
 
 
 @pytest.fixture(scope="module")
-def local_ray():
-    """One local Ray for the module (started here, stopped at the end)."""
+def local_ray(tmp_path_factory: pytest.TempPathFactory):
+    """One local Ray for the module (started here, stopped at the end). Ray saves its login token
+    under the home folder (~/.ray/auth_token): a temporary one here, so a test leaves nothing there."""
+    home = os.environ.get("HOME")
+    os.environ["HOME"] = str(tmp_path_factory.mktemp("ray-home"))
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
+    if home is None:
+        os.environ.pop("HOME", None)
+    else:
+        os.environ["HOME"] = home
 
 
 def _run(model: Path, out: Path, *extra: str) -> dict:

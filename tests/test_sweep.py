@@ -4,6 +4,7 @@ is reported while the others go on, and the rerun computes only the unfinished r
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,7 +34,9 @@ def _sweep_file(path: Path, models: list[Path], out: Path, bad_limit: bool) -> P
 
 
 def _sweep(file: Path, report: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "evalita_eval.cli", "sweep", str(file), "--out", str(report)], capture_output=True, text=True)
+    # Ray saves its login token under the home folder: a temporary one, so the test leaves nothing in ~.
+    env = {**os.environ, "HOME": str(report.parent / "home")}
+    return subprocess.run([sys.executable, "-m", "evalita_eval.cli", "sweep", str(file), "--out", str(report)], capture_output=True, text=True, env=env)
 
 
 def test_sweep_four_runs_one_report_and_resume(two_models: list[Path], tmp_path: Path) -> None:
