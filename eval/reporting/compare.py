@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from evalita_data.scoring.metric import HITS
+
 from . import stats
 from .bootstrap import read_samples
 from .runs import RunResults, load_results
@@ -29,7 +31,6 @@ from .settings_view import setting_label
 from .tables import ScoresError, TextTable, fmt
 
 PERCENT = 100.0
-ACCURACIES = ("acc", "acc_norm", "acc_bytes")
 
 
 class MissingSamples(ScoresError):
@@ -91,7 +92,7 @@ def paired_samples(a: RunResults, b: RunResults, task: str, prompt: str) -> tupl
 
 def compare_prompt(task: str, prompt: str, metric: str, sa: list[dict], sb: list[dict], metric_fn, k: int, seed: int) -> Comparison:
     score_a, score_b = metric_fn(sa), metric_fn(sb)
-    if metric in ACCURACIES:
+    if getattr(metric_fn, "kind", None) == HITS:  # per-item 0/1 hits: McNemar on the discordant items
         hits_a, hits_b = [metric_fn.sample(s) for s in sa], [metric_fn.sample(s) for s in sb]
         only_a = sum(1 for x, y in zip(hits_a, hits_b) if x and not y)
         only_b = sum(1 for x, y in zip(hits_a, hits_b) if y and not x)
