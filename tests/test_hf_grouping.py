@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import torch
-from fast_helpers import tiny_lm, within_bound  # noqa: F401  (tiny_lm is a fixture)
+from fast_helpers import mixed_requests, tiny_lm, within_bound  # noqa: F401  (tiny_lm is a fixture)
 
-from evalita_eval.api import LLRequest
+from evalita_eval.api import LLRequest, scoring_input
 from evalita_eval.backends import hf
 from evalita_eval.backends.hf import HFBackend, encode_request, plain_loglikelihood
 from evalita_eval.backends.hf_batches import longest_first, scoring_groups
@@ -66,3 +68,20 @@ def test_a_longer_continuation_leads_its_group_through_chunked_rows(tiny_lm, mon
     with torch.inference_mode():
         last = torch.log_softmax(model(torch.tensor([c_ids + x_ids[:-1]])).logits[0, -1].float(), dim=-1)[x_ids[-1]]
     assert within_bound(got[0].logprob, float(last))
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_hf_runs_no_more_model_tokens_than_lm_evals_hf(tiny_lm, batch):
+    """The rows the backend runs (its own grouping) against lm-eval 0.4.13's Collator on the
+    same tokens: the same groups, so the same model tokens (bench/work.py counts the benchmark)."""
+    collator = pytest.importorskip("lm_eval.models.utils").Collator
+
+    model, tok = tiny_lm
+    pairs = [encode_request(tok, r) for r in mixed_requests(random.Random(3), model, tok)]
+    groups = scoring_groups(pairs)
+    ours = [len(scoring_input(*pairs[g[0]], MAX_LENGTH)) for g in groups]
+    theirs_coll = collator([(None, c, x) for c, x in pairs], sort_fn=lambda r: (-len(r[1] + r[2]), tuple(r[1] + r[2])),
+                           group_by="contexts", group_fn=lambda r: r[-2] + r[-1][:-1])
+    theirs = [len((c + x)[-(MAX_LENGTH + 1):][:-1]) for chunk in theirs_coll.get_batched(n=batch) for _, c, x in chunk]
+    assert len(ours) == len(theirs) < len(pairs)
+    assert sum(ours) == sum(theirs)

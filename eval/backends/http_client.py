@@ -3,7 +3,7 @@ standard library (urllib), no extra dependency.
 
 Requests run ``concurrency`` at a time; 429, 5xx and connection errors or timeouts are
 retried with exponential backoff; a whole request (to its last byte) has one deadline; an
-answer over ``MAX_BODY_BYTES`` or not a JSON object is malformed, never a score; redirects
+answer over ``max_body_bytes`` (default ``MAX_BODY_BYTES``) or not a JSON object is malformed, never a score; redirects
 are refused (the key would follow them); the API key is only ever put in the
 ``Authorization`` header, never in an error message.
 """
@@ -118,15 +118,15 @@ class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
         return self.do_open(_watched(_WatchedHTTPS, self.deadline), req, context=self._context)
 
 
-def _read_body(resp: Any) -> bytes:
-    """The body, in chunks, at most MAX_BODY_BYTES (a ``_TooLarge`` past it)."""
+def _read_body(resp: Any, limit: int) -> bytes:
+    """The body, in chunks, at most ``limit`` bytes (a ``_TooLarge`` past it)."""
     declared = resp.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+    if declared.isdigit() and int(declared) > limit:
         raise _TooLarge(f"declared {int(declared)} bytes")
     chunks, size = [], 0
     while chunk := resp.read(READ_CHUNK_BYTES):
         size += len(chunk)
-        if size > MAX_BODY_BYTES:
+        if size > limit:
             raise _TooLarge(f"more than {size - len(chunk)} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
@@ -171,7 +171,10 @@ class OpenAIClient:
     and the deadline are retried, other faults stop at once. Messages name the server and the
     request, never the key."""
 
-    def __init__(self, base_url: str, api_key: str | None, timeout_s: float, max_retries: int, concurrency: int) -> None:
+    def __init__(self, base_url: str, api_key: str | None, timeout_s: float, max_retries: int, concurrency: int,
+                 max_body_bytes: int = MAX_BODY_BYTES, backoff_base_s: float = BACKOFF_BASE_S) -> None:
+        self.max_body_bytes = max_body_bytes
+        self.backoff_base_s = backoff_base_s
         self.base_url = base_url.rstrip("/") + "/"
         self._secret = api_key
         self.timeout_s = timeout_s
@@ -201,7 +204,7 @@ class OpenAIClient:
         try:
             try:
                 with opener.open(req, timeout=self.timeout_s) as resp:
-                    answer = resp.status, _read_body(resp), None
+                    answer = resp.status, _read_body(resp, self.max_body_bytes), None
             except urllib.error.HTTPError as err:
                 with err:
                     if 300 <= err.code < 400:
@@ -209,9 +212,9 @@ class OpenAIClient:
                         raise ServerError(f"server {url} redirected the request to {location!r} (HTTP {err.code}); redirects are "
                                           f"not followed, so that the API key goes to no other address: give the final "
                                           f"address as --base-url [{request}]") from None
-                    answer = err.code, _read_body(err), err.headers.get("Retry-After")
+                    answer = err.code, _read_body(err, self.max_body_bytes), err.headers.get("Retry-After")
         except _TooLarge as err:
-            raise ServerError(f"server {url} sent an answer larger than the {MAX_BODY_BYTES}-byte bound ({err}) "
+            raise ServerError(f"server {url} sent an answer larger than the {self.max_body_bytes}-byte bound ({err}) "
                               f"[{request}]") from None
         except (OSError, http.client.HTTPException):
             if deadline.expired:
@@ -242,7 +245,7 @@ class OpenAIClient:
                 reason = getattr(err, "reason", err)
                 last = self._scrub(f"{type(reason).__name__}: {reason}")
             if attempt < self.max_retries:
-                delay = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2**attempt)
+                delay = min(BACKOFF_MAX_S, self.backoff_base_s * 2**attempt)
                 if retry_after and retry_after.replace(".", "", 1).isdigit():
                     delay = max(delay, min(BACKOFF_MAX_S, float(retry_after)))
                 self.sleep(delay)

@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from ..api import (LOGPROB_ROUNDING, Backend, BackendOptions, BackendUnsupported, Capabilities, Constraint, GenRequest, LLRequest, LLResult,
                    backend_option, cut_at_stop)
 from . import register_backend
-from .http_client import MalformedAnswer, OpenAIClient, ServerError, excerpt, json_type  # noqa: F401  (ServerError: re-exported)
+from .http_client import BACKOFF_BASE_S, MAX_BODY_BYTES, MalformedAnswer, OpenAIClient, ServerError, excerpt, json_type  # noqa: F401  (ServerError: re-exported)
 from .engine_common import generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
 from ..modeling.options import engine_of
 from ..modeling.tokenization import render_chat
@@ -72,7 +72,9 @@ class _OpenAIBase(Backend):
         if options.batch_size is None:
             raise ValueError("--batch-size auto sizes batches by the model's memory; a server backend takes a number (requests per HTTP request)")
         self.batch_size = options.batch_size
-        self.client = OpenAIClient(server.base_url, _api_key(server), server.timeout_s, server.max_retries, server.concurrency)
+        # The answer bound and the backoff are read here, at construction (module settings tests lower).
+        self.client = OpenAIClient(server.base_url, _api_key(server), server.timeout_s, server.max_retries, server.concurrency,
+                                   MAX_BODY_BYTES, BACKOFF_BASE_S)
         self.dtype = "server"  # the server's choice
         self.base_url = server.base_url.rstrip("/")
         # vLLM's `return_token_ids`: the generated ids, decoded here as the HF path decodes
