@@ -86,7 +86,7 @@ import sys
 from evalita_eval.api import LLResult
 from evalita_eval.backends import hf
 from evalita_eval.fast.backend import FastBackend
-hf.continuation_scores = lambda model, ids, keep, targets: [(-1.0, False)] * len(targets)
+hf.continuation_scores = lambda model, ids, keep, targets: [(-1.0, False)] * sum(len(group) for group in targets)
 FastBackend._score_batch = lambda self, trees, targets: [(i, LLResult(-1.0, False, len(targets[i]))) for t in trees for i, _ in t.paths]
 from evalita_eval.cli import main
 sys.argv[0] = "evalita-eval"

@@ -17,7 +17,8 @@ tokens it runs through the model, computed from its own batching rules:
   longest);
 - ``lm-eval vLLM``: one engine request per (context, choice) with prompt log-probs:
   vLLM reads nothing from its prefix cache for those, so every prompt token is computed;
-- ``ours hf bN``: the same padded batches, without lm-eval's grouping;
+- ``ours hf bN``: the backend's own rule (``evalita_eval.backends.hf_batches``): lm-eval's
+  grouping, longest first, N rows padded to the longest;
 - ``ours fast``: the prefix-tree nodes and the padded passes of ``FastBackend``;
 - ``ours vllm``: ``--backend vllm`` (``vllm_loglikelihood=prefill``, the default): one
   request per context for the first tokens of its choices, one cache-reading prompt-log-prob
@@ -57,6 +58,7 @@ import data  # noqa: E402  (bench/ is on sys.path when run as a script)
 from evalita_data.registry import TASK_IDS  # noqa: E402
 from evalita_eval.api import GenRequest, LLRequest, prompt_room, scoring_input  # noqa: E402
 from evalita_eval.backends.hf import default_add_special_tokens, encode_request  # noqa: E402
+from evalita_eval.backends.hf_batches import longest_first, scoring_groups  # noqa: E402
 from evalita_eval.backends.vllm_scoring import plan_loglikelihood, prefix_cache_hits, submitted_calls  # noqa: E402
 from evalita_eval.fast.encode import encode_requests  # noqa: E402
 from evalita_eval.prompting.fewshot import build_contexts  # noqa: E402
@@ -162,12 +164,12 @@ def _chunks(seq: Sequence[Any], n: int) -> Iterable[Sequence[Any]]:
 
 
 def ours_hf(pairs: Sequence[tuple[list[int], list[int]]], max_length: int, batch: int) -> Work:
-    """``--backend hf``: longest first, ``batch`` rows right-padded to the longest."""
-    inputs = [scoring_input(c, x, max_length) for c, x in pairs]
-    order = sorted(range(len(pairs)), key=lambda i: -len(pairs[i][0] + pairs[i][1]))
+    """``--backend hf``: its own grouping (``hf_batches.scoring_groups``: one row per context +
+    continuation[:-1]), longest first, ``batch`` rows right-padded to the longest."""
+    groups = scoring_groups(pairs)
     work = Work()
-    for rows in _chunks(order, batch):
-        work.add_batch([len(inputs[i]) for i in rows])
+    for rows in _chunks(longest_first(groups, pairs), batch):
+        work.add_batch([len(scoring_input(*pairs[groups[k][0]], max_length)) for k in rows])
     return work
 
 

@@ -62,11 +62,18 @@ class Constraint:
     outputs share: literals, classes, groups, alternation, ``? * + {m,n}``). An engine with
     structured outputs takes it as they are: vLLM ``StructuredOutputsParams(choice=...)`` or
     ``(regex=...)``, see ``as_structured_outputs``.
+
+    A regex constraint carries its task's closing rule (``TaskSpec.output_closings`` and
+    ``output_empty``): the answers a local engine forces when the token budget runs out
+    (docs/settings.md). They are part of the request, so of the resume cache's key: an edit
+    of a task's closings changes the key as it changes the generations.
     """
 
     kind: str  # "choice" | "regex"
     choices: tuple[str, ...] = ()
     pattern: str = ""
+    closings: tuple[str, ...] = ()  # answers whose tokens set the reserved window (regex only)
+    empty_answer: str = ""  # the "nothing found" answer, also a closing (regex only)
 
     def as_structured_outputs(self) -> dict[str, Any]:
         """The keyword arguments of vLLM's ``StructuredOutputsParams`` (and the server's
@@ -100,7 +107,10 @@ class Capabilities:
 
 @dataclass
 class BackendOptions:
-    """Everything a backend may be built from; the CLI fills it, each backend reads its part."""
+    """What a backend is built from: the options every backend shares, and ``engine``, the
+    backend's own typed ``Options`` (``resolve_options`` fills it from ``extra`` and the flag
+    aliases before ``from_options`` is called; a backend reads its engine settings there only).
+    The CLI builds it with ``modeling.options.options_from_cli``."""
 
     model: str
     revision: str | None = None
@@ -109,11 +119,15 @@ class BackendOptions:
     batch_size: int | None = 8  # None: --batch-size auto, batches sized by tokens to fit max_memory
     trust_remote_code: bool = False
     max_length: int | None = None  # None: the model's own (lm-eval's rule)
-    max_batch_tokens: int | None = None  # token-budget backends (fast)
     max_memory: int | None = None  # bytes one forward pass may take (eval/modeling/memory.py); None: the device's free memory (CUDA) or 1 GiB
     threads: int | None = None  # torch intra-op threads on CPU; None: torch's default
     seed: int | None = None  # the run's --seed, for engines that sample (vLLM's engine seed)
-    # Engines (vLLM): passed through as the user wrote them.
+    extra: dict[str, Any] = field(default_factory=dict)  # --backend-arg NAME=VALUE as given; typed once resolved
+    engine: Any = None  # the backend's ``Options`` instance (None until resolve_options)
+    # Inputs only: the Python API's and the CLI's aliases of --backend-arg NAME=VALUE, read by
+    # resolve_options (never by a backend: it reads ``engine``). fast:
+    max_batch_tokens: int | None = None
+    # vllm:
     tensor_parallel_size: int = 1
     data_parallel_size: int = 1
     gpu_memory_utilization: float | None = None
@@ -124,7 +138,6 @@ class BackendOptions:
     concurrency: int = 4
     timeout_s: float = 120.0
     max_retries: int = 5
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def backend_option(default: Any, help: str, *, changes_numbers: bool = True, flag: str | None = None) -> Any:
@@ -155,14 +168,20 @@ class Backend(ABC):
     # ``--backend-arg NAME=VALUE`` (typed, unknown names refused) and listed by
     # ``evalita-eval backends``. None: any --backend-arg is accepted as a string (older backends).
     Options: ClassVar[type | None] = None
-    # What the backend was built from; ``create_backend`` sets them (None for one built directly).
+    # What the backend was built from (its typed ``Options`` in ``options.engine``);
+    # ``create_backend`` sets it (None for one built directly).
     options: BackendOptions | None = None
-    engine_options: Any = None  # the ``Options`` instance
+
+    @property
+    def engine_options(self) -> Any:
+        """The backend's typed ``Options`` instance (``options.engine``), None without them."""
+        return None if self.options is None else self.options.engine
 
     @classmethod
     @abstractmethod
     def from_options(cls, options: BackendOptions) -> "Backend":
-        """Build the backend from CLI options (import heavy libraries here, not at module level)."""
+        """Build the backend from resolved options: the shared fields and ``options.engine``, its
+        typed ``Options`` (import heavy libraries here, not at module level)."""
 
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
         raise BackendUnsupported(f"backend {self.name!r} cannot score log-likelihoods")
@@ -206,12 +225,17 @@ class Backend(ABC):
 
 
 def request_payload(request: LLRequest | GenRequest) -> dict[str, Any]:
-    """The request as the resume cache keys it; optional fields left at None are omitted,
-    so that adding one keeps existing caches valid."""
+    """The request as the resume cache keys it; optional fields left at None (or, in a
+    constraint, empty) are omitted, so that adding one keeps existing caches valid."""
     payload = asdict(request)
     for optional in ("constraint", "messages"):
         if optional in payload and payload[optional] is None:
             del payload[optional]
+    constraint = payload.get("constraint")
+    if constraint is not None:
+        for optional in ("closings", "empty_answer"):
+            if not constraint[optional]:
+                del constraint[optional]
     return payload
 
 

@@ -166,7 +166,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     require("run", RUN_NEEDS)
     from evalita_data.prompts import PromptError
 
-    from .api import BackendOptions
+    from .modeling.options import options_from_cli
     from .replicas import create_backend  # the backend, or its replicas on Ray (data_parallel_size)
     from .running.estimate import announce
     from .running.console import run_counts, summary_table, task_summary_table
@@ -236,16 +236,15 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
 
         output_dir = str(Path("results") / model_slug(model, revision) / setting_slug(setting, constrained, num_fewshot, eval_split))
     click.echo(f"writing to {output_dir}" + (f" (split {eval_split}: not comparable with the paper)" if eval_split else ""), err=True)
-    bad = [a for a in backend_args if "=" not in a]
-    if bad:
-        raise click.BadParameter(f"expected KEY=VALUE, got {bad[0]!r}", param_hint="--backend-arg")
-    options = BackendOptions(
-        model=model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, max_memory=max_memory, trust_remote_code=trust_remote_code,
-        max_length=max_length, max_batch_tokens=max_batch_tokens, threads=threads, tensor_parallel_size=tensor_parallel_size,
-        data_parallel_size=data_parallel_size, gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
-        base_url=base_url, api_key_env=api_key_env, concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries,
-        extra=dict(a.split("=", 1) for a in backend_args), seed=seed,
-    )
+    try:
+        options = options_from_cli(
+            backend_args, model=model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, max_memory=max_memory,
+            trust_remote_code=trust_remote_code, max_length=max_length, max_batch_tokens=max_batch_tokens, threads=threads, seed=seed,
+            tensor_parallel_size=tensor_parallel_size, data_parallel_size=data_parallel_size, gpu_memory_utilization=gpu_memory_utilization,
+            max_model_len=max_model_len, base_url=base_url, api_key_env=api_key_env, concurrency=concurrency, timeout_s=timeout_s,
+            max_retries=max_retries)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--backend-arg") from err
     runner = None
     try:
         backend = create_backend(backend_name, options)

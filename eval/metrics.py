@@ -51,6 +51,15 @@ def metric_of(task: str | None, name: str) -> Metric:
     return next(iter(found.values()))
 
 
+def higher_is_better(task: str, name: str) -> bool:
+    """The declared direction of metric ``name`` of ``task``; higher for a metric no registered
+    task declares (results of a task not installed here)."""
+    try:
+        return metric_of(task, name).higher_is_better
+    except KeyError:
+        return True
+
+
 def score_samples(metric: str, samples: list[dict], task: str | None = None) -> float:
     """The corpus-level ``metric`` (a name, resolved by ``metric_of``) over ``samples`` (the dicts of samples/*.jsonl)."""
     return metric_of(task, metric)(samples)

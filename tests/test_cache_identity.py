@@ -185,7 +185,7 @@ def test_vllm_identity_keeps_what_changes_numbers(tiny_model: Path) -> None:
 
     def identity(**changes) -> dict:
         backend = VLLMBackend(None, tokenizer, str(tiny_model), 2048, "float32")
-        backend.options, backend.engine_options = resolve_options(VLLMBackend, replace(base, **changes))
+        backend.options = resolve_options(VLLMBackend, replace(base, **changes))[0]
         return backend.cache_identity()
 
     same = identity()

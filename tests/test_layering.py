@@ -155,7 +155,7 @@ def test_loading_the_registry_loads_no_evaluator_module() -> None:
 EVALUATOR_ROOMS = {
     "evalita_eval.modeling": set(),
     "evalita_eval.fast": {"evalita_eval.modeling"},
-    "evalita_eval.backends": {"evalita_eval.fast", "evalita_eval.modeling", "evalita_eval.prompting"},
+    "evalita_eval.backends": {"evalita_eval.fast", "evalita_eval.modeling"},
     "evalita_eval.sources": set(),
     "evalita_eval.prompting": set(),
     "evalita_eval.reporting": set(),

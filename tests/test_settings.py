@@ -197,14 +197,15 @@ def test_unparseable_scored_wrong() -> None:
 def grammars(tiny_model: Path):
     from transformers import AutoTokenizer
 
-    from evalita_eval.prompting.constrained import GrammarCache
+    from evalita_eval.backends.grammar import GrammarCache
 
     tok = AutoTokenizer.from_pretrained(tiny_model)
     return GrammarCache(tok, len(tok)), tok
 
 
 def test_every_gold_answer_is_accepted_by_its_constraint(grammars) -> None:
-    from evalita_eval.prompting.constrained import accepts, task_constraint
+    from evalita_eval.backends.grammar import accepts
+    from evalita_eval.prompting.constrained import task_constraint
     from evalita_eval.prompting.instruct import answer_constraint, setting_task
 
     cache, tok = grammars

@@ -76,7 +76,7 @@ def create_backend(name: str, options: BackendOptions) -> Backend:
     """The backend ``name`` built from ``options``; its ``Options`` filled from ``options.extra``
     (``--backend-arg``) and the flag aliases, typed (``backend_options.resolve_options``)."""
     cls = get_backend_class(name)
-    options, engine = resolve_options(cls, options, [get_backend_class(n) for n in backend_names()])
-    backend = cls.from_options(options)
-    backend.options, backend.engine_options = options, engine  # what it was built from: part of its cache identity
+    options, _ = resolve_options(cls, options, [get_backend_class(n) for n in backend_names()])
+    backend = cls.from_options(options)  # options.engine: its typed Options
+    backend.options = options  # what it was built from (with ``engine``): part of its cache identity
     return backend

@@ -14,7 +14,8 @@ from typing import Any, Sequence
 
 from ..api import GenRequest, LLRequest
 from ..modeling.gguf import GGUFModel, pretrained_source
-from .hf import default_add_special_tokens, encode_request, resolve_max_length
+from ..modeling.tokenization import default_add_special_tokens, encode_request
+from .hf_loading import resolve_max_length
 
 
 @dataclass(frozen=True)

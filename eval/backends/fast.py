@@ -16,7 +16,9 @@ from ..api import Backend, BackendOptions, Capabilities, GenRequest, backend_opt
 from ..fast import FastBackend
 from . import register_backend
 from ..modeling.gguf import gguf_file_option
-from .hf import HFBackend, OnHFModel, load_hf
+from ..modeling.options import engine_of
+from .hf import HFBackend, OnHFModel
+from .hf_loading import load_hf
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class FastHFBackend(OnHFModel, FastBackend, Backend):
     @classmethod
     def from_options(cls, options: BackendOptions) -> "FastHFBackend":
         loaded = load_hf(options)
-        return cls(loaded.model, loaded.tokenizer, max_length=loaded.max_length, max_batch_tokens=options.max_batch_tokens,
+        return cls(loaded.model, loaded.tokenizer, max_length=loaded.max_length, max_batch_tokens=engine_of(cls, options).max_batch_tokens,
                    name_or_path=options.model, batch_size=options.batch_size, threads=options.threads,
                    max_memory=options.max_memory)
 

@@ -1,18 +1,18 @@
-"""The plain Hugging Face transformers backend (``--backend hf``) and the HF tokenisation rules.
+"""The plain Hugging Face transformers backend (``--backend hf``).
 
-Log-likelihoods: requests sorted by length (longest first), right-padded, one forward
-pass per batch, left-truncated to the model's maximum length, exactly as lm-eval's
-``HFLM._loglikelihood_tokens``; only the continuation positions are projected onto the
+Log-likelihoods: requests that read the same input (the one-token choices of one context)
+grouped into one row (``hf_batches.scoring_groups``), rows sorted by length (longest first),
+right-padded, one forward pass per batch, left-truncated to the model's maximum length,
+exactly as lm-eval's ``HFLM._loglikelihood_tokens``; only the continuation positions are projected onto the
 vocabulary (``continuation_scores``), and ``batch_size=None`` (``--batch-size auto``)
 sizes batches by tokens to fit a memory budget (eval/modeling/memory.py). Generation: greedy, left-padded batches, context
 left-truncated to ``max_length - max_new_tokens``, output cut at the first stop string
 (the EOS string included), as ``HFLM.generate_until``.
 
-``encode_pair`` follows lm-evaluation-harness exactly: trailing whitespace of the context
-moves to the continuation, and the continuation tokens are those of ``encode(context +
-continuation)`` after the first ``len(encode(context))``. ``plain_loglikelihood`` is the
-reference: one request at a time, full forward pass, no cache; every faster path is
-tested against it. ``load_hf`` is the one model/tokenizer loader of the HF-based backends.
+Requests are tokenised by eval/modeling/tokenization.py (lm-eval's rules, shared by every
+token-level backend). ``plain_loglikelihood`` is the reference: one request at a time, full
+forward pass, no cache; every faster path is tested against it. ``load_hf``
+(backends/hf_loading.py) is the one model/tokenizer loader of the HF-based backends.
 """
 
 from __future__ import annotations
@@ -22,60 +22,12 @@ from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, prompt_room, scoring_input
 from ..modeling.memory import CPU_PASS_TOKENS, forward_bytes, kv_bytes_per_token, memory_budget, return_freed_memory
-from ..modeling.tokenization import default_add_special_tokens, prefix_token_id
+from ..modeling.tokenization import default_add_special_tokens, encode_pair, encode_request, render_chat  # noqa: F401  (encode_pair: re-exported)
 from ..modeling.logits import logits_at, plain_head  # noqa: F401  (shared with fast/, which must not import backends/)
 from ..modeling.gguf import gguf_file_option
 from . import register_backend
-
-DEFAULT_MAX_LENGTH = 2048  # lm-eval's default when neither config nor tokenizer says
-_TOKENIZER_INFINITY = 1000000000000000019884624838656
-
-
-# -- tokenisation (lm-eval's HF rules) -------------------------------------------------------
-
-
-def encode_pair(tokenizer: Any, context: str, continuation: str, add_special_tokens: bool | None = None) -> tuple[list[int], list[int]]:
-    """(context ids, continuation ids) as lm-evaluation-harness 0.4.x computes them.
-
-    ``add_special_tokens=None`` follows lm-eval's default (``default_add_special_tokens``).
-    """
-    n_spaces = len(context) - len(context.rstrip())
-    if n_spaces > 0:
-        continuation = context[-n_spaces:] + continuation
-        context = context[:-n_spaces]
-    if add_special_tokens is None:
-        add_special_tokens = default_add_special_tokens(tokenizer, context + continuation)
-    whole = tokenizer.encode(context + continuation, add_special_tokens=add_special_tokens)
-    ctx = tokenizer.encode(context, add_special_tokens=add_special_tokens)
-    return ctx, whole[len(ctx):]
-
-
-def encode_request(tokenizer: Any, req: LLRequest) -> tuple[list[int], list[int]]:
-    """(context ids, continuation ids) of one request; an empty context becomes lm-eval's prefix token."""
-    if req.context == "":
-        special = default_add_special_tokens(tokenizer, req.continuation)
-        return [prefix_token_id(tokenizer)], tokenizer.encode(req.continuation, add_special_tokens=special)
-    return encode_pair(tokenizer, req.context, req.continuation)
-
-
-def render_chat(tokenizer: Any, model_name: str, messages: list[dict[str, str]]) -> str:
-    """The prompt string of chat messages under the tokenizer's template (every local-tokenizer backend)."""
-    if not getattr(tokenizer, "chat_template", None):
-        raise ValueError(f"model {model_name} has no chat template; run without --apply-chat-template")
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-
-
-def resolve_max_length(config: Any, tokenizer: Any) -> int:
-    """lm-eval's ``resolve_max_length``: config n_positions/max_position_embeddings/n_ctx, else tokenizer."""
-    cfg = getattr(config, "text_config", None) or config
-    for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
-        value = getattr(cfg, attr, None)
-        if value is not None:
-            return int(value)
-    mml = getattr(tokenizer, "model_max_length", None)
-    if mml is not None and mml != _TOKENIZER_INFINITY:
-        return int(mml)
-    return DEFAULT_MAX_LENGTH
+from .hf_batches import longest_first, scoring_groups, token_budget_batches
+from .hf_loading import LoadedModel, load_hf, resolve_max_length  # noqa: F401  (the loader of every HF-based backend, re-exported)
 
 
 def plain_loglikelihood(model: Any, tokenizer: Any, requests: Sequence[LLRequest], max_length: int) -> list[LLResult]:
@@ -101,53 +53,43 @@ def plain_loglikelihood(model: Any, tokenizer: Any, requests: Sequence[LLRequest
 LOGIT_CHUNK_ELEMENTS = 1 << 23
 
 
-def continuation_scores(model: Any, ids: Any, keep: Any, targets: Sequence[Sequence[int]]) -> list[tuple[float, bool]]:
-    """(sum of log p(target), every target the argmax) of each continuation in turn: the True
-    positions of ``keep`` (rows x width, row-major) cut into runs of ``len(targets[k])``.
+def continuation_scores(model: Any, ids: Any, keep: Any, targets: Sequence[Sequence[Sequence[int]]]) -> list[tuple[float, bool]]:
+    """(sum of log p(target), every target the argmax) of each continuation of each group in
+    turn. Group k owns the k-th run of True positions of ``keep`` (rows x width, row-major), as
+    long as its first (longest) continuation; every continuation of the group is scored at the
+    run's last ``len(continuation)`` positions (its tokens before the last are the input's last:
+    ``hf_batches.scoring_groups``).
 
     The float32 log-softmax is taken over chunks of at most ``LOGIT_CHUNK_ELEMENTS`` values
-    (row by row, as over the whole run: the same numbers). Where the head is a plain
-    linear layer, it projects only the chunk's hidden states, so a batch never holds more
-    logits than one chunk; otherwise the model's forward projects every kept position."""
+    (row by row, as over the whole run: the same numbers), once for the whole group. Where the
+    head is a plain linear layer, it projects only the chunk's hidden states, so a batch never
+    holds more logits than one chunk; otherwise the model's forward projects every kept position."""
     import torch
 
     head = plain_head(model)
     rows = logits_at(model, keep, input_ids=ids) if head is None else model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state[keep]
     step = max(1, LOGIT_CHUNK_ELEMENTS // (rows.shape[-1] if head is None else head.out_features))
     out, first = [], 0
-    for cont in targets:
-        target = torch.tensor(cont, device=rows.device)
-        picked, greedy = [], True
-        for r0 in range(0, len(cont), step):
-            chunk = rows[first + r0 : first + min(r0 + step, len(cont))]
-            lp = torch.log_softmax((chunk if head is None else head(chunk)).float(), dim=-1)
-            want = target[r0 : r0 + step]
-            picked.append(lp.gather(1, want[:, None])[:, 0])
-            greedy = greedy and bool((lp.argmax(dim=-1) == want).all())
-        first += len(cont)
+    for group in targets:
+        run = len(group[0])
+        picked: list[list[Any]] = [[] for _ in group]
+        greedy = [True] * len(group)
+        for r0 in range(first, first + run, step):
+            r1 = min(r0 + step, first + run)
+            lp = torch.log_softmax((rows[r0:r1] if head is None else head(rows[r0:r1])).float(), dim=-1)
+            best = lp.argmax(dim=-1)
+            for g, cont in enumerate(group):
+                start = first + run - len(cont)  # the run position of the continuation's first token
+                lo = max(r0, start)
+                if lo >= r1:
+                    continue
+                want = torch.tensor(cont[lo - start : r1 - start], device=rows.device)
+                picked[g].append(lp[lo - r0 :].gather(1, want[:, None])[:, 0])
+                greedy[g] = greedy[g] and bool((best[lo - r0 :] == want).all())
+        first += run
         # One sum over the whole continuation, in order, as the plain path sums it.
-        out.append((float(torch.cat(picked).sum()), greedy))
+        out.extend((float(torch.cat(p).sum()), g) for p, g in zip(picked, greedy))
     return out
-
-
-def token_budget_batches(order: Sequence[int], lengths: Any, scored: Any, cost: Callable[[int, int, int], int], budget: int) -> list[list[int]]:
-    """``order`` cut, in order, into batches whose ``cost(rows, width, scored tokens)`` stays
-    within ``budget`` bytes (width: the longest ``lengths[i]`` of the batch; scored: the sum
-    of its ``scored[i]``; both indexed by request). A request
-    that alone exceeds the budget is a batch of its own."""
-    batches: list[list[int]] = []
-    cur: list[int] = []
-    width = n_scored = 0
-    for i in order:
-        w, n = max(width, lengths[i]), n_scored + scored[i]
-        if cur and cost(len(cur) + 1, w, n) > budget:
-            batches.append(cur)
-            cur, w, n = [], lengths[i], scored[i]
-        cur.append(i)
-        width, n_scored = w, n
-    if cur:
-        batches.append(cur)
-    return batches
 
 
 class OnHFModel:
@@ -165,12 +107,13 @@ class OnHFModel:
 
     def cache_identity(self) -> dict[str, Any]:
         from ..modeling.gguf import gguf_identity
+        from ..modeling.options import engine_fields
         from ..modeling.identity import model_source_identity, tokenizer_identity
 
         identity = super().cache_identity()  # type: ignore[misc]  # Backend's, next in every subclass's MRO
         identity.update(model_source_identity(self.name_or_path, identity.get("revision")))
         identity.update(tokenizer_identity(self.tokenizer, self.name_or_path))
-        identity.update(gguf_identity(self.name_or_path, identity.get("revision"), getattr(self.options, "extra", None)) or {})
+        identity.update(gguf_identity(self.name_or_path, identity.get("revision"), engine_fields(self)) or {})
         # The device type: CPU and GPU kernels round differently (a device index does not matter).
         # Batch size (hf) and --max-batch-tokens (fast) stay out, by measurement on the tiny model
         # (64 requests, float32, CPU): batch sizes 1/3/8/32 give bitwise-different log-likelihoods
@@ -183,80 +126,6 @@ class OnHFModel:
 
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
         return render_chat(self.tokenizer, self.name_or_path, messages)
-
-
-# -- loading ----------------------------------------------------------------------------------
-
-
-@dataclass
-class LoadedModel:
-    model: Any
-    tokenizer: Any
-    max_length: int
-    name_or_path: str
-
-
-def _torch_dtype(dtype: str) -> Any:
-    import torch
-
-    if dtype == "auto":
-        return "auto"
-    try:
-        return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
-    except KeyError:
-        raise ValueError(f"unknown dtype {dtype!r}; use auto, float32, float16 or bfloat16") from None
-
-
-def load_hf(options: BackendOptions) -> LoadedModel:
-    """Tokenizer and ``AutoModelForCausalLM`` as lm-eval's HFLM sets them up; loads nothing
-    remote unless ``options.model`` is a Hub id.
-
-    ``device="auto"`` spreads a model larger than one device over every visible GPU (and
-    the CPU) with accelerate's ``device_map="auto"``; otherwise the whole model goes to
-    ``device``. ``threads`` sets torch's intra-op threads (CPU runs). A GGUF file
-    (``--model X.gguf`` or ``--backend-arg gguf_file=NAME``, eval/modeling/gguf.py) is dequantized by
-    transformers, its tokenizer and chat template read from the file.
-    """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from ..modeling.gguf import gguf_model, pretrained_source, require_gguf
-
-    if options.threads is not None:
-        torch.set_num_threads(options.threads)
-    device = options.device
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError("--device cuda was asked for but torch sees no CUDA device")
-    common: dict[str, Any] = {"revision": options.revision, "trust_remote_code": options.trust_remote_code}
-    gguf = gguf_model(options.model, options.extra)
-    if gguf is not None:
-        require_gguf(options.model)
-    source, files = pretrained_source(options.model, gguf)
-    common.update(files)
-    placement: dict[str, Any] = {}
-    if device == "auto":
-        import importlib.util
-
-        if importlib.util.find_spec("accelerate") is None:
-            raise RuntimeError("--device auto needs accelerate: pip install accelerate")
-        placement["device_map"] = "auto"
-    tokenizer = AutoTokenizer.from_pretrained(source, **common)
-    model = AutoModelForCausalLM.from_pretrained(source, dtype=_torch_dtype(options.dtype), **common, **placement)
-    if not placement:
-        model = model.to(device)
-    model.eval()
-    if gguf is not None:
-        # The tokenizer was built from the file, not from the folder holding it (which the cache
-        # identity would otherwise fingerprint as a tokenizer folder).
-        tokenizer.name_or_path = str(gguf.local_path or f"{gguf.source}/{gguf.file}")
-    # lm-eval's configure_pad_token: pad with unk, else eos, when there is no pad token.
-    if tokenizer.pad_token_id is None:
-        if tokenizer.unk_token is not None:
-            tokenizer.pad_token_id = tokenizer.unk_token_id
-        else:
-            tokenizer.pad_token_id = tokenizer.eos_token_id
-    max_length = options.max_length or resolve_max_length(model.config, tokenizer)
-    return LoadedModel(model, tokenizer, max_length, options.model)
 
 
 # -- the backend ------------------------------------------------------------------------------
@@ -303,36 +172,38 @@ class HFBackend(OnHFModel, Backend):
 
     # -- log-likelihood -----------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
+        """One forward row per group of requests that read the same input (lm-eval's grouping:
+        the one-token choices of one context share a row), groups longest first."""
         import torch
 
         encoded = [encode_request(self.tokenizer, r) for r in requests]
         inputs_of = [scoring_input(ctx, cont, self.max_length, r.continuation) for r, (ctx, cont) in zip(requests, encoded)]
-        # Longest first, as lm-eval's Collator; ties keep the input order.
-        order = sorted(range(len(requests)), key=lambda i: -len(encoded[i][0] + encoded[i][1]))
+        groups = scoring_groups(encoded)
+        lengths = [len(inputs_of[g[0]]) for g in groups]
         out: list[LLResult | None] = [None] * len(requests)
         with torch.inference_mode():
-            for batch in self._scoring_passes(order, [len(x) for x in inputs_of], [len(c) for _, c in encoded]):
-                inputs = [inputs_of[i] for i in batch]
-                conts = [encoded[i][1] for i in batch]
-                width = max(len(x) for x in inputs)
+            for batch in self._scoring_passes(longest_first(groups, encoded), lengths, [len(encoded[g[0]][1]) for g in groups]):
                 # Right padding without an attention mask: a causal model's logits at the
                 # real positions do not depend on what follows them (lm-eval does the same).
-                ids = torch.zeros((len(batch), width), dtype=torch.long)
-                keep = torch.zeros((len(batch), width), dtype=torch.bool)
-                for row, (inp, cont) in enumerate(zip(inputs, conts)):
-                    ids[row, : len(inp)] = torch.tensor(inp, dtype=torch.long)
-                    keep[row, len(inp) - len(cont) : len(inp)] = True
+                ids = torch.zeros((len(batch), max(lengths[k] for k in batch)), dtype=torch.long)
+                keep = torch.zeros(ids.shape, dtype=torch.bool)
+                for row, k in enumerate(batch):
+                    lead = groups[k][0]
+                    ids[row, : lengths[k]] = torch.tensor(inputs_of[lead], dtype=torch.long)
+                    keep[row, lengths[k] - len(encoded[lead][1]) : lengths[k]] = True
                 # Only the positions whose next token is read reach the vocabulary (row-major,
                 # so each row's continuation is one contiguous run).
-                scores = continuation_scores(self.model, ids.to(self.device), keep.to(self.device), conts)
-                for i, cont, (logprob, greedy) in zip(batch, conts, scores):
-                    out[i] = LLResult(logprob, greedy, len(cont))
+                targets = [[encoded[i][1] for i in groups[k]] for k in batch]
+                scores = iter(continuation_scores(self.model, ids.to(self.device), keep.to(self.device), targets))
+                for i in (i for k in batch for i in groups[k]):
+                    logprob, greedy = next(scores)
+                    out[i] = LLResult(logprob, greedy, len(encoded[i][1]))
         return out  # type: ignore[return-value]
 
     def _scoring_passes(self, order: list[int], lengths: list[int], scored: list[int]) -> list[list[int]]:
-        """The forward passes of ``_scoring_batches``: on CPU a batch of ``batch_size`` requests
-        is cut, in order, into passes of at most ``CPU_PASS_TOKENS`` padded tokens (a request
-        alone over it is a pass of its own). Each row's log-likelihood depends on that row
+        """The forward passes of ``_scoring_batches`` (items: groups of requests, one row each):
+        on CPU a batch of ``batch_size`` rows is cut, in order, into passes of at most
+        ``CPU_PASS_TOKENS`` padded tokens (a row alone over it is a pass of its own). Each row's log-likelihood depends on that row
         only, so this moves float rounding, not results (as the batch size does, see
         ``cache_identity``), and bounds the activations of paragraph-long requests."""
         batches = self._scoring_batches(order, lengths, scored)
@@ -341,7 +212,7 @@ class HFBackend(OnHFModel, Backend):
         return [p for b in batches for p in token_budget_batches(b, lengths, lengths, lambda rows, width, _n: rows * width, CPU_PASS_TOKENS)]
 
     def _scoring_batches(self, order: list[int], lengths: list[int], scored: list[int]) -> list[list[int]]:
-        """``order`` cut into forward passes: ``batch_size`` requests each, or with
+        """``order`` cut into forward passes: ``batch_size`` rows each, or with
         ``batch_size=None`` as many as fit the memory budget (eval/modeling/memory.py's formula)."""
         if self.batch_size is not None:
             return [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
@@ -405,7 +276,7 @@ class HFBackend(OnHFModel, Backend):
         return token_budget_batches(order, lengths, dict.fromkeys(order, 0), cost, self._budget)
 
     def _grammar_processor(self, constraints: list, max_new_tokens: int) -> Any:
-        from ..prompting.constrained import GrammarCache
+        from .grammar import GrammarCache
 
         if self._grammars is None:
             self._grammars = GrammarCache(self.tokenizer, self.model.config.vocab_size)

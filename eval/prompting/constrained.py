@@ -1,18 +1,13 @@
-"""Constrained decoding (``--constrained``): the constraints of each task and their
-enforcement in ``transformers``' ``generate`` with xgrammar.
-
-Why xgrammar: vLLM 0.32 (our ``vllm`` backend's engine) depends on xgrammar 0.2.8 and
-uses it by default for structured outputs (``backend="auto"``), and xgrammar ships a
-``transformers`` logits-processor path; pinning the same version makes the hf/fast and
-the vLLM backends enforce one grammar with one library. outlines-core and llguidance
-are also vLLM dependencies but have no maintained ``transformers`` integration of the
-same version; lm-format-enforcer is slower (character-level parsing per token).
+"""Constrained decoding (``--constrained``): the constraint of each task and setting.
+The engines enforce them (xgrammar on a local model: eval/backends/grammar.py; vLLM and
+servers: structured outputs).
 
 Constraints (``api.Constraint``): multiple-choice settings use a ``choice`` set (the
 letters for CE, the answer texts for CE-NI and OE, eval/prompting/instruct.py); a generative task
 uses a ``regex``, the answer format it declares (``TaskSpec.output_pattern``: NER, REL
 and LS; an added task the same way), with the closing rule it declares
-(``output_closings``, ``output_empty``) for the token budget. A generative task without
+(``output_closings``, ``output_empty``) for the token budget, carried by the constraint
+(so the resume cache's key changes with them). A generative task without
 a format (SUM, free text) cannot be constrained: ``unformatted`` names such tasks before a
 run starts. Every gold answer of the test data must be accepted (tests/test_settings.py
 checks it on the fixtures).
@@ -20,11 +15,9 @@ checks it on the fixtures).
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Any, Sequence
+from typing import Sequence
 
-from evalita_data.registry import tasks
 from evalita_data.taskspec import TaskSpec
 
 from ..api import Constraint
@@ -41,7 +34,9 @@ def format_failures(spec: TaskSpec, generations: Sequence[str]) -> int | None:
 
 def task_constraint(spec: TaskSpec) -> Constraint | None:
     """The answer-format constraint of a generative task; None where the output is free text."""
-    return Constraint("regex", pattern=spec.output_pattern) if spec.output_pattern is not None else None
+    if spec.output_pattern is None:
+        return None
+    return Constraint("regex", pattern=spec.output_pattern, closings=spec.output_closings, empty_answer=spec.output_empty)
 
 
 def unformatted(specs: Sequence[TaskSpec]) -> list[TaskSpec]:
@@ -59,164 +54,5 @@ def refuse_unformatted(entries: Sequence[tuple[str, TaskSpec]]) -> None:
                          "so nothing would constrain the generation; run them without --constrained")
 
 
-def closing_rule(constraint: Constraint) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(closing answers, of which those that set the reserved window) of a regex constraint,
-    as the task declaring that pattern gives them (``TaskSpec.output_closings``, ``output_empty``);
-    empty for choices. Tasks sharing one pattern pool their closings (each is checked against the
-    grammar before it is forced)."""
-    if constraint.kind != "regex":
-        return (), ()
-    declaring = [s for s in tasks().values() if s.output_pattern == constraint.pattern]
-    window = tuple(dict.fromkeys(c for s in declaring for c in s.output_closings))
-    empty = tuple(dict.fromkeys(s.output_empty for s in declaring if s.output_empty))
-    return empty + window, window
-
-
 def choice_constraint(choices: Sequence[str]) -> Constraint:
     return Constraint("choice", choices=tuple(choices))
-
-
-def ebnf(constraint: Constraint) -> str:
-    """The constraint as an xgrammar EBNF grammar (choices as quoted alternatives)."""
-    if constraint.kind == "choice":
-        if not constraint.choices:
-            raise ValueError("a choice constraint needs at least one choice")
-        return "root ::= " + " | ".join(json.dumps(c, ensure_ascii=False) for c in constraint.choices)
-    raise ValueError(f"constraint kind {constraint.kind!r} has no EBNF form; compile it as a regex")
-
-
-class GrammarCache:
-    """Compiles each distinct constraint once per tokenizer."""
-
-    def __init__(self, tokenizer: Any, vocab_size: int) -> None:
-        import xgrammar as xgr
-
-        self._xgr = xgr
-        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size)
-        self.compiler = xgr.GrammarCompiler(info)
-        self.vocab_size = vocab_size
-        self.tokenizer = tokenizer
-        self._compiled: dict[Constraint, Any] = {}
-        self._closings: dict[Constraint, tuple[list[list[int]], int]] = {}
-
-    def compiled(self, constraint: Constraint) -> Any:
-        if constraint not in self._compiled:
-            if constraint.kind == "regex":
-                self._compiled[constraint] = self.compiler.compile_regex(constraint.pattern)
-            elif constraint.kind == "choice":
-                self._compiled[constraint] = self.compiler.compile_grammar(ebnf(constraint))
-            else:
-                raise ValueError(f"unknown constraint kind {constraint.kind!r}; expected choice or regex")
-        return self._compiled[constraint]
-
-    def closings(self, constraint: Constraint) -> tuple[list[list[int]], int]:
-        """The closing candidates of a constraint as token ids (shortest first), and the
-        window: how many last tokens are reserved for closing (docs/settings.md)."""
-        if constraint not in self._closings:
-            templates, reserved = closing_rule(constraint)
-            suffixes = sorted({t[i:] for t in templates for i in range(len(t) + 1)}, key=lambda x: (len(x), x))
-            candidates = sorted((self._encode(x) for x in suffixes), key=len)
-            window = max((len(self._encode(t)) for t in reserved), default=0)
-            self._closings[constraint] = (candidates, window)
-        return self._closings[constraint]
-
-    def _encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False) if text else []
-
-    def logits_processor(self, constraints: Sequence[Constraint], max_new_tokens: int | None = None) -> "Any":
-        """A fresh ``transformers`` logits processor for one ``generate`` call, one grammar per row;
-        given ``max_new_tokens``, it closes each answer within that budget."""
-        closings = [self.closings(c) for c in constraints] if max_new_tokens is not None else None
-        return _GrammarLogitsProcessor(self._xgr, [self.compiled(c) for c in constraints], self.vocab_size,
-                                       closings=closings, max_new_tokens=max_new_tokens, eos_token_id=self.tokenizer.eos_token_id)
-
-
-class _GrammarLogitsProcessor:
-    """Masks, per row, the tokens its grammar forbids (xgrammar's bitmask).
-
-    Unlike ``xgrammar.contrib.hf.LogitsProcessor`` it tolerates rows that ``generate``
-    has finished (padding after EOS or a stop string): a row whose matcher rejects the
-    sampled token, or has terminated, is left alone from then on.
-
-    Budget rule (given ``closings`` and ``max_new_tokens``): once the tokens left are no
-    more than a row's closing window, the row is forced along the shortest closing
-    candidate its grammar accepts from the current state, then EOS, so that it ends in an
-    accepting state within ``max_new_tokens``.
-    """
-
-    def __init__(self, xgr: Any, grammars: list[Any], vocab_size: int, closings: list[tuple[list[list[int]], int]] | None = None,
-                 max_new_tokens: int | None = None, eos_token_id: int | None = None) -> None:
-        self.xgr = xgr
-        self.matchers = [xgr.GrammarMatcher(g) for g in grammars]
-        self.done = [False] * len(grammars)
-        self.bitmask = xgr.allocate_token_bitmask(len(grammars), vocab_size)
-        self.started = False
-        self.closings = closings
-        self.max_new_tokens = max_new_tokens
-        self.eos_token_id = eos_token_id
-        self.steps = 0
-        self.forced: dict[int, list[int]] = {}  # row -> tokens still to force
-
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        if self.started:
-            for row, matcher in enumerate(self.matchers):
-                if not self.done[row] and (matcher.is_terminated() or not matcher.accept_token(int(input_ids[row, -1]))):
-                    self.done[row] = True
-        self.started = True
-        self.bitmask.fill_(-1)  # all bits set: every token allowed (finished rows)
-        for row, matcher in enumerate(self.matchers):
-            if not self.done[row] and not matcher.is_terminated():
-                matcher.fill_next_token_bitmask(self.bitmask, row)
-        width = scores.shape[-1]
-        masked = scores.float().cpu() if scores.device.type not in ("cpu", "cuda") else scores
-        self.xgr.apply_token_bitmask_inplace(masked, self.bitmask.to(masked.device), vocab_size=width)
-        self._force_closings(masked)
-        self.steps += 1
-        return masked.to(scores.device) if masked is not scores else masked
-
-    def _force_closings(self, scores: Any) -> None:
-        if self.closings is None or self.max_new_tokens is None:
-            return
-        left = self.max_new_tokens - self.steps  # tokens this call may still write, this one included
-        for row, matcher in enumerate(self.matchers):
-            candidates, window = self.closings[row]
-            if self.done[row] or matcher.is_terminated() or left > window:
-                continue
-            if row not in self.forced:
-                closing = _shortest_closing(matcher, candidates, self.eos_token_id)
-                if closing is None:
-                    continue  # no known closing from here: the grammar mask alone applies
-                self.forced[row] = closing
-            queue = self.forced[row]
-            token = queue.pop(0) if queue else self.eos_token_id
-            if token is None or token >= scores.shape[-1]:
-                continue
-            keep = scores[row, token].clone()
-            scores[row].fill_(float("-inf"))
-            scores[row, token] = keep if keep > float("-inf") else 0.0
-
-
-def _shortest_closing(matcher: Any, candidates: list[list[int]], eos_token_id: int | None) -> list[int] | None:
-    """The first (shortest) candidate after which the grammar accepts EOS; the matcher is left unchanged."""
-    for tokens in candidates:
-        accepted = 0
-        for token in tokens:
-            if not matcher.accept_token(token):
-                break
-            accepted += 1
-        ok = accepted == len(tokens) and eos_token_id is not None and matcher.accept_token(eos_token_id)
-        undo = accepted + (1 if ok else 0)
-        if undo:
-            matcher.rollback(undo)
-        if ok:
-            return list(tokens)
-    return None
-
-
-def accepts(cache: GrammarCache, constraint: Constraint, text: str, tokenizer: Any) -> bool:
-    """Whether ``text`` (tokenized as the model would write it) is a complete, allowed answer."""
-    matcher = cache._xgr.GrammarMatcher(cache.compiled(constraint))
-    for token in tokenizer.encode(text, add_special_tokens=False):
-        if not matcher.accept_token(token):
-            return False
-    return matcher.is_completed() if hasattr(matcher, "is_completed") else matcher.accept_token(tokenizer.eos_token_id)

@@ -1,7 +1,8 @@
 """Chance and majority-class baselines of a multiple-choice task, from the evaluated gold labels.
 
 * chance: the expected score of picking one of the item's choices uniformly at random.
-  Accuracies: exactly the mean of 1/K over the items (K = the item's number of choices).
+  Per-item hits (``Metric.kind == HITS``: the accuracies): exactly the mean of 1/K over the
+  items (K = the item's number of choices).
   F1 metrics (not linear in the items): the mean score over ``CHANCE_DRAWS`` random
   draws from ``numpy.random.default_rng(CHANCE_SEED)``, so the number is reproducible.
 * majority: the score of predicting the most frequent gold class for every item (ties:
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
+from evalita_data.scoring.metric import HITS
 from evalita_data.taskspec import Metric
 
 CHANCE_DRAWS = 500
@@ -27,8 +29,8 @@ def _score(metric: Metric, golds: Sequence[int], predictions: Sequence[int]) -> 
 
 
 def chance_score(metric: Metric, golds: Sequence[int], n_choices: Sequence[int]) -> float:
-    """Expected ``metric`` of uniform random predictions (exact for accuracies, else a seeded mean)."""
-    if metric.name.startswith("acc"):
+    """Expected ``metric`` of uniform random predictions (exact for per-item hits, else a seeded mean)."""
+    if metric.kind == HITS:  # the mean of P(a random choice is the gold one)
         return sum(1.0 / k for k in n_choices) / len(n_choices)
     import numpy as np
 

@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
+from evalita_data.scoring.metric import HITS
+
 from . import stats
 from .bootstrap import read_samples
 from .lm_eval_runs import is_lm_eval_output, lm_eval_notes, load_run
@@ -33,7 +35,6 @@ from .worth import MIN_ITEMS, NOT_A_MEASUREMENT, NOT_COMPARABLE, recorded_reason
 from .unparsed_flag import untested_avgp_reason, untested_reason
 
 PERCENT = 100.0
-ACCURACIES = ("acc", "acc_norm", "acc_bytes")
 
 
 class MissingSamples(ScoresError):
@@ -130,7 +131,7 @@ def _differing(sa: list[dict], sb: list[dict]) -> int:
 
 def compare_prompt(task: str, prompt: str, metric: str, sa: list[dict], sb: list[dict], metric_fn, k: int, seed: int) -> Comparison:
     score_a, score_b = metric_fn(sa), metric_fn(sb)
-    if metric in ACCURACIES:
+    if getattr(metric_fn, "kind", None) == HITS:  # per-item 0/1 hits: McNemar on the discordant items
         hits_a, hits_b = [metric_fn.sample(s) for s in sa], [metric_fn.sample(s) for s in sb]
         only_a = sum(1 for x, y in zip(hits_a, hits_b) if x and not y)
         only_b = sum(1 for x, y in zip(hits_a, hits_b) if y and not x)

@@ -81,9 +81,10 @@ def sharpe_score(scores: Sequence[float], alpha: float = 1.0, scale: float = 1.0
     return float(arr.mean()) / (alpha * std / scale + 1.0)
 
 
-def rank_descending(values: Sequence[float]) -> list[int]:
-    """1-based ranks, best (largest) first; ties keep input order."""
-    order = sorted(range(len(values)), key=lambda i: -values[i])
+def rank_descending(values: Sequence[float], higher_is_better: bool = True) -> list[int]:
+    """1-based ranks, best first (the largest, or the smallest for a metric declared
+    ``higher_is_better=False``); ties keep input order."""
+    order = sorted(range(len(values)), key=lambda i: -values[i] if higher_is_better else values[i])
     ranks = [0] * len(values)
     for rank, i in enumerate(order, 1):
         ranks[i] = rank
@@ -91,9 +92,9 @@ def rank_descending(values: Sequence[float]) -> list[int]:
 
 
 def sharpe_ranks(per_model_scores: Sequence[Sequence[float]], alphas: Sequence[float] = ALPHAS,
-                 scale: float = 1.0) -> np.ndarray:
-    """ranks[a, m]: rank of model m by Sharpe score at alphas[a] (1 = best)."""
-    return np.array([rank_descending([sharpe_score(s, a, scale) for s in per_model_scores]) for a in alphas])
+                 scale: float = 1.0, higher_is_better: bool = True) -> np.ndarray:
+    """ranks[a, m]: rank of model m by Sharpe score at alphas[a] (1 = best in the metric's direction)."""
+    return np.array([rank_descending([sharpe_score(s, a, scale) for s in per_model_scores], higher_is_better) for a in alphas])
 
 
 # ---------------------------------------------------------------- bootstrap
@@ -171,15 +172,18 @@ def welch_greater_pvalue(a: Sequence[float], b: Sequence[float]) -> float:
     return float(sps.ttest_ind(x, y, equal_var=False, alternative="greater").pvalue)
 
 
-def dataset_rank_scores(model_scores: Mapping[str, Sequence[float]], significance: float = 0.05) -> dict[str, float]:
+def dataset_rank_scores(model_scores: Mapping[str, Sequence[float]], significance: float = 0.05,
+                        higher_is_better: bool = True) -> dict[str, float]:
     """EuroEval rank scores of the models on one dataset (1 = best; lower is better).
 
-    Models are sorted by mean score; each next model gets the previous model's rank
-    score, plus |difference of means| / std of all models' means (population std) when
-    a one-sided Welch t-test finds it significantly worse than the previous model.
+    Models are sorted by mean score, best first in the metric's declared direction; each next
+    model gets the previous model's rank score, plus |difference of means| / std of all models'
+    means (population std) when a one-sided Welch t-test finds it significantly worse than the
+    previous model.
     """
     means = {m: float(np.mean(_finite_1d(s, f"scores of {m}"))) for m, s in model_scores.items()}
-    order = sorted(means, key=lambda m: -means[m])  # stable: ties keep input order
+    sign = 1.0 if higher_is_better else -1.0
+    order = sorted(means, key=lambda m: -sign * means[m])  # stable: ties keep input order
     spread = float(np.std(list(means.values())))
     ranks: dict[str, float] = {}
     prev: str | None = None
@@ -188,19 +192,22 @@ def dataset_rank_scores(model_scores: Mapping[str, Sequence[float]], significanc
             ranks[model] = 1.0
         else:
             step = 0.0
-            if spread > 0 and welch_greater_pvalue(model_scores[prev], model_scores[model]) < significance:
+            better, worse = (model_scores[prev], model_scores[model]) if higher_is_better else (model_scores[model], model_scores[prev])
+            if spread > 0 and welch_greater_pvalue(better, worse) < significance:
                 step = abs(means[prev] - means[model]) / spread
             ranks[model] = ranks[prev] + step
         prev = model
     return ranks
 
 
-def mean_rank_scores(scores: Mapping[str, Mapping[str, Sequence[float]]], significance: float = 0.05) -> dict[str, float]:
+def mean_rank_scores(scores: Mapping[str, Mapping[str, Sequence[float]]], significance: float = 0.05,
+                     higher_is_better: Mapping[str, bool] | None = None) -> dict[str, float]:
     """scores[dataset][model] = bootstrap scores -> each model's mean rank score over the
-    datasets it was evaluated on."""
+    datasets it was evaluated on (``higher_is_better[dataset]``: its metric's direction, default higher)."""
     per_model: dict[str, list[float]] = {}
-    for dataset_scores in scores.values():
-        for model, rank in dataset_rank_scores(dataset_scores, significance).items():
+    for dataset, dataset_scores in scores.items():
+        direction = True if higher_is_better is None else higher_is_better.get(dataset, True)
+        for model, rank in dataset_rank_scores(dataset_scores, significance, direction).items():
             per_model.setdefault(model, []).append(rank)
     return {m: float(np.mean(r)) for m, r in per_model.items()}
 

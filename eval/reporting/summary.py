@@ -7,6 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..metrics import higher_is_better
 from . import stats
 from .facts import NOT_COMPARABLE, run_rows
 from .worth import MIN_ITEMS, NOT_A_MEASUREMENT, recorded_reasons
@@ -31,11 +32,13 @@ def summarize(reports: Sequence[TaskReport], models: list[str]) -> Summary:
         if len(t.models) < 2:
             continue  # a rank needs another model on the same task: alone, every run would be "best"
         rank_input[t.task] = rep.avg_scores or {m: t.model_scores(m) for m in t.models}
-    rank_scores = stats.mean_rank_scores(rank_input)
+    direction = {rep.table.task: higher_is_better(rep.table.task, rep.metric) for rep in reports}  # declared, not assumed
+    rank_scores = stats.mean_rank_scores(rank_input, higher_is_better=direction)
     common = [rep for rep in reports if set(rep.table.models) == set(models)]
     if common:
+        sign = {rep.table.task: 1.0 if direction[rep.table.task] else -1.0 for rep in common}
         ranks = np.array([
-            stats.rank_descending([np.mean([stats.sharpe_score(rep.table.model_scores(m), a, PERCENT) for rep in common])
+            stats.rank_descending([np.mean([sign[rep.table.task] * stats.sharpe_score(rep.table.model_scores(m), a, PERCENT) for rep in common])
                                    for m in models])
             for a in stats.ALPHAS])
     else:

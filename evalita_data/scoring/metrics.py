@@ -23,7 +23,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import Callable, Sequence
 
-from .metric import Metric
+from .metric import HITS, Metric
 from .parsers import NO_REL, parse_ls, parse_ner, parse_rel
 
 Samples = Sequence[dict]
@@ -59,7 +59,7 @@ def _accuracy(name: str, norm: str | None) -> Metric:
         predicted = mc_prediction(s["loglikelihoods"], s["choices"], norm) if "loglikelihoods" in s else s["prediction"]
         return float(predicted == s["gold"])
 
-    return Metric(name, hit, _mean, needs_loglikelihoods=norm is not None)
+    return Metric(name, hit, _mean, needs_loglikelihoods=norm is not None, kind=HITS)
 
 
 def _class_f1(gold: Sequence[int], pred: Sequence[int], label: int) -> float:

@@ -1,0 +1,98 @@
+"""Loading a transformers model and tokenizer as lm-eval's ``HFLM`` sets them up (the
+``hf`` and ``fast`` backends), and lm-eval's rule for the maximum length."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..api import BackendOptions
+
+DEFAULT_MAX_LENGTH = 2048  # lm-eval's default when neither config nor tokenizer says
+_TOKENIZER_INFINITY = 1000000000000000019884624838656
+
+
+def resolve_max_length(config: Any, tokenizer: Any) -> int:
+    """lm-eval's ``resolve_max_length``: config n_positions/max_position_embeddings/n_ctx, else tokenizer."""
+    cfg = getattr(config, "text_config", None) or config
+    for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
+        value = getattr(cfg, attr, None)
+        if value is not None:
+            return int(value)
+    mml = getattr(tokenizer, "model_max_length", None)
+    if mml is not None and mml != _TOKENIZER_INFINITY:
+        return int(mml)
+    return DEFAULT_MAX_LENGTH
+
+
+@dataclass
+class LoadedModel:
+    model: Any
+    tokenizer: Any
+    max_length: int
+    name_or_path: str
+
+
+def _torch_dtype(dtype: str) -> Any:
+    import torch
+
+    if dtype == "auto":
+        return "auto"
+    try:
+        return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+    except KeyError:
+        raise ValueError(f"unknown dtype {dtype!r}; use auto, float32, float16 or bfloat16") from None
+
+
+def load_hf(options: BackendOptions) -> LoadedModel:
+    """Tokenizer and ``AutoModelForCausalLM`` as lm-eval's HFLM sets them up; loads nothing
+    remote unless ``options.model`` is a Hub id.
+
+    ``device="auto"`` spreads a model larger than one device over every visible GPU (and
+    the CPU) with accelerate's ``device_map="auto"``; otherwise the whole model goes to
+    ``device``. ``threads`` sets torch's intra-op threads (CPU runs). A GGUF file
+    (``--model X.gguf`` or ``--backend-arg gguf_file=NAME``, eval/modeling/gguf.py) is dequantized by
+    transformers, its tokenizer and chat template read from the file.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ..modeling.gguf import gguf_model, pretrained_source, require_gguf
+
+    if options.threads is not None:
+        torch.set_num_threads(options.threads)
+    device = options.device
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError("--device cuda was asked for but torch sees no CUDA device")
+    common: dict[str, Any] = {"revision": options.revision, "trust_remote_code": options.trust_remote_code}
+    # The typed options (HFOptions/FastOptions.gguf_file); a direct call with options not
+    # resolved yet: the --backend-arg as given.
+    gguf = gguf_model(options.model, asdict(options.engine) if options.engine is not None else options.extra)
+    if gguf is not None:
+        require_gguf(options.model)
+    source, files = pretrained_source(options.model, gguf)
+    common.update(files)
+    placement: dict[str, Any] = {}
+    if device == "auto":
+        import importlib.util
+
+        if importlib.util.find_spec("accelerate") is None:
+            raise RuntimeError("--device auto needs accelerate: pip install accelerate")
+        placement["device_map"] = "auto"
+    tokenizer = AutoTokenizer.from_pretrained(source, **common)
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=_torch_dtype(options.dtype), **common, **placement)
+    if not placement:
+        model = model.to(device)
+    model.eval()
+    if gguf is not None:
+        # The tokenizer was built from the file, not from the folder holding it (which the cache
+        # identity would otherwise fingerprint as a tokenizer folder).
+        tokenizer.name_or_path = str(gguf.local_path or f"{gguf.source}/{gguf.file}")
+    # lm-eval's configure_pad_token: pad with unk, else eos, when there is no pad token.
+    if tokenizer.pad_token_id is None:
+        if tokenizer.unk_token is not None:
+            tokenizer.pad_token_id = tokenizer.unk_token_id
+        else:
+            tokenizer.pad_token_id = tokenizer.eos_token_id
+    max_length = options.max_length or resolve_max_length(model.config, tokenizer)
+    return LoadedModel(model, tokenizer, max_length, options.model)

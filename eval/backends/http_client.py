@@ -1,0 +1,263 @@
+"""The HTTP client of the server backends (eval/backends/openai.py): JSON over HTTP on the
+standard library (urllib), no extra dependency.
+
+Requests run ``concurrency`` at a time; 429, 5xx and connection errors or timeouts are
+retried with exponential backoff; a whole request (to its last byte) has one deadline; an
+answer over ``max_body_bytes`` (default ``MAX_BODY_BYTES``) or not a JSON object is malformed, never a score; redirects
+are refused (the key would follow them); the API key is only ever put in the
+``Authorization`` header, never in an error message.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence, TypeVar
+
+T = TypeVar("T")
+RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+BACKOFF_BASE_S = 0.5
+BACKOFF_MAX_S = 30.0
+# The largest answer body read: a batch of log-probs is a few MB; past this the server is faulty
+# (the body is never read whole into memory first).
+MAX_BODY_BYTES = 64 * 2**20
+READ_CHUNK_BYTES = 64 * 2**10
+ERROR_TEXT_CHARS = 500  # of a refusal's body, in the error message (after the key is scrubbed)
+
+
+class ServerError(RuntimeError):
+    """The server refused a request for good, answered in a way that cannot be used, or kept failing."""
+
+
+class MalformedAnswer(ValueError):
+    """An answer of the wrong shape, type, length or value (retried: a server may recover)."""
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows no redirect: it would carry the ``Authorization`` header to another address."""
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
+        return None  # urllib then raises the 3xx as an HTTPError
+
+
+class _Deadline:
+    """One request's deadline: at it the connection's socket is shut down, which ends a read in
+    progress (a socket timeout bounds each read, not the request: a server may drip forever)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expired = False
+        self._end = time.monotonic() + seconds
+        self._timer: threading.Timer | None = None
+
+    def watch(self, sock: socket.socket) -> None:
+        self._timer = threading.Timer(max(0.0, self._end - time.monotonic()), self._expire, (sock,))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _expire(self, sock: socket.socket) -> None:
+        self.expired = True
+        try:  # the plain socket's shutdown: an SSL socket's own would drop its state under the reader
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+class _WatchedConnection:
+    """A connection whose socket its request's deadline watches (a mixin of http.client's connections)."""
+
+    deadline: _Deadline
+
+    def connect(self) -> None:
+        super().connect()  # type: ignore[misc]
+        self.deadline.watch(self.sock)  # type: ignore[attr-defined]
+
+
+class _WatchedHTTP(_WatchedConnection, http.client.HTTPConnection):
+    pass
+
+
+class _WatchedHTTPS(_WatchedConnection, http.client.HTTPSConnection):
+    pass
+
+
+def _watched(cls: type, deadline: _Deadline) -> Callable[..., Any]:
+    def connection(*args: Any, **kwargs: Any) -> Any:
+        conn = cls(*args, **kwargs)
+        conn.deadline = deadline
+        return conn
+
+    return connection
+
+
+class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def http_open(self, req: Any) -> Any:
+        return self.do_open(_watched(_WatchedHTTP, self.deadline), req)
+
+
+class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def https_open(self, req: Any) -> Any:
+        return self.do_open(_watched(_WatchedHTTPS, self.deadline), req, context=self._context)
+
+
+def _read_body(resp: Any, limit: int) -> bytes:
+    """The body, in chunks, at most ``limit`` bytes (a ``_TooLarge`` past it)."""
+    declared = resp.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _TooLarge(f"declared {int(declared)} bytes")
+    chunks, size = [], 0
+    while chunk := resp.read(READ_CHUNK_BYTES):
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge(f"more than {size - len(chunk)} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def parse_json_answer(data: bytes) -> dict:
+    """A 2xx answer body as a JSON object; a MalformedAnswer saying what it is otherwise."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise MalformedAnswer(f"not UTF-8 (byte 0x{data[err.start]:02x} at position {err.start})") from None
+    try:
+        payload = json.loads(text)  # NaN and Infinity parse: the checks of each value say where they were
+    except json.JSONDecodeError as err:
+        raise MalformedAnswer(f"not JSON ({err.msg} at line {err.lineno} column {err.colno}): {excerpt(text)}") from None
+    except RecursionError:
+        raise MalformedAnswer("JSON nested too deeply to be an answer") from None
+    if not isinstance(payload, dict):
+        raise MalformedAnswer(f"{json_type(payload)}, not an object: {excerpt(text)}")
+    return payload
+
+
+def excerpt(text: str, n: int = 80) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= n else text[:n] + "...")
+
+
+def json_type(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    return names.get(type(value), type(value).__name__)
+
+
+class OpenAIClient:
+    """A small JSON-over-HTTP client with retries, on the standard library (no extra dependency).
+
+    Every answer is untrusted: ``post`` hands the parsed body to the caller's ``parse``, which
+    raises MalformedAnswer on anything it cannot use; that, 408/409/429/5xx, connection errors
+    and the deadline are retried, other faults stop at once. Messages name the server and the
+    request, never the key."""
+
+    def __init__(self, base_url: str, api_key: str | None, timeout_s: float, max_retries: int, concurrency: int,
+                 max_body_bytes: int = MAX_BODY_BYTES, backoff_base_s: float = BACKOFF_BASE_S) -> None:
+        self.max_body_bytes = max_body_bytes
+        self.backoff_base_s = backoff_base_s
+        self.base_url = base_url.rstrip("/") + "/"
+        self._secret = api_key
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.concurrency = concurrency
+        self.sleep: Callable[[float], None] = time.sleep
+
+    def __repr__(self) -> str:  # never the key
+        return f"OpenAIClient({self.base_url!r})"
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._secret, "***") if self._secret else text
+
+    def _error_text(self, data: bytes) -> str:
+        """A refusal's body for a message: one line, the key scrubbed from the whole text before it is cut."""
+        text = " ".join(self._scrub(data.decode("utf-8", "replace")).split())
+        return text if len(text) <= ERROR_TEXT_CHARS else text[:ERROR_TEXT_CHARS] + "..."
+
+    def _send(self, url: str, body: dict, request: str) -> tuple[int, bytes, str | None]:
+        """(status, body, Retry-After) of one POST, within ``timeout_s`` from start to the body's last byte."""
+        headers = {"Content-Type": "application/json"}
+        if self._secret:
+            headers["Authorization"] = f"Bearer {self._secret}"
+        req = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST")
+        deadline = _Deadline(self.timeout_s)
+        opener = urllib.request.build_opener(_RefuseRedirects(), _DeadlineHTTPHandler(deadline), _DeadlineHTTPSHandler(deadline))
+        try:
+            try:
+                with opener.open(req, timeout=self.timeout_s) as resp:
+                    answer = resp.status, _read_body(resp, self.max_body_bytes), None
+            except urllib.error.HTTPError as err:
+                with err:
+                    if 300 <= err.code < 400:
+                        location = self._scrub(str(err.headers.get("Location")))[:200]
+                        raise ServerError(f"server {url} redirected the request to {location!r} (HTTP {err.code}); redirects are "
+                                          f"not followed, so that the API key goes to no other address: give the final "
+                                          f"address as --base-url [{request}]") from None
+                    answer = err.code, _read_body(err, self.max_body_bytes), err.headers.get("Retry-After")
+        except _TooLarge as err:
+            raise ServerError(f"server {url} sent an answer larger than the {self.max_body_bytes}-byte bound ({err}) "
+                              f"[{request}]") from None
+        except (OSError, http.client.HTTPException):
+            if deadline.expired:
+                raise TimeoutError(f"no complete answer within --timeout {self.timeout_s:g} s") from None
+            raise
+        finally:
+            deadline.cancel()
+        if deadline.expired:  # a body without Content-Length ends at the shutdown: cut, not whole
+            raise TimeoutError(f"no complete answer within --timeout {self.timeout_s:g} s")
+        return answer
+
+    def post(self, path: str, body: dict, parse: Callable[[dict], T], request: str) -> T:
+        """``parse`` of the server's JSON answer to ``body``; ``request`` says which request it is, in messages."""
+        url = self.base_url + path.lstrip("/")
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            retry_after = None
+            try:
+                status, data, retry_after = self._send(url, body, request)
+                if 200 <= status < 300:
+                    return parse(parse_json_answer(data))
+                last = f"HTTP {status}: {self._error_text(data)}"
+                if status not in RETRY_STATUS:
+                    raise ServerError(f"server {url} refused the request: {last} [{request}]")
+            except MalformedAnswer as err:
+                last = f"malformed answer: {self._scrub(str(err))}"
+            except (OSError, http.client.HTTPException) as err:  # refused/reset connections, the deadline
+                reason = getattr(err, "reason", err)
+                last = self._scrub(f"{type(reason).__name__}: {reason}")
+            if attempt < self.max_retries:
+                delay = min(BACKOFF_MAX_S, self.backoff_base_s * 2**attempt)
+                if retry_after and retry_after.replace(".", "", 1).isdigit():
+                    delay = max(delay, min(BACKOFF_MAX_S, float(retry_after)))
+                self.sleep(delay)
+        tries = self.max_retries + 1
+        raise ServerError(f"server {url} failed {tries} time{'s' if tries > 1 else ''}; last error: {last} [{request}]")
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+        """``fn`` over ``items``, at most ``concurrency`` at a time, results in order."""
+        if self.concurrency <= 1 or len(items) <= 1:
+            return [fn(x) for x in items]
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            return list(pool.map(fn, items))
+
+    def close(self) -> None:
+        """Nothing held between requests (one connection per request)."""
