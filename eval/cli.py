@@ -258,7 +258,8 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
         backend = create_backend(backend_name, options)
         try:
             runner = Runner(backend, ModelInfo(model, revision, backend.dtype, backend_name), source, config, output_dir, echo=click.echo)
-            announce(runner, entries, backend, lambda text: click.echo(text, err=True))
+            # Without a terminal (no progress bars) the estimate is a progress line for the logs, once a minute.
+            announce(runner, entries, backend, lambda text: click.echo(text, err=True), every_s=300.0 if config.progress else 60.0)
             result = runner.run(entries)
         finally:
             backend.close()

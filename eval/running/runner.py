@@ -126,12 +126,15 @@ def package_versions() -> dict[str, str]:
 
 class _Saver:
     """The ``on_result`` callback of one backend call: each finished request goes to the
-    resume cache as it arrives (see ``Runner._cached``); ``finish`` writes the rest."""
+    resume cache as it arrives (see ``Runner._cached``) and is reported to the run's
+    ``timer`` with the seconds since the previous one; ``finish`` writes the rest."""
 
-    def __init__(self, cache: RequestCache, keys: list[str], to_json: Callable[[Any], Any], bar: tqdm, counts: Counter, kind: str) -> None:
-        self.cache, self.keys, self.to_json, self.bar, self.counts, self.kind = cache, keys, to_json, bar, counts, kind
+    def __init__(self, cache: RequestCache, keys: list[str], requests: list[Any], to_json: Callable[[Any], Any], bar: tqdm,
+                 counts: Counter, kind: str, timer: Callable[[str, list[Any], float], None] | None = None) -> None:
+        self.cache, self.keys, self.requests, self.to_json, self.bar, self.counts, self.kind = cache, keys, requests, to_json, bar, counts, kind
+        self.timer = timer
         self.written = [False] * len(keys)
-        self.last_sync = time.monotonic()
+        self.last_sync = self.mark = time.monotonic()
 
     def __call__(self, index: int, value: Any) -> None:
         if not (isinstance(index, int) and 0 <= index < len(self.keys)) or self.written[index]:
@@ -149,6 +152,10 @@ class _Saver:
             self.counts[f"saved_{self.kind}"] += len(items)
             self.counts["computed"] += len(items)
             self.bar.update(len(items))
+            now = time.monotonic()
+            if self.timer is not None:  # the time since the previous result went into these
+                self.timer(self.kind, [self.requests[i] for i, _ in items], now - self.mark)
+            self.mark = now
         elif sync:
             self.cache.sync()
         if sync:
@@ -166,8 +173,13 @@ class Runner:
         self.cache = RequestCache(self.out / "cache.jsonl")
         # Generations (string values) found in the cache from earlier runs, for the interrupt message.
         self.earlier_generations = sum(isinstance(v, str) for v in self.cache.values.values())
+        self.earlier_loglikelihoods = len(self.cache) - self.earlier_generations
         self._counts: Counter = Counter()  # requests / cached, over the whole run
         self._compute_s = 0.0  # seconds inside the backend's compute calls, over the whole invocation
+        # Told of every finished request (kind, requests, seconds they took): the time estimate.
+        # The runner times its own calls: the backend's methods are never wrapped, so that a
+        # backend that reports each request as it finishes (on_result) keeps doing so.
+        self.timer: Callable[[str, list[Any], float], None] | None = None
         self.parsed_by: dict[str, dict[str, dict[str, int]]] = {}  # task -> prompt -> answer rule -> count
         self.baselines: dict[str, dict] = {}  # task -> chance and majority baselines (reporting/baselines.py)
         self.chat_template = chat_template_identity(backend) if config.apply_chat_template else None
@@ -208,10 +220,11 @@ class Runner:
         step = len(pending) if streams else self.backend.requests_per_call or max(1, (self.config.batch_size or AUTO_BATCH) * CHUNK_BATCHES)
         for start in range(0, len(pending), max(1, step)):
             chunk = pending[start : start + step]
-            saver = _Saver(self.cache, [keys[i] for i in chunk], to_json, bar, self._counts, kind)
+            sent = [requests[i] for i in chunk]
+            saver = _Saver(self.cache, [keys[i] for i in chunk], sent, to_json, bar, self._counts, kind, self.timer)
             began = time.perf_counter()
             try:  # an interrupted call still counts its time: the resume adds to it
-                values = compute([requests[i] for i in chunk], on_result=saver) if streams else compute([requests[i] for i in chunk])
+                values = compute(sent, on_result=saver) if streams else compute(sent)
             finally:
                 self._compute_s += time.perf_counter() - began
             if len(values) != len(chunk):
@@ -501,15 +514,20 @@ class Runner:
         return {k: round(now[k] + before.get(k, 0), 3) for k in TIMING_KEYS}
 
     def interrupt_summary(self) -> str:
-        """What an interrupted run kept, exactly (the CLI prints it on Ctrl-C)."""
+        """What an interrupted run kept, exactly (the CLI prints it on Ctrl-C), leading with the
+        kind of request the run was computing."""
         path = self.cache.path
         self.cache.close()
         # Counted from the file as it is now: Ctrl-C may land between a line's write and the count.
-        on_disk = sum(isinstance(v, str) for v in RequestCache(path).values.values()) if path.is_file() else 0
-        text = (f"{on_disk - self.earlier_generations} generations of this run were saved in {path} "
-                f"({self.earlier_generations} from earlier runs)")
-        if self._counts["saved_loglikelihood"]:
-            text += f", and {self._counts['saved_loglikelihood']} log-likelihoods"
+        values = RequestCache(path).values.values() if path.is_file() else []
+        generations = sum(isinstance(v, str) for v in values) - self.earlier_generations
+        loglikelihoods = self._counts["saved_loglikelihood"]
+        if loglikelihoods and not generations:
+            text = f"{loglikelihoods} log-likelihoods of this run were saved in {path} ({self.earlier_loglikelihoods} from earlier runs)"
+        else:
+            text = f"{generations} generations of this run were saved in {path} ({self.earlier_generations} from earlier runs)"
+            if loglikelihoods:
+                text += f", and {loglikelihoods} log-likelihoods"
         if (self.out / "results.json").is_file():
             text += f"; {self.out / 'results.json'} is marked partial"
         return text + "; rerun the same command to resume"
