@@ -164,12 +164,14 @@ def _task_help() -> str:
                    "recorded in results.json and marked 'not comparable with the paper' in reports and cards.")
 @click.option("--output-dir", default=None, type=click.Path(file_okay=False),
               help="Where results.json, samples/ and the resume cache go. Default: "
-                   "results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>].")
+                   "results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>]-<run id>, the run id being a "
+                   "hash of every input that can change a number; a folder holding another run's results is refused.")
+@click.option("--overwrite", is_flag=True, help="Replace the results of another run in --output-dir (its resume cache is kept).")
 @click.option("--progress/--no-progress", default=None, help="A progress bar per task (default: on a terminal only).")
 def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, max_memory, backend_name, max_batch_tokens, device, dtype,
         max_length, threads, tensor_parallel_size, data_parallel_size, gpu_memory_utilization, max_model_len, base_url, api_key_env,
         concurrency, timeout_s, max_retries, backend_args, apply_chat_template, trust_remote_code, max_new_tokens, seed, setting, constrained,
-        system_instruction, fewshot_as_multiturn, eval_split, output_dir, progress) -> None:
+        system_instruction, fewshot_as_multiturn, eval_split, output_dir, overwrite, progress) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
     require("run", RUN_NEEDS)
     from evalita_data.prompts import PromptError
@@ -177,6 +179,8 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     from .api import BackendOptions
     from .backends import create_backend
     from .running.estimate import announce
+    from .running.identity import default_output_dir, identity_of
+    from .running.selection import select
     from .running.runner import ModelInfo, RunConfig, Runner, nothing_evaluated, run_counts, summary_table, task_summary_table
     from .sources import open_source
     from .sources.entries import select_entries
@@ -217,32 +221,25 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
         raise click.ClickException(one_line(err)) from None
     except FileNotFoundError as err:
         raise click.ClickException(one_line(err)) from None
-    try:
-        if constrained and tasks is not None:  # named tasks: refused before the model loads (a run over all warns)
-            refuse_unformatted([(e.name, e.spec) for e in entries])
-        # Read (and verify) every evaluation split before the model loads: data errors fail fast.
-        skipped: dict[str, str] = {}
-        for entry in entries:
-            if tasks is not None or source.has_split(entry, eval_split or entry.spec.eval_split):
-                source.load(entry, eval_split or entry.spec.eval_split)
-            else:
-                skipped[entry.name] = source.why_missing(entry, eval_split or entry.spec.eval_split)
-    except (FileNotFoundError, ValueError) as err:
-        raise click.ClickException(one_line(err)) from None
-    if skipped and len(skipped) == len(entries):  # nothing to evaluate: say why for each task, before loading the model
-        for name, why in skipped.items():
-            click.echo(f"{name}: skipped, {' '.join(why.split())}", err=True)
-        raise click.ClickException(nothing_evaluated(skipped, source))
     config = RunConfig(progress=sys.stderr.isatty() if progress is None else progress,
                        num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, max_memory=max_memory, apply_chat_template=apply_chat_template,
                        seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens,
                        skip_missing=tasks is None, setting=setting, constrained=constrained,
-                       system_instruction=system_instruction, fewshot_as_multiturn=fewshot_as_multiturn, split=eval_split)
-    if output_dir is None:
-        from .naming import model_slug, setting_slug
-
-        output_dir = str(Path("results") / model_slug(model, revision) / setting_slug(setting, constrained, num_fewshot, eval_split))
-    click.echo(f"writing to {output_dir}" + (f" (split {eval_split}: not comparable with the paper)" if eval_split else ""), err=True)
+                       system_instruction=system_instruction, fewshot_as_multiturn=fewshot_as_multiturn, split=eval_split,
+                       overwrite=overwrite)
+    try:
+        if constrained and tasks is not None:  # named tasks: refused before the model loads (a run over all warns)
+            refuse_unformatted([(e.name, e.spec) for e in entries])
+        selection = select(entries, source, config)  # the runner and the plan read the same decisions
+        # Read (and verify) every evaluation split before the model loads: data errors fail fast.
+        for entry in selection.runnable:
+            source.load(entry, config.split or entry.spec.eval_split)
+    except (FileNotFoundError, ValueError) as err:
+        raise click.ClickException(one_line(err)) from None
+    if selection.missing and len(selection.missing) == len(entries):  # nothing to evaluate: say why, before loading the model
+        for name, why in selection.missing.items():
+            click.echo(f"{name}: skipped, {' '.join(why.split())}", err=True)
+        raise click.ClickException(nothing_evaluated(selection.missing, source))
     bad = [a for a in backend_args if "=" not in a]
     if bad:
         raise click.BadParameter(f"expected KEY=VALUE, got {bad[0]!r}", param_hint="--backend-arg")
@@ -257,7 +254,11 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     try:
         backend = create_backend(backend_name, options)
         try:
-            runner = Runner(backend, ModelInfo(model, revision, backend.dtype, backend_name), source, config, output_dir, echo=click.echo)
+            model_info = ModelInfo(model, revision, backend.dtype, backend_name, backend.cache_identity())
+            if output_dir is None:  # named by the model and the run's identity: two runs never share one
+                output_dir = str(default_output_dir(identity_of(backend, model_info.record, config)))
+            click.echo(f"writing to {output_dir}" + (f" (split {eval_split}: not comparable with the paper)" if eval_split else ""), err=True)
+            runner = Runner(backend, model_info, source, config, output_dir, echo=click.echo)
             # Without a terminal (no progress bars) the estimate is a progress line for the logs, once a minute.
             announce(runner, entries, backend, lambda text: click.echo(text, err=True), every_s=300.0 if config.progress else 60.0)
             result = runner.run(entries)

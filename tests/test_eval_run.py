@@ -35,7 +35,7 @@ def test_run_every_task_and_prompt(tiny_model: Path, tmp_path: Path) -> None:
     console = _run(["--model", str(tiny_model), "--data", str(DATA), "--limit", "2", "--max-new-tokens", "8", "--output-dir", str(out)])
     doc = json.loads((out / "results.json").read_text("utf-8"))
     assert set(doc) == {"status", "tasks", "model", "data", "config", "comparable_with_paper", "results", "parsed_by", "baselines",
-                        "skipped", "versions", "timing", "resources"}
+                        "skipped", "versions", "timing", "resources", "run_identity", "run_id", "task_versions"}
     assert doc["skipped"] == {}
     assert doc["status"] == "complete"
     model = doc["model"]

@@ -2,9 +2,8 @@
 
 ``plan_run`` counts, per task, the requests the runner will send and the tokens the model reads
 (counted with the backend's tokenizer; a backend without one, such as a chat API, gets an
-estimate of 4 characters per token, marked ``~``), and for generative requests the most new
-tokens they may write (max new tokens x requests: greedy decoding stops earlier at a stop
-string). ``TimeEstimate`` is told by the runner of every finished request and the seconds it
+estimate of 4 characters per token, marked ``~``), and for generative requests the budget of
+new tokens of one request (greedy decoding stops earlier at a stop string). ``TimeEstimate`` is told by the runner of every finished request and the seconds it
 took (the backend is never wrapped), measures how fast the first ones go (seconds per read
 token for log-likelihoods, seconds per generation) and prints the time the rest of the plan
 should take, once per request kind and then every ``every_s`` seconds. Requests the resume cache already holds (a rerun) are counted
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..api import GenRequest, LLRequest
+from .selection import select
 
 LL = "loglikelihood"
 GEN = "generate_until"
@@ -32,7 +32,7 @@ class TaskPlan:
     requests: int
     prompt_tokens: int  # tokens the model reads over all requests (context and continuation)
     prompt_chars: int  # their characters (TimeEstimate converts the characters of a call to tokens)
-    max_new_tokens: int = 0  # GEN: max new tokens x requests, an upper bound
+    max_new_tokens: int = 0  # GEN: the budget of one request (the largest, should they differ)
     counted: bool = True  # False: characters / CHARS_PER_TOKEN (no tokenizer)
     cached: int = 0  # requests the resume cache holds: read back, not computed (a rerun)
     cached_tokens: int = 0  # their prompt tokens
@@ -80,7 +80,7 @@ def plan_entry(runner: Any, entry: Any, count: TokenCounter) -> TaskPlan:
             plan.requests += 1
             plan.prompt_tokens += tokens
             plan.prompt_chars += chars
-            plan.max_new_tokens += 0 if plan.kind == LL else request.max_new_tokens
+            plan.max_new_tokens = max(plan.max_new_tokens, 0 if plan.kind == LL else request.max_new_tokens)
             if runner.is_cached(kind, request):
                 plan.cached += 1
                 plan.cached_tokens += tokens
@@ -98,14 +98,13 @@ def _number(n: int, counted: bool) -> str:
 
 
 def plan_table(plans: Sequence[TaskPlan]) -> str:
-    """The plan for the console: one row per task, then the totals."""
-    rows = [("task", "kind", "requests", "prompt tokens", "max new tokens")]
+    """The plan for the console: one row per task, then the totals (new tokens are a per-request budget: no total)."""
+    rows = [("task", "kind", "requests", "prompt tokens", "max new tokens per request")]
     for p in plans:
         rows.append((p.name, "generate" if p.kind == GEN else "loglik", f"{p.requests:,}", _number(p.prompt_tokens, p.counted),
-                     _number(p.max_new_tokens, p.counted) if p.kind == GEN else ""))
+                     f"{p.max_new_tokens:,}" if p.kind == GEN else ""))
     counted = all(p.counted for p in plans)
-    rows.append(("total", "", f"{sum(p.requests for p in plans):,}", _number(sum(p.prompt_tokens for p in plans), counted),
-                 _number(sum(p.max_new_tokens for p in plans), counted)))
+    rows.append(("total", "", f"{sum(p.requests for p in plans):,}", _number(sum(p.prompt_tokens for p in plans), counted), ""))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     text = "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows)
     cached, requests = sum(p.cached for p in plans), sum(p.requests for p in plans)
@@ -201,16 +200,10 @@ class TimeEstimate:
         self.echo(self.line())
 
 
-def runnable(runner: Any, entries: Sequence[Any]) -> list[Any]:
-    """The entries ``Runner.run`` will evaluate: not those it skips (no instruct prompts, no split)."""
-    unaskable = runner.without_instruct(entries)
-    return [e for e in entries if e not in unaskable
-            and (not runner.config.skip_missing or runner.source.has_split(e, runner.eval_split(e)))]
-
-
 def announce(runner: Any, entries: Sequence[Any], backend: Any, echo: Callable[[str], None], every_s: float = 300.0) -> TimeEstimate:
     """Print the run's plan and have the runner report its finished requests to the estimator (returned)."""
-    plans = plan_run(runner, runnable(runner, entries), getattr(backend, "tokenizer", None))
+    runnable = select(entries, runner.source, runner.config).runnable  # the entries Runner.run evaluates
+    plans = plan_run(runner, runnable, getattr(backend, "tokenizer", None))
     echo(plan_table(plans))
     estimate = TimeEstimate(plans, echo, every_s=every_s)
     runner.timer = estimate.record

@@ -21,10 +21,10 @@ from typing import Any, Callable, Sequence
 
 from tqdm import tqdm
 
-from evalita_data.cli_errors import one_line
-
 from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, check_ll_result, request_payload
 from .cache import RequestCache, request_key
+from .selection import eval_split, select
+from .identity import ID_FIELD, IDENTITY_FIELD, chat_template_identity, claim_folder, identity_of, run_id
 from ..modeling.identity import identity_key
 from ..prompting.fewshot import build_chat_messages, build_contexts, messages_as_text
 from ..prompting import instruct as st
@@ -67,6 +67,8 @@ class RunConfig:
     fewshot_as_multiturn: bool | None = None  # None: as lm-eval, multi-turn exactly when chatting
     # Evaluate this split instead of the task's official one (--split): not comparable with the paper.
     split: str | None = None
+    # Replace the results of another run in the output folder (running/identity.py) instead of refusing.
+    overwrite: bool = False
 
 
 @dataclass
@@ -183,10 +185,13 @@ class Runner:
         self.parsed_by: dict[str, dict[str, dict[str, int]]] = {}  # task -> prompt -> answer rule -> count
         self.baselines: dict[str, dict] = {}  # task -> chance and majority baselines (reporting/baselines.py)
         self.chat_template = chat_template_identity(backend) if config.apply_chat_template else None
+        # Every input that can change a number: two invocations with equal identities are one run.
+        self.identity = identity_of(backend, self.model.record, config)
         self._planned: list[str] = []  # the entries this invocation runs, and those skipped (no such split)
         self._skipped: list[str] = []
         self._task_bar: tqdm | None = None
         self._entries: dict[str, TaskEntry] = {}  # name -> entry of the run (results.json task_config)
+        self._task_versions: dict[str, dict] = {}  # tasks carried over from an earlier invocation: their versions
         self.chat = None
         if config.fewshot_as_multiturn and not config.apply_chat_template:
             raise ValueError("--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)")
@@ -235,7 +240,7 @@ class Runner:
     # -- one task entry ----------------------------------------------------------------
     def eval_split(self, entry: TaskEntry) -> str:
         """The split evaluated: --split, else the task's official evaluation split."""
-        return self.config.split or entry.spec.eval_split
+        return eval_split(entry, self.config)
 
     def _docs(self, entry: TaskEntry) -> tuple[list[dict], list[dict]]:
         spec = entry.spec
@@ -426,12 +431,6 @@ class Runner:
             if names and not able:
                 raise BackendUnsupported(f"backend {self.backend.name!r} cannot {what}, which {', '.join(names)} need(s)")
 
-    def without_instruct(self, entries: Sequence[TaskEntry]) -> list[TaskEntry]:
-        """Multiple-choice entries that the generative setting cannot ask: they declare no ``TaskSpec.instruct``."""
-        if self.config.setting == "loglikelihood":
-            return []
-        return [e for e in entries if e.spec.output_type == "multiple_choice" and e.spec.instruct is None]
-
     def _check_formats(self, entries: Sequence[TaskEntry]) -> None:
         """--constrained on a generative task that declares no answer format (TaskSpec.output_pattern):
         an error before any work, or in a run over every task a warning (results.json: task_config)."""
@@ -452,26 +451,25 @@ class Runner:
         return entry.spec.output_pattern is not None
 
     def run(self, entries: Sequence[TaskEntry]) -> RunResult:
-        unaskable = self.without_instruct(entries)
-        if unaskable and not self.config.skip_missing:
-            raise ValueError(f"--setting {self.config.setting} needs the instruct prompts (TaskSpec.instruct) that "
-                             f"{', '.join(e.name for e in unaskable)} do(es) not declare")
+        selection = select(entries, self.source, self.config)  # decided once: the plan reads the same
         result = RunResult()
-        for entry in unaskable:  # a run over every task: the others go on
-            result.skipped[entry.name] = f"the task declares no instruct prompts for --setting {self.config.setting}"
-            self.echo(f"{entry.name}: skipped, {result.skipped[entry.name]}")
-        entries = [e for e in entries if e not in unaskable]
+        for name, why in selection.unaskable.items():  # a run over every task: the others go on
+            result.skipped[name] = why
+            self.echo(f"{name}: skipped, {why}")
+        entries = [e for e in entries if e.name not in selection.unaskable]
         self.check_capabilities(entries)
         self._check_formats(entries)
         self._entries = {e.name: e for e in entries}
+        earlier_doc = claim_folder(self.out, self.identity, self.config.overwrite)  # another run's folder: refused
         self.out.mkdir(parents=True, exist_ok=True)
         manifest: dict[str, dict[str, str]] = {}
-        earlier = self._earlier_timing()
+        earlier = self._earlier_timing(earlier_doc)
         self._planned, self._skipped = [e.name for e in entries], []
+        self._carry_over(earlier_doc, result, manifest)
         try:
             for entry in entries:
-                if self.config.skip_missing and not self.source.has_split(entry, self.eval_split(entry)):
-                    result.skipped[entry.name] = self._why_missing(entry, self.eval_split(entry))
+                if entry.name in selection.missing:
+                    result.skipped[entry.name] = selection.missing[entry.name]
                     self.echo(f"{entry.name}: skipped, {result.skipped[entry.name]}")
                     self._skipped.append(entry.name)
                     continue
@@ -505,13 +503,19 @@ class Runner:
         return result
 
     def _task_timing(self, started: tuple[float, float, Counter], before: dict, finished: bool) -> dict[str, float]:
-        """This invocation's time and requests of one task, added to what earlier invocations spent on it."""
+        """One task's time and requests over every invocation of the run, each request counted once:
+        the requests an earlier invocation computed are read back from the cache now, and count as
+        computed (by the run), not as cached."""
         start, compute_start, counts = started
-        done = {k: self._counts[k] - counts[k] for k in ("requests", "computed", "cached")}
-        if not finished:  # requests not yet reached are not counted: the resume counts them
-            done["requests"] = done["computed"] + done["cached"]
-        now = {"wall_s": time.perf_counter() - start, "compute_s": self._compute_s - compute_start, **done}
-        return {k: round(now[k] + before.get(k, 0), 3) for k in TIMING_KEYS}
+        now = {k: self._counts[k] - counts[k] for k in ("requests", "computed", "cached")}
+        computed = now["computed"] + before.get("computed", 0)
+        cached = max(0, now["cached"] - before.get("computed", 0))
+        # An unfinished task counts the requests it reached; a finished one all of its requests.
+        requests = now["requests"] if finished else computed + cached
+        total = {"wall_s": time.perf_counter() - start + before.get("wall_s", 0),
+                 "compute_s": self._compute_s - compute_start + before.get("compute_s", 0),
+                 "requests": requests, "computed": computed, "cached": cached}
+        return {k: round(total[k], 3) for k in TIMING_KEYS}
 
     def interrupt_summary(self) -> str:
         """What an interrupted run kept, exactly (the CLI prints it on Ctrl-C), leading with the
@@ -532,9 +536,6 @@ class Runner:
             text += f"; {self.out / 'results.json'} is marked partial"
         return text + "; rerun the same command to resume"
 
-    def _why_missing(self, entry: TaskEntry, split: str) -> str:
-        return self.source.why_missing(entry, split)
-
     def _config_json(self) -> dict:
         c = self.config
         return {
@@ -547,31 +548,42 @@ class Runner:
             "chat_template": self.chat_template, "split": c.split,
         }
 
-    def _earlier_timing(self) -> dict[str, dict[str, float]]:
-        """Per task, the timing that earlier invocations of this same run (same model and config) wrote.
+    def _earlier_timing(self, doc: dict | None) -> dict[str, dict[str, float]]:
+        """Per task, the timing that earlier invocations of this same run (``claim_folder``) wrote.
 
         A resume reads most requests back from the cache: its own times alone would hide the
         compute of the invocations before it."""
-        path = self.out / "results.json"
-        if not path.is_file():
-            return {}
-        try:
-            doc = json.loads(path.read_text("utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            self.echo(f"note: {path} unreadable ({one_line(err)}): earlier timing not carried over")
-            return {}
-        same_run = isinstance(doc, dict) and doc.get("model") == self._model_json() and doc.get("config") == self._config_json()
-        timing = doc.get("timing") if same_run else None
+        timing = doc.get("timing") if doc is not None else None
         if not isinstance(timing, dict):
             return {}
         earlier = {}
         for task, entry in timing.items():
             if not (isinstance(entry, dict) and set(entry) == set(TIMING_KEYS)
                     and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in entry.values())):
-                self.echo(f"note: {path}: timing.{task} is not {{{', '.join(TIMING_KEYS)}}} of non-negative numbers: not carried over")
+                self.echo(f"note: {self.out / 'results.json'}: timing.{task} is not {{{', '.join(TIMING_KEYS)}}} of non-negative numbers: not carried over")
                 continue
             earlier[task] = entry
         return earlier
+
+    def _carry_over(self, doc: dict | None, result: RunResult, manifest: dict) -> None:
+        """Tasks an earlier invocation of this run finished and this one does not run (``--tasks``
+        of another subset): kept in results.json, never dropped silently."""
+        if doc is None or not isinstance(doc.get("results"), dict):
+            return
+        sections = {"timing": result.timing, "resources": result.resources, "parsed_by": self.parsed_by, "baselines": self.baselines}
+        for task, scores in doc["results"].items():
+            if task in self._entries or not isinstance(scores, dict):
+                continue
+            result.results[task] = scores
+            self._planned.append(task)
+            for name, into in sections.items():
+                if isinstance(doc.get(name), dict) and task in doc[name]:
+                    into[task] = doc[name][task]
+            earlier_manifest = (doc.get("data") or {}).get("manifest_sha256") if isinstance(doc.get("data"), dict) else None
+            if isinstance(earlier_manifest, dict) and task in earlier_manifest:
+                manifest[task] = earlier_manifest[task]
+            if isinstance(doc.get("task_versions"), dict) and task in doc["task_versions"]:
+                self._task_versions[task] = doc["task_versions"][task]
 
     def _model_json(self) -> dict:
         return {**self.model.record, "cache_key": self.model.cache_key}
@@ -580,6 +592,9 @@ class Runner:
         doc = {
             # "partial" until every task is finished: a killed or interrupted run is never taken for a whole one.
             "status": result.status,
+            # Every input that can change a number (running/identity.py) and its hash (the default folder's suffix).
+            IDENTITY_FIELD: self.identity,
+            ID_FIELD: run_id(self.identity),
             # What a partial report counts against: "N of M tasks finished".
             "tasks": {"planned": self._planned, "skipped": self._skipped},
             # Every input that can change a number (the backend's cache identity) and its hash, the
@@ -591,6 +606,9 @@ class Runner:
             # The tasks and splits of the paper, or not (--split): tables and cards say so.
             "comparable_with_paper": self.config.split is None,
             "results": result.results,
+            # Per task: its declared version and a hash of each prompt's definition (TaskSpec).
+            "task_versions": {name: self._task_versions.get(name) or task_versions(self._entries[name], self.config.setting)
+                              for name in result.results},
             # Per task, prompt and answer rule (prompting/answers.py), how many generated answers it parsed.
             "parsed_by": self.parsed_by,
             "baselines": self.baselines,
@@ -610,14 +628,16 @@ class Runner:
 TIMING_KEYS = ("wall_s", "compute_s", "requests", "computed", "cached")
 
 
-def chat_template_identity(backend: Backend) -> dict:
-    """Which chat template renders the prompts: the tokenizer's (with its sha256) or the server's (unknown here)."""
-    template = getattr(getattr(backend, "tokenizer", None), "chat_template", None)
-    if isinstance(template, dict):  # named templates (tokenizers that ship several)
-        template = json.dumps(template, sort_keys=True, ensure_ascii=False)
-    if not isinstance(template, str):
-        return {"source": "server", "sha256": None}
-    return {"source": "tokenizer", "sha256": hashlib.sha256(template.encode("utf-8")).hexdigest()}
+def task_versions(entry: TaskEntry, setting: str) -> dict:
+    """The task's declared version and a short hash of each prompt it is asked with: an edited
+    prompt shows in results.json even where the version was not raised."""
+    spec = entry.spec
+    if spec.output_type == "multiple_choice" and setting != "loglikelihood":
+        prompts = {name: (name, setting, spec.instruct) for name in ("p1", "p2")}  # the instruct settings' prompts
+    else:
+        prompts = {p.name: p for p in spec.prompts}
+    return {"version": spec.version,
+            "prompts": {name: hashlib.sha256(repr(p).encode("utf-8")).hexdigest()[:12] for name, p in prompts.items()}}
 
 
 def nothing_evaluated(skipped: dict[str, str], source: Source) -> str:
