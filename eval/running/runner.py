@@ -7,11 +7,8 @@ and appended before the next ones start.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
-import math
-import sys
 import time
 from collections import Counter
 from contextlib import nullcontext
@@ -24,7 +21,8 @@ from tqdm import tqdm
 from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, check_ll_result, request_payload
 from .cache import RequestCache, request_key
 from .selection import eval_split, select
-from .identity import ID_FIELD, IDENTITY_FIELD, chat_template_identity, claim_folder, identity_of, run_id
+from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of
+from .results_file import carry_over, earlier_timing, results_document, rounded_timing, write_results_file
 from ..modeling.identity import identity_key
 from ..prompting.fewshot import build_chat_messages, build_contexts, messages_as_text
 from ..prompting import instruct as st
@@ -41,7 +39,6 @@ CHUNK_BATCHES = 4
 AUTO_BATCH = 64
 # Finished requests reported one by one (on_result) are fsynced at most this often.
 SYNC_INTERVAL_S = 0.5
-VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score", "jinja2")
 
 
 @dataclass
@@ -112,18 +109,6 @@ class RunResult:
 def _as_turns(messages: list[list[dict]] | None, n: int) -> list[tuple[dict, ...] | None]:
     """GenRequest.messages per request: the chat turns (chat APIs) or None (a rendered context)."""
     return [tuple(m) for m in messages] if messages is not None else [None] * n
-
-
-def package_versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": sys.version.split()[0]}
-    for name in VERSIONED_PACKAGES:
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            pass
-    return out
 
 
 class _Saver:
@@ -515,7 +500,20 @@ class Runner:
         total = {"wall_s": time.perf_counter() - start + before.get("wall_s", 0),
                  "compute_s": self._compute_s - compute_start + before.get("compute_s", 0),
                  "requests": requests, "computed": computed, "cached": cached}
-        return {k: round(total[k], 3) for k in TIMING_KEYS}
+        return rounded_timing(total)
+
+    def _earlier_timing(self, doc: dict | None) -> dict[str, dict[str, float]]:
+        return earlier_timing(doc, self.out / RESULTS_FILE, self.echo)
+
+    def _carry_over(self, doc: dict | None, result: RunResult, manifest: dict) -> None:
+        """Tasks an earlier invocation of this run finished and this one does not run (``--tasks``
+        of another subset): kept in results.json, never dropped silently."""
+        sections = {"results": result.results, "timing": result.timing, "resources": result.resources, "parsed_by": self.parsed_by,
+                    "baselines": self.baselines, "task_versions": self._task_versions}
+        self._planned += carry_over(doc, set(self._entries), sections, manifest)
+
+    def _write_results(self, result: RunResult, manifest: dict) -> None:
+        write_results_file(self.out, results_document(self, result, manifest))
 
     def interrupt_summary(self) -> str:
         """What an interrupted run kept, exactly (the CLI prints it on Ctrl-C), leading with the
@@ -535,110 +533,6 @@ class Runner:
         if (self.out / "results.json").is_file():
             text += f"; {self.out / 'results.json'} is marked partial"
         return text + "; rerun the same command to resume"
-
-    def _config_json(self) -> dict:
-        c = self.config
-        return {
-            "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": "auto" if c.batch_size is None else c.batch_size,
-            "max_memory": c.max_memory,
-            "apply_chat_template": c.apply_chat_template, "seed": c.seed, "device": c.device,
-            "max_new_tokens": c.max_new_tokens,
-            "setting": c.setting, "constrained": c.constrained,
-            "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
-            "chat_template": self.chat_template, "split": c.split,
-        }
-
-    def _earlier_timing(self, doc: dict | None) -> dict[str, dict[str, float]]:
-        """Per task, the timing that earlier invocations of this same run (``claim_folder``) wrote.
-
-        A resume reads most requests back from the cache: its own times alone would hide the
-        compute of the invocations before it."""
-        timing = doc.get("timing") if doc is not None else None
-        if not isinstance(timing, dict):
-            return {}
-        earlier = {}
-        for task, entry in timing.items():
-            if not (isinstance(entry, dict) and set(entry) == set(TIMING_KEYS)
-                    and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in entry.values())):
-                self.echo(f"note: {self.out / 'results.json'}: timing.{task} is not {{{', '.join(TIMING_KEYS)}}} of non-negative numbers: not carried over")
-                continue
-            earlier[task] = entry
-        return earlier
-
-    def _carry_over(self, doc: dict | None, result: RunResult, manifest: dict) -> None:
-        """Tasks an earlier invocation of this run finished and this one does not run (``--tasks``
-        of another subset): kept in results.json, never dropped silently."""
-        if doc is None or not isinstance(doc.get("results"), dict):
-            return
-        sections = {"timing": result.timing, "resources": result.resources, "parsed_by": self.parsed_by, "baselines": self.baselines}
-        for task, scores in doc["results"].items():
-            if task in self._entries or not isinstance(scores, dict):
-                continue
-            result.results[task] = scores
-            self._planned.append(task)
-            for name, into in sections.items():
-                if isinstance(doc.get(name), dict) and task in doc[name]:
-                    into[task] = doc[name][task]
-            earlier_manifest = (doc.get("data") or {}).get("manifest_sha256") if isinstance(doc.get("data"), dict) else None
-            if isinstance(earlier_manifest, dict) and task in earlier_manifest:
-                manifest[task] = earlier_manifest[task]
-            if isinstance(doc.get("task_versions"), dict) and task in doc["task_versions"]:
-                self._task_versions[task] = doc["task_versions"][task]
-
-    def _model_json(self) -> dict:
-        return {**self.model.record, "cache_key": self.model.cache_key}
-
-    def _write_results(self, result: RunResult, manifest: dict) -> None:
-        doc = {
-            # "partial" until every task is finished: a killed or interrupted run is never taken for a whole one.
-            "status": result.status,
-            # Every input that can change a number (running/identity.py) and its hash (the default folder's suffix).
-            IDENTITY_FIELD: self.identity,
-            ID_FIELD: run_id(self.identity),
-            # What a partial report counts against: "N of M tasks finished".
-            "tasks": {"planned": self._planned, "skipped": self._skipped},
-            # Every input that can change a number (the backend's cache identity) and its hash, the
-            # model part of the resume-cache key: two runs with equal "cache_key" share their cache.
-            "model": self._model_json(),
-            # A source may add its provenance (the official Hub source: dataset revisions).
-            "data": {"source": self.source.description, "manifest_sha256": manifest, **self.source.provenance()},
-            "config": self._config_json(),
-            # The tasks and splits of the paper, or not (--split): tables and cards say so.
-            "comparable_with_paper": self.config.split is None,
-            "results": result.results,
-            # Per task: its declared version and a hash of each prompt's definition (TaskSpec).
-            "task_versions": {name: self._task_versions.get(name) or task_versions(self._entries[name], self.config.setting)
-                              for name in result.results},
-            # Per task, prompt and answer rule (prompting/answers.py), how many generated answers it parsed.
-            "parsed_by": self.parsed_by,
-            "baselines": self.baselines,
-            "skipped": result.skipped,
-            "versions": package_versions(),
-            "timing": result.timing,
-            # Per task: the process's peak RSS so far and, on CUDA, the task's peak allocation (MiB).
-            "resources": result.resources,
-        }
-        if self.config.constrained:  # it applies to generations with a format only: say to which tasks
-            doc["task_config"] = {name: {"constrained": self.constrained_entry(self._entries[name])} for name in result.results}
-        tmp = self.out / ".results.json.tmp"
-        tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2, default=str) + "\n", "utf-8")  # default: an identity value a backend did not make JSON
-        tmp.replace(self.out / "results.json")
-
-
-TIMING_KEYS = ("wall_s", "compute_s", "requests", "computed", "cached")
-
-
-def task_versions(entry: TaskEntry, setting: str) -> dict:
-    """The task's declared version and a short hash of each prompt it is asked with: an edited
-    prompt shows in results.json even where the version was not raised."""
-    spec = entry.spec
-    if spec.output_type == "multiple_choice" and setting != "loglikelihood":
-        prompts = {name: (name, setting, spec.instruct) for name in ("p1", "p2")}  # the instruct settings' prompts
-    else:
-        prompts = {p.name: p for p in spec.prompts}
-    return {"version": spec.version,
-            "prompts": {name: hashlib.sha256(repr(p).encode("utf-8")).hexdigest()[:12] for name, p in prompts.items()}}
-
 
 def nothing_evaluated(skipped: dict[str, str], source: Source) -> str:
     """The one-line error of a run that evaluated nothing (the reasons per task are printed before it);
