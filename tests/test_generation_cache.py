@@ -69,7 +69,7 @@ def uninterrupted(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
 def _interrupt_and_resume(model: Path, backend: str, tmp_path: Path, sig: int, fresh: Path) -> tuple[int, str]:
     out = tmp_path / f"{backend}-{sig}"
     cache = out / "cache.jsonl"
-    proc = subprocess.Popen(_command(model, backend, out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(_paced(_command(model, backend, out), "-"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     while proc.poll() is None and _cache_lines(cache) < 2:
         time.sleep(0.005)  # poll without taking a core from the run
     assert proc.poll() is None, "the run finished before it could be interrupted"
@@ -106,11 +106,14 @@ def test_ctrl_c_says_what_was_kept(tiny_model: Path, tmp_path: Path, backend: st
     assert stderr.rstrip().endswith("rerun the same command to resume")
 
 
-# The real CLI in a subprocess, with the backend's generate_until keeping a ledger of each request it
-# finished, written after the runner's on_result returned (if the runner gave one). Everything
-# in the ledger when the process is killed was finished; the cache must hold at least as much.
+# The real CLI in a subprocess, paced: the backend's generate_until waits PACE_S after each request
+# it finished (the tiny model writes 18 generations in about a second: on a loaded machine the test
+# could miss the window), and keeps a ledger of them (unless "-"), written after the runner's
+# on_result returned (if the runner gave one). Everything in the ledger when the process is killed
+# was finished; the cache must hold at least as much.
+PACE_S = 0.1
 LEDGER_LAUNCHER = """
-import sys
+import sys, time
 from evalita_eval.backends.fast import FastHFBackend
 from evalita_eval.backends.hf import HFBackend
 
@@ -121,8 +124,10 @@ def keeping_a_ledger(real):
         def finished(index, text):
             if on_result is not None:
                 on_result(index, text)
-            with open(ledger, "a", encoding="utf-8") as fh:
-                fh.write(f"{index}\\n")
+            if ledger != "-":
+                with open(ledger, "a", encoding="utf-8") as fh:
+                    fh.write(f"{index}\\n")
+            time.sleep(%s)
         return real(self, requests, on_result=finished)
     return generate_until
 
@@ -130,7 +135,12 @@ for cls in (HFBackend, FastHFBackend):
     cls.generate_until = keeping_a_ledger(cls.generate_until)
 from evalita_eval.cli import main
 main()
-"""
+""" % PACE_S
+
+
+def _paced(command: list[str], ledger: str) -> list[str]:
+    """``command`` (an ``evalita_eval.cli`` run) through the paced launcher."""
+    return [sys.executable, "-c", LEDGER_LAUNCHER, ledger, *command[3:]]
 
 
 @pytest.mark.parametrize("backend", ["hf", "fast"])
@@ -138,8 +148,7 @@ def test_cli_saves_each_generation_as_it_finishes(tiny_model: Path, tmp_path: Pa
     """SIGKILL once the second generation finished: every finished generation is in cache.jsonl, and
     the rerun computes only the rest. (Saving per call of batch_size x 4 requests loses them.)"""
     out, ledger = tmp_path / "out", tmp_path / "finished.txt"
-    command = [sys.executable, "-c", LEDGER_LAUNCHER, str(ledger), *_command(tiny_model, backend, out)[3:]]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(_paced(_command(tiny_model, backend, out), str(ledger)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     while proc.poll() is None and (len(ledger.read_text().splitlines()) if ledger.is_file() else 0) < 2:
         time.sleep(0.005)
     assert proc.poll() is None, "the run finished before it could be killed"
