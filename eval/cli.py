@@ -94,6 +94,101 @@ def _task_help() -> str:
             f"{', '.join(task_ids())}. Default: every task the data have.")
 
 
+def _entries_and_prompts(tasks: str | None, prompts: str | None, setting: str) -> tuple[list, list[str] | None]:
+    """--tasks and --prompts checked against the registry (every template compiled) before any model work."""
+    from evalita_data.prompts import PromptError
+
+    from .sources.entries import select_entries
+
+    split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
+    try:
+        entries = select_entries(split(tasks))
+    except KeyError as err:
+        raise click.BadParameter(err.args[0], param_hint="--tasks") from None
+    try:
+        for entry in entries:
+            entry.compiled  # every template checked against the schema before any model work
+    except PromptError as err:
+        raise click.ClickException(str(err)) from err
+    prompt_names = split(prompts)
+    if prompt_names:
+        known = {p.name for e in entries for p in e.spec.prompts} if setting == "loglikelihood" else {"p1", "p2"}
+        unknown = sorted(set(prompt_names) - known)
+        if unknown:
+            raise click.BadParameter(f"unknown prompt(s) {', '.join(unknown)}; the tasks have {', '.join(sorted(known))}", param_hint="--prompts")
+    return entries, prompt_names
+
+
+def _open_data(data_dir: str | None, hub_org: str | None):
+    """The data source of --data / --hub-org, or a one-line error."""
+    from .sources import open_source
+    from .sources.official import is_official
+
+    if data_dir is not None and not is_official(data_dir) and not Path(data_dir).is_dir():
+        raise click.BadParameter(f"{data_dir!r} is not a folder (nor hf:ORG)", param_hint="--data")
+    try:
+        return open_source(data_dir, hub_org)
+    except ValueError as err:
+        if is_official(data_dir):
+            raise click.BadParameter(str(err), param_hint="--data") from None
+        raise click.ClickException(one_line(err)) from None
+    except FileNotFoundError as err:
+        raise click.ClickException(one_line(err)) from None
+
+
+def _check_data(entries: list, source, config, named_tasks: bool) -> None:
+    """Before the model loads: the entries the run evaluates (running/selection.py, the decisions the
+    runner and the plan read), every evaluation split read and verified, and nothing to evaluate refused."""
+    from .prompting.constrained import refuse_unformatted
+    from .running.runner import nothing_evaluated
+    from .running.selection import select
+
+    try:
+        if config.constrained and named_tasks:  # named tasks: refused before the model loads (a run over all warns)
+            refuse_unformatted([(e.name, e.spec) for e in entries])
+        selection = select(entries, source, config)
+        for entry in selection.runnable:
+            source.load(entry, config.split or entry.spec.eval_split)
+    except (FileNotFoundError, ValueError) as err:
+        raise click.ClickException(one_line(err)) from None
+    if selection.missing and len(selection.missing) == len(entries):  # nothing to evaluate: say why, before loading the model
+        for name, why in selection.missing.items():
+            click.echo(f"{name}: skipped, {' '.join(why.split())}", err=True)
+        raise click.ClickException(nothing_evaluated(selection.missing, source))
+
+
+def _execute(backend_name: str, options, source, config, entries: list, output_dir: str | None):
+    """Load the backend, name the output folder by the run's identity (unless --output-dir), announce
+    the plan and run it; (the RunResult, the Runner). Ctrl-C: what was kept, exit 130."""
+    from .replicas import create_backend  # the backend, or its replicas on Ray (data_parallel_size)
+    from .running.estimate import announce
+    from .running.identity import default_output_dir, identity_of
+    from .running.runner import ModelInfo, Runner
+
+    runner = None
+    try:
+        backend = create_backend(backend_name, options)
+        try:
+            model_info = ModelInfo(options.model, options.revision, backend.dtype, backend_name, backend.cache_identity())
+            if output_dir is None:  # named by the model and the run's identity: two runs never share one
+                output_dir = str(default_output_dir(identity_of(backend, model_info.record, config)))
+            click.echo(f"writing to {output_dir}" + (f" (split {config.split}: not comparable with the paper)" if config.split else ""), err=True)
+            runner = Runner(backend, model_info, source, config, output_dir, echo=click.echo)
+            # Without a terminal (no progress bars) the estimate is a progress line for the logs, once a minute.
+            announce(runner, entries, backend, lambda text: click.echo(text, err=True), every_s=300.0 if config.progress else 60.0)
+            return runner.run(entries), runner
+        finally:
+            backend.close()
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted: " + (runner.interrupt_summary() if runner is not None else "nothing was computed yet"), err=True)
+        sys.exit(130)
+    except (FileNotFoundError, ValueError, RuntimeError, OSError) as err:
+        # Bad data folder, missing split, data differing from their manifest, too few few-shot
+        # examples, no chat template, no CUDA, a model folder that is not a model,
+        # a request kind the backend cannot serve (BackendUnsupported)...
+        raise click.ClickException(one_line(err)) from err
+
+
 @main.command()
 @click.option("--model", "model", required=True, help="Local folder or Hub id of a causal language model.")
 @click.option("--revision", default=None, help="Model revision (branch, tag or commit) on the Hub.")
@@ -156,86 +251,36 @@ def _task_help() -> str:
                    "recorded in results.json and marked 'not comparable with the paper' in reports and cards.")
 @click.option("--output-dir", default=None, type=click.Path(file_okay=False),
               help="Where results.json, samples/ and the resume cache go. Default: "
-                   "results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>].")
+                   "results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>]-<run id>, the run id being a "
+                   "hash of every input that can change a number; a folder holding another run's results is refused.")
+@click.option("--overwrite", is_flag=True, help="Replace the results of another run in --output-dir (its resume cache is kept).")
 @click.option("--progress/--no-progress", default=None, help="A progress bar per task (default: on a terminal only).")
 def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, max_memory, backend_name, max_batch_tokens, device, dtype,
         max_length, threads, tensor_parallel_size, data_parallel_size, gpu_memory_utilization, max_model_len, base_url, api_key_env,
         concurrency, timeout_s, max_retries, backend_args, apply_chat_template, trust_remote_code, max_new_tokens, seed, setting, constrained,
-        system_instruction, fewshot_as_multiturn, eval_split, output_dir, progress) -> None:
+        system_instruction, fewshot_as_multiturn, eval_split, output_dir, overwrite, progress) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
     require("run", RUN_NEEDS)
-    from evalita_data.prompts import PromptError
-
     from .modeling.options import options_from_cli
-    from .replicas import create_backend  # the backend, or its replicas on Ray (data_parallel_size)
-    from .running.estimate import announce
     from .running.console import run_counts, summary_table, task_summary_table
-    from .running.runner import ModelInfo, RunConfig, Runner, nothing_evaluated
-    from .sources import open_source
-    from .sources.entries import select_entries
+    from .running.runner import RunConfig, nothing_evaluated
 
     if (data_dir is None) == (hub_org is None):
         raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")
     check_model_name(model, backend_args)
     device = device or default_device()
-    split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
-    try:
-        entries = select_entries(split(tasks))
-    except KeyError as err:
-        raise click.BadParameter(err.args[0], param_hint="--tasks") from None
-    try:
-        for entry in entries:
-            entry.compiled  # every template checked against the schema before any model work
-    except PromptError as err:
-        raise click.ClickException(str(err)) from err
-    prompt_names = split(prompts)
-    if prompt_names:
-        known = {p.name for e in entries for p in e.spec.prompts} if setting == "loglikelihood" else {"p1", "p2"}
-        unknown = sorted(set(prompt_names) - known)
-        if unknown:
-            raise click.BadParameter(f"unknown prompt(s) {', '.join(unknown)}; the tasks have {', '.join(sorted(known))}", param_hint="--prompts")
+    entries, prompt_names = _entries_and_prompts(tasks, prompts, setting)
     import datasets
 
     datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
-    from .prompting.constrained import refuse_unformatted
-    from .sources.official import is_official
-
-    if data_dir is not None and not is_official(data_dir) and not Path(data_dir).is_dir():
-        raise click.BadParameter(f"{data_dir!r} is not a folder (nor hf:ORG)", param_hint="--data")
-    try:
-        source = open_source(data_dir, hub_org)
-    except ValueError as err:
-        if is_official(data_dir):
-            raise click.BadParameter(str(err), param_hint="--data") from None
-        raise click.ClickException(one_line(err)) from None
-    except FileNotFoundError as err:
-        raise click.ClickException(one_line(err)) from None
-    try:
-        if constrained and tasks is not None:  # named tasks: refused before the model loads (a run over all warns)
-            refuse_unformatted([(e.name, e.spec) for e in entries])
-        # Read (and verify) every evaluation split before the model loads: data errors fail fast.
-        skipped: dict[str, str] = {}
-        for entry in entries:
-            if tasks is not None or source.has_split(entry, eval_split or entry.spec.eval_split):
-                source.load(entry, eval_split or entry.spec.eval_split)
-            else:
-                skipped[entry.name] = source.why_missing(entry, eval_split or entry.spec.eval_split)
-    except (FileNotFoundError, ValueError) as err:
-        raise click.ClickException(one_line(err)) from None
-    if skipped and len(skipped) == len(entries):  # nothing to evaluate: say why for each task, before loading the model
-        for name, why in skipped.items():
-            click.echo(f"{name}: skipped, {' '.join(why.split())}", err=True)
-        raise click.ClickException(nothing_evaluated(skipped, source))
+    source = _open_data(data_dir, hub_org)
     config = RunConfig(progress=sys.stderr.isatty() if progress is None else progress,
                        num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, max_memory=max_memory, apply_chat_template=apply_chat_template,
                        seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens,
                        skip_missing=tasks is None, setting=setting, constrained=constrained,
-                       system_instruction=system_instruction, fewshot_as_multiturn=fewshot_as_multiturn, split=eval_split)
-    if output_dir is None:
-        from .naming import model_slug, setting_slug
-
-        output_dir = str(Path("results") / model_slug(model, revision) / setting_slug(setting, constrained, num_fewshot, eval_split))
-    click.echo(f"writing to {output_dir}" + (f" (split {eval_split}: not comparable with the paper)" if eval_split else ""), err=True)
+                       system_instruction=system_instruction, fewshot_as_multiturn=fewshot_as_multiturn, split=eval_split,
+                       overwrite=overwrite)
+    _check_data(entries, source, config, named_tasks=tasks is not None)
     try:
         options = options_from_cli(
             backend_args, model=model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, max_memory=max_memory,
@@ -245,28 +290,12 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
             max_retries=max_retries)
     except ValueError as err:
         raise click.BadParameter(str(err), param_hint="--backend-arg") from err
-    runner = None
-    try:
-        backend = create_backend(backend_name, options)
-        try:
-            runner = Runner(backend, ModelInfo(model, revision, backend.dtype, backend_name), source, config, output_dir, echo=click.echo)
-            announce(runner, entries, backend, lambda text: click.echo(text, err=True))
-            result = runner.run(entries)
-        finally:
-            backend.close()
-    except KeyboardInterrupt:
-        click.echo("\ninterrupted: " + (runner.interrupt_summary() if runner is not None else "nothing was computed yet"), err=True)
-        sys.exit(130)
-    except (FileNotFoundError, ValueError, RuntimeError, OSError) as err:
-        # Bad data folder, missing split, data differing from their manifest, too few few-shot
-        # examples, no chat template, no CUDA, a model folder that is not a model,
-        # a request kind the backend cannot serve (BackendUnsupported)...
-        raise click.ClickException(one_line(err)) from err
+    result, runner = _execute(backend_name, options, source, config, entries, output_dir)
     if result.status == "empty":  # every task skipped by the runner (e.g. none declares the --setting's prompts)
         raise click.ClickException(nothing_evaluated(result.skipped, source))
     click.echo(summary_table(result.results))
     click.echo(task_summary_table(result.results, runner.baselines))
-    click.echo(run_counts(result, runner.cache.path, output_dir))
+    click.echo(run_counts(result, runner.cache.path, runner.out))
 
 
 @main.command()

@@ -170,6 +170,9 @@ class TaskSpec:
     # The answer that means "nothing to report" (NER &&NOENT&&), when the format has one: its
     # suffixes also close an answer, but it is not counted in the reserved tokens.
     output_empty: str = ""
+    # Raised when the task changes in a way that can change a number (records, target, metrics,
+    # stop rule); recorded per task in results.json (``task_versions``), with a hash of each prompt.
+    version: int = 1
 
     @property
     def converter_name(self) -> str:

@@ -91,7 +91,8 @@ def test_an_installed_backend_runs_with_its_typed_options(plugin_path: Path, tmp
     samples = [json.loads(x) for x in (out / "samples" / "te_p1.jsonl").read_text("utf-8").splitlines()]
     assert all(ll == -2.0 * len(" " + c) for s in samples for ll, c in zip(s["loglikelihoods"], s["choices"]))
     assert "\n0 requests computed, 24 read" in _cli(plugin_path, *args, "--backend-arg", "scale=2.0", "--backend-arg", "label=y").stdout
-    assert "\n24 requests computed, 0 read" in _cli(plugin_path, *args, "--backend-arg", "scale=3").stdout
+    # another scale is another run: its folder's results replaced (--overwrite), nothing read back
+    assert "\n24 requests computed, 0 read" in _cli(plugin_path, *args, "--backend-arg", "scale=3", "--overwrite").stdout
     bad = _cli(plugin_path, *args, "--backend-arg", "scale=lots")
     assert bad.returncode == 1 and "Error: --backend-arg scale (backend 'lengths'): expected float, got 'lots'" in bad.stderr
     unknown = _cli(plugin_path, *args, "--backend-arg", "scal=2")

@@ -58,7 +58,7 @@ def rerun(baseline: Path, model_copy: Path, tiny_model: Path, tmp_path: Path):
     def go(*args: str, change=None) -> tuple[int, int]:
         if change is not None:
             change(model_copy)
-        return _run(out, model_copy, *args)
+        return _run(out, model_copy, "--overwrite", *args)  # another identity's folder: its results replaced, its cache kept
 
     yield go
     shutil.rmtree(model_copy)
@@ -159,7 +159,7 @@ def two_servers() -> Iterator[list[str]]:
 def test_server_url_and_backend_args_are_in_the_key(two_servers: list[str], tiny_model: Path, tmp_path: Path) -> None:
     first, second = two_servers
     out = tmp_path / "out"
-    common = ("--backend", "openai-completions")
+    common = ("--backend", "openai-completions", "--overwrite")  # each server its own run: its results replaced, the cache kept
     assert _run(out, tiny_model, *common, "--base-url", first) == (TE_REQUESTS, 0)
     assert _run(out, tiny_model, *common, "--base-url", first + "/", "--concurrency", "1", "--timeout", "30") == (0, TE_REQUESTS)
     assert _run(out, tiny_model, *common, "--base-url", second) == (TE_REQUESTS, 0)

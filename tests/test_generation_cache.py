@@ -69,13 +69,15 @@ def uninterrupted(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
 def _interrupt_and_resume(model: Path, backend: str, tmp_path: Path, sig: int, fresh: Path) -> tuple[int, str]:
     out = tmp_path / f"{backend}-{sig}"
     cache = out / "cache.jsonl"
-    proc = subprocess.Popen(_command(model, backend, out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(_paced(_command(model, backend, out), "-"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     while proc.poll() is None and _cache_lines(cache) < 2:
         time.sleep(0.005)  # poll without taking a core from the run
     assert proc.poll() is None, "the run finished before it could be interrupted"
     os.kill(proc.pid, sig)
     _, stderr = proc.communicate()
     saved = _cache_lines(cache)
+    # Every request finishes alone (one row at a time) and is saved as it does: the kill lands
+    # after the second and before the last (a run that saved per call would show 0 or 4+ here).
     assert 2 <= saved < 18
     assert len(RequestCache(cache)) == saved  # every line whole
 
@@ -102,6 +104,63 @@ def test_ctrl_c_says_what_was_kept(tiny_model: Path, tmp_path: Path, backend: st
     cache = tmp_path / f"{backend}-{int(signal.SIGINT)}" / "cache.jsonl"
     assert f"interrupted: {saved} generations of this run were saved in {cache} (0 from earlier runs)" in stderr
     assert stderr.rstrip().endswith("rerun the same command to resume")
+
+
+# The real CLI in a subprocess, paced: the backend's generate_until waits PACE_S after each request
+# it finished (the tiny model writes 18 generations in about a second: on a loaded machine the test
+# could miss the window), and keeps a ledger of them (unless "-"), written after the runner's
+# on_result returned (if the runner gave one). Everything in the ledger when the process is killed
+# was finished; the cache must hold at least as much.
+PACE_S = 0.1
+LEDGER_LAUNCHER = """
+import sys, time
+from evalita_eval.backends.fast import FastHFBackend
+from evalita_eval.backends.hf import HFBackend
+
+ledger = sys.argv.pop(1)
+
+def keeping_a_ledger(real):
+    def generate_until(self, requests, on_result=None):
+        def finished(index, text):
+            if on_result is not None:
+                on_result(index, text)
+            if ledger != "-":
+                with open(ledger, "a", encoding="utf-8") as fh:
+                    fh.write(f"{index}\\n")
+            time.sleep(%s)
+        return real(self, requests, on_result=finished)
+    return generate_until
+
+for cls in (HFBackend, FastHFBackend):
+    cls.generate_until = keeping_a_ledger(cls.generate_until)
+from evalita_eval.cli import main
+main()
+""" % PACE_S
+
+
+def _paced(command: list[str], ledger: str) -> list[str]:
+    """``command`` (an ``evalita_eval.cli`` run) through the paced launcher."""
+    return [sys.executable, "-c", LEDGER_LAUNCHER, ledger, *command[3:]]
+
+
+@pytest.mark.parametrize("backend", ["hf", "fast"])
+def test_cli_saves_each_generation_as_it_finishes(tiny_model: Path, tmp_path: Path, backend: str, uninterrupted) -> None:
+    """SIGKILL once the second generation finished: every finished generation is in cache.jsonl, and
+    the rerun computes only the rest. (Saving per call of batch_size x 4 requests loses them.)"""
+    out, ledger = tmp_path / "out", tmp_path / "finished.txt"
+    proc = subprocess.Popen(_paced(_command(tiny_model, backend, out), str(ledger)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    while proc.poll() is None and (len(ledger.read_text().splitlines()) if ledger.is_file() else 0) < 2:
+        time.sleep(0.005)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    finished, saved = len(ledger.read_text().splitlines()), _cache_lines(out / "cache.jsonl")
+    assert 2 <= finished <= saved < 18, (finished, saved)
+    resumed = subprocess.run(_command(tiny_model, backend, out), capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert _counts(resumed.stdout) == (18 - saved, saved)
+    fresh = uninterrupted(backend)
+    assert json.loads((out / "results.json").read_text())["results"] == json.loads((fresh / "results.json").read_text())["results"]
 
 
 class InterruptedFast:

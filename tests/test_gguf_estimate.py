@@ -150,12 +150,12 @@ def test_run_prints_the_plan_that_the_run_then_sends(tiny_model: Path, tmp_path:
             assert rows[name] == (kind, f"{n:,}", f"{t:,}", None)
         else:
             n, t = len(samples), sum(count(s["prompt"]) for s in samples)
-            assert rows[name] == (kind, f"{n:,}", f"{t:,}", f"{8 * n:,}")
+            assert rows[name] == (kind, f"{n:,}", f"{t:,}", "8")  # the budget of one request, not a total
         requests, tokens = requests + n, tokens + t
-    total = re.search(r"^total\s+([\d,]+)\s+([\d,]+)\s+([\d,]+)$", result.output, re.M)
-    assert total is not None and total.groups() == (f"{requests:,}", f"{tokens:,}", f"{8 * 3 * 2 * 2:,}")  # 3 NER domains x 2 prompts x 2 docs
+    total = re.search(r"^total\s+([\d,]+)\s+([\d,]+)$", result.output, re.M)
+    assert total is not None and total.groups() == (f"{requests:,}", f"{tokens:,}")
     assert f"({requests} in all)" in result.output
-    assert re.search(r"^estimate: about \d+ s left \(", result.output, re.M)
+    assert re.search(r"^estimate: about \d+ s left for the log-likelihoods \(", result.output, re.M)
 
 
 def test_a_rerun_plans_only_what_the_resume_cache_lacks(tiny_model: Path, tmp_path: Path) -> None:
@@ -166,7 +166,7 @@ def test_a_rerun_plans_only_what_the_resume_cache_lacks(tiny_model: Path, tmp_pa
     first = CliRunner().invoke(main, [*args, "--limit", "2"], catch_exceptions=False)
     assert first.exit_code == 0 and "resume:" not in first.output
     done = sum(len(json.loads(x)["choices"]) for f in (out / "samples").glob("te_p*.jsonl") for x in f.read_text("utf-8").splitlines())
-    again = CliRunner().invoke(main, [*args, "--limit", "3"], catch_exceptions=False)
+    again = CliRunner().invoke(main, [*args, "--limit", "3", "--overwrite"], catch_exceptions=False)  # another run: its cache kept
     assert again.exit_code == 0, again.output
     total = int(re.search(r"^total\s+([\d,]+)\s", again.output, re.M).group(1).replace(",", ""))
     assert done == 2 * 6 * 2 and total == 3 * 6 * 2  # te: two choices, six prompts
@@ -177,33 +177,31 @@ def test_a_rerun_plans_only_what_the_resume_cache_lacks(tiny_model: Path, tmp_pa
     assert "estimate:" not in same.output  # nothing reaches the model: nothing to time
 
 
-class _Clocked:
-    """A backend whose calls take a set time on a fake clock."""
-
-    def __init__(self, clock: list[float], seconds: float) -> None:
-        self.clock, self.seconds = clock, seconds
-
-    def loglikelihood(self, requests):
-        self.clock[0] += self.seconds * len(requests)
-        return [None] * len(requests)
-
-    def generate_until(self, requests):
-        self.clock[0] += 10 * self.seconds * len(requests)
-        return [""] * len(requests)
-
-
-def test_time_estimate_from_the_first_measured_calls() -> None:
+def test_time_estimate_from_the_first_measured_requests() -> None:
     from evalita_eval.api import GenRequest, LLRequest
 
     clock, printed = [0.0], []
-    plans = [TaskPlan("te", LL, 100, 2000, 8000), TaskPlan("ner", GEN, 40, 4000, 16000, 40 * 64)]
+    plans = [TaskPlan("te", LL, 100, 2000, 8000), TaskPlan("ner", GEN, 40, 4000, 16000, 64)]
     estimate = TimeEstimate(plans, printed.append, every_s=60, clock=lambda: clock[0])
-    backend = _Clocked(clock, 0.5)
-    estimate.wrap(backend)
-    backend.loglikelihood([LLRequest("x" * 76, " ab")] * 10)  # 790 characters = 197.5 tokens at 2000/8000, in 5 s
-    assert printed == ["estimate: about 46 s left (40 read tokens/s so far; generations not measured yet)"]
-    backend.loglikelihood([LLRequest("x" * 76, " ab")] * 10)  # within every_s: nothing printed
+    assert estimate.line() == "estimate: time left not known yet (40 of 40 generations left; log-likelihoods and generations not measured yet)"
+    clock[0] += 5
+    estimate.record(LL, [LLRequest("x" * 76, " ab")] * 10, 5.0)  # 790 characters = 197.5 tokens at 2000/8000, in 5 s
+    assert printed == ["estimate: about 46 s left for the log-likelihoods (40 read tokens/s so far; 40 of 40 generations left; "
+                       "generations not measured yet)"]
+    clock[0] += 5
+    estimate.record(LL, [LLRequest("x" * 76, " ab")] * 10, 5.0)  # within every_s: nothing printed
     assert len(printed) == 1
-    backend.generate_until([GenRequest("ctx", ("\n",), 64)] * 4)  # 20 s: 5 s per generation, 36 left
-    assert printed[-1] == "estimate: about 4 min left (40 read tokens/s, 5.00 s per generation so far)"
+    clock[0] += 20
+    estimate.record(GEN, [GenRequest("ctx", ("\n",), 64)] * 4, 20.0)  # 5 s per generation, 36 left
+    assert printed[-1] == "estimate: about 4 min left (40 read tokens/s, 5.00 s per generation so far; 36 of 40 generations left)"
     assert estimate.remaining_s() == (pytest.approx((2000 - 2 * 198) / 39.6 + 36 * 5), [])
+
+
+def test_no_time_left_is_said_before_the_generations_are_measured() -> None:
+    """Log-likelihoods all done, no generation finished yet: the time left is not known, never "0 s"."""
+    from evalita_eval.api import LLRequest
+
+    printed: list[str] = []
+    estimate = TimeEstimate([TaskPlan("te", LL, 2, 20, 80), TaskPlan("ner", GEN, 3, 30, 120, 16)], printed.append, clock=lambda: 0.0)
+    estimate.record(LL, [LLRequest("x" * 37, " ab")] * 2, 2.0)  # every log-likelihood token
+    assert printed == ["estimate: time left not known yet (10 read tokens/s so far; 3 of 3 generations left; generations not measured yet)"]

@@ -2,24 +2,23 @@
 
 ``plan_run`` counts, per task, the requests the runner will send and the tokens the model reads
 (counted with the backend's tokenizer; a backend without one, such as a chat API, gets an
-estimate of 4 characters per token, marked ``~``), and for generative requests the most new
-tokens they may write (max new tokens x requests: greedy decoding stops earlier at a stop
-string). ``TimeEstimate`` wraps the backend's two request methods, measures how fast the
-first calls go (seconds per read token for log-likelihoods, seconds per request for
-generations) and prints the time the rest of the plan should take, once per request kind and
-then every ``every_s`` seconds. Requests the resume cache already holds (a rerun) are counted
+estimate of 4 characters per token, marked ``~``), and for generative requests the budget of
+new tokens of one request (greedy decoding stops earlier at a stop string). ``TimeEstimate`` is told by the runner of every finished request and the seconds it
+took (the backend is never wrapped), measures how fast the first ones go (seconds per read
+token for log-likelihoods, seconds per generation) and prints the time the rest of the plan
+should take, once per request kind and then every ``every_s`` seconds. Requests the resume cache already holds (a rerun) are counted
 apart and left out of the time; the estimate is still rough: the first generations (longest
 contexts first) are slower than the average.
 """
 
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..api import GenRequest, LLRequest
+from .selection import select
 
 LL = "loglikelihood"
 GEN = "generate_until"
@@ -33,7 +32,7 @@ class TaskPlan:
     requests: int
     prompt_tokens: int  # tokens the model reads over all requests (context and continuation)
     prompt_chars: int  # their characters (TimeEstimate converts the characters of a call to tokens)
-    max_new_tokens: int = 0  # GEN: max new tokens x requests, an upper bound
+    max_new_tokens: int = 0  # GEN: the budget of one request (the largest, should they differ)
     counted: bool = True  # False: characters / CHARS_PER_TOKEN (no tokenizer)
     cached: int = 0  # requests the resume cache holds: read back, not computed (a rerun)
     cached_tokens: int = 0  # their prompt tokens
@@ -81,7 +80,7 @@ def plan_entry(runner: Any, entry: Any, count: TokenCounter) -> TaskPlan:
             plan.requests += 1
             plan.prompt_tokens += tokens
             plan.prompt_chars += chars
-            plan.max_new_tokens += 0 if plan.kind == LL else request.max_new_tokens
+            plan.max_new_tokens = max(plan.max_new_tokens, 0 if plan.kind == LL else request.max_new_tokens)
             if runner.is_cached(kind, request):
                 plan.cached += 1
                 plan.cached_tokens += tokens
@@ -99,14 +98,13 @@ def _number(n: int, counted: bool) -> str:
 
 
 def plan_table(plans: Sequence[TaskPlan]) -> str:
-    """The plan for the console: one row per task, then the totals."""
-    rows = [("task", "kind", "requests", "prompt tokens", "max new tokens")]
+    """The plan for the console: one row per task, then the totals (new tokens are a per-request budget: no total)."""
+    rows = [("task", "kind", "requests", "prompt tokens", "max new tokens per request")]
     for p in plans:
         rows.append((p.name, "generate" if p.kind == GEN else "loglik", f"{p.requests:,}", _number(p.prompt_tokens, p.counted),
-                     _number(p.max_new_tokens, p.counted) if p.kind == GEN else ""))
+                     f"{p.max_new_tokens:,}" if p.kind == GEN else ""))
     counted = all(p.counted for p in plans)
-    rows.append(("total", "", f"{sum(p.requests for p in plans):,}", _number(sum(p.prompt_tokens for p in plans), counted),
-                 _number(sum(p.max_new_tokens for p in plans), counted)))
+    rows.append(("total", "", f"{sum(p.requests for p in plans):,}", _number(sum(p.prompt_tokens for p in plans), counted), ""))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     text = "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows)
     cached, requests = sum(p.cached for p in plans), sum(p.requests for p in plans)
@@ -125,7 +123,13 @@ def format_duration(seconds: float) -> str:
 
 
 class TimeEstimate:
-    """Times the backend's request calls and prints the time the rest of the plan should take."""
+    """Measures the run's finished requests (``Runner.timer`` reports each one with the seconds it
+    took) and prints the time the rest of the plan should take.
+
+    A time left is only printed for what has been measured: before the first generation of a
+    plan with generations finishes, the line says how many generations are left and that their
+    time is not known yet, never "0 s left". Printed once per request kind as soon as it is
+    measured, then every ``every_s`` seconds (a progress line for logs when stderr is no terminal)."""
 
     def __init__(self, plans: Sequence[TaskPlan], echo: Callable[[str], None], every_s: float = 300.0,
                  clock: Callable[[], float] = time.perf_counter) -> None:
@@ -142,40 +146,50 @@ class TimeEstimate:
         self._reported: set[str] = set()
         self._last_print = 0.0
 
-    def wrap(self, backend: Any) -> None:
-        """Time every ``loglikelihood`` and ``generate_until`` call of ``backend`` from now on."""
-        for kind in (LL, GEN):
-            method = getattr(backend, kind)
-            setattr(backend, kind, self._timed(kind, method))
-
-    def _timed(self, kind: str, method: Callable[[Sequence[Any]], list]) -> Callable[[Sequence[Any]], list]:
-        @functools.wraps(method)  # keeps the signature: the runner streams to a method that takes on_result
-        def timed(requests: Sequence[LLRequest | GenRequest], *args: Any, **kwargs: Any) -> list:
-            start = self.clock()
-            out = method(requests, *args, **kwargs)
-            self.seconds[kind] += self.clock() - start
-            if kind == LL:
-                chars = sum(len(r.context) + len(r.continuation) for r in requests)  # type: ignore[union-attr]
-                self.done[LL] += round(chars * self._tokens_per_char)
-            else:
-                self.done[GEN] += len(requests)
-            self._maybe_print(kind)
-            return out
-
-        return timed
+    def record(self, kind: str, requests: Sequence[LLRequest | GenRequest], seconds: float) -> None:
+        """``requests`` of ``kind`` finished, in ``seconds``; prints the estimate when it is due."""
+        self.seconds[kind] += seconds
+        if kind == LL:
+            chars = sum(len(r.context) + len(r.continuation) for r in requests)  # type: ignore[union-attr]
+            self.done[LL] += round(chars * self._tokens_per_char)
+        else:
+            self.done[GEN] += len(requests)
+        self._maybe_print(kind)
 
     def remaining_s(self) -> tuple[float, list[str]]:
-        """Seconds the rest of the plan should take at the rates measured so far, and the kinds not measured yet."""
-        left = {LL: max(0, self.total_tokens - self.done[LL]), GEN: max(0, self.total_generations - self.done[GEN])}
+        """Seconds the measured kinds' rest should take at the rates measured so far, and the kinds not measured yet."""
+        left = self._left()
         total, unmeasured = 0.0, []
         for kind in (LL, GEN):
             if not left[kind]:
                 continue
-            if self.done[kind]:
+            if self.done[kind] and self.seconds[kind] > 0:
                 total += left[kind] * self.seconds[kind] / self.done[kind]
             else:
-                unmeasured.append("generations" if kind == GEN else "log-likelihoods")
-        return total, unmeasured
+                unmeasured.append(kind)
+        return total, ["generations" if k == GEN else "log-likelihoods" for k in unmeasured]
+
+    def _left(self) -> dict[str, int]:
+        return {LL: max(0, self.total_tokens - self.done[LL]), GEN: max(0, self.total_generations - self.done[GEN])}
+
+    def line(self) -> str:
+        """The estimate as printed: the time left of what is measured, the rates, the generations left."""
+        seconds, unmeasured = self.remaining_s()
+        if unmeasured and (seconds <= 0 or len(unmeasured) == 2):
+            head = "time left not known yet"  # nothing measured covers the work left: no number rather than "0 s"
+        else:
+            head = f"about {format_duration(seconds)} left" + (" for the log-likelihoods" if unmeasured else "")
+        rates = []
+        if self.done[LL] and self.seconds[LL] > 0:
+            rates.append(f"{self.done[LL] / self.seconds[LL]:,.0f} read tokens/s")
+        if self.done[GEN]:
+            rates.append(f"{self.seconds[GEN] / self.done[GEN]:.2f} s per generation")
+        parts = [f"{', '.join(rates)} so far"] if rates else []
+        if self.total_generations:
+            parts.append(f"{self._left()[GEN]:,} of {self.total_generations:,} generations left")
+        if unmeasured:
+            parts.append(f"{' and '.join(unmeasured)} not measured yet")
+        return f"estimate: {head} ({'; '.join(parts)})"
 
     def _maybe_print(self, kind: str) -> None:
         now = self.clock()
@@ -183,29 +197,14 @@ class TimeEstimate:
             return
         self._reported.add(kind)
         self._last_print = now
-        seconds, unmeasured = self.remaining_s()
-        rates = []
-        if self.done[LL]:
-            rates.append(f"{self.done[LL] / self.seconds[LL]:,.0f} read tokens/s")
-        if self.done[GEN]:
-            rates.append(f"{self.seconds[GEN] / self.done[GEN]:.2f} s per generation")
-        text = f"estimate: about {format_duration(seconds)} left ({', '.join(rates)} so far"
-        if unmeasured:
-            text += f"; {' and '.join(unmeasured)} not measured yet"
-        self.echo(text + ")")
+        self.echo(self.line())
 
 
-def runnable(runner: Any, entries: Sequence[Any]) -> list[Any]:
-    """The entries ``Runner.run`` will evaluate: not those it skips (no instruct prompts, no split)."""
-    unaskable = runner.without_instruct(entries)
-    return [e for e in entries if e not in unaskable
-            and (not runner.config.skip_missing or runner.source.has_split(e, runner.eval_split(e)))]
-
-
-def announce(runner: Any, entries: Sequence[Any], backend: Any, echo: Callable[[str], None]) -> TimeEstimate:
-    """Print the run's plan and start timing the backend; returns the estimator."""
-    plans = plan_run(runner, runnable(runner, entries), getattr(backend, "tokenizer", None))
+def announce(runner: Any, entries: Sequence[Any], backend: Any, echo: Callable[[str], None], every_s: float = 300.0) -> TimeEstimate:
+    """Print the run's plan and have the runner report its finished requests to the estimator (returned)."""
+    runnable = select(entries, runner.source, runner.config).runnable  # the entries Runner.run evaluates
+    plans = plan_run(runner, runnable, getattr(backend, "tokenizer", None))
     echo(plan_table(plans))
-    estimate = TimeEstimate(plans, echo)
-    estimate.wrap(backend)
+    estimate = TimeEstimate(plans, echo, every_s=every_s)
+    runner.timer = estimate.record
     return estimate

@@ -7,11 +7,8 @@ and appended before the next ones start.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
-import math
-import sys
 import time
 from collections import Counter
 from contextlib import nullcontext
@@ -21,15 +18,14 @@ from typing import Any, Callable, Sequence
 
 from tqdm import tqdm
 
-from evalita_data.cli_errors import one_line
-
 from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, check_ll_result, request_payload
 from .cache import RequestCache, request_key
-from .comparability import comparability_record
+from .selection import eval_split, select
+from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of
+from .results_file import carry_over, earlier_timing, results_document, rounded_timing, write_results_file
 from ..modeling.identity import identity_key
 from ..prompting.fewshot import build_chat_messages, build_contexts, messages_as_text
 from ..prompting import instruct as st
-from ..reporting.unparsed_flag import flagged_prompts
 from ..reporting.baselines import generative_baselines, task_baselines
 from ..prompting.constrained import format_failures, refuse_unformatted, task_constraint, unformatted
 from ..modeling.memory import peak_memory, reset_peak_memory
@@ -43,7 +39,6 @@ CHUNK_BATCHES = 4
 AUTO_BATCH = 64
 # Finished requests reported one by one (on_result) are fsynced at most this often.
 SYNC_INTERVAL_S = 0.5
-VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score", "jinja2")
 
 
 @dataclass
@@ -69,6 +64,8 @@ class RunConfig:
     fewshot_as_multiturn: bool | None = None  # None: as lm-eval, multi-turn exactly when chatting
     # Evaluate this split instead of the task's official one (--split): not comparable with the paper.
     split: str | None = None
+    # Replace the results of another run in the output folder (running/identity.py) instead of refusing.
+    overwrite: bool = False
 
 
 @dataclass
@@ -114,26 +111,17 @@ def _as_turns(messages: list[list[dict]] | None, n: int) -> list[tuple[dict, ...
     return [tuple(m) for m in messages] if messages is not None else [None] * n
 
 
-def package_versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": sys.version.split()[0]}
-    for name in VERSIONED_PACKAGES:
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            pass
-    return out
-
-
 class _Saver:
     """The ``on_result`` callback of one backend call: each finished request goes to the
-    resume cache as it arrives (see ``Runner._cached``); ``finish`` writes the rest."""
+    resume cache as it arrives (see ``Runner._cached``) and is reported to the run's
+    ``timer`` with the seconds since the previous one; ``finish`` writes the rest."""
 
-    def __init__(self, cache: RequestCache, keys: list[str], to_json: Callable[[Any], Any], bar: tqdm, counts: Counter, kind: str) -> None:
-        self.cache, self.keys, self.to_json, self.bar, self.counts, self.kind = cache, keys, to_json, bar, counts, kind
+    def __init__(self, cache: RequestCache, keys: list[str], requests: list[Any], to_json: Callable[[Any], Any], bar: tqdm,
+                 counts: Counter, kind: str, timer: Callable[[str, list[Any], float], None] | None = None) -> None:
+        self.cache, self.keys, self.requests, self.to_json, self.bar, self.counts, self.kind = cache, keys, requests, to_json, bar, counts, kind
+        self.timer = timer
         self.written = [False] * len(keys)
-        self.last_sync = time.monotonic()
+        self.last_sync = self.mark = time.monotonic()
 
     def __call__(self, index: int, value: Any) -> None:
         if not (isinstance(index, int) and 0 <= index < len(self.keys)) or self.written[index]:
@@ -151,6 +139,10 @@ class _Saver:
             self.counts[f"saved_{self.kind}"] += len(items)
             self.counts["computed"] += len(items)
             self.bar.update(len(items))
+            now = time.monotonic()
+            if self.timer is not None:  # the time since the previous result went into these
+                self.timer(self.kind, [self.requests[i] for i, _ in items], now - self.mark)
+            self.mark = now
         elif sync:
             self.cache.sync()
         if sync:
@@ -168,15 +160,23 @@ class Runner:
         self.cache = RequestCache(self.out / "cache.jsonl")
         # Generations (string values) found in the cache from earlier runs, for the interrupt message.
         self.earlier_generations = sum(isinstance(v, str) for v in self.cache.values.values())
+        self.earlier_loglikelihoods = len(self.cache) - self.earlier_generations
         self._counts: Counter = Counter()  # requests / cached, over the whole run
         self._compute_s = 0.0  # seconds inside the backend's compute calls, over the whole invocation
+        # Told of every finished request (kind, requests, seconds they took): the time estimate.
+        # The runner times its own calls: the backend's methods are never wrapped, so that a
+        # backend that reports each request as it finishes (on_result) keeps doing so.
+        self.timer: Callable[[str, list[Any], float], None] | None = None
         self.parsed_by: dict[str, dict[str, dict[str, int]]] = {}  # task -> prompt -> answer rule -> count
         self.baselines: dict[str, dict] = {}  # task -> chance and majority baselines (reporting/baselines.py)
         self.chat_template = chat_template_identity(backend) if config.apply_chat_template else None
+        # Every input that can change a number: two invocations with equal identities are one run.
+        self.identity = identity_of(backend, self.model.record, config)
         self._planned: list[str] = []  # the entries this invocation runs, and those skipped (no such split)
         self._skipped: list[str] = []
         self._task_bar: tqdm | None = None
         self._entries: dict[str, TaskEntry] = {}  # name -> entry of the run (results.json task_config)
+        self._task_versions: dict[str, dict] = {}  # tasks carried over from an earlier invocation: their versions
         self.chat = None
         if config.fewshot_as_multiturn and not config.apply_chat_template:
             raise ValueError("--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)")
@@ -210,10 +210,11 @@ class Runner:
         step = len(pending) if streams else self.backend.requests_per_call or max(1, (self.config.batch_size or AUTO_BATCH) * CHUNK_BATCHES)
         for start in range(0, len(pending), max(1, step)):
             chunk = pending[start : start + step]
-            saver = _Saver(self.cache, [keys[i] for i in chunk], to_json, bar, self._counts, kind)
+            sent = [requests[i] for i in chunk]
+            saver = _Saver(self.cache, [keys[i] for i in chunk], sent, to_json, bar, self._counts, kind, self.timer)
             began = time.perf_counter()
             try:  # an interrupted call still counts its time: the resume adds to it
-                values = compute([requests[i] for i in chunk], on_result=saver) if streams else compute([requests[i] for i in chunk])
+                values = compute(sent, on_result=saver) if streams else compute(sent)
             finally:
                 self._compute_s += time.perf_counter() - began
             if len(values) != len(chunk):
@@ -224,7 +225,7 @@ class Runner:
     # -- one task entry ----------------------------------------------------------------
     def eval_split(self, entry: TaskEntry) -> str:
         """The split evaluated: --split, else the task's official evaluation split."""
-        return self.config.split or entry.spec.eval_split
+        return eval_split(entry, self.config)
 
     def _docs(self, entry: TaskEntry) -> tuple[list[dict], list[dict]]:
         spec = entry.spec
@@ -415,12 +416,6 @@ class Runner:
             if names and not able:
                 raise BackendUnsupported(f"backend {self.backend.name!r} cannot {what}, which {', '.join(names)} need(s)")
 
-    def without_instruct(self, entries: Sequence[TaskEntry]) -> list[TaskEntry]:
-        """Multiple-choice entries that the generative setting cannot ask: they declare no ``TaskSpec.instruct``."""
-        if self.config.setting == "loglikelihood":
-            return []
-        return [e for e in entries if e.spec.output_type == "multiple_choice" and e.spec.instruct is None]
-
     def _check_formats(self, entries: Sequence[TaskEntry]) -> None:
         """--constrained on a generative task that declares no answer format (TaskSpec.output_pattern):
         an error before any work, or in a run over every task a warning (results.json: task_config)."""
@@ -441,26 +436,25 @@ class Runner:
         return entry.spec.output_pattern is not None
 
     def run(self, entries: Sequence[TaskEntry]) -> RunResult:
-        unaskable = self.without_instruct(entries)
-        if unaskable and not self.config.skip_missing:
-            raise ValueError(f"--setting {self.config.setting} needs the instruct prompts (TaskSpec.instruct) that "
-                             f"{', '.join(e.name for e in unaskable)} do(es) not declare")
+        selection = select(entries, self.source, self.config)  # decided once: the plan reads the same
         result = RunResult()
-        for entry in unaskable:  # a run over every task: the others go on
-            result.skipped[entry.name] = f"the task declares no instruct prompts for --setting {self.config.setting}"
-            self.echo(f"{entry.name}: skipped, {result.skipped[entry.name]}")
-        entries = [e for e in entries if e not in unaskable]
+        for name, why in selection.unaskable.items():  # a run over every task: the others go on
+            result.skipped[name] = why
+            self.echo(f"{name}: skipped, {why}")
+        entries = [e for e in entries if e.name not in selection.unaskable]
         self.check_capabilities(entries)
         self._check_formats(entries)
         self._entries = {e.name: e for e in entries}
+        earlier_doc = claim_folder(self.out, self.identity, self.config.overwrite)  # another run's folder: refused
         self.out.mkdir(parents=True, exist_ok=True)
         manifest: dict[str, dict[str, str]] = {}
-        earlier = self._earlier_timing()
+        earlier = self._earlier_timing(earlier_doc)
         self._planned, self._skipped = [e.name for e in entries], []
+        self._carry_over(earlier_doc, result, manifest)
         try:
             for entry in entries:
-                if self.config.skip_missing and not self.source.has_split(entry, self.eval_split(entry)):
-                    result.skipped[entry.name] = self._why_missing(entry, self.eval_split(entry))
+                if entry.name in selection.missing:
+                    result.skipped[entry.name] = selection.missing[entry.name]
                     self.echo(f"{entry.name}: skipped, {result.skipped[entry.name]}")
                     self._skipped.append(entry.name)
                     continue
@@ -494,117 +488,51 @@ class Runner:
         return result
 
     def _task_timing(self, started: tuple[float, float, Counter], before: dict, finished: bool) -> dict[str, float]:
-        """This invocation's time and requests of one task, added to what earlier invocations spent on it."""
+        """One task's time and requests over every invocation of the run, each request counted once:
+        the requests an earlier invocation computed are read back from the cache now, and count as
+        computed (by the run), not as cached."""
         start, compute_start, counts = started
-        done = {k: self._counts[k] - counts[k] for k in ("requests", "computed", "cached")}
-        if not finished:  # requests not yet reached are not counted: the resume counts them
-            done["requests"] = done["computed"] + done["cached"]
-        now = {"wall_s": time.perf_counter() - start, "compute_s": self._compute_s - compute_start, **done}
-        return {k: round(now[k] + before.get(k, 0), 3) for k in TIMING_KEYS}
+        now = {k: self._counts[k] - counts[k] for k in ("requests", "computed", "cached")}
+        computed = now["computed"] + before.get("computed", 0)
+        cached = max(0, now["cached"] - before.get("computed", 0))
+        # An unfinished task counts the requests it reached; a finished one all of its requests.
+        requests = now["requests"] if finished else computed + cached
+        total = {"wall_s": time.perf_counter() - start + before.get("wall_s", 0),
+                 "compute_s": self._compute_s - compute_start + before.get("compute_s", 0),
+                 "requests": requests, "computed": computed, "cached": cached}
+        return rounded_timing(total)
+
+    def _earlier_timing(self, doc: dict | None) -> dict[str, dict[str, float]]:
+        return earlier_timing(doc, self.out / RESULTS_FILE, self.echo)
+
+    def _carry_over(self, doc: dict | None, result: RunResult, manifest: dict) -> None:
+        """Tasks an earlier invocation of this run finished and this one does not run (``--tasks``
+        of another subset): kept in results.json, never dropped silently."""
+        sections = {"results": result.results, "timing": result.timing, "resources": result.resources, "parsed_by": self.parsed_by,
+                    "baselines": self.baselines, "task_versions": self._task_versions}
+        self._planned += carry_over(doc, set(self._entries), sections, manifest)
+
+    def _write_results(self, result: RunResult, manifest: dict) -> None:
+        write_results_file(self.out, results_document(self, result, manifest))
 
     def interrupt_summary(self) -> str:
-        """What an interrupted run kept, exactly (the CLI prints it on Ctrl-C)."""
+        """What an interrupted run kept, exactly (the CLI prints it on Ctrl-C), leading with the
+        kind of request the run was computing."""
         path = self.cache.path
         self.cache.close()
         # Counted from the file as it is now: Ctrl-C may land between a line's write and the count.
-        on_disk = sum(isinstance(v, str) for v in RequestCache(path).values.values()) if path.is_file() else 0
-        text = (f"{on_disk - self.earlier_generations} generations of this run were saved in {path} "
-                f"({self.earlier_generations} from earlier runs)")
-        if self._counts["saved_loglikelihood"]:
-            text += f", and {self._counts['saved_loglikelihood']} log-likelihoods"
+        values = RequestCache(path).values.values() if path.is_file() else []
+        generations = sum(isinstance(v, str) for v in values) - self.earlier_generations
+        loglikelihoods = self._counts["saved_loglikelihood"]
+        if loglikelihoods and not generations:
+            text = f"{loglikelihoods} log-likelihoods of this run were saved in {path} ({self.earlier_loglikelihoods} from earlier runs)"
+        else:
+            text = f"{generations} generations of this run were saved in {path} ({self.earlier_generations} from earlier runs)"
+            if loglikelihoods:
+                text += f", and {loglikelihoods} log-likelihoods"
         if (self.out / "results.json").is_file():
             text += f"; {self.out / 'results.json'} is marked partial"
         return text + "; rerun the same command to resume"
-
-    def _why_missing(self, entry: TaskEntry, split: str) -> str:
-        return self.source.why_missing(entry, split)
-
-    def _config_json(self) -> dict:
-        c = self.config
-        return {
-            "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": "auto" if c.batch_size is None else c.batch_size,
-            "max_memory": c.max_memory,
-            "apply_chat_template": c.apply_chat_template, "seed": c.seed, "device": c.device,
-            "max_new_tokens": c.max_new_tokens,
-            "setting": c.setting, "constrained": c.constrained,
-            "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
-            "chat_template": self.chat_template, "split": c.split,
-            "replicas": getattr(self.backend, "replicas", 1),  # data-parallel replicas (eval/replicas): no number changes with it
-        }
-
-    def _earlier_timing(self) -> dict[str, dict[str, float]]:
-        """Per task, the timing that earlier invocations of this same run (same model and config) wrote.
-
-        A resume reads most requests back from the cache: its own times alone would hide the
-        compute of the invocations before it."""
-        path = self.out / "results.json"
-        if not path.is_file():
-            return {}
-        try:
-            doc = json.loads(path.read_text("utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            self.echo(f"note: {path} unreadable ({one_line(err)}): earlier timing not carried over")
-            return {}
-        same_run = isinstance(doc, dict) and doc.get("model") == self._model_json() and doc.get("config") == self._config_json()
-        timing = doc.get("timing") if same_run else None
-        if not isinstance(timing, dict):
-            return {}
-        earlier = {}
-        for task, entry in timing.items():
-            if not (isinstance(entry, dict) and set(entry) == set(TIMING_KEYS)
-                    and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in entry.values())):
-                self.echo(f"note: {path}: timing.{task} is not {{{', '.join(TIMING_KEYS)}}} of non-negative numbers: not carried over")
-                continue
-            earlier[task] = entry
-        return earlier
-
-    def _model_json(self) -> dict:
-        return {**self.model.record, "cache_key": self.model.cache_key}
-
-    def _write_results(self, result: RunResult, manifest: dict) -> None:
-        doc = {
-            # "partial" until every task is finished: a killed or interrupted run is never taken for a whole one.
-            "status": result.status,
-            # What a partial report counts against: "N of M tasks finished".
-            "tasks": {"planned": self._planned, "skipped": self._skipped},
-            # Every input that can change a number (the backend's cache identity) and its hash, the
-            # model part of the resume-cache key: two runs with equal "cache_key" share their cache.
-            "model": self._model_json(),
-            # A source may add its provenance (the official Hub source: dataset revisions).
-            "data": {"source": self.source.description, "manifest_sha256": manifest, **self.source.provenance()},
-            "config": self._config_json(),
-            # The paper's whole evaluation of the tasks evaluated, or not and why (comparability.py): tables and cards say so.
-            **comparability_record(self.config, [self._entries[name] for name in result.results]),
-            "results": result.results,
-            # Per task, prompt and answer rule (prompting/answers.py), how many generated answers it parsed.
-            "parsed_by": self.parsed_by,
-            "unparsed_flags": flagged_prompts(result.results),  # prompts with >= 10 % unparsed answers (issue 28)
-            "baselines": self.baselines,
-            "skipped": result.skipped,
-            "versions": package_versions(),
-            "timing": result.timing,
-            # Per task: the process's peak RSS so far and, on CUDA, the task's peak allocation (MiB).
-            "resources": result.resources,
-        }
-        if self.config.constrained:  # it applies to generations with a format only: say to which tasks
-            doc["task_config"] = {name: {"constrained": self.constrained_entry(self._entries[name])} for name in result.results}
-        tmp = self.out / ".results.json.tmp"
-        tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2, default=str) + "\n", "utf-8")  # default: an identity value a backend did not make JSON
-        tmp.replace(self.out / "results.json")
-
-
-TIMING_KEYS = ("wall_s", "compute_s", "requests", "computed", "cached")
-
-
-def chat_template_identity(backend: Backend) -> dict:
-    """Which chat template renders the prompts: the tokenizer's (with its sha256) or the server's (unknown here)."""
-    template = getattr(getattr(backend, "tokenizer", None), "chat_template", None)
-    if isinstance(template, dict):  # named templates (tokenizers that ship several)
-        template = json.dumps(template, sort_keys=True, ensure_ascii=False)
-    if not isinstance(template, str):
-        return {"source": "server", "sha256": None}
-    return {"source": "tokenizer", "sha256": hashlib.sha256(template.encode("utf-8")).hexdigest()}
-
 
 def nothing_evaluated(skipped: dict[str, str], source: Source) -> str:
     """The one-line error of a run that evaluated nothing (the reasons per task are printed before it);

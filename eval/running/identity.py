@@ -1,0 +1,135 @@
+"""The run's identity: every input that can change a number, its short hash, and the output folder it owns.
+
+Two invocations with equal identities are one run (the second resumes or extends the first);
+two with different identities never share a folder: the default folder is named by the model
+and the hash of the identity, and a run into a folder that holds another identity's results
+refuses, naming the first difference (``--overwrite`` replaces them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from evalita_data.cli_errors import one_line
+
+from ..naming import model_slug, setting_slug
+
+RESULTS_FILE = "results.json"
+# What results.json calls the identity and its hash.
+IDENTITY_FIELD = "run_identity"
+ID_FIELD = "run_id"
+ID_LENGTH = 10  # hex digits of the hash in folder names: 40 bits, no collision among one user's runs
+
+
+def chat_template_identity(backend: Any) -> dict:
+    """Which chat template renders the prompts: the tokenizer's (with its sha256) or the server's (unknown here)."""
+    template = getattr(getattr(backend, "tokenizer", None), "chat_template", None)
+    if isinstance(template, dict):  # named templates (tokenizers that ship several)
+        template = json.dumps(template, sort_keys=True, ensure_ascii=False)
+    if not isinstance(template, str):
+        return {"source": "server", "sha256": None}
+    return {"source": "tokenizer", "sha256": hashlib.sha256(template.encode("utf-8")).hexdigest()}
+
+
+def run_identity(model_record: dict[str, Any], config: Any, chat_template: dict | None) -> dict[str, Any]:
+    """Every input of a run that can change a number: the model and backend (``ModelInfo.record``,
+    the backend's ``cache_identity()``) and the run's options (``RunConfig``)."""
+    return {
+        "model": model_record,
+        "setting": config.setting,
+        "apply_chat_template": config.apply_chat_template,
+        "chat_template": chat_template,
+        "system_instruction": config.system_instruction,
+        "num_fewshot": config.num_fewshot,
+        "fewshot_as_multiturn": config.fewshot_as_multiturn,
+        "seed": config.seed,
+        "split": config.split,
+        "prompts": sorted(config.prompts) if config.prompts is not None else None,
+        "limit": config.limit,
+        "max_new_tokens": config.max_new_tokens,
+        "constrained": config.constrained,
+    }
+
+
+def identity_of(backend: Any, model_record: dict[str, Any], config: Any) -> dict[str, Any]:
+    """The identity of a run of ``config`` on ``backend`` (the chat template read from it when applied)."""
+    return run_identity(model_record, config, chat_template_identity(backend) if config.apply_chat_template else None)
+
+
+def run_id(identity: dict[str, Any]) -> str:
+    """The short hash of an identity (folder names, results.json ``run_id``)."""
+    blob = json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:ID_LENGTH]
+
+
+def default_output_dir(identity: dict[str, Any]) -> Path:
+    """``results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>]-<run id>``: readable, and
+    never shared by two identities (a chat template, a system instruction, a dtype or another
+    model folder of the same name change the hash)."""
+    model = identity["model"]
+    name = model_slug(str(model.get("name_or_path") or "model"), model.get("revision"))
+    setting = setting_slug(identity["setting"], identity["constrained"], identity["num_fewshot"], identity["split"])
+    return Path("results") / name / f"{setting}-{run_id(identity)}"
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def first_difference(folder: dict[str, Any], here: dict[str, Any], prefix: str = "") -> str | None:
+    """The first input that differs, as ``name: X in the folder, Y here``; None when equal."""
+    for key in sorted(set(folder) | set(here)):
+        a, b = folder.get(key), here.get(key)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            return first_difference(a, b, f"{prefix}{key}.")
+        return f"{prefix}{key}: {_show(a)} in the folder, {_show(b)} here"
+    return None
+
+
+class FolderOfAnotherRun(ValueError):
+    """The output folder holds the results of another identity."""
+
+
+def earlier_run(out: Path) -> dict | None:
+    """The results.json a folder holds (None: none); an unreadable one is an error naming it."""
+    path = out / RESULTS_FILE
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise FolderOfAnotherRun(f"{path} is unreadable ({one_line(err)}); pass --overwrite to replace it, "
+                                 "or choose another --output-dir") from None
+    if not isinstance(doc, dict):
+        raise FolderOfAnotherRun(f"{path} is not a results.json object; pass --overwrite to replace it, or choose another --output-dir")
+    return doc
+
+
+def claim_folder(out: Path, identity: dict[str, Any], overwrite: bool) -> dict | None:
+    """Make ``out`` this run's folder; returns the results.json of an earlier invocation of the same
+    run (to resume and extend), else None. Another identity's results refuse, or with ``overwrite``
+    are removed (results.json and samples/; the resume cache stays: its keys name the model and
+    request, so it can never give one run's values to another)."""
+    if overwrite:
+        (out / RESULTS_FILE).unlink(missing_ok=True)
+        shutil.rmtree(out / "samples", ignore_errors=True)
+        return None
+    doc = earlier_run(out)
+    if doc is None:
+        return None
+    theirs = doc.get(IDENTITY_FIELD)
+    if not isinstance(theirs, dict):
+        raise FolderOfAnotherRun(f"{out / RESULTS_FILE} records no run identity (an older evalita-eval); "
+                                 "pass --overwrite to replace it, or choose another --output-dir")
+    difference = first_difference(theirs, identity)
+    if difference is not None:
+        raise FolderOfAnotherRun(f"{out} holds the results of another run ({difference}); "
+                                 "choose another --output-dir, or pass --overwrite to replace them")
+    return doc

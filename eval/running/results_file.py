@@ -1,0 +1,144 @@
+"""results.json: what a run writes of itself (scores, identity, data, timing, versions), and what
+an earlier invocation of the same run wrote that the next one carries over.
+
+Written whole to a temporary file and renamed after each task, so a killed run leaves the last
+complete version, marked ``"status": "partial"``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from ..sources.entries import TaskEntry
+from ..reporting.unparsed_flag import flagged_prompts
+from .comparability import comparability_record
+from .identity import ID_FIELD, IDENTITY_FIELD, RESULTS_FILE, run_id
+
+VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score", "jinja2")
+TIMING_KEYS = ("wall_s", "compute_s", "requests", "computed", "cached")
+
+
+def package_versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": sys.version.split()[0]}
+    for name in VERSIONED_PACKAGES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def task_versions(entry: TaskEntry, setting: str) -> dict:
+    """The task's declared version and a short hash of each prompt it is asked with: an edited
+    prompt shows in results.json even where the version was not raised."""
+    spec = entry.spec
+    if spec.output_type == "multiple_choice" and setting != "loglikelihood":
+        prompts = {name: (name, setting, spec.instruct) for name in ("p1", "p2")}  # the instruct settings' prompts
+    else:
+        prompts = {p.name: p for p in spec.prompts}
+    return {"version": spec.version,
+            "prompts": {name: hashlib.sha256(repr(p).encode("utf-8")).hexdigest()[:12] for name, p in prompts.items()}}
+
+
+def rounded_timing(total: dict[str, float]) -> dict[str, float]:
+    return {k: round(total[k], 3) for k in TIMING_KEYS}
+
+
+def earlier_timing(doc: dict | None, path: Path, echo: Callable[[str], None]) -> dict[str, dict[str, float]]:
+    """Per task, the timing that earlier invocations of this same run (``claim_folder``) wrote.
+
+    A resume reads most requests back from the cache: its own times alone would hide the
+    compute of the invocations before it."""
+    timing = doc.get("timing") if doc is not None else None
+    if not isinstance(timing, dict):
+        return {}
+    earlier = {}
+    for task, entry in timing.items():
+        if not (isinstance(entry, dict) and set(entry) == set(TIMING_KEYS)
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in entry.values())):
+            echo(f"note: {path}: timing.{task} is not {{{', '.join(TIMING_KEYS)}}} of non-negative numbers: not carried over")
+            continue
+        earlier[task] = entry
+    return earlier
+
+
+def carry_over(doc: dict | None, running: set[str], sections: dict[str, dict], manifest: dict) -> list[str]:
+    """Copy into ``sections`` (results.json key -> the dict this run writes) each task of ``doc``'s
+    results that this invocation does not run, with its manifest hashes; returns those tasks."""
+    if doc is None or not isinstance(doc.get("results"), dict):
+        return []
+    data = doc.get("data") if isinstance(doc.get("data"), dict) else {}
+    earlier_manifest = data.get("manifest_sha256") if isinstance(data.get("manifest_sha256"), dict) else {}
+    kept = [task for task, scores in doc["results"].items() if task not in running and isinstance(scores, dict)]
+    for task in kept:
+        for name, into in sections.items():
+            if isinstance(doc.get(name), dict) and task in doc[name]:
+                into[task] = doc[name][task]
+        if task in earlier_manifest:
+            manifest[task] = earlier_manifest[task]
+    return kept
+
+
+def config_json(c: Any) -> dict:
+    """results.json ``config``: the run's options as given (``RunConfig``)."""
+    return {
+        "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": "auto" if c.batch_size is None else c.batch_size,
+        "max_memory": c.max_memory,
+        "apply_chat_template": c.apply_chat_template, "seed": c.seed, "device": c.device,
+        "max_new_tokens": c.max_new_tokens,
+        "setting": c.setting, "constrained": c.constrained,
+        "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
+        "chat_template": None, "split": c.split,
+    }
+
+
+def results_document(runner: Any, result: Any, manifest: dict) -> dict:
+    """The whole results.json of ``runner``'s run as it stands (``result``: its ``RunResult``)."""
+    doc = {
+        # "partial" until every task is finished: a killed or interrupted run is never taken for a whole one.
+        "status": result.status,
+        # Every input that can change a number (running/identity.py) and its hash (the default folder's suffix).
+        IDENTITY_FIELD: runner.identity,
+        ID_FIELD: run_id(runner.identity),
+        # What a partial report counts against: "N of M tasks finished".
+        "tasks": {"planned": runner._planned, "skipped": runner._skipped},
+        # Every input that can change a number (the backend's cache identity) and its hash, the
+        # model part of the resume-cache key: two runs with equal "cache_key" share their cache.
+        "model": {**runner.model.record, "cache_key": runner.model.cache_key},
+        # A source may add its provenance (the official Hub source: dataset revisions).
+        "data": {"source": runner.source.description, "manifest_sha256": manifest, **runner.source.provenance()},
+        # replicas: data-parallel replicas (eval/replicas), which change no number (not in the identity).
+        "config": {**config_json(runner.config), "chat_template": runner.chat_template, "replicas": getattr(runner.backend, "replicas", 1)},
+        # The paper's whole evaluation of the tasks evaluated, or not and why (comparability.py): tables and cards say so.
+        **comparability_record(runner.config, [runner._entries[name] for name in result.results if name in runner._entries]),
+        "results": result.results,
+        # Per task: its declared version and a hash of each prompt's definition (TaskSpec).
+        "task_versions": {name: runner._task_versions.get(name) or task_versions(runner._entries[name], runner.config.setting)
+                          for name in result.results},
+        # Per task, prompt and answer rule (prompting/answers.py), how many generated answers it parsed.
+        "parsed_by": runner.parsed_by,
+        "unparsed_flags": flagged_prompts(result.results),  # prompts with >= 10 % unparsed answers (issue 28)
+        "baselines": runner.baselines,
+        "skipped": result.skipped,
+        "versions": package_versions(),
+        "timing": result.timing,
+        # Per task: the process's peak RSS so far and, on CUDA, the task's peak allocation (MiB).
+        "resources": result.resources,
+    }
+    if runner.config.constrained:  # it applies to generations with a format only: say to which tasks
+        doc["task_config"] = {name: {"constrained": runner.constrained_entry(runner._entries[name])} for name in result.results}
+    return doc
+
+
+def write_results_file(out: Path, doc: dict) -> None:
+    """Write ``OUT/results.json`` whole (a temporary file renamed over it)."""
+    tmp = out / ".results.json.tmp"
+    tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2, default=str) + "\n", "utf-8")  # default: an identity value a backend did not make JSON
+    tmp.replace(out / RESULTS_FILE)

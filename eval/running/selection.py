@@ -1,0 +1,52 @@
+"""Which task entries a run evaluates, decided once: the CLI (before the model loads), the plan
+and the runner read the same ``Selection`` instead of each deciding again.
+
+An entry is left out when the ``--setting`` cannot ask it (a multiple-choice task that declares
+no instruct prompts) or, in a run over every task (``skip_missing``), when the data lack its
+evaluation split. In a run of named tasks both are errors, raised where they are found.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..sources.base import Source
+from ..sources.entries import TaskEntry
+
+
+def eval_split(entry: TaskEntry, config: Any) -> str:
+    """The split evaluated: --split, else the task's official evaluation split."""
+    return config.split or entry.spec.eval_split
+
+
+def without_instruct(entries: Sequence[TaskEntry], setting: str) -> list[TaskEntry]:
+    """Multiple-choice entries that a generative setting cannot ask: they declare no ``TaskSpec.instruct``."""
+    if setting == "loglikelihood":
+        return []
+    return [e for e in entries if e.spec.output_type == "multiple_choice" and e.spec.instruct is None]
+
+
+@dataclass
+class Selection:
+    runnable: list[TaskEntry]
+    # entry -> why it is not evaluated: no instruct prompts for the setting / no such split in the data
+    unaskable: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+def select(entries: Sequence[TaskEntry], source: Source, config: Any) -> Selection:
+    """The entries the run evaluates and why the others are not (see the module docstring)."""
+    unaskable = without_instruct(entries, config.setting)
+    if unaskable and not config.skip_missing:
+        raise ValueError(f"--setting {config.setting} needs the instruct prompts (TaskSpec.instruct) that "
+                         f"{', '.join(e.name for e in unaskable)} do(es) not declare")
+    out = Selection([], {e.name: f"the task declares no instruct prompts for --setting {config.setting}" for e in unaskable})
+    for entry in entries:
+        if entry in unaskable:
+            continue
+        if config.skip_missing and not source.has_split(entry, eval_split(entry, config)):
+            out.missing[entry.name] = source.why_missing(entry, eval_split(entry, config))
+        else:
+            out.runnable.append(entry)
+    return out
