@@ -81,7 +81,7 @@ def test_a_limited_run_says_so_in_results_report_and_card(tmp_path: Path, tiny_m
     assert f"not comparable with the paper: {'; '.join(reasons)}" in html
     from evalita_eval.publishing.push_results import results_repo
 
-    card = next(f for f in results_repo(out, "me/results", echo=lambda _m: None).files if f.path == "README.md").data.decode("utf-8")
+    card = next(f for f in results_repo(out, "me/results", echo=lambda _m: None).files if f.path.endswith("/README.md")).data.decode("utf-8")  # the run's own card
     assert "(not comparable with the paper)\n" in card
     assert f"| comparable with the paper | no: {'; '.join(reasons)} |" in card
     assert f"Note: not comparable with the paper: {'; '.join(reasons)}" in card
