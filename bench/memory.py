@@ -71,10 +71,14 @@ def keep_longest(data: Path, n: int) -> None:
     keep = set(sorted(range(len(lines)), key=lambda i: -size(lines[i]))[:n])
     text = "".join(lines[i] + "\n" for i in range(len(lines)) if i in keep)
     path.write_text(text, "utf-8")
-    manifest = json.loads((data / "manifest.json").read_text())
-    split = manifest["tasks"]["faq"]["splits"]["test"]
-    split.update(rows=len(keep), sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
-    (data / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    from dataclasses import replace
+
+    from evalita_data.manifest import MANIFEST_FILE, BuildManifest
+
+    manifest = BuildManifest.read(data / MANIFEST_FILE)
+    splits = manifest.tasks["faq"].splits
+    splits["test"] = replace(splits["test"], rows=len(keep), sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
+    (data / MANIFEST_FILE).write_text(manifest.dumps(), "utf-8")
 
 
 # --no-forward: the run with every forward pass replaced by a constant score, so that what

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from .manifest import MANIFEST_FILE, BuiltTask
 from .registry import get_task
 from .schema_check import load_schema
 from .taskspec import MCPrompt, TaskSpec
@@ -123,8 +124,8 @@ def configs_yaml(spec: TaskSpec, split_paths: dict[str, str]) -> list[dict]:
     return [{"config_name": c, "data_files": configs[c]} for c in order if c in configs]
 
 
-def front_matter(spec: TaskSpec, entry: dict, split_paths: dict[str, str]) -> dict:
-    total = sum(s["rows"] for s in entry["splits"].values())
+def front_matter(spec: TaskSpec, entry: BuiltTask, split_paths: dict[str, str]) -> dict:
+    total = sum(s.rows for s in entry.splits.values())
     meta: dict = {
         "pretty_name": f"Evalita-LLM {spec.id.upper()}: {spec.title}",
         "language": ["it"],
@@ -172,7 +173,7 @@ def _inputs_lines(inputs: dict) -> list[str]:
         return []
     if len(inputs) > MAX_LISTED_INPUTS:
         total = sum(v["bytes"] for v in inputs.values())
-        return ["", f"Raw files read: {len(inputs)} files, {total} bytes in all; the sha256 of each is in `manifest.json`."]
+        return ["", f"Raw files read: {len(inputs)} files, {total} bytes in all; the sha256 of each is in `{MANIFEST_FILE}`."]
     lines = ["", "Raw files read:", "", "| file | bytes | sha256 |", "|---|---|---|"]
     return lines + [f"| `{name}` | {v['bytes']} | `{v['sha256']}` |" for name, v in inputs.items()]
 
@@ -200,20 +201,21 @@ def _counts_table(title: str, counts: dict) -> list[str]:
     return lines
 
 
-def render_card(task_id: str, entry: dict, split_paths: dict[str, str], org: str = DEFAULT_ORG,
+def render_card(task_id: str, entry: BuiltTask, split_paths: dict[str, str], org: str = DEFAULT_ORG,
                 data_format: str = "Parquet") -> str:
     """The README.md of a task, for the given manifest entry and split file paths."""
     spec = get_task(task_id)
     meta = front_matter(spec, entry, split_paths)
     repo = f"{org}/{task_id}"
-    report = entry.get("report", {})
+    report = entry.report or {}
+    tool_version = "?" if entry.tool_version is None else entry.tool_version
     lic = hub_license(spec.license)
     out = ["---", yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000).rstrip(), "---", ""]
     out += [f"# Evalita-LLM {spec.id.upper()}: {spec.title}", ""]
     out += [
         f"The **{spec.id}** task of the Evalita-LLM benchmark for Italian language models "
         f"(Magnini et al., 2025), converted from the original Evalita distribution by "
-        f"`evalita-data` {entry.get('tool_version', '?')}. Evaluation split: `{spec.eval_split}`; "
+        f"`evalita-data` {tool_version}. Evaluation split: `{spec.eval_split}`; "
         f"few-shot examples from `{spec.fewshot_split}`; "
         f"{'multiple-choice scoring' if spec.output_type == 'multiple_choice' else 'greedy generation'}.",
         "",
@@ -228,21 +230,20 @@ def render_card(task_id: str, entry: dict, split_paths: dict[str, str], org: str
             f"- License: {spec.license} (Hub: {', '.join(lic.ids)}{', ' + lic.name if lic.name else ''})",
             "", "Please cite the original work:", ""] + _fence(spec.citation)
     out += ["", "## Conversion", "",
-            f"Built by `evalita-data build` (tool {entry.get('tool', 'evalita-data')} "
-            f"{entry.get('tool_version', '?')}, converter `{spec.converter_name}`, seed {entry.get('seed')}). "
+            f"Built by `evalita-data build` (tool {'evalita-data' if entry.tool is None else entry.tool} "
+            f"{tool_version}, converter `{spec.converter_name}`, seed {entry.seed}). "
             "Every random choice uses this seed; the same raw files give byte-identical splits."]
     doc = _conversion_doc(spec)
     if doc:
         out += ["", doc]
-    out += _inputs_lines(entry.get("inputs", {}))
+    out += _inputs_lines(entry.inputs or {})
     out += ["", "## Record schema", "", f"Every record has exactly these fields (`{spec.schema_label}`):", ""]
     out += _schema_rows(spec)
     out += ["", "## Splits", "", f"Files are {data_format}.", "", "| split | rows | rows in the paper | file |", "|---|---|---|---|"]
-    for key in ordered_splits(spec, entry["splits"]):
-        split, paper = entry["splits"][key], spec.paper_splits.get(key, "")
-        out.append(f"| {key} | {split['rows']} | {paper} | `{split_paths[key]}` |")
-    missing = report.get("missing", [])
-    for m in missing:
+    for key in ordered_splits(spec, entry.splits):
+        split, paper = entry.splits[key], spec.paper_splits.get(key, "")
+        out.append(f"| {key} | {split.rows} | {paper} | `{split_paths[key]}` |")
+    for m in entry.missing_parts():
         out += ["", f"Not included: splits {', '.join(m['splits'])} (missing originals {', '.join(m['files'])}). {m['hint']}"]
     out += ["", "## Dropped and repaired records", "",
             "Nothing is dropped or changed silently; the counts below come from the build manifest.", ""]
@@ -255,13 +256,13 @@ def render_card(task_id: str, entry: dict, split_paths: dict[str, str], org: str
     return "\n".join(out) + "\n"
 
 
-def build_card(task_id: str, entry: dict, org: str = DEFAULT_ORG) -> str:
+def build_card(task_id: str, entry: BuiltTask, org: str = DEFAULT_ORG) -> str:
     """The card of the build folder: it points at the JSONL files beside it."""
-    paths = {key: split["file"] for key, split in entry["splits"].items()}
+    paths = {key: split.file for key, split in entry.splits.items()}
     return render_card(task_id, entry, paths, org, data_format="JSON Lines (UTF-8, one record per line)")
 
 
-def write_build_card(task_id: str, task_dir: Path, entry: dict) -> None:
+def write_build_card(task_id: str, task_dir: Path, entry: BuiltTask) -> None:
     """Post-task hook of the build: README.md next to the splits."""
     (task_dir / CARD).write_text(build_card(task_id, entry), encoding="utf-8", newline="\n")
 

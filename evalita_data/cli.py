@@ -12,6 +12,7 @@ from . import __version__
 from .card import DEFAULT_ORG
 from .cli_errors import FriendlyGroup
 from .errors import EvalitaDataError
+from .manifest import MANIFEST_FILE
 from .registry import task_ids
 
 
@@ -78,7 +79,7 @@ def build(raw: Path, out: Path, tasks: tuple[str, ...], more_tasks: tuple[str, .
         click.echo(f"{len(missing)} task(s) asked for not built: {', '.join(o.task for o in missing)} (see above for what is missing); "
                    f"nothing installed, {out} was left as it was")
         sys.exit(1)
-    click.echo(f"built {len(summary.built())} task(s) into {out}; manifest: {out / 'manifest.json'}")
+    click.echo(f"built {len(summary.built())} task(s) into {out}; manifest: {out / MANIFEST_FILE}")
     if missing:  # the default 'all' builds what it can
         click.echo(f"{len(missing)} task(s) not built: {', '.join(o.task for o in missing)} (see above for what is missing)")
 
@@ -116,6 +117,7 @@ def card(task: str, build_dir: Path, org: str) -> None:
     from .hub.layout import split_path
     from .card import render_card
     from .building.pipeline import read_manifest
+    from .manifest import ManifestError
     from .safepaths import check_hub_name
 
     try:
@@ -123,11 +125,15 @@ def card(task: str, build_dir: Path, org: str) -> None:
     except EvalitaDataError as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(1)
-    entry = read_manifest(build_dir)["tasks"].get(task)
-    if entry is None:
-        click.echo(f"error: {task} is not in {build_dir / 'manifest.json'}; run 'evalita-data build --task {task}' first", err=True)
+    try:
+        entry = read_manifest(build_dir).tasks.get(task)
+    except ManifestError as err:
+        click.echo(f"error: {err}", err=True)
         sys.exit(1)
-    paths = {key: split_path(key, "parquet", "data") for key in entry["splits"]}
+    if entry is None:
+        click.echo(f"error: {task} is not in {build_dir / MANIFEST_FILE}; run 'evalita-data build --task {task}' first", err=True)
+        sys.exit(1)
+    paths = {key: split_path(key, "parquet", "data") for key in entry.splits}
     click.echo(render_card(task, entry, paths, org), nl=False)
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from .jsonl import JsonlError, read_jsonl
+from .manifest import MANIFEST_FILE, BuildManifest, ManifestError
 from .registry import get_task, task_ids
 from .schema_check import record_problems
 
@@ -70,7 +70,7 @@ def split_files(build_dir: Path) -> list[Path]:
 
 def validate_path(path: Path, task_id: str | None = None) -> tuple[list[Violation], int]:
     """Validate a build folder or one file; returns (violations, files checked)."""
-    if path.is_dir() and path.name in task_ids() and not (path / "manifest.json").is_file():
+    if path.is_dir() and path.name in task_ids() and not (path / MANIFEST_FILE).is_file():
         # One task folder of a build (build/wic): its split files.
         files = sorted(path.rglob("*.jsonl"))
         return [v for f in files for v in validate_file(f, task_id or path.name)], len(files)
@@ -86,29 +86,28 @@ def validate_path(path: Path, task_id: str | None = None) -> tuple[list[Violatio
 def manifest_violations(build_dir: Path, files: list[Path]) -> list[Violation]:
     """A build's files against its manifest.json (rows and sha256 of every split): a file edited, truncated or
     removed after the build, or one the build did not write, is a violation (``run`` refuses such data too)."""
-    manifest_path = build_dir / "manifest.json"
+    manifest_path = build_dir / MANIFEST_FILE
     if not manifest_path.is_file():
         return []  # a Hub layout (push --to-dir) or a loose folder: nothing to compare with
     try:
-        manifest = json.loads(manifest_path.read_text("utf-8"))
-        tasks = manifest["tasks"]
-        listed = {(build_dir / tid / split["file"]).resolve(): (tid, key, split) for tid, entry in tasks.items()
-                  for key, split in entry["splits"].items()}
-    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
-        return [Violation(str(manifest_path), 0, f"not a build manifest ({type(err).__name__}: {err}); expected tasks.<task>.splits")]
+        manifest = BuildManifest.read(manifest_path)
+    except ManifestError as err:
+        return [Violation(str(manifest_path), 0, f"not a build manifest: {str(err).removeprefix(f'{manifest_path}: ')}")]
+    listed = {(build_dir / tid / split.file).resolve(): (tid, key, split) for tid, entry in manifest.tasks.items()
+              for key, split in entry.splits.items()}
     out = [Violation(str(f), 0, f"not in {manifest_path}: the build did not write it") for f in files if f.resolve() not in listed]
     for resolved, (tid, key, split) in listed.items():
-        path = build_dir / tid / split["file"]
+        path = build_dir / tid / split.file
         if not path.is_file():
             out.append(Violation(str(path), 0, f"missing: {manifest_path} lists split {tid}/{key}"))
             continue
         data = path.read_bytes()
         # Records are "\n"-terminated lines (a U+2028 inside a text is no line break: no str.splitlines).
         rows = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-        if rows != split.get("rows"):
-            out.append(Violation(str(path), 0, f"{rows} rows, {manifest_path} says {split.get('rows')}: the file changed after the build"))
+        if rows != split.rows:
+            out.append(Violation(str(path), 0, f"{rows} rows, {manifest_path} says {split.rows}: the file changed after the build"))
         digest = hashlib.sha256(data).hexdigest()
-        if digest != split.get("sha256"):
-            out.append(Violation(str(path), 0, f"sha256 {digest[:16]}… differs from {manifest_path} ({str(split.get('sha256'))[:16]}…): "
+        if digest != split.sha256:
+            out.append(Violation(str(path), 0, f"sha256 {digest[:16]}… differs from {manifest_path} ({split.sha256[:16]}…): "
                                                "the file changed after the build; rebuild it (evalita-data build)"))
     return out

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from evalita_data.jsonl import write_jsonl
-from evalita_data.building.pipeline import MANIFEST, build
+from evalita_data.building.pipeline import build
+from evalita_data.manifest import MANIFEST_FILE
 from evalita_data.building.rawsource import sha256_file
 from hub_stub import HubStub
 
@@ -28,7 +29,7 @@ def sample_build(tmp_path_factory) -> Path:
 
 
 def built_tasks(build_dir: Path) -> list[str]:
-    return sorted(json.loads((build_dir / MANIFEST).read_text("utf-8"))["tasks"])
+    return sorted(json.loads((build_dir / MANIFEST_FILE).read_text("utf-8"))["tasks"])
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -71,7 +72,7 @@ def make_ner_build(out: Path, records: dict = NER_RECORDS) -> Path:
         "report": {"dropped": {"sentence without tokens": 2}, "repaired": {}, "examples": {}, "missing": [], "notes": {}},
     }
     manifest = {"format": 1, "tasks": {"ner": entry}, "not_built": {}}
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", "utf-8")
+    (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", "utf-8")
     return out
 
 
@@ -100,7 +101,7 @@ def run_cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
 
 def shrink_split(build_dir: Path, task: str, key: str) -> None:
     """Drop the last record of one split and update the manifest as a rebuild would."""
-    manifest_path = build_dir / MANIFEST
+    manifest_path = build_dir / MANIFEST_FILE
     manifest = json.loads(manifest_path.read_text("utf-8"))
     split = manifest["tasks"][task]["splits"][key]
     path = build_dir / task / split["file"]

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from evalita_data.card import CARD, HubLicense, hub_license, parse_front_matter, size_category
 from evalita_data.cli import main
 from evalita_data.hub.layout import task_repo
-from evalita_data.building.pipeline import MANIFEST
+from evalita_data.manifest import MANIFEST_FILE, BuildManifest, BuiltTask
 from evalita_data.registry import TASK_IDS, get_task
 from hub_stub import KNOWN_LICENSES
 from publish_fixtures import built_tasks, make_ner_build, sample_build  # noqa: F401 - fixture
@@ -42,8 +42,8 @@ def test_size_categories_at_their_bounds():
 
 
 def _published_card(build_dir, task):
-    entry = json.loads((build_dir / MANIFEST).read_text("utf-8"))["tasks"][task]
-    repo = task_repo(build_dir, task, entry)
+    entry = json.loads((build_dir / MANIFEST_FILE).read_text("utf-8"))["tasks"][task]
+    repo = task_repo(build_dir, task, BuiltTask.from_json(entry, "manifest"))
     files = {f.path: f.data for f in repo.files}
     return entry, files, files[CARD].decode("utf-8")
 
@@ -130,10 +130,10 @@ def test_card_command_for_unbuilt_task_fails(tmp_path):
 def test_card_lists_raw_files_or_summarises_many(tmp_path):
     from evalita_data.card import render_card
 
-    entry = json.loads((make_ner_build(tmp_path / "build") / MANIFEST).read_text("utf-8"))["tasks"]["ner"]
-    paths = {k: f"data/{k}.parquet" for k in entry["splits"]}
+    entry = BuildManifest.read(make_ner_build(tmp_path / "build") / MANIFEST_FILE).tasks["ner"]
+    paths = {k: f"data/{k}.parquet" for k in entry.splits}
     assert f"| `ADG_train.tsv` | 10 | `{'0' * 64}` |" in render_card("ner", entry, paths)
-    entry["inputs"] = {f"doc{i:02d}.tsv": {"bytes": 100, "sha256": "1" * 64} for i in range(25)}
+    entry.inputs = {f"doc{i:02d}.tsv": {"bytes": 100, "sha256": "1" * 64} for i in range(25)}
     card = render_card("ner", entry, paths)
     assert "Raw files read: 25 files, 2500 bytes in all; the sha256 of each is in `manifest.json`." in card
     assert "doc00.tsv" not in card

@@ -15,7 +15,7 @@ datasets = pytest.importorskip("datasets")
 from evalita_data.cli import main  # noqa: E402
 from evalita_data.hub.layout import BuildRefused, load_checked_manifest, task_repo  # noqa: E402
 from evalita_data.hub.parquet import parquet_bytes, task_schema  # noqa: E402
-from evalita_data.building.pipeline import MANIFEST  # noqa: E402
+from evalita_data.manifest import MANIFEST_FILE, BuildManifest  # noqa: E402
 from evalita_data.hub.push import write_to_dir  # noqa: E402
 from evalita_data.registry import TASK_IDS, get_task  # noqa: E402
 from publish_fixtures import NER_RECORDS, built_tasks, make_ner_build, read_rows, sample_build  # noqa: E402,F401
@@ -47,7 +47,7 @@ def published(sample_build, tmp_path_factory):
 def test_to_dir_round_trip_gives_the_build(sample_build, published, task, tmp_path):
     if task not in built_tasks(sample_build):
         pytest.skip(f"{task} is not built from tests/data/raw")
-    entry = json.loads((sample_build / MANIFEST).read_text("utf-8"))["tasks"][task]
+    entry = json.loads((sample_build / MANIFEST_FILE).read_text("utf-8"))["tasks"][task]
     spec = get_task(task)
     for config in spec.configs or [None]:
         ds = _load(published / task, tmp_path / "cache", config)
@@ -67,7 +67,7 @@ def test_build_folder_itself_loads_through_its_card(sample_build, tmp_path):
 def test_ner_configs_load_per_domain(tmp_path):
     build_dir = make_ner_build(tmp_path / "build")
     write_to_dir(build_dir, tmp_path / "hub", echo=lambda _m: None)
-    entry = json.loads((build_dir / MANIFEST).read_text("utf-8"))["tasks"]["ner"]
+    entry = json.loads((build_dir / MANIFEST_FILE).read_text("utf-8"))["tasks"]["ner"]
     assert sorted(p.relative_to(tmp_path / "hub" / "ner").as_posix() for p in (tmp_path / "hub" / "ner").rglob("*.parquet")) == [
         "data/adg/dev.parquet", "data/adg/test.parquet", "data/adg/train.parquet", "data/adg/trial.parquet",
         "data/fic/test.parquet", "data/fic/train.parquet", "data/wn/test.parquet"]
@@ -90,7 +90,7 @@ def test_rel_pairs_and_ls_answers_keep_their_types():
 
 
 def test_parquet_and_repository_are_byte_identical_across_runs(sample_build):
-    entry = json.loads((sample_build / MANIFEST).read_text("utf-8"))["tasks"]["wic"]
+    entry = BuildManifest.read(sample_build / MANIFEST_FILE).tasks["wic"]
     first = task_repo(sample_build, "wic", entry)
     second = task_repo(sample_build, "wic", entry)
     assert [(f.path, f.sha256) for f in first.files] == [(f.path, f.sha256) for f in second.files]
@@ -112,7 +112,7 @@ def test_invalid_or_manifestless_build_is_refused(sample_build, tmp_path):
     assert result.exit_code == 1 and "validation problem" in result.output
     assert not (tmp_path / "out").exists()
 
-    (broken / MANIFEST).unlink()
+    (broken / MANIFEST_FILE).unlink()
     with pytest.raises(BuildRefused, match="no manifest"):
         load_checked_manifest(broken)
 

@@ -13,7 +13,7 @@ pytest.importorskip("datasets")
 huggingface_hub = pytest.importorskip("huggingface_hub")
 
 from evalita_data.hub.layout import BuildRefused, task_repo  # noqa: E402
-from evalita_data.building.pipeline import MANIFEST  # noqa: E402
+from evalita_data.manifest import MANIFEST_FILE, BuiltTask  # noqa: E402
 from evalita_data.hub.push import PushError, push  # noqa: E402
 from evalita_data.registry import get_task  # noqa: E402
 from hub_stub import StoredFile  # noqa: E402
@@ -44,7 +44,7 @@ def _load_from_hub(hub, wanted, tmp_path) -> dict:
 
 
 def _manifest(build_dir):
-    return json.loads((build_dir / MANIFEST).read_text("utf-8"))
+    return json.loads((build_dir / MANIFEST_FILE).read_text("utf-8"))
 
 
 def _posts(hub):
@@ -73,7 +73,7 @@ def test_push_then_load_dataset_from_the_hub(sample_build, hub, tmp_path):
         repo_id = f"evalita-llm/{task}"
         assert hub.repo(repo_id).user_commits() == 1  # one commit per repository
         entry = _manifest(sample_build)["tasks"][task]
-        expected = {f.path: f.data for f in task_repo(sample_build, task, entry).files}
+        expected = {f.path: f.data for f in task_repo(sample_build, task, BuiltTask.from_json(entry, "manifest")).files}
         remote = hub.files(repo_id)
         assert remote.pop(".gitattributes")  # put there by the Hub when it created the repository
         assert remote == expected

@@ -10,12 +10,12 @@ is what results.json records.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from evalita_data.jsonl import dumps
+from evalita_data.manifest import MANIFEST_FILE, BuildManifest, BuiltTask, ManifestError, read_published
 from evalita_data.schema_check import record_problems
 
 from .entries import TaskEntry
@@ -82,13 +82,6 @@ def read_parquet_file(path: Path | str, origin: str) -> LoadedSplit:
     return LoadedSplit(records, canonical_sha256(records), origin)
 
 
-def read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text("utf-8"))
-    except ValueError as err:
-        raise DataMismatch(f"{path}: not valid JSON ({err})") from None
-
-
 class ManifestVerifiedSource:
     """A source whose splits a ``manifest.json`` vouches for by sha256 (a build, a Hub layout, a
     pushed organisation): each split is read once, verified, and kept. Subclasses say how a
@@ -108,8 +101,8 @@ class ManifestVerifiedSource:
     def _read(self, entry: TaskEntry, split: str) -> LoadedSplit:
         raise NotImplementedError
 
-    def _manifest_entry(self, entry: TaskEntry) -> tuple[dict | None, str]:
-        """(the task's manifest entry or None, where it was read)."""
+    def _manifest_entry(self, entry: TaskEntry) -> tuple[BuiltTask | None, str]:
+        """(the task's manifest entry or None, where it was read); ``DataMismatch`` for a malformed manifest."""
         raise NotImplementedError
 
     def has_split(self, entry: TaskEntry, split: str) -> bool:
@@ -137,7 +130,8 @@ class ManifestVerifiedSource:
 
     def _verify(self, entry: TaskEntry, split: str, loaded: LoadedSplit) -> None:
         manifest, where = self._manifest_entry(entry)
-        expected = (manifest or {}).get("splits", {}).get(entry.split_key(split), {}).get("sha256")
+        listed = manifest.splits.get(entry.split_key(split)) if manifest is not None else None
+        expected = listed.sha256 if listed is not None else None
         if expected is None:
             # No manifest vouches for these bytes: every record must match the task's schema.
             check_records(entry, loaded)
@@ -156,6 +150,22 @@ def check_records(entry: TaskEntry, loaded: LoadedSplit) -> None:
         if problems:
             more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
             raise DataMismatch(
-                f"{loaded.origin}: record {number}: {'; '.join(problems[:3])}{more}; without a manifest.json to verify "
+                f"{loaded.origin}: record {number}: {'; '.join(problems[:3])}{more}; without a {MANIFEST_FILE} to verify "
                 f"the data by hash, every record must match the {entry.task_id} schema: nothing was evaluated"
             )
+
+
+def read_build_manifest(path: Path) -> BuildManifest:
+    """A build's manifest; a malformed one refuses the data (``DataMismatch``), it vouches for nothing."""
+    try:
+        return BuildManifest.read(path)
+    except ManifestError as err:
+        raise DataMismatch(f"{err}; nothing was evaluated") from None
+
+
+def read_task_manifest(path: Path, where: str | None = None) -> BuiltTask:
+    """A task's manifest of the Hub layout; a malformed one refuses the data (``DataMismatch``)."""
+    try:
+        return read_published(path, where)
+    except ManifestError as err:
+        raise DataMismatch(f"{err}; nothing was evaluated") from None

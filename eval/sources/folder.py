@@ -9,9 +9,10 @@ import hashlib
 from pathlib import Path
 
 from evalita_data.jsonl import loads_strict
+from evalita_data.manifest import MANIFEST_FILE, BuiltTask
 from evalita_data.registry import task_ids
 
-from .base import DataMismatch, LoadedSplit, ManifestVerifiedSource, read_json, read_parquet_file
+from .base import DataMismatch, LoadedSplit, ManifestVerifiedSource, read_build_manifest, read_parquet_file, read_task_manifest
 from .entries import TaskEntry
 
 
@@ -56,24 +57,24 @@ class FolderSource(ManifestVerifiedSource):
             f"(evalita-data build) or {parquet} (Hub layout)"
         )
 
-    def _manifest_entry(self, entry: TaskEntry) -> tuple[dict | None, str]:
-        build = self.data_dir / "manifest.json"
+    def _manifest_entry(self, entry: TaskEntry) -> tuple[BuiltTask | None, str]:
+        build = self.data_dir / MANIFEST_FILE
         if build.is_file():
-            return read_json(build).get("tasks", {}).get(entry.task_id), str(build)
-        published = self.data_dir / entry.task_id / "manifest.json"
-        return (read_json(published) if published.is_file() else None), str(published)
+            return read_build_manifest(build).tasks.get(entry.task_id), str(build)
+        published = self.data_dir / entry.task_id / MANIFEST_FILE
+        return (read_task_manifest(published) if published.is_file() else None), str(published)
 
     def _not_built(self, entry: TaskEntry, split: str) -> str:
         """Why the build has no such split, from its manifest (e.g. the test gold is not public, or no original at all)."""
         try:
             manifest, _ = self._manifest_entry(entry)
-            build = self.data_dir / "manifest.json"
-            whole = (read_json(build).get("not_built") or {}).get(entry.task_id) if build.is_file() else None
-        except (ValueError, AttributeError):
+            build = self.data_dir / MANIFEST_FILE
+            whole = read_build_manifest(build).not_built.get(entry.task_id) if build.is_file() else None
+        except DataMismatch:
             return ""
-        if isinstance(whole, dict) and whole.get("message"):  # the task's originals are missing: the build's words
-            return f" (not built: {whole['message']} See `evalita-data fetch {entry.task_id}`.)"
-        for part in (manifest or {}).get("report", {}).get("missing", []):
+        if whole is not None and whole.message:  # the task's originals are missing: the build's words
+            return f" (not built: {whole.message} See `evalita-data fetch {entry.task_id}`.)"
+        for part in manifest.missing_parts() if manifest is not None else []:
             if entry.split_key(split) in part.get("splits", []):
                 return f" (not built: {', '.join(part.get('files', []))} missing. {part.get('hint', '')})"
         return ""
@@ -94,7 +95,7 @@ def read_jsonl_file(path: Path) -> LoadedSplit:
 
 def check_data_folder(folder: Path) -> None:
     """A --data folder is a build or a Hub-layout folder, not e.g. the raw originals."""
-    if (folder / "manifest.json").is_file():
+    if (folder / MANIFEST_FILE).is_file():
         return
     found = [folder / tid for tid in task_ids() if (folder / tid).is_dir()]
     # Builds and Hub layouts hold only JSONL, Parquet, cards and manifests; originals hold other files.
@@ -104,6 +105,6 @@ def check_data_folder(folder: Path) -> None:
     held = sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))  # named: unregistered tasks?
     why = f"{foreign} is not a split file" if foreign else f"no <task>/ folder of {', '.join(task_ids())}; it holds {', '.join(held) or 'no folder'}"
     raise FileNotFoundError(
-        f"{folder} is not a build folder (no manifest.json; {why}): --data takes the output of `evalita-data build` "
+        f"{folder} is not a build folder (no {MANIFEST_FILE}; {why}): --data takes the output of `evalita-data build` "
         "(or of `push --to-dir`); raw originals must be built first"
     )

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalita_data.manifest import MANIFEST_FILE, BuiltTask
 from evalita_data.network import hub_endpoint
 from evalita_data.safepaths import UnsafePath, check_hub_name
 
-from .base import HubUnreachable, LoadedSplit, ManifestVerifiedSource, read_json, read_parquet_file
+from .base import HubUnreachable, LoadedSplit, ManifestVerifiedSource, read_parquet_file, read_task_manifest
 from .entries import TaskEntry
 
 
@@ -21,7 +22,7 @@ class HubSource(ManifestVerifiedSource):
         except UnsafePath as err:
             raise ValueError(str(err)) from None
         self.hub_org = org
-        self._manifests: dict[str, dict | None] = {}
+        self._manifests: dict[str, BuiltTask | None] = {}
 
     @property
     def description(self) -> str:
@@ -40,16 +41,17 @@ class HubSource(ManifestVerifiedSource):
         repo, name = f"{self.hub_org}/{entry.task_id}", f"data/{entry.split_key(split)}.parquet"
         return read_parquet_file(hub_file(repo, name), f"hf://datasets/{repo}/{name}")
 
-    def _manifest_entry(self, entry: TaskEntry) -> tuple[dict | None, str]:
+    def _manifest_entry(self, entry: TaskEntry) -> tuple[BuiltTask | None, str]:
         repo = f"{self.hub_org}/{entry.task_id}"
+        where = f"hf://datasets/{repo}/{MANIFEST_FILE}"
         if repo not in self._manifests:
             try:
-                self._manifests[repo] = read_json(Path(hub_file(repo, "manifest.json")))
+                self._manifests[repo] = read_task_manifest(Path(hub_file(repo, MANIFEST_FILE)), where)
             except HubUnreachable:
                 raise
             except FileNotFoundError:
                 self._manifests[repo] = None  # a repository without manifest: nothing to compare with
-        return self._manifests[repo], f"hf://datasets/{repo}/manifest.json"
+        return self._manifests[repo], where
 
 
 def hub_file(repo: str, name: str) -> str:

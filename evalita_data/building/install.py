@@ -23,7 +23,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
-import json
 import os
 import shutil
 import time
@@ -31,8 +30,8 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import EvalitaDataError
+from ..manifest import MANIFEST_FILE, BuildManifest
 
-MANIFEST = "manifest.json"
 LOCK = ".lock"
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
@@ -89,7 +88,7 @@ class Staging:
         """The folder readers see now (a version, or a real folder of an older layout), if any."""
         return self.out if self.out.is_dir() else None
 
-    def commit(self, manifest: dict, replaced: set[str]) -> None:
+    def commit(self, manifest: BuildManifest, replaced: set[str]) -> None:
         """Complete the staged version and switch ``out`` to it.
 
         Every entry of the previous build except ``replaced`` (the tasks just built) and its
@@ -99,9 +98,9 @@ class Staging:
         prev = self.previous_root()
         if prev is not None:
             for entry in sorted(os.listdir(prev)):
-                if entry not in replaced and entry != MANIFEST and not (self.dir / entry).exists():
+                if entry not in replaced and entry != MANIFEST_FILE and not (self.dir / entry).exists():
                     _link_entry(prev / entry, self.dir / entry)
-        _write_durably(self.dir / MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
+        _write_durably(self.dir / MANIFEST_FILE, manifest.dumps())
         _fsync_dir(self.versions)
         tmp_link = self.out.parent / f"{_temp_prefix(self.out)}link-{self.dir.name}"
         os.symlink(f"{self.versions.name}/{self.dir.name}", tmp_link)

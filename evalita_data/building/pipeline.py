@@ -8,10 +8,9 @@ validated.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable
 
@@ -28,15 +27,15 @@ from .rawsource import RawSource, sha256_file
 from ..registry import get_task, task_ids as registered_task_ids
 from .conversion_report import ConversionReport
 from ..schema_check import record_problems
+from ..manifest import MANIFEST_FILE, MANIFEST_FORMAT, BuildManifest, BuiltTask, NotBuilt, SplitEntry
 
-MANIFEST = "manifest.json"
 
 
 @dataclass
 class TaskOutcome:
     task: str
     status: str  # "built" | "missing" | "not_implemented"
-    entry: dict = field(default_factory=dict)
+    entry: BuiltTask | None = None  # set when built
     message: str = ""
 
 
@@ -56,7 +55,7 @@ class BuildSummary:
 
 # Called after a task's splits are written, with (task id, task folder, manifest entry):
 # the dataset card writer hooks in here so cards live next to their splits.
-PostTaskHook = Callable[[str, Path, dict], None]
+PostTaskHook = Callable[[str, Path, BuiltTask], None]
 POST_TASK_HOOKS: list[PostTaskHook] = [write_build_card]
 
 
@@ -114,21 +113,17 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
     _check_no_split_vanished(task_id, spec.paper_splits, rows, report, source)
     if not rows:
         return TaskOutcome(task_id, "missing", message=f"{task_id}: no records converted from {source.root}. {spec.obtain_hint}")
-    entry = {
-        "tool": "evalita-data",
-        "tool_version": __version__,
-        "seed": use_seed,
-        "inputs": source.inputs(),
-        "splits": {
-            split: {"rows": rows[split], "sha256": sha256_file(dest / f"{split}.jsonl"), "file": f"{split}.jsonl"}
-            for split in sorted(rows)
-        },
-        "report": report.to_json(),
-    }
     from .fetch import fetched_provenance  # what `evalita-data fetch` downloaded: revision, license
 
-    if (fetched := fetched_provenance(source.root)) is not None:
-        entry["fetched"] = fetched
+    entry = BuiltTask(
+        tool="evalita-data",
+        tool_version=__version__,
+        seed=use_seed,
+        inputs=source.inputs(),
+        splits={split: SplitEntry(rows[split], sha256_file(dest / f"{split}.jsonl"), f"{split}.jsonl") for split in sorted(rows)},
+        report=report.to_json(),
+        fetched=fetched_provenance(source.root),
+    )
     for hook in POST_TASK_HOOKS:
         hook(task_id, dest, entry)
     return TaskOutcome(task_id, "built", entry=entry)
@@ -166,11 +161,10 @@ def _thin_file(path: Path) -> str:
     return ""
 
 
-def read_manifest(out: Path) -> dict:
-    path = out / MANIFEST
-    if path.is_file():
-        return json.loads(path.read_text("utf-8"))
-    return {"tasks": {}, "not_built": {}}
+def read_manifest(out: Path) -> BuildManifest:
+    """The build's manifest, or an empty one where there is no build yet."""
+    path = out / MANIFEST_FILE
+    return BuildManifest.read(path) if path.is_file() else BuildManifest()
 
 
 def build(
@@ -222,8 +216,9 @@ def build(
 def _describe(o: TaskOutcome) -> str:
     if o.status != "built":
         return f"{o.task}: NOT BUILT ({o.status}) - {o.message}"
-    splits = ", ".join(f"{s} {v['rows']}" for s, v in o.entry["splits"].items())
-    rep = o.entry["report"]
+    assert o.entry is not None and o.entry.report is not None
+    splits = ", ".join(f"{s} {v.rows}" for s, v in o.entry.splits.items())
+    rep = o.entry.report
     extra = []
     for kind in ("dropped", "repaired"):
         if rep[kind]:
@@ -236,25 +231,23 @@ def _describe(o: TaskOutcome) -> str:
 def _install(staging: Staging, out: Path, outcomes: list[TaskOutcome]) -> None:
     """Complete the staged version with the previous build's other tasks and switch ``out`` to it."""
     manifest = read_manifest(out)
-    manifest.setdefault("tasks", {})
-    manifest.setdefault("not_built", {})
     for o in outcomes:
-        if o.status == "built":
-            manifest["tasks"][o.task] = o.entry
-            manifest["not_built"].pop(o.task, None)
+        if o.status == "built" and o.entry is not None:
+            manifest.tasks[o.task] = o.entry
+            manifest.not_built.pop(o.task, None)
         else:
-            manifest["not_built"][o.task] = {"status": o.status, "message": o.message}
+            manifest.not_built[o.task] = NotBuilt(o.status, o.message)
             shutil.rmtree(staging.dir / o.task, ignore_errors=True)  # a partial folder; the previous one is kept
     rebuilt = {o.task for o in outcomes if o.status == "built"}
     prev = staging.previous_root()
-    for task in sorted(set(manifest["tasks"]) - rebuilt):
+    for task in sorted(set(manifest.tasks) - rebuilt):
         if prev is None or not (prev / task).is_dir():
             # The previous build lost this folder: say so instead of listing what is not there.
-            del manifest["tasks"][task]
-            manifest["not_built"][task] = {"status": "missing", "message": f"{task}: its folder was missing from the previous build in {out}"}
-    manifest["tasks"] = dict(sorted(manifest["tasks"].items()))
-    manifest["not_built"] = dict(sorted(manifest["not_built"].items()))
-    manifest["format"] = 1
+            del manifest.tasks[task]
+            manifest.not_built[task] = NotBuilt("missing", f"{task}: its folder was missing from the previous build in {out}")
+    manifest.tasks = dict(sorted(manifest.tasks.items()))
+    manifest.not_built = dict(sorted(manifest.not_built.items()))
+    manifest.format = MANIFEST_FORMAT
     staging.commit(manifest, rebuilt)
 
 
@@ -267,7 +260,7 @@ def check_out_is_a_build(out: Path) -> None:
     """
     if current_version(out) is not None or not out.is_dir():
         return
-    ours = {MANIFEST, *registered_task_ids()}
+    ours = {MANIFEST_FILE, *registered_task_ids()}
     foreign = sorted(name for name in os.listdir(out) if name not in ours)
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")

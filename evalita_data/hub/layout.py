@@ -14,21 +14,20 @@ build always gives the same bytes and an unchanged build can be recognised remot
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..card import CARD, DEFAULT_ORG, render_card
 from ..errors import EvalitaDataError
 from ..jsonl import read_jsonl
+from ..manifest import MANIFEST_FILE, BuildManifest, BuiltTask, ManifestError, dumps
 from .parquet import parquet_bytes
-from ..building.pipeline import MANIFEST
 from ..building.rawsource import sha256_file
 from ..registry import task_ids
 from ..safepaths import check_inside, check_split_key
 from ..validate import validate_path
 
-REPO_MANIFEST = "manifest.json"
+REPO_MANIFEST = MANIFEST_FILE  # the task's manifest in its repository
 
 
 @dataclass(frozen=True)
@@ -57,32 +56,27 @@ class BuildRefused(EvalitaDataError):
     """The build folder cannot be published (invalid, incomplete or without a manifest)."""
 
 
-def load_checked_manifest(build: Path, tasks: list[str] | None = None) -> tuple[dict, list[str]]:
+def load_checked_manifest(build: Path, tasks: list[str] | None = None) -> tuple[BuildManifest, list[str]]:
     """The manifest and the tasks to publish, after validating the whole build.
 
     Refuses (BuildRefused) a folder without manifest, a task that is not built, any
     schema violation, and split files that differ from the manifest's sha256.
     """
-    path = build / MANIFEST
+    path = build / MANIFEST_FILE
     if not path.is_file():
         raise BuildRefused(f"{path}: no manifest; run 'evalita-data build' first (nothing is published without one)")
     try:
-        manifest = json.loads(path.read_text("utf-8"))
-        built = manifest["tasks"]
-    except (ValueError, KeyError, TypeError) as err:
-        raise BuildRefused(f"{path}: not a build manifest ({err})") from None
-    if not isinstance(built, dict):
-        raise BuildRefused(f"{path}: not a build manifest ('tasks' is not an object)")
+        manifest = BuildManifest.read(path)
+    except ManifestError as err:
+        raise BuildRefused(f"not a build manifest: {err}") from None
+    built = manifest.tasks
     for task, entry in built.items():
         if task not in task_ids():
             raise BuildRefused(f"{path}: unknown task {task!r} in the manifest; known: {', '.join(task_ids())}")
-        try:
-            for key, split in entry["splits"].items():
-                check_split_key(key, f"{path} [{task}]")
-                if split.get("file") != f"{key}.jsonl":
-                    raise BuildRefused(f"{path} [{task}]: split {key} names file {split.get('file')!r}; expected {key}.jsonl")
-        except (KeyError, TypeError, AttributeError) as err:
-            raise BuildRefused(f"{path} [{task}]: not a build manifest entry ({err})") from None
+        for key, split in entry.splits.items():
+            check_split_key(key, f"{path} [{task}]")
+            if split.file != f"{key}.jsonl":
+                raise BuildRefused(f"{path} [{task}]: split {key} names file {split.file!r}; expected {key}.jsonl")
     chosen = list(tasks) if tasks else sorted(built)
     not_built = [t for t in chosen if t not in built]
     if not_built:
@@ -95,11 +89,11 @@ def load_checked_manifest(build: Path, tasks: list[str] | None = None) -> tuple[
         more = f"\n... and {len(violations) - 20} more" if len(violations) > 20 else ""
         raise BuildRefused(f"{build}: {len(violations)} validation problem(s); nothing published:\n{shown}{more}")
     for task in chosen:
-        for key, split in built[task]["splits"].items():
-            fpath = build / task / split["file"]
+        for key, split in built[task].splits.items():
+            fpath = build / task / split.file
             if not fpath.is_file():
                 raise BuildRefused(f"{fpath}: split {task}/{key} of the manifest is missing")
-            if sha256_file(fpath) != split["sha256"]:
+            if sha256_file(fpath) != split.sha256:
                 raise BuildRefused(f"{fpath}: sha256 differs from {path}; the file changed after the build, build again")
     return manifest, chosen
 
@@ -108,15 +102,15 @@ def split_path(key: str, ext: str, folder: str) -> str:
     return f"{folder}/{key}.{ext}"
 
 
-def task_repo(build: Path, task: str, entry: dict, org: str = DEFAULT_ORG, jsonl: bool = False) -> TaskRepo:
+def task_repo(build: Path, task: str, entry: BuiltTask, org: str = DEFAULT_ORG, jsonl: bool = False) -> TaskRepo:
     """Every file of the task's repository, computed from the build."""
-    paths = {key: split_path(key, "parquet", "data") for key in entry["splits"]}
+    paths = {key: split_path(key, "parquet", "data") for key in entry.splits}
     files = [
         RepoFile(CARD, render_card(task, entry, paths, org).encode("utf-8")),
-        RepoFile(REPO_MANIFEST, (json.dumps({"task": task, **entry}, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode("utf-8")),
+        RepoFile(REPO_MANIFEST, dumps(entry.published_json(task)).encode("utf-8")),
     ]
-    for key, split in entry["splits"].items():
-        source = build / task / split["file"]
+    for key, split in entry.splits.items():
+        source = build / task / split.file
         records = [rec for _, rec in read_jsonl(source)]
         files.append(RepoFile(paths[key], parquet_bytes(task, records)))
         if jsonl:

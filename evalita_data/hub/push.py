@@ -21,6 +21,7 @@ from .. import __version__
 from ..card import DEFAULT_ORG
 from ..errors import EvalitaDataError
 from ..network import NETWORK_ERRORS, short_error
+from ..manifest import BuiltTask
 from .layout import RepoFile, TaskRepo, load_checked_manifest, task_repo
 from ..safepaths import check_hub_name, check_inside, check_output_apart
 
@@ -142,8 +143,8 @@ def plan_repo(api: HfApi, repo: TaskRepo, revision: str, delays: Sequence[float]
     return RepoPlan(repo, exists, parent, changes, others)
 
 
-def commit_message(repo: TaskRepo, entry: dict) -> str:
-    splits = ", ".join(f"{k} {v['rows']}" for k, v in entry["splits"].items())
+def commit_message(repo: TaskRepo, entry: BuiltTask) -> str:
+    splits = ", ".join(f"{k} {v.rows}" for k, v in entry.splits.items())
     return f"evalita-data {__version__}: {repo.task} ({splits})"
 
 
@@ -173,7 +174,7 @@ def push(
     plans = []
     unreached: str | None = None  # a dry run asks the Hub once: after a failure, not again
     for task in chosen:
-        entry = manifest["tasks"][task]
+        entry = manifest.tasks[task]
         repo = task_repo(build, task, entry, org, jsonl=jsonl)
         if dry_run:
             plan = dry_plan(api, repo, revision, unreached)
@@ -256,7 +257,7 @@ def write_to_dir(build: Path, dest: Path, org: str = DEFAULT_ORG, tasks: list[st
         check_inside(dest / task, dest)
     repos = []
     for task in chosen:
-        repo = task_repo(build, task, manifest["tasks"][task], org, jsonl=jsonl)
+        repo = task_repo(build, task, manifest.tasks[task], org, jsonl=jsonl)
         write_repo_dir(repo, dest / task, root=dest)
         echo(f"{dest / task}: {len(repo.files)} file(s), {sum(len(f.data) for f in repo.files)} bytes")
         repos.append(repo)
