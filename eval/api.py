@@ -108,9 +108,9 @@ class Capabilities:
 @dataclass
 class BackendOptions:
     """What a backend is built from: the options every backend shares, and ``engine``, the
-    backend's own typed ``Options`` (``resolve_options`` fills it from ``extra`` and the flag
-    aliases before ``from_options`` is called; a backend reads its engine settings there only).
-    The CLI builds it with ``modeling.options.options_from_cli``."""
+    backend's own typed ``Options`` (``resolve_options`` fills it from ``extra`` before
+    ``from_options`` is called; a backend reads its engine settings there only). The CLI builds
+    it with ``modeling.options.options_from_cli``, which folds the engine flags into ``extra``."""
 
     model: str
     revision: str | None = None
@@ -124,20 +124,6 @@ class BackendOptions:
     seed: int | None = None  # the run's --seed, for engines that sample (vLLM's engine seed)
     extra: dict[str, Any] = field(default_factory=dict)  # --backend-arg NAME=VALUE as given; typed once resolved
     engine: Any = None  # the backend's ``Options`` instance (None until resolve_options)
-    # Inputs only: the Python API's and the CLI's aliases of --backend-arg NAME=VALUE, read by
-    # resolve_options (never by a backend: it reads ``engine``). fast:
-    max_batch_tokens: int | None = None
-    # vllm:
-    tensor_parallel_size: int = 1
-    data_parallel_size: int = 1
-    gpu_memory_utilization: float | None = None
-    max_model_len: int | None = None
-    # OpenAI-compatible servers.
-    base_url: str | None = None
-    api_key_env: str | None = None  # the NAME of the environment variable holding the key
-    concurrency: int = 4
-    timeout_s: float = 120.0
-    max_retries: int = 5
 
 
 def backend_option(default: Any, help: str, *, changes_numbers: bool = True, flag: str | None = None) -> Any:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from evalita_eval.api import Backend, BackendOptions
-from evalita_eval.modeling.options import BackendOptionError, describe_options, resolve_options
+from evalita_eval.modeling.options import ENGINE_FLAGS, BackendOptionError, describe_options, options_from_cli, resolve_options
 from evalita_eval.backends import ENTRY_POINT_GROUP, get_backend_class
 
 DATA = Path(__file__).parent / "data" / "build"
@@ -106,9 +106,9 @@ def test_values_are_converted_to_the_declared_types() -> None:
     vllm, server = get_backend_class("vllm"), get_backend_class("openai-completions")
     options, engine = resolve_options(vllm, BackendOptions("m", extra={"tensor_parallel_size": "2", "vllm_engine_args": '{"enforce_eager": true}'}))
     assert (engine.tensor_parallel_size, engine.vllm_engine_args) == (2, {"enforce_eager": True})
-    assert options.tensor_parallel_size == 2 and options.extra == {"tensor_parallel_size": 2, "vllm_engine_args": {"enforce_eager": True}}
+    assert options.engine.tensor_parallel_size == 2 and options.extra == {"tensor_parallel_size": 2, "vllm_engine_args": {"enforce_eager": True}}
     options, engine = resolve_options(server, BackendOptions("m", extra={"server_token_ids": "false", "base_url": "http://h/v1"}))
-    assert engine.server_token_ids is False and options.extra["server_token_ids"] is False and options.base_url == "http://h/v1"
+    assert engine.server_token_ids is False and options.extra["server_token_ids"] is False and options.engine.base_url == "http://h/v1"
     for extra, message in [
         ({"tensor_parallel_size": "two"}, "--backend-arg tensor_parallel_size (backend 'vllm'): expected int, got 'two'"),
         ({"gpu_memory_utilization": "nan"}, "expected float or none, got 'nan'"),
@@ -122,13 +122,18 @@ def test_values_are_converted_to_the_declared_types() -> None:
 
 def test_engine_flags_are_aliases_of_backend_args() -> None:
     fast, hf, server = get_backend_class("fast"), get_backend_class("hf"), get_backend_class("openai-chat")
-    assert resolve_options(fast, BackendOptions("m", max_batch_tokens=512))[1].max_batch_tokens == 512  # --max-batch-tokens 512
-    assert resolve_options(fast, BackendOptions("m", extra={"max_batch_tokens": "512"}))[0].max_batch_tokens == 512
-    assert resolve_options(server, BackendOptions("m", concurrency=2, extra={"concurrency": "2"}))[1].concurrency == 2
+    flagged = options_from_cli([], model="m", max_batch_tokens=512)  # --max-batch-tokens 512
+    assert flagged.extra == {"max_batch_tokens": 512} and resolve_options(fast, flagged)[1].max_batch_tokens == 512
+    assert resolve_options(fast, BackendOptions("m", extra={"max_batch_tokens": "512"}))[0].engine.max_batch_tokens == 512
+    assert options_from_cli([], model="m", concurrency=4).extra == {}  # a flag at its default is not given
+    assert resolve_options(server, options_from_cli(["concurrency=2"], model="m", concurrency=2))[1].concurrency == 2
     with pytest.raises(BackendOptionError, match="--backend-arg concurrency=3 and --concurrency 2 disagree"):
-        resolve_options(server, BackendOptions("m", concurrency=2, extra={"concurrency": "3"}))
-    with pytest.raises(BackendOptionError, match="--base-url: backend 'hf' has no such option"):
-        resolve_options(hf, BackendOptions("m", base_url="http://h/v1"), [fast, server])
+        options_from_cli(["concurrency=3"], model="m", concurrency=2)
+    with pytest.raises(BackendOptionError, match=re.escape("--backend-arg base_url (--base-url): backend 'hf' has no such option")):
+        resolve_options(hf, options_from_cli([], model="m", base_url="http://h/v1"))
+    # Each flag is declared by the backends taking it and in ENGINE_FLAGS (what `run` folds into extra), alike.
+    declared = {o.name: (o.flag, o.default) for name in ("fast", "vllm", "openai-completions") for o in describe_options(get_backend_class(name)) if o.flag}
+    assert declared == ENGINE_FLAGS
     assert [o.flag for o in describe_options(server)] == ["--base-url", "--api-key-env", "--concurrency", "--timeout", "--max-retries", None]
 
 

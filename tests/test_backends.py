@@ -80,7 +80,7 @@ def test_device_auto_and_threads(tiny_model: Path, monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(fast_module.FastBackend, "__init__", noting_threads)
     try:
-        fast = create_backend("fast", BackendOptions(str(tiny_model), dtype="float32", max_batch_tokens=4096, threads=1))
+        fast = create_backend("fast", BackendOptions(str(tiny_model), dtype="float32", threads=1, extra={"max_batch_tokens": 4096}))
     finally:
         torch.set_num_threads(before)
     assert passed == [1]  # --threads reaches the fast backend's own setting

@@ -191,10 +191,10 @@ def test_vllm_identity_keeps_what_changes_numbers(tiny_model: Path) -> None:
     same = identity()
     assert same["options"] == {"tensor_parallel_size": 1, "vllm_engine_args": None, "gguf_file": None, "vllm_loglikelihood": "prefill"}
     assert "device" not in same and same["max_length"] == 2048
-    for changed in ({"tensor_parallel_size": 2}, {"extra": {"vllm_engine_args": {"quantization": "fp8"}}},
+    for changed in ({"extra": {"tensor_parallel_size": 2}}, {"extra": {"vllm_engine_args": {"quantization": "fp8"}}},
                     {"extra": {"vllm_loglikelihood": "prompt_logprobs"}}, {"extra": {"vllm_loglikelihood": "prefix"}}):
         assert identity(**changed) != same, changed
-    for unchanged in ({"data_parallel_size": 2}, {"gpu_memory_utilization": 0.5}, {"max_model_len": 4096}, {"batch_size": 1}):
+    for unchanged in ({"extra": {"data_parallel_size": 2}}, {"extra": {"gpu_memory_utilization": 0.5}}, {"extra": {"max_model_len": 4096}}, {"batch_size": 1}):
         assert identity(**unchanged) == same, unchanged
 
 

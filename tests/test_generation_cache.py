@@ -186,7 +186,7 @@ class InterruptedFast:
 
 def test_generations_finished_before_the_end_of_a_call_are_saved(tiny_model: Path, tmp_path: Path) -> None:
     """Within one call (all of a prompt's requests), each generation is saved as it finishes."""
-    backend = create_backend("fast", BackendOptions(str(tiny_model), dtype="float32", max_batch_tokens=1, max_length=384))
+    backend = create_backend("fast", BackendOptions(str(tiny_model), dtype="float32", max_length=384, extra={"max_batch_tokens": 1}))
     entries = select_entries(["ner_fic"])
     config = RunConfig(max_new_tokens=48, progress=False)
     runner = Runner(InterruptedFast(backend, after=2), ModelInfo(str(tiny_model), None, "float32", "fast"), FolderSource(DATA), config, tmp_path)

@@ -205,4 +205,4 @@ def test_server_backends_refuse_auto_batches():
     from evalita_eval.backends import create_backend
 
     with pytest.raises(ValueError, match="--batch-size auto"):
-        create_backend("openai-completions", BackendOptions("m", base_url="http://127.0.0.1:9/v1", batch_size=None))
+        create_backend("openai-completions", BackendOptions("m", batch_size=None, extra={"base_url": "http://127.0.0.1:9/v1"}))

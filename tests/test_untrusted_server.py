@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from evalita_eval.api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, check_ll_result
 from evalita_eval.backends import create_backend
 from evalita_eval.backends import openai as oai
+from evalita_eval.modeling.options import options_from_cli
 from fake_openai_server import FakeServer
 
 DATA = Path(__file__).parent / "data" / "build"
@@ -44,7 +45,7 @@ def key_in_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def make_backend(kind: str, model: Path, url: str, **options: Any) -> Any:
     options = {"max_retries": 0, "concurrency": 1, "batch_size": 3, **options}
-    backend = create_backend(kind, BackendOptions(model=str(model), base_url=url, api_key_env=KEY_ENV, **options))
+    backend = create_backend(kind, options_from_cli([], model=str(model), base_url=url, api_key_env=KEY_ENV, **options))  # as `run` builds them
     backend.client.sleep = lambda s: None  # retries are counted, not slept
     return backend
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from types import ModuleType
+from typing import Any
 
 from ..api import Backend, BackendOptions
-from ..modeling.options import resolve_options
+from ..modeling.options import engine_of, resolve_options
 
 ENTRY_POINT_GROUP = "evalita_llm.backends"
 _REGISTRY: dict[str, type[Backend]] = {}
@@ -72,11 +73,16 @@ def get_backend_class(name: str) -> type[Backend]:
         raise KeyError(f"unknown backend {name!r}; available: {', '.join(sorted(_REGISTRY))}") from None
 
 
+def engine_settings(name: str, options: BackendOptions) -> Any:
+    """The typed ``Options`` that backend ``name`` would be built with from ``options`` (before building it)."""
+    return engine_of(get_backend_class(name), options)
+
+
 def create_backend(name: str, options: BackendOptions) -> Backend:
     """The backend ``name`` built from ``options``; its ``Options`` filled from ``options.extra``
-    (``--backend-arg``) and the flag aliases, typed (``backend_options.resolve_options``)."""
+    (``--backend-arg`` and the flag aliases ``options_from_cli`` folded in), typed (``backend_options.resolve_options``)."""
     cls = get_backend_class(name)
-    options, _ = resolve_options(cls, options, [get_backend_class(n) for n in backend_names()])
+    options, _ = resolve_options(cls, options)
     backend = cls.from_options(options)  # options.engine: its typed Options
     backend.options = options  # what it was built from (with ``engine``): part of its cache identity
     return backend

@@ -4,9 +4,10 @@ by ``evalita-eval backends``.
 
 ``resolve_options`` is what ``create_backend`` calls: it returns the ``BackendOptions`` the
 backend is built from (``engine``: the typed ``Options`` instance, which ``from_options``
-reads; the flag-alias fields and ``extra`` set to the typed values) and the ``Options``
-instance, or fails with one line naming the backend, the option and what was expected.
-``options_from_cli`` is how the CLI builds the ``BackendOptions`` from its parsed arguments.
+reads; ``extra`` set to the typed values) and the ``Options`` instance, or fails with one
+line naming the backend, the option and what was expected. ``options_from_cli`` is how the
+CLI builds the ``BackendOptions`` from its parsed arguments: the engine flags (``ENGINE_FLAGS``)
+are folded into ``extra``, so ``BackendOptions`` holds only what every backend reads.
 """
 
 from __future__ import annotations
@@ -22,11 +23,14 @@ from ..api import Backend, BackendOptions
 _NONE_WORDS = frozenset({"none", "null"})
 _TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 _FALSE_WORDS = frozenset({"0", "false", "no", "off"})
-_BACKEND_OPTIONS_DEFAULTS = {f.name: f.default for f in fields(BackendOptions) if f.default is not MISSING}
-# The run options every backend reads; BackendOptions' other fields are engine options that
-# only the backends declaring them in their ``Options`` take (the flags aliasing --backend-arg).
-COMMON_OPTIONS = frozenset({"model", "revision", "device", "dtype", "batch_size", "max_memory", "trust_remote_code", "max_length", "threads", "seed", "extra",
-                            "engine"})
+# The hidden flags of ``run`` that alias ``--backend-arg NAME=VALUE``: NAME -> (flag, the flag's
+# default, which means "not given"). The backends declaring NAME name the same flag in their Options.
+ENGINE_FLAGS: dict[str, tuple[str, Any]] = {
+    "max_batch_tokens": ("--max-batch-tokens", None), "tensor_parallel_size": ("--tensor-parallel-size", 1),
+    "data_parallel_size": ("--data-parallel-size", 1), "gpu_memory_utilization": ("--gpu-memory-utilization", None),
+    "max_model_len": ("--max-model-len", None), "base_url": ("--base-url", None), "api_key_env": ("--api-key-env", None),
+    "concurrency": ("--concurrency", 4), "timeout_s": ("--timeout", 120.0), "max_retries": ("--max-retries", 5),
+}
 
 
 class BackendOptionError(ValueError):
@@ -113,51 +117,27 @@ def _default(f: Field) -> Any:
     return f.default_factory() if f.default_factory is not MISSING else f.default  # type: ignore[misc]
 
 
-def flag_of(name: str, backends: Sequence[type[Backend]]) -> str:
-    """The run flag that sets BackendOptions.``name``, as the ``backends`` taking it declare it."""
-    for backend in backends:
-        for option in describe_options(backend):
-            if option.name == name and option.flag:
-                return option.flag
-    return f"BackendOptions.{name}"
-
-
-def resolve_options(backend: type[Backend], options: BackendOptions, others: Sequence[type[Backend]] = ()) -> tuple[BackendOptions, Any]:
+def resolve_options(backend: type[Backend], options: BackendOptions) -> tuple[BackendOptions, Any]:
     """(the BackendOptions to build ``backend`` from, its ``Options`` instance or None).
 
-    A field of ``Options`` takes, in order: its ``--backend-arg``, else the ``BackendOptions``
-    field of the same name (the flag alias, or the Python API), else its default. A name given
-    both ways with two values, an unknown name, an engine flag that ``backend`` does not take
-    (named as the ``others`` that take it declare it), or a value of the wrong type is an error."""
+    A field of ``Options`` takes its ``--backend-arg`` (or the flag alias folded into ``extra``
+    by ``options_from_cli``), else its default. An unknown name (an engine flag that ``backend``
+    does not take is named by its flag too) or a value of the wrong type is an error."""
     if backend.Options is None:  # an older backend reads options.extra itself
         return options, None
     declared = {f.name: f for f in fields(backend.Options)}
     have = ", ".join(declared) or "none"
     unknown = sorted(set(options.extra) - set(declared))
     if unknown:
-        raise BackendOptionError(f"--backend-arg {unknown[0]}: backend {backend.name!r} has no such option (its options: {have}; "
-                                 "`evalita-eval backends` lists them)")
-    # An engine flag given to a backend that does not take it would be silently ignored.
-    ignored = [f.name for f in fields(BackendOptions) if f.name not in COMMON_OPTIONS | set(declared)
-               and getattr(options, f.name) != _BACKEND_OPTIONS_DEFAULTS.get(f.name)]
-    if ignored:
-        raise BackendOptionError(f"{flag_of(ignored[0], others)}: backend {backend.name!r} has no such option (its options: {have}; "
+        # An engine flag given to a backend that does not take it would be silently ignored.
+        flag = f" ({ENGINE_FLAGS[unknown[0]][0]})" if unknown[0] in ENGINE_FLAGS else ""
+        raise BackendOptionError(f"--backend-arg {unknown[0]}{flag}: backend {backend.name!r} has no such option (its options: {have}; "
                                  "`evalita-eval backends` lists them)")
     hints = _hints(backend.Options)
-    values: dict[str, Any] = {}
-    for name, f in declared.items():
-        flag = f.metadata.get("flag") or f"BackendOptions.{name}"
-        aliased = hasattr(options, name) and getattr(options, name) != _BACKEND_OPTIONS_DEFAULTS.get(name, MISSING)
-        if name in options.extra:
-            values[name] = _convert(options.extra[name], hints[name], f"--backend-arg {name} (backend {backend.name!r})")
-            if aliased and getattr(options, name) != values[name]:
-                raise BackendOptionError(f"--backend-arg {name}={options.extra[name]} and {flag} {getattr(options, name)} disagree; give one")
-        elif aliased:
-            values[name] = _convert(getattr(options, name), hints[name], f"{flag} (backend {backend.name!r})")
+    values = {name: _convert(options.extra[name], hints[name], f"--backend-arg {name} (backend {backend.name!r})")
+              for name in declared if name in options.extra}
     engine = backend.Options(**values)
-    typed = {name: getattr(engine, name) for name in options.extra}
-    aliases = {name: getattr(engine, name) for name in declared if hasattr(options, name)}
-    return replace(options, extra=typed, engine=engine, **aliases), engine
+    return replace(options, extra={name: getattr(engine, name) for name in options.extra}, engine=engine), engine
 
 
 def engine_of(backend: type[Backend], options: BackendOptions) -> Any:
@@ -173,13 +153,30 @@ def engine_fields(backend: Backend) -> dict[str, Any] | None:
 
 
 def options_from_cli(backend_args: Sequence[str], **given: Any) -> BackendOptions:
-    """The ``BackendOptions`` of ``evalita-eval run``: ``given`` are its parsed options that
-    are ``BackendOptions`` fields (the shared ones and the flag aliases), ``backend_args`` its
-    ``--backend-arg KEY=VALUE`` strings (a string without ``=`` is a ValueError)."""
+    """The ``BackendOptions`` of ``evalita-eval run``: ``given`` are its parsed options (the
+    ``BackendOptions`` fields and the engine flags of ``ENGINE_FLAGS``), ``backend_args`` its
+    ``--backend-arg KEY=VALUE`` strings (a string without ``=`` is a ValueError). An engine flag
+    off its default joins ``extra``; given also as a ``--backend-arg`` with another value, it is an error."""
     bad = [a for a in backend_args if "=" not in a]
     if bad:
         raise BackendOptionError(f"expected KEY=VALUE, got {bad[0]!r}")
-    return BackendOptions(**given, extra=dict(a.split("=", 1) for a in backend_args))
+    extra: dict[str, Any] = dict(a.split("=", 1) for a in backend_args)
+    for name, (flag, default) in ENGINE_FLAGS.items():
+        value = given.pop(name, default)
+        if value == default:
+            continue
+        if name in extra and _same_value(extra[name], value) is False:
+            raise BackendOptionError(f"--backend-arg {name}={extra[name]} and {flag} {value} disagree; give one")
+        extra.setdefault(name, value)
+    return BackendOptions(**given, extra=extra)
+
+
+def _same_value(text: Any, value: Any) -> bool | None:
+    """Whether a --backend-arg string means ``value`` (None: not of its type; the backend's Options say why)."""
+    try:
+        return _convert(text, type(value), "") == value
+    except BackendOptionError:
+        return None
 
 
 def options_table(backend: type[Backend]) -> str:

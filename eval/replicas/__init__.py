@@ -20,7 +20,7 @@ def replica_settings(options: BackendOptions) -> tuple[int, str | None, BackendO
     """(replicas, Ray address or None, the options of one replica) from ``--backend-arg
     data_parallel_size=N`` / ``--data-parallel-size N`` and ``ray_address=ADDRESS``."""
     extra = dict(options.extra)
-    raw = extra.pop("data_parallel_size", options.data_parallel_size)
+    raw = extra.pop("data_parallel_size", 1)
     address = extra.pop("ray_address", None) or None
     try:
         size = int(str(raw).strip())
@@ -28,7 +28,7 @@ def replica_settings(options: BackendOptions) -> tuple[int, str | None, BackendO
         size = 0
     if size < 1:
         raise ValueError(f"--backend-arg data_parallel_size={raw!r}: expected a whole number >= 1 (the replicas of the model)")
-    return size, address, replace(options, data_parallel_size=1, extra=extra)
+    return size, address, replace(options, extra=extra)
 
 
 def create_backend(name: str, options: BackendOptions) -> Backend:

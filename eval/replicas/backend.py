@@ -70,9 +70,16 @@ def replica_resources(name: str, options: BackendOptions) -> dict[str, Any]:
     """Ray resources of one replica: ``tensor_parallel_size`` GPUs (vllm) or one GPU (a CUDA
     device), else (``--device cpu``) one CPU, or ``--threads`` CPUs when given."""
     if options.device != "cpu":
-        gpus = options.tensor_parallel_size if name == "vllm" else 1
+        gpus = _tensor_parallel_size(options) if name == "vllm" else 1
         return {"num_cpus": 1, "num_gpus": gpus}
     return {"num_cpus": options.threads or 1, "num_gpus": 0}
+
+
+def _tensor_parallel_size(options: BackendOptions) -> int:
+    """vllm's GPUs per replica, typed as its Options declare it (``--backend-arg tensor_parallel_size``)."""
+    from ..backends import engine_settings
+
+    return engine_settings("vllm", options).tensor_parallel_size
 
 
 class ReplicaBackend(Backend):

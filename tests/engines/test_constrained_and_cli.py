@@ -67,7 +67,7 @@ def test_openai_chat_constrained_equals_hf(hf32, tiny32: Path, vllm_server: str,
     """openai-chat sends the turns (system instruction, one multi-turn example) and vLLM's
     ``structured_outputs``; the server's template and grammar give hf's constrained answers."""
     monkeypatch.setenv(KEY_ENV, API_KEY)
-    backend = create_backend("openai-chat", BackendOptions(model=str(tiny32), base_url=vllm_server, api_key_env=KEY_ENV))
+    backend = create_backend("openai-chat", BackendOptions(model=str(tiny32), extra={"base_url": vllm_server, "api_key_env": KEY_ENV}))
     assert backend.capabilities.constrained
     config = {"limit": 3, "setting": "ce", "constrained": True, "tasks": MC_TASKS, "apply_chat_template": True,
               "num_fewshot": 1, "system_instruction": "Rispondi con la lettera."}
@@ -87,7 +87,7 @@ def test_openai_constrained_refused_by_server_is_clear(tiny32: Path, vllm_server
     from evalita_eval.backends.openai import ServerError
 
     monkeypatch.setenv(KEY_ENV, API_KEY)
-    backend = create_backend("openai-completions", BackendOptions(model=str(tiny32), base_url=vllm_server, api_key_env=KEY_ENV, max_retries=0))
+    backend = create_backend("openai-completions", BackendOptions(model=str(tiny32), extra={"base_url": vllm_server, "api_key_env": KEY_ENV, "max_retries": 0}))
     with pytest.raises(ServerError, match="structured_outputs.*cannot run --constrained"):
         backend.generate_until([GenRequest("x", (), 2, Constraint("regex", pattern="(unclosed"))])
     backend.close()

@@ -16,12 +16,13 @@ import pytest
 from .engine_helpers import API_KEY, assert_same_run, ll_close, requires_vllm, run_in_process
 from evalita_eval.api import BackendOptions, BackendUnsupported, GenRequest, LLRequest
 from evalita_eval.backends import create_backend
+from evalita_eval.modeling.options import options_from_cli
 
 KEY_ENV = "EVALITA_TEST_OPENAI_KEY"
 
 
 def _backend(name: str, model: Path, url: str, **options):
-    return create_backend(name, BackendOptions(model=str(model), base_url=url, api_key_env=KEY_ENV, **options))
+    return create_backend(name, options_from_cli([], model=str(model), base_url=url, api_key_env=KEY_ENV, **options))  # as `run` builds them
 
 
 @pytest.fixture
