@@ -175,8 +175,9 @@ def _execute(backend_name: str, options, source, config, entries: list, output_d
             click.echo(f"writing to {output_dir}" + (f" (split {config.split}: not comparable with the paper)" if config.split else ""), err=True)
             runner = Runner(backend, model_info, source, config, output_dir, echo=click.echo)
             # Without a terminal (no progress bars) the estimate is a progress line for the logs, once a minute.
-            announce(runner, entries, backend, lambda text: click.echo(text, err=True), every_s=300.0 if config.progress else 60.0)
-            return runner.run(entries), runner
+            plan = runner.plan(entries)  # built once: printed, then executed
+            announce(runner, plan, backend, lambda text: click.echo(text, err=True), every_s=300.0 if config.progress else 60.0)
+            return runner.run(plan), runner
         finally:
             backend.close()
     except KeyboardInterrupt:

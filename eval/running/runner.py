@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, check_ll_result, request_payload
 from .cache import RequestCache, request_key
+from .plan import EntryPlan, PromptPlan, RunPlan, build_plan
 from .selection import eval_split, select
 from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of
 from .results_file import carry_over, earlier_timing, results_document, rounded_timing, write_results_file
@@ -227,7 +228,7 @@ class Runner:
         """The split evaluated: --split, else the task's official evaluation split."""
         return eval_split(entry, self.config)
 
-    def _docs(self, entry: TaskEntry) -> tuple[list[dict], list[dict]]:
+    def load_docs(self, entry: TaskEntry) -> tuple[list[dict], list[dict]]:
         spec = entry.spec
         docs = self.source.load(entry, self.eval_split(entry))
         if self.config.limit is not None:
@@ -273,25 +274,26 @@ class Runner:
             return [messages_as_text(m) for m in messages], messages
         return build_contexts(*fewshot_args, self.chat, **fewshot_kw), None
 
-    def run_entry(self, entry: TaskEntry) -> tuple[dict[str, dict[str, float]], int]:
+    def run_entry(self, planned: EntryPlan) -> tuple[dict[str, dict[str, float]], int]:
+        """Executes the planned requests of one entry: its samples, scores and baselines."""
+        entry, task, setting, docs = planned.entry, planned.task, planned.setting, planned.docs
         spec = entry.spec
-        docs, pool = self._docs(entry)
         mc = spec.output_type == "multiple_choice"
-        task, setting, names = self.entry_prompts(entry)
+        names = [p.name for p in planned.prompts]
         per_prompt: dict[str, dict[str, float]] = {}
         computed = 0
         # One bar per task (done/total, rate, ETA); the CLI turns it off when stderr is not a
         # terminal or with --no-progress. Closed by run(), also when the task fails or is interrupted.
-        self._task_bar = tqdm(total=self._task_requests(entry, docs, names, setting), desc=entry.name, unit="req",
+        self._task_bar = tqdm(total=planned.requests, desc=entry.name, unit="req",
                               disable=not self.config.progress, dynamic_ncols=True)
-        for name in names:
-            contexts, messages = self.prompt_contexts(entry, task, name, docs, pool)
+        for prompt in planned.prompts:
+            name = prompt.name
             if setting != "loglikelihood":
-                samples, n = self._run_setting(entry, task, setting, name, docs, contexts, messages)
+                samples, n = self._run_setting(entry, task, setting, prompt, docs)
             elif mc:
-                samples, n = self._run_mc(entry, name, docs, contexts)
+                samples, n = self._run_mc(entry, prompt, docs)
             else:
-                samples, n = self._run_gen(entry, name, docs, contexts, messages)
+                samples, n = self._run_gen(entry, prompt, docs)
             computed += n
             self._write_samples(entry, name, samples)
             if setting != "loglikelihood":
@@ -319,6 +321,15 @@ class Runner:
             return nullcontext(self._task_bar)
         return tqdm(total=total, desc=f"{entry.name} {prompt}", unit="req", leave=False, disable=None if self.config.progress else True)
 
+    @staticmethod
+    def request_kind(entry: TaskEntry, setting: str) -> str:
+        """The backend method the entry's requests go to: MC scoring sends log-likelihoods, every other case generations."""
+        return "loglikelihood" if entry.spec.output_type == "multiple_choice" and setting == "loglikelihood" else "generate_until"
+
+    def plan(self, entries: Sequence[TaskEntry]) -> RunPlan:
+        """The run's plan (running/plan.py), built once: ``announce`` prints it and ``run`` executes it."""
+        return build_plan(self, entries, select(entries, self.source, self.config))
+
     def prompt_requests(self, entry: TaskEntry, task: Any, setting: str, prompt: str, docs: list[dict], contexts: list[str],
                         messages: list[list[dict]] | None = None) -> tuple[str, list[LLRequest] | list[GenRequest]]:
         """(kind, requests) of one prompt, built in one place for the run and for its plan: MC scoring
@@ -341,17 +352,9 @@ class Runner:
         """Whether the resume cache holds a usable value for the request (it will be read back, not computed)."""
         return self.cache.get(request_key(self.model.cache_key, kind, request_payload(request)), kind) is not None
 
-    def _task_requests(self, entry: TaskEntry, docs: list[dict], names: list[str], setting: str) -> int:
-        """How many requests the task's prompts send (for the task's progress bar): one generation per
-        document and prompt, except log-likelihood MC scoring (one request per choice)."""
-        if entry.spec.output_type != "multiple_choice" or setting != "loglikelihood":
-            return len(docs) * len(names)
-        return sum(len(entry.compiled.choices(name, d)) for name in names for d in docs)
-
-    def _run_mc(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str]) -> tuple[list[dict], int]:
-        task = entry.compiled
+    def _run_mc(self, entry: TaskEntry, planned: PromptPlan, docs: list[dict]) -> tuple[list[dict], int]:
+        task, prompt, contexts, requests = entry.compiled, planned.name, planned.contexts, planned.requests
         choices = [task.choices(prompt, d) for d in docs]
-        _, requests = self.prompt_requests(entry, task, "loglikelihood", prompt, docs, contexts)
         with self._bar(entry, prompt, len(requests)) as bar:
             values, n = self._cached("loglikelihood", requests, self.backend.loglikelihood, lambda r: [check_ll_result(r, self.backend.name).logprob, r.is_greedy], bar)
         samples, pos = [], 0
@@ -365,11 +368,11 @@ class Runner:
             })
         return samples, n
 
-    def _run_setting(self, entry: TaskEntry, task: Any, setting: str, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
+    def _run_setting(self, entry: TaskEntry, task: Any, setting: str, planned: PromptPlan, docs: list[dict]) -> tuple[list[dict], int]:
         """A multiple-choice task answered by generation (docs/settings.md)."""
+        prompt, contexts, requests = planned.name, planned.contexts, planned.requests
         unparsed_as = entry.spec.instruct.unparsed_as if entry.spec.instruct is not None else None
         choices = [task.choices(prompt, d) for d in docs]
-        _, requests = self.prompt_requests(entry, task, setting, prompt, docs, contexts, messages)
         with self._bar(entry, prompt, len(requests)) as bar:
             values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
         samples = []
@@ -384,9 +387,9 @@ class Runner:
             })
         return samples, n
 
-    def _run_gen(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
+    def _run_gen(self, entry: TaskEntry, planned: PromptPlan, docs: list[dict]) -> tuple[list[dict], int]:
         spec, task = entry.spec, entry.compiled
-        _, requests = self.prompt_requests(entry, task, "loglikelihood", prompt, docs, contexts, messages)
+        prompt, contexts, requests = planned.name, planned.contexts, planned.requests
         with self._bar(entry, prompt, len(requests)) as bar:
             values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
         samples = [
@@ -435,13 +438,16 @@ class Runner:
             return self.config.setting != "loglikelihood"  # log-likelihood scoring generates nothing
         return entry.spec.output_pattern is not None
 
-    def run(self, entries: Sequence[TaskEntry]) -> RunResult:
-        selection = select(entries, self.source, self.config)  # decided once: the plan reads the same
+    def run(self, work: Sequence[TaskEntry] | RunPlan) -> RunResult:
+        """Executes the plan (``self.plan(entries)`` when given entries): its entries in order, each
+        one's results.json written as it finishes."""
+        plan = work if isinstance(work, RunPlan) else self.plan(work)
+        selection = plan.selection  # decided once: the plan and the run read the same
         result = RunResult()
         for name, why in selection.unaskable.items():  # a run over every task: the others go on
             result.skipped[name] = why
             self.echo(f"{name}: skipped, {why}")
-        entries = [e for e in entries if e.name not in selection.unaskable]
+        entries = plan.asked
         self.check_capabilities(entries)
         self._check_formats(entries)
         self._entries = {e.name: e for e in entries}
@@ -461,7 +467,7 @@ class Runner:
                 started = (time.perf_counter(), self._compute_s, Counter(self._counts))
                 reset_peak_memory()
                 try:
-                    result.results[entry.name], n = self.run_entry(entry)
+                    result.results[entry.name], n = self.run_entry(plan.entries[entry.name])
                 except KeyboardInterrupt:
                     # The requests computed so far are in the cache; keep their time too, so the resume adds to it.
                     result.timing[entry.name] = self._task_timing(started, earlier.get(entry.name, {}), finished=False)
