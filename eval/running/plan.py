@@ -16,6 +16,7 @@ from ..api import GenRequest, LLRequest
 from ..sources.entries import TaskEntry
 from .estimate import LL, TaskPlan, TokenCounter
 from .selection import Selection
+from .task_kinds import TaskKind
 
 
 @dataclass
@@ -31,13 +32,10 @@ class PromptPlan:
 
 @dataclass
 class EntryPlan:
-    """One task entry as this run asks it: its documents, the compiled task (an instruct setting's
-    for a multiple-choice task asked by generation), the setting and its prompts."""
+    """One task entry as this run asks it: its kind, its documents and its prompts."""
 
     entry: TaskEntry
-    task: Any
-    setting: str
-    kind: str  # LL: scored by log-likelihood; GEN: answered by generation
+    asked: TaskKind  # how the run asks it (running/task_kinds.py)
     docs: list[dict]
     prompts: list[PromptPlan]
 
@@ -51,7 +49,7 @@ class EntryPlan:
 
     def work(self, count: TokenCounter) -> TaskPlan:
         """The entry's requests, tokens read and new-token budget, and what the cache already holds."""
-        kind = self.kind
+        kind = self.asked.request_kind
         plan = TaskPlan(self.name, kind, 0, 0, 0, counted=count.exact)
         for prompt in self.prompts:
             for request, cached in zip(prompt.requests, prompt.cached):
@@ -90,11 +88,10 @@ def build_plan(runner: Any, entries: Sequence[TaskEntry], selection: Selection) 
     plan = RunPlan(selection, [e for e in entries if e.name not in selection.unaskable])
     for entry in selection.runnable:
         docs, pool = runner.load_docs(entry)
-        task, setting, names = runner.entry_prompts(entry)
-        prompts = []
-        for name in names:
-            contexts, messages = runner.prompt_contexts(entry, task, name, docs, pool)
-            kind, requests = runner.prompt_requests(entry, task, setting, name, docs, contexts, messages)
-            prompts.append(PromptPlan(name, contexts, kind, requests, [runner.is_cached(kind, r) for r in requests]))
-        plan.entries[entry.name] = EntryPlan(entry, task, setting, runner.request_kind(entry, setting), docs, prompts)
+        asked, prompts = runner.entry_kind(entry), []
+        for name in runner.prompt_names(asked):
+            contexts, messages = runner.prompt_contexts(entry, asked.task, name, docs, pool)
+            requests = runner.prompt_requests(asked, name, docs, contexts, messages)
+            prompts.append(PromptPlan(name, contexts, asked.request_kind, requests, [runner.is_cached(asked.request_kind, r) for r in requests]))
+        plan.entries[entry.name] = EntryPlan(entry, asked, docs, prompts)
     return plan

@@ -18,19 +18,17 @@ from typing import Any, Callable, Sequence
 
 from tqdm import tqdm
 
-from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, check_ll_result, request_payload
+from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, request_payload
 from .cache import RequestCache, request_key
-from .plan import EntryPlan, PromptPlan, RunPlan, build_plan
+from .plan import EntryPlan, RunPlan, build_plan
+from .task_kinds import TaskKind, kind_for_run
 from .selection import eval_split, select
 from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of
 from .results_file import carry_over, earlier_timing, results_document, rounded_timing, write_results_file
 from ..modeling.identity import identity_key
 from ..prompting.fewshot import build_chat_messages, build_contexts, messages_as_text
-from ..prompting import instruct as st
-from ..reporting.baselines import generative_baselines, task_baselines
-from ..prompting.constrained import format_failures, refuse_unformatted, task_constraint, unformatted
+from ..prompting.constrained import refuse_unformatted, unformatted
 from ..modeling.memory import peak_memory, reset_peak_memory
-from ..metrics import mc_prediction
 from ..sources.base import Source
 from ..sources.entries import TaskEntry
 
@@ -240,25 +238,19 @@ class Runner:
             pool = self.source.load(entry, spec.fewshot_split)
         return docs, pool
 
-    def entry_prompts(self, entry: TaskEntry) -> tuple[Any, str, list[str]]:
-        """(the compiled task as this run asks it, the setting, the prompt names run)."""
-        task = entry.compiled
-        setting = self.config.setting if entry.spec.output_type == "multiple_choice" else "loglikelihood"
-        if setting != "loglikelihood":
-            task = st.setting_task(entry.task_id, setting)
-        return task, setting, [p for p in task.prompts if self.config.prompts is None or p in self.config.prompts]
+    def entry_kind(self, entry: TaskEntry) -> TaskKind:
+        """How this run asks the entry (running/task_kinds.py)."""
+        return kind_for_run(entry, self.config)
+
+    def prompt_names(self, asked: TaskKind) -> list[str]:
+        """The prompts of the entry this run asks (--prompts, else every one)."""
+        return [p for p in asked.task.prompts if self.config.prompts is None or p in self.config.prompts]
 
     @property
     def target_delimiter(self) -> str:
         """What goes between a context and each of its choices: lm-eval's space, or nothing in chat
         mode, where the answer follows the generation prompt."""
         return "" if self.chat is not None else " "
-
-    def max_new_tokens(self, entry: TaskEntry, setting: str) -> int:
-        """The generation limit of the entry's requests: --max-new-tokens, else the setting's or the task's."""
-        if self.config.max_new_tokens:
-            return self.config.max_new_tokens
-        return st.MAX_NEW_TOKENS[setting] if setting != "loglikelihood" else entry.spec.max_new_tokens
 
     def prompt_contexts(self, entry: TaskEntry, task: Any, name: str, docs: list[dict], pool: list[dict]) -> tuple[list[str], list[list[dict]] | None]:
         """The prompt of every document under prompt ``name`` (few-shot examples, chat template
@@ -276,43 +268,26 @@ class Runner:
 
     def run_entry(self, planned: EntryPlan) -> tuple[dict[str, dict[str, float]], int]:
         """Executes the planned requests of one entry: its samples, scores and baselines."""
-        entry, task, setting, docs = planned.entry, planned.task, planned.setting, planned.docs
-        spec = entry.spec
-        mc = spec.output_type == "multiple_choice"
-        names = [p.name for p in planned.prompts]
+        asked, docs = planned.asked, planned.docs
         per_prompt: dict[str, dict[str, float]] = {}
         computed = 0
         # One bar per task (done/total, rate, ETA); the CLI turns it off when stderr is not a
         # terminal or with --no-progress. Closed by run(), also when the task fails or is interrupted.
-        self._task_bar = tqdm(total=planned.requests, desc=entry.name, unit="req",
+        self._task_bar = tqdm(total=planned.requests, desc=planned.name, unit="req",
                               disable=not self.config.progress, dynamic_ncols=True)
         for prompt in planned.prompts:
-            name = prompt.name
-            if setting != "loglikelihood":
-                samples, n = self._run_setting(entry, task, setting, prompt, docs)
-            elif mc:
-                samples, n = self._run_mc(entry, prompt, docs)
-            else:
-                samples, n = self._run_gen(entry, prompt, docs)
+            with self._bar(planned.entry, prompt.name, len(prompt.requests)) as bar:
+                values, n = self._cached(prompt.kind, prompt.requests, getattr(self.backend, prompt.kind),
+                                         lambda v: asked.value_json(v, self.backend.name), bar)
+            samples = asked.samples(prompt.name, docs, prompt.contexts, values)
             computed += n
-            self._write_samples(entry, name, samples)
-            if setting != "loglikelihood":
-                scores = st.setting_scores(spec, setting, samples)
-                self.parsed_by.setdefault(entry.name, {})[name] = st.rule_counts(samples)
-            else:
-                scores = {m.name: m(samples) for m in spec.metrics}
-                if not mc and (failures := format_failures(spec, [s["generation"] for s in samples])) is not None:
-                    scores[st.UNPARSED] = failures  # answers outside the task's declared format (NER/REL/LS)
+            self._write_samples(planned.entry, prompt.name, samples)
+            scores, rules = asked.scores(samples)
+            if rules is not None:  # how an instruct setting's answers were read
+                self.parsed_by.setdefault(planned.name, {})[prompt.name] = rules
             scores["n"] = len(samples)
-            per_prompt[name] = scores
-        if mc and docs and names:
-            golds = [task.target(d) for d in docs]
-            n_choices = [len(task.choices(names[0], d)) for d in docs]
-            label_metrics = [m for m in (spec.metrics if setting == "loglikelihood" else st.setting_metrics(spec, setting))
-                             if m.name != st.ROUGE_L_ANSWER.name]  # ROUGE-L compares texts: no class baseline
-            self.baselines[entry.name] = task_baselines(label_metrics, golds, n_choices)
-        else:
-            self.baselines[entry.name] = generative_baselines(len(docs))
+            per_prompt[prompt.name] = scores
+        self.baselines[planned.name] = asked.baselines(docs, [p.name for p in planned.prompts])
         return per_prompt, computed
 
     def _bar(self, entry: TaskEntry, prompt: str, total: int):
@@ -321,82 +296,18 @@ class Runner:
             return nullcontext(self._task_bar)
         return tqdm(total=total, desc=f"{entry.name} {prompt}", unit="req", leave=False, disable=None if self.config.progress else True)
 
-    @staticmethod
-    def request_kind(entry: TaskEntry, setting: str) -> str:
-        """The backend method the entry's requests go to: MC scoring sends log-likelihoods, every other case generations."""
-        return "loglikelihood" if entry.spec.output_type == "multiple_choice" and setting == "loglikelihood" else "generate_until"
-
     def plan(self, entries: Sequence[TaskEntry]) -> RunPlan:
         """The run's plan (running/plan.py), built once: ``announce`` prints it and ``run`` executes it."""
         return build_plan(self, entries, select(entries, self.source, self.config))
 
-    def prompt_requests(self, entry: TaskEntry, task: Any, setting: str, prompt: str, docs: list[dict], contexts: list[str],
-                        messages: list[list[dict]] | None = None) -> tuple[str, list[LLRequest] | list[GenRequest]]:
-        """(kind, requests) of one prompt, built in one place for the run and for its plan: MC scoring
-        sends one log-likelihood per choice, every other case one generation per document."""
-        turns = _as_turns(messages, len(contexts))
-        if setting != "loglikelihood":  # a multiple-choice task answered by generation (docs/settings.md)
-            max_new = self.max_new_tokens(entry, setting)
-            return "generate_until", [
-                GenRequest(ctx, st.STOP, max_new, st.answer_constraint(task.choices(prompt, d)) if self.config.constrained else None, tt)
-                for ctx, d, tt in zip(contexts, docs, turns)]
-        if entry.spec.output_type == "multiple_choice":
-            delim = self.target_delimiter
-            return "loglikelihood", [LLRequest(ctx, delim + c) for ctx, d in zip(contexts, docs) for c in task.choices(prompt, d)]
-        spec = entry.spec
-        constraint = task_constraint(spec) if self.config.constrained else None
-        max_new = self.max_new_tokens(entry, "loglikelihood")
-        return "generate_until", [GenRequest(ctx, tuple(spec.stop), max_new, constraint, tt) for ctx, tt in zip(contexts, turns)]
+    def prompt_requests(self, asked: TaskKind, prompt: str, docs: list[dict], contexts: list[str],
+                        messages: list[list[dict]] | None = None) -> list[LLRequest] | list[GenRequest]:
+        """The requests of one prompt, built once, for the plan (running/plan.py) the run executes."""
+        return asked.requests(prompt, docs, contexts, _as_turns(messages, len(contexts)), self.target_delimiter)
 
     def is_cached(self, kind: str, request: LLRequest | GenRequest) -> bool:
         """Whether the resume cache holds a usable value for the request (it will be read back, not computed)."""
         return self.cache.get(request_key(self.model.cache_key, kind, request_payload(request)), kind) is not None
-
-    def _run_mc(self, entry: TaskEntry, planned: PromptPlan, docs: list[dict]) -> tuple[list[dict], int]:
-        task, prompt, contexts, requests = entry.compiled, planned.name, planned.contexts, planned.requests
-        choices = [task.choices(prompt, d) for d in docs]
-        with self._bar(entry, prompt, len(requests)) as bar:
-            values, n = self._cached("loglikelihood", requests, self.backend.loglikelihood, lambda r: [check_ll_result(r, self.backend.name).logprob, r.is_greedy], bar)
-        samples, pos = [], 0
-        for i, (doc, ctx, cs) in enumerate(zip(docs, contexts, choices)):
-            lls = [v[0] for v in values[pos : pos + len(cs)]]
-            greedy = [bool(v[1]) for v in values[pos : pos + len(cs)]]
-            pos += len(cs)
-            samples.append({
-                "doc_id": i, "prompt": ctx, "choices": cs, "loglikelihoods": lls, "is_greedy": greedy,
-                "prediction": mc_prediction(lls, cs), "gold": task.target(doc),
-            })
-        return samples, n
-
-    def _run_setting(self, entry: TaskEntry, task: Any, setting: str, planned: PromptPlan, docs: list[dict]) -> tuple[list[dict], int]:
-        """A multiple-choice task answered by generation (docs/settings.md)."""
-        prompt, contexts, requests = planned.name, planned.contexts, planned.requests
-        unparsed_as = entry.spec.instruct.unparsed_as if entry.spec.instruct is not None else None
-        choices = [task.choices(prompt, d) for d in docs]
-        with self._bar(entry, prompt, len(requests)) as bar:
-            values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
-        samples = []
-        for i, (doc, ctx, cs, gen) in enumerate(zip(docs, contexts, choices, values)):
-            answer_texts = st.setting_task(entry.task_id, "oe").choices(prompt, doc)
-            gold, (parsed, rule) = task.target(doc), st.parse_answer_rule(setting, gen, cs, answer_texts)
-            samples.append({
-                "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed, **st.reading_fields(parsed, rule),
-                "parsed_answer": None if parsed is None else cs[parsed],
-                "prediction": st.scored_prediction(parsed, gold, len(cs), unparsed_as), "gold": gold,
-                "gold_answer": answer_texts[gold],
-            })
-        return samples, n
-
-    def _run_gen(self, entry: TaskEntry, planned: PromptPlan, docs: list[dict]) -> tuple[list[dict], int]:
-        spec, task = entry.spec, entry.compiled
-        prompt, contexts, requests = planned.name, planned.contexts, planned.requests
-        with self._bar(entry, prompt, len(requests)) as bar:
-            values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
-        samples = [
-            {"doc_id": i, "prompt": ctx, "generation": gen, "prediction": gen, "reference": task.target(doc), "gold": doc[spec.gold_field]}
-            for i, (doc, ctx, gen) in enumerate(zip(docs, contexts, values))
-        ]
-        return samples, n
 
     def _write_samples(self, entry: TaskEntry, prompt: str, samples: list[dict]) -> None:
         folder = self.out / "samples"
@@ -411,12 +322,10 @@ class Runner:
     def check_capabilities(self, entries: Sequence[TaskEntry]) -> None:
         """Refuse, before any work, entries whose request kind the backend cannot serve."""
         caps = self.backend.capabilities
-        # A multiple-choice task in a generative setting (--setting ce|ce-ni|oe) is answered by generation.
-        scored = self.config.setting == "loglikelihood"
-        needs_ll = [e.name for e in entries if e.spec.output_type == "multiple_choice" and scored]
-        needs_gen = [e.name for e in entries if e.spec.output_type != "multiple_choice" or not scored]
-        for names, able, what in ((needs_ll, caps.loglikelihood, "score log-likelihoods"), (needs_gen, caps.generate, "generate")):
-            if names and not able:
+        needs = {e.name: self.entry_kind(e).capability for e in entries}
+        for capability, what in (("loglikelihood", "score log-likelihoods"), ("generate", "generate")):
+            names = [name for name, need in needs.items() if need == capability]
+            if names and not getattr(caps, capability):
                 raise BackendUnsupported(f"backend {self.backend.name!r} cannot {what}, which {', '.join(names)} need(s)")
 
     def _check_formats(self, entries: Sequence[TaskEntry]) -> None:
@@ -432,11 +341,7 @@ class Runner:
 
     def constrained_entry(self, entry: TaskEntry) -> bool:
         """Whether --constrained applies to the entry's generations (its record in results.json)."""
-        if not self.config.constrained:
-            return False
-        if entry.spec.output_type == "multiple_choice":
-            return self.config.setting != "loglikelihood"  # log-likelihood scoring generates nothing
-        return entry.spec.output_pattern is not None
+        return self.entry_kind(entry).constrained
 
     def run(self, work: Sequence[TaskEntry] | RunPlan) -> RunResult:
         """Executes the plan (``self.plan(entries)`` when given entries): its entries in order, each

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 from ..sources.base import Source
 from ..sources.entries import TaskEntry
+from .task_kinds import task_kind
 
 
 def eval_split(entry: TaskEntry, config: Any) -> str:
@@ -22,9 +23,7 @@ def eval_split(entry: TaskEntry, config: Any) -> str:
 
 def without_instruct(entries: Sequence[TaskEntry], setting: str) -> list[TaskEntry]:
     """Multiple-choice entries that a generative setting cannot ask: they declare no ``TaskSpec.instruct``."""
-    if setting == "loglikelihood":
-        return []
-    return [e for e in entries if e.spec.output_type == "multiple_choice" and e.spec.instruct is None]
+    return [e for e in entries if not task_kind(e, setting).askable]
 
 
 @dataclass
