@@ -140,7 +140,7 @@ def _check_data(entries: list, source, config, named_tasks: bool) -> None:
     """Before the model loads: the entries the run evaluates (running/selection.py, the decisions the
     runner and the plan read), every evaluation split read and verified, and nothing to evaluate refused."""
     from .prompting.constrained import refuse_unformatted
-    from .running.runner import nothing_evaluated
+    from .running.selection import nothing_evaluated
     from .running.selection import select
 
     try:
@@ -264,7 +264,8 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     require("run", RUN_NEEDS)
     from .modeling.options import options_from_cli
     from .running.console import run_counts, summary_table, task_summary_table
-    from .running.runner import RunConfig, nothing_evaluated
+    from .running.runner import RunConfig
+    from .running.selection import nothing_evaluated
 
     if (data_dir is None) == (hub_org is None):
         raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")

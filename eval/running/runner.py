@@ -19,9 +19,9 @@ from typing import Any, Callable, Sequence
 from tqdm import tqdm
 
 from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, request_payload
-from .cache import RequestCache, request_key
+from .cache import RequestCache, ResultSaver, request_key
 from .plan import EntryPlan, RunPlan, build_plan
-from .task_kinds import TaskKind, kind_for_run
+from .task_kinds import TaskKind, as_turns, kind_for_run
 from .selection import eval_split, select
 from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of
 from .results_file import carry_over, earlier_timing, results_document, rounded_timing, write_results_file
@@ -36,8 +36,6 @@ from ..sources.entries import TaskEntry
 CHUNK_BATCHES = 4
 # The batch size taken for the chunk size under --batch-size auto.
 AUTO_BATCH = 64
-# Finished requests reported one by one (on_result) are fsynced at most this often.
-SYNC_INTERVAL_S = 0.5
 
 
 @dataclass
@@ -105,49 +103,6 @@ class RunResult:
     skipped: dict[str, str] = field(default_factory=dict)  # entry -> why it was not evaluated
 
 
-def _as_turns(messages: list[list[dict]] | None, n: int) -> list[tuple[dict, ...] | None]:
-    """GenRequest.messages per request: the chat turns (chat APIs) or None (a rendered context)."""
-    return [tuple(m) for m in messages] if messages is not None else [None] * n
-
-
-class _Saver:
-    """The ``on_result`` callback of one backend call: each finished request goes to the
-    resume cache as it arrives (see ``Runner._cached``) and is reported to the run's
-    ``timer`` with the seconds since the previous one; ``finish`` writes the rest."""
-
-    def __init__(self, cache: RequestCache, keys: list[str], requests: list[Any], to_json: Callable[[Any], Any], bar: tqdm,
-                 counts: Counter, kind: str, timer: Callable[[str, list[Any], float], None] | None = None) -> None:
-        self.cache, self.keys, self.requests, self.to_json, self.bar, self.counts, self.kind = cache, keys, requests, to_json, bar, counts, kind
-        self.timer = timer
-        self.written = [False] * len(keys)
-        self.last_sync = self.mark = time.monotonic()
-
-    def __call__(self, index: int, value: Any) -> None:
-        if not (isinstance(index, int) and 0 <= index < len(self.keys)) or self.written[index]:
-            raise RuntimeError(f"backend reported result {index!r} of a call with {len(self.keys)} requests twice or out of range")
-        self._write([(index, value)], sync=time.monotonic() - self.last_sync >= SYNC_INTERVAL_S)
-
-    def finish(self, values: list[Any]) -> None:
-        self._write([(i, v) for i, v in enumerate(values) if not self.written[i]], sync=True)
-
-    def _write(self, items: list[tuple[int, Any]], sync: bool) -> None:
-        if items:
-            self.cache.add(((self.keys[i], self.to_json(v)) for i, v in items), sync=sync)
-            for i, _ in items:
-                self.written[i] = True
-            self.counts[f"saved_{self.kind}"] += len(items)
-            self.counts["computed"] += len(items)
-            self.bar.update(len(items))
-            now = time.monotonic()
-            if self.timer is not None:  # the time since the previous result went into these
-                self.timer(self.kind, [self.requests[i] for i, _ in items], now - self.mark)
-            self.mark = now
-        elif sync:
-            self.cache.sync()
-        if sync:
-            self.last_sync = time.monotonic()
-
-
 class Runner:
     def __init__(self, backend: Backend, model: ModelInfo, source: Source, config: RunConfig, output_dir: str | Path, echo: Callable[[str], None] = print) -> None:
         self.backend = backend
@@ -194,7 +149,7 @@ class Runner:
 
         A backend whose ``compute`` takes ``on_result(index, value)`` reports each request
         as it finishes: the value is in cache.jsonl at once (written and flushed, so a
-        killed process keeps it; fsynced at most every ``SYNC_INTERVAL_S`` and at the end
+        killed process keeps it; fsynced at most every ``cache.SYNC_INTERVAL_S`` and at the end
         of the call), and it gets every pending request in one call. Others get chunks
         of ``requests_per_call`` (or ``batch_size x 4``) requests, written chunk by chunk.
         """
@@ -210,7 +165,7 @@ class Runner:
         for start in range(0, len(pending), max(1, step)):
             chunk = pending[start : start + step]
             sent = [requests[i] for i in chunk]
-            saver = _Saver(self.cache, [keys[i] for i in chunk], sent, to_json, bar, self._counts, kind, self.timer)
+            saver = ResultSaver(self.cache, [keys[i] for i in chunk], sent, to_json, bar, self._counts, kind, self.timer)
             began = time.perf_counter()
             try:  # an interrupted call still counts its time: the resume adds to it
                 values = compute(sent, on_result=saver) if streams else compute(sent)
@@ -303,7 +258,7 @@ class Runner:
     def prompt_requests(self, asked: TaskKind, prompt: str, docs: list[dict], contexts: list[str],
                         messages: list[list[dict]] | None = None) -> list[LLRequest] | list[GenRequest]:
         """The requests of one prompt, built once, for the plan (running/plan.py) the run executes."""
-        return asked.requests(prompt, docs, contexts, _as_turns(messages, len(contexts)), self.target_delimiter)
+        return asked.requests(prompt, docs, contexts, as_turns(messages, len(contexts)), self.target_delimiter)
 
     def is_cached(self, kind: str, request: LLRequest | GenRequest) -> bool:
         """Whether the resume cache holds a usable value for the request (it will be read back, not computed)."""
@@ -359,7 +314,7 @@ class Runner:
         earlier_doc = claim_folder(self.out, self.identity, self.config.overwrite)  # another run's folder: refused
         self.out.mkdir(parents=True, exist_ok=True)
         manifest: dict[str, dict[str, str]] = {}
-        earlier = self._earlier_timing(earlier_doc)
+        earlier = earlier_timing(earlier_doc, self.out / RESULTS_FILE, self.echo)
         self._planned, self._skipped = [e.name for e in entries], []
         self._carry_over(earlier_doc, result, manifest)
         try:
@@ -413,9 +368,6 @@ class Runner:
                  "requests": requests, "computed": computed, "cached": cached}
         return rounded_timing(total)
 
-    def _earlier_timing(self, doc: dict | None) -> dict[str, dict[str, float]]:
-        return earlier_timing(doc, self.out / RESULTS_FILE, self.echo)
-
     def _carry_over(self, doc: dict | None, result: RunResult, manifest: dict) -> None:
         """Tasks an earlier invocation of this run finished and this one does not run (``--tasks``
         of another subset): kept in results.json, never dropped silently."""
@@ -444,18 +396,3 @@ class Runner:
         if (self.out / "results.json").is_file():
             text += f"; {self.out / 'results.json'} is marked partial"
         return text + "; rerun the same command to resume"
-
-def nothing_evaluated(skipped: dict[str, str], source: Source) -> str:
-    """The one-line error of a run that evaluated nothing (the reasons per task are printed before it);
-    a local folder's task folders that no registered task reads are named."""
-    text = f"nothing was evaluated: every one of the {len(skipped)} task entries was skipped ({'; '.join(sorted(set(skipped.values())))[:300]})"
-    folder = source.folder
-    if folder is not None and Path(folder).is_dir():
-        from evalita_data.registry import task_ids
-
-        known = set(task_ids())
-        unknown = sorted(p.name for p in Path(folder).iterdir() if p.is_dir() and not p.name.startswith(".") and p.name not in known)
-        if unknown:
-            text += (f"; {folder} holds folders of tasks that are not registered here: {', '.join(unknown)} "
-                     "(an out-of-tree task is registered by EVALITA_TASK_PATH or its installed package)")
-    return text

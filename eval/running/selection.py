@@ -9,6 +9,7 @@ evaluation split. In a run of named tasks both are errors, raised where they are
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 from ..sources.base import Source
@@ -49,3 +50,19 @@ def select(entries: Sequence[TaskEntry], source: Source, config: Any) -> Selecti
         else:
             out.runnable.append(entry)
     return out
+
+
+def nothing_evaluated(skipped: dict[str, str], source: Source) -> str:
+    """The one-line error of a run that evaluated nothing (the reasons per task are printed before it);
+    a local folder's task folders that no registered task reads are named."""
+    text = f"nothing was evaluated: every one of the {len(skipped)} task entries was skipped ({'; '.join(sorted(set(skipped.values())))[:300]})"
+    folder = source.folder
+    if folder is not None and Path(folder).is_dir():
+        from evalita_data.registry import task_ids
+
+        known = set(task_ids())
+        unknown = sorted(p.name for p in Path(folder).iterdir() if p.is_dir() and not p.name.startswith(".") and p.name not in known)
+        if unknown:
+            text += (f"; {folder} holds folders of tasks that are not registered here: {', '.join(unknown)} "
+                     "(an out-of-tree task is registered by EVALITA_TASK_PATH or its installed package)")
+    return text

@@ -196,3 +196,8 @@ def task_kind(entry: TaskEntry, setting: str, constrained: bool = False, max_new
 def kind_for_run(entry: TaskEntry, config: Any) -> TaskKind:
     """The kind of ``entry`` in a run of ``config`` (a RunConfig)."""
     return task_kind(entry, config.setting, config.constrained, config.max_new_tokens)
+
+
+def as_turns(messages: list[list[dict]] | None, n: int) -> list[tuple[dict, ...] | None]:
+    """GenRequest.messages per request: the chat turns (chat APIs) or None (a rendered context)."""
+    return [tuple(m) for m in messages] if messages is not None else [None] * n
