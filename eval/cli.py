@@ -140,7 +140,7 @@ def _check_data(entries: list, source, config, named_tasks: bool) -> None:
     """Before the model loads: the entries the run evaluates (running/selection.py, the decisions the
     runner and the plan read), every evaluation split read and verified, and nothing to evaluate refused."""
     from .prompting.constrained import refuse_unformatted
-    from .running.runner import nothing_evaluated
+    from .running.selection import nothing_evaluated
     from .running.selection import select
 
     try:
@@ -175,8 +175,9 @@ def _execute(backend_name: str, options, source, config, entries: list, output_d
             click.echo(f"writing to {output_dir}" + (f" (split {config.split}: not comparable with the paper)" if config.split else ""), err=True)
             runner = Runner(backend, model_info, source, config, output_dir, echo=click.echo)
             # Without a terminal (no progress bars) the estimate is a progress line for the logs, once a minute.
-            announce(runner, entries, backend, lambda text: click.echo(text, err=True), every_s=300.0 if config.progress else 60.0)
-            return runner.run(entries), runner
+            plan = runner.plan(entries)  # built once: printed, then executed
+            announce(runner, plan, backend, lambda text: click.echo(text, err=True), every_s=300.0 if config.progress else 60.0)
+            return runner.run(plan), runner
         finally:
             backend.close()
     except KeyboardInterrupt:
@@ -263,7 +264,8 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     require("run", RUN_NEEDS)
     from .modeling.options import options_from_cli
     from .running.console import run_counts, summary_table, task_summary_table
-    from .running.runner import RunConfig, nothing_evaluated
+    from .running.runner import RunConfig
+    from .running.selection import nothing_evaluated
 
     if (data_dir is None) == (hub_org is None):
         raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")

@@ -15,8 +15,12 @@ import hashlib
 import json
 import math
 import os
+import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
+
+# Finished requests reported one by one (on_result) are fsynced at most this often.
+SYNC_INTERVAL_S = 0.5
 
 
 def request_key(model_key: str, kind: str, payload: Any) -> str:
@@ -134,3 +138,41 @@ class RequestCache:
             os.fsync(self._fh.fileno())
             self._fh.close()
             self._fh = None
+
+
+class ResultSaver:
+    """The ``on_result`` callback of one backend call: each finished request goes to the
+    resume cache as it arrives (see ``Runner._cached``) and is reported to the run's
+    ``timer`` with the seconds since the previous one; ``finish`` writes the rest."""
+
+    def __init__(self, cache: RequestCache, keys: list[str], requests: list[Any], to_json: Callable[[Any], Any], bar: Any,
+                 counts: Any, kind: str, timer: Callable[[str, list[Any], float], None] | None = None) -> None:
+        self.cache, self.keys, self.requests, self.to_json, self.bar, self.counts, self.kind = cache, keys, requests, to_json, bar, counts, kind
+        self.timer = timer
+        self.written = [False] * len(keys)
+        self.last_sync = self.mark = time.monotonic()
+
+    def __call__(self, index: int, value: Any) -> None:
+        if not (isinstance(index, int) and 0 <= index < len(self.keys)) or self.written[index]:
+            raise RuntimeError(f"backend reported result {index!r} of a call with {len(self.keys)} requests twice or out of range")
+        self._write([(index, value)], sync=time.monotonic() - self.last_sync >= SYNC_INTERVAL_S)
+
+    def finish(self, values: list[Any]) -> None:
+        self._write([(i, v) for i, v in enumerate(values) if not self.written[i]], sync=True)
+
+    def _write(self, items: list[tuple[int, Any]], sync: bool) -> None:
+        if items:
+            self.cache.add(((self.keys[i], self.to_json(v)) for i, v in items), sync=sync)
+            for i, _ in items:
+                self.written[i] = True
+            self.counts[f"saved_{self.kind}"] += len(items)
+            self.counts["computed"] += len(items)
+            self.bar.update(len(items))
+            now = time.monotonic()
+            if self.timer is not None:  # the time since the previous result went into these
+                self.timer(self.kind, [self.requests[i] for i, _ in items], now - self.mark)
+            self.mark = now
+        elif sync:
+            self.cache.sync()
+        if sync:
+            self.last_sync = time.monotonic()

@@ -18,22 +18,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..prompting.instruct import MAX_NEW_TOKENS
 from ..reporting.worth import NOT_COMPARABLE_KEY, limit_reason, split_reason
 from ..sources.entries import TaskEntry
-
-
-def _budget(entry: TaskEntry, setting: str) -> int | None:
-    """The paper's generation budget of an entry under ``setting``; None when it generates nothing."""
-    if entry.spec.output_type == "multiple_choice":
-        return None if setting == "loglikelihood" else MAX_NEW_TOKENS[setting]
-    return entry.spec.max_new_tokens
-
-
-def _prompt_names(entry: TaskEntry, setting: str) -> list[str]:
-    if entry.spec.output_type == "multiple_choice" and setting != "loglikelihood":
-        return ["p1", "p2"]  # the instruct settings' two prompts (prompting/instruct.py)
-    return [p.name for p in entry.spec.prompts]
+from .task_kinds import task_kind
 
 
 def not_comparable_reasons(config: Any, entries: Iterable[TaskEntry]) -> list[str]:
@@ -45,11 +32,11 @@ def not_comparable_reasons(config: Any, entries: Iterable[TaskEntry]) -> list[st
     if config.limit is not None:
         reasons.append(limit_reason(config.limit))
     if config.max_new_tokens is not None:
-        changed = sorted({f"{e.name} {b}" for e in entries if (b := _budget(e, config.setting)) is not None and b != config.max_new_tokens})
+        changed = sorted({f"{e.name} {b}" for e in entries if (b := task_kind(e, config.setting).budget) is not None and b != config.max_new_tokens})
         if changed:
             reasons.append(f"--max-new-tokens {config.max_new_tokens}: the paper's budget is {', '.join(changed)}")
     if config.prompts is not None:
-        left_out = sorted({f"{e.name} {p}" for e in entries for p in _prompt_names(e, config.setting) if p not in config.prompts})
+        left_out = sorted({f"{e.name} {p}" for e in entries for p in task_kind(e, config.setting).declared_prompts() if p not in config.prompts})
         if left_out:
             reasons.append(f"--prompts {','.join(config.prompts)}: leaves out {', '.join(left_out)}")
     return reasons

@@ -1,6 +1,6 @@
 """What a run will cost, printed before it starts, and a rough time left once the first batches are measured.
 
-``plan_run`` counts, per task, the requests the runner will send and the tokens the model reads
+``RunPlan.work`` (running/plan.py) counts, per task, the requests the runner will send and the tokens the model reads
 (counted with the backend's tokenizer; a backend without one, such as a chat API, gets an
 estimate of 4 characters per token, marked ``~``), and for generative requests the budget of
 new tokens of one request (greedy decoding stops earlier at a stop string). ``TimeEstimate`` is told by the runner of every finished request and the seconds it
@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..api import GenRequest, LLRequest
-from .selection import select
 
 LL = "loglikelihood"
 GEN = "generate_until"
@@ -61,36 +60,6 @@ class TokenCounter:
             else:
                 self._seen[text] = len(self.tokenizer.encode(text, add_special_tokens=False))
         return self._seen[text]
-
-
-def plan_entry(runner: Any, entry: Any, count: TokenCounter) -> TaskPlan:
-    """The requests and tokens of one task entry under the runner's configuration (its prompts,
-    few-shot examples, setting, limit and chat template): the runner's own requests, and which of
-    them its resume cache already holds."""
-    docs, pool = runner._docs(entry)
-    task, setting, names = runner.entry_prompts(entry)
-    scored = entry.spec.output_type == "multiple_choice" and setting == "loglikelihood"
-    plan = TaskPlan(entry.name, LL if scored else GEN, 0, 0, 0, counted=count.exact)
-    for name in names:
-        contexts, messages = runner.prompt_contexts(entry, task, name, docs, pool)
-        kind, requests = runner.prompt_requests(entry, task, setting, name, docs, contexts, messages)
-        for request in requests:
-            texts = (request.context, request.continuation) if plan.kind == LL else (request.context,)
-            tokens, chars = sum(count(x) for x in texts), sum(len(x) for x in texts)
-            plan.requests += 1
-            plan.prompt_tokens += tokens
-            plan.prompt_chars += chars
-            plan.max_new_tokens = max(plan.max_new_tokens, 0 if plan.kind == LL else request.max_new_tokens)
-            if runner.is_cached(kind, request):
-                plan.cached += 1
-                plan.cached_tokens += tokens
-                plan.cached_chars += chars
-    return plan
-
-
-def plan_run(runner: Any, entries: Sequence[Any], tokenizer: Any | None) -> list[TaskPlan]:
-    count = TokenCounter(tokenizer)
-    return [plan_entry(runner, e, count) for e in entries]
 
 
 def _number(n: int, counted: bool) -> str:
@@ -200,10 +169,10 @@ class TimeEstimate:
         self.echo(self.line())
 
 
-def announce(runner: Any, entries: Sequence[Any], backend: Any, echo: Callable[[str], None], every_s: float = 300.0) -> TimeEstimate:
-    """Print the run's plan and have the runner report its finished requests to the estimator (returned)."""
-    runnable = select(entries, runner.source, runner.config).runnable  # the entries Runner.run evaluates
-    plans = plan_run(runner, runnable, getattr(backend, "tokenizer", None))
+def announce(runner: Any, plan: Any, backend: Any, echo: Callable[[str], None], every_s: float = 300.0) -> TimeEstimate:
+    """Print the run's plan (``running/plan.py``: the one ``Runner.run`` executes) and have the runner
+    report its finished requests to the estimator (returned)."""
+    plans = plan.work(getattr(backend, "tokenizer", None))
     echo(plan_table(plans))
     estimate = TimeEstimate(plans, echo, every_s=every_s)
     runner.timer = estimate.record

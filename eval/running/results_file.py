@@ -18,6 +18,7 @@ from ..sources.entries import TaskEntry
 from ..reporting.unparsed_flag import flagged_prompts
 from .comparability import comparability_record
 from .identity import ID_FIELD, IDENTITY_FIELD, RESULTS_FILE, run_id
+from .task_kinds import task_kind
 
 VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score", "jinja2")
 TIMING_KEYS = ("wall_s", "compute_s", "requests", "computed", "cached")
@@ -38,12 +39,8 @@ def package_versions() -> dict[str, str]:
 def task_versions(entry: TaskEntry, setting: str) -> dict:
     """The task's declared version and a short hash of each prompt it is asked with: an edited
     prompt shows in results.json even where the version was not raised."""
-    spec = entry.spec
-    if spec.output_type == "multiple_choice" and setting != "loglikelihood":
-        prompts = {name: (name, setting, spec.instruct) for name in ("p1", "p2")}  # the instruct settings' prompts
-    else:
-        prompts = {p.name: p for p in spec.prompts}
-    return {"version": spec.version,
+    prompts = task_kind(entry, setting).declared_prompts()
+    return {"version": entry.spec.version,
             "prompts": {name: hashlib.sha256(repr(p).encode("utf-8")).hexdigest()[:12] for name, p in prompts.items()}}
 
 

@@ -18,18 +18,17 @@ from typing import Any, Callable, Sequence
 
 from tqdm import tqdm
 
-from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, check_ll_result, request_payload
-from .cache import RequestCache, request_key
+from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, request_payload
+from .cache import RequestCache, ResultSaver, request_key
+from .plan import EntryPlan, RunPlan, build_plan
+from .task_kinds import TaskKind, as_turns, kind_for_run
 from .selection import eval_split, select
 from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of
 from .results_file import carry_over, earlier_timing, results_document, rounded_timing, write_results_file
 from ..modeling.identity import identity_key
 from ..prompting.fewshot import build_chat_messages, build_contexts, messages_as_text
-from ..prompting import instruct as st
-from ..reporting.baselines import generative_baselines, task_baselines
-from ..prompting.constrained import format_failures, refuse_unformatted, task_constraint, unformatted
+from ..prompting.constrained import refuse_unformatted, unformatted
 from ..modeling.memory import peak_memory, reset_peak_memory
-from ..metrics import mc_prediction
 from ..sources.base import Source
 from ..sources.entries import TaskEntry
 
@@ -37,8 +36,6 @@ from ..sources.entries import TaskEntry
 CHUNK_BATCHES = 4
 # The batch size taken for the chunk size under --batch-size auto.
 AUTO_BATCH = 64
-# Finished requests reported one by one (on_result) are fsynced at most this often.
-SYNC_INTERVAL_S = 0.5
 
 
 @dataclass
@@ -106,49 +103,6 @@ class RunResult:
     skipped: dict[str, str] = field(default_factory=dict)  # entry -> why it was not evaluated
 
 
-def _as_turns(messages: list[list[dict]] | None, n: int) -> list[tuple[dict, ...] | None]:
-    """GenRequest.messages per request: the chat turns (chat APIs) or None (a rendered context)."""
-    return [tuple(m) for m in messages] if messages is not None else [None] * n
-
-
-class _Saver:
-    """The ``on_result`` callback of one backend call: each finished request goes to the
-    resume cache as it arrives (see ``Runner._cached``) and is reported to the run's
-    ``timer`` with the seconds since the previous one; ``finish`` writes the rest."""
-
-    def __init__(self, cache: RequestCache, keys: list[str], requests: list[Any], to_json: Callable[[Any], Any], bar: tqdm,
-                 counts: Counter, kind: str, timer: Callable[[str, list[Any], float], None] | None = None) -> None:
-        self.cache, self.keys, self.requests, self.to_json, self.bar, self.counts, self.kind = cache, keys, requests, to_json, bar, counts, kind
-        self.timer = timer
-        self.written = [False] * len(keys)
-        self.last_sync = self.mark = time.monotonic()
-
-    def __call__(self, index: int, value: Any) -> None:
-        if not (isinstance(index, int) and 0 <= index < len(self.keys)) or self.written[index]:
-            raise RuntimeError(f"backend reported result {index!r} of a call with {len(self.keys)} requests twice or out of range")
-        self._write([(index, value)], sync=time.monotonic() - self.last_sync >= SYNC_INTERVAL_S)
-
-    def finish(self, values: list[Any]) -> None:
-        self._write([(i, v) for i, v in enumerate(values) if not self.written[i]], sync=True)
-
-    def _write(self, items: list[tuple[int, Any]], sync: bool) -> None:
-        if items:
-            self.cache.add(((self.keys[i], self.to_json(v)) for i, v in items), sync=sync)
-            for i, _ in items:
-                self.written[i] = True
-            self.counts[f"saved_{self.kind}"] += len(items)
-            self.counts["computed"] += len(items)
-            self.bar.update(len(items))
-            now = time.monotonic()
-            if self.timer is not None:  # the time since the previous result went into these
-                self.timer(self.kind, [self.requests[i] for i, _ in items], now - self.mark)
-            self.mark = now
-        elif sync:
-            self.cache.sync()
-        if sync:
-            self.last_sync = time.monotonic()
-
-
 class Runner:
     def __init__(self, backend: Backend, model: ModelInfo, source: Source, config: RunConfig, output_dir: str | Path, echo: Callable[[str], None] = print) -> None:
         self.backend = backend
@@ -195,7 +149,7 @@ class Runner:
 
         A backend whose ``compute`` takes ``on_result(index, value)`` reports each request
         as it finishes: the value is in cache.jsonl at once (written and flushed, so a
-        killed process keeps it; fsynced at most every ``SYNC_INTERVAL_S`` and at the end
+        killed process keeps it; fsynced at most every ``cache.SYNC_INTERVAL_S`` and at the end
         of the call), and it gets every pending request in one call. Others get chunks
         of ``requests_per_call`` (or ``batch_size x 4``) requests, written chunk by chunk.
         """
@@ -211,7 +165,7 @@ class Runner:
         for start in range(0, len(pending), max(1, step)):
             chunk = pending[start : start + step]
             sent = [requests[i] for i in chunk]
-            saver = _Saver(self.cache, [keys[i] for i in chunk], sent, to_json, bar, self._counts, kind, self.timer)
+            saver = ResultSaver(self.cache, [keys[i] for i in chunk], sent, to_json, bar, self._counts, kind, self.timer)
             began = time.perf_counter()
             try:  # an interrupted call still counts its time: the resume adds to it
                 values = compute(sent, on_result=saver) if streams else compute(sent)
@@ -227,7 +181,7 @@ class Runner:
         """The split evaluated: --split, else the task's official evaluation split."""
         return eval_split(entry, self.config)
 
-    def _docs(self, entry: TaskEntry) -> tuple[list[dict], list[dict]]:
+    def load_docs(self, entry: TaskEntry) -> tuple[list[dict], list[dict]]:
         spec = entry.spec
         docs = self.source.load(entry, self.eval_split(entry))
         if self.config.limit is not None:
@@ -239,25 +193,19 @@ class Runner:
             pool = self.source.load(entry, spec.fewshot_split)
         return docs, pool
 
-    def entry_prompts(self, entry: TaskEntry) -> tuple[Any, str, list[str]]:
-        """(the compiled task as this run asks it, the setting, the prompt names run)."""
-        task = entry.compiled
-        setting = self.config.setting if entry.spec.output_type == "multiple_choice" else "loglikelihood"
-        if setting != "loglikelihood":
-            task = st.setting_task(entry.task_id, setting)
-        return task, setting, [p for p in task.prompts if self.config.prompts is None or p in self.config.prompts]
+    def entry_kind(self, entry: TaskEntry) -> TaskKind:
+        """How this run asks the entry (running/task_kinds.py)."""
+        return kind_for_run(entry, self.config)
+
+    def prompt_names(self, asked: TaskKind) -> list[str]:
+        """The prompts of the entry this run asks (--prompts, else every one)."""
+        return [p for p in asked.task.prompts if self.config.prompts is None or p in self.config.prompts]
 
     @property
     def target_delimiter(self) -> str:
         """What goes between a context and each of its choices: lm-eval's space, or nothing in chat
         mode, where the answer follows the generation prompt."""
         return "" if self.chat is not None else " "
-
-    def max_new_tokens(self, entry: TaskEntry, setting: str) -> int:
-        """The generation limit of the entry's requests: --max-new-tokens, else the setting's or the task's."""
-        if self.config.max_new_tokens:
-            return self.config.max_new_tokens
-        return st.MAX_NEW_TOKENS[setting] if setting != "loglikelihood" else entry.spec.max_new_tokens
 
     def prompt_contexts(self, entry: TaskEntry, task: Any, name: str, docs: list[dict], pool: list[dict]) -> tuple[list[str], list[list[dict]] | None]:
         """The prompt of every document under prompt ``name`` (few-shot examples, chat template
@@ -273,44 +221,28 @@ class Runner:
             return [messages_as_text(m) for m in messages], messages
         return build_contexts(*fewshot_args, self.chat, **fewshot_kw), None
 
-    def run_entry(self, entry: TaskEntry) -> tuple[dict[str, dict[str, float]], int]:
-        spec = entry.spec
-        docs, pool = self._docs(entry)
-        mc = spec.output_type == "multiple_choice"
-        task, setting, names = self.entry_prompts(entry)
+    def run_entry(self, planned: EntryPlan) -> tuple[dict[str, dict[str, float]], int]:
+        """Executes the planned requests of one entry: its samples, scores and baselines."""
+        asked, docs = planned.asked, planned.docs
         per_prompt: dict[str, dict[str, float]] = {}
         computed = 0
         # One bar per task (done/total, rate, ETA); the CLI turns it off when stderr is not a
         # terminal or with --no-progress. Closed by run(), also when the task fails or is interrupted.
-        self._task_bar = tqdm(total=self._task_requests(entry, docs, names, setting), desc=entry.name, unit="req",
+        self._task_bar = tqdm(total=planned.requests, desc=planned.name, unit="req",
                               disable=not self.config.progress, dynamic_ncols=True)
-        for name in names:
-            contexts, messages = self.prompt_contexts(entry, task, name, docs, pool)
-            if setting != "loglikelihood":
-                samples, n = self._run_setting(entry, task, setting, name, docs, contexts, messages)
-            elif mc:
-                samples, n = self._run_mc(entry, name, docs, contexts)
-            else:
-                samples, n = self._run_gen(entry, name, docs, contexts, messages)
+        for prompt in planned.prompts:
+            with self._bar(planned.entry, prompt.name, len(prompt.requests)) as bar:
+                values, n = self._cached(prompt.kind, prompt.requests, getattr(self.backend, prompt.kind),
+                                         lambda v: asked.value_json(v, self.backend.name), bar)
+            samples = asked.samples(prompt.name, docs, prompt.contexts, values)
             computed += n
-            self._write_samples(entry, name, samples)
-            if setting != "loglikelihood":
-                scores = st.setting_scores(spec, setting, samples)
-                self.parsed_by.setdefault(entry.name, {})[name] = st.rule_counts(samples)
-            else:
-                scores = {m.name: m(samples) for m in spec.metrics}
-                if not mc and (failures := format_failures(spec, [s["generation"] for s in samples])) is not None:
-                    scores[st.UNPARSED] = failures  # answers outside the task's declared format (NER/REL/LS)
+            self._write_samples(planned.entry, prompt.name, samples)
+            scores, rules = asked.scores(samples)
+            if rules is not None:  # how an instruct setting's answers were read
+                self.parsed_by.setdefault(planned.name, {})[prompt.name] = rules
             scores["n"] = len(samples)
-            per_prompt[name] = scores
-        if mc and docs and names:
-            golds = [task.target(d) for d in docs]
-            n_choices = [len(task.choices(names[0], d)) for d in docs]
-            label_metrics = [m for m in (spec.metrics if setting == "loglikelihood" else st.setting_metrics(spec, setting))
-                             if m.name != st.ROUGE_L_ANSWER.name]  # ROUGE-L compares texts: no class baseline
-            self.baselines[entry.name] = task_baselines(label_metrics, golds, n_choices)
-        else:
-            self.baselines[entry.name] = generative_baselines(len(docs))
+            per_prompt[prompt.name] = scores
+        self.baselines[planned.name] = asked.baselines(docs, [p.name for p in planned.prompts])
         return per_prompt, computed
 
     def _bar(self, entry: TaskEntry, prompt: str, total: int):
@@ -319,81 +251,18 @@ class Runner:
             return nullcontext(self._task_bar)
         return tqdm(total=total, desc=f"{entry.name} {prompt}", unit="req", leave=False, disable=None if self.config.progress else True)
 
-    def prompt_requests(self, entry: TaskEntry, task: Any, setting: str, prompt: str, docs: list[dict], contexts: list[str],
-                        messages: list[list[dict]] | None = None) -> tuple[str, list[LLRequest] | list[GenRequest]]:
-        """(kind, requests) of one prompt, built in one place for the run and for its plan: MC scoring
-        sends one log-likelihood per choice, every other case one generation per document."""
-        turns = _as_turns(messages, len(contexts))
-        if setting != "loglikelihood":  # a multiple-choice task answered by generation (docs/settings.md)
-            max_new = self.max_new_tokens(entry, setting)
-            return "generate_until", [
-                GenRequest(ctx, st.STOP, max_new, st.answer_constraint(task.choices(prompt, d)) if self.config.constrained else None, tt)
-                for ctx, d, tt in zip(contexts, docs, turns)]
-        if entry.spec.output_type == "multiple_choice":
-            delim = self.target_delimiter
-            return "loglikelihood", [LLRequest(ctx, delim + c) for ctx, d in zip(contexts, docs) for c in task.choices(prompt, d)]
-        spec = entry.spec
-        constraint = task_constraint(spec) if self.config.constrained else None
-        max_new = self.max_new_tokens(entry, "loglikelihood")
-        return "generate_until", [GenRequest(ctx, tuple(spec.stop), max_new, constraint, tt) for ctx, tt in zip(contexts, turns)]
+    def plan(self, entries: Sequence[TaskEntry]) -> RunPlan:
+        """The run's plan (running/plan.py), built once: ``announce`` prints it and ``run`` executes it."""
+        return build_plan(self, entries, select(entries, self.source, self.config))
+
+    def prompt_requests(self, asked: TaskKind, prompt: str, docs: list[dict], contexts: list[str],
+                        messages: list[list[dict]] | None = None) -> list[LLRequest] | list[GenRequest]:
+        """The requests of one prompt, built once, for the plan (running/plan.py) the run executes."""
+        return asked.requests(prompt, docs, contexts, as_turns(messages, len(contexts)), self.target_delimiter)
 
     def is_cached(self, kind: str, request: LLRequest | GenRequest) -> bool:
         """Whether the resume cache holds a usable value for the request (it will be read back, not computed)."""
         return self.cache.get(request_key(self.model.cache_key, kind, request_payload(request)), kind) is not None
-
-    def _task_requests(self, entry: TaskEntry, docs: list[dict], names: list[str], setting: str) -> int:
-        """How many requests the task's prompts send (for the task's progress bar): one generation per
-        document and prompt, except log-likelihood MC scoring (one request per choice)."""
-        if entry.spec.output_type != "multiple_choice" or setting != "loglikelihood":
-            return len(docs) * len(names)
-        return sum(len(entry.compiled.choices(name, d)) for name in names for d in docs)
-
-    def _run_mc(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str]) -> tuple[list[dict], int]:
-        task = entry.compiled
-        choices = [task.choices(prompt, d) for d in docs]
-        _, requests = self.prompt_requests(entry, task, "loglikelihood", prompt, docs, contexts)
-        with self._bar(entry, prompt, len(requests)) as bar:
-            values, n = self._cached("loglikelihood", requests, self.backend.loglikelihood, lambda r: [check_ll_result(r, self.backend.name).logprob, r.is_greedy], bar)
-        samples, pos = [], 0
-        for i, (doc, ctx, cs) in enumerate(zip(docs, contexts, choices)):
-            lls = [v[0] for v in values[pos : pos + len(cs)]]
-            greedy = [bool(v[1]) for v in values[pos : pos + len(cs)]]
-            pos += len(cs)
-            samples.append({
-                "doc_id": i, "prompt": ctx, "choices": cs, "loglikelihoods": lls, "is_greedy": greedy,
-                "prediction": mc_prediction(lls, cs), "gold": task.target(doc),
-            })
-        return samples, n
-
-    def _run_setting(self, entry: TaskEntry, task: Any, setting: str, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
-        """A multiple-choice task answered by generation (docs/settings.md)."""
-        unparsed_as = entry.spec.instruct.unparsed_as if entry.spec.instruct is not None else None
-        choices = [task.choices(prompt, d) for d in docs]
-        _, requests = self.prompt_requests(entry, task, setting, prompt, docs, contexts, messages)
-        with self._bar(entry, prompt, len(requests)) as bar:
-            values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
-        samples = []
-        for i, (doc, ctx, cs, gen) in enumerate(zip(docs, contexts, choices, values)):
-            answer_texts = st.setting_task(entry.task_id, "oe").choices(prompt, doc)
-            gold, (parsed, rule) = task.target(doc), st.parse_answer_rule(setting, gen, cs, answer_texts)
-            samples.append({
-                "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed, **st.reading_fields(parsed, rule),
-                "parsed_answer": None if parsed is None else cs[parsed],
-                "prediction": st.scored_prediction(parsed, gold, len(cs), unparsed_as), "gold": gold,
-                "gold_answer": answer_texts[gold],
-            })
-        return samples, n
-
-    def _run_gen(self, entry: TaskEntry, prompt: str, docs: list[dict], contexts: list[str], messages: list[list[dict]] | None = None) -> tuple[list[dict], int]:
-        spec, task = entry.spec, entry.compiled
-        _, requests = self.prompt_requests(entry, task, "loglikelihood", prompt, docs, contexts, messages)
-        with self._bar(entry, prompt, len(requests)) as bar:
-            values, n = self._cached("generate_until", requests, self.backend.generate_until, lambda s: s, bar)
-        samples = [
-            {"doc_id": i, "prompt": ctx, "generation": gen, "prediction": gen, "reference": task.target(doc), "gold": doc[spec.gold_field]}
-            for i, (doc, ctx, gen) in enumerate(zip(docs, contexts, values))
-        ]
-        return samples, n
 
     def _write_samples(self, entry: TaskEntry, prompt: str, samples: list[dict]) -> None:
         folder = self.out / "samples"
@@ -408,12 +277,10 @@ class Runner:
     def check_capabilities(self, entries: Sequence[TaskEntry]) -> None:
         """Refuse, before any work, entries whose request kind the backend cannot serve."""
         caps = self.backend.capabilities
-        # A multiple-choice task in a generative setting (--setting ce|ce-ni|oe) is answered by generation.
-        scored = self.config.setting == "loglikelihood"
-        needs_ll = [e.name for e in entries if e.spec.output_type == "multiple_choice" and scored]
-        needs_gen = [e.name for e in entries if e.spec.output_type != "multiple_choice" or not scored]
-        for names, able, what in ((needs_ll, caps.loglikelihood, "score log-likelihoods"), (needs_gen, caps.generate, "generate")):
-            if names and not able:
+        needs = {e.name: self.entry_kind(e).capability for e in entries}
+        for capability, what in (("loglikelihood", "score log-likelihoods"), ("generate", "generate")):
+            names = [name for name, need in needs.items() if need == capability]
+            if names and not getattr(caps, capability):
                 raise BackendUnsupported(f"backend {self.backend.name!r} cannot {what}, which {', '.join(names)} need(s)")
 
     def _check_formats(self, entries: Sequence[TaskEntry]) -> None:
@@ -429,26 +296,25 @@ class Runner:
 
     def constrained_entry(self, entry: TaskEntry) -> bool:
         """Whether --constrained applies to the entry's generations (its record in results.json)."""
-        if not self.config.constrained:
-            return False
-        if entry.spec.output_type == "multiple_choice":
-            return self.config.setting != "loglikelihood"  # log-likelihood scoring generates nothing
-        return entry.spec.output_pattern is not None
+        return self.entry_kind(entry).constrained
 
-    def run(self, entries: Sequence[TaskEntry]) -> RunResult:
-        selection = select(entries, self.source, self.config)  # decided once: the plan reads the same
+    def run(self, work: Sequence[TaskEntry] | RunPlan) -> RunResult:
+        """Executes the plan (``self.plan(entries)`` when given entries): its entries in order, each
+        one's results.json written as it finishes."""
+        plan = work if isinstance(work, RunPlan) else self.plan(work)
+        selection = plan.selection  # decided once: the plan and the run read the same
         result = RunResult()
         for name, why in selection.unaskable.items():  # a run over every task: the others go on
             result.skipped[name] = why
             self.echo(f"{name}: skipped, {why}")
-        entries = [e for e in entries if e.name not in selection.unaskable]
+        entries = plan.asked
         self.check_capabilities(entries)
         self._check_formats(entries)
         self._entries = {e.name: e for e in entries}
         earlier_doc = claim_folder(self.out, self.identity, self.config.overwrite)  # another run's folder: refused
         self.out.mkdir(parents=True, exist_ok=True)
         manifest: dict[str, dict[str, str]] = {}
-        earlier = self._earlier_timing(earlier_doc)
+        earlier = earlier_timing(earlier_doc, self.out / RESULTS_FILE, self.echo)
         self._planned, self._skipped = [e.name for e in entries], []
         self._carry_over(earlier_doc, result, manifest)
         try:
@@ -461,7 +327,7 @@ class Runner:
                 started = (time.perf_counter(), self._compute_s, Counter(self._counts))
                 reset_peak_memory()
                 try:
-                    result.results[entry.name], n = self.run_entry(entry)
+                    result.results[entry.name], n = self.run_entry(plan.entries[entry.name])
                 except KeyboardInterrupt:
                     # The requests computed so far are in the cache; keep their time too, so the resume adds to it.
                     result.timing[entry.name] = self._task_timing(started, earlier.get(entry.name, {}), finished=False)
@@ -502,9 +368,6 @@ class Runner:
                  "requests": requests, "computed": computed, "cached": cached}
         return rounded_timing(total)
 
-    def _earlier_timing(self, doc: dict | None) -> dict[str, dict[str, float]]:
-        return earlier_timing(doc, self.out / RESULTS_FILE, self.echo)
-
     def _carry_over(self, doc: dict | None, result: RunResult, manifest: dict) -> None:
         """Tasks an earlier invocation of this run finished and this one does not run (``--tasks``
         of another subset): kept in results.json, never dropped silently."""
@@ -533,18 +396,3 @@ class Runner:
         if (self.out / "results.json").is_file():
             text += f"; {self.out / 'results.json'} is marked partial"
         return text + "; rerun the same command to resume"
-
-def nothing_evaluated(skipped: dict[str, str], source: Source) -> str:
-    """The one-line error of a run that evaluated nothing (the reasons per task are printed before it);
-    a local folder's task folders that no registered task reads are named."""
-    text = f"nothing was evaluated: every one of the {len(skipped)} task entries was skipped ({'; '.join(sorted(set(skipped.values())))[:300]})"
-    folder = source.folder
-    if folder is not None and Path(folder).is_dir():
-        from evalita_data.registry import task_ids
-
-        known = set(task_ids())
-        unknown = sorted(p.name for p in Path(folder).iterdir() if p.is_dir() and not p.name.startswith(".") and p.name not in known)
-        if unknown:
-            text += (f"; {folder} holds folders of tasks that are not registered here: {', '.join(unknown)} "
-                     "(an out-of-tree task is registered by EVALITA_TASK_PATH or its installed package)")
-    return text

@@ -9,10 +9,12 @@ evaluation split. In a run of named tasks both are errors, raised where they are
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 from ..sources.base import Source
 from ..sources.entries import TaskEntry
+from .task_kinds import task_kind
 
 
 def eval_split(entry: TaskEntry, config: Any) -> str:
@@ -22,9 +24,7 @@ def eval_split(entry: TaskEntry, config: Any) -> str:
 
 def without_instruct(entries: Sequence[TaskEntry], setting: str) -> list[TaskEntry]:
     """Multiple-choice entries that a generative setting cannot ask: they declare no ``TaskSpec.instruct``."""
-    if setting == "loglikelihood":
-        return []
-    return [e for e in entries if e.spec.output_type == "multiple_choice" and e.spec.instruct is None]
+    return [e for e in entries if not task_kind(e, setting).askable]
 
 
 @dataclass
@@ -50,3 +50,19 @@ def select(entries: Sequence[TaskEntry], source: Source, config: Any) -> Selecti
         else:
             out.runnable.append(entry)
     return out
+
+
+def nothing_evaluated(skipped: dict[str, str], source: Source) -> str:
+    """The one-line error of a run that evaluated nothing (the reasons per task are printed before it);
+    a local folder's task folders that no registered task reads are named."""
+    text = f"nothing was evaluated: every one of the {len(skipped)} task entries was skipped ({'; '.join(sorted(set(skipped.values())))[:300]})"
+    folder = source.folder
+    if folder is not None and Path(folder).is_dir():
+        from evalita_data.registry import task_ids
+
+        known = set(task_ids())
+        unknown = sorted(p.name for p in Path(folder).iterdir() if p.is_dir() and not p.name.startswith(".") and p.name not in known)
+        if unknown:
+            text += (f"; {folder} holds folders of tasks that are not registered here: {', '.join(unknown)} "
+                     "(an out-of-tree task is registered by EVALITA_TASK_PATH or its installed package)")
+    return text

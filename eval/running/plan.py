@@ -1,0 +1,97 @@
+"""The run as one plan, built once before the first request: the entries it evaluates (and why the
+others are not), per entry its documents, prompts and requests, which of those the resume cache
+already holds, and the work left in tokens and generations.
+
+``Runner.plan`` builds it; the CLI prints it (``estimate.announce``) and hands the same plan to
+``Runner.run``, which executes its requests: the printed plan and the run are the same requests,
+never computed twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..api import GenRequest, LLRequest
+from ..sources.entries import TaskEntry
+from .estimate import LL, TaskPlan, TokenCounter
+from .selection import Selection
+from .task_kinds import TaskKind
+
+
+@dataclass
+class PromptPlan:
+    """One prompt of an entry: the prompt of every document and the requests they send."""
+
+    name: str
+    contexts: list[str]
+    kind: str  # LL ("loglikelihood") or GEN ("generate_until"): the backend method called
+    requests: list[LLRequest] | list[GenRequest]
+    cached: list[bool]  # per request: the resume cache holds it (read back, not computed)
+
+
+@dataclass
+class EntryPlan:
+    """One task entry as this run asks it: its kind, its documents and its prompts."""
+
+    entry: TaskEntry
+    asked: TaskKind  # how the run asks it (running/task_kinds.py)
+    docs: list[dict]
+    prompts: list[PromptPlan]
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def requests(self) -> int:
+        return sum(len(p.requests) for p in self.prompts)
+
+    def work(self, count: TokenCounter) -> TaskPlan:
+        """The entry's requests, tokens read and new-token budget, and what the cache already holds."""
+        kind = self.asked.request_kind
+        plan = TaskPlan(self.name, kind, 0, 0, 0, counted=count.exact)
+        for prompt in self.prompts:
+            for request, cached in zip(prompt.requests, prompt.cached):
+                texts = (request.context, request.continuation) if kind == LL else (request.context,)  # type: ignore[union-attr]
+                tokens, chars = sum(count(x) for x in texts), sum(len(x) for x in texts)
+                plan.requests += 1
+                plan.prompt_tokens += tokens
+                plan.prompt_chars += chars
+                plan.max_new_tokens = max(plan.max_new_tokens, 0 if kind == LL else request.max_new_tokens)  # type: ignore[union-attr]
+                if cached:
+                    plan.cached += 1
+                    plan.cached_tokens += tokens
+                    plan.cached_chars += chars
+        return plan
+
+
+@dataclass
+class RunPlan:
+    """What one invocation evaluates: ``asked`` (the entries, in order, that the setting can ask),
+    ``entries`` (those of them with data: planned), and ``selection`` (why the others are not run)."""
+
+    selection: Selection
+    asked: list[TaskEntry]
+    entries: dict[str, EntryPlan] = field(default_factory=dict)
+
+    def work(self, tokenizer: Any | None) -> list[TaskPlan]:
+        """Per planned entry, the work it sends and what the cache holds (tokens counted with
+        ``tokenizer``, else estimated from characters)."""
+        count = TokenCounter(tokenizer)
+        return [e.work(count) for e in self.entries.values()]
+
+
+def build_plan(runner: Any, entries: Sequence[TaskEntry], selection: Selection) -> RunPlan:
+    """The plan of ``entries`` under the runner's configuration (its prompts, few-shot examples,
+    setting, limit and chat template), with what its resume cache already holds."""
+    plan = RunPlan(selection, [e for e in entries if e.name not in selection.unaskable])
+    for entry in selection.runnable:
+        docs, pool = runner.load_docs(entry)
+        asked, prompts = runner.entry_kind(entry), []
+        for name in runner.prompt_names(asked):
+            contexts, messages = runner.prompt_contexts(entry, asked.task, name, docs, pool)
+            requests = runner.prompt_requests(asked, name, docs, contexts, messages)
+            prompts.append(PromptPlan(name, contexts, asked.request_kind, requests, [runner.is_cached(asked.request_kind, r) for r in requests]))
+        plan.entries[entry.name] = EntryPlan(entry, asked, docs, prompts)
+    return plan

@@ -1,0 +1,203 @@
+"""One object per kind of task a run asks, owning what differs between them: the compiled task
+and prompts it is asked with, its requests, samples, scores and baselines, the backend capability
+it needs, whether ``--constrained`` applies and its generation budget.
+
+* ``ScoredChoice``: a multiple-choice task scored by log-likelihood (one request per choice);
+* ``InstructChoice``: a multiple-choice task asked in an instruct setting (``--setting ce|ce-ni|oe``,
+  docs/settings.md), answered by generation and parsed;
+* ``Generation``: a generative task (NER, REL, LS, SUM...), one generation per document.
+
+``task_kind`` is the one place that tells them apart; the runner, the plan, the results file,
+the selection and the comparability record ask the object, never ``output_type`` or the setting.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any, Sequence
+
+from ..api import GenRequest, LLRequest, check_ll_result
+from ..metrics import mc_prediction
+from ..prompting import instruct as st
+from ..prompting.constrained import format_failures, task_constraint
+from ..reporting.baselines import generative_baselines, task_baselines
+from ..sources.entries import TaskEntry
+
+LOGLIKELIHOOD = "loglikelihood"  # the scoring setting, and the request kind (backend method) of MC scoring
+GENERATE = "generate_until"
+Turns = Sequence["tuple[dict, ...] | None"]
+
+
+class TaskKind:
+    """What every kind shares; ``request_kind`` is also the name of the backend method called."""
+
+    request_kind = GENERATE
+    capability = "generate"  # the backend capability it needs (BackendCapabilities field)
+
+    def __init__(self, entry: TaskEntry, setting: str, constrained: bool = False, max_new_tokens: int | None = None) -> None:
+        self.entry, self.spec, self.setting = entry, entry.spec, setting
+        self._constrained, self._max_new_override = constrained, max_new_tokens
+
+    @cached_property
+    def task(self) -> Any:
+        """The compiled task as asked (its prompts, choices and targets)."""
+        return self.entry.compiled
+
+    @property
+    def askable(self) -> bool:
+        return True
+
+    @property
+    def budget(self) -> int | None:
+        """The paper's generation budget of one request; None when the kind generates nothing."""
+        return self.spec.max_new_tokens
+
+    @property
+    def max_new_tokens(self) -> int:
+        """The generation limit of the requests: --max-new-tokens, else the budget."""
+        return self._max_new_override if self._max_new_override else self.budget  # type: ignore[return-value]
+
+    @property
+    def constrained(self) -> bool:
+        """Whether --constrained applies to its generations (its record in results.json)."""
+        return False
+
+    def declared_prompts(self) -> dict[str, Any]:
+        """Every prompt of the kind, by name, as declared (results.json hashes them: task_versions)."""
+        return {p.name: p for p in self.spec.prompts}
+
+    def value_json(self, value: Any, backend_name: str) -> Any:
+        """A backend's result as the resume cache stores it."""
+        return value
+
+    def scores(self, samples: list[dict]) -> tuple[dict[str, float], dict[str, int] | None]:
+        """The prompt's scores, and how its answers were read (instruct settings; else None)."""
+        return {m.name: m(samples) for m in self.spec.metrics}, None
+
+    def baselines(self, docs: list[dict], prompts: list[str]) -> dict:
+        return generative_baselines(len(docs))
+
+    def _label_baselines(self, metrics: Sequence[Any], docs: list[dict], prompts: list[str]) -> dict:
+        if not (docs and prompts):
+            return generative_baselines(len(docs))
+        golds = [self.task.target(d) for d in docs]
+        n_choices = [len(self.task.choices(prompts[0], d)) for d in docs]
+        label_metrics = [m for m in metrics if m.name != st.ROUGE_L_ANSWER.name]  # ROUGE-L compares texts: no class baseline
+        return task_baselines(label_metrics, golds, n_choices)
+
+
+class ScoredChoice(TaskKind):
+    request_kind = LOGLIKELIHOOD
+    capability = "loglikelihood"
+
+    @property
+    def budget(self) -> int | None:
+        return None
+
+    def requests(self, prompt: str, docs: list[dict], contexts: list[str], turns: Turns, delimiter: str) -> list[LLRequest]:
+        return [LLRequest(ctx, delimiter + c) for ctx, d in zip(contexts, docs) for c in self.task.choices(prompt, d)]
+
+    def value_json(self, value: Any, backend_name: str) -> Any:
+        return [check_ll_result(value, backend_name).logprob, value.is_greedy]
+
+    def samples(self, prompt: str, docs: list[dict], contexts: list[str], values: list[Any]) -> list[dict]:
+        samples, pos = [], 0
+        for i, (doc, ctx) in enumerate(zip(docs, contexts)):
+            cs = self.task.choices(prompt, doc)
+            lls = [v[0] for v in values[pos : pos + len(cs)]]
+            greedy = [bool(v[1]) for v in values[pos : pos + len(cs)]]
+            pos += len(cs)
+            samples.append({
+                "doc_id": i, "prompt": ctx, "choices": cs, "loglikelihoods": lls, "is_greedy": greedy,
+                "prediction": mc_prediction(lls, cs), "gold": self.task.target(doc),
+            })
+        return samples
+
+    def baselines(self, docs: list[dict], prompts: list[str]) -> dict:
+        return self._label_baselines(self.spec.metrics, docs, prompts)
+
+
+class InstructChoice(TaskKind):
+    @cached_property
+    def task(self) -> Any:
+        return st.setting_task(self.entry.task_id, self.setting)
+
+    @property
+    def askable(self) -> bool:
+        return self.spec.instruct is not None
+
+    @property
+    def budget(self) -> int | None:
+        return st.MAX_NEW_TOKENS[self.setting]
+
+    @property
+    def constrained(self) -> bool:
+        return self._constrained
+
+    def declared_prompts(self) -> dict[str, Any]:
+        return {name: (name, self.setting, self.spec.instruct) for name in ("p1", "p2")}  # the instruct settings' prompts
+
+    def requests(self, prompt: str, docs: list[dict], contexts: list[str], turns: Turns, delimiter: str) -> list[GenRequest]:
+        return [GenRequest(ctx, st.STOP, self.max_new_tokens,
+                           st.answer_constraint(self.task.choices(prompt, d)) if self._constrained else None, tt)
+                for ctx, d, tt in zip(contexts, docs, turns)]
+
+    def samples(self, prompt: str, docs: list[dict], contexts: list[str], values: list[Any]) -> list[dict]:
+        unparsed_as = self.spec.instruct.unparsed_as if self.spec.instruct is not None else None
+        samples = []
+        for i, (doc, ctx, gen) in enumerate(zip(docs, contexts, values)):
+            cs = self.task.choices(prompt, doc)
+            answer_texts = st.setting_task(self.entry.task_id, "oe").choices(prompt, doc)
+            gold, (parsed, rule) = self.task.target(doc), st.parse_answer_rule(self.setting, gen, cs, answer_texts)
+            samples.append({
+                "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed, **st.reading_fields(parsed, rule),
+                "parsed_answer": None if parsed is None else cs[parsed],
+                "prediction": st.scored_prediction(parsed, gold, len(cs), unparsed_as), "gold": gold,
+                "gold_answer": answer_texts[gold],
+            })
+        return samples
+
+    def scores(self, samples: list[dict]) -> tuple[dict[str, float], dict[str, int] | None]:
+        return st.setting_scores(self.spec, self.setting, samples), st.rule_counts(samples)
+
+    def baselines(self, docs: list[dict], prompts: list[str]) -> dict:
+        return self._label_baselines(st.setting_metrics(self.spec, self.setting), docs, prompts)
+
+
+class Generation(TaskKind):
+    @property
+    def constrained(self) -> bool:
+        return self._constrained and self.spec.output_pattern is not None
+
+    def requests(self, prompt: str, docs: list[dict], contexts: list[str], turns: Turns, delimiter: str) -> list[GenRequest]:
+        constraint = task_constraint(self.spec) if self._constrained else None
+        return [GenRequest(ctx, tuple(self.spec.stop), self.max_new_tokens, constraint, tt) for ctx, tt in zip(contexts, turns)]
+
+    def samples(self, prompt: str, docs: list[dict], contexts: list[str], values: list[Any]) -> list[dict]:
+        return [{"doc_id": i, "prompt": ctx, "generation": gen, "prediction": gen, "reference": self.task.target(doc),
+                 "gold": doc[self.spec.gold_field]}
+                for i, (doc, ctx, gen) in enumerate(zip(docs, contexts, values))]
+
+    def scores(self, samples: list[dict]) -> tuple[dict[str, float], dict[str, int] | None]:
+        scores, _ = super().scores(samples)
+        if (failures := format_failures(self.spec, [s["generation"] for s in samples])) is not None:
+            scores[st.UNPARSED] = failures  # answers outside the task's declared format (NER/REL/LS)
+        return scores, None
+
+
+def task_kind(entry: TaskEntry, setting: str, constrained: bool = False, max_new_tokens: int | None = None) -> TaskKind:
+    """The kind of ``entry`` under ``setting`` (``--constrained`` and ``--max-new-tokens`` as given)."""
+    if entry.spec.output_type != "multiple_choice":
+        return Generation(entry, LOGLIKELIHOOD, constrained, max_new_tokens)
+    kind = ScoredChoice if setting == LOGLIKELIHOOD else InstructChoice
+    return kind(entry, setting, constrained, max_new_tokens)
+
+
+def kind_for_run(entry: TaskEntry, config: Any) -> TaskKind:
+    """The kind of ``entry`` in a run of ``config`` (a RunConfig)."""
+    return task_kind(entry, config.setting, config.constrained, config.max_new_tokens)
+
+
+def as_turns(messages: list[list[dict]] | None, n: int) -> list[tuple[dict, ...] | None]:
+    """GenRequest.messages per request: the chat turns (chat APIs) or None (a rendered context)."""
+    return [tuple(m) for m in messages] if messages is not None else [None] * n
