@@ -8,19 +8,14 @@ dataset viewer's YAML header: one config per run folder.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Mapping
 
 from ..reporting.runs import parse_results
 from ..reporting.settings_view import setting_label
 from ..reporting.tables import ScoresError, TextTable
-from .model_page import model_page_refusal
+from .model_page import model_page_refusal, yaml_str
 from .public import model_label
-
-
-def _yaml_str(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
 
 
 def run_row(folder: str, doc: dict | None) -> list[str]:
@@ -45,7 +40,7 @@ def render_front_page(repo_id: str, runs: Mapping[str, dict | None]) -> str:
     folders = sorted(runs)
     lines = ["---", "pretty_name: Evalita-LLM results", "tags:", "- evalita-llm", "- evaluation", "configs:"]
     for f in folders:
-        lines += [f"- config_name: {_yaml_str(f.replace('/', '--'))}", f"  data_files: {_yaml_str(f + '/results.json')}"]
+        lines += [f"- config_name: {yaml_str(f.replace('/', '--'))}", f"  data_files: {yaml_str(f + '/results.json')}"]
     lines += ["---", "# Evalita-LLM results", "",
               f"Runs of `evalita-eval run` pushed to `{repo_id}` by `evalita-eval push-results`, one folder per model and "
               "setting: `results.json` (scores, settings, data hashes), `samples/` (every prediction) and the run's card "

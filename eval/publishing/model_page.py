@@ -25,7 +25,7 @@ from ..reporting.tables import fmt
 from ..reporting.worth import recorded_reasons
 
 
-def _yaml_str(text: str) -> str:
+def yaml_str(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)  # a JSON string is a YAML double-quoted scalar
 
 
@@ -92,24 +92,24 @@ def _note(run: RunResults, row: dict, date: str) -> str:
 def eval_results_yaml(run: RunResults, url: str, date: str) -> str:
     lines = []
     for row in _task_scores(run):
-        lines += ["- dataset:", f"    id: {_yaml_str(row['dataset'])}", f"    task_id: {_yaml_str(row['task'])}",
-                  f"    revision: {_yaml_str(row['revision'])}", f"  value: {row['value']}", f"  date: {_yaml_str(date)}",
-                  "  source:", f"    url: {_yaml_str(url)}", "    name: \"evalita-eval results\"",
-                  f"  notes: {_yaml_str(_note(run, row, date))}"]
+        lines += ["- dataset:", f"    id: {yaml_str(row['dataset'])}", f"    task_id: {yaml_str(row['task'])}",
+                  f"    revision: {yaml_str(row['revision'])}", f"  value: {row['value']}", f"  date: {yaml_str(date)}",
+                  "  source:", f"    url: {yaml_str(url)}", "    name: \"evalita-eval results\"",
+                  f"  notes: {yaml_str(_note(run, row, date))}"]
     return "\n".join(lines) + "\n"
 
 
 def model_index_yaml(run: RunResults, model: str, url: str, date: str) -> str:
     """The ``model-index`` block of a model card's YAML header (paste it there)."""
-    lines = ["model-index:", f"- name: {_yaml_str(model)}", "  results:"]
+    lines = ["model-index:", f"- name: {yaml_str(model)}", "  results:"]
     for row in _task_scores(run):
         name = f"Evalita-LLM {row['task']}"
-        lines += [f"  # {_note(run, row, date)}", "  - task:", "      type: text-generation", f"      name: {_yaml_str(name)}",
-                  "    dataset:", f"      name: {_yaml_str(name)}", f"      type: {_yaml_str(row['dataset'])}",
-                  f"      revision: {_yaml_str(row['revision'])}",
-                  "    metrics:", "    - type: cps", f"      name: {_yaml_str('CPS of ' + row['metric'])}",
+        lines += [f"  # {_note(run, row, date)}", "  - task:", "      type: text-generation", f"      name: {yaml_str(name)}",
+                  "    dataset:", f"      name: {yaml_str(name)}", f"      type: {yaml_str(row['dataset'])}",
+                  f"      revision: {yaml_str(row['revision'])}",
+                  "    metrics:", "    - type: cps", f"      name: {yaml_str('CPS of ' + row['metric'])}",
                   f"      value: {row['value']}", "      verified: false",
-                  "    source:", f"      url: {_yaml_str(url)}", "      name: \"evalita-eval results\""]
+                  "    source:", f"      url: {yaml_str(url)}", "      name: \"evalita-eval results\""]
     return "\n".join(lines) + "\n"
 
 
