@@ -27,6 +27,7 @@ from evalita_data.scoring.metric import HITS
 from . import stats
 from .bootstrap import read_samples
 from .lm_eval_runs import is_lm_eval_output, lm_eval_notes, load_run
+from .recorded import differing_prompts, recorded_metric, task_record, version_notes
 from .runs import RunResults
 from .task_report import headline_metric, task_order
 from .settings_view import setting_label
@@ -35,6 +36,8 @@ from .worth import MIN_ITEMS, NOT_A_MEASUREMENT, NOT_COMPARABLE, recorded_reason
 from .unparsed_flag import untested_avgp_reason, untested_reason
 
 PERCENT = 100.0
+# Why a prompt of the same name is not tested: the runs recorded different definitions (task_versions hashes).
+CHANGED_PROMPT = "the prompt differs between the runs (another definition under the same name): not tested"
 
 
 class MissingSamples(ScoresError):
@@ -129,9 +132,11 @@ def _differing(sa: list[dict], sb: list[dict]) -> int:
     return sum(1 for x, y in zip(sa, sb) if x.get("prediction") != y.get("prediction"))
 
 
-def compare_prompt(task: str, prompt: str, metric: str, sa: list[dict], sb: list[dict], metric_fn, k: int, seed: int) -> Comparison:
+def compare_prompt(task: str, prompt: str, metric: str, sa: list[dict], sb: list[dict], metric_fn, k: int, seed: int,
+                   kind: str | None = None) -> Comparison:
+    """A against B on one prompt; ``kind``: the metric's kind as the runs recorded it (else the function's own)."""
     score_a, score_b = metric_fn(sa), metric_fn(sb)
-    if getattr(metric_fn, "kind", None) == HITS:  # per-item 0/1 hits: McNemar on the discordant items
+    if (kind or getattr(metric_fn, "kind", None)) == HITS:  # per-item 0/1 hits: McNemar on the discordant items
         hits_a, hits_b = [metric_fn.sample(s) for s in sa], [metric_fn.sample(s) for s in sb]
         only_a = sum(1 for x, y in zip(hits_a, hits_b) if x and not y)
         only_b = sum(1 for x, y in zip(hits_a, hits_b) if y and not x)
@@ -185,7 +190,10 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
     rows = []
     for task in task_order(set(a.results) & set(b.results)):
         available = [m for m in a.results[task][next(iter(a.results[task]))] if m not in ("n", "unparsed")]
-        metric, _note = headline_metric(task, available)
+        metric, note = headline_metric(task, available, [a, b])
+        notes += ([note] if note else []) + version_notes(task, [a, b])
+        changed = differing_prompts([task_record(a, task), task_record(b, task)])
+        recorded = recorded_metric(task, metric, [a, b])
         paired: dict[str, tuple[list[dict], list[dict]]] = {}
         for prompt in sorted(set(a.results[task]) & set(b.results[task])):
             try:
@@ -197,12 +205,16 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
             notes += [note] if note else []
         try:
             fn = metric_of(task, metric)
-            why = {p: untested_reason(p, a.results[task].get(p), b.results[task].get(p)) for p in paired}
-            rows += [_untested(compare_prompt(task, p, metric, sa, sb, fn, k, seed), why[p]) for p, (sa, sb) in paired.items()]
+            why = {p: (CHANGED_PROMPT if p in changed else untested_reason(p, a.results[task].get(p), b.results[task].get(p)))
+                   for p in paired}
+            kind = recorded.kind if recorded is not None else None
+            rows += [_untested(compare_prompt(task, p, metric, sa, sb, fn, k, seed, kind), why[p]) for p, (sa, sb) in paired.items()]
             if len({len(sa) for sa, _sb in paired.values()}) > 1:
                 notes.append(f"{task} AvgP: not compared, its prompts were compared on different numbers of items")
             elif len(paired) > 1:
-                rows.append(_untested(compare_avgp(task, metric, paired, fn, k, seed), untested_avgp_reason([p for p in paired if why[p]])))
+                edited = [p for p in paired if p in changed]
+                avgp_why = f"{', '.join(edited)}: {CHANGED_PROMPT}" if edited else untested_avgp_reason([p for p in paired if why[p]])
+                rows.append(_untested(compare_avgp(task, metric, paired, fn, k, seed), avgp_why))
         except (KeyError, TypeError, ValueError) as err:  # samples without the fields the metric reads
             raise ScoresError(f"{task}: cannot score {metric} from the samples of {a.path.parent} and "
                               f"{b.path.parent} ({type(err).__name__}: {err})") from None

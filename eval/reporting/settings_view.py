@@ -32,7 +32,7 @@ def base_name(run: Any) -> str:
     return run.display.rsplit(" [", 1)[0]
 
 
-def settings_table(runs: Sequence[Any], tasks: Sequence[str], headline: Callable[[str, Sequence[str]], tuple[str, Any]]) -> TextTable | None:
+def settings_table(runs: Sequence[Any], tasks: Sequence[str], headline: Callable[[str, Sequence[str], Sequence[Any]], tuple[str, Any]]) -> TextTable | None:
     """Rows (model, task), columns per setting label: 'AvgP [MinP–MaxP] CPS (unparsed k / n)', n over the prompts; None for a single label."""
     labels = labels_of(runs)
     if len(labels) < 2:
@@ -49,7 +49,7 @@ def settings_table(runs: Sequence[Any], tasks: Sequence[str], headline: Callable
                     continue
                 found = True
                 prompts = run.results[task]
-                metric, _ = headline(task, [m for p in prompts.values() for m in p if m not in ("n", "unparsed")])
+                metric, _ = headline(task, [m for p in prompts.values() for m in p if m not in ("n", "unparsed")], [run])
                 s = stats.spread_stats([float(p[metric]) * PERCENT for p in prompts.values()], PERCENT)
                 unparsed = sum(int(p.get("unparsed", 0)) for p in prompts.values())
                 answers = sum(int(p.get("n", 0)) for p in prompts.values())

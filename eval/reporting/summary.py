@@ -7,7 +7,6 @@ from typing import Sequence
 
 import numpy as np
 
-from ..metrics import higher_is_better
 from . import stats
 from .facts import NOT_COMPARABLE, run_rows
 from .worth import MIN_ITEMS, NOT_A_MEASUREMENT, recorded_reasons
@@ -32,7 +31,7 @@ def summarize(reports: Sequence[TaskReport], models: list[str]) -> Summary:
         if len(t.models) < 2:
             continue  # a rank needs another model on the same task: alone, every run would be "best"
         rank_input[t.task] = rep.avg_scores or {m: t.model_scores(m) for m in t.models}
-    direction = {rep.table.task: higher_is_better(rep.table.task, rep.metric) for rep in reports}  # declared, not assumed
+    direction = {rep.table.task: rep.higher_is_better for rep in reports}  # as recorded or declared, not assumed
     rank_scores = stats.mean_rank_scores(rank_input, higher_is_better=direction)
     common = [rep for rep in reports if set(rep.table.models) == set(models)]
     if common:

@@ -9,14 +9,20 @@ from typing import Sequence
 import numpy as np
 
 from . import stats
+from ..metrics import higher_is_better
+from .recorded import recorded_headline, recorded_metric, version_notes
 from .runs import PERCENT, RunResults
 from .tables import ScoreRow, ScoresError, TaskTable, TextTable, build_tables, natural_key, resolve_scale
 
 
-def headline_metric(task: str, available: Sequence[str]) -> tuple[str, str | None]:
-    """(metric, note): the first metric of the task's declaration, else the first reported one."""
+def headline_metric(task: str, available: Sequence[str], runs: Sequence[RunResults] = ()) -> tuple[str, str | None]:
+    """(metric, note): the headline the runs recorded (reporting/recorded.py); for files without
+    that record, the first metric of the installed task's declaration, else the first reported one."""
     from evalita_data.registry import task_of_entry
 
+    recorded, notes = recorded_headline(task, runs, available)
+    if recorded is not None:
+        return recorded, "; ".join(notes) or None
     spec = task_of_entry(task)
     if spec is not None:
         declared = spec.metrics[0].name
@@ -49,6 +55,7 @@ class TaskReport:
     avg_scores: dict[str, np.ndarray] = field(default_factory=dict)
     rank_basis: str = "the per-prompt scores (Welch t-test across prompts; no bootstrap)"
     items: TextTable | None = None  # n, limit, baselines, unparsed k / n and answer rules per model
+    higher_is_better: bool = True  # the headline metric's direction, as the runs recorded it (else as declared now)
 
 
 def build_task_report(task: str, runs: Sequence[RunResults]) -> TaskReport:
@@ -56,7 +63,7 @@ def build_task_report(task: str, runs: Sequence[RunResults]) -> TaskReport:
     available = list(dict.fromkeys(m for r in task_runs for p in r.results[task].values() for m in p if m not in ("n", "unparsed")))
     if not available:
         raise ScoresError(f"task {task!r}: no metric in any results file")
-    metric, note = headline_metric(task, available)
+    metric, note = headline_metric(task, available, task_runs)
     rows = []
     for r in task_runs:
         for prompt, metrics in r.results[task].items():
@@ -68,7 +75,9 @@ def build_task_report(task: str, runs: Sequence[RunResults]) -> TaskReport:
     if note:
         table.notes.append(note)
     _check_comparable(task, task_runs, table)
-    return TaskReport(table, metric)
+    table.notes += version_notes(task, task_runs)
+    recorded = recorded_metric(task, metric, task_runs)
+    return TaskReport(table, metric, higher_is_better=recorded.higher_is_better if recorded is not None else higher_is_better(task, metric))
 
 
 def _check_comparable(task: str, runs: Sequence[RunResults], table: TaskTable) -> None:

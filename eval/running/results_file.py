@@ -37,11 +37,13 @@ def package_versions() -> dict[str, str]:
 
 
 def task_versions(entry: TaskEntry, setting: str) -> dict:
-    """The task's declared version and a short hash of each prompt it is asked with: an edited
-    prompt shows in results.json even where the version was not raised."""
-    prompts = task_kind(entry, setting).declared_prompts()
+    """The task's declared version, a short hash of each prompt it is asked with (an edited
+    prompt shows in results.json even where the version was not raised) and the metrics it is
+    scored with, headline first, with kind and direction: what reports read (reporting/recorded.py)."""
+    kind = task_kind(entry, setting)
     return {"version": entry.spec.version,
-            "prompts": {name: hashlib.sha256(repr(p).encode("utf-8")).hexdigest()[:12] for name, p in prompts.items()}}
+            "prompts": {name: hashlib.sha256(repr(p).encode("utf-8")).hexdigest()[:12] for name, p in kind.declared_prompts().items()},
+            "metrics": [{"name": m.name, "kind": m.kind, "higher_is_better": m.higher_is_better} for m in kind.declared_metrics()]}
 
 
 def rounded_timing(total: dict[str, float]) -> dict[str, float]:

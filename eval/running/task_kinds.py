@@ -66,6 +66,10 @@ class TaskKind:
         """Every prompt of the kind, by name, as declared (results.json hashes them: task_versions)."""
         return {p.name: p for p in self.spec.prompts}
 
+    def declared_metrics(self) -> Sequence[Any]:
+        """The metrics its prompts are scored with, the headline first (results.json records them)."""
+        return self.spec.metrics
+
     def value_json(self, value: Any, backend_name: str) -> Any:
         """A backend's result as the resume cache stores it."""
         return value
@@ -156,6 +160,9 @@ class InstructChoice(TaskKind):
                 "gold_answer": answer_texts[gold],
             })
         return samples
+
+    def declared_metrics(self) -> Sequence[Any]:
+        return st.setting_metrics(self.spec, self.setting)
 
     def scores(self, samples: list[dict]) -> tuple[dict[str, float], dict[str, int] | None]:
         return st.setting_scores(self.spec, self.setting, samples), st.rule_counts(samples)
