@@ -1,6 +1,6 @@
-"""The inputs of ``evalita-eval run`` (eval/cli_run.py), checked before the model loads: --batch-size,
---max-memory, --tasks and --prompts against the registry, --data / --hub-org, and the data the run
-would evaluate. Each bad input is one line naming the option."""
+"""The inputs of ``evalita-eval run`` (eval/cli_run.py), checked before the model loads: --tasks and
+--prompts against the registry, --data / --hub-org, and the data the run would evaluate. Each bad
+input is one line naming the option (or the file and record)."""
 
 from __future__ import annotations
 
@@ -9,31 +9,6 @@ from pathlib import Path
 import click
 
 from evalita_data.cli_errors import one_line
-
-
-def parse_batch_size(value: str) -> int | None:
-    """--batch-size: a positive count, or auto (None: sized by tokens)."""
-    if value == "auto":
-        return None
-    if not value.isdigit() or int(value) < 1:
-        raise click.BadParameter(f"{value!r} is neither a positive integer nor auto", param_hint="--batch-size")
-    return int(value)
-
-
-def parse_max_memory(value: str | None) -> int | None:
-    from .modeling.memory import parse_memory
-
-    try:
-        return None if value is None else parse_memory(value)
-    except ValueError as err:
-        raise click.BadParameter(str(err), param_hint="--max-memory") from None
-
-
-def task_help() -> str:
-    from evalita_data.registry import task_ids
-
-    return ("Comma-separated task ids or entries (e.g. te,sa,ner or ner_fic); the registered tasks: "
-            f"{', '.join(task_ids())}. Default: every task the data have.")
 
 
 def entries_and_prompts(tasks: str | None, prompts: str | None, setting: str) -> tuple[list, list[str] | None]:
