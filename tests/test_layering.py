@@ -22,6 +22,36 @@ from typing import Iterable
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The layers of the evaluator, bottom to top: the one place that says what may import what. A
+# module may import its own room and the rooms of lower layers, never a room of its own layer or
+# a higher one. A room is a subpackage or module of eval/ (the longest one naming a module wins:
+# prompting.answers is its own room). Renaming or moving a room is an edit here; a new room must
+# be placed here (a test fails until it is).
+LAYERS: list[tuple[str, ...]] = [
+    ("evalita_data",),  # the data toolkit: it imports nothing of the evaluator
+    # The evaluator's foundations: the version, the backend contract, output-folder names, the
+    # text rules that read answers, the tiny test model.
+    ("evalita_eval", "evalita_eval.api", "evalita_eval.naming", "evalita_eval.prompting.answers", "evalita_eval.tiny"),
+    ("evalita_eval.metrics",),  # the tasks' metrics and the open-ended one (reads answers.normalize)
+    # What backends share about a model; what is sent to the model; where data come from; reports of
+    # finished runs. None loads another: reports and data reading never load torch.
+    ("evalita_eval.modeling", "evalita_eval.prompting", "evalita_eval.sources", "evalita_eval.reporting"),
+    # The fast engine; --model checks; the publishing commands; the runner (task kinds, plan, cache).
+    ("evalita_eval.fast", "evalita_eval.model_path", "evalita_eval.publishing", "evalita_eval.running"),
+    ("evalita_eval.backends",),  # the engines (the constrained-decoding one included)
+    ("evalita_eval.replicas",),  # replicas of a backend on Ray (docs/parallel.md)
+    ("evalita_eval.sweep",),
+    # The `evalita-eval` command: what the commands share; run's options and its input checks; run
+    # itself; the command table.
+    ("evalita_eval.cli_support",),
+    ("evalita_eval.cli_run_options", "evalita_eval.cli_run_inputs"),
+    ("evalita_eval.cli_run",),
+    ("evalita_eval.cli",),
+]
+# The evaluator's package is the room of its own __init__ only (the version): every other module
+# of eval/ is placed by its own room.
+EVALUATOR = "evalita_eval"
+
 
 def project_modules() -> dict[str, Path]:
     """Module name -> file, for every package pyproject.toml installs (package-dir mapping included)."""
@@ -47,8 +77,39 @@ def _target(name: str, modules: dict[str, Path]) -> str | None:
     return None
 
 
-def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
-    graph: dict[str, set[str]] = {m: set() for m in modules}
+@dataclass(frozen=True)
+class Import:
+    module: str  # the importer
+    path: Path
+    line: int
+    target: str  # the project module imported (or the one it lies in)
+
+
+def _dynamic_target(call: ast.Call, module: str) -> str | None:
+    """The module name an ``importlib.import_module(...)`` / ``__import__(...)`` call names, as far as
+    its first argument is written out: a string, or an f-string whose leading part is one (or
+    ``__name__``, the importer itself)."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if name not in ("import_module", "__import__") or not call.args:
+        return None
+    arg = call.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    if isinstance(arg, ast.JoinedStr) and arg.values:
+        head = arg.values[0]
+        if isinstance(head, ast.FormattedValue) and isinstance(head.value, ast.Name) and head.value.id == "__name__":
+            return module
+        if isinstance(head, ast.Constant) and isinstance(head.value, str):
+            return head.value.rstrip(".")
+    return None
+
+
+def explicit_imports(modules: dict[str, Path]) -> list[Import]:
+    """Every import statement (module level or in a function) and ``import_module`` call of a project
+    module, with its file and line. Unlike ``import_graph``, the packages an import runs first are
+    not edges of their own: ``from ..prompting.answers import x`` is an import of that module."""
+    found: list[Import] = []
     for module, path in modules.items():
         package = module if path.stem == "__init__" else module.rpartition(".")[0]
         for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
@@ -62,17 +123,26 @@ def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
                     base = ".".join(anchor + ([base] if base else []))
                 # "from P import x": the submodule P.x if there is one, else an attribute of P.
                 names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            elif isinstance(node, ast.Call) and (dynamic := _dynamic_target(node, module)):
+                names = [dynamic]
             for name in names:
                 target = _target(name, modules)
-                if target is None or target == module:
-                    continue
-                graph[module].add(target)
-                # Importing a.b.c runs the packages a and a.b first, unless the importer is inside them.
-                parts = target.split(".")
-                for n in range(1, len(parts)):
-                    parent = ".".join(parts[:n])
-                    if parent in modules and not module.startswith(parent + ".") and parent != module:
-                        graph[module].add(parent)
+                if target is not None and target != module:
+                    found.append(Import(module, path, node.lineno, target))
+    return found
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the project modules importing it runs: those it imports and the packages holding them
+    (importing a.b.c runs the packages a and a.b first, unless the importer is inside them)."""
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for imp in explicit_imports(modules):
+        graph[imp.module].add(imp.target)
+        parts = imp.target.split(".")
+        for n in range(1, len(parts)):
+            parent = ".".join(parts[:n])
+            if parent in modules and not imp.module.startswith(parent + ".") and parent != imp.module:
+                graph[imp.module].add(parent)
     return graph
 
 
@@ -154,34 +224,6 @@ def test_loading_the_registry_loads_no_evaluator_module() -> None:
     assert json.loads(out.stdout) == []
 
 
-# The layers of the evaluator, bottom to top: the one place that says what may import what. A
-# module may import its own room and the rooms of lower layers, never a room of its own layer or
-# a higher one. A room is a subpackage or module of eval/ (the longest one naming a module wins:
-# prompting.answers is its own room). Renaming or moving a room is an edit here; a new room must
-# be placed here (a test fails until it is).
-LAYERS: list[tuple[str, ...]] = [
-    ("evalita_data",),  # the data toolkit: it imports nothing of the evaluator
-    # The evaluator's foundations: the version, the backend contract, output-folder names, the
-    # text rules that read answers, the tiny test model.
-    ("evalita_eval", "evalita_eval.api", "evalita_eval.naming", "evalita_eval.prompting.answers", "evalita_eval.tiny"),
-    ("evalita_eval.metrics",),  # the tasks' metrics and the open-ended one (reads answers.normalize)
-    # What backends share about a model; what is sent to the model; where data come from; reports of
-    # finished runs. None loads another: reports and data reading never load torch.
-    ("evalita_eval.modeling", "evalita_eval.prompting", "evalita_eval.sources", "evalita_eval.reporting"),
-    # The fast engine; --model checks; the publishing commands; the runner (task kinds, plan, cache).
-    ("evalita_eval.fast", "evalita_eval.model_path", "evalita_eval.publishing", "evalita_eval.running"),
-    ("evalita_eval.backends",),  # the engines (the constrained-decoding one included)
-    ("evalita_eval.replicas",),  # replicas of a backend on Ray (docs/parallel.md)
-    ("evalita_eval.sweep",),
-    # The `evalita-eval` command: what the commands share; run's options and its input checks; run
-    # itself; the command table.
-    ("evalita_eval.cli_support",),
-    ("evalita_eval.cli_run_options", "evalita_eval.cli_run_inputs"),
-    ("evalita_eval.cli_run",),
-    ("evalita_eval.cli",),
-]
-
-
 def layer_index() -> dict[str, int]:
     """Room -> its layer's position (0 at the bottom); a room named twice is an error."""
     index: dict[str, int] = {}
@@ -192,69 +234,10 @@ def layer_index() -> dict[str, int]:
     return index
 
 
-# The evaluator's package is the room of its own __init__ only (the version): every other module
-# of eval/ is placed by its own room.
-EVALUATOR = "evalita_eval"
-
-
 def room_of(module: str, rooms: Iterable[str]) -> str | None:
     """The room of a module: the longest room that is the module or a package holding it."""
     holding = [r for r in rooms if module == r or (module.startswith(r + ".") and r != EVALUATOR)]
     return max(holding, key=len, default=None)
-
-
-@dataclass(frozen=True)
-class Import:
-    module: str  # the importer
-    path: Path
-    line: int
-    target: str  # the project module imported (or the one it lies in)
-
-
-def _dynamic_target(call: ast.Call, module: str) -> str | None:
-    """The module name an ``importlib.import_module(...)`` / ``__import__(...)`` call names, as far as
-    its first argument is written out: a string, or an f-string whose leading part is one (or
-    ``__name__``, the importer itself)."""
-    func = call.func
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-    if name not in ("import_module", "__import__") or not call.args:
-        return None
-    arg = call.args[0]
-    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-        return arg.value
-    if isinstance(arg, ast.JoinedStr) and arg.values:
-        head = arg.values[0]
-        if isinstance(head, ast.FormattedValue) and isinstance(head.value, ast.Name) and head.value.id == "__name__":
-            return module
-        if isinstance(head, ast.Constant) and isinstance(head.value, str):
-            return head.value.rstrip(".")
-    return None
-
-
-def explicit_imports(modules: dict[str, Path]) -> list[Import]:
-    """Every import statement (module level or in a function) and ``import_module`` call of a project
-    module, with its file and line. Unlike ``import_graph``, the packages an import runs first are
-    not edges of their own: ``from ..prompting.answers import x`` is an import of that module."""
-    found: list[Import] = []
-    for module, path in modules.items():
-        package = module if path.stem == "__init__" else module.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                    base = ".".join(anchor + ([base] if base else []))
-                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
-            elif isinstance(node, ast.Call) and (dynamic := _dynamic_target(node, module)):
-                names = [dynamic]
-            for name in names:
-                target = _target(name, modules)
-                if target is not None and target != module:
-                    found.append(Import(module, path, node.lineno, target))
-    return found
 
 
 def layering_violations(imports: Iterable[Import], layers: list[tuple[str, ...]]) -> list[str]:
