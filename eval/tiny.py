@@ -53,29 +53,12 @@ CHAT_TEMPLATE = (
 )
 
 
-def build_tiny_model(
-    dir: str | Path,
-    layers: int = 2,
-    hidden: int = 64,
-    seed: int = 0,
-    vocab_size: int = 1000,
-    max_positions: int = 2048,
-    corpus: Iterable[str] | None = None,
-    heads: int = 4,
-    kv_heads: int | None = None,
-) -> Path:
-    """Save a seeded random Llama model and its trained tokenizer under ``dir``; returns ``dir``.
-
-    ``corpus`` replaces the built-in Italian sentences for the tokenizer (the benchmarks
-    train on the raw files for realistic token counts); ``kv_heads`` < ``heads`` gives
-    grouped-query attention as in Llama 3.
-    """
-    import torch
+def _train_tokenizer(out: Path, vocab_size: int, max_positions: int, corpus: Iterable[str] | None):
+    """A byte-level BPE tokenizer trained on ``corpus`` (else the built-in sentences), saved under ``out``
+    with the chat template; returns the trained ``tokenizers.Tokenizer``."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
-    out = Path(dir)
-    out.mkdir(parents=True, exist_ok=True)
     specials = ["<s>", "</s>", "<pad>"]
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -94,7 +77,32 @@ def build_tiny_model(
     )
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(out)
+    return tok
 
+
+def build_tiny_model(
+    dir: str | Path,
+    layers: int = 2,
+    hidden: int = 64,
+    seed: int = 0,
+    vocab_size: int = 1000,
+    max_positions: int = 2048,
+    corpus: Iterable[str] | None = None,
+    heads: int = 4,
+    kv_heads: int | None = None,
+) -> Path:
+    """Save a seeded random Llama model and its trained tokenizer under ``dir``; returns ``dir``.
+
+    ``corpus`` replaces the built-in Italian sentences for the tokenizer (the benchmarks
+    train on the raw files for realistic token counts); ``kv_heads`` < ``heads`` gives
+    grouped-query attention as in Llama 3.
+    """
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    out = Path(dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tok = _train_tokenizer(out, vocab_size, max_positions, corpus)
     config = LlamaConfig(
         vocab_size=tok.get_vocab_size(),
         hidden_size=hidden,
@@ -103,7 +111,7 @@ def build_tiny_model(
         num_attention_heads=heads,
         num_key_value_heads=kv_heads or heads,
         max_position_embeddings=max_positions,
-        bos_token_id=bos,
+        bos_token_id=tok.token_to_id("<s>"),
         eos_token_id=tok.token_to_id("</s>"),
         pad_token_id=tok.token_to_id("<pad>"),
         tie_word_embeddings=False,

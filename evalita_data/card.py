@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from .manifest import MANIFEST_FILE, BuiltTask
+from .manifest import MANIFEST_FILE, BuildReport, BuiltTask
 from .registry import get_task
 from .schema_check import load_schema
 from .taskspec import MCPrompt, TaskSpec
@@ -207,7 +207,7 @@ def render_card(task_id: str, entry: BuiltTask, split_paths: dict[str, str], org
     spec = get_task(task_id)
     meta = front_matter(spec, entry, split_paths)
     repo = f"{org}/{task_id}"
-    report = entry.report or {}
+    report = entry.report or BuildReport()
     tool_version = "?" if entry.tool_version is None else entry.tool_version
     lic = hub_license(spec.license)
     out = ["---", yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000).rstrip(), "---", ""]
@@ -244,10 +244,10 @@ def render_card(task_id: str, entry: BuiltTask, split_paths: dict[str, str], org
         split, paper = entry.splits[key], spec.paper_splits.get(key, "")
         out.append(f"| {key} | {split.rows} | {paper} | `{split_paths[key]}` |")
     for m in entry.missing_parts():
-        out += ["", f"Not included: splits {', '.join(m['splits'])} (missing originals {', '.join(m['files'])}). {m['hint']}"]
+        out += ["", f"Not included: splits {', '.join(m.splits or [])} (missing originals {', '.join(m.files or [])}). {m.hint}"]
     out += ["", "## Dropped and repaired records", "",
             "Nothing is dropped or changed silently; the counts below come from the build manifest.", ""]
-    out += _counts_table("Dropped", report.get("dropped", {})) + [""] + _counts_table("Repaired", report.get("repaired", {}))
+    out += _counts_table("Dropped", report.dropped or {}) + [""] + _counts_table("Repaired", report.repaired or {})
     out += ["", "## Prompts used by Evalita-LLM", "",
             f"Output type `{spec.output_type}`; metrics: {', '.join(spec.metric_names())}. "
             "Templates are Jinja over the record fields" + (

@@ -56,9 +56,65 @@ class SplitEntry:
         return {"rows": self.rows, "sha256": self.sha256, "file": self.file}
 
 
-# The fields of a task's entry other than its splits; absent (None) in hand-made manifests.
+@dataclass(frozen=True)
+class MissingPart:
+    """Splits of a task not built because optional originals are absent: the files that were
+    missing and how to obtain them. None: a key a hand-made manifest leaves out (written back so)."""
+
+    files: list[str] | None
+    splits: list[str] | None
+    hint: str | None
+    other: dict = field(default_factory=dict)  # keys this version does not know, written back as read
+
+    @classmethod
+    def from_json(cls, data: Any, where: str, name: str) -> "MissingPart":
+        _expect(data, dict, where, name, "an object {files, splits, hint}")
+        lists = {}
+        for key in ("files", "splits"):
+            if key in data:
+                lists[key] = [_expect(item, str, where, f"{name}.{key}", "a list of strings")
+                              for item in _expect(data[key], list, where, f"{name}.{key}", "a list of strings")]
+        hint = _expect(data["hint"], str, where, f"{name}.hint", "a string") if "hint" in data else None
+        return cls(lists.get("files"), lists.get("splits"), hint, {k: v for k, v in data.items() if k not in ("files", "splits", "hint")})
+
+    def to_json(self) -> dict:
+        known = {"files": self.files, "splits": self.splits, "hint": self.hint}
+        return {**self.other, **{k: v for k, v in known.items() if v is not None}}
+
+
+@dataclass
+class BuildReport:
+    """A built task's conversion report: records dropped and repaired (counts by reason, example
+    locations by reason), the parts not built, and the converter's notes. None: a section a
+    hand-made manifest leaves out (written back so)."""
+
+    dropped: dict[str, int] | None = None
+    repaired: dict[str, int] | None = None
+    examples: dict[str, list[str]] | None = None
+    missing: list[MissingPart] | None = None
+    notes: dict[str, Any] | None = None
+    other: dict = field(default_factory=dict)  # keys this version does not know, written back as read
+
+    @classmethod
+    def from_json(cls, data: Any, where: str, name: str) -> "BuildReport":
+        _expect(data, dict, where, name, "an object")
+        known = {key: _expect(data[key], dict, where, f"{name}.{key}", "an object") for key in _REPORT_OBJECTS if key in data}
+        if "missing" in data:
+            parts = _expect(data["missing"], list, where, f"{name}.missing", "a list")
+            known["missing"] = [MissingPart.from_json(part, where, f"{name}.missing[{i}]") for i, part in enumerate(parts)]
+        return cls(**known, other={k: v for k, v in data.items() if k not in _REPORT_OBJECTS and k != "missing"})
+
+    def to_json(self) -> dict:
+        out = {key: getattr(self, key) for key in _REPORT_OBJECTS if getattr(self, key) is not None}
+        if self.missing is not None:
+            out["missing"] = [part.to_json() for part in self.missing]
+        return {**self.other, **out}
+
+
+_REPORT_OBJECTS = ("dropped", "repaired", "examples", "notes")
+# The fields of a task's entry other than its splits and report; absent (None) in hand-made manifests.
 _OPTIONAL = {"tool": (str, "a string"), "tool_version": (str, "a string"), "seed": (int, "an integer"),
-             "inputs": (dict, "an object"), "report": (dict, "an object"), "fetched": (dict, "an object")}
+             "inputs": (dict, "an object"), "fetched": (dict, "an object")}
 
 
 @dataclass
@@ -70,7 +126,7 @@ class BuiltTask:
     tool_version: str | None = None
     seed: int | None = None
     inputs: dict | None = None
-    report: dict | None = None
+    report: BuildReport | None = None
     fetched: dict | None = None
     # Keys this version does not know, written back as read.
     other: dict = field(default_factory=dict)
@@ -83,34 +139,23 @@ class BuiltTask:
             raise ManifestError(f"{where}: field {prefix}splits: missing")
         splits = _expect(data["splits"], dict, where, f"{prefix}splits", "an object of splits")
         known = {key: _expect(data[key], kind, where, prefix + key, what) for key, (kind, what) in _OPTIONAL.items() if key in data}
-        report = known.get("report")
-        if report is not None and "missing" in report:
-            _check_missing(report["missing"], where, f"{prefix}report.missing")
+        report = BuildReport.from_json(data["report"], where, f"{prefix}report") if "report" in data else None
         return cls(splits={key: SplitEntry.from_json(split, where, f"{prefix}splits.{key}") for key, split in splits.items()},
-                   other={k: v for k, v in data.items() if k != "splits" and k not in _OPTIONAL}, **known)
+                   report=report, other={k: v for k, v in data.items() if k not in ("splits", "report") and k not in _OPTIONAL}, **known)
 
     def to_json(self) -> dict:
         out = {key: getattr(self, key) for key in _OPTIONAL if getattr(self, key) is not None}
+        if self.report is not None:
+            out["report"] = self.report.to_json()
         return {**self.other, **out, "splits": {key: split.to_json() for key, split in self.splits.items()}}
 
-    def missing_parts(self) -> list[dict]:
-        """The conversion report's parts not built: ``{"files", "splits", "hint"}`` each."""
-        return list((self.report or {}).get("missing", []))
+    def missing_parts(self) -> list[MissingPart]:
+        """The conversion report's parts not built."""
+        return list(self.report.missing or []) if self.report is not None else []
 
     def published_json(self, task: str) -> dict:
         """The task's ``manifest.json`` in its Hub repository: this entry and the task's id."""
         return {"task": task, **self.to_json()}
-
-
-def _check_missing(parts: Any, where: str, name: str) -> None:
-    _expect(parts, list, where, name, "a list")
-    for i, part in enumerate(parts):
-        _expect(part, dict, where, f"{name}[{i}]", "an object {files, splits, hint}")
-        for key in ("files", "splits"):
-            value = _expect(part.get(key, []), list, where, f"{name}[{i}].{key}", "a list of strings")
-            for item in value:
-                _expect(item, str, where, f"{name}[{i}].{key}", "a list of strings")
-        _expect(part.get("hint", ""), str, where, f"{name}[{i}].hint", "a string")
 
 
 @dataclass(frozen=True)

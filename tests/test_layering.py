@@ -1,9 +1,12 @@
 """The layers of the two packages: the data side (``evalita_data``) loads without the
-evaluator, and no module of the project imports, directly or through others, itself.
+evaluator, the evaluator's rooms are ordered in layers (``LAYERS``, bottom to top) and no import
+runs up them, and no module of the project imports, directly or through others, itself.
 
 The import graph is built from the source with ``ast``: every ``import``/``from ... import``
 of a project module is an edge, at module level and inside functions alike (an import
-deferred into a function still closes a cycle, it only hides it until the call).
+deferred into a function still closes a cycle, it only hides it until the call), and so is an
+``importlib.import_module`` of a written-out name. A command run as a subprocess
+(``python -m evalita_eval.cli`` by the sweep) is not an import.
 """
 
 from __future__ import annotations
@@ -13,9 +16,41 @@ import json
 import subprocess
 import sys
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The layers of the evaluator, bottom to top: the one place that says what may import what. A
+# module may import its own room and the rooms of lower layers, never a room of its own layer or
+# a higher one. A room is a subpackage or module of eval/ (the longest one naming a module wins:
+# prompting.answers is its own room). Renaming or moving a room is an edit here; a new room must
+# be placed here (a test fails until it is).
+LAYERS: list[tuple[str, ...]] = [
+    ("evalita_data",),  # the data toolkit: it imports nothing of the evaluator
+    # The evaluator's foundations: the version, the backend contract, output-folder names, the
+    # text rules that read answers, the tiny test model.
+    ("evalita_eval", "evalita_eval.api", "evalita_eval.naming", "evalita_eval.prompting.answers", "evalita_eval.tiny"),
+    ("evalita_eval.metrics",),  # the tasks' metrics and the open-ended one (reads answers.normalize)
+    # What backends share about a model; what is sent to the model; where data come from; reports of
+    # finished runs. None loads another: reports and data reading never load torch.
+    ("evalita_eval.modeling", "evalita_eval.prompting", "evalita_eval.sources", "evalita_eval.reporting"),
+    # The fast engine; --model checks; the publishing commands; the runner (task kinds, plan, cache).
+    ("evalita_eval.fast", "evalita_eval.model_path", "evalita_eval.publishing", "evalita_eval.running"),
+    ("evalita_eval.backends",),  # the engines (the constrained-decoding one included)
+    ("evalita_eval.replicas",),  # replicas of a backend on Ray (docs/parallel.md)
+    ("evalita_eval.sweep",),
+    # The `evalita-eval` command: what the commands share; run's options and its input checks; run
+    # itself; the command table.
+    ("evalita_eval.cli_support",),
+    ("evalita_eval.cli_run_options", "evalita_eval.cli_run_inputs"),
+    ("evalita_eval.cli_run",),
+    ("evalita_eval.cli",),
+]
+# The evaluator's package is the room of its own __init__ only (the version): every other module
+# of eval/ is placed by its own room.
+EVALUATOR = "evalita_eval"
 
 
 def project_modules() -> dict[str, Path]:
@@ -42,8 +77,39 @@ def _target(name: str, modules: dict[str, Path]) -> str | None:
     return None
 
 
-def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
-    graph: dict[str, set[str]] = {m: set() for m in modules}
+@dataclass(frozen=True)
+class Import:
+    module: str  # the importer
+    path: Path
+    line: int
+    target: str  # the project module imported (or the one it lies in)
+
+
+def _dynamic_target(call: ast.Call, module: str) -> str | None:
+    """The module name an ``importlib.import_module(...)`` / ``__import__(...)`` call names, as far as
+    its first argument is written out: a string, or an f-string whose leading part is one (or
+    ``__name__``, the importer itself)."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if name not in ("import_module", "__import__") or not call.args:
+        return None
+    arg = call.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    if isinstance(arg, ast.JoinedStr) and arg.values:
+        head = arg.values[0]
+        if isinstance(head, ast.FormattedValue) and isinstance(head.value, ast.Name) and head.value.id == "__name__":
+            return module
+        if isinstance(head, ast.Constant) and isinstance(head.value, str):
+            return head.value.rstrip(".")
+    return None
+
+
+def explicit_imports(modules: dict[str, Path]) -> list[Import]:
+    """Every import statement (module level or in a function) and ``import_module`` call of a project
+    module, with its file and line. Unlike ``import_graph``, the packages an import runs first are
+    not edges of their own: ``from ..prompting.answers import x`` is an import of that module."""
+    found: list[Import] = []
     for module, path in modules.items():
         package = module if path.stem == "__init__" else module.rpartition(".")[0]
         for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
@@ -57,17 +123,26 @@ def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
                     base = ".".join(anchor + ([base] if base else []))
                 # "from P import x": the submodule P.x if there is one, else an attribute of P.
                 names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            elif isinstance(node, ast.Call) and (dynamic := _dynamic_target(node, module)):
+                names = [dynamic]
             for name in names:
                 target = _target(name, modules)
-                if target is None or target == module:
-                    continue
-                graph[module].add(target)
-                # Importing a.b.c runs the packages a and a.b first, unless the importer is inside them.
-                parts = target.split(".")
-                for n in range(1, len(parts)):
-                    parent = ".".join(parts[:n])
-                    if parent in modules and not module.startswith(parent + ".") and parent != module:
-                        graph[module].add(parent)
+                if target is not None and target != module:
+                    found.append(Import(module, path, node.lineno, target))
+    return found
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the project modules importing it runs: those it imports and the packages holding them
+    (importing a.b.c runs the packages a and a.b first, unless the importer is inside them)."""
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for imp in explicit_imports(modules):
+        graph[imp.module].add(imp.target)
+        parts = imp.target.split(".")
+        for n in range(1, len(parts)):
+            parent = ".".join(parts[:n])
+            if parent in modules and not imp.module.startswith(parent + ".") and parent != imp.module:
+                graph[imp.module].add(parent)
     return graph
 
 
@@ -149,37 +224,90 @@ def test_loading_the_registry_loads_no_evaluator_module() -> None:
     assert json.loads(out.stdout) == []
 
 
-# The evaluator's rooms and which other rooms each may import (any of them may import the
-# data package and the evaluator's top-level modules: api, metrics, naming). A new edge is a
-# design decision: declare it here and in the README's layout table.
-EVALUATOR_ROOMS = {
-    "evalita_eval.modeling": set(),
-    "evalita_eval.fast": {"evalita_eval.modeling"},
-    "evalita_eval.backends": {"evalita_eval.fast", "evalita_eval.modeling"},
-    "evalita_eval.sources": set(),
-    "evalita_eval.prompting": set(),
-    "evalita_eval.reporting": set(),
-    "evalita_eval.running": {"evalita_eval.modeling", "evalita_eval.prompting", "evalita_eval.reporting", "evalita_eval.sources"},
-    "evalita_eval.publishing": {"evalita_eval.reporting", "evalita_eval.sources"},
-    "evalita_eval.replicas": {"evalita_eval.backends"},  # replicas of a backend on Ray (docs/parallel.md)
-}
+def layer_index() -> dict[str, int]:
+    """Room -> its layer's position (0 at the bottom); a room named twice is an error."""
+    index: dict[str, int] = {}
+    for n, layer in enumerate(LAYERS):
+        for room in layer:
+            assert room not in index, f"{room} is in two layers of LAYERS"
+            index[room] = n
+    return index
 
 
-def test_each_evaluator_room_imports_only_the_rooms_it_declares() -> None:
+def room_of(module: str, rooms: Iterable[str]) -> str | None:
+    """The room of a module: the longest room that is the module or a package holding it."""
+    holding = [r for r in rooms if module == r or (module.startswith(r + ".") and r != EVALUATOR)]
+    return max(holding, key=len, default=None)
+
+
+def layering_violations(imports: Iterable[Import], layers: list[tuple[str, ...]]) -> list[str]:
+    """One line per import that runs up the layers or sideways to another room of its own layer
+    (``file:line: importer (layer n: room) imports target (layer m: room), ...``), or whose importer
+    or target lies in no layer."""
+    index = {room: n for n, layer in enumerate(layers) for room in layer}
+    out = []
+    for imp in imports:
+        src, dst = room_of(imp.module, index), room_of(imp.target, index)
+        where = f"{imp.path.relative_to(ROOT) if imp.path.is_relative_to(ROOT) else imp.path}:{imp.line}"
+        if src is None or dst is None:
+            out.append(f"{where}: {imp.module if src is None else imp.target} is in no layer of LAYERS: place it there")
+        elif index[dst] > index[src] or (index[dst] == index[src] and dst != src):
+            out.append(f"{where}: {imp.module} (layer {index[src]}: {src}) imports {imp.target} "
+                       f"(layer {index[dst]}: {dst}), " + ("a higher layer" if index[dst] > index[src] else "another room of its layer"))
+    return out
+
+
+def test_every_evaluator_module_lies_in_a_layer() -> None:
     modules = project_modules()
-    rooms = {p for p in modules if p.count(".") == 1 and p.startswith("evalita_eval.") and modules[p].stem == "__init__"}
-    assert rooms == set(EVALUATOR_ROOMS), "a subpackage of eval/ is missing from EVALUATOR_ROOMS (or gone)"
-    undeclared = {}
-    for src, targets in package_graph(import_graph(modules), modules).items():
-        room = next((r for r in EVALUATOR_ROOMS if src == r or src.startswith(r + ".")), None)
-        if room is None:
-            continue
-        extra = {t for t in targets if t in rooms and t != room} - EVALUATOR_ROOMS[room]
-        if extra:
-            undeclared[src] = sorted(extra)
-    assert undeclared == {}
-    # The check sees an edge: running imports sources.
-    assert "evalita_eval.sources" in package_graph(import_graph(modules), modules)["evalita_eval.running"]
+    index = layer_index()
+    unplaced = sorted(m for m in modules if room_of(m, index) is None)
+    assert unplaced == [], f"modules in no layer of LAYERS (place each one there): {unplaced}"
+    # Every room names something that exists: a renamed package is renamed here too.
+    assert sorted(r for r in index if r not in modules) == []
+
+
+def test_no_import_runs_up_the_layers() -> None:
+    violations = layering_violations(explicit_imports(project_modules()), LAYERS)
+    assert violations == [], "\n".join(violations)
+
+
+def test_the_layer_check_sees_what_it_must_refuse(tmp_path: Path) -> None:
+    modules = project_modules()
+    imports = explicit_imports(modules)
+    index = layer_index()
+    # Imports inside functions count: the CLI's `run` loads the runner when it runs.
+    assert any(i.module == "evalita_eval.cli_run" and i.target == "evalita_eval.running.runner" for i in imports)
+    # import_module calls: a written-out name, and the importer's own name (the backends registry loads its modules).
+    call = ast.parse('importlib.import_module(f"{__name__}.{info.name}"); import_module("evalita_eval.fast.encode")').body
+    assert [_dynamic_target(c.value, "evalita_eval.backends") for c in call] == ["evalita_eval.backends", "evalita_eval.fast.encode"]
+    assert room_of("evalita_eval.prompting.answers", index) == "evalita_eval.prompting.answers"
+    assert room_of("evalita_eval.prompting.instruct", index) == "evalita_eval.prompting"
+    assert room_of("evalita_eval.cli_run", index) == "evalita_eval.cli_run"  # not the room evalita_eval.cli
+    assert room_of("evalita_eval.newmodule", index) is None  # the root package holds no module but its own
+    # Planted modules: a room importing a higher one (deferred, relative and through import_module),
+    # the data side importing the evaluator, and a module in no layer, each named with file and line.
+    planted = {"evalita_eval.reporting.planted": "def f():\n    from ..running import runner\n",
+               "evalita_eval.sources.planted": "import importlib\nimportlib.import_module('evalita_eval.backends.hf')\n",
+               "evalita_data.planted": "\n\nimport evalita_eval.metrics\n",
+               "evalita_eval.planted": "from . import api\n",
+               "evalita_eval.reporting.planted2": "from ..sources import base\n",
+               "evalita_eval.running.planted": "from ..reporting import report\n"}  # downward: allowed
+    for name, source in planted.items():
+        path = tmp_path / f"{name}.py"
+        path.write_text(source, "utf-8")
+        modules = {**modules, name: path}
+    found = layering_violations([i for i in explicit_imports(modules) if ".planted" in i.module], LAYERS)
+    assert found == [
+        f"{tmp_path}/evalita_eval.reporting.planted.py:2: evalita_eval.reporting.planted (layer 3: evalita_eval.reporting) "
+        "imports evalita_eval.running.runner (layer 4: evalita_eval.running), a higher layer",
+        f"{tmp_path}/evalita_eval.sources.planted.py:2: evalita_eval.sources.planted (layer 3: evalita_eval.sources) "
+        "imports evalita_eval.backends.hf (layer 5: evalita_eval.backends), a higher layer",
+        f"{tmp_path}/evalita_data.planted.py:3: evalita_data.planted (layer 0: evalita_data) "
+        "imports evalita_eval.metrics (layer 2: evalita_eval.metrics), a higher layer",
+        f"{tmp_path}/evalita_eval.planted.py:1: evalita_eval.planted is in no layer of LAYERS: place it there",
+        f"{tmp_path}/evalita_eval.reporting.planted2.py:1: evalita_eval.reporting.planted2 (layer 3: evalita_eval.reporting) "
+        "imports evalita_eval.sources.base (layer 3: evalita_eval.sources), another room of its layer",
+    ]
 
 
 def test_reports_publishing_and_sources_load_no_model_library() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from evalita_data.building.pipeline import build
 from evalita_data.hub.layout import BuildRefused, load_checked_manifest
-from evalita_data.manifest import MANIFEST_FILE, BuildManifest, ManifestError, read_published
+from evalita_data.manifest import MANIFEST_FILE, BuildManifest, BuildReport, ManifestError, MissingPart, read_published
 from evalita_data.validate import validate_path
 from evalita_eval.sources.base import DataMismatch
 from evalita_eval.sources.entries import select_entries
@@ -44,13 +44,26 @@ def test_a_hand_made_entry_keeps_every_key_and_the_published_manifest_names_its_
     path = make_ner_build(tmp_path / "ner") / MANIFEST_FILE
     entry = BuildManifest.read(path).tasks["ner"]
     assert entry.seed == 0 and entry.inputs == {"ADG_train.tsv": {"bytes": 10, "sha256": "0" * 64}}
-    assert entry.splits["adg/train"].rows == 2 and entry.report == {
-        "dropped": {"sentence without tokens": 2}, "repaired": {}, "examples": {}, "missing": [], "notes": {}}
+    assert entry.splits["adg/train"].rows == 2 and entry.report == BuildReport(
+        dropped={"sentence without tokens": 2}, repaired={}, examples={}, missing=[], notes={})
     data = json.loads(path.read_text("utf-8"))["tasks"]["ner"]
     data["added later"] = [1]  # a key this version does not know is written back, not dropped
     published = tmp_path / "published.json"
     published.write_text(json.dumps({"task": "ner", **data}), "utf-8")
     assert read_published(published).published_json("ner") == {"task": "ner", **data}
+
+
+def test_the_report_section_is_typed_and_a_hand_made_one_is_written_back_as_read(tmp_path: Path) -> None:
+    build(RAW, tmp_path / "hs", tasks=["hs"], progress=False)  # the fixtures lack HaSpeeDe's gold test files
+    (part,) = BuildManifest.read(tmp_path / "hs" / MANIFEST_FILE).tasks["hs"].missing_parts()
+    assert part.splits == ["test_all", "test_tweets", "test_news"] and part.other == {}
+    assert part.files == ["haspeede2_reference_taskAB-tweets.tsv", "haspeede2_reference_taskAB-news.tsv"]
+    assert part.hint is not None and part.hint.startswith("The gold test labels are in haspeede2_reference.zip")
+    # A hand-made report: a part without its hint, a section left out, a key this version does not know.
+    hand_made = {"dropped": {"x": 1}, "missing": [{"files": ["a.tsv"], "splits": ["test"]}], "later": [2]}
+    report = BuildReport.from_json(hand_made, "m.json", "report")
+    assert report.missing == [MissingPart(["a.tsv"], ["test"], None)] and report.repaired is None and report.other == {"later": [2]}
+    assert report.to_json() == hand_made
 
 
 def _broken(wic_build: Path, tmp_path: Path, change) -> Path:
@@ -70,6 +83,9 @@ CHANGES = [
     (lambda d: d.update(tasks=[]), "field tasks: expected an object of tasks, found []"),
     (lambda d: d["tasks"]["wic"]["report"].update(missing="all"), 'field tasks.wic.report.missing: expected a list, found "all"'),
     (lambda d: d["not_built"].update(wic={"status": 1}), "field not_built.wic.status: expected a string, found 1"),
+    (lambda d: d["tasks"]["wic"]["report"].update(dropped=[]), "field tasks.wic.report.dropped: expected an object, found []"),
+    (lambda d: d["tasks"]["wic"]["report"].update(missing=[{"files": "a.tsv"}]),
+     'field tasks.wic.report.missing[0].files: expected a list of strings, found "a.tsv"'),
 ]
 
 

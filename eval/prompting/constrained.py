@@ -7,10 +7,10 @@ letters for CE, the answer texts for CE-NI and OE, eval/prompting/instruct.py); 
 uses a ``regex``, the answer format it declares (``TaskSpec.output_pattern``: NER, REL
 and LS; an added task the same way), with the closing rule it declares
 (``output_closings``, ``output_empty``) for the token budget, carried by the constraint
-(so the resume cache's key changes with them). A generative task without
-a format (SUM, free text) cannot be constrained: ``unformatted`` names such tasks before a
-run starts. Every gold answer of the test data must be accepted (tests/test_settings.py
-checks it on the fixtures).
+(so the resume cache's key changes with them). A generative task without a format (SUM,
+free text) cannot be constrained: its task kind says so (``TaskKind.unformatted``) and
+``refuse_unformatted`` names such tasks before a run starts. Every gold answer of the test
+data must be accepted (tests/test_settings.py checks it on the fixtures).
 """
 
 from __future__ import annotations
@@ -39,18 +39,11 @@ def task_constraint(spec: TaskSpec) -> Constraint | None:
     return Constraint("regex", pattern=spec.output_pattern, closings=spec.output_closings, empty_answer=spec.output_empty)
 
 
-def unformatted(specs: Sequence[TaskSpec]) -> list[TaskSpec]:
-    """The generative tasks among ``specs`` that declare no answer format: ``--constrained`` cannot apply to them."""
-    return [s for s in specs if s.output_type == "generate_until" and s.output_pattern is None]
-
-
-def refuse_unformatted(entries: Sequence[tuple[str, TaskSpec]]) -> None:
-    """``--constrained`` on named tasks: a ValueError naming the (entry name, spec) pairs whose
-    task declares no answer format, before any work."""
-    free_ids = {s.id for s in unformatted([spec for _name, spec in entries])}
-    free = [name for name, spec in entries if spec.id in free_ids]
-    if free:
-        raise ValueError(f"--constrained: {', '.join(free)} declare(s) no answer format (TaskSpec.output_pattern), "
+def refuse_unformatted(names: Sequence[str]) -> None:
+    """``--constrained`` on named tasks: a ValueError naming the entries whose task declares no answer
+    format (``TaskKind.unformatted``), before any work."""
+    if names:
+        raise ValueError(f"--constrained: {', '.join(names)} declare(s) no answer format (TaskSpec.output_pattern), "
                          "so nothing would constrain the generation; run them without --constrained")
 
 

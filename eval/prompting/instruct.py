@@ -14,17 +14,21 @@ Each setting has two prompts built from the registry's ``TaskSpec.instruct``: ``
 as ordinary ``MCPrompt`` s (``evalita_data.prompts``), so rendering, few-shot examples
 (the answer of an example is its letter, option text or answer text) and template checks
 are the tasks' own. docs/settings.md shows a rendered prompt of each.
+
+Each generative setting is declared once, as an ``InstructSetting`` (``INSTRUCT_SETTINGS``, by
+name): what differs between them (option labelling, request, budget, reading rule, added
+metrics) is data there, and the functions below look the setting up instead of branching on it.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Sequence
+from typing import Callable, Sequence
 
 from evalita_data.prompts import CompiledTask, compile_task
 from evalita_data.registry import get_task
-from evalita_data.taskspec import MCPrompt, Metric, TaskSpec
+from evalita_data.taskspec import InstructPrompts, MCPrompt, Metric, TaskSpec
 
 from .answers import match_option_rule, parse_letter_rule
 from ..api import Constraint
@@ -38,10 +42,51 @@ LETTERS = "ABCDEFGHIJ"
 CE_REQUEST = "Rispondi solo con la lettera della risposta corretta."
 CENI_REQUEST = "Rispondi riportando solo il testo della risposta corretta."
 ANSWER_CUE = "\nRisposta:"
-# Generation limits: a letter is short; an answer text may be a sentence (FAQ, AT).
-MAX_NEW_TOKENS = {"ce": 16, "ce-ni": 256, "oe": 256}
 STOP = ("\n\n",)
 UNPARSED = "unparsed"  # per-prompt count of unparseable answers in results.json
+
+# (generation, choices, the texts behind the choices or None) -> (index of the choice read or None, the rule or why not).
+Reader = Callable[[str, Sequence[str], "Sequence[str] | None"], "tuple[int | None, str]"]
+
+
+@dataclass(frozen=True)
+class InstructSetting:
+    """What one generative setting declares: how the options are shown and labelled, what the model
+    is asked to write, how long it may write, how its answer is read and the metrics it adds."""
+
+    name: str
+    max_new_tokens: int  # a letter is short; an answer text may be a sentence (FAQ, AT)
+    options_block: Callable[[str], str]  # the answers expression -> the template listing the options
+    choices: Callable[[str], str]  # the answers expression -> the choices expression (what the model writes)
+    request: Callable[[InstructPrompts], str]
+    read: Reader
+    extra_metrics: tuple[Metric, ...] = ()
+
+
+def _read_option(generation: str, choices: Sequence[str], _option_texts: Sequence[str] | None) -> tuple[int | None, str]:
+    return match_option_rule(generation, choices)
+
+
+CLOSED_ENDED = InstructSetting(  # options after letters A, B, ...; the model writes the letter
+    "ce", 16,
+    options_block=lambda answers: "{% for a in " + answers + " %}\n{{ '" + LETTERS + "'[loop.index0] }}: {{ a }}{% endfor %}",
+    choices=lambda answers: "['" + "', '".join(LETTERS) + "'][:(" + answers + ")|length]",
+    request=lambda _ins: CE_REQUEST, read=parse_letter_rule)
+CLOSED_ENDED_NO_IDS = InstructSetting(  # options listed bare; the model writes the option's text
+    "ce-ni", 256,
+    options_block=lambda answers: "\nOpzioni:{% for a in " + answers + " %}\n{{ a }}{% endfor %}",
+    choices=lambda answers: answers, request=lambda _ins: CENI_REQUEST, read=_read_option)
+OPEN_ENDED = InstructSetting(  # no options shown; the answer also scored by ROUGE-L against the gold text
+    "oe", 256, options_block=lambda _answers: "", choices=lambda answers: answers,
+    request=lambda ins: ins.oe_hint, read=_read_option, extra_metrics=(ROUGE_L_ANSWER,))
+INSTRUCT_SETTINGS = {s.name: s for s in (CLOSED_ENDED, CLOSED_ENDED_NO_IDS, OPEN_ENDED)}
+
+
+def instruct_setting(name: str) -> InstructSetting:
+    """The declaration of the generative setting ``name`` (ce, ce-ni, oe); a ValueError for another name."""
+    if name not in INSTRUCT_SETTINGS:
+        raise ValueError(f"unknown generative setting {name!r}; known: {', '.join(GENERATIVE_SETTINGS)}")
+    return INSTRUCT_SETTINGS[name]
 
 
 def _answers_expr(spec: TaskSpec) -> str:
@@ -54,19 +99,9 @@ def setting_prompts(spec: TaskSpec, setting: str) -> list[MCPrompt]:
     ins = spec.instruct
     if ins is None:
         raise ValueError(f"task {spec.id} declares no instruct prompts (TaskSpec.instruct): --setting {setting} needs them")
-    answers = _answers_expr(spec)
-    if setting == "ce":
-        block = "{% for a in " + answers + " %}\n{{ '" + LETTERS + "'[loop.index0] }}: {{ a }}{% endfor %}"
-        request = CE_REQUEST
-        choices = "['" + "', '".join(LETTERS) + "'][:(" + answers + ")|length]"
-    elif setting == "ce-ni":
-        block = "\nOpzioni:{% for a in " + answers + " %}\n{{ a }}{% endfor %}"
-        request, choices = CENI_REQUEST, answers
-    elif setting == "oe":
-        block, request, choices = "", ins.oe_hint, answers
-    else:
-        raise ValueError(f"unknown generative setting {setting!r}; known: {', '.join(GENERATIVE_SETTINGS)}")
-    body = ins.question + block + "\n" + request + ANSWER_CUE
+    declared, answers = instruct_setting(setting), _answers_expr(spec)
+    body = ins.question + declared.options_block(answers) + "\n" + declared.request(ins) + ANSWER_CUE
+    choices = declared.choices(answers)
     return [MCPrompt("p1", body, choices), MCPrompt("p2", ins.description + body, choices)]
 
 
@@ -87,9 +122,7 @@ def parse_answer_rule(setting: str, generation: str, choices: Sequence[str],
     """(index of the choice the generation gives, the answer rule that read it), or (None, why it is unparsed).
 
     ``option_texts``: in CE, the texts behind the letters (a letter given with another option's text is contradictory)."""
-    if setting == "ce":
-        return parse_letter_rule(generation, choices, option_texts)
-    return match_option_rule(generation, choices)
+    return instruct_setting(setting).read(generation, choices, option_texts)
 
 
 def parse_answer(setting: str, generation: str, choices: Sequence[str], option_texts: Sequence[str] | None = None) -> int | None:
@@ -133,7 +166,7 @@ def scored_prediction(parsed: int | None, gold: int, n_choices: int, unparsed_as
 def setting_metrics(spec: TaskSpec, setting: str) -> list[Metric]:
     """The task's metrics computable from generated answers; OE adds ROUGE-L against the gold answer text."""
     metrics = [m for m in spec.metrics if not m.needs_loglikelihoods]
-    return metrics + ([ROUGE_L_ANSWER] if setting == "oe" else [])
+    return metrics + list(instruct_setting(setting).extra_metrics)
 
 
 def setting_scores(spec: TaskSpec, setting: str, samples: list[dict]) -> dict[str, float]:

@@ -50,12 +50,16 @@ def lm_eval_sample(entry_name: str, prompt: str) -> Callable[[dict, list], dict]
     score with (export_lm_eval.processor) and what lm-eval's logged samples are read back as."""
     from evalita_data.registry import compiled, task_of_entry
     from evalita_data.scoring.metrics import mc_prediction
+    from evalita_data.taskspec import MCPrompt
 
     spec = task_of_entry(entry_name)
     if spec is None:
         raise KeyError(f"unknown task entry {entry_name!r}")
     task = compiled(spec.id)
-    mc = spec.output_type == "multiple_choice"
+    # lm-eval asks a task of choice prompts by their log-likelihoods and any other by a generation: the
+    # two kinds of running/task_kinds.py that lm-eval has (no instruct setting), told by the prompts'
+    # declared type, as export_lm_eval.task_yaml writes them (reporting sits below running).
+    mc = any(isinstance(p, MCPrompt) for p in spec.prompts)
 
     def process(doc: dict, results: list) -> dict:
         if mc:

@@ -21,14 +21,10 @@ from .task_report import build_task_report, headline_metric, task_order
 from .unparsed_flag import flag_notes
 
 
-def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, alpha: float = 1.0,
-                 progress: bool = False, echo: Callable[[str], None] = print,
-                 score_samples: ScoreSamples | None = None, partial: bool = False) -> list[Path]:
-    """Write report.md, report.html (self-contained), report.json and plots/*.png into ``out``.
-
-    ``partial``: an unfinished run's finished tasks are reported, marked as such."""
+def _labelled_runs(paths: Sequence[Path], partial: bool) -> tuple[list, list[str]]:
+    """The runs, each named for its tables, and their setting labels: one table per (task, setting
+    label); the same model in several settings side by side (settings_report)."""
     runs = [load_run(Path(p), partial) for p in paths]  # results.json, run folder or lm-eval output folder
-    # One table per (task, setting label); the same model in several settings side by side (settings_report).
     labels = labels_of(runs)
     for label in labels:
         group = [r for r in runs if setting_label(r.config) == label]
@@ -37,13 +33,15 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
             # A non-official split is named in every table the run appears in.
             r.display += f" [split {r.config['split']}: {NOT_COMPARABLE}]" if r.config.get("split") else ""
             r.display += f" [{label}]" if len(labels) > 1 else ""
-    models = [r.display for r in runs]
-    tasks = task_order({t for r in runs for t in r.results})
-    if not tasks:
-        raise ScoresError("no task results in the given files")
+    return runs, labels
+
+
+def _task_reports(runs: list, labels: list[str], tasks: list[str], k: int, seed: int, progress: bool,
+                  score_samples: ScoreSamples | None, general_notes: list[str]) -> list:
+    """One report per (task, setting label) some run has, with its bootstrap cells (k > 0), items and notes."""
     grouped = [(t, label, [r for r in runs if setting_label(r.config) == label]) for t in tasks for label in labels]
-    reports = [build_task_report(t, group) for t, _label, group in grouped if any(t in r.results for r in group)]
-    general_notes = run_notes(runs) + lm_eval_notes(runs)
+    present = [g for g in grouped if any(g[0] in r.results for r in g[2])]
+    reports = [build_task_report(t, group) for t, _label, group in present]
     if k > 0:
         scorer = score_samples or load_score_samples()
         if scorer is None:
@@ -51,18 +49,18 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
         else:
             for rep in reports:
                 add_bootstrap(rep, runs, scorer, k, seed, progress)
-    present = [g for g in grouped if any(g[0] in r.results for r in g[2])]
-    for rep, (t, _label, group) in zip(reports, present):
+    for rep, (t, label, group) in zip(reports, present):
         rep.items = items_table(t, rep.metric, group)
         rep.table.notes += [n for r in group if t in r.results for n in flag_notes(t, r.results[t], r.display)]  # issue 28
         if any(r.config.get("split") and t in r.results for r in group):
             rep.table.notes.append(f"evaluated on a non-official split: {NOT_COMPARABLE}")
-    if len(labels) > 1:
-        for rep, (t, label, _group) in zip(reports, present):
+        if len(labels) > 1:
             rep.table.task = f"{t} [{label}]"
-    summary = summarize(reports, models)
+    return reports
 
-    plots_dir = out / "plots"
+
+def _write_plots(plots_dir: Path, models: list[str], reports: list, summary) -> dict[str, bytes]:
+    """plots/*.png (the rank-vs-alpha plot of several models, a heatmap per task); the images by file name."""
     plots_dir.mkdir(parents=True, exist_ok=True)
     images: dict[str, bytes] = {}
     if len(models) > 1 and summary.common_tasks:
@@ -73,14 +71,11 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
         images[f"heatmap_{slug(rep.table.task)}.png"] = heatmap_png(rep.table, rep.metric)
     for name, png in images.items():
         (plots_dir / name).write_bytes(png)
+    return images
 
-    context = render_context(runs, reports, summary, alpha, k, seed, general_notes)
-    context["settings"] = settings_table(runs, tasks, headline_metric)
-    md = to_markdown(context)
-    html = to_html(context, images)
-    (out / "report.md").write_text(md, encoding="utf-8")
-    (out / "report.html").write_text(html, encoding="utf-8")
-    payload = {
+
+def _report_json(runs: list, reports: list, summary, context: dict, alpha: float, k: int, seed: int, notes: list[str]) -> dict:
+    return {
         "alpha": alpha, "bootstrap": {"k": k, "seed": seed}, "scale": PERCENT,
         "models": {r.display: {"model": r.model, "results_file": str(r.path)} for r in runs},
         "tasks": {rep.table.task: {"metric": rep.metric, "rank_basis": rep.rank_basis, **table_json(rep.table, alpha),
@@ -91,7 +86,30 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
                   for rep in reports},
         "mean_rank_score": summary.rank_scores,
         "settings": {"headers": context["settings"].headers, "rows": context["settings"].rows} if context["settings"] else None,
-        "notes": general_notes,
+        "notes": notes,
     }
+
+
+def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, alpha: float = 1.0,
+                 progress: bool = False, echo: Callable[[str], None] = print,
+                 score_samples: ScoreSamples | None = None, partial: bool = False) -> list[Path]:
+    """Write report.md, report.html (self-contained), report.json and plots/*.png into ``out``.
+
+    ``partial``: an unfinished run's finished tasks are reported, marked as such."""
+    runs, labels = _labelled_runs(paths, partial)
+    models = [r.display for r in runs]
+    tasks = task_order({t for r in runs for t in r.results})
+    if not tasks:
+        raise ScoresError("no task results in the given files")
+    general_notes = run_notes(runs) + lm_eval_notes(runs)
+    reports = _task_reports(runs, labels, tasks, k, seed, progress, score_samples, general_notes)
+    summary = summarize(reports, models)
+    plots_dir = out / "plots"
+    images = _write_plots(plots_dir, models, reports, summary)
+    context = render_context(runs, reports, summary, alpha, k, seed, general_notes)
+    context["settings"] = settings_table(runs, tasks, headline_metric)
+    (out / "report.md").write_text(to_markdown(context), encoding="utf-8")
+    (out / "report.html").write_text(to_html(context, images), encoding="utf-8")
+    payload = _report_json(runs, reports, summary, context, alpha, k, seed, general_notes)
     (out / "report.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return [out / "report.md", out / "report.html", out / "report.json", plots_dir]

@@ -27,7 +27,7 @@ from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identi
 from .results_file import carry_over, earlier_timing, results_document, rounded_timing, write_results_file
 from ..modeling.identity import identity_key
 from ..prompting.fewshot import build_chat_messages, build_contexts, messages_as_text
-from ..prompting.constrained import refuse_unformatted, unformatted
+from ..prompting.constrained import refuse_unformatted
 from ..modeling.memory import peak_memory, reset_peak_memory
 from ..sources.base import Source
 from ..sources.entries import TaskEntry
@@ -288,11 +288,11 @@ class Runner:
         an error before any work, or in a run over every task a warning (results.json: task_config)."""
         if not self.config.constrained:
             return
+        free = [e.name for e in entries if self.entry_kind(e).unformatted]
         if not self.config.skip_missing:
-            refuse_unformatted([(e.name, e.spec) for e in entries])
-        for entry in entries:
-            if unformatted([entry.spec]):
-                self.echo(f"warning: {entry.name}: generated without constraint, the task declares no answer format (TaskSpec.output_pattern)")
+            refuse_unformatted(free)
+        for name in free:
+            self.echo(f"warning: {name}: generated without constraint, the task declares no answer format (TaskSpec.output_pattern)")
 
     def constrained_entry(self, entry: TaskEntry) -> bool:
         """Whether --constrained applies to the entry's generations (its record in results.json)."""

@@ -62,6 +62,12 @@ class TaskKind:
         """Whether --constrained applies to its generations (its record in results.json)."""
         return False
 
+    @property
+    def unformatted(self) -> bool:
+        """Whether --constrained has nothing to constrain it with: a generative task that declares
+        no answer format (TaskSpec.output_pattern)."""
+        return False
+
     def declared_prompts(self) -> dict[str, Any]:
         """Every prompt of the kind, by name, as declared (results.json hashes them: task_versions)."""
         return {p.name: p for p in self.spec.prompts}
@@ -132,7 +138,7 @@ class InstructChoice(TaskKind):
 
     @property
     def budget(self) -> int | None:
-        return st.MAX_NEW_TOKENS[self.setting]
+        return st.instruct_setting(self.setting).max_new_tokens
 
     @property
     def constrained(self) -> bool:
@@ -175,6 +181,10 @@ class Generation(TaskKind):
     @property
     def constrained(self) -> bool:
         return self._constrained and self.spec.output_pattern is not None
+
+    @property
+    def unformatted(self) -> bool:
+        return self.spec.output_pattern is None
 
     def requests(self, prompt: str, docs: list[dict], contexts: list[str], turns: Turns, delimiter: str) -> list[GenRequest]:
         constraint = task_constraint(self.spec) if self._constrained else None

@@ -75,8 +75,8 @@ class FolderSource(ManifestVerifiedSource):
         if whole is not None and whole.message:  # the task's originals are missing: the build's words
             return f" (not built: {whole.message} See `evalita-data fetch {entry.task_id}`.)"
         for part in manifest.missing_parts() if manifest is not None else []:
-            if entry.split_key(split) in part.get("splits", []):
-                return f" (not built: {', '.join(part.get('files', []))} missing. {part.get('hint', '')})"
+            if entry.split_key(split) in (part.splits or []):
+                return f" (not built: {', '.join(part.files or [])} missing. {part.hint or ''})"
         return ""
 
 

@@ -5,18 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..manifest import BuildReport, MissingPart
+
 # How many example locations are kept per reason (the counts are always complete).
 MAX_EXAMPLES = 20
-
-
-@dataclass
-class MissingPart:
-    files: list[str]
-    splits: list[str]
-    hint: str | None
-
-    def to_json(self) -> dict:
-        return {"files": self.files, "splits": self.splits, "hint": self.hint}
 
 
 @dataclass
@@ -58,11 +50,10 @@ class ConversionReport:
         """Keep a fact about the conversion (e.g. a label distribution) in the manifest."""
         self.notes[key] = value
 
+    def build_report(self) -> BuildReport:
+        """The report as the task's manifest entry holds it."""
+        return BuildReport(dropped=dict(sorted(self.dropped.items())), repaired=dict(sorted(self.repaired.items())),
+                           examples=dict(sorted(self.examples.items())), missing=list(self.missing), notes=self.notes)
+
     def to_json(self) -> dict:
-        return {
-            "dropped": dict(sorted(self.dropped.items())),
-            "repaired": dict(sorted(self.repaired.items())),
-            "examples": dict(sorted(self.examples.items())),
-            "missing": [m.to_json() for m in self.missing],
-            "notes": self.notes,
-        }
+        return self.build_report().to_json()

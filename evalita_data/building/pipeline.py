@@ -121,7 +121,7 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
         seed=use_seed,
         inputs=source.inputs(),
         splits={split: SplitEntry(rows[split], sha256_file(dest / f"{split}.jsonl"), f"{split}.jsonl") for split in sorted(rows)},
-        report=report.to_json(),
+        report=report.build_report(),
         fetched=fetched_provenance(source.root),
     )
     for hook in POST_TASK_HOOKS:
@@ -220,11 +220,11 @@ def _describe(o: TaskOutcome) -> str:
     splits = ", ".join(f"{s} {v.rows}" for s, v in o.entry.splits.items())
     rep = o.entry.report
     extra = []
-    for kind in ("dropped", "repaired"):
-        if rep[kind]:
-            extra.append(f"{kind}: " + ", ".join(f"{r} x{n}" for r, n in rep[kind].items()))
-    for m in rep["missing"]:
-        extra.append(f"splits {', '.join(m['splits'])} not built: missing {', '.join(m['files'])}. {m['hint']}")
+    for kind, counts in (("dropped", rep.dropped), ("repaired", rep.repaired)):
+        if counts:
+            extra.append(f"{kind}: " + ", ".join(f"{r} x{n}" for r, n in counts.items()))
+    for m in o.entry.missing_parts():
+        extra.append(f"splits {', '.join(m.splits or [])} not built: missing {', '.join(m.files or [])}. {m.hint}")
     return f"{o.task}: {splits}" + "".join(f"\n    {e}" for e in extra)
 
 
