@@ -190,10 +190,7 @@ class FastBackend:
 
     def generate_until(self, requests: Sequence[GenRequest], on_result: Callable[[int, str], None] | None = None) -> list[str]:
         """Greedy generations in request order; ``on_result(index, text)`` as each one finishes."""
-        from .kvcache import refillable
-
-        if not refillable(self.model.config):
-            # Sliding-window (or other special) cache layers: transformers' own cache and masks.
+        if not self.continuous_batching:
             return self.generate_with_model_cache(requests, on_result)
         out: list[str | None] = [None] * len(requests)
         for wave in self.generation_waves(requests):
@@ -203,6 +200,14 @@ class FastBackend:
             for i, text in zip(wave, texts):
                 out[i] = text
         return out  # type: ignore[return-value]
+
+    @property
+    def continuous_batching(self) -> bool:
+        """Whether free generations take the continuous batches (``generate_greedy``); else the model's
+        cache layers cannot be refilled (sliding windows...): transformers' own cache and masks."""
+        from .kvcache import refillable
+
+        return refillable(self.model.config)
 
     def generation_waves(self, requests: Sequence[GenRequest]) -> list[list[int]]:
         """The waves ``generate_until`` runs ``requests`` in (indices, each wave in request order):

@@ -98,15 +98,13 @@ def _fast_generation_calls(backend: Any, requests: Sequence[GenRequest], lengths
     """The calls ``FastHFBackend.generate_until`` makes for these requests (backends/fast.py): the
     constrained ones in its hf path's batches, the others in waves, or in hf batches where the
     model's cache cannot be refilled (``FastBackend.generate_until``)."""
-    from ..fast.kvcache import refillable
-
     calls: list[list[int]] = []
     for constrained in (True, False):
         idx = [i for i, r in enumerate(requests) if (r.constraint is not None) == constrained]
         if not idx:
             continue
         subset = [requests[i] for i in idx]
-        if constrained or not refillable(backend.model.config):
+        if constrained or not backend.continuous_batching:
             inner = _hf_generation_calls(backend._constrained, subset, [lengths[i] for i in idx])
         else:
             inner = backend.generation_waves(subset)
