@@ -14,6 +14,7 @@ any other resumes from its cache. A failed run is reported and the others go on.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import socket
 import subprocess
@@ -144,6 +145,11 @@ def standing(folder: Path, cache: CacheLines) -> tuple[int, str]:
     return len(finished), f"running: {tasks}{cache.count()} requests saved"
 
 
+# Held (flock) by a run's task and its `run` process while it runs: two never compute one folder at once.
+LOCK_FILE = ".sweep.lock"
+LOCKED = 75  # the exit code reported for a run whose folder another process is running (EX_TEMPFAIL)
+
+
 class Board:
     """A Ray actor that holds the latest standing each run's task reported: the driver prints it."""
 
@@ -164,8 +170,14 @@ def run_one(argv: tuple[str, ...], output_dir: str, board: Any = None, run: int 
 
     folder = Path(output_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "sweep.log", "a", encoding="utf-8") as log:
-        child = subprocess.Popen([sys.executable, "-m", "evalita_eval.cli", "run", "--no-progress", *argv], stdout=log, stderr=subprocess.STDOUT)
+    with open(folder / LOCK_FILE, "a") as lock, open(folder / "sweep.log", "a", encoding="utf-8") as log:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return LOCKED, f"{folder} is being run by another process (another sweep, or a run left by a dead task): not started"
+        # The run holds the lock too (the fd passed on): a run outliving this task still keeps a second one out.
+        child = subprocess.Popen([sys.executable, "-m", "evalita_eval.cli", "run", "--no-progress", *argv], stdout=log, stderr=subprocess.STDOUT,
+                                 pass_fds=(lock.fileno(),))
         if board is not None:  # waited for: the driver sees "started" before it sees the end
             ray.get(board.report.remote(run, 0, f"started on {socket.gethostname()} (pid {child.pid})"))
         cache, last = CacheLines(folder / "cache.jsonl"), ""

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from evalita_eval.sweep import CacheLines, load_sweep, standing
+from evalita_eval.sweep import LOCK_FILE, LOCKED, CacheLines, load_sweep, run_one, standing
 
 pytest.importorskip("ray")
 DATA = Path(__file__).parent / "data" / "build"
@@ -101,6 +101,18 @@ def test_standing_of_a_running_run(tmp_path: Path) -> None:
     assert cache.count() == 3
     (tmp_path / "results.json").write_text("{", "utf-8")  # caught mid-write: nothing finished yet, not an error
     assert standing(tmp_path, cache) == (0, "running: 3 requests saved")
+
+
+def test_a_run_folder_in_use_is_not_run_twice(tmp_path: Path) -> None:
+    import fcntl
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    with open(folder / LOCK_FILE, "a") as held:  # another sweep's task (or its run) holds the folder
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        code, last = run_one(("--model", "never/started"), str(folder))
+    assert (code, last) == (LOCKED, f"{folder} is being run by another process (another sweep, or a run left by a dead task): not started")
+    assert (folder / "sweep.log").read_text("utf-8") == ""  # nothing was started
 
 
 # ---------------------------------------------------------------- killed and rerun
