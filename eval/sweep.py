@@ -9,7 +9,10 @@ for a flag). Each run is the real ``run`` command in its own process (a Ray task
 the run's GPUs: ``tensor_parallel_size x data_parallel_size`` for vllm, one for a CUDA
 ``hf``/``fast`` run), writing its folder exactly as ``run`` would, and its console into
 ``OUTPUT_DIR/sweep.log``. A run whose ``results.json`` is complete is not started again;
-any other resumes from its cache. A failed run is reported and the others go on.
+any other resumes from its cache. A failed run is reported and the others go on. The driver
+prints a line per run as it is queued, starts, finishes a task and ends (``Lines``, from what
+each run's task reports to a ``Board`` actor); a run's folder is locked while it runs, so two
+sweeps never compute one run at once.
 """
 
 from __future__ import annotations
