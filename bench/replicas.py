@@ -1,23 +1,30 @@
 """Replicas (eval/replicas): the balance of the whole benchmark's counted work, and 1 vs 2 replicas' wall time.
 
     .venv/bin/python bench/replicas.py --tokenizer /work/real-model/plain --build /work/evalita-build
-    .venv/bin/python bench/replicas.py --tokenizer /work/real-model/plain --build /work/evalita-build \\
-        --time /work/real-model/plain --limit 20          # wall time: needs a quiet machine
+    .venv/bin/python bench/replicas.py --build /work/evalita-build --time /work/real-model/plain \\
+        --tasks wic,sa,ner --limit 10 --max-new-tokens 32 --threads 1 --rounds 2    # wall time
 
-Balance (no model): every entry and prompt of the benchmark (bench/work.py's requests, zero- and
-5-shot, paper sizes, synthetic records where the build has none) cut into units by the replicas'
-own plan (``plan_units`` on an ``hf`` backend without weights, batch size 8: log-likelihood
-chunks of 32 requests, generation batches of 8) and assigned by ``assign``, one call per entry
-and request kind; prints the counted tokens per replica and max/min - 1 (the goal: within 10 %).
+Balance (``--tokenizer``, no model): every entry and prompt of the benchmark (bench/work.py's
+requests, zero- and 5-shot, paper sizes, synthetic records where the build has none) cut into
+units by the replicas' own plan (``plan_units`` on an ``hf`` backend without weights, batch size
+8: log-likelihood chunks of 32 requests, generation batches of 8) and assigned by ``assign``, one
+call per entry and request kind; prints the counted tokens per replica and max/min - 1 (the goal:
+within 10 %).
 
-``--time MODEL``: ``evalita-eval run`` on MODEL with 1 and then 2 replicas (CPU, ``--limit``),
-the wall time of each and the load average before and after each.
+``--time MODEL``: ``evalita-eval run`` on MODEL (CPU, ``--tasks``, ``--limit``, ``--threads`` per
+replica, a fresh output folder each time) with 1 and 2 replicas, alternating (1, 2, 1, 2 ...
+``--rounds`` times) on each backend of ``--backends``; per run the wall time of the command
+(Ray and model start-up included), the tasks' own wall time from its results.json, and the load
+average before and after; then per backend the median of each and the ratio 1 replica / 2.
+The scores of every run are checked equal (replicas change no number).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,33 +61,63 @@ def balance(backend, docs: dict, replicas: int, shots: tuple[int, ...]) -> list[
     return load
 
 
-def wall_time(model: str, build: str, limit: int, replicas: int) -> float:
+def timed_run(model: str, args: argparse.Namespace, backend: str, replicas: int) -> tuple[float, float, dict]:
+    """One `evalita-eval run` in a fresh folder: (command wall seconds, the tasks' wall seconds, scores)."""
     with tempfile.TemporaryDirectory() as out:
-        args = [sys.executable, "-m", "evalita_eval.cli", "run", "--model", model, "--data", build, "--limit", str(limit), "--no-progress",
-                "--output-dir", out, "--backend-arg", f"data_parallel_size={replicas}"]
+        command = [sys.executable, "-m", "evalita_eval.cli", "run", "--model", model, "--data", args.build, "--tasks", args.tasks,
+                   "--limit", str(args.limit), "--max-new-tokens", str(args.max_new_tokens), "--threads", str(args.threads),
+                   "--backend", backend, "--no-progress", "--output-dir", out, "--backend-arg", f"data_parallel_size={replicas}"]
         began = time.perf_counter()
-        subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
-        return time.perf_counter() - began
+        done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if done.returncode:
+            raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+        seconds = time.perf_counter() - began
+        doc = json.loads((Path(out) / "results.json").read_text("utf-8"))
+    return seconds, sum(t["wall_s"] for t in doc["timing"].values()), doc["results"]
+
+
+def time_replicas(args: argparse.Namespace) -> None:
+    """1 and 2 replicas alternating on each backend; a line per run, then the medians and ratios."""
+    print(f"{os.cpu_count()} CPUs; {args.tasks} --limit {args.limit} --max-new-tokens {args.max_new_tokens}, {args.threads} thread(s) a replica")
+    for backend in args.backends.split(","):
+        walls: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
+        scores: list[dict] = []
+        for _ in range(args.rounds):
+            for replicas in (1, 2):
+                before = os.getloadavg()[0]
+                wall, tasks, results = timed_run(args.time, args, backend, replicas)
+                walls[replicas].append((wall, tasks))
+                scores.append(results)
+                print(f"{backend} {replicas} replica(s): {wall:.1f} s wall, tasks {tasks:.1f} s (load {before:.2f} before, {os.getloadavg()[0]:.2f} after)")
+        one, two = ([statistics.median(w[k] for w in walls[n]) for k in (0, 1)] for n in (1, 2))
+        same = all(s == scores[0] for s in scores)
+        print(f"{backend}: median wall {one[0]:.1f} s (1 replica) vs {two[0]:.1f} s (2): x{one[0] / two[0]:.2f}; "
+              f"tasks {one[1]:.1f} s vs {two[1]:.1f} s: x{one[1] / two[1]:.2f}; scores {'equal' if same else 'DIFFER'}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tokenizer", required=True, help="model folder whose tokenizer counts the tokens")
+    ap.add_argument("--tokenizer", default=None, help="model folder whose tokenizer counts the tokens (the balance)")
     ap.add_argument("--build", default=None, help="a build folder (evalita-data build); entries it lacks are synthesised")
     ap.add_argument("--replicas", type=int, default=2)
     ap.add_argument("--max-length", type=int, default=2048)
-    ap.add_argument("--time", metavar="MODEL", default=None, help="also time evalita-eval run with 1 and 2 replicas on MODEL")
-    ap.add_argument("--limit", type=int, default=20)
+    ap.add_argument("--time", metavar="MODEL", default=None, help="time evalita-eval run with 1 and 2 replicas on MODEL (needs --build)")
+    ap.add_argument("--backends", default="hf,fast")
+    ap.add_argument("--tasks", default="wic,sa,ner")
+    ap.add_argument("--limit", type=int, default=10)
+    ap.add_argument("--max-new-tokens", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (and Ray CPUs) of each replica")
+    ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
-    docs = benchmark_docs(Path(args.build) if args.build else None)
-    load = balance(weightless_hf(args.tokenizer, args.max_length, 8), docs, args.replicas, (0, 5))
-    print("counted tokens per replica: " + ", ".join(f"{n:,}" for n in load))
-    print(f"max/min - 1: {100 * (max(load) / max(1, min(load)) - 1):.2f} % (goal: within 10 %)")
+    if args.tokenizer:
+        docs = benchmark_docs(Path(args.build) if args.build else None)
+        load = balance(weightless_hf(args.tokenizer, args.max_length, 8), docs, args.replicas, (0, 5))
+        print("counted tokens per replica: " + ", ".join(f"{n:,}" for n in load))
+        print(f"max/min - 1: {100 * (max(load) / max(1, min(load)) - 1):.2f} % (goal: within 10 %)")
     if args.time:
-        for n in (1, args.replicas):
-            before = os.getloadavg()[0]
-            seconds = wall_time(args.time, args.build, args.limit, n)
-            print(f"{n} replica(s): {seconds:.1f} s wall (load average {before:.2f} before, {os.getloadavg()[0]:.2f} after)")
+        if not args.build:
+            ap.error("--time needs --build")
+        time_replicas(args)
 
 
 if __name__ == "__main__":

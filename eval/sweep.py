@@ -9,14 +9,20 @@ for a flag). Each run is the real ``run`` command in its own process (a Ray task
 the run's GPUs: ``tensor_parallel_size x data_parallel_size`` for vllm, one for a CUDA
 ``hf``/``fast`` run), writing its folder exactly as ``run`` would, and its console into
 ``OUTPUT_DIR/sweep.log``. A run whose ``results.json`` is complete is not started again;
-any other resumes from its cache. A failed run is reported and the others go on.
+any other resumes from its cache. A failed run is reported and the others go on. The driver
+prints a line per run as it is queued, starts, finishes a task and ends (``Lines``, from what
+each run's task reports to a ``Board`` actor); a run's folder is locked while it runs, so two
+sweeps never compute one run at once.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -102,18 +108,123 @@ def is_complete(output_dir: Path) -> bool:
         return False
 
 
-def run_one(argv: tuple[str, ...], output_dir: str) -> tuple[int, str]:
-    """The `run` command in its own process, its console appended to OUTPUT_DIR/sweep.log: (exit code, last line)."""
+# Seconds between two looks at a running run's folder (its task) and at the runs' news (the driver).
+STATUS_POLL_S = 1.0
+# A running run's line is printed again when a task finishes, else at most this often when its count moved.
+STATUS_EVERY_S = 60.0
+
+
+class CacheLines:
+    """The lines of a run's growing ``cache.jsonl``, counted on the bytes added since the last look."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset, self.lines = path, 0, 0
+
+    def count(self) -> int:
+        try:
+            with open(self.path, "rb") as fh:
+                if fh.seek(0, 2) < self.offset:  # replaced by a shorter file: count again
+                    self.offset = self.lines = 0
+                fh.seek(self.offset)
+                added = fh.read()
+        except OSError:
+            return self.lines
+        self.offset += len(added)
+        self.lines += added.count(b"\n")
+        return self.lines
+
+
+def standing(folder: Path, cache: CacheLines) -> tuple[int, str]:
+    """Where a running run stands, from its folder: (tasks finished, 'running: 1 of 2 tasks finished
+    (te), 34 requests saved'). Unreadable or partial files read as nothing finished yet."""
+    try:
+        doc = json.loads((folder / "results.json").read_text("utf-8"))
+        finished = [t for t in doc.get("results") or {}]
+        planned = len(doc.get("tasks", {}).get("planned") or [])
+    except (OSError, ValueError, AttributeError):
+        finished, planned = [], 0
+    names = f" ({', '.join(finished)})" if finished else ""
+    tasks = f"{len(finished)} of {planned} tasks finished{names}, " if planned else ""
+    return len(finished), f"running: {tasks}{cache.count()} requests saved"
+
+
+# Held (flock) by a run's task and its `run` process while it runs: two never compute one folder at once.
+LOCK_FILE = ".sweep.lock"
+LOCKED = 75  # the exit code reported for a run whose folder another process is running (EX_TEMPFAIL)
+
+
+class Board:
+    """A Ray actor that holds the latest standing each run's task reported: the driver prints it."""
+
+    def __init__(self) -> None:
+        self.news: dict[int, tuple[int, str]] = {}
+
+    def report(self, run: int, tasks_finished: int, text: str) -> None:
+        self.news[run] = (tasks_finished, text)
+
+    def snapshot(self) -> dict[int, tuple[int, str]]:
+        return dict(self.news)
+
+
+def run_one(argv: tuple[str, ...], output_dir: str, board: Any = None, run: int = 0) -> tuple[int, str]:
+    """The `run` command in its own process, its console appended to OUTPUT_DIR/sweep.log: (exit code,
+    last line). Tells ``board`` (a ``Board`` actor) that it started, then where it stands as it goes."""
+    import ray
+
     folder = Path(output_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "sweep.log", "a", encoding="utf-8") as log:
-        done = subprocess.run([sys.executable, "-m", "evalita_eval.cli", "run", "--no-progress", *argv], stdout=log, stderr=subprocess.STDOUT)
+    with open(folder / LOCK_FILE, "a") as lock, open(folder / "sweep.log", "a", encoding="utf-8") as log:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return LOCKED, f"{folder} is being run by another process (another sweep, or a run left by a dead task): not started"
+        # The run holds the lock too (the fd passed on): a run outliving this task still keeps a second one out.
+        child = subprocess.Popen([sys.executable, "-m", "evalita_eval.cli", "run", "--no-progress", *argv], stdout=log, stderr=subprocess.STDOUT,
+                                 pass_fds=(lock.fileno(),))
+        if board is not None:  # waited for: the driver sees "started" before it sees the end
+            ray.get(board.report.remote(run, 0, f"started on {socket.gethostname()} (pid {child.pid})"))
+        cache, last = CacheLines(folder / "cache.jsonl"), ""
+        while True:
+            try:
+                code = child.wait(timeout=STATUS_POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                finished, text = standing(folder, cache)
+                if board is not None and text != last:
+                    board.report.remote(run, finished, text)
+                    last = text
     lines = (folder / "sweep.log").read_text("utf-8", errors="replace").strip().splitlines()
-    return done.returncode, lines[-1] if lines else ""
+    return code, lines[-1] if lines else ""
+
+
+class Lines:
+    """The driver's console: a line per run when it is queued, starts, finishes a task, ends (and at
+    most every ``STATUS_EVERY_S`` while its count of saved requests moves)."""
+
+    def __init__(self, runs: list[SweepRun], echo: Callable[[str], None]) -> None:
+        self.runs, self.echo = runs, echo
+        self.shown: dict[int, tuple[int, str, float]] = {}  # run -> (tasks finished, text, when) last printed
+
+    def say(self, run: int, text: str) -> None:
+        self.echo(f"[{run + 1}/{len(self.runs)}] {self.runs[run].name}: {text}")
+
+    def news(self, board: Any, running: set[int]) -> None:
+        """The ``running`` runs' standing as their tasks last reported it, where it moved."""
+        import ray
+
+        now = time.monotonic()
+        for run, (finished, text) in sorted(ray.get(board.snapshot.remote()).items()):
+            if run not in running:  # ended: its last report may arrive after its end
+                continue
+            before = self.shown.get(run)
+            if before is None or (text != before[1] and (finished != before[0] or now - before[2] >= STATUS_EVERY_S)):
+                self.say(run, text)
+                self.shown[run] = (finished, text, now)
 
 
 def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | None = None) -> dict[str, str]:
-    """Every run not yet complete as a Ray task; a line per run as it starts and ends. Returns run name -> state."""
+    """Every run not yet complete as a Ray task; a line per run as it is queued, starts, goes on and
+    ends. Returns run name -> state."""
     import ray
 
     started_ray = not ray.is_initialized()
@@ -121,21 +232,25 @@ def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | 
         ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     task = ray.remote(run_one)
     states: dict[str, str] = {}
-    pending: dict[Any, SweepRun] = {}
+    pending: dict[Any, int] = {}
+    lines = Lines(runs, echo)
     try:
-        for i, run in enumerate(runs, 1):
+        board = ray.remote(Board).options(num_cpus=0).remote()
+        for i, run in enumerate(runs):
             if is_complete(run.output_dir):
                 states[run.name] = "complete (earlier)"
-                echo(f"[{i}/{len(runs)}] {run.name}: already complete in {run.output_dir}")
+                lines.say(i, f"already complete in {run.output_dir}")
                 continue
-            pending[task.options(num_cpus=1, num_gpus=run.gpus).remote(run.argv, str(run.output_dir))] = run
-            echo(f"[{i}/{len(runs)}] {run.name}: queued -> {run.output_dir}")
+            pending[task.options(num_cpus=1, num_gpus=run.gpus).remote(run.argv, str(run.output_dir), board, i)] = i
+            lines.say(i, f"queued -> {run.output_dir}")
         while pending:
-            [ref], _ = ray.wait(list(pending), num_returns=1)
-            run = pending.pop(ref)
-            code, last = ray.get(ref)
-            states[run.name] = "complete" if code == 0 else f"failed (exit {code}): {last}"
-            echo(f"{run.name}: {states[run.name]} ({len(runs) - len(pending)}/{len(runs)} done; log {run.output_dir / 'sweep.log'})")
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=STATUS_POLL_S)
+            lines.news(board, set(pending.values()))
+            for ref in ready:
+                i = pending.pop(ref)
+                code, last = ray.get(ref)
+                states[runs[i].name] = "complete" if code == 0 else f"failed (exit {code}): {last}"
+                lines.say(i, f"{states[runs[i].name]} ({len(runs) - len(pending)}/{len(runs)} done; log {runs[i].output_dir / 'sweep.log'})")
     finally:
         if started_ray:
             ray.shutdown()

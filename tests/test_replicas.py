@@ -1,6 +1,7 @@
 """Data-parallel replicas on a real local Ray (2 CPUs): the same results.json and samples as one
 replica, each replica loading its model once, and a replica killed mid-run restarted with
-only its unfinished units (no line twice in cache.jsonl)."""
+only its unfinished units (no line twice in cache.jsonl); generations (hf batches, fast waves)
+shared by both replicas, byte for byte those of one."""
 
 from __future__ import annotations
 
@@ -144,3 +145,67 @@ def test_prefix_groups_stay_together_and_tokens_are_balanced() -> None:
     assert merge_shared_contexts([[0, 1, 2], [3, 4, 5], [6, 7, 8]], [r.context for r in requests]) == [[[0, 1, 2]], [[3, 4, 5]], [[6, 7, 8]]]
     # Largest first to the least loaded: 10 -> r0, 6 -> r1, 5 -> r1 (6 < 10), 4 -> r0 (11 > 10) ... by tokens, not by count.
     assert assign([5, 10, 4, 6, 1], 2) == [[1, 2], [0, 3, 4]]
+
+
+def _ls_data(root: Path, docs: int) -> Path:
+    """A data folder whose ls test split has ``docs`` records (variants of the committed three)."""
+    base = [json.loads(line) for line in (DATA / "ls" / "test.jsonl").read_text("utf-8").splitlines()]
+    (root / "ls").mkdir(parents=True)
+    (root / "ls" / "dev.jsonl").write_bytes((DATA / "ls" / "dev.jsonl").read_bytes())
+    words = "oggi ieri domani spesso sempre mai ancora forse davvero quasi proprio subito".split()
+    records = [{**base[k % 3], "id": f"ls{k}", "context": f"{words[k % len(words)]} " * (1 + k % 4) + base[k % 3]["context"]} for k in range(docs)]
+    (root / "ls" / "test.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), "utf-8")
+    return root
+
+
+def _generate(name: str, model: Path, data: Path, out: Path, extra: dict[str, str]) -> list[int]:
+    """The ls task (12 documents x 2 prompts, 4 new tokens) through the runner on ``name`` with
+    ``extra`` backend args, contexts cut to 64 tokens; the units each replica ran (one replica: [])."""
+    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.sources import open_source
+    from evalita_eval.sources.entries import select_entries
+
+    backend = create_backend(name, BackendOptions(model=str(model), batch_size=2, max_length=64, extra=dict(extra)))
+    try:
+        config = RunConfig(batch_size=2, max_new_tokens=4, progress=False)
+        Runner(backend, ModelInfo(str(model), None, backend.dtype, name), open_source(str(data), None), config, out).run(select_entries(["ls"]))
+        return list(getattr(backend, "units_done", []))
+    finally:
+        backend.close()
+
+
+@pytest.mark.parametrize("backend", ["hf", "fast"])
+def test_generations_are_shared_by_two_replicas_and_equal_one(local_ray, tiny_model: Path, tmp_path: Path, backend: str) -> None:
+    data = _ls_data(tmp_path / "data", 12)
+    # fast: waves of 4 x 64 counted tokens (the batch budget is at least max_length): 4 requests of 60 + 4, 3 waves a prompt.
+    extra = {"max_batch_tokens": "16"} if backend == "fast" else {}
+    _generate(backend, tiny_model, data, tmp_path / "one", extra)
+    done = _generate(backend, tiny_model, data, tmp_path / "two", {**extra, "data_parallel_size": "2"})
+    assert len(done) == 2 and all(n > 0 for n in done), done  # both replicas generated
+    assert sum(done) == (12 if backend == "hf" else 6)  # hf: 6 batches of 2 a prompt; fast: 3 waves of 4
+    one, two = (json.loads((tmp_path / run / "results.json").read_text("utf-8")) for run in ("one", "two"))
+    assert two["results"] == one["results"] and two["results"]["ls"]["p1"]["n"] == 12
+    assert _samples(tmp_path / "two") == _samples(tmp_path / "one")
+    keys = _cache_keys(tmp_path / "two")
+    assert len(keys) == len(set(keys)) == 24
+
+
+def test_fast_waves_are_cut_by_counted_tokens_and_stable(tiny_model: Path) -> None:
+    from evalita_eval.api import GenRequest
+    from evalita_eval.replicas.plan import plan_units
+
+    fast = create_backend("fast", BackendOptions(model=str(tiny_model), max_length=64, extra={"max_batch_tokens": "16"}))
+    try:
+        long = "parola " * 80
+        requests = [GenRequest(long + str(k), ("\n",), 4) for k in range(5)] + [GenRequest("breve", ("\n",), 4), GenRequest(long + "0", ("\n\n",), 4)]
+        waves = fast.generation_waves(requests)
+        # Budget 4 x 64 counted tokens: the long contexts (cut to 60 tokens, + 4 new) four to a wave,
+        # longest first (ties in request order), the short one last; each wave in request order.
+        assert waves == [[0, 1, 2, 3], [4, 5, 6]]
+        assert all(fast.generation_waves([requests[i] for i in wave]) == [list(range(len(wave)))] for wave in waves)  # a wave is one wave
+        # Requests 0 and 6 share a context: their waves make one unit, which one replica runs.
+        assert [u.calls for u in plan_units(fast, "generate_until", requests)] == [((0, 1, 2, 3), (4, 5, 6))]
+        by_wave = {i: text for wave in waves for i, text in zip(wave, fast.generate_until([requests[i] for i in wave]))}
+        assert fast.generate_until(requests) == [by_wave[i] for i in range(len(requests))]  # what a replica running a wave gives
+    finally:
+        fast.close()

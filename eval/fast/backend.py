@@ -14,6 +14,12 @@ from .generate import generate_greedy
 from .tree import PackedTree, batch_trees, pack_trees
 
 
+# A call's generations are cut into waves of at most this many continuous batches' tokens
+# (``FastBackend.generation_waves``): enough to keep a batch full between refills, small enough
+# for replicas to share a task's generations.
+WAVE_BATCHES = 4
+
+
 class FastBackend:
     """Exact log-likelihoods and greedy generation, faster than one forward pass per request.
 
@@ -184,12 +190,45 @@ class FastBackend:
 
     def generate_until(self, requests: Sequence[GenRequest], on_result: Callable[[int, str], None] | None = None) -> list[str]:
         """Greedy generations in request order; ``on_result(index, text)`` as each one finishes."""
+        if not self.continuous_batching:
+            return self.generate_with_model_cache(requests, on_result)
+        out: list[str | None] = [None] * len(requests)
+        for wave in self.generation_waves(requests):
+            report = None if on_result is None else (lambda k, text, wave=wave: on_result(wave[k], text))
+            texts = generate_greedy(self.model, self.tokenizer, [requests[i] for i in wave], self.max_length, self.gen_batch_tokens,
+                                    self.device, self.progress, report)
+            for i, text in zip(wave, texts):
+                out[i] = text
+        return out  # type: ignore[return-value]
+
+    @property
+    def continuous_batching(self) -> bool:
+        """Whether free generations take the continuous batches (``generate_greedy``); else the model's
+        cache layers cannot be refilled (sliding windows...): transformers' own cache and masks."""
         from .kvcache import refillable
 
-        if not refillable(self.model.config):
-            # Sliding-window (or other special) cache layers: transformers' own cache and masks.
-            return self.generate_with_model_cache(requests, on_result)
-        return generate_greedy(self.model, self.tokenizer, requests, self.max_length, self.gen_batch_tokens, self.device, self.progress, on_result)
+        return refillable(self.model.config)
+
+    def generation_waves(self, requests: Sequence[GenRequest]) -> list[list[int]]:
+        """The waves ``generate_until`` runs ``requests`` in (indices, each wave in request order):
+        longest context first, a wave closed where its counted tokens (context + new-token limit)
+        would pass ``WAVE_BATCHES x gen_batch_tokens``. Each wave is its own continuous batch, so a
+        request's numbers depend on its wave alone, never on the rest of the call: data-parallel
+        replicas (eval/replicas/plan.py) run whole waves and give the numbers of one process. A wave
+        cut again is itself."""
+        from .generate import context_ids
+
+        need = [len(ids) + r.max_new_tokens for ids, r in zip(context_ids(self.tokenizer, requests, self.max_length), requests)]
+        budget = WAVE_BATCHES * self.gen_batch_tokens
+        waves: list[list[int]] = []
+        tokens = 0
+        for i in sorted(range(len(requests)), key=lambda i: need[i] - requests[i].max_new_tokens, reverse=True):
+            if not waves or tokens + need[i] > budget:
+                waves.append([])
+                tokens = 0
+            waves[-1].append(i)
+            tokens += need[i]
+        return [sorted(wave) for wave in waves]
 
 
     def generate_with_model_cache(self, requests: Sequence[GenRequest], on_result: Callable[[int, str], None] | None = None) -> list[str]:

@@ -10,9 +10,10 @@ requests, as on one replica: the numbers are bitwise those of one replica.
   (running/runner.py ``Runner._cached``), each run as one call;
 - ``hf`` generations: the backend's own batches (grouped by stop strings, limit and
   constraint, longest context first, cut by ``_generation_batches``), each run as one call;
-- ``fast`` generations: continuous batching makes a row's numbers depend on the whole
-  call, so the call is one unit (no speed-up there, the same numbers);
-- any other backend (vllm): the chunk rule.
+- ``fast`` generations: its waves (``FastBackend.generation_waves``: each its own continuous
+  batch, so a row's numbers depend on its wave alone), each run as one call; constrained ones
+  (and every one of a model whose cache cannot be refilled) take its ``hf`` path's batches;
+- any other streaming backend: the whole call, one unit; any other (vllm): the chunk rule.
 
 Calls that share a context (all choices of one document) are merged into one unit, so a
 prefix group never spans two replicas. Units are then given to replicas largest first,
@@ -93,6 +94,24 @@ def _hf_generation_calls(backend: Any, requests: Sequence[GenRequest], lengths: 
     return calls
 
 
+def _fast_generation_calls(backend: Any, requests: Sequence[GenRequest], lengths: Sequence[int]) -> list[list[int]]:
+    """The calls ``FastHFBackend.generate_until`` makes for these requests (backends/fast.py): the
+    constrained ones in its hf path's batches, the others in waves, or in hf batches where the
+    model's cache cannot be refilled (``FastBackend.generate_until``)."""
+    calls: list[list[int]] = []
+    for constrained in (True, False):
+        idx = [i for i, r in enumerate(requests) if (r.constraint is not None) == constrained]
+        if not idx:
+            continue
+        subset = [requests[i] for i in idx]
+        if constrained or not backend.continuous_batching:
+            inner = _hf_generation_calls(backend._constrained, subset, [lengths[i] for i in idx])
+        else:
+            inner = backend.generation_waves(subset)
+        calls += [[idx[k] for k in call] for call in inner]
+    return calls
+
+
 def request_tokens(backend: Any, kind: str, requests: Sequence[LLRequest | GenRequest]) -> list[int]:
     """Counted tokens per request with the backend's tokenizer (characters / 4 without one):
     a log-likelihood's context + continuation, a generation's context + its new-token limit."""
@@ -109,12 +128,15 @@ def plan_units(backend: Any, kind: str, requests: Sequence[LLRequest | GenReques
     lengths = request_tokens(backend, kind, requests)
     everything = list(range(len(requests)))
     if kind == "generate_until" and streams(method):
+        from ..backends.fast import FastHFBackend
         from ..backends.hf import HFBackend
 
-        if isinstance(backend, HFBackend):
+        if isinstance(backend, FastHFBackend):
+            calls = _fast_generation_calls(backend, requests, lengths)  # type: ignore[arg-type]
+        elif isinstance(backend, HFBackend):
             calls = _hf_generation_calls(backend, requests, lengths)  # type: ignore[arg-type]
         else:
-            calls = [everything] if requests else []  # continuous batching (fast) or unknown: the whole call
+            calls = [everything] if requests else []  # an unknown continuous batching: the whole call
     else:
         step = chunk_size(backend)
         calls = [everything[s : s + step] for s in range(0, len(everything), step)]
