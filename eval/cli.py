@@ -60,7 +60,7 @@ def _batch_size(value: str) -> int | None:
 
 
 def _memory_size(value: str | None) -> int | None:
-    from .modeling.memory import parse_memory
+    from .backend_support.memory import parse_memory
 
     try:
         return None if value is None else parse_memory(value)
@@ -139,7 +139,7 @@ def _open_data(data_dir: str | None, hub_org: str | None):
 def _check_data(entries: list, source, config, named_tasks: bool) -> None:
     """Before the model loads: the entries the run evaluates (running/selection.py, the decisions the
     runner and the plan read), every evaluation split read and verified, and nothing to evaluate refused."""
-    from .prompting.constrained import refuse_unformatted
+    from .settings.constrained import refuse_unformatted
     from .running.selection import nothing_evaluated
     from .running.selection import select
 
@@ -262,7 +262,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
         system_instruction, fewshot_as_multiturn, eval_split, output_dir, overwrite, progress) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
     require("run", RUN_NEEDS)
-    from .modeling.options import options_from_cli
+    from .backend_support.options import options_from_cli
     from .running.console import run_counts, summary_table, task_summary_table
     from .running.runner import RunConfig
     from .running.selection import nothing_evaluated
@@ -304,7 +304,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
 def backends() -> None:
     """List the backends (built-in and installed through the evalita_llm.backends entry point) and each one's
     options, given to `run` as --backend-arg NAME=VALUE."""
-    from .modeling.options import options_table
+    from .backend_support.options import options_table
     from .backends import get_backend_class
 
     for name in _backend_names():

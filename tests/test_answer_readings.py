@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalita_eval.prompting.answers import UNPARSED_REASONS, match_option_rule, parse_letter_rule
+from evalita_eval.settings.answers import UNPARSED_REASONS, match_option_rule, parse_letter_rule
 
 SA = ["Positivo", "Negativo", "Neutro", "Misto"]
 WIC = ["No", "Sì"]
@@ -187,7 +187,7 @@ def _issue28_records() -> list[dict]:
 
 
 def test_real_replies_issue28_read_as_a_person() -> None:
-    from evalita_eval.prompting.instruct import parse_answer_rule
+    from evalita_eval.settings.instruct import parse_answer_rule
 
     records = _issue28_records()
     assert len(records) == 116

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from evalita_eval.api import Backend, BackendOptions
-from evalita_eval.modeling.options import ENGINE_FLAGS, BackendOptionError, describe_options, options_from_cli, resolve_options
+from evalita_eval.backend_support.options import ENGINE_FLAGS, BackendOptionError, describe_options, options_from_cli, resolve_options
 from evalita_eval.backends import ENTRY_POINT_GROUP, get_backend_class
 
 DATA = Path(__file__).parent / "data" / "build"

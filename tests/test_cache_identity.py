@@ -107,7 +107,7 @@ def test_a_local_model_is_identified_by_its_files(rerun, change, computed: int) 
 
 
 def test_results_record_the_identity_without_secrets(baseline: Path, model_copy: Path) -> None:
-    from evalita_eval.modeling.identity import folder_fingerprint, identity_key
+    from evalita_eval.backend_support.identity import folder_fingerprint, identity_key
 
     model = json.loads((baseline / "results.json").read_text("utf-8"))["model"]
     key = model.pop("cache_key")
@@ -177,7 +177,7 @@ def test_vllm_identity_keeps_what_changes_numbers(tiny_model: Path) -> None:
     from transformers import AutoTokenizer
 
     from evalita_eval.api import BackendOptions
-    from evalita_eval.modeling.options import resolve_options
+    from evalita_eval.backend_support.options import resolve_options
     from evalita_eval.backends.vllm import VLLMBackend
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
@@ -203,7 +203,7 @@ def test_a_hub_model_is_identified_by_its_snapshot_commit() -> None:
     which tests/conftest.py points into a temporary folder); None when not downloaded."""
     from huggingface_hub import constants
 
-    from evalita_eval.modeling.identity import model_source_identity
+    from evalita_eval.backend_support.identity import model_source_identity
 
     repo = Path(constants.HF_HUB_CACHE) / "models--evalita-test--snapshot-model"
     for commit, ref in (("a" * 40, "main"), ("b" * 40, "v2")):
@@ -218,7 +218,7 @@ def test_a_hub_model_is_identified_by_its_snapshot_commit() -> None:
 
 
 def test_a_single_model_file_is_identified_by_its_content(tmp_path: Path) -> None:
-    from evalita_eval.modeling.identity import model_source_identity
+    from evalita_eval.backend_support.identity import model_source_identity
 
     path = tmp_path / "model.gguf"
     path.write_bytes(b"GGUF" + bytes(100))
@@ -231,7 +231,7 @@ def test_a_single_model_file_is_identified_by_its_content(tmp_path: Path) -> Non
 def test_the_sha256_memo_skips_unchanged_files_and_sees_every_write(tmp_path: Path, monkeypatch) -> None:
     import os
 
-    from evalita_eval.modeling import identity
+    from evalita_eval.backend_support import identity
 
     folder = tmp_path / "model"
     folder.mkdir()

@@ -8,7 +8,7 @@ import dataclasses
 from evalita_data.registry import tasks
 from evalita_eval.api import Constraint, GenRequest, request_payload
 from evalita_eval.backends.grammar import closing_rule
-from evalita_eval.prompting.constrained import choice_constraint, task_constraint
+from evalita_eval.settings.constrained import choice_constraint, task_constraint
 from evalita_eval.running.cache import request_key
 
 

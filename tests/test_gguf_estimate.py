@@ -1,4 +1,4 @@
-"""GGUF model names and errors (eval/modeling/gguf.py) without a real file, the run plan and time estimate
+"""GGUF model names and errors (eval/backend_support/gguf.py) without a real file, the run plan and time estimate
 printed before a run (eval/running/estimate.py), and --device's default. The real GGUF file itself is
 loaded and compared with its float32 conversion in tests/realmodel."""
 
@@ -16,7 +16,7 @@ from evalita_eval.api import BackendOptions
 from evalita_eval.backends.vllm import engine_kwargs
 from evalita_eval.cli import default_device, main
 from evalita_eval.running.estimate import GEN, LL, TaskPlan, TimeEstimate
-from evalita_eval.modeling.gguf import gguf_identity, gguf_model
+from evalita_eval.backend_support.gguf import gguf_identity, gguf_model
 
 HERE = Path(__file__).parent
 DATA = HERE / "data" / "build"
@@ -60,7 +60,7 @@ def test_gguf_named_twice_is_refused(fake_gguf: Path) -> None:
 def test_gguf_identity_is_the_file_sha256(fake_gguf: Path, tmp_path: Path, monkeypatch) -> None:
     """A local .gguf is identified by its content (identity.model_source_identity); a Hub GGUF by the
     sha256 of the file in the local Hub cache (gguf_identity), None when it is not there."""
-    from evalita_eval.modeling.identity import model_source_identity
+    from evalita_eval.backend_support.identity import model_source_identity
 
     digest = hashlib.sha256(fake_gguf.read_bytes()).hexdigest()
     assert model_source_identity(str(fake_gguf), None)["file_sha256"] == digest

@@ -115,14 +115,14 @@ def test_the_graph_sees_the_packages_and_their_imports() -> None:
     graph = import_graph(modules)
     # The mapped folders (converters/ -> evalita_data.converters, eval/ -> evalita_eval) are read.
     assert {"evalita_data.converters.ner", "evalita_eval.running.runner", "evalita_eval.fast.encode", "evalita_data.scoring.metrics"} <= set(modules)
-    assert "evalita_data.taskspec" in graph["evalita_eval.prompting.instruct"]  # from evalita_data.taskspec import ...
+    assert "evalita_data.taskspec" in graph["evalita_eval.settings.instruct"]  # from evalita_data.taskspec import ...
     assert "evalita_eval.api" in graph["evalita_eval.backends.hf"]  # from ..api import ...
     assert "evalita_eval.backends" in graph["evalita_eval.backends.hf"]  # from . import register_backend
     assert "evalita_data.registry" in graph["evalita_eval.metrics"]
     # Function-level imports count: registry imports the tasks package inside _builtin_modules.
     assert "evalita_data.tasks" in graph["evalita_data.registry"]
     # The cycle finder finds a planted cycle.
-    assert find_cycle({**graph, "evalita_data.taskspec": graph["evalita_data.taskspec"] | {"evalita_eval.prompting.instruct"}})
+    assert find_cycle({**graph, "evalita_data.taskspec": graph["evalita_data.taskspec"] | {"evalita_eval.settings.instruct"}})
 
 
 def test_no_import_cycle_among_modules() -> None:
@@ -153,13 +153,13 @@ def test_loading_the_registry_loads_no_evaluator_module() -> None:
 # data package and the evaluator's top-level modules: api, metrics, naming). A new edge is a
 # design decision: declare it here and in the README's layout table.
 EVALUATOR_ROOMS = {
-    "evalita_eval.modeling": set(),
-    "evalita_eval.fast": {"evalita_eval.modeling"},
-    "evalita_eval.backends": {"evalita_eval.fast", "evalita_eval.modeling"},
+    "evalita_eval.backend_support": set(),
+    "evalita_eval.fast": {"evalita_eval.backend_support"},
+    "evalita_eval.backends": {"evalita_eval.fast", "evalita_eval.backend_support"},
     "evalita_eval.sources": set(),
-    "evalita_eval.prompting": set(),
+    "evalita_eval.settings": set(),
     "evalita_eval.reporting": set(),
-    "evalita_eval.running": {"evalita_eval.modeling", "evalita_eval.prompting", "evalita_eval.reporting", "evalita_eval.sources"},
+    "evalita_eval.running": {"evalita_eval.backend_support", "evalita_eval.settings", "evalita_eval.reporting", "evalita_eval.sources"},
     "evalita_eval.publishing": {"evalita_eval.reporting", "evalita_eval.sources"},
     "evalita_eval.replicas": {"evalita_eval.backends"},  # replicas of a backend on Ray (docs/parallel.md)
 }
@@ -187,6 +187,6 @@ def test_reports_publishing_and_sources_load_no_model_library() -> None:
     code = ("import json, sys; import evalita_eval.reporting.report, evalita_eval.reporting.compare, evalita_eval.publishing.push_results, "
             "evalita_eval.publishing.export_lm_eval, evalita_eval.sources.folder, evalita_eval.sources.hub, evalita_eval.sources.official; "
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'vllm') "
-            "or m.startswith(('evalita_eval.backends', 'evalita_eval.fast', 'evalita_eval.modeling', 'evalita_eval.running')))))")
+            "or m.startswith(('evalita_eval.backends', 'evalita_eval.fast', 'evalita_eval.backend_support', 'evalita_eval.running')))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert json.loads(out.stdout) == []

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("lm_eval", reason="lm-evaluation-harness (lm-eval==0.4.13, extra 'all') is not installed")
 
 from evalita_data.registry import get_task  # noqa: E402
-from evalita_eval.prompting.fewshot import build_contexts  # noqa: E402
+from evalita_eval.settings.fewshot import build_contexts  # noqa: E402
 from evalita_eval.sources.entries import all_entries  # noqa: E402
 from evalita_eval.sources.folder import FolderSource  # noqa: E402
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from evalita_eval.api import BackendOptions, LLRequest
 from evalita_eval.cli import main
-from evalita_eval.modeling.options import options_from_cli
+from evalita_eval.backend_support.options import options_from_cli
 from evalita_eval.replicas import create_backend, replica_settings
 from evalita_eval.replicas.plan import assign, merge_shared_contexts
 

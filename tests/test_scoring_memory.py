@@ -17,7 +17,7 @@ from evalita_eval.backends.hf import HFBackend, encode_request, logits_at, plain
 from evalita_eval.backends.hf_batches import scoring_groups
 from evalita_eval.cli import main
 from evalita_eval.fast import FastBackend
-from evalita_eval.modeling.memory import forward_bytes, parse_memory
+from evalita_eval.backend_support.memory import forward_bytes, parse_memory
 
 MAX_LENGTH = 48
 DATA = Path(__file__).parent / "data" / "build"

@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from evalita_data.registry import TASKS
-from evalita_eval.prompting.answers import match_option, match_option_rule, normalize, parse_letter
+from evalita_eval.settings.answers import match_option, match_option_rule, normalize, parse_letter
 from evalita_eval.api import GenRequest
 from evalita_eval.running.cache import request_key
-from evalita_eval.prompting.fewshot import build_contexts
+from evalita_eval.settings.fewshot import build_contexts
 from evalita_eval.api import request_payload
 from evalita_eval.sources.entries import all_entries
 
@@ -110,7 +110,7 @@ def test_match_option_reads_the_answer_not_the_echo(answer: str, options: list[s
 
 def test_real_model_answers() -> None:
     """Answers of SmolLM2-135M-Instruct (tests/data/answers/README.md), each with the option a reader takes from it."""
-    from evalita_eval.prompting.instruct import parse_answer_rule
+    from evalita_eval.settings.instruct import parse_answer_rule
 
     records = [json.loads(x) for x in (DATA.parent / "answers" / "smollm2-135m-instruct.jsonl").read_text("utf-8").splitlines()]
     assert len(records) == 94
@@ -130,7 +130,7 @@ def test_real_model_answers() -> None:
 
 def test_every_gold_answer_parses_to_itself() -> None:
     """In every setting, the gold answer written as a correct model would write it is read back as the gold option."""
-    from evalita_eval.prompting.instruct import parse_answer, setting_task
+    from evalita_eval.settings.instruct import parse_answer, setting_task
 
     checked = 0
     for task_id in MC_TASKS:
@@ -149,7 +149,7 @@ def test_every_gold_answer_parses_to_itself() -> None:
 
 
 def test_rule_counts_per_prompt() -> None:
-    from evalita_eval.prompting.instruct import parse_answer_rule, reading_fields, rule_counts
+    from evalita_eval.settings.instruct import parse_answer_rule, reading_fields, rule_counts
 
     gens = ["B", "B: Sì", "Risposta: A", "No\nB: Sì", 'B: "No"', "Sì\nNo", "forse"]
     samples = [reading_fields(*parse_answer_rule("ce", g, ["A", "B"], ["No", "Sì"])) for g in gens]
@@ -164,7 +164,7 @@ def test_rule_counts_per_prompt() -> None:
 
 # -- settings' prompts --------------------------------------------------------------------
 def test_setting_prompts_render_as_declared() -> None:
-    from evalita_eval.prompting.instruct import setting_task
+    from evalita_eval.settings.instruct import setting_task
 
     doc = _records("te", None, "test")[0]
     q = f"La frase: '{doc['text1']}' implica logicamente che la frase: '{doc['text2']}' sia vera?"
@@ -184,7 +184,7 @@ def test_setting_prompts_render_as_declared() -> None:
 
 
 def test_unparseable_scored_wrong() -> None:
-    from evalita_eval.prompting.instruct import scored_prediction
+    from evalita_eval.settings.instruct import scored_prediction
 
     assert scored_prediction(None, 1, 2) == 0
     assert scored_prediction(None, 2, 4, TASKS["sa"].instruct.unparsed_as) == 3  # neutral (0,0) -> mixed (1,1)
@@ -205,8 +205,8 @@ def grammars(tiny_model: Path):
 
 def test_every_gold_answer_is_accepted_by_its_constraint(grammars) -> None:
     from evalita_eval.backends.grammar import accepts
-    from evalita_eval.prompting.constrained import task_constraint
-    from evalita_eval.prompting.instruct import answer_constraint, setting_task
+    from evalita_eval.settings.constrained import task_constraint
+    from evalita_eval.settings.instruct import answer_constraint, setting_task
 
     cache, tok = grammars
     checked = 0
@@ -245,7 +245,7 @@ def test_ce_constrained_one_token_equals_loglikelihood(tiny_model: Path) -> None
     letters' log-likelihoods, log_softmax being monotone with one normaliser per position."""
     from evalita_eval.api import BackendOptions, LLRequest
     from evalita_eval.backends import create_backend
-    from evalita_eval.prompting.instruct import answer_constraint, setting_task
+    from evalita_eval.settings.instruct import answer_constraint, setting_task
 
     backend = create_backend("hf", BackendOptions(str(tiny_model)))
     compared = 0
@@ -416,7 +416,7 @@ def test_report_puts_settings_side_by_side(tiny_model: Path, tmp_path: Path) -> 
 
 def test_docs_show_the_renderers_output() -> None:
     """docs/settings.md quotes real output of the renderer: keep them equal."""
-    from evalita_eval.prompting.instruct import setting_task
+    from evalita_eval.settings.instruct import setting_task
 
     text = (Path(__file__).parent.parent / "docs" / "settings.md").read_text("utf-8")
     doc = _records("te", None, "test")[0]

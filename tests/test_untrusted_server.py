@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from evalita_eval.api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, check_ll_result
 from evalita_eval.backends import create_backend
 from evalita_eval.backends import openai as oai
-from evalita_eval.modeling.options import options_from_cli
+from evalita_eval.backend_support.options import options_from_cli
 from fake_openai_server import FakeServer
 
 DATA = Path(__file__).parent / "data" / "build"

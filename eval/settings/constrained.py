@@ -3,7 +3,7 @@ The engines enforce them (xgrammar on a local model: eval/backends/grammar.py; v
 servers: structured outputs).
 
 Constraints (``api.Constraint``): multiple-choice settings use a ``choice`` set (the
-letters for CE, the answer texts for CE-NI and OE, eval/prompting/instruct.py); a generative task
+letters for CE, the answer texts for CE-NI and OE, eval/settings/instruct.py); a generative task
 uses a ``regex``, the answer format it declares (``TaskSpec.output_pattern``: NER, REL
 and LS; an added task the same way), with the closing rule it declares
 (``output_closings``, ``output_empty``) for the token budget, carried by the constraint
