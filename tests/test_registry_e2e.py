@@ -15,7 +15,9 @@ from click.testing import CliRunner
 from evalita_data import registry
 from evalita_data.registry import ENV_VAR, TaskRegistryError, discover
 
-HERE = Path(__file__).parent
+from paths import TESTS
+
+HERE = TESTS
 EXTRA = HERE / "extra_tasks"
 RAW = HERE / "data" / "raw"
 # Hand-made evaluation splits for the tasks whose raw fixtures lack them (HS gold, REL test).

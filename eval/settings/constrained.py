@@ -9,7 +9,7 @@ and LS; an added task the same way), with the closing rule it declares
 (``output_closings``, ``output_empty``) for the token budget, carried by the constraint
 (so the resume cache's key changes with them). A generative task without
 a format (SUM, free text) cannot be constrained: ``unformatted`` names such tasks before a
-run starts. Every gold answer of the test data must be accepted (tests/test_settings.py
+run starts. Every gold answer of the test data must be accepted (tests/eval/settings/test_settings.py
 checks it on the fixtures).
 """
 

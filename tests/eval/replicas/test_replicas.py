@@ -1,0 +1,148 @@
+"""Data-parallel replicas on a real local Ray (2 CPUs): the same results.json and samples as one
+replica, each replica loading its model once, and a replica killed mid-run restarted with
+only its unfinished units (no line twice in cache.jsonl)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evalita_eval.api import BackendOptions, LLRequest
+from evalita_eval.cli import main
+from evalita_eval.backend_support.options import options_from_cli
+from evalita_eval.replicas import create_backend, replica_settings
+from evalita_eval.replicas.plan import assign, merge_shared_contexts
+
+from paths import TEST_DATA
+
+ray = pytest.importorskip("ray")
+
+DATA = TEST_DATA / "build"
+# Two MC tasks (log-likelihood chunks of batch 2 x 4 requests) and a generative one (hf: batches of 2).
+COMMON = ["--data", str(DATA), "--tasks", "te,sa,ls", "--limit", "5", "--batch-size", "2", "--max-new-tokens", "4", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def local_ray(tmp_path_factory: pytest.TempPathFactory):
+    """One local Ray for the module (started here, stopped at the end). Ray saves its login token
+    under the home folder (~/.ray/auth_token): a temporary one here, so a test leaves nothing there."""
+    home = os.environ.get("HOME")
+    os.environ["HOME"] = str(tmp_path_factory.mktemp("ray-home"))
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+    if home is None:
+        os.environ.pop("HOME", None)
+    else:
+        os.environ["HOME"] = home
+
+
+def _run(model: Path, out: Path, *extra: str) -> dict:
+    result = CliRunner().invoke(main, ["run", "--model", str(model), *COMMON, *extra, "--output-dir", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads((out / "results.json").read_text("utf-8"))
+
+
+def _samples(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((out / "samples").iterdir())}
+
+
+def _cache_keys(out: Path) -> list[str]:
+    return [json.loads(line)["key"] for line in (out / "cache.jsonl").read_text("utf-8").splitlines() if line.strip()]
+
+
+def _same_run(one: dict, two: dict, out_one: Path, out_two: Path) -> None:
+    assert two["results"] == one["results"] and two["model"] == one["model"]  # same numbers, same cache identity
+    assert {k: v for k, v in two["config"].items() if k != "replicas"} == {k: v for k, v in one["config"].items() if k != "replicas"}
+    assert (one["config"]["replicas"], two["config"]["replicas"]) == (1, 2)
+    assert _samples(out_two) == _samples(out_one)
+    keys = _cache_keys(out_two)
+    assert len(keys) == len(set(keys)) and set(keys) == set(_cache_keys(out_one))
+
+
+@pytest.mark.parametrize("backend", ["hf", "fast"])
+def test_two_replicas_equal_one(local_ray, tiny_model: Path, tmp_path: Path, backend: str) -> None:
+    one = _run(tiny_model, tmp_path / "one", "--backend", backend)
+    two = _run(tiny_model, tmp_path / "two", "--backend", backend, "--backend-arg", "data_parallel_size=2")
+    _same_run(one, two, tmp_path / "one", tmp_path / "two")
+    assert two["results"]["te"]["p1"]["n"] == 3 and set(two["results"]) == {"te", "sa", "ls"}
+
+
+class _KillingReplicas:
+    """Wraps on_result: the first result of replica 0 kills it (ray.kill), once, mid-call."""
+
+    def __init__(self, backend) -> None:
+        self.backend, self.killed = backend, 0
+
+    def wrap(self, on_result):
+        def report(index, value):
+            on_result(index, value)
+            if not self.killed and self.backend.units_done[0] == 1:
+                self.killed += 1
+                ray.kill(self.backend.actors[0])
+        return report
+
+
+def test_killed_replica_is_restarted_and_the_run_is_the_same(local_ray, tiny_model: Path, tmp_path: Path) -> None:
+    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.sources import open_source
+    from evalita_eval.sources.entries import select_entries
+
+    one = _run(tiny_model, tmp_path / "one")
+    options = BackendOptions(model=str(tiny_model), batch_size=2, extra={"data_parallel_size": "2"})
+    backend = create_backend("hf", options)
+    killer = _KillingReplicas(backend)
+    plain_ll, plain_gen = backend.loglikelihood, backend.generate_until
+    backend.loglikelihood = lambda requests, on_result=None: plain_ll(requests, killer.wrap(on_result))
+    backend.generate_until = lambda requests, on_result=None: plain_gen(requests, killer.wrap(on_result))
+    config = RunConfig(limit=5, batch_size=2, max_new_tokens=4, progress=False)
+    try:
+        runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, "hf"), open_source(str(DATA), None), config, tmp_path / "two")
+        runner.run(select_entries(["te", "sa", "ls"]))
+        assert killer.killed == 1 and backend.loads == 3  # two replicas, one restarted: each loaded its model once
+        assert all(n > 0 for n in backend.units_done)  # both replicas worked
+    finally:
+        backend.close()
+    two = json.loads((tmp_path / "two" / "results.json").read_text("utf-8"))
+    _same_run(one, two, tmp_path / "one", tmp_path / "two")
+
+
+def test_replica_settings_and_errors() -> None:
+    size, address, one = replica_settings(BackendOptions(model="m", extra={"data_parallel_size": "3", "ray_address": "10.0.0.1:6379", "gguf_file": "x"}))
+    assert (size, address, one.extra) == (3, "10.0.0.1:6379", {"gguf_file": "x"})
+    assert replica_settings(options_from_cli([], model="m", data_parallel_size=2))[0] == 2  # --data-parallel-size 2
+    with pytest.raises(ValueError, match="data_parallel_size='two': expected a whole number >= 1"):
+        replica_settings(BackendOptions(model="m", extra={"data_parallel_size": "two"}))
+
+
+def test_a_replica_takes_the_gpus_of_its_tensor_parallel_size() -> None:
+    from evalita_eval.replicas.backend import replica_resources
+
+    assert replica_resources("vllm", BackendOptions("m", device="cuda", extra={"tensor_parallel_size": "2"})) == {"num_cpus": 1, "num_gpus": 2}
+    assert replica_resources("vllm", options_from_cli([], model="m", device="cuda", tensor_parallel_size=4)) == {"num_cpus": 1, "num_gpus": 4}
+    assert replica_resources("vllm", BackendOptions("m", device="cuda")) == {"num_cpus": 1, "num_gpus": 1}
+    assert replica_resources("hf", BackendOptions("m", device="cuda")) == {"num_cpus": 1, "num_gpus": 1}
+    assert replica_resources("hf", BackendOptions("m", threads=3)) == {"num_cpus": 3, "num_gpus": 0}
+
+
+def test_without_ray_more_than_one_replica_names_the_extra(monkeypatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    with pytest.raises(RuntimeError, match=r"pip install 'evalita-llm\[ray\]'"):
+        create_backend("hf", BackendOptions(model="m", extra={"data_parallel_size": "2"}))
+
+
+def test_prefix_groups_stay_together_and_tokens_are_balanced() -> None:
+    requests = [LLRequest(c, x) for c in ("a", "b", "c") for x in ("1", "2", "3")]
+    # Calls of 4: the second call holds "b" (with the first) and "c" (with the third): one group.
+    calls = [[0, 1, 2, 3], [4, 5, 6, 7], [8]]
+    assert merge_shared_contexts(calls, [r.context for r in requests]) == [[[0, 1, 2, 3], [4, 5, 6, 7], [8]]]
+    assert merge_shared_contexts([[0, 1, 2], [3, 4, 5], [6, 7, 8]], [r.context for r in requests]) == [[[0, 1, 2]], [[3, 4, 5]], [[6, 7, 8]]]
+    # Largest first to the least loaded: 10 -> r0, 6 -> r1, 5 -> r1 (6 < 10), 4 -> r0 (11 > 10) ... by tokens, not by count.
+    assert assign([5, 10, 4, 6, 1], 2) == [[1, 2], [0, 3, 4]]
