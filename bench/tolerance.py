@@ -111,7 +111,7 @@ def main() -> None:
 
         if importlib.util.find_spec("accelerate") is None:  # lm-eval's HFLM imports it (.ci/run installs both in .venv-vllm)
             sys.exit("--lmeval needs lm-eval 0.4.13 and accelerate in this venv: pip install lm-eval==0.4.13 'accelerate>=0.26'")
-        # At batch 1 lm-eval computes what the plain path computes (tests/test_eval_parity.py):
+        # At batch 1 lm-eval computes what the plain path computes (tests/eval/running/test_eval_parity.py):
         # its batch-8 row against the plain path is lm-eval's own batch-size spread.
         rows["lm-eval HF b8"] = compare(reqs, ref, lmeval_hf(args.model, reqs, hf.tokenizer, 8))
     if args.vllm:

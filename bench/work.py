@@ -8,7 +8,7 @@ evaluation split sizes: the records of the public raw files where they exist (a 
 raw/ into a temporary folder), elsewhere records synthesised at the real field lengths
 (TE and AT: bench/data.py; LS, SUM, REL test, HS test: a schema-valid fixture record with
 its prompt fields filled with that many Italian words, see ``SYNTH_WORDS``). The
-requests are the evaluator's own (``evalita_eval.prompting.fewshot.build_contexts``, seed 1234),
+requests are the evaluator's own (``evalita_eval.settings.fewshot.build_contexts``, seed 1234),
 tokenised by the evaluator's rule with a real tokenizer. For each scheduler, the exact
 tokens it runs through the model, computed from its own batching rules:
 
@@ -61,7 +61,7 @@ from evalita_eval.backends.hf import default_add_special_tokens, encode_request 
 from evalita_eval.backends.hf_batches import longest_first, scoring_groups  # noqa: E402
 from evalita_eval.backends.vllm_scoring import plan_loglikelihood, prefix_cache_hits, submitted_calls  # noqa: E402
 from evalita_eval.fast.encode import encode_requests  # noqa: E402
-from evalita_eval.prompting.fewshot import build_contexts  # noqa: E402
+from evalita_eval.settings.fewshot import build_contexts  # noqa: E402
 from evalita_eval.sources.entries import TaskEntry, select_entries  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent

@@ -110,7 +110,7 @@ class BackendOptions:
     """What a backend is built from: the options every backend shares, and ``engine``, the
     backend's own typed ``Options`` (``resolve_options`` fills it from ``extra`` before
     ``from_options`` is called; a backend reads its engine settings there only). The CLI builds
-    it with ``modeling.options.options_from_cli``, which folds the engine flags into ``extra``."""
+    it with ``backend_support.options.options_from_cli``, which folds the engine flags into ``extra``."""
 
     model: str
     revision: str | None = None
@@ -119,7 +119,7 @@ class BackendOptions:
     batch_size: int | None = 8  # None: --batch-size auto, batches sized by tokens to fit max_memory
     trust_remote_code: bool = False
     max_length: int | None = None  # None: the model's own (lm-eval's rule)
-    max_memory: int | None = None  # bytes one forward pass may take (eval/modeling/memory.py); None: the device's free memory (CUDA) or 1 GiB
+    max_memory: int | None = None  # bytes one forward pass may take (eval/backend_support/memory.py); None: the device's free memory (CUDA) or 1 GiB
     threads: int | None = None  # torch intra-op threads on CPU; None: torch's default
     seed: int | None = None  # the run's --seed, for engines that sample (vLLM's engine seed)
     extra: dict[str, Any] = field(default_factory=dict)  # --backend-arg NAME=VALUE as given; typed once resolved

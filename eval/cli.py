@@ -33,7 +33,7 @@ main.add_command(run)
 def backends() -> None:
     """List the backends (built-in and installed through the evalita_llm.backends entry point) and each one's
     options, given to `run` as --backend-arg NAME=VALUE."""
-    from .modeling.options import options_table
+    from .backend_support.options import options_table
     from .backends import get_backend_class
 
     for name in backend_names():

@@ -56,7 +56,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
         system_instruction, fewshot_as_multiturn, eval_split, output_dir, overwrite, progress) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
     require("run", RUN_NEEDS)
-    from .modeling.options import options_from_cli
+    from .backend_support.options import options_from_cli
     from .running.console import run_counts, summary_table, task_summary_table
     from .running.runner import RunConfig
     from .running.selection import nothing_evaluated

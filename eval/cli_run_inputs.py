@@ -58,7 +58,7 @@ def open_data(data_dir: str | None, hub_org: str | None):
 def check_data(entries: list, source, config, named_tasks: bool) -> None:
     """Before the model loads: the entries the run evaluates (running/selection.py, the decisions the
     runner and the plan read), every evaluation split read and verified, and nothing to evaluate refused."""
-    from .prompting.constrained import refuse_unformatted
+    from .settings.constrained import refuse_unformatted
     from .running.selection import nothing_evaluated
     from .running.selection import select
     from .running.task_kinds import task_kind

@@ -23,7 +23,7 @@ def parse_batch_size(value: str) -> int | None:
 
 
 def parse_max_memory(value: str | None) -> int | None:
-    from .modeling.memory import parse_memory
+    from .backend_support.memory import parse_memory
 
     try:
         return None if value is None else parse_memory(value)

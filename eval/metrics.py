@@ -17,9 +17,9 @@ from evalita_data.scoring.metrics import (  # noqa: F401  (re-exported)
     ls_item, macro_f1, mc_prediction, ner_f1, ner_labels, ner_pairs, per_label_f1, rel_f1, rel_labels, rel_pairs,
     rouge_metric, sentipolc_f1)
 
-from .prompting.answers import normalize
+from .settings.answers import normalize
 
-# Open-ended answers of MC tasks (eval/prompting/instruct.py): generation vs the gold answer text.
+# Open-ended answers of MC tasks (eval/settings/instruct.py): generation vs the gold answer text.
 # Accents folded first (answers.normalize): rouge-score's tokenizer drops non-ASCII letters ("Sì" -> "s").
 ROUGE_L_ANSWER = rouge_metric("rougeL", "rougeL_answer", "gold_answer", normalize)
 # Metrics the evaluator adds to a task's own in the generative settings.

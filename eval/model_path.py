@@ -35,7 +35,7 @@ def check_model_path(model: str, backend_args: Sequence[str] = ()) -> None:
     """Raise ModelPathError when ``model`` cannot be what ``--model`` loads; a Hub id is left to the Hub.
 
     ``backend_args``: the run's ``--backend-arg KEY=VALUE`` list (``gguf_file=`` names the GGUF inside a folder)."""
-    from .modeling.gguf import is_gguf_path
+    from .backend_support.gguf import is_gguf_path
 
     path = Path(model).expanduser()
     if is_gguf_path(model):
@@ -57,7 +57,7 @@ def check_model_path(model: str, backend_args: Sequence[str] = ()) -> None:
 
 def _require_gguf(model: str) -> None:
     missing = [m for m in GGUF_NEEDS if importlib.util.find_spec(m) is None]
-    if "gguf" in missing:  # the message of modeling/gguf.py's require_gguf, which tests and users know
+    if "gguf" in missing:  # the message of backend_support/gguf.py's require_gguf, which tests and users know
         raise ModelPathError(f"--model {model} needs the gguf package: {GGUF_INSTALL}", usage=False)
     if missing:
         raise ModelPathError(f"--model {model} needs {', '.join(missing)} (transformers loads GGUF files with it): {GGUF_INSTALL}",

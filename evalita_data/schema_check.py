@@ -6,7 +6,7 @@ on the hot path; only a record it rejects goes to ``jsonschema``, which words ev
 problem and has the last word (a record it accepts is valid). The compiled check is
 built from a copy of the schema in draft 2019-09 spelling (``prefixItems`` ->
 ``items`` + ``additionalItems``), and never accepts a record ``jsonschema`` rejects
-(tests/test_schema_check.py compares both on every built record and on mutations).
+(tests/data_side/building/test_build_speed_paths.py compares both on every built record and on mutations).
 Without fastjsonschema installed, ``jsonschema`` alone is used.
 """
 

@@ -72,7 +72,7 @@ Prompt = Union[MCPrompt, GenPrompt]
 
 @dataclass(frozen=True)
 class InstructPrompts:
-    """What the generative settings (CE, CE-NI, OE; eval/prompting/instruct.py) of a multiple-choice task need.
+    """What the generative settings (CE, CE-NI, OE; eval/settings/instruct.py) of a multiple-choice task need.
 
     ``question`` is the question without its options; ``answers`` are the answer texts in
     the order of the task's target index (a fixed list or a Jinja expression, as

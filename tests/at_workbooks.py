@@ -10,6 +10,8 @@ from pathlib import Path
 
 from openpyxl import Workbook
 
+from paths import TEST_DATA
+
 IT_HEADER = ["N.", "Domanda", "Risposta 1", "Risposta 2", "Risposta 3", "Risposta 4", "Risposta 5", "Immagine"]
 EN_HEADER = ["Number", "Question", "Correct answer", "Wrong answer 1", "Wrong answer 2", "Wrong answer 3", "Wrong answer 4"]
 
@@ -57,5 +59,5 @@ def write_fixtures(folder: Path) -> list[Path]:
 
 
 if __name__ == "__main__":
-    for p in write_fixtures(Path(__file__).parent / "data" / "raw" / "at"):
+    for p in write_fixtures(TEST_DATA / "raw" / "at"):
         print(p)

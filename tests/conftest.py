@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from paths import TEST_DATA
+
 # Tests never read or write the user's caches (~/.cache/huggingface...): every cache the
 # libraries know of points into one temporary folder for the whole session. Set here, at
 # import of the conftest, before any test module imports datasets or huggingface_hub
@@ -34,7 +36,7 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(_CACHE_ROOT, ignore_errors=True)
 
-DATA = Path(__file__).parent / "data"
+DATA = TEST_DATA
 SAMPLES = DATA / "raw"
 
 

@@ -1,6 +1,6 @@
 """A fake OpenAI-compatible server on 127.0.0.1 that answers with canned values or lies (issue 22).
 
-Used by tests/test_untrusted_server.py and scripts/probe_integrity.py --server. Only the
+Used by tests/eval/backends/test_untrusted_server.py and scripts/probe_integrity.py --server. Only the
 standard library: ThreadingHTTPServer in a thread, bound to port 0, stopped by ``stop()``.
 The canned answers compute nothing real: deterministic log-probs from the token ids, and a
 generation made of the prompt's ids, so that a clean run is the reference of a lying one.

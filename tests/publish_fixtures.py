@@ -14,9 +14,10 @@ from evalita_data.jsonl import write_jsonl
 from evalita_data.building.pipeline import build
 from evalita_data.manifest import MANIFEST_FILE
 from evalita_data.building.rawsource import sha256_file
+from paths import TEST_DATA
 from hub_stub import HubStub
 
-RAW_SAMPLES = Path(__file__).parent / "data" / "raw"
+RAW_SAMPLES = TEST_DATA / "raw"
 TOKEN = "hf_stubSECRETtoken0123456789"
 
 

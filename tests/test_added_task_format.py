@@ -18,7 +18,9 @@ from click.testing import CliRunner
 from evalita_data import registry
 from evalita_data.registry import ENV_VAR
 
-HERE = Path(__file__).parent
+from paths import TESTS
+
+HERE = TESTS
 EXTRA = HERE / "extra_tasks"
 TASK = "capitals_yesno"
 FORMAT = "Sì|No"

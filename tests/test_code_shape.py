@@ -19,7 +19,7 @@ MAX_FUNCTION_LINES = 60
 MAX_MODULE_LINES = 400
 KIND_NAMES = frozenset({"output_type", "setting"})
 # The modules (relative to eval/) where a branch on the kind of task is the design, and why.
-# eval/prompting/instruct.py needs no entry: each generative setting is declared once
+# eval/settings/instruct.py needs no entry: each generative setting is declared once
 # (InstructSetting) and looked up by name, never compared.
 KIND_BRANCHES_ALLOWED = {
     "running/task_kinds.py": "task_kind(): the one dispatch from (output_type, setting) to the object of that kind of task",

@@ -18,7 +18,9 @@ from click.testing import CliRunner
 from evalita_data.building.pipeline import build
 from evalita_data.cli import main as data_main
 
-HERE = Path(__file__).parent
+from paths import TESTS
+
+HERE = TESTS
 RAW = HERE / "data" / "raw"
 
 

@@ -25,17 +25,17 @@ ROOT = Path(__file__).resolve().parent.parent
 # The layers of the evaluator, bottom to top: the one place that says what may import what. A
 # module may import its own room and the rooms of lower layers, never a room of its own layer or
 # a higher one. A room is a subpackage or module of eval/ (the longest one naming a module wins:
-# prompting.answers is its own room). Renaming or moving a room is an edit here; a new room must
+# settings.answers is its own room). Renaming or moving a room is an edit here; a new room must
 # be placed here (a test fails until it is).
 LAYERS: list[tuple[str, ...]] = [
     ("evalita_data",),  # the data toolkit: it imports nothing of the evaluator
     # The evaluator's foundations: the version, the backend contract, output-folder names, the
     # text rules that read answers, the tiny test model.
-    ("evalita_eval", "evalita_eval.api", "evalita_eval.naming", "evalita_eval.prompting.answers", "evalita_eval.tiny"),
+    ("evalita_eval", "evalita_eval.api", "evalita_eval.naming", "evalita_eval.settings.answers", "evalita_eval.tiny"),
     ("evalita_eval.metrics",),  # the tasks' metrics and the open-ended one (reads answers.normalize)
     # What backends share about a model; what is sent to the model; where data come from; reports of
     # finished runs. None loads another: reports and data reading never load torch.
-    ("evalita_eval.modeling", "evalita_eval.prompting", "evalita_eval.sources", "evalita_eval.reporting"),
+    ("evalita_eval.backend_support", "evalita_eval.settings", "evalita_eval.sources", "evalita_eval.reporting"),
     # The fast engine; --model checks; the publishing commands; the runner (task kinds, plan, cache).
     ("evalita_eval.fast", "evalita_eval.model_path", "evalita_eval.publishing", "evalita_eval.running"),
     ("evalita_eval.backends",),  # the engines (the constrained-decoding one included)
@@ -108,7 +108,7 @@ def _dynamic_target(call: ast.Call, module: str) -> str | None:
 def explicit_imports(modules: dict[str, Path]) -> list[Import]:
     """Every import statement (module level or in a function) and ``import_module`` call of a project
     module, with its file and line. Unlike ``import_graph``, the packages an import runs first are
-    not edges of their own: ``from ..prompting.answers import x`` is an import of that module."""
+    not edges of their own: ``from ..settings.answers import x`` is an import of that module."""
     found: list[Import] = []
     for module, path in modules.items():
         package = module if path.stem == "__init__" else module.rpartition(".")[0]
@@ -190,14 +190,14 @@ def test_the_graph_sees_the_packages_and_their_imports() -> None:
     graph = import_graph(modules)
     # The mapped folders (converters/ -> evalita_data.converters, eval/ -> evalita_eval) are read.
     assert {"evalita_data.converters.ner", "evalita_eval.running.runner", "evalita_eval.fast.encode", "evalita_data.scoring.metrics"} <= set(modules)
-    assert "evalita_data.taskspec" in graph["evalita_eval.prompting.instruct"]  # from evalita_data.taskspec import ...
+    assert "evalita_data.taskspec" in graph["evalita_eval.settings.instruct"]  # from evalita_data.taskspec import ...
     assert "evalita_eval.api" in graph["evalita_eval.backends.hf"]  # from ..api import ...
     assert "evalita_eval.backends" in graph["evalita_eval.backends.hf"]  # from . import register_backend
     assert "evalita_data.registry" in graph["evalita_eval.metrics"]
     # Function-level imports count: registry imports the tasks package inside _builtin_modules.
     assert "evalita_data.tasks" in graph["evalita_data.registry"]
     # The cycle finder finds a planted cycle.
-    assert find_cycle({**graph, "evalita_data.taskspec": graph["evalita_data.taskspec"] | {"evalita_eval.prompting.instruct"}})
+    assert find_cycle({**graph, "evalita_data.taskspec": graph["evalita_data.taskspec"] | {"evalita_eval.settings.instruct"}})
 
 
 def test_no_import_cycle_among_modules() -> None:
@@ -280,8 +280,8 @@ def test_the_layer_check_sees_what_it_must_refuse(tmp_path: Path) -> None:
     # import_module calls: a written-out name, and the importer's own name (the backends registry loads its modules).
     call = ast.parse('importlib.import_module(f"{__name__}.{info.name}"); import_module("evalita_eval.fast.encode")').body
     assert [_dynamic_target(c.value, "evalita_eval.backends") for c in call] == ["evalita_eval.backends", "evalita_eval.fast.encode"]
-    assert room_of("evalita_eval.prompting.answers", index) == "evalita_eval.prompting.answers"
-    assert room_of("evalita_eval.prompting.instruct", index) == "evalita_eval.prompting"
+    assert room_of("evalita_eval.settings.answers", index) == "evalita_eval.settings.answers"
+    assert room_of("evalita_eval.settings.instruct", index) == "evalita_eval.settings"
     assert room_of("evalita_eval.cli_run", index) == "evalita_eval.cli_run"  # not the room evalita_eval.cli
     assert room_of("evalita_eval.newmodule", index) is None  # the root package holds no module but its own
     # Planted modules: a room importing a higher one (deferred, relative and through import_module),
@@ -315,6 +315,6 @@ def test_reports_publishing_and_sources_load_no_model_library() -> None:
     code = ("import json, sys; import evalita_eval.reporting.report, evalita_eval.reporting.compare, evalita_eval.publishing.push_results, "
             "evalita_eval.publishing.export_lm_eval, evalita_eval.sources.folder, evalita_eval.sources.hub, evalita_eval.sources.official; "
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'vllm') "
-            "or m.startswith(('evalita_eval.backends', 'evalita_eval.fast', 'evalita_eval.modeling', 'evalita_eval.running')))))")
+            "or m.startswith(('evalita_eval.backends', 'evalita_eval.fast', 'evalita_eval.backend_support', 'evalita_eval.running')))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert json.loads(out.stdout) == []

@@ -11,12 +11,13 @@ import tomllib
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
+from paths import ROOT
+
 import pytest
 
 from evalita_eval.cli import RUN_NEEDS, STATS_NEEDS
 from evalita_eval.model_path import GGUF_NEEDS
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _load(name: str):

@@ -15,7 +15,9 @@ from click.testing import CliRunner
 from evalita_data import registry
 from evalita_data.registry import ENV_VAR, TaskRegistryError, discover
 
-HERE = Path(__file__).parent
+from paths import TESTS
+
+HERE = TESTS
 EXTRA = HERE / "extra_tasks"
 RAW = HERE / "data" / "raw"
 # Hand-made evaluation splits for the tasks whose raw fixtures lack them (HS gold, REL test).
@@ -176,7 +178,7 @@ def test_a_generative_setting_on_every_instruct_task(backend_name: str, extra_re
     """--setting ce --constrained on every registered MC task that declares instruct prompts: answers
     generated under the letter constraint, so every one parses; an MC task without them is refused."""
     from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
-    from evalita_eval.prompting.instruct import setting_metrics
+    from evalita_eval.settings.instruct import setting_metrics
     from evalita_eval.sources.entries import select_entries
     from evalita_eval.sources.folder import FolderSource
 

@@ -11,13 +11,14 @@ import threading
 from pathlib import Path
 
 import pytest
+from paths import TESTS
 from publish_fixtures import built_tasks, run_cli, sample_build  # noqa: F401 - a fixture
 from click.testing import CliRunner
 
 from evalita_eval.running.cache import RequestCache, request_key
 from evalita_eval.cli import main as eval_main
 
-HERE = Path(__file__).parent
+HERE = TESTS
 DATA = HERE / "data" / "build"
 
 

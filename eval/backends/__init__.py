@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from ..api import Backend, BackendOptions
-from ..modeling.options import engine_of, resolve_options
+from ..backend_support.options import engine_of, resolve_options
 
 ENTRY_POINT_GROUP = "evalita_llm.backends"
 _REGISTRY: dict[str, type[Backend]] = {}

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..api import GenRequest, LLRequest
-from ..modeling.gguf import GGUFModel, pretrained_source
-from ..modeling.tokenization import default_add_special_tokens, encode_request
+from ..backend_support.gguf import GGUFModel, pretrained_source
+from ..backend_support.tokenization import default_add_special_tokens, encode_request
 from .hf_loading import resolve_max_length
 
 

@@ -3,7 +3,7 @@ on a model and tokenizer loaded exactly as the ``hf`` backend loads them.
 
 Constrained generations (``GenRequest.constraint``, ``--constrained``) take the ``hf``
 backend's generate path on the same model and tokenizer: it applies the grammar as a
-logits processor inside transformers' ``generate`` (eval/prompting/constrained.py); the rest keep
+logits processor inside transformers' ``generate`` (eval/settings/constrained.py); the rest keep
 the fast path.
 """
 
@@ -15,8 +15,8 @@ from typing import Any, Callable, Sequence
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, backend_option
 from ..fast import FastBackend
 from . import register_backend
-from ..modeling.gguf import gguf_file_option
-from ..modeling.options import engine_of
+from ..backend_support.gguf import gguf_file_option
+from ..backend_support.options import engine_of
 from .hf import HFBackend, OnHFModel
 from .hf_loading import load_hf
 

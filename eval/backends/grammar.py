@@ -10,7 +10,7 @@ same version; lm-format-enforcer is slower (character-level parsing per token).
 
 The budget rule (docs/settings.md) reads the closings the constraint carries
 (``Constraint.closings``, ``Constraint.empty_answer``), never the task registry. Which
-constraint a task or setting asks for is eval/prompting/constrained.py's business.
+constraint a task or setting asks for is eval/settings/constrained.py's business.
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@ grouped into one row (``hf_batches.scoring_groups``), rows sorted by length (lon
 right-padded, one forward pass per batch, left-truncated to the model's maximum length,
 exactly as lm-eval's ``HFLM._loglikelihood_tokens``; only the continuation positions are projected onto the
 vocabulary (``continuation_scores``), and ``batch_size=None`` (``--batch-size auto``)
-sizes batches by tokens to fit a memory budget (eval/modeling/memory.py). Generation: greedy, left-padded batches, context
+sizes batches by tokens to fit a memory budget (eval/backend_support/memory.py). Generation: greedy, left-padded batches, context
 left-truncated to ``max_length - max_new_tokens``, output cut at the first stop string
 (the EOS string included), as ``HFLM.generate_until``.
 
-Requests are tokenised by eval/modeling/tokenization.py (lm-eval's rules, shared by every
+Requests are tokenised by eval/backend_support/tokenization.py (lm-eval's rules, shared by every
 token-level backend). ``plain_loglikelihood`` is the reference: one request at a time, full
 forward pass, no cache; every faster path is tested against it. ``load_hf``
 (backends/hf_loading.py) is the one model/tokenizer loader of the HF-based backends.
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, prompt_room, scoring_input
-from ..modeling.memory import CPU_PASS_TOKENS, forward_bytes, kv_bytes_per_token, memory_budget, return_freed_memory
-from ..modeling.tokenization import default_add_special_tokens, encode_pair, encode_request, render_chat  # noqa: F401  (encode_pair: re-exported)
-from ..modeling.logits import logits_at, plain_head  # noqa: F401  (shared with fast/, which must not import backends/)
-from ..modeling.gguf import gguf_file_option
+from ..backend_support.memory import CPU_PASS_TOKENS, forward_bytes, kv_bytes_per_token, memory_budget, return_freed_memory
+from ..backend_support.tokenization import default_add_special_tokens, encode_pair, encode_request, render_chat  # noqa: F401  (encode_pair: re-exported)
+from ..backend_support.logits import logits_at, plain_head  # noqa: F401  (shared with fast/, which must not import backends/)
+from ..backend_support.gguf import gguf_file_option
 from . import register_backend
 from .hf_batches import longest_first, scoring_groups, token_budget_batches
 from .hf_loading import LoadedModel, load_hf, resolve_max_length  # noqa: F401  (the loader of every HF-based backend, re-exported)
@@ -106,9 +106,9 @@ class OnHFModel:
         self.dtype = str(self.model.dtype).removeprefix("torch.")
 
     def cache_identity(self) -> dict[str, Any]:
-        from ..modeling.gguf import gguf_identity
-        from ..modeling.options import engine_fields
-        from ..modeling.identity import model_source_identity, tokenizer_identity
+        from ..backend_support.gguf import gguf_identity
+        from ..backend_support.options import engine_fields
+        from ..backend_support.identity import model_source_identity, tokenizer_identity
 
         identity = super().cache_identity()  # type: ignore[misc]  # Backend's, next in every subclass's MRO
         identity.update(model_source_identity(self.name_or_path, identity.get("revision")))
@@ -133,7 +133,7 @@ class OnHFModel:
 
 @dataclass(frozen=True)
 class HFOptions:
-    """Beyond the common options (--batch-size, --device, --dtype...): a GGUF file (eval/modeling/gguf.py)."""
+    """Beyond the common options (--batch-size, --device, --dtype...): a GGUF file (eval/backend_support/gguf.py)."""
 
     gguf_file: str | None = gguf_file_option()
 
@@ -142,7 +142,7 @@ class HFOptions:
 class HFBackend(OnHFModel, Backend):
     """Batched plain transformers forward passes; parity-tested against lm-eval's ``hf`` model."""
 
-    # Constrained requests: an xgrammar logits processor in generate (eval/prompting/constrained.py).
+    # Constrained requests: an xgrammar logits processor in generate (eval/settings/constrained.py).
     capabilities = Capabilities(constrained=True)
     Options = HFOptions
 
@@ -213,7 +213,7 @@ class HFBackend(OnHFModel, Backend):
 
     def _scoring_batches(self, order: list[int], lengths: list[int], scored: list[int]) -> list[list[int]]:
         """``order`` cut into forward passes: ``batch_size`` rows each, or with
-        ``batch_size=None`` as many as fit the memory budget (eval/modeling/memory.py's formula)."""
+        ``batch_size=None`` as many as fit the memory budget (eval/backend_support/memory.py's formula)."""
         if self.batch_size is not None:
             return [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
         return token_budget_batches(order, lengths, scored, lambda rows, width, n: forward_bytes(self.model.config, self._itemsize, rows, width, n), self._budget)

@@ -51,13 +51,13 @@ def load_hf(options: BackendOptions) -> LoadedModel:
     ``device="auto"`` spreads a model larger than one device over every visible GPU (and
     the CPU) with accelerate's ``device_map="auto"``; otherwise the whole model goes to
     ``device``. ``threads`` sets torch's intra-op threads (CPU runs). A GGUF file
-    (``--model X.gguf`` or ``--backend-arg gguf_file=NAME``, eval/modeling/gguf.py) is dequantized by
+    (``--model X.gguf`` or ``--backend-arg gguf_file=NAME``, eval/backend_support/gguf.py) is dequantized by
     transformers, its tokenizer and chat template read from the file.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from ..modeling.gguf import gguf_model, pretrained_source, require_gguf
+    from ..backend_support.gguf import gguf_model, pretrained_source, require_gguf
 
     if options.threads is not None:
         torch.set_num_threads(options.threads)

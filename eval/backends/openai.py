@@ -28,8 +28,8 @@ from ..api import (LOGPROB_ROUNDING, Backend, BackendOptions, BackendUnsupported
 from . import register_backend
 from .http_client import BACKOFF_BASE_S, MAX_BODY_BYTES, MalformedAnswer, OpenAIClient, ServerError, excerpt, json_type  # noqa: F401  (ServerError: re-exported)
 from .engine_common import generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
-from ..modeling.options import engine_of
-from ..modeling.tokenization import render_chat
+from ..backend_support.options import engine_of
+from ..backend_support.tokenization import render_chat
 
 T = TypeVar("T")
 
@@ -116,7 +116,7 @@ class _OpenAIBase(Backend):
         local, its chat template), the max length, every --backend-arg (``server_token_ids``
         changes how answers are decoded). Never the API key, nor the name of its variable: another
         key to the same server gives the same numbers; concurrency, timeout and retries neither."""
-        from ..modeling.identity import model_source_identity, tokenizer_identity
+        from ..backend_support.identity import model_source_identity, tokenizer_identity
 
         identity = super().cache_identity()
         identity.pop("device", None)  # the server's device, not ours

@@ -9,7 +9,7 @@ by all its choices: the first token of every choice read at the position after i
 rest of a longer one as prompt log-probs of a request that reads the cached context
 (``vllm_scoring``: the requests). ``--backend-arg vllm_loglikelihood=prefix`` generates
 the longer choices instead, through a logits processor that forces their tokens
-(``evalita_eval.modeling.vllm_force``; one decode step per token), ``prompt_logprobs`` keeps the
+(``evalita_eval.backend_support.vllm_force``; one decode step per token), ``prompt_logprobs`` keeps the
 former path (prompt log-probs, no prefix reuse for choices of several tokens).
 Generation: one ``generate`` call for all prompts (vLLM batches them continuously),
 greedy, prompt left-truncated to ``max_length - max_new_tokens``, stop strings plus the
@@ -26,13 +26,13 @@ from typing import Any, Iterator, Sequence
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, backend_option, cut_at_stop
 from . import register_backend
 from .engine_common import LLWindow, generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
-from ..modeling.gguf import GGUFModel, gguf_file_option, gguf_identity, gguf_model, require_gguf
+from ..backend_support.gguf import GGUFModel, gguf_file_option, gguf_identity, gguf_model, require_gguf
 from .vllm_scoring import check_mode, plan_loglikelihood
-from ..modeling.options import engine_fields, engine_of
-from ..modeling.tokenization import render_chat
+from ..backend_support.options import engine_fields, engine_of
+from ..backend_support.tokenization import render_chat
 
 # The logits processor of forced continuations, by name (vLLM imports it in its workers).
-FORCE_PROCESSOR = "evalita_eval.modeling.vllm_force:ForceTokens"
+FORCE_PROCESSOR = "evalita_eval.backend_support.vllm_force:ForceTokens"
 DTYPES = {"auto": "auto", "float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
 
 
@@ -73,7 +73,7 @@ def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "pref
 
 def gguf_engine_source(options: BackendOptions) -> dict[str, str]:
     """``model`` and ``tokenizer`` of ``vllm.LLM``: the model folder or Hub id for both, or for a
-    GGUF model (eval/modeling/gguf.py) the .gguf itself for both, so that vLLM's tokenizer is the file's,
+    GGUF model (eval/backend_support/gguf.py) the .gguf itself for both, so that vLLM's tokenizer is the file's,
     as ours is. vLLM 0.24 and later load GGUF through the ``vllm-gguf-plugin`` package."""
     gguf = gguf_model(options.model, asdict(engine_of(VLLMBackend, options)))
     if gguf is None:
@@ -188,7 +188,7 @@ class VLLMBackend(Backend):
     def cache_identity(self) -> dict[str, Any]:
         """The model's files, resolved dtype and max length, the chat template, and the options
         that change numbers (``VLLMOptions``); not --device (vLLM picks its platform)."""
-        from ..modeling.identity import model_source_identity, tokenizer_identity
+        from ..backend_support.identity import model_source_identity, tokenizer_identity
 
         identity = super().cache_identity()
         identity.pop("device", None)

@@ -17,7 +17,7 @@ Three modes, ``--backend-arg vllm_loglikelihood=prefill|prefix|prompt_logprobs``
   (``LLCall.cache_too_deep``): the positions it needs were not computed.
 - ``prefix`` (the forced-decoding plan): the same first wave for one-token choices;
   a longer choice is ONE request with the context as prompt that
-  generates exactly the choice's tokens: ``evalita_eval.modeling.vllm_force.ForceTokens``, a
+  generates exactly the choice's tokens: ``evalita_eval.backend_support.vllm_force.ForceTokens``, a
   logits processor loaded into the engine, leaves only the next continuation token
   sampleable, and ``logprobs=1`` returns, per generated position, the raw log-prob of the
   forced token and the best raw log-prob (``logprobs_mode="raw_logprobs"``: computed from
@@ -123,7 +123,7 @@ class LLCall:
         if self.kind == "forced":
             if list(sample.token_ids) != list(self.tokens):
                 raise RuntimeError(f"vLLM generated {list(sample.token_ids)} where the continuation {list(self.tokens)} was forced: "
-                                   "is evalita_eval.modeling.vllm_force.ForceTokens loaded (engine argument logits_processors)?")
+                                   "is evalita_eval.backend_support.vllm_force.ForceTokens loaded (engine argument logits_processors)?")
             total, greedy = 0.0, True
             for token, position in zip(self.tokens, _positions(sample, len(self.tokens), self)):
                 lp = _logprob(position, token, self).logprob

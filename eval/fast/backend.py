@@ -6,8 +6,8 @@ import sys
 from typing import Any, Callable, Sequence
 
 from ..api import GenRequest, LLRequest, LLResult, scoring_input
-from ..modeling.logits import logits_at, plain_head
-from ..modeling.memory import kv_bytes_per_token, return_freed_memory, token_bytes
+from ..backend_support.logits import logits_at, plain_head
+from ..backend_support.memory import kv_bytes_per_token, return_freed_memory, token_bytes
 from .budget import DEFAULT_MAX_BATCH_TOKENS, DEFAULT_MAX_TREE_TOKENS, cpu_gen_budget, probe_max_batch_tokens
 from .encode import encode_requests
 from .generate import generate_greedy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..modeling.memory import CPU_PASS_TOKENS, kv_bytes_per_token
+from ..backend_support.memory import CPU_PASS_TOKENS, kv_bytes_per_token
 
 DEFAULT_MAX_BATCH_TOKENS = CPU_PASS_TOKENS
 # Generation on CPU: a decoding step costs little more with more rows (its operations

@@ -1,4 +1,4 @@
-"""lm-eval tokenisation of many requests at once: the rules of eval/modeling/tokenization.py
+"""lm-eval tokenisation of many requests at once: the rules of eval/backend_support/tokenization.py
 (``encode_requests``), with the tokenizer called on bounded groups of texts."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..api import LLRequest
-from ..modeling import tokenization
-from ..modeling.tokenization import Key
+from ..backend_support import tokenization
+from ..backend_support.tokenization import Key
 
 # Texts per tokenizer call: the Rust tokenizer builds a full Encoding (tokens, offsets, masks)
 # of every text of a call before any is returned, several times the ids' size; FAQ prompts that
@@ -28,6 +28,6 @@ def _batch_encode(tokenizer: Any, keys: list[Key]) -> dict[Key, list[int]]:
 
 
 def encode_requests(tokenizer: Any, requests: Sequence[LLRequest]) -> list[tuple[list[int], list[int]]]:
-    """(context ids, continuation ids) per request, equal to ``modeling.tokenization.encode_request``;
+    """(context ids, continuation ids) per request, equal to ``backend_support.tokenization.encode_request``;
     contexts repeat across the choices of an item, so each distinct string is encoded once."""
     return tokenization.encode_requests(tokenizer, requests, lambda keys: _batch_encode(tokenizer, keys))

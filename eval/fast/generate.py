@@ -25,7 +25,7 @@ from contextlib import nullcontext
 from typing import Any, Callable, Sequence
 
 from ..api import GenRequest, cut_at_stop, prompt_room
-from ..modeling.tokenization import default_add_special_tokens, prefix_token_id
+from ..backend_support.tokenization import default_add_special_tokens, prefix_token_id
 
 
 def context_ids(tokenizer: Any, requests: Sequence[GenRequest], max_length: int) -> list[list[int]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..prompting.instruct import UNPARSED
+from ..settings.instruct import UNPARSED
 from ..reporting.unparsed_flag import flag_legend, flag_mark
 from ..reporting.worth import MIN_ITEMS, NOT_A_MEASUREMENT
 

@@ -121,7 +121,7 @@ def results_document(runner: Any, result: Any, manifest: dict) -> dict:
         # Per task: its declared version and a hash of each prompt's definition (TaskSpec).
         "task_versions": {name: runner._task_versions.get(name) or task_versions(runner._entries[name], runner.config.setting)
                           for name in result.results},
-        # Per task, prompt and answer rule (prompting/answers.py), how many generated answers it parsed.
+        # Per task, prompt and answer rule (settings/answers.py), how many generated answers it parsed.
         "parsed_by": runner.parsed_by,
         "unparsed_flags": flagged_prompts(result.results),  # prompts with >= 10 % unparsed answers (issue 28)
         "baselines": runner.baselines,

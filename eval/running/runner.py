@@ -25,10 +25,10 @@ from .task_kinds import TaskKind, as_turns, kind_for_run
 from .selection import eval_split, select
 from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of
 from .results_file import carry_over, earlier_timing, results_document, rounded_timing, write_results_file
-from ..modeling.identity import identity_key
-from ..prompting.fewshot import build_chat_messages, build_contexts, messages_as_text
-from ..prompting.constrained import refuse_unformatted
-from ..modeling.memory import peak_memory, reset_peak_memory
+from ..backend_support.identity import identity_key
+from ..settings.fewshot import build_chat_messages, build_contexts, messages_as_text
+from ..settings.constrained import refuse_unformatted
+from ..backend_support.memory import peak_memory, reset_peak_memory
 from ..sources.base import Source
 from ..sources.entries import TaskEntry
 

@@ -18,8 +18,8 @@ from typing import Any, Sequence
 
 from ..api import GenRequest, LLRequest, check_ll_result
 from ..metrics import mc_prediction
-from ..prompting import instruct as st
-from ..prompting.constrained import format_failures, task_constraint
+from ..settings import instruct as st
+from ..settings.constrained import format_failures, task_constraint
 from ..reporting.baselines import generative_baselines, task_baselines
 from ..sources.entries import TaskEntry
 

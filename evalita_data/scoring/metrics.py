@@ -13,7 +13,7 @@ plain micro-F1 over multisets of pairs.
 Sample fields: MC ``loglikelihoods``, ``choices``, ``prediction`` (argmax index),
 ``gold`` (index); generative ``generation`` and ``gold`` (NER: the entity dicts;
 REL: the [RML, EVENT] pairs; LS: the {word, count} answers; SUM: the reference text).
-MC tasks answered by generation (``--setting ce|ce-ni|oe``, eval/prompting/instruct.py) have no
+MC tasks answered by generation (``--setting ce|ce-ni|oe``, eval/settings/instruct.py) have no
 ``loglikelihoods``: the accuracies read their parsed ``prediction``.
 """
 
@@ -55,7 +55,7 @@ def _mean(values: list[float]) -> float:
 
 def _accuracy(name: str, norm: str | None) -> Metric:
     def hit(s: dict) -> float:
-        # Generated answers (eval/prompting/instruct.py) carry their parsed "prediction", no log-likelihoods.
+        # Generated answers (eval/settings/instruct.py) carry their parsed "prediction", no log-likelihoods.
         predicted = mc_prediction(s["loglikelihoods"], s["choices"], norm) if "loglikelihoods" in s else s["prediction"]
         return float(predicted == s["gold"])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from evalita_eval.api import GenRequest, LLRequest, request_payload
 from evalita_eval.running.cache import request_key
-from evalita_eval.prompting.fewshot import build_chat_messages, messages_as_text
+from evalita_eval.settings.fewshot import build_chat_messages, messages_as_text
 from evalita_eval.sources.entries import select_entries
 
 

@@ -16,7 +16,7 @@ import pytest
 from .engine_helpers import API_KEY, assert_same_run, ll_close, requires_vllm, run_in_process
 from evalita_eval.api import BackendOptions, BackendUnsupported, GenRequest, LLRequest
 from evalita_eval.backends import create_backend
-from evalita_eval.modeling.options import options_from_cli
+from evalita_eval.backend_support.options import options_from_cli
 
 KEY_ENV = "EVALITA_TEST_OPENAI_KEY"
 

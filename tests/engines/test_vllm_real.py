@@ -48,7 +48,7 @@ def real_pair():
 
 def _mc_requests(docs_per_task: int) -> list[LLRequest]:
     """Every prompt of the six MC tasks over the committed test build's first documents."""
-    from evalita_eval.prompting.fewshot import build_contexts
+    from evalita_eval.settings.fewshot import build_contexts
     from evalita_eval.sources.entries import select_entries
 
     reqs = []

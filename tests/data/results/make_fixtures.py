@@ -1,4 +1,4 @@
-"""Regenerate the fake results.json fixtures of tests/test_report.py (seeded, deterministic).
+"""Regenerate the fake results.json fixtures of tests/eval/reporting/test_report.py (seeded, deterministic).
 
     .venv/bin/python tests/data/results/make_fixtures.py
 

@@ -1,0 +1,51 @@
+"""Constrained decoding (``--constrained``): the constraint of each task and setting.
+The engines enforce them (xgrammar on a local model: eval/backends/grammar.py; vLLM and
+servers: structured outputs).
+
+Constraints (``api.Constraint``): multiple-choice settings use a ``choice`` set (the
+letters for CE, the answer texts for CE-NI and OE, eval/settings/instruct.py); a generative task
+uses a ``regex``, the answer format it declares (``TaskSpec.output_pattern``: NER, REL
+and LS; an added task the same way), with the closing rule it declares
+(``output_closings``, ``output_empty``) for the token budget, carried by the constraint
+(so the resume cache's key changes with them). A generative task without a format (SUM,
+free text) cannot be constrained: its task kind says so (``TaskKind.unformatted``) and
+``refuse_unformatted`` names such tasks before a run starts. Every gold answer of the test
+data must be accepted (tests/test_settings.py checks it on the fixtures).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from evalita_data.taskspec import TaskSpec
+
+from ..api import Constraint
+
+
+def format_failures(spec: TaskSpec, generations: Sequence[str]) -> int | None:
+    """How many generations do not match the task's answer format (``TaskSpec.output_pattern``,
+    the regex its constraint uses); None for a task without one (free text)."""
+    if spec.output_pattern is None:
+        return None
+    compiled = re.compile(spec.output_pattern)
+    return sum(compiled.fullmatch(g) is None for g in generations)
+
+
+def task_constraint(spec: TaskSpec) -> Constraint | None:
+    """The answer-format constraint of a generative task; None where the output is free text."""
+    if spec.output_pattern is None:
+        return None
+    return Constraint("regex", pattern=spec.output_pattern, closings=spec.output_closings, empty_answer=spec.output_empty)
+
+
+def refuse_unformatted(names: Sequence[str]) -> None:
+    """``--constrained`` on named tasks: a ValueError naming the entries whose task declares no answer
+    format (``TaskKind.unformatted``), before any work."""
+    if names:
+        raise ValueError(f"--constrained: {', '.join(names)} declare(s) no answer format (TaskSpec.output_pattern), "
+                         "so nothing would constrain the generation; run them without --constrained")
+
+
+def choice_constraint(choices: Sequence[str]) -> Constraint:
+    return Constraint("choice", choices=tuple(choices))

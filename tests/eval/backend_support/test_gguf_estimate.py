@@ -1,0 +1,209 @@
+"""GGUF model names and errors (eval/backend_support/gguf.py) without a real file, the run plan and time estimate
+printed before a run (eval/running/estimate.py), and --device's default. The real GGUF file itself is
+loaded and compared with its float32 conversion in tests/realmodel."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evalita_eval.api import BackendOptions
+from evalita_eval.backends.vllm import engine_kwargs
+from evalita_eval.cli import default_device, main
+from evalita_eval.running.estimate import GEN, LL, TaskPlan, TimeEstimate
+from evalita_eval.backend_support.gguf import gguf_identity, gguf_model
+
+from paths import TESTS
+
+HERE = TESTS
+DATA = HERE / "data" / "build"
+
+
+@pytest.fixture
+def fake_gguf(tmp_path: Path) -> Path:
+    """A file named .gguf (its content is never parsed here)."""
+    path = tmp_path / "models" / "Model.Q4_1.gguf"
+    path.parent.mkdir()
+    path.write_bytes(b"GGUF" + bytes(range(256)) * 8)
+    return path
+
+
+def test_gguf_model_names_the_folder_and_file(fake_gguf: Path, tmp_path: Path) -> None:
+    found = gguf_model(str(fake_gguf))
+    assert (found.source, found.file, found.local_path) == (str(fake_gguf.parent), "Model.Q4_1.gguf", fake_gguf)
+    assert found.from_pretrained_kwargs == {"gguf_file": "Model.Q4_1.gguf"}
+    hub = gguf_model("org/Model-GGUF", {"gguf_file": "model.Q8_0.gguf"})
+    assert (hub.source, hub.file, hub.local_path) == ("org/Model-GGUF", "model.Q8_0.gguf", None)
+    local = gguf_model(str(fake_gguf.parent), {"gguf_file": fake_gguf.name})
+    assert local.local_path == fake_gguf
+    assert gguf_model(str(tmp_path)) is None and gguf_model("org/name", {"other": "x"}) is None
+
+
+@pytest.mark.parametrize("model, extra, error", [
+    ("missing.gguf", {}, "--model missing.gguf: no such GGUF file"),
+    ("org/m", {"gguf_file": "weights.bin"}, "expected the name of a .gguf file inside org/m"),
+    ("org/m", {"gguf_file": "../up.gguf"}, "expected the name of a .gguf file inside org/m"),
+])
+def test_gguf_model_errors_say_what_was_expected(model: str, extra: dict, error: str) -> None:
+    with pytest.raises((ValueError, FileNotFoundError), match=re.escape(error)):
+        gguf_model(model, extra)
+
+
+def test_gguf_named_twice_is_refused(fake_gguf: Path) -> None:
+    with pytest.raises(ValueError, match="is a GGUF file already; drop --backend-arg gguf_file=x.gguf"):
+        gguf_model(str(fake_gguf), {"gguf_file": "x.gguf"})
+
+
+def test_gguf_identity_is_the_file_sha256(fake_gguf: Path, tmp_path: Path, monkeypatch) -> None:
+    """A local .gguf is identified by its content (identity.model_source_identity); a Hub GGUF by the
+    sha256 of the file in the local Hub cache (gguf_identity), None when it is not there."""
+    from evalita_eval.backend_support.identity import model_source_identity
+
+    digest = hashlib.sha256(fake_gguf.read_bytes()).hexdigest()
+    assert model_source_identity(str(fake_gguf), None)["file_sha256"] == digest
+    assert gguf_identity(str(fake_gguf), None) is None  # covered above, not hashed twice
+    # A Hub cache holding org/m-GGUF's file (the layout huggingface_hub reads).
+    import huggingface_hub.constants as hub_constants
+
+    hub = tmp_path / "hub"
+    snapshot = hub / "models--org--m-GGUF" / "snapshots" / ("a" * 40)
+    snapshot.mkdir(parents=True)
+    (snapshot / "m.Q4_1.gguf").write_bytes(b"GGUF hub weights")
+    (hub / "models--org--m-GGUF" / "refs").mkdir()
+    (hub / "models--org--m-GGUF" / "refs" / "main").write_text("a" * 40)
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(hub))
+    assert gguf_identity("org/m-GGUF", None, {"gguf_file": "m.Q4_1.gguf"}) == {
+        "gguf_file": "m.Q4_1.gguf", "gguf_sha256": hashlib.sha256(b"GGUF hub weights").hexdigest()}
+    assert gguf_identity("org/never-downloaded", None, {"gguf_file": "m.gguf"}) == {"gguf_file": "m.gguf", "gguf_sha256": None}
+    assert gguf_identity("org/plain", None) is None
+
+
+def test_vllm_takes_the_gguf_file_as_model_and_tokenizer(fake_gguf: Path) -> None:
+    kw = engine_kwargs(BackendOptions(model=str(fake_gguf)), 2048)
+    assert kw["model"] == kw["tokenizer"] == str(fake_gguf)
+    kw = engine_kwargs(BackendOptions(model="org/M-GGUF", extra={"gguf_file": "m.Q4_K_M.gguf"}), 2048)
+    assert kw["model"] == kw["tokenizer"] == "org/M-GGUF/m.Q4_K_M.gguf"
+    kw = engine_kwargs(BackendOptions(model="org/plain"), 2048)
+    assert kw["model"] == kw["tokenizer"] == "org/plain"
+
+
+def test_cli_missing_gguf_file_is_a_clear_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["run", "--model", str(tmp_path / "nope.gguf"), "--data", str(DATA), "--tasks", "te"])
+    assert result.exit_code == 2
+    assert "nope.gguf: no such GGUF file" in result.output and "JSON" not in result.output
+
+
+def test_cli_gguf_without_the_gguf_package_is_an_install_hint(fake_gguf: Path, monkeypatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gguf" else real(name, *a))
+    result = CliRunner().invoke(main, ["run", "--model", str(fake_gguf), "--data", str(DATA), "--tasks", "te"])
+    assert result.exit_code == 1
+    assert f"--model {fake_gguf} needs the gguf package: pip install 'evalita-llm[gguf]'" in result.output
+
+
+def test_gguf_file_in_a_hub_id_reaches_from_pretrained(tiny_model: Path) -> None:
+    """--backend-arg gguf_file=NAME is passed to transformers (a folder without that file: its own error, not a config one)."""
+    pytest.importorskip("gguf")
+    from evalita_eval.backends.hf import load_hf
+
+    with pytest.raises(OSError, match="tiny.Q4_1.gguf"):
+        load_hf(BackendOptions(model=str(tiny_model), extra={"gguf_file": "tiny.Q4_1.gguf"}))
+
+
+def test_default_device_is_the_gpu_when_torch_sees_one(monkeypatch) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert default_device() == "cuda"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert default_device() == "cpu"
+
+
+# -- the plan and the time estimate -------------------------------------------------------------
+
+
+def test_run_prints_the_plan_that_the_run_then_sends(tiny_model: Path, tmp_path: Path) -> None:
+    """Requests, prompt tokens (the tokenizer's count of every context and continuation) and max new
+    tokens per task, equal to what the run's samples hold; the default device (cpu here) is recorded."""
+    from transformers import AutoTokenizer
+
+    out = tmp_path / "o"
+    result = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te,ner", "--limit", "2",
+                                       "--max-new-tokens", "8", "--output-dir", str(out), "--no-progress"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    doc = json.loads((out / "results.json").read_text("utf-8"))
+    assert doc["config"]["device"] == "cpu"
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    count = lambda text: len(tok.encode(text, add_special_tokens=False))  # noqa: E731
+    rows = {m.group(1): m.groups()[1:] for m in re.finditer(r"^(\w+)\s+(loglik|generate)\s+([\d,]+)\s+([\d,]+)(?:\s+([\d,]+))?$", result.output, re.M)}
+    requests = tokens = 0
+    for name, kind in (("te", "loglik"), ("ner_adg", "generate"), ("ner_fic", "generate"), ("ner_wn", "generate")):
+        samples = [json.loads(x) for f in sorted((out / "samples").glob(f"{name}_p*.jsonl")) for x in f.read_text("utf-8").splitlines()]
+        if kind == "loglik":
+            n = sum(len(s["choices"]) for s in samples)
+            t = sum(len(s["choices"]) * count(s["prompt"]) + sum(count(" " + c) for c in s["choices"]) for s in samples)
+            assert rows[name] == (kind, f"{n:,}", f"{t:,}", None)
+        else:
+            n, t = len(samples), sum(count(s["prompt"]) for s in samples)
+            assert rows[name] == (kind, f"{n:,}", f"{t:,}", "8")  # the budget of one request, not a total
+        requests, tokens = requests + n, tokens + t
+    total = re.search(r"^total\s+([\d,]+)\s+([\d,]+)$", result.output, re.M)
+    assert total is not None and total.groups() == (f"{requests:,}", f"{tokens:,}")
+    assert f"({requests} in all)" in result.output
+    assert re.search(r"^estimate: about \d+ s left for the log-likelihoods \(", result.output, re.M)
+
+
+def test_a_rerun_plans_only_what_the_resume_cache_lacks(tiny_model: Path, tmp_path: Path) -> None:
+    """A rerun with a larger --limit: the plan counts the requests of the first run's documents as
+    read back, and the time estimate covers only the new ones."""
+    out = tmp_path / "o"
+    args = ["run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te", "--output-dir", str(out), "--no-progress"]
+    first = CliRunner().invoke(main, [*args, "--limit", "2"], catch_exceptions=False)
+    assert first.exit_code == 0 and "resume:" not in first.output
+    done = sum(len(json.loads(x)["choices"]) for f in (out / "samples").glob("te_p*.jsonl") for x in f.read_text("utf-8").splitlines())
+    again = CliRunner().invoke(main, [*args, "--limit", "3", "--overwrite"], catch_exceptions=False)  # another run: its cache kept
+    assert again.exit_code == 0, again.output
+    total = int(re.search(r"^total\s+([\d,]+)\s", again.output, re.M).group(1).replace(",", ""))
+    assert done == 2 * 6 * 2 and total == 3 * 6 * 2  # te: two choices, six prompts
+    assert f"resume: {done:,} of these {total:,} requests are in the resume cache and are read back; {total - done:,} are computed" in again.output
+    assert f"{total - done} requests computed, {done} read from the cache" in again.output
+    same = CliRunner().invoke(main, [*args, "--limit", "3"], catch_exceptions=False)
+    assert f"resume: {total:,} of these {total:,} requests are in the resume cache and are read back; 0 are computed (0 prompt tokens)" in same.output
+    assert "estimate:" not in same.output  # nothing reaches the model: nothing to time
+
+
+def test_time_estimate_from_the_first_measured_requests() -> None:
+    from evalita_eval.api import GenRequest, LLRequest
+
+    clock, printed = [0.0], []
+    plans = [TaskPlan("te", LL, 100, 2000, 8000), TaskPlan("ner", GEN, 40, 4000, 16000, 64)]
+    estimate = TimeEstimate(plans, printed.append, every_s=60, clock=lambda: clock[0])
+    assert estimate.line() == "estimate: time left not known yet (40 of 40 generations left; log-likelihoods and generations not measured yet)"
+    clock[0] += 5
+    estimate.record(LL, [LLRequest("x" * 76, " ab")] * 10, 5.0)  # 790 characters = 197.5 tokens at 2000/8000, in 5 s
+    assert printed == ["estimate: about 46 s left for the log-likelihoods (40 read tokens/s so far; 40 of 40 generations left; "
+                       "generations not measured yet)"]
+    clock[0] += 5
+    estimate.record(LL, [LLRequest("x" * 76, " ab")] * 10, 5.0)  # within every_s: nothing printed
+    assert len(printed) == 1
+    clock[0] += 20
+    estimate.record(GEN, [GenRequest("ctx", ("\n",), 64)] * 4, 20.0)  # 5 s per generation, 36 left
+    assert printed[-1] == "estimate: about 4 min left (40 read tokens/s, 5.00 s per generation so far; 36 of 40 generations left)"
+    assert estimate.remaining_s() == (pytest.approx((2000 - 2 * 198) / 39.6 + 36 * 5), [])
+
+
+def test_no_time_left_is_said_before_the_generations_are_measured() -> None:
+    """Log-likelihoods all done, no generation finished yet: the time left is not known, never "0 s"."""
+    from evalita_eval.api import LLRequest
+
+    printed: list[str] = []
+    estimate = TimeEstimate([TaskPlan("te", LL, 2, 20, 80), TaskPlan("ner", GEN, 3, 30, 120, 16)], printed.append, clock=lambda: 0.0)
+    estimate.record(LL, [LLRequest("x" * 37, " ab")] * 2, 2.0)  # every log-likelihood token
+    assert printed == ["estimate: time left not known yet (10 read tokens/s so far; 3 of 3 generations left; generations not measured yet)"]

@@ -1,0 +1,213 @@
+"""Data-parallel replicas on a real local Ray (2 CPUs): the same results.json and samples as one
+replica, each replica loading its model once, and a replica killed mid-run restarted with
+only its unfinished units (no line twice in cache.jsonl); generations (hf batches, fast waves)
+shared by both replicas, byte for byte those of one."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evalita_eval.api import BackendOptions, LLRequest
+from evalita_eval.cli import main
+from evalita_eval.backend_support.options import options_from_cli
+from evalita_eval.replicas import create_backend, replica_settings
+from evalita_eval.replicas.plan import assign, merge_shared_contexts
+
+from paths import TEST_DATA
+
+ray = pytest.importorskip("ray")
+
+DATA = TEST_DATA / "build"
+# Two MC tasks (log-likelihood chunks of batch 2 x 4 requests) and a generative one (hf: batches of 2).
+COMMON = ["--data", str(DATA), "--tasks", "te,sa,ls", "--limit", "5", "--batch-size", "2", "--max-new-tokens", "4", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def local_ray(tmp_path_factory: pytest.TempPathFactory):
+    """One local Ray for the module (started here, stopped at the end). Ray saves its login token
+    under the home folder (~/.ray/auth_token): a temporary one here, so a test leaves nothing there."""
+    home = os.environ.get("HOME")
+    os.environ["HOME"] = str(tmp_path_factory.mktemp("ray-home"))
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+    if home is None:
+        os.environ.pop("HOME", None)
+    else:
+        os.environ["HOME"] = home
+
+
+def _run(model: Path, out: Path, *extra: str) -> dict:
+    result = CliRunner().invoke(main, ["run", "--model", str(model), *COMMON, *extra, "--output-dir", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads((out / "results.json").read_text("utf-8"))
+
+
+def _samples(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((out / "samples").iterdir())}
+
+
+def _cache_keys(out: Path) -> list[str]:
+    return [json.loads(line)["key"] for line in (out / "cache.jsonl").read_text("utf-8").splitlines() if line.strip()]
+
+
+def _same_run(one: dict, two: dict, out_one: Path, out_two: Path) -> None:
+    assert two["results"] == one["results"] and two["model"] == one["model"]  # same numbers, same cache identity
+    assert {k: v for k, v in two["config"].items() if k != "replicas"} == {k: v for k, v in one["config"].items() if k != "replicas"}
+    assert (one["config"]["replicas"], two["config"]["replicas"]) == (1, 2)
+    assert _samples(out_two) == _samples(out_one)
+    keys = _cache_keys(out_two)
+    assert len(keys) == len(set(keys)) and set(keys) == set(_cache_keys(out_one))
+
+
+@pytest.mark.parametrize("backend", ["hf", "fast"])
+def test_two_replicas_equal_one(local_ray, tiny_model: Path, tmp_path: Path, backend: str) -> None:
+    one = _run(tiny_model, tmp_path / "one", "--backend", backend)
+    two = _run(tiny_model, tmp_path / "two", "--backend", backend, "--backend-arg", "data_parallel_size=2")
+    _same_run(one, two, tmp_path / "one", tmp_path / "two")
+    assert two["results"]["te"]["p1"]["n"] == 3 and set(two["results"]) == {"te", "sa", "ls"}
+
+
+class _KillingReplicas:
+    """Wraps on_result: the first result of replica 0 kills it (ray.kill), once, mid-call."""
+
+    def __init__(self, backend) -> None:
+        self.backend, self.killed = backend, 0
+
+    def wrap(self, on_result):
+        def report(index, value):
+            on_result(index, value)
+            if not self.killed and self.backend.units_done[0] == 1:
+                self.killed += 1
+                ray.kill(self.backend.actors[0])
+        return report
+
+
+def test_killed_replica_is_restarted_and_the_run_is_the_same(local_ray, tiny_model: Path, tmp_path: Path) -> None:
+    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.sources import open_source
+    from evalita_eval.sources.entries import select_entries
+
+    one = _run(tiny_model, tmp_path / "one")
+    options = BackendOptions(model=str(tiny_model), batch_size=2, extra={"data_parallel_size": "2"})
+    backend = create_backend("hf", options)
+    killer = _KillingReplicas(backend)
+    plain_ll, plain_gen = backend.loglikelihood, backend.generate_until
+    backend.loglikelihood = lambda requests, on_result=None: plain_ll(requests, killer.wrap(on_result))
+    backend.generate_until = lambda requests, on_result=None: plain_gen(requests, killer.wrap(on_result))
+    config = RunConfig(limit=5, batch_size=2, max_new_tokens=4, progress=False)
+    try:
+        runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, "hf"), open_source(str(DATA), None), config, tmp_path / "two")
+        runner.run(select_entries(["te", "sa", "ls"]))
+        assert killer.killed == 1 and backend.loads == 3  # two replicas, one restarted: each loaded its model once
+        assert all(n > 0 for n in backend.units_done)  # both replicas worked
+    finally:
+        backend.close()
+    two = json.loads((tmp_path / "two" / "results.json").read_text("utf-8"))
+    _same_run(one, two, tmp_path / "one", tmp_path / "two")
+
+
+def test_replica_settings_and_errors() -> None:
+    size, address, one = replica_settings(BackendOptions(model="m", extra={"data_parallel_size": "3", "ray_address": "10.0.0.1:6379", "gguf_file": "x"}))
+    assert (size, address, one.extra) == (3, "10.0.0.1:6379", {"gguf_file": "x"})
+    assert replica_settings(options_from_cli([], model="m", data_parallel_size=2))[0] == 2  # --data-parallel-size 2
+    with pytest.raises(ValueError, match="data_parallel_size='two': expected a whole number >= 1"):
+        replica_settings(BackendOptions(model="m", extra={"data_parallel_size": "two"}))
+
+
+def test_a_replica_takes_the_gpus_of_its_tensor_parallel_size() -> None:
+    from evalita_eval.replicas.backend import replica_resources
+
+    assert replica_resources("vllm", BackendOptions("m", device="cuda", extra={"tensor_parallel_size": "2"})) == {"num_cpus": 1, "num_gpus": 2}
+    assert replica_resources("vllm", options_from_cli([], model="m", device="cuda", tensor_parallel_size=4)) == {"num_cpus": 1, "num_gpus": 4}
+    assert replica_resources("vllm", BackendOptions("m", device="cuda")) == {"num_cpus": 1, "num_gpus": 1}
+    assert replica_resources("hf", BackendOptions("m", device="cuda")) == {"num_cpus": 1, "num_gpus": 1}
+    assert replica_resources("hf", BackendOptions("m", threads=3)) == {"num_cpus": 3, "num_gpus": 0}
+
+
+def test_without_ray_more_than_one_replica_names_the_extra(monkeypatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    with pytest.raises(RuntimeError, match=r"pip install 'evalita-llm\[ray\]'"):
+        create_backend("hf", BackendOptions(model="m", extra={"data_parallel_size": "2"}))
+
+
+def test_prefix_groups_stay_together_and_tokens_are_balanced() -> None:
+    requests = [LLRequest(c, x) for c in ("a", "b", "c") for x in ("1", "2", "3")]
+    # Calls of 4: the second call holds "b" (with the first) and "c" (with the third): one group.
+    calls = [[0, 1, 2, 3], [4, 5, 6, 7], [8]]
+    assert merge_shared_contexts(calls, [r.context for r in requests]) == [[[0, 1, 2, 3], [4, 5, 6, 7], [8]]]
+    assert merge_shared_contexts([[0, 1, 2], [3, 4, 5], [6, 7, 8]], [r.context for r in requests]) == [[[0, 1, 2]], [[3, 4, 5]], [[6, 7, 8]]]
+    # Largest first to the least loaded: 10 -> r0, 6 -> r1, 5 -> r1 (6 < 10), 4 -> r0 (11 > 10) ... by tokens, not by count.
+    assert assign([5, 10, 4, 6, 1], 2) == [[1, 2], [0, 3, 4]]
+
+
+def _ls_data(root: Path, docs: int) -> Path:
+    """A data folder whose ls test split has ``docs`` records (variants of the committed three)."""
+    base = [json.loads(line) for line in (DATA / "ls" / "test.jsonl").read_text("utf-8").splitlines()]
+    (root / "ls").mkdir(parents=True)
+    (root / "ls" / "dev.jsonl").write_bytes((DATA / "ls" / "dev.jsonl").read_bytes())
+    words = "oggi ieri domani spesso sempre mai ancora forse davvero quasi proprio subito".split()
+    records = [{**base[k % 3], "id": f"ls{k}", "context": f"{words[k % len(words)]} " * (1 + k % 4) + base[k % 3]["context"]} for k in range(docs)]
+    (root / "ls" / "test.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), "utf-8")
+    return root
+
+
+def _generate(name: str, model: Path, data: Path, out: Path, extra: dict[str, str]) -> list[int]:
+    """The ls task (12 documents x 2 prompts, 4 new tokens) through the runner on ``name`` with
+    ``extra`` backend args, contexts cut to 64 tokens; the units each replica ran (one replica: [])."""
+    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.sources import open_source
+    from evalita_eval.sources.entries import select_entries
+
+    backend = create_backend(name, BackendOptions(model=str(model), batch_size=2, max_length=64, extra=dict(extra)))
+    try:
+        config = RunConfig(batch_size=2, max_new_tokens=4, progress=False)
+        Runner(backend, ModelInfo(str(model), None, backend.dtype, name), open_source(str(data), None), config, out).run(select_entries(["ls"]))
+        return list(getattr(backend, "units_done", []))
+    finally:
+        backend.close()
+
+
+@pytest.mark.parametrize("backend", ["hf", "fast"])
+def test_generations_are_shared_by_two_replicas_and_equal_one(local_ray, tiny_model: Path, tmp_path: Path, backend: str) -> None:
+    data = _ls_data(tmp_path / "data", 12)
+    # fast: waves of 4 x 64 counted tokens (the batch budget is at least max_length): 4 requests of 60 + 4, 3 waves a prompt.
+    extra = {"max_batch_tokens": "16"} if backend == "fast" else {}
+    _generate(backend, tiny_model, data, tmp_path / "one", extra)
+    done = _generate(backend, tiny_model, data, tmp_path / "two", {**extra, "data_parallel_size": "2"})
+    assert len(done) == 2 and all(n > 0 for n in done), done  # both replicas generated
+    assert sum(done) == (12 if backend == "hf" else 6)  # hf: 6 batches of 2 a prompt; fast: 3 waves of 4
+    one, two = (json.loads((tmp_path / run / "results.json").read_text("utf-8")) for run in ("one", "two"))
+    assert two["results"] == one["results"] and two["results"]["ls"]["p1"]["n"] == 12
+    assert _samples(tmp_path / "two") == _samples(tmp_path / "one")
+    keys = _cache_keys(tmp_path / "two")
+    assert len(keys) == len(set(keys)) == 24
+
+
+def test_fast_waves_are_cut_by_counted_tokens_and_stable(tiny_model: Path) -> None:
+    from evalita_eval.api import GenRequest
+    from evalita_eval.replicas.plan import plan_units
+
+    fast = create_backend("fast", BackendOptions(model=str(tiny_model), max_length=64, extra={"max_batch_tokens": "16"}))
+    try:
+        long = "parola " * 80
+        requests = [GenRequest(long + str(k), ("\n",), 4) for k in range(5)] + [GenRequest("breve", ("\n",), 4), GenRequest(long + "0", ("\n\n",), 4)]
+        waves = fast.generation_waves(requests)
+        # Budget 4 x 64 counted tokens: the long contexts (cut to 60 tokens, + 4 new) four to a wave,
+        # longest first (ties in request order), the short one last; each wave in request order.
+        assert waves == [[0, 1, 2, 3], [4, 5, 6]]
+        assert all(fast.generation_waves([requests[i] for i in wave]) == [list(range(len(wave)))] for wave in waves)  # a wave is one wave
+        # Requests 0 and 6 share a context: their waves make one unit, which one replica runs.
+        assert [u.calls for u in plan_units(fast, "generate_until", requests)] == [((0, 1, 2, 3), (4, 5, 6))]
+        by_wave = {i: text for wave in waves for i, text in zip(wave, fast.generate_until([requests[i] for i in wave]))}
+        assert fast.generate_until(requests) == [by_wave[i] for i in range(len(requests))]  # what a replica running a wave gives
+    finally:
+        fast.close()

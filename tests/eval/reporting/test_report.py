@@ -1,0 +1,187 @@
+"""evalita-eval report on the fake results.json fixtures of tests/data/results/."""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evalita_eval.reporting import report as report_mod
+from evalita_eval.reporting import runs as runs_mod
+from evalita_eval.reporting import task_report as task_report_mod
+from evalita_eval.cli import main
+
+from paths import ROOT, TEST_DATA
+
+RESULTS = TEST_DATA / "results"
+FILES = [RESULTS / m / "results.json" for m in ("alpha", "beta", "alpha2")]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+_spec = importlib.util.spec_from_file_location("make_fixtures", RESULTS / "make_fixtures.py")
+fixtures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fixtures)
+
+
+def score_samples(metric: str, samples: list[dict], task: str | None = None) -> float:
+    """Stands in for evalita_eval.metrics.score_samples: the fixtures' acc and f1_macro."""
+    return {"acc": fixtures.acc, "f1_macro": fixtures.f1_macro}[metric](samples)
+
+
+@pytest.fixture(scope="module")
+def report_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("report")
+    report_mod.write_report(FILES, out, k=40, seed=1, score_samples=score_samples)
+    return out
+
+
+def test_fixture_scores_match_their_samples():
+    for path in FILES:
+        doc = json.loads(path.read_text())
+        for task, prompts in doc["results"].items():
+            for prompt, metrics in prompts.items():
+                samples_file = path.parent / "samples" / f"{task}_{prompt}.jsonl"
+                if not samples_file.exists():
+                    continue
+                samples = [json.loads(line) for line in samples_file.read_text().splitlines()]
+                assert len(samples) == metrics["n"]
+                for metric in ("acc", "f1_macro"):
+                    if metric in metrics:
+                        assert score_samples(metric, samples) == metrics[metric]
+
+
+def test_display_names_are_disambiguated():
+    runs = [runs_mod.load_results(p) for p in FILES]
+    runs_mod.assign_display_names(runs)
+    # both org-a and org-c publish alpha-7b
+    assert [r.display for r in runs] == ["org-a/alpha-7b", "beta-8b", "org-c/alpha-7b"]
+    runs[2].model = dict(runs[0].model, revision="v2")
+    runs_mod.assign_display_names(runs)
+    assert [r.display for r in runs] == ["org-a/alpha-7b@main", "beta-8b", "org-a/alpha-7b@v2"]
+    runs[2].model = dict(runs[0].model)
+    runs_mod.assign_display_names(runs)
+    assert [r.display for r in runs] == ["org-a/alpha-7b@main #1", "beta-8b", "org-a/alpha-7b@main #2"]
+    # local folders (no revision): named by the folder and the weights' fingerprint, never by their path
+    runs[0].model = {"name_or_path": "/tmp/xyz/run1/model", "revision": None, "files_sha256": "ab12cd34" + "0" * 56}
+    runs[2].model = {"name_or_path": "/tmp/xyz/run2/model", "revision": None, "files_sha256": "ef56" + "0" * 60}
+    runs_mod.assign_display_names(runs)
+    assert [r.display for r in runs] == ["model@ab12cd34", "beta-8b", "model@ef560000"]
+    runs[2].model = dict(runs[0].model, name_or_path="/tmp/xyz/run2/model")
+    runs_mod.assign_display_names(runs)
+    assert [r.display for r in runs] == ["model@ab12cd34 #1", "beta-8b", "model@ab12cd34 #2"]
+
+
+def test_headline_metric_is_the_first_declared():
+    assert task_report_mod.headline_metric("hs", ["acc", "f1_macro"]) == ("f1_macro", None)
+    assert task_report_mod.headline_metric("ner_adg", ["ner_f1", "ner_f1_strict"]) == ("ner_f1", None)
+    metric, note = task_report_mod.headline_metric("mytask", ["bleu"])
+    assert metric == "bleu" and "not in the registry" in note
+
+
+def test_report_tables_hold_the_results_in_percent(report_dir):
+    data = json.loads((report_dir / "report.json").read_text())
+    assert list(data["tasks"]) == ["te", "hs", "ner"]  # registry order
+    hs = data["tasks"]["hs"]
+    assert hs["metric"] == "f1_macro"
+    assert hs["models"] == ["org-a/alpha-7b", "beta-8b", "org-c/alpha-7b"]
+    assert hs["prompts"] == [f"p{i}" for i in range(1, 7)]
+    alpha = json.loads(FILES[0].read_text())["results"]["hs"]
+    assert hs["scores"][3][0] == pytest.approx(100 * alpha["p4"]["f1_macro"])
+    column = [100 * alpha[p]["f1_macro"] for p in hs["prompts"]]
+    assert hs["per_model"]["org-a/alpha-7b"]["MaxP"] == pytest.approx(max(column))
+    assert hs["per_model"]["org-a/alpha-7b"]["AvgP"] == pytest.approx(sum(column) / 6)
+    md = (report_dir / "report.md").read_text()
+    assert f"| p4 | {100 * alpha['p4']['f1_macro']:.2f} |" in md
+
+
+def test_report_bootstrap_and_rank_scores(report_dir):
+    data = json.loads((report_dir / "report.json").read_text())
+    te = data["tasks"]["te"]
+    assert len(te["bootstrap"]) == 18 and te["rank_basis"] == "bootstrap of AvgP (k=40)"
+    cell = te["bootstrap"]["beta-8b/p3"]
+    assert cell["pct_low"] <= cell["ci_low"] <= cell["mean"] <= cell["ci_high"] <= cell["pct_high"]
+    # ner has no samples files: no CIs, ranks from the prompt scores, and the report says so
+    assert data["tasks"]["ner"]["bootstrap"] == {}
+    assert any("no samples file" in n for n in data["tasks"]["ner"]["notes"])
+    ranks = data["mean_rank_score"]
+    assert set(ranks) == {"org-a/alpha-7b", "beta-8b", "org-c/alpha-7b"}
+    assert min(ranks.values()) >= 1.0
+    md = (report_dir / "report.md").read_text()
+    assert "bootstrap omitted: no samples file" in md and "Rank score basis: bootstrap of AvgP (k=40)." in md
+
+
+def test_report_writes_self_contained_html_and_pngs(report_dir):
+    html = (report_dir / "report.html").read_text()
+    sources = re.findall(r'src="([^"]+)"', html)
+    assert len(sources) == 4  # rank vs alpha + three heatmaps
+    for src in sources:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1]).startswith(PNG_MAGIC)
+    assert "<link" not in html and "http" not in html
+    plots = sorted(p.name for p in (report_dir / "plots").iterdir())
+    assert plots == ["heatmap_hs.png", "heatmap_ner.png", "heatmap_te.png", "rank_vs_alpha.png"]
+    assert all((report_dir / "plots" / p).read_bytes().startswith(PNG_MAGIC) for p in plots)
+    md = (report_dir / "report.md").read_text()
+    assert all(f"(plots/{p})" in md for p in plots)
+
+
+def test_report_is_deterministic(report_dir, tmp_path):
+    report_mod.write_report(FILES, tmp_path, k=40, seed=1, score_samples=score_samples)
+    for name in ("report.md", "report.html", "report.json", "plots/heatmap_te.png"):
+        assert (tmp_path / name).read_bytes() == (report_dir / name).read_bytes(), name
+
+
+def test_report_cli_without_score_samples(tmp_path, monkeypatch):
+    monkeypatch.setattr(report_mod, "load_score_samples", lambda: None)
+    res = CliRunner().invoke(main, ["report", *map(str, FILES[:2]), "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "report.md").read_text()
+    assert "bootstrap CIs omitted: evalita_eval.metrics.score_samples is not available" in md
+    assert "| beta-8b |" in md and "alpha2" not in md
+
+
+def test_report_flags_incomparable_runs(tmp_path):
+    doc = json.loads(FILES[1].read_text())
+    doc["data"]["manifest_sha256"]["te"] = {"test": "other"}
+    doc["config"]["num_fewshot"] = 5
+    other = tmp_path / "other" / "results.json"
+    other.parent.mkdir()
+    other.write_text(json.dumps(doc))
+    report_mod.write_report([FILES[0], other], tmp_path / "out", k=0)
+    notes = json.loads((tmp_path / "out" / "report.json").read_text())["tasks"]["te"]["notes"]
+    assert any("manifest_sha256 differs" in n for n in notes)
+    assert any("config.num_fewshot differs" in n and "beta-8b=5" in n for n in notes)
+
+
+def test_report_rejects_a_bad_results_file(tmp_path):
+    bad = tmp_path / "results.json"
+    bad.write_text(json.dumps({"model": {"name_or_path": "m"}, "results": {"te": {"p1": {"acc": 1.5, "n": 3}}}}))
+    res = CliRunner().invoke(main, ["report", str(bad), "--out", str(tmp_path / "o"), "--bootstrap", "0"])
+    assert res.exit_code == 1
+    assert "results.te.p1.acc: score 1.5 is outside [0, 1]" in res.output
+    bad.write_text(json.dumps({"results": {}}))
+    res = CliRunner().invoke(main, ["report", str(bad), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 1 and "missing object 'model'" in res.output
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")
+def test_report_renders_in_headless_chromium(report_dir, tmp_path):
+    script = ROOT / "scripts" / "render_report.sh"
+    png = tmp_path / "report.png"
+    subprocess.run([str(script), str(report_dir / "report.html"), str(png), "1400,2000"], check=True,
+                   capture_output=True)
+    from PIL import Image
+
+    with Image.open(png) as im:
+        assert im.size == (1400, 2000)
+        # A rendered page, not a blank one: many distinct colours (tables, plots).
+        assert len(im.convert("RGB").getcolors(maxcolors=1 << 20) or []) > 100

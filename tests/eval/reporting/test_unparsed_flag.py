@@ -1,0 +1,57 @@
+"""Issue 28: a prompt with 10 % or more unparsed answers is flagged wherever its score is shown."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from evalita_eval.reporting.unparsed_flag import flag_notes, flag_text, flagged_prompts, is_flagged, unparsed_share
+
+from paths import TEST_DATA
+
+RESULTS = TEST_DATA / "results"
+
+
+def test_flag_rule_at_the_boundary() -> None:
+    assert is_flagged({"unparsed": 1, "n": 10}) and flag_text({"unparsed": 1, "n": 10}) == "(!) 1/10 unparsed"  # 10 %: flagged
+    assert not is_flagged({"unparsed": 9, "n": 91}) and flag_text({"unparsed": 9, "n": 91}) == ""  # 9.89 %
+    assert unparsed_share({"unparsed": 6, "n": 8}) == 0.75 and is_flagged({"unparsed": 8, "n": 8})
+    # no count, or one that is not a number (an untrusted results.json): no share, no flag
+    for scores in ({"acc": 0.5, "n": 8}, {"unparsed": "6", "n": 8}, {"unparsed": 1, "n": 0}, {"unparsed": True, "n": 8},
+                   {"unparsed": float("nan"), "n": 8}):
+        assert unparsed_share(scores) is None and not is_flagged(scores)
+
+
+def test_flagged_prompts_of_results_json() -> None:
+    results = {"sa": {"p1": {"acc": 0.0, "unparsed": 6, "n": 8}, "p2": {"acc": 0.1, "unparsed": 0, "n": 8}},
+               "te": {"p1": {"acc": 0.7, "n": 60}}}
+    assert flagged_prompts(results) == {"sa": {"p1": {"unparsed": 6, "n": 8, "share": 0.75}}}
+    assert flag_notes("sa", results["sa"], "M") == [
+        "M: sa p1 (!) 6/8 unparsed: 10 % or more of its answers could not be read (scored as wrong); the score rests on the others"]
+
+
+def test_console_summary_marks_the_flagged_prompt() -> None:
+    from evalita_eval.running.console import summary_table
+
+    lines = summary_table({"sa": {"p1": {"acc": 0.25, "unparsed": 1, "n": 10}, "p2": {"acc": 0.5, "unparsed": 0, "n": 10}}}).splitlines()
+    assert lines[1].endswith("acc=25.00  unparsed=1/10 (!)") and lines[1].split()[:2] == ["sa", "p1"]
+    assert lines[2].endswith("acc=50.00  unparsed=0/10")
+    assert lines[3] == "(!): 10 % or more of the prompt's answers could not be read (unparsed, scored as wrong); the score rests on the others"
+    assert len(lines) == 4 and "(!)" not in summary_table({"sa": {"p1": {"acc": 0.5, "unparsed": 0, "n": 10}}})
+
+
+def test_push_results_card_marks_the_flagged_prompt(tmp_path: Path) -> None:
+    from evalita_eval.publishing.push_results import render_card
+    from evalita_eval.reporting.runs import load_results
+
+    run = tmp_path / "alpha"
+    shutil.copytree(RESULTS / "alpha", run)
+    doc = json.loads((run / "results.json").read_text("utf-8"))
+    doc["results"]["te"]["p2"]["unparsed"], doc["results"]["te"]["p3"]["unparsed"] = 6, 5  # 10 % and 8.3 % of 60
+    (run / "results.json").write_text(json.dumps(doc), "utf-8")
+    card = render_card(load_results(run / "results.json", partial=True), "alpha/loglikelihood", "me/results")
+    te_row = next(line for line in card.splitlines() if line.startswith("| te "))
+    assert "| p1 75.00, p2 70.00 (!), p3 81.67, p4 83.33," in te_row and te_row.endswith("| p2 6 / 60 (!), p3 5 / 60 |")
+    assert "Note: te p2 (!) 6/60 unparsed: 10 % or more of its answers could not be read" in card
+    assert "Note: te p3" not in card and "(!): 10 % or more of the prompt's answers could not be read" in card

@@ -1,0 +1,96 @@
+"""comparable_with_paper (running/comparability.py): false, with every reason, for any run that is not the
+paper's whole evaluation split with its prompts and budgets; the reasons shown wherever the flag is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalita_eval.reporting.worth import comparability_text, n_text, recorded_reasons
+from evalita_eval.running.comparability import comparability_record, not_comparable_reasons
+from evalita_eval.running.runner import RunConfig
+from evalita_eval.sources.entries import select_entries
+
+from paths import TEST_DATA
+
+TE_NER = select_entries(["te", "ner_adg"])
+
+
+def test_the_papers_evaluation_is_comparable() -> None:
+    assert comparability_record(RunConfig(), TE_NER) == {"comparable_with_paper": True, "not_comparable_with_paper": []}
+    # every prompt named, and the task's own budget: still the paper's evaluation
+    same = RunConfig(prompts=["p1", "p2", "p3", "p4", "p5", "p6"], max_new_tokens=256)
+    assert not_comparable_reasons(same, TE_NER) == []
+    # a budget override on log-likelihood tasks only changes nothing
+    assert not_comparable_reasons(RunConfig(max_new_tokens=32), select_entries(["te"])) == []
+
+
+@pytest.mark.parametrize("config, reasons", [
+    (RunConfig(limit=2), ["--limit 2: only the first 2 items of each task"]),
+    (RunConfig(limit=10_000), ["--limit 10000: only the first 10000 items of each task"]),
+    (RunConfig(split="dev"), ["--split dev: not the tasks' evaluation split"]),
+    (RunConfig(max_new_tokens=32), ["--max-new-tokens 32: the paper's budget is ner_adg 256"]),
+    (RunConfig(prompts=["p1"]), ["--prompts p1: leaves out ner_adg p2, te p2, te p3, te p4, te p5, te p6"]),
+    # the quickstart's run: both reasons, in this order
+    (RunConfig(limit=2, max_new_tokens=32), ["--limit 2: only the first 2 items of each task",
+                                              "--max-new-tokens 32: the paper's budget is ner_adg 256"]),
+])
+def test_each_departure_is_a_reason(config: RunConfig, reasons: list[str]) -> None:
+    assert comparability_record(config, TE_NER) == {"comparable_with_paper": False, "not_comparable_with_paper": reasons}
+
+
+def test_instruct_settings_have_their_own_prompts_and_budgets() -> None:
+    te = select_entries(["te"])
+    assert not_comparable_reasons(RunConfig(setting="ce", prompts=["p1", "p2"], max_new_tokens=16), te) == []
+    assert not_comparable_reasons(RunConfig(setting="ce", prompts=["p1"], max_new_tokens=32), te) == [
+        "--max-new-tokens 32: the paper's budget is te 16", "--prompts p1: leaves out te p2"]
+
+
+def test_recorded_reasons_of_older_files_come_from_their_config() -> None:
+    assert recorded_reasons({"not_comparable_with_paper": ["x"], "config": {"limit": 2}}) == ["x"]
+    assert recorded_reasons({"config": {"limit": 2, "split": None, "max_new_tokens": None}, "comparable_with_paper": True}) == [
+        "--limit 2: only the first 2 items of each task"]
+    assert recorded_reasons({"config": {}, "comparable_with_paper": False}) == [
+        "the file says so (comparable_with_paper: false) without a reason"]
+    assert recorded_reasons({"config": {"limit": None}, "comparable_with_paper": True}) == []
+    assert comparability_text([]) == "yes" and comparability_text(["a", "b"]) == "no: a; b"
+    assert n_text(29) == "n=29 (not a measurement: fewer than 30 items)" and n_text(30) == "n=30" and n_text(None) == "n=?"
+
+
+def test_a_limited_run_says_so_in_results_report_and_card(tmp_path: Path, tiny_model: Path) -> None:
+    """The real CLI: --limit recorded with its reason, and the reason in the report's Markdown, HTML and the card."""
+    from click.testing import CliRunner
+
+    from evalita_eval.cli import main
+
+    data = TEST_DATA / "build"
+    out = tmp_path / "run"
+    res = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(data), "--tasks", "te", "--prompts", "p1,p2",
+                                    "--limit", "3", "--output-dir", str(out), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((out / "results.json").read_text("utf-8"))
+    reasons = ["--limit 3: only the first 3 items of each task", "--prompts p1,p2: leaves out te p3, te p4, te p5, te p6"]
+    assert doc["comparable_with_paper"] is False and doc["not_comparable_with_paper"] == reasons
+    rep = CliRunner().invoke(main, ["report", str(out / "results.json"), "--out", str(tmp_path / "rep"), "--bootstrap", "0"])
+    assert rep.exit_code == 0, rep.output
+    md = (tmp_path / "rep" / "report.md").read_text("utf-8")
+    html = (tmp_path / "rep" / "report.html").read_text("utf-8")
+    assert any(line.startswith("> note: tiny") and line.endswith(f": not comparable with the paper: {'; '.join(reasons)}")
+               for line in md.splitlines()), md
+    assert f"| no: {'; '.join(reasons)} |" in md  # the models table's "comparable with the paper" column
+    assert f"not comparable with the paper: {'; '.join(reasons)}" in html
+    from evalita_eval.publishing.push_results import results_repo
+
+    card = next(f for f in results_repo(out, "me/results", echo=lambda _m: None).files if f.path.endswith("/README.md")).data.decode("utf-8")  # the run's own card
+    assert "(not comparable with the paper)\n" in card
+    assert f"| comparable with the paper | no: {'; '.join(reasons)} |" in card
+    assert f"Note: not comparable with the paper: {'; '.join(reasons)}" in card
+    assert "| te | acc | 3 |" in card and "Note: te: n=3, not a measurement: fewer than 30 items" in card
+    from evalita_eval.reporting.compare import compare_runs
+
+    rows, notes = compare_runs(out, out, k=20, seed=0)
+    assert [(r.prompt, r.n) for r in rows] == [("p1", 3), ("p2", 3), ("AvgP", 3)]
+    assert notes == [f"A: not comparable with the paper: {'; '.join(reasons)}", f"B: not comparable with the paper: {'; '.join(reasons)}",
+                     "not a measurement: fewer than 30 items: te p1, te p2, te AvgP"]

@@ -1,0 +1,284 @@
+"""`evalita-eval sweep`: two tiny models x two settings -> four run folders and one report, a line per
+run as it is queued, starts and ends; a failed run is reported while the others go on, and the rerun
+computes only the unfinished run. Killed (SIGKILL, with every Ray process it started) once one run is
+complete and another half done, and rerun: only what was missing is computed, and the four results
+equal those of a sweep never killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from evalita_eval.sweep import LOCK_FILE, LOCKED, CacheLines, load_sweep, run_one, standing
+
+from paths import TEST_DATA
+
+pytest.importorskip("ray")
+DATA = TEST_DATA / "build"
+
+
+@pytest.fixture(scope="module")
+def two_models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    from evalita_eval.tiny import build_tiny_model
+
+    return [build_tiny_model(tmp_path_factory.mktemp(f"tiny{seed}"), seed=seed) for seed in (0, 1)]
+
+
+def _sweep_file(path: Path, models: list[Path], out: Path, bad_limit: bool) -> Path:
+    runs = [{"model": str(m), "setting": s, "output_dir": str(out / f"m{i}-{s}"), **({"limit": 0} if bad_limit and (i, s) == (1, "ce") else {})}
+            for i, m in enumerate(models) for s in ("loglikelihood", "ce")]
+    doc = {"defaults": {"data": str(DATA), "tasks": "te", "limit": 2, "batch_size": 2, "max_new_tokens": 2, "backend_args": {"gguf_file": "none"}},
+           "runs": runs}
+    path.write_text(json.dumps(doc), "utf-8")
+    return path
+
+
+def _sweep(file: Path, report: Path) -> subprocess.CompletedProcess:
+    # Ray saves its login token under the home folder: a temporary one, so the test leaves nothing in ~.
+    env = {**os.environ, "HOME": str(report.parent / "home")}
+    return subprocess.run([sys.executable, "-m", "evalita_eval.cli", "sweep", str(file), "--out", str(report)], capture_output=True, text=True, env=env)
+
+
+def test_sweep_four_runs_one_report_and_resume(two_models: list[Path], tmp_path: Path) -> None:
+    out, report = tmp_path / "runs", tmp_path / "report"
+    first = _sweep(_sweep_file(tmp_path / "sweep.json", two_models, out, bad_limit=True), report)
+    assert first.returncode == 1 and "1 of 4 runs failed" in first.stderr, first.stdout + first.stderr
+    assert "m1-ce: failed (exit 2)" in first.stdout  # reported; the three others went on
+    for n, name in enumerate(["m0-loglikelihood", "m0-ce", "m1-loglikelihood", "m1-ce"], 1):
+        said = [line for line in first.stdout.splitlines() if line.startswith(f"[{n}/4] ")]
+        # Where each run stands, in order: queued, started (host, pid), ended.
+        texts = [line.split(f" {name}: ", 1)[1] for line in said]
+        assert texts[0] == f"queued -> {out / name}" and texts[1].startswith("started on "), said
+        assert texts[-1].startswith("failed (exit 2)" if name == "m1-ce" else "complete (")
+    done = {p.name: json.loads((p / "results.json").read_text("utf-8")) for p in sorted(out.iterdir()) if (p / "results.json").is_file()}
+    assert sorted(done) == ["m0-ce", "m0-loglikelihood", "m1-loglikelihood"] and all(d["status"] == "complete" for d in done.values())
+    assert done["m0-ce"]["config"]["setting"] == "ce" and done["m0-ce"]["results"]["te"]["p1"]["n"] == 2
+    stamps = {name: (out / name / "results.json").stat().st_mtime_ns for name in done}
+    second = _sweep(_sweep_file(tmp_path / "sweep.json", two_models, out, bad_limit=False), report)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert second.stdout.count("already complete") == 3 and "m1-ce: complete" in second.stdout
+    assert {name: (out / name / "results.json").stat().st_mtime_ns for name in done} == stamps  # not run again
+    last = json.loads((out / "m1-ce" / "results.json").read_text("utf-8"))
+    assert last["status"] == "complete" and last["config"]["setting"] == "ce" and last["model"]["name_or_path"] == str(two_models[1])
+    assert "report of 4 runs" in second.stdout and (report / "report.md").is_file()
+    assert json.loads((report / "report.json").read_text("utf-8"))  # one report of all four
+
+
+def test_sweep_file_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- {setting: ce}\n", "utf-8")
+    with pytest.raises(ValueError, match=r"bad.yaml: run 1 is not a mapping with a model"):
+        load_sweep(bad)
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("- {model: org/a}\n- {model: org/a}\n", "utf-8")
+    with pytest.raises(ValueError, match=r"two runs write to results/org__a/loglikelihood;"):
+        load_sweep(twice)
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("defaults: {backend: vllm, backend_args: {tensor_parallel_size: 4, data_parallel_size: 2}}\nruns:\n- {model: org/a, num_fewshot: 5}\n", "utf-8")
+    (run,) = load_sweep(ok)
+    assert run.gpus == 8.0 and run.output_dir == Path("results/org__a/loglikelihood-5shot")
+    assert run.argv == ("--backend", "vllm", "--model", "org/a", "--num-fewshot", "5", "--backend-arg", "tensor_parallel_size=4",
+                        "--backend-arg", "data_parallel_size=2", "--output-dir", "results/org__a/loglikelihood-5shot")
+
+
+def test_standing_of_a_running_run(tmp_path: Path) -> None:
+    cache = CacheLines(tmp_path / "cache.jsonl")
+    assert standing(tmp_path, cache) == (0, "running: 0 requests saved")  # nothing written yet
+    (tmp_path / "cache.jsonl").write_text('{"key": "a", "value": "x"}\n{"key": "b", "value": "y"}\n{"key": "c", "val', "utf-8")
+    (tmp_path / "results.json").write_text(json.dumps({"status": "partial", "tasks": {"planned": ["te", "sa", "ls"]},
+                                                       "results": {"te": {}, "sa": {}}}), "utf-8")
+    assert standing(tmp_path, cache) == (2, "running: 2 of 3 tasks finished (te, sa), 2 requests saved")
+    with open(tmp_path / "cache.jsonl", "a", encoding="utf-8") as fh:
+        fh.write('ue": "z"}\n')  # the cut line completed: counted once, from the bytes added
+    assert cache.count() == 3
+    (tmp_path / "results.json").write_text("{", "utf-8")  # caught mid-write: nothing finished yet, not an error
+    assert standing(tmp_path, cache) == (0, "running: 3 requests saved")
+
+
+def test_a_run_folder_in_use_is_not_run_twice(tmp_path: Path) -> None:
+    import fcntl
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    with open(folder / LOCK_FILE, "a") as held:  # another sweep's task (or its run) holds the folder
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        code, last = run_one(("--model", "never/started"), str(folder))
+    assert (code, last) == (LOCKED, f"{folder} is being run by another process (another sweep, or a run left by a dead task): not started")
+    assert (folder / "sweep.log").read_text("utf-8") == ""  # nothing was started
+
+
+# ---------------------------------------------------------------- killed and rerun
+
+# Every process the sweep starts (Ray's own, the runs) inherits this variable: the test finds them all by it.
+MARK = "EVALITA_TEST_SWEEP"
+
+
+def _processes(mark: str) -> list[int]:
+    """Pids of the live processes whose environment holds MARK=mark (a zombie has no environment left)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            env = Path("/proc", entry, "environ").read_bytes() if entry.isdigit() else b""
+        except OSError:  # gone, or not ours
+            continue
+        if f"{MARK}={mark}".encode() in env.split(b"\0"):
+            pids.append(int(entry))
+    return pids
+
+
+def _signal(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _kill_everything(sweep: subprocess.Popen, mark: str) -> None:
+    """SIGKILL the sweep's process group, then every process it started (Ray's are in other groups), by pid, until none is left."""
+    try:
+        os.killpg(sweep.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    sweep.wait()
+    while left := _processes(mark):
+        _signal(left, signal.SIGKILL)
+        time.sleep(0.01)
+
+
+def _start_sweep(file: Path, report: Path, mark: str, ray_tmp: Path) -> subprocess.Popen:
+    """The real CLI in its own process group, HOME and Ray's temporary folder in the test's folders (caches: conftest)."""
+    env = {**os.environ, "HOME": str(report.parent / "home"), "RAY_TMPDIR": str(ray_tmp), MARK: mark}
+    with open(report.parent / f"{mark}.out", "w", encoding="utf-8") as console:
+        return subprocess.Popen([sys.executable, "-m", "evalita_eval.cli", "sweep", str(file), "--out", str(report)], env=env,
+                                stdout=console, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _keys(out: Path) -> list[str]:
+    """The keys of the whole lines of a run's cache.jsonl (a line cut by the kill is not one)."""
+    keys = []
+    for line in (out / "cache.jsonl").read_bytes().splitlines() if (out / "cache.jsonl").is_file() else []:
+        try:
+            keys.append(json.loads(line)["key"])
+        except (ValueError, KeyError, TypeError):
+            pass
+    return keys
+
+
+def _state(runs: Path, names: list[str]) -> dict[str, tuple[str | None, list[str]]]:
+    """Per run: the status of its results.json (None: none yet) and its cache keys."""
+    state = {}
+    for name in names:
+        try:
+            status = json.loads((runs / name / "results.json").read_text("utf-8"))["status"]
+        except (OSError, ValueError, KeyError):
+            status = None
+        state[name] = (status, _keys(runs / name))
+    return state
+
+
+def _total(name: str) -> int:
+    """The requests of a run of _kill_file: te, 2 documents x 6 prompts x 2 choices; ce: x 2 prompts, generated."""
+    return 4 if name.endswith("-ce") else 24
+
+
+def _mid_sweep(state: dict[str, tuple[str | None, list[str]]]) -> bool:
+    """One run complete, and another half done: some of its requests in its cache, not all."""
+    return (any(s == "complete" for s, _ in state.values())
+            and any(s != "complete" and 0 < len(keys) < _total(name) for name, (s, keys) in state.items()))
+
+
+def _kill_mid_sweep(file: Path, runs: Path, names: list[str], report: Path, ray_tmp: Path) -> dict[str, tuple[str | None, list[str]]]:
+    """Start the sweep, and SIGKILL it with everything it started once it is mid-sweep. The folders are
+    polled; when they look mid-sweep, every process is stopped (SIGSTOP) and they are read again, so
+    the state returned is the one the kill left (or, if a run moved on in between, all go on)."""
+    mark = uuid.uuid4().hex
+    sweep = _start_sweep(file, report, mark, ray_tmp)
+    try:
+        while True:
+            assert sweep.poll() is None, "the sweep ended before it was seen mid-sweep: " + (report.parent / f"{mark}.out").read_text()
+            if _mid_sweep(_state(runs, names)):
+                frozen = _processes(mark)
+                _signal(frozen, signal.SIGSTOP)
+                state = _state(runs, names)
+                if _mid_sweep(state):
+                    return state
+                _signal(frozen, signal.SIGCONT)
+            time.sleep(0.01)
+    finally:
+        _kill_everything(sweep, mark)
+        assert _processes(mark) == []
+
+
+def _kill_file(path: Path, models: list[Path], out: Path) -> Path:
+    """Two models x two settings: log-likelihood runs are quick, ce runs generate 128 tokens a request
+    (4 requests, one a batch, each written to the cache as it ends): mid-sweep lasts for seconds."""
+    runs = [{"model": str(m), "setting": s, "output_dir": str(out / f"m{i}-{s}")} for i, m in enumerate(models) for s in ("loglikelihood", "ce")]
+    doc = {"defaults": {"data": str(DATA), "tasks": "te", "limit": 2, "batch_size": 1, "max_new_tokens": 128, "backend_args": {"gguf_file": "none"}},
+           "runs": runs}
+    path.write_text(json.dumps(doc), "utf-8")
+    return path
+
+
+def _finished_sweep(file: Path, report: Path, ray_tmp: Path) -> str:
+    mark = uuid.uuid4().hex
+    sweep = _start_sweep(file, report, mark, ray_tmp)
+    try:
+        sweep.wait()
+    finally:
+        _kill_everything(sweep, mark)  # nothing left running, whatever the sweep's end
+    said = (report.parent / f"{mark}.out").read_text("utf-8")
+    assert sweep.returncode == 0, said
+    return said
+
+
+def test_sweep_killed_mid_run_resumes_computing_only_what_was_missing(two_models: list[Path], tmp_path: Path) -> None:
+    names = ["m0-loglikelihood", "m0-ce", "m1-loglikelihood", "m1-ce"]
+    ray_tmp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # Ray's socket paths must stay short
+    try:
+        whole = tmp_path / "whole"
+        _finished_sweep(_kill_file(tmp_path / "whole.json", two_models, whole), tmp_path / "whole-report", ray_tmp)
+        runs = tmp_path / "runs"
+        file = _kill_file(tmp_path / "sweep.json", two_models, runs)
+        killed = _kill_mid_sweep(file, runs, names, tmp_path / "report", ray_tmp)
+        complete = [n for n in names if killed[n][0] == "complete"]
+        partial = [n for n in names if killed[n][0] != "complete" and 0 < len(killed[n][1]) < _total(n)]
+        assert complete and partial, killed
+        kept = {n: ((runs / n / "cache.jsonl").read_bytes(), (runs / n / "results.json").read_bytes()) for n in complete}
+        said = _finished_sweep(file, tmp_path / "report", ray_tmp)
+    finally:
+        import shutil
+
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    for name in complete:  # not run again: nothing computed, nothing written
+        assert f"{name}: already complete" in said
+        assert ((runs / name / "cache.jsonl").read_bytes(), (runs / name / "results.json").read_bytes()) == kept[name]
+    for name in names:
+        keys = _keys(runs / name)
+        assert len(keys) == len(set(keys)), f"{name}: a request computed twice"
+        if name in complete:
+            continue
+        before = set(killed[name][1])
+        assert before <= set(keys) and len(keys) == _total(name)
+        # The rerun's own count (its last line in the run's console): only what the cache lacked was computed.
+        counts = re.findall(r"(\d+) requests computed, (\d+) read from the cache", (runs / name / "sweep.log").read_text("utf-8"))
+        assert counts and tuple(map(int, counts[-1])) == (len(keys) - len(before), len(before)), (name, counts, len(before))
+    assert "report of 4 runs" in said and (tmp_path / "report" / "report.json").is_file()
+    for name in names:  # the same numbers and samples as the sweep never killed
+        ours, theirs = (json.loads((folder / name / "results.json").read_text("utf-8")) for folder in (runs, whole))
+        assert ours["status"] == "complete" and ours["results"] == theirs["results"] and ours["results"]["te"]
+        assert _samples(runs / name) == _samples(whole / name)
+
+
+def _samples(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((out / "samples").iterdir())}
