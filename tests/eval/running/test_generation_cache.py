@@ -109,17 +109,20 @@ def test_ctrl_c_says_what_was_kept(tiny_model: Path, tmp_path: Path, backend: st
 
 
 # The real CLI in a subprocess, paced: the backend's generate_until waits PACE_S after each request
-# it finished (the tiny model writes 18 generations in about a second: on a loaded machine the test
-# could miss the window), and keeps a ledger of them (unless "-"), written after the runner's
-# on_result returned (if the runner gave one). Everything in the ledger when the process is killed
-# was finished; the cache must hold at least as much.
+# it finished and keeps a ledger of them (unless "-"), written after the runner's on_result
+# returned (if the runner gave one). Everything in the ledger when the process is killed was
+# finished; the cache must hold at least as much. After the GATE_AFTER-th finished request it
+# waits (up to GATE_S) for the test's signal: on a loaded machine the polling test could
+# otherwise wake only after the last generation (it did, with the pace alone).
 PACE_S = 0.1
+GATE_AFTER, GATE_S = 2, 300
 LEDGER_LAUNCHER = """
 import sys, time
 from evalita_eval.backends.fast import FastHFBackend
 from evalita_eval.backends.hf import HFBackend
 
 ledger = sys.argv.pop(1)
+done = []
 
 def keeping_a_ledger(real):
     def generate_until(self, requests, on_result=None):
@@ -129,7 +132,12 @@ def keeping_a_ledger(real):
             if ledger != "-":
                 with open(ledger, "a", encoding="utf-8") as fh:
                     fh.write(f"{index}\\n")
+            done.append(index)
             time.sleep(%s)
+            if len(done) == %d:  # the test signals the process here
+                deadline = time.monotonic() + %d
+                while time.monotonic() < deadline:
+                    time.sleep(0.05)
         return real(self, requests, on_result=finished)
     return generate_until
 
@@ -137,7 +145,7 @@ for cls in (HFBackend, FastHFBackend):
     cls.generate_until = keeping_a_ledger(cls.generate_until)
 from evalita_eval.cli import main
 main()
-""" % PACE_S
+""" % (PACE_S, GATE_AFTER, GATE_S)
 
 
 def _paced(command: list[str], ledger: str) -> list[str]:
