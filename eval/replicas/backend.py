@@ -2,7 +2,9 @@
 
 Each replica builds the wrapped backend once (its model loaded once for the whole run) in
 an actor that reserves its devices through Ray's resources. A call is cut into units
-(``plan.py``: the inner calls one replica would make, prefix groups kept together), the
+(``plan.py``: the inner calls one replica would make, prefix groups kept together; for an
+engine with a prefix cache, vllm, ``prefix_groups.py``: what its cache can share kept
+together, a replica's units then merged into large calls), the
 units spread over the replicas by counted tokens, and every result handed to the runner's
 ``on_result`` as its unit finishes: the driver alone writes the resume cache. A replica
 that dies is started again and given only its units without a result; a unit's results

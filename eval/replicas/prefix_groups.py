@@ -55,22 +55,22 @@ def shared_tokens(prompts: Sequence[Sequence[int]], block: int) -> int:
 
 
 def cut_family(family: Sequence[list[int]], tokens: Sequence[int], share: int, shared: int) -> list[list[int]]:
-    """A family's contexts (index lists, in order) cut into consecutive pieces of about ``share``
-    counted tokens, no more pieces than keep the recomputed ``shared`` tokens under ``CUT_COST``;
-    a context larger than a piece is a piece of its own."""
+    """A family's contexts (index lists, in order) cut into consecutive pieces, each closed once it
+    holds ``share`` counted tokens; with ``shared`` tokens recomputed per extra piece, the share
+    is raised so that there are at most ``1 + CUT_COST x tokens / shared`` pieces (every piece
+    but the last holds a share or more, so the pieces number at most ``tokens / share``, rounded up)."""
     total = sum(tokens[i] for context in family for i in context)
     if shared:
         most = 1 + int(CUT_COST * total / shared)
         share = max(share, -(-total // most))
-    pieces: list[list[int]] = []
-    size = share + 1  # the first context opens a piece
+    pieces: list[list[int]] = [[]]
+    size = 0
     for context in family:
-        weight = sum(tokens[i] for i in context)
-        if size + weight > share:
+        if size >= share:
             pieces.append([])
             size = 0
         pieces[-1] += context
-        size += weight
+        size += sum(tokens[i] for i in context)
     return pieces
 
 
