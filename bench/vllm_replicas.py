@@ -1,11 +1,12 @@
 """vllm replicas (eval/replicas/prefix_groups.py): vLLM's own counters with 1 and 2 replicas.
 
     .venv-vllm/bin/python bench/vllm_replicas.py --model /work/real-model/plain --build /work/evalita-build \\
-        --tasks sa,wic,faq,hs --limit 10 --num-fewshot 1
+        --tasks sa,wic,faq --limit 6 --num-fewshot 1
 
-The Runner on MODEL (``--backend vllm``, float32, KV blocks of ``--block-size`` tokens, stats on),
-first one replica (the plain path), then ``data_parallel_size=2`` on a local Ray started for the
-run; for each: vLLM's prompt tokens, of them served by the prefix cache, the computed prompt
+The Runner on MODEL (``--backend vllm``, float32, eager, KV blocks of ``--block-size`` tokens,
+stats on, 1 GiB of KV cache per engine), each side in a fresh interpreter (one vLLM engine per
+process): one replica (the plain path), then ``data_parallel_size=2`` on a local Ray started for
+the run; for each: vLLM's prompt tokens, of them served by the prefix cache, the computed prompt
 tokens (the difference, summed over the replicas), each replica's share, the wall time and the
 load average before and after. The computed prompt tokens are the goal (2 replicas within 5 % of
 one); the wall time needs a quiet machine and as many cores as replicas.
@@ -16,6 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,7 +32,7 @@ def side(args: argparse.Namespace, replicas: int, out: Path) -> dict[str, Any]:
     from evalita_eval.sources.entries import select_entries
     from evalita_eval.sources.folder import FolderSource
 
-    engine_args = {"disable_log_stats": False, "block_size": args.block_size}
+    engine_args = {"disable_log_stats": False, "block_size": args.block_size, "enforce_eager": True}
     backend = create_backend("vllm", BackendOptions(model=args.model, dtype="float32",
                                                     extra={"vllm_engine_args": engine_args, "data_parallel_size": str(replicas)}))
     try:
@@ -53,17 +56,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True)
     ap.add_argument("--build", required=True, help="a built dataset folder (evalita-data build)")
-    ap.add_argument("--tasks", default="sa,wic,faq,hs")
-    ap.add_argument("--limit", type=int, default=10)
+    ap.add_argument("--tasks", default="sa,wic,faq")
+    ap.add_argument("--limit", type=int, default=6)
     ap.add_argument("--num-fewshot", type=int, default=1)
     ap.add_argument("--max-new-tokens", type=int, default=16)
     ap.add_argument("--block-size", type=int, default=32, help="KV block tokens (vLLM's CPU default is 128, GPUs' 16)")
+    ap.add_argument("--side", type=int, help=argparse.SUPPRESS)  # internal: one side (its replicas) in this process
+    ap.add_argument("--side-out", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    if args.side:
+        with tempfile.TemporaryDirectory() as tmp:
+            Path(args.side_out).write_text(json.dumps(side(args, args.side, Path(tmp) / "run")), "utf-8")
+        return
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for replicas in (1, 2):
-            rows.append(side(args, replicas, Path(tmp) / f"r{replicas}"))
+            out = Path(tmp) / f"side{replicas}.json"
+            subprocess.run([sys.executable, __file__, *sys.argv[1:], "--side", str(replicas), "--side-out", str(out)], check=True, env=env)
+            rows.append(json.loads(out.read_text("utf-8")))
     same = rows[0].pop("results") == rows[1].pop("results")
     print(f"{args.tasks}, --limit {args.limit}, {args.num_fewshot}-shot, KV blocks of {args.block_size}, {os.cpu_count()} cores; "
           f"the same scores: {same}")

@@ -41,7 +41,7 @@ def served(model: Path, *args: str, env: dict[str, str] | None = None) -> Iterat
     log = open(SCRATCH / f"server-{port}.log", "w")
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--host", "127.0.0.1",
            "--port", str(port), "--dtype", "float32", "--enforce-eager", "--api-key", API_KEY, *args]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, **ENGINE_ENV, **(env or {})))
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **ENGINE_ENV, **(env or {})})
     url = f"http://127.0.0.1:{port}"
     try:
         while True:  # until the server answers, or dies
