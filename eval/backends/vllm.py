@@ -33,6 +33,8 @@ from ..backend_support.tokenization import render_chat
 
 # The logits processor of forced continuations, by name (vLLM imports it in its workers).
 FORCE_PROCESSOR = "evalita_eval.backend_support.vllm_force:ForceTokens"
+# vLLM's counters read by ``engine_counters`` (computed prompt tokens: the first minus the second).
+ENGINE_COUNTERS = ("vllm:prompt_tokens", "vllm:prompt_tokens_cached", "vllm:generation_tokens", "vllm:request_success")
 DTYPES = {"auto": "auto", "float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
 
 
@@ -201,10 +203,30 @@ class VLLMBackend(Backend):
     def close(self) -> None:
         llm, self.llm = self.llm, None
         if llm is not None:
+            # vLLM's engine runs in its own process by default (VLLM_ENABLE_V1_MULTIPROCESSING=1),
+            # which outlives the LLM object and keeps the interpreter from exiting (and a killed
+            # replica's from being freed): stopped here.
+            llm.llm_engine.engine_core.shutdown()
             del llm
             import gc
 
             gc.collect()
+
+    # -- what data-parallel replicas read (eval/replicas) --------------------------------
+    def prefix_block_size(self) -> int:
+        """Tokens per KV block of the prefix cache: prompts share cached blocks only past a whole first one."""
+        return self.llm.llm_engine.vllm_config.cache_config.block_size
+
+    def engine_counters(self) -> dict[str, float]:
+        """vLLM's own cumulative counters in this process (``ENGINE_COUNTERS``; needs the engine
+        argument ``disable_log_stats=false``): prompt tokens, of them served from the prefix cache..."""
+        if not self.llm.llm_engine.log_stats:
+            raise ValueError('vLLM\'s counters need --backend-arg \'vllm_engine_args={"disable_log_stats": false}\'')
+        got = dict.fromkeys(ENGINE_COUNTERS, 0.0)
+        for metric in self.llm.get_metrics():
+            if metric.name in got:
+                got[metric.name] += getattr(metric, "value", 0.0)
+        return got
 
     # -- chat ---------------------------------------------------------------------------
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:

@@ -2,7 +2,9 @@
 
 Each replica builds the wrapped backend once (its model loaded once for the whole run) in
 an actor that reserves its devices through Ray's resources. A call is cut into units
-(``plan.py``: the inner calls one replica would make, prefix groups kept together), the
+(``plan.py``: the inner calls one replica would make, prefix groups kept together; for an
+engine with a prefix cache, vllm, ``prefix_groups.py``: what its cache can share kept
+together, a replica's units then merged into large calls), the
 units spread over the replicas by counted tokens, and every result handed to the runner's
 ``on_result`` as its unit finishes: the driver alone writes the resume cache. A replica
 that dies is started again and given only its units without a result; a unit's results
@@ -16,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendOptions, GenRequest, LLRequest
 from .plan import Unit, assign, plan_units
+from .prefix_groups import prefix_units
 
 # Restarts of one replica within a run before the run fails (a replica that keeps dying is a bug, not bad luck).
 MAX_RESTARTS = 3
@@ -46,10 +49,21 @@ class Replica:
         except Exception:  # an engine's tokenizer that does not travel: the driver does without
             tokenizer = None
         return {"identity": b.cache_identity(), "dtype": b.dtype, "capabilities": b.capabilities, "pid": os.getpid(), "tokenizer": tokenizer,
-                "requests_per_call": b.requests_per_call}
+                "requests_per_call": b.requests_per_call, "merges_units": self._prefix_cached}
 
-    def plan(self, kind: str, requests: Sequence[Any]) -> list[Unit]:
+    @property
+    def _prefix_cached(self) -> bool:
+        """An engine with a prefix cache (vllm): units by shared first blocks, merged into large calls."""
+        return hasattr(self.backend, "prefix_block_size")
+
+    def plan(self, kind: str, requests: Sequence[Any], replicas: int = 1) -> list[Unit]:
+        if self._prefix_cached:
+            return prefix_units(self.backend, kind, requests, replicas)
         return plan_units(self.backend, kind, requests)
+
+    def engine_counters(self) -> dict[str, float]:
+        """The engine's own cumulative counters (vllm: prompt tokens, of them from the prefix cache...)."""
+        return self.backend.engine_counters()
 
     def run_unit(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]]) -> list[Any]:
         """The values of the unit's requests, call after call, in ``Unit.indices`` order."""
@@ -105,6 +119,7 @@ class ReplicaBackend(Backend):
         self.tokenizer = described["tokenizer"]
         # A runner that does not stream to us cuts calls as it would for one replica (plan.chunk_size).
         self.requests_per_call = described["requests_per_call"]
+        self._merges_units = described["merges_units"]
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> "ReplicaBackend":
@@ -143,27 +158,28 @@ class ReplicaBackend(Backend):
         if not requests:
             return []
         shared = ray.put(list(requests))
-        units = self._call(0, lambda actor: actor.plan.remote(kind, shared))
+        units = self._call(0, lambda actor: actor.plan.remote(kind, shared, self.size))
         shards = assign([u.tokens for u in units], self.size)
         out: list[Any] = [None] * len(requests)
-        running: dict[Any, tuple[int, int]] = {}  # future -> (replica, unit)
+        running: dict[Any, tuple[int, list[int]]] = {}  # future -> (replica, its units)
 
         def submit(replica: int, todo: Sequence[int]) -> None:
-            for u in todo:
-                running[self.actors[replica].run_unit.remote(kind, shared, units[u].calls)] = (replica, u)
+            for pack in self._packs(units, todo):
+                calls = units[pack[0]].calls if len(pack) == 1 else (tuple(i for u in pack for i in units[u].indices),)
+                running[self.actors[replica].run_unit.remote(kind, shared, calls)] = (replica, pack)
 
         for replica, todo in enumerate(shards):
             submit(replica, todo)
         restarts = [0] * self.size
         while running:
             [future], _ = ray.wait(list(running), num_returns=1)
-            replica, u = running.pop(future)
+            replica, pack = running.pop(future)
             try:
                 values = ray.get(future)
             except ray.exceptions.RayActorError:
                 # The replica died: a new one takes every unit of it still without a result.
                 lost = [f for f, (r, _) in running.items() if r == replica]
-                left = sorted([u] + [running.pop(f)[1] for f in lost])
+                left = sorted(pack + [u for f in lost for u in running.pop(f)[1]])
                 restarts[replica] += 1
                 if restarts[replica] > MAX_RESTARTS:
                     raise RuntimeError(f"replica {replica} of backend {self.name!r} died {restarts[replica]} times; the run stops") from None
@@ -172,12 +188,28 @@ class ReplicaBackend(Backend):
                 continue
             except ray.exceptions.RayTaskError as err:
                 raise err.as_instanceof_cause() from None  # the backend's own error (a ValueError...), as one replica raises it
-            self.units_done[replica] += 1
-            for i, value in zip(units[u].indices, values):
+            self.units_done[replica] += len(pack)
+            for i, value in zip((i for u in pack for i in units[u].indices), values):
                 out[i] = value
                 if on_result is not None:
                     on_result(i, value)
         return out
+
+    def _packs(self, units: Sequence[Unit], todo: Sequence[int]) -> list[list[int]]:
+        """A replica's units as submitted: one by one, or (an engine that batches what it is
+        given: vllm) merged in order into calls of at most ``requests_per_call`` requests."""
+        if not self._merges_units:
+            return [[u] for u in todo]
+        packs: list[list[int]] = []
+        size, limit = 0, self.requests_per_call or 1
+        for u in todo:
+            n = len(units[u].indices)
+            if not packs or size + n > limit:
+                packs.append([])
+                size = 0
+            packs[-1].append(u)
+            size += n
+        return packs
 
     def _call(self, replica: int, call: Callable[[Any], Any]) -> Any:
         """``call(actor)`` on a replica, started again if it died (up to MAX_RESTARTS times)."""
@@ -189,6 +221,17 @@ class ReplicaBackend(Backend):
             except ray.exceptions.RayActorError:
                 self.actors[replica] = self._start()
         return ray.get(call(self.actors[replica]))
+
+    def replica_engine_counters(self) -> list[dict[str, float]]:
+        """Each replica's engine counters (vllm: ``VLLMBackend.engine_counters``)."""
+        import ray
+
+        return ray.get([actor.engine_counters.remote() for actor in self.actors])
+
+    def engine_counters(self) -> dict[str, float]:
+        """The replicas' engine counters summed: the engine work of the whole call, as one replica reports it."""
+        each = self.replica_engine_counters()
+        return {name: sum(c[name] for c in each) for name in each[0]}
 
     def close(self) -> None:
         import ray

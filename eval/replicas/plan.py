@@ -13,7 +13,11 @@ requests, as on one replica: the numbers are bitwise those of one replica.
 - ``fast`` generations: its waves (``FastBackend.generation_waves``: each its own continuous
   batch, so a row's numbers depend on its wave alone), each run as one call; constrained ones
   (and every one of a model whose cache cannot be refilled) take its ``hf`` path's batches;
-- any other streaming backend: the whole call, one unit; any other (vllm): the chunk rule.
+- ``vllm``: prefix families (``replicas/prefix_groups.py``: the contexts whose prompts share a
+  first KV block stay on one replica, so vLLM's prefix cache is reused as on one), which the
+  replica backend merges into large calls; vLLM's kernels round by batch, so log-likelihoods
+  equal one replica's within float rounding, not bitwise (docs/parallel.md);
+- any other streaming backend: the whole call, one unit.
 
 Calls that share a context (all choices of one document) are merged into one unit, so a
 prefix group never spans two replicas. Units are then given to replicas largest first,

@@ -1,4 +1,5 @@
-"""Fixtures of the engine tests: the head-size-32 tiny model, its HF reference, vLLM's OpenAI server."""
+"""Fixtures of the engine tests: the head-size-32 tiny model, its HF reference, vLLM's OpenAI server
+(one engine, and two engines behind one server: ``--data-parallel-size 2``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -32,15 +34,14 @@ def hf32(tiny32: Path) -> Any:
     return create_backend("hf", BackendOptions(model=str(tiny32), dtype="float32"))
 
 
-@pytest.fixture(scope="session")
-def vllm_server(tiny32: Path) -> Iterator[str]:
-    """vLLM's OpenAI-compatible server on 127.0.0.1 (with an API key), stopped by its pid; yields the base URL."""
+@contextmanager
+def served(model: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """vLLM's OpenAI-compatible server on 127.0.0.1 (with an API key) with ``args``, stopped by its pid; yields its root URL."""
     port = free_port()
     log = open(SCRATCH / f"server-{port}.log", "w")
-    env = dict(os.environ, **ENGINE_ENV)
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny32), "--host", "127.0.0.1",
-           "--port", str(port), "--dtype", "float32", "--enforce-eager", "--api-key", API_KEY]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--host", "127.0.0.1",
+           "--port", str(port), "--dtype", "float32", "--enforce-eager", "--api-key", API_KEY, *args]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **ENGINE_ENV, **(env or {})})
     url = f"http://127.0.0.1:{port}"
     try:
         while True:  # until the server answers, or dies
@@ -52,12 +53,27 @@ def vllm_server(tiny32: Path) -> Iterator[str]:
                         break
             except OSError:
                 time.sleep(0.5)
-        yield f"{url}/v1"
+        yield url
     finally:
-        proc.terminate()
+        proc.terminate()  # the server stops the engine processes it started (a data-parallel server's too)
         try:
-            proc.wait(timeout=30)
+            proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tiny32: Path) -> Iterator[str]:
+    """One vLLM engine behind the server; yields the base URL (``.../v1``)."""
+    with served(tiny32) as url:
+        yield f"{url}/v1"
+
+
+@pytest.fixture(scope="session")
+def vllm_dp_server(tiny32: Path) -> Iterator[str]:
+    """``vllm serve --data-parallel-size 2``: two engines behind one server (vLLM balances the
+    requests over them); its processes talk over loopback only (VLLM_HOST_IP). Yields the base URL."""
+    with served(tiny32, "--data-parallel-size", "2", env={"VLLM_HOST_IP": "127.0.0.1"}) as url:
+        yield f"{url}/v1"
