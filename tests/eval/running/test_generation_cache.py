@@ -117,7 +117,10 @@ def test_ctrl_c_says_what_was_kept(tiny_model: Path, tmp_path: Path, backend: st
 PACE_S = 0.1
 GATE_AFTER, GATE_S = 2, 300
 LEDGER_LAUNCHER = """
-import sys, time
+import signal, sys, time
+# Ctrl-C as in a terminal: a test run as a background job (cmd &) starts with SIGINT ignored,
+# which its children inherit, and Python then installs no KeyboardInterrupt handler.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from evalita_eval.backends.fast import FastHFBackend
 from evalita_eval.backends.hf import HFBackend
 
