@@ -1,0 +1,137 @@
+"""Which lm-eval run of a folder is read, and its ``results_<time>.json`` read and checked.
+
+lm-eval (``--output_path DIR --log_samples``) writes ``DIR/<model>/results_<time>.json`` and, of the
+same run, ``samples_<task>_<time>.jsonl`` with the same ``<time>``. One run is read: the folder's only
+results file, or the one the user names (``report DIR/<model>/results_<time>.json``). A folder
+holding several runs and no choice is one line listing them: runs are never merged, and a run's
+samples are those of its own timestamp, never another run's (whose model or shot count differ).
+Nothing is read through a link that leaves the folder the user named.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+
+from .tables import ScoresError
+
+_RESULTS_NAME = re.compile(r"^results_(.+)\.json$")
+
+
+class LmEvalConfig(BaseModel):
+    """``config`` of an lm-eval results file: what lm-eval ran with (each can change a number)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: Union[StrictStr, None] = None
+    model_args: Union[StrictStr, dict[str, Any], None] = None
+    device: Union[StrictStr, None] = None
+    limit: Union[float, None] = None
+    gen_kwargs: Union[StrictStr, dict[str, Any], None] = None
+    random_seed: Union[int, None] = None
+    model_dtype: Union[StrictStr, None] = None
+    model_revision: Union[StrictStr, None] = None
+
+
+class LmEvalResults(BaseModel):
+    """The keys of an lm-eval 0.4 ``results_<time>.json`` this reader uses."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    results: dict[str, dict[str, Any]]
+    configs: dict[str, Any] = {}
+    group_subtasks: dict[str, Any] = {}
+    n_shot: dict[str, Union[int, None]] = Field(default={}, alias="n-shot")
+    config: LmEvalConfig = LmEvalConfig()
+    model_name: Union[StrictStr, None] = None
+    lm_eval_version: Union[StrictStr, None] = None
+    transformers_version: Union[StrictStr, None] = None
+    chat_template: Union[StrictStr, None] = None
+    fewshot_as_multiturn: Union[bool, None] = None
+    system_instruction: Union[StrictStr, None] = None
+
+
+def is_results_file(path: Path) -> bool:
+    """An lm-eval results file named by the user (ours is always ``results.json``)."""
+    return path.is_file() and _RESULTS_NAME.match(path.name) is not None
+
+
+def results_files(folder: Path) -> list[Path]:
+    return sorted(list(folder.glob("results_*.json")) + list(folder.glob("*/results_*.json")))
+
+
+def timestamp(results_file: Path) -> str:
+    match = _RESULTS_NAME.match(results_file.name)
+    assert match is not None  # only files of that name are chosen
+    return match.group(1)
+
+
+def inside(root: Path, path: Path) -> Path:
+    """``path`` when it (resolved, links followed) stays inside ``root``; a link leaving it is refused."""
+    resolved = path.resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise ScoresError(f"{path}: a link to {resolved}, outside {root}; not read (copy the file into the folder)")
+    return path
+
+
+def chosen_run(path: Path) -> tuple[Path, Path]:
+    """(the folder the user named, its one lm-eval results file); ``path`` is a folder or a results file."""
+    if is_results_file(path):
+        return path.parent, inside(path.parent, path)
+    files = results_files(path)
+    if not files:
+        raise ScoresError(f"{path}: no lm-eval results_*.json here or one folder down; expected `lm_eval --output_path {path}`")
+    parents = {f.parent for f in files}
+    if len(parents) > 1:
+        raise ScoresError(f"{path}: lm-eval results of {len(parents)} models ({', '.join(sorted(p.name for p in parents))}); "
+                          "name one model's folder")
+    if len(files) > 1:
+        raise ScoresError(f"{path}: {len(files)} lm-eval runs ({', '.join(timestamp(f) for f in files)}); name one by its "
+                          f"results file, e.g. {files[-1]}")
+    return path, inside(path, files[0])
+
+
+def read_results(path: Path) -> LmEvalResults:
+    try:
+        return LmEvalResults.model_validate(json.loads(path.read_text("utf-8")))
+    except json.JSONDecodeError as err:
+        raise ScoresError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the file"
+        raise ScoresError(f"{path}: {where}: {first['msg']}; expected the results JSON of lm-eval") from None
+
+
+def samples_file(root: Path, results_file: Path, task: str) -> Path | None:
+    """The samples of ``task`` logged by the run of ``results_file`` (same timestamp), checked to stay inside ``root``."""
+    path = results_file.parent / f"samples_{task}_{timestamp(results_file)}.jsonl"
+    return inside(root, path) if path.is_file() else None
+
+
+def model_args(config: LmEvalConfig) -> dict[str, str]:
+    """``--model_args`` as lm-eval parses it (``k=v,k=v``), or the object it was given as."""
+    if isinstance(config.model_args, dict):
+        return {str(k): str(v) for k, v in config.model_args.items()}
+    return dict(kv.split("=", 1) for kv in (config.model_args or "").split(",") if "=" in kv)
+
+
+def gen_kwargs(config: LmEvalConfig) -> dict[str, Any]:
+    """``--gen_kwargs``: what changes every generation of the run ({} when none)."""
+    if isinstance(config.gen_kwargs, dict):
+        return dict(config.gen_kwargs)
+    return dict(kv.split("=", 1) for kv in (config.gen_kwargs or "").split(",") if "=" in kv)
+
+
+def item_limit(path: Path, config: LmEvalConfig) -> int | float | None:
+    """``--limit``: lm-eval records it as a float (``6.0``); a count of items is an int, a share below 1 stays a float."""
+    if config.limit is None:
+        return None
+    if config.limit < 1:
+        return config.limit
+    if config.limit != int(config.limit):
+        raise ScoresError(f"{path}: config.limit is {config.limit}: neither a count of items nor a share below 1")
+    return int(config.limit)

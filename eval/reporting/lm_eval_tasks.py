@@ -1,0 +1,78 @@
+"""lm-eval's names of the Evalita-LLM prompts, and one logged lm-eval sample as the sample our runner writes.
+
+An lm-eval run's tasks are the Evalita-LLM prompts under one of two names: lm-eval's own
+``evalita-mp`` tasks (``evalita-mp_te_prompt-1``, ``evalita-mp_ner_adg_p1``, ``evalita-mp_re_prompt-2``,
+...) or those ``evalita-eval export-lm-eval`` writes (``evalita-llm_<entry>_<prompt>``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+# The task names `evalita-eval export-lm-eval` writes: evalita-llm_<entry>_<prompt>.
+LM_EVAL_PREFIX = "evalita-llm"
+# Their names without a prompt are groups (no samples of their own).
+FAMILIES = ("evalita-mp", "evalita-sp", LM_EVAL_PREFIX)
+
+# lm-eval's evalita-mp task names: entry and prompt number (NER per domain; REL is "re"; SUM is the fp task).
+_OFFICIAL = (
+    (re.compile(r"^evalita-mp_(te|sa|wic|hs|at|faq|ls)_prompt-(\d+)$"), None),
+    (re.compile(r"^evalita-mp_re_prompt-(\d+)$"), "rel"),
+    (re.compile(r"^evalita-mp_ner_(adg|fic|wn)_p(\d+)$"), "ner"),
+    (re.compile(r"^evalita-[ms]p_sum_task_fp(?:-small)?_p(\d+)$"), "sum"),
+)
+
+
+def is_choice_task(entry_name: str) -> bool:
+    """lm-eval asks a task of choice prompts by their log-likelihoods and any other by a generation: the
+    two kinds of running/task_kinds.py that lm-eval has (no instruct setting), told by the prompts'
+    declared type, as export_lm_eval.task_yaml writes them (reporting sits below running)."""
+    from evalita_data.registry import task_of_entry
+    from evalita_data.taskspec import MCPrompt
+
+    spec = task_of_entry(entry_name)
+    if spec is None:
+        raise KeyError(f"unknown task entry {entry_name!r}")
+    return any(isinstance(p, MCPrompt) for p in spec.prompts)
+
+
+def lm_eval_sample(entry_name: str, prompt: str) -> Callable[[dict, list], dict]:
+    """(document, lm-eval's responses) -> the sample our runner writes for that item: what the exported tasks
+    score with (export_lm_eval.processor) and what lm-eval's logged samples are read back as."""
+    from evalita_data.registry import compiled, task_of_entry
+    from evalita_data.scoring.metrics import mc_prediction
+
+    mc = is_choice_task(entry_name)
+    spec = task_of_entry(entry_name)
+    task = compiled(spec.id)
+
+    def process(doc: dict, results: list) -> dict:
+        if mc:
+            choices = task.choices(prompt, doc)
+            if len(results) != len(choices):
+                raise ValueError(f"{len(results)} log-likelihood(s) for {len(choices)} choices")
+            lls = [float(r[0]) for r in results]
+            return {"choices": choices, "loglikelihoods": lls, "is_greedy": [bool(r[1]) for r in results],
+                    "prediction": mc_prediction(lls, choices), "gold": task.target(doc)}
+        return {"generation": results[0], "prediction": results[0], "reference": task.target(doc),
+                "gold": doc[spec.gold_field]}
+
+    return process
+
+
+def entry_and_prompt(task: str) -> tuple[str, str] | None:
+    """(our entry, prompt) of an lm-eval task name, or None for a name of neither family (or a group)."""
+    from evalita_data.registry import task_of_entry
+
+    for pattern, entry in _OFFICIAL:
+        m = pattern.match(task)
+        if m:
+            groups = m.groups()
+            name = groups[0] if entry is None else entry if entry != "ner" else f"ner_{groups[0]}"
+            return name, f"p{int(groups[-1])}"
+    m = re.match(rf"^{LM_EVAL_PREFIX}_(.+)_(p\d+)$", task)
+    spec = task_of_entry(m.group(1)) if m else None
+    if m and spec is not None and m.group(2) in {p.name for p in spec.prompts}:
+        return m.group(1), m.group(2)
+    return None
