@@ -68,6 +68,14 @@ def test_report_of_an_lm_eval_folder_equals_our_run(two_runs, tmp_path: Path) ->
     md = (tmp_path / "theirs" / "report.md").read_text("utf-8")
     assert "read from the lm-eval 0.4.13 output" in md and "recomputed from its per-sample records" in md
     assert "Combined Performance Score (CPS)" in md and "(TE, AT, FAQ: 3 of 10)" in md
+    # what lm-eval recorded that changes a number, read from its own results file (not a temporary copy)
+    [results] = list(lm.glob("*/results_*.json"))
+    [model] = json.loads((tmp_path / "theirs" / "report.json").read_text("utf-8"))["models"].values()
+    assert model["results_file"] == str(results) and model["model"]["dtype"] == "float32"
+    [row] = [line for line in md.splitlines() if line.endswith(f"| {results} |")]
+    assert "| float32 | cpu |" in row and f"| {LIMIT} |" in row
+    assert (f"--limit {LIMIT}: only the first {LIMIT} items of each task; lm-eval --gen_kwargs max_gen_toks={MAX_NEW}: "
+            "the tasks' generation arguments were changed") in row
 
 
 def test_compare_pairs_an_lm_eval_run_with_ours_by_document(two_runs, tmp_path: Path) -> None:
