@@ -54,6 +54,30 @@ class LmEvalResults(BaseModel):
     fewshot_as_multiturn: Union[bool, None] = None
     system_instruction: Union[StrictStr, None] = None
 
+    def group_acc(self) -> float | None:
+        """lm-eval's own ``evalita-mp`` group ``acc`` (not the benchmark's score: lm_eval_runs.LM_EVAL_GROUP_NOTE)."""
+        group = self.results["evalita-mp"] if "evalita-mp" in self.results else {}
+        value = group["acc,none"] if "acc,none" in group else None
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+class ModelArgs(BaseModel):
+    """The ``--model_args`` a number depends on (lm-eval passes the others to the model's loader)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    pretrained: Union[StrictStr, None] = None
+    revision: Union[StrictStr, None] = None
+    dtype: Union[StrictStr, None] = None
+
+
+class GenKwargs(BaseModel):
+    """``--gen_kwargs``: every key changes the generations; the token budget is also our ``max_new_tokens``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    max_gen_toks: Union[int, None] = None
+
 
 def is_results_file(path: Path) -> bool:
     """An lm-eval results file named by the user (ours is always ``results.json``)."""
@@ -112,18 +136,26 @@ def samples_file(root: Path, results_file: Path, task: str) -> Path | None:
     return inside(root, path) if path.is_file() else None
 
 
-def model_args(config: LmEvalConfig) -> dict[str, str]:
-    """``--model_args`` as lm-eval parses it (``k=v,k=v``), or the object it was given as."""
-    if isinstance(config.model_args, dict):
-        return {str(k): str(v) for k, v in config.model_args.items()}
-    return dict(kv.split("=", 1) for kv in (config.model_args or "").split(",") if "=" in kv)
+def _key_values(value: str | dict[str, Any] | None) -> dict[str, Any]:
+    """lm-eval's ``k=v,k=v`` argument strings (simple_parse_args_string), or the object they were given as."""
+    if isinstance(value, dict):
+        return dict(value)
+    return dict(kv.split("=", 1) for kv in (value or "").split(",") if "=" in kv)
 
 
-def gen_kwargs(config: LmEvalConfig) -> dict[str, Any]:
-    """``--gen_kwargs``: what changes every generation of the run ({} when none)."""
-    if isinstance(config.gen_kwargs, dict):
-        return dict(config.gen_kwargs)
-    return dict(kv.split("=", 1) for kv in (config.gen_kwargs or "").split(",") if "=" in kv)
+def model_args(path: Path, config: LmEvalConfig) -> ModelArgs:
+    try:
+        return ModelArgs.model_validate({str(k): str(v) for k, v in _key_values(config.model_args).items()})
+    except ValidationError as err:
+        raise ScoresError(f"{path}: config.model_args: {err.errors()[0]['msg']}") from None
+
+
+def gen_kwargs(path: Path, config: LmEvalConfig) -> GenKwargs:
+    """``--gen_kwargs``: what changes every generation of the run (no field set when none)."""
+    try:
+        return GenKwargs.model_validate(_key_values(config.gen_kwargs))
+    except ValidationError as err:
+        raise ScoresError(f"{path}: config.gen_kwargs.max_gen_toks: {err.errors()[0]['msg']}") from None
 
 
 def item_limit(path: Path, config: LmEvalConfig) -> int | float | None:

@@ -95,13 +95,13 @@ def _reasons(limit: int | float | None, generation: dict, results: dict) -> list
     return reasons
 
 
-def _model_record(doc: LmEvalResults) -> dict:
-    args = model_args(doc.config)
+def _model_record(path: Path, doc: LmEvalResults) -> dict:
+    args = model_args(path, doc.config)
     loaded = (doc.config.model_dtype or "").removeprefix("torch.")  # the dtype the model was loaded in (hf's get_model_info)
-    return {"name_or_path": doc.model_name or args.get("pretrained") or "lm-eval model",
-            "revision": args.get("revision") or doc.config.model_revision or None,
-            "dtype": loaded or args.get("dtype") or "not recorded",
-            "backend": f"lm-eval {doc.config.model or ''}".strip(), "model_args": args}
+    return {"name_or_path": doc.model_name or args.pretrained or "lm-eval model",
+            "revision": args.revision or doc.config.model_revision or None,
+            "dtype": loaded or args.dtype or "not recorded",
+            "backend": f"lm-eval {doc.config.model or ''}".strip(), "model_args": args.model_dump(exclude_none=True)}
 
 
 def _shots(doc: LmEvalResults, tasks: list[str]) -> tuple[int | None, str | None]:
@@ -115,13 +115,12 @@ def _shots(doc: LmEvalResults, tasks: list[str]) -> tuple[int | None, str | None
 
 def _config(path: Path, doc: LmEvalResults, shots: int | None) -> dict:
     """What lm-eval ran with, under the keys of our results.json's config (each can change a number)."""
-    generation = gen_kwargs(doc.config)
-    budget = generation.get("max_gen_toks")
+    generation = gen_kwargs(path, doc.config)
     return {"num_fewshot": shots, "limit": item_limit(path, doc.config), "apply_chat_template": bool(doc.chat_template),
             "fewshot_as_multiturn": doc.fewshot_as_multiturn, "system_instruction": doc.system_instruction,
             "setting": "loglikelihood", "seed": doc.config.random_seed, "split": None,
-            "device": doc.config.device or "not recorded", "gen_kwargs": generation,
-            "max_new_tokens": int(budget) if str(budget).isdigit() else None}
+            "device": doc.config.device or "not recorded",
+            "gen_kwargs": generation.model_dump(exclude_none=True), "max_new_tokens": generation.max_gen_toks}
 
 
 def lm_eval_record(root: Path, results_path: Path) -> tuple[dict, Samples]:
@@ -148,13 +147,12 @@ def lm_eval_record(root: Path, results_path: Path) -> tuple[dict, Samples]:
     shots, shots_note = _shots(doc, used)
     notes += [shots_note] if shots_note else []
     config = _config(results_path, doc, shots)
-    group = doc.results.get("evalita-mp", {}).get("acc,none")
-    record = {"status": "complete", "model": _model_record(doc),
+    record = {"status": "complete", "model": _model_record(results_path, doc),
               "data": {"source": f"lm-eval output {root.name}", "manifest_sha256": {}}, "config": config,
               "comparable_with_paper": False, NOT_COMPARABLE_KEY: _reasons(config["limit"], config["gen_kwargs"], results),
               "results": results, "versions": {"lm_eval": doc.lm_eval_version, "transformers": doc.transformers_version},
               "source_tool": {"name": "lm-eval", "version": doc.lm_eval_version, "results_file": str(results_path),
-                              "notes": notes, "group_acc": group if isinstance(group, (int, float)) else None}}
+                              "notes": notes, "group_acc": doc.group_acc()}}
     record["comparable_with_paper"] = not record[NOT_COMPARABLE_KEY]
     return record, samples
 
