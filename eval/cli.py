@@ -100,7 +100,8 @@ def aggregate(scores: Path, scale: str, alpha: float, out: Path) -> None:
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: on a terminal only).")
 @click.option("--partial", is_flag=True, help="Report the finished tasks of unfinished runs (marked 'partial run: N of M tasks finished').")
 def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float, progress: bool | None, partial: bool) -> None:
-    """Markdown + HTML report with plots from results.json files or run folders of `evalita-eval run`, or lm-eval output folders."""
+    """Markdown + HTML report with plots from results.json files or run folders of `evalita-eval run`, or lm-eval output folders
+    (one run each: a folder holding several is named by its run's results_<time>.json)."""
     require("report", STATS_NEEDS)
     from .reporting.report import write_report
 
@@ -123,7 +124,8 @@ def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float
 @click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Also write compare.md and compare.json into this folder.")
 def compare(run_a: Path, run_b: Path, k: int, seed: int, out: Path | None) -> None:
-    """Per task and prompt, A minus B with a paired test on the same items (results.json, run folders, lm-eval output folders)."""
+    """Per task and prompt, A minus B with a paired test on the same items (results.json, run folders, lm-eval output folders
+    or one lm-eval run's results_<time>.json)."""
     require("compare", STATS_NEEDS)
     from .reporting.compare import write_comparison
     from .reporting.tables import ScoresError

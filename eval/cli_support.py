@@ -9,7 +9,7 @@ import click
 
 # What each command imports beyond the data toolkit's own dependencies.
 RUN_NEEDS = ("torch", "transformers", "datasets", "numpy", "sklearn", "rouge_score")
-STATS_NEEDS = ("numpy", "scipy", "matplotlib")
+STATS_NEEDS = ("numpy", "scipy", "matplotlib", "pydantic")  # pydantic: lm-eval folders (reporting/lm_eval_*.py)
 
 
 def require(command: str, modules: tuple[str, ...]) -> None:

@@ -23,7 +23,7 @@ import yaml
 from evalita_data.hub.names import check_org
 from evalita_data.taskspec import MCPrompt
 
-from ..reporting.lm_eval_runs import LM_EVAL_PREFIX, lm_eval_sample
+from ..reporting.lm_eval_tasks import LM_EVAL_PREFIX, lm_eval_sample  # no pydantic: lm-eval imports this module
 from ..sources.entries import TaskEntry, all_entries
 
 PREFIX = LM_EVAL_PREFIX
