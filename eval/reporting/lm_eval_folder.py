@@ -11,6 +11,7 @@ Nothing is read through a link that leaves the folder the user named.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any, Union
@@ -79,6 +80,17 @@ class GenKwargs(BaseModel):
     max_gen_toks: Union[int, None] = None
 
 
+def invalid_key(err: ValidationError) -> str:
+    """'config.limit: Input should be a valid number' of a pydantic error: its first key, without the type
+    tags pydantic adds for each member of a union (``model_args.str``)."""
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first["loc"] if not (isinstance(p, str) and (p in _TYPE_TAGS or "[" in p)))
+    return f"{where or 'the whole record'}: {first['msg']}"
+
+
+_TYPE_TAGS = {"str", "int", "float", "bool", "none", "dict", "list"}
+
+
 def is_results_file(path: Path) -> bool:
     """An lm-eval results file named by the user (ours is always ``results.json``)."""
     return path.is_file() and _RESULTS_NAME.match(path.name) is not None
@@ -125,9 +137,7 @@ def read_results(path: Path) -> LmEvalResults:
     except json.JSONDecodeError as err:
         raise ScoresError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
     except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "the file"
-        raise ScoresError(f"{path}: {where}: {first['msg']}; expected the results JSON of lm-eval") from None
+        raise ScoresError(f"{path}: {invalid_key(err)}; expected the results JSON of lm-eval") from None
 
 
 def samples_file(root: Path, results_file: Path, task: str) -> Path | None:
@@ -147,7 +157,7 @@ def model_args(path: Path, config: LmEvalConfig) -> ModelArgs:
     try:
         return ModelArgs.model_validate({str(k): str(v) for k, v in _key_values(config.model_args).items()})
     except ValidationError as err:
-        raise ScoresError(f"{path}: config.model_args: {err.errors()[0]['msg']}") from None
+        raise ScoresError(f"{path}: config.model_args.{invalid_key(err)}") from None
 
 
 def gen_kwargs(path: Path, config: LmEvalConfig) -> GenKwargs:
@@ -155,15 +165,15 @@ def gen_kwargs(path: Path, config: LmEvalConfig) -> GenKwargs:
     try:
         return GenKwargs.model_validate(_key_values(config.gen_kwargs))
     except ValidationError as err:
-        raise ScoresError(f"{path}: config.gen_kwargs.max_gen_toks: {err.errors()[0]['msg']}") from None
+        raise ScoresError(f"{path}: config.gen_kwargs.{invalid_key(err)}") from None
 
 
 def item_limit(path: Path, config: LmEvalConfig) -> int | float | None:
     """``--limit``: lm-eval records it as a float (``6.0``); a count of items is an int, a share below 1 stays a float."""
     if config.limit is None:
         return None
-    if config.limit < 1:
+    if 0 < config.limit < 1:
         return config.limit
-    if config.limit != int(config.limit):
+    if not math.isfinite(config.limit) or config.limit <= 0 or config.limit != int(config.limit):
         raise ScoresError(f"{path}: config.limit is {config.limit}: neither a count of items nor a share below 1")
     return int(config.limit)

@@ -163,6 +163,7 @@ def load_run(path: Path, partial: bool = False) -> RunResults:
         root, results_path = chosen_run(path)
         record, samples = lm_eval_record(root, results_path)
         run = parse_results(results_path, record, partial)
+        run.origin = root
         folder = Path(tempfile.mkdtemp(prefix="evalita-lm-eval-samples-"))
         atexit.register(shutil.rmtree, folder, True)
         for (entry, prompt), task_samples in samples.items():

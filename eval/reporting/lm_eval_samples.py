@@ -25,6 +25,7 @@ from typing import Any, Union
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 
+from .lm_eval_folder import invalid_key
 from .lm_eval_tasks import is_choice_task, lm_eval_sample
 from .tables import ScoresError
 
@@ -100,9 +101,7 @@ def _records(path: Path) -> list[tuple[int, LmEvalSample]]:
         try:
             records.append((number, LmEvalSample.model_validate_json(line)))
         except ValidationError as err:
-            first = err.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "the line"
-            raise ScoresError(f"{path}:{number}: not an lm-eval sample ({where}: {first['msg']})") from None
+            raise ScoresError(f"{path}:{number}: not an lm-eval sample ({invalid_key(err)})") from None
     return records
 
 

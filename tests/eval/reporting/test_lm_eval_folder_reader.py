@@ -114,3 +114,24 @@ def test_a_link_leaving_the_folder_is_refused(tmp_path: Path, linked: str) -> No
     assert one_line(report(folder, tmp_path)[0]).endswith(
         f"{folder / 'tiny' / name}: a link to {(outside / 'tiny' / name).resolve()}, outside {folder}; "
         "not read (copy the file into the folder)")
+
+
+@pytest.mark.parametrize("key,value,expected", [
+    ("limit", 2.5, "config.limit is 2.5: neither a count of items nor a share below 1"),
+    ("gen_kwargs", "max_gen_toks=abc", "config.gen_kwargs.max_gen_toks: Input should be a valid integer, unable to parse string as an integer"),
+    ("model_args", 7, "config.model_args: Input should be a valid string; expected the results JSON of lm-eval"),
+])
+def test_a_damaged_results_file_is_one_line(tmp_path: Path, key: str, value: object, expected: str) -> None:
+    results = write_run(tmp_path / "lm", clean_samples())
+    doc = json.loads(results.read_text("utf-8"))
+    doc["config"][key] = value
+    results.write_text(json.dumps(doc), "utf-8")
+    assert one_line(report(tmp_path / "lm", tmp_path)[0]) == f"error: {results}: {expected}"
+
+
+def test_a_sample_of_another_shape_is_one_line(tmp_path: Path) -> None:
+    samples = clean_samples()
+    del samples[WIC][1]["filtered_resps"]
+    write_run(tmp_path / "lm", samples)
+    assert one_line(report(tmp_path / "lm", tmp_path)[0]).endswith(
+        f"samples_{WIC}_{STAMP}.jsonl:2: not an lm-eval sample (filtered_resps: Field required)")
