@@ -135,3 +135,11 @@ def test_a_sample_of_another_shape_is_one_line(tmp_path: Path) -> None:
     write_run(tmp_path / "lm", samples)
     assert one_line(report(tmp_path / "lm", tmp_path)[0]).endswith(
         f"samples_{WIC}_{STAMP}.jsonl:2: not an lm-eval sample (filtered_resps: Field required)")
+
+
+def test_a_generation_that_is_no_text_is_one_line(tmp_path: Path) -> None:
+    samples = clean_samples()
+    samples[NER][0]["filtered_resps"] = [["Mario Rossi$PER"]]
+    write_run(tmp_path / "lm", samples)
+    assert one_line(report(tmp_path / "lm", tmp_path)[0]).endswith(
+        f"samples_{NER}_{STAMP}.jsonl:1: doc_id 0: filtered_resps is not [the generated text]; not an lm-eval sample of ner_adg p1")
