@@ -225,11 +225,14 @@ class Lines:
 def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | None = None) -> dict[str, str]:
     """Every run not yet complete as a Ray task; a line per run as it is queued, starts, goes on and
     ends. Returns run name -> state."""
+    from .replicas.ray_start import start_ray, use_token_if_present
+
+    use_token_if_present(address)  # before Ray reads its configuration
     import ray
 
     started_ray = not ray.is_initialized()
     if started_ray:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        start_ray(address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     task = ray.remote(run_one)
     states: dict[str, str] = {}
     pending: dict[Any, int] = {}
