@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from evalita_eval.replicas import ray_start
 from evalita_eval.replicas.ray_start import START_WAIT_ENV, RayStartError, failure_line, start_ray
 
 from paths import TEST_DATA
