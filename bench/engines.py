@@ -1,4 +1,4 @@
-"""The same multiple-choice and generation workload on --backend hf, fast and vllm.
+"""The same multiple-choice and generation workload on --backend hf and vllm.
 
 One line per backend: model loading, MC scoring and generation seconds, and each
 phase's speed-up over hf measured in the same run. Every backend's log-likelihoods
@@ -96,7 +96,7 @@ def load(name: str, model_dir: Path, args):
         # "vllm" (the default plan, prefill) or "vllm:MODE" (vllm_scoring.MODES)
         extra = {"vllm_engine_args": {"enforce_eager": True}, "vllm_loglikelihood": name.partition(":")[2] or "prefill"}
         return create_backend("vllm", BackendOptions(model=str(model_dir), dtype="float32", extra=extra))
-    return create_backend("fast" if name == "fast" else "hf", BackendOptions(model=str(model_dir), dtype="float32", batch_size=args.batch_size))
+    return create_backend("hf", BackendOptions(model=str(model_dir), dtype="float32", batch_size=args.batch_size))
 
 
 def timed(fn, *a):
@@ -114,7 +114,7 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--batch-size", type=int, default=8, help="hf backend")
     parser.add_argument("--mc-mix", type=int, default=0, metavar="N", help="scoring only: the whole MC mix, N records per task")
-    parser.add_argument("--backends", default="hf,fast,vllm", help="also vllm:prefix, vllm:prompt_logprobs (one vLLM engine per process: list it alone)")
+    parser.add_argument("--backends", default="hf,vllm", help="also vllm:prefix, vllm:prompt_logprobs (one vLLM engine per process: list it alone)")
     args = parser.parse_args()
 
     model_dir = tiny.build_tiny_model(Path(tempfile.mkdtemp(prefix="bench-engines-")) / "model", layers=args.layers, hidden=args.hidden)

@@ -1,4 +1,4 @@
-"""Shared fixtures for the fast-backend tests: the tiny model, built once per session."""
+"""Shared fixtures of the scoring tests: the tiny model, built once per session, and mixed requests."""
 
 from __future__ import annotations
 
