@@ -1,4 +1,4 @@
-"""The same multiple-choice and generation workload on --backend hf, fast and vllm.
+"""The same multiple-choice and generation workload on --backend hf and vllm.
 
 One line per backend: model loading, MC scoring and generation seconds, and each
 phase's speed-up over hf measured in the same run. Every backend's log-likelihoods
@@ -10,6 +10,11 @@ status 1 when one differs. Run it in the venv that has vLLM (docs/engines.md):
 
 MC: TE p1 (2 one-token choices), AT p1 (5 letters) and FAQ p1 (4 long answers) items.
 Generation: NER p1 contexts, greedy, the task's stop strings, ``--max-new-tokens``.
+
+``--mc-mix N``: scoring only, on the whole multiple-choice mix instead: the evaluator's own
+requests (bench/work.py) of TE, SA, HS, FAQ, AT and WiC, every prompt p1-p6, zero-shot and
+5-shot, the first N evaluation records of each task; every item's prediction (argmax over its
+choices) is compared with the first backend's, and the load average is printed around the run.
 """
 
 from __future__ import annotations
@@ -42,6 +47,48 @@ def workload(args) -> tuple[list, list]:
     return mc, gen
 
 
+def mc_mix(limit: int) -> list:
+    import work
+
+    docs = work.benchmark_docs(None)
+    return [r for k in work.FEWSHOT_K for r in work.limited_requests(docs, limit, MC_TASKS, k)]
+
+
+def predictions(requests: list, lls: list) -> list[int]:
+    """The argmax choice of each context (consecutive requests sharing a context are one item)."""
+    out, start = [], 0
+    for i in range(1, len(requests) + 1):
+        if i == len(requests) or requests[i].context != requests[start].context:
+            scores = [r.logprob for r in lls[start:i]]
+            out.append(scores.index(max(scores)))
+            start = i
+    return out
+
+
+def run_mc_mix(args, model_dir: Path) -> int:
+    mc = mc_mix(args.mc_mix)
+    print(f"model {args.layers}x{args.hidden}, MC mix {','.join(MC_TASKS)} p1-p6 0/5-shot, {args.mc_mix} records each: "
+          f"{len(mc)} requests | load average {os.getloadavg()[0]:.1f}", flush=True)
+    rows, ref, bad = {}, None, 0
+    for name in args.backends.split(","):
+        backend, t_load = timed(load, name, model_dir, args)
+        lls, t_mc = timed(backend.loglikelihood, mc)
+        preds = predictions(mc, lls)
+        ref = ref or preds
+        same = sum(a == b for a, b in zip(ref, preds))
+        bad += same != len(ref)
+        rows[name] = (t_load, t_mc, same, len(ref), os.getloadavg()[0])
+        if hasattr(backend, "close"):
+            backend.close()
+    base = rows[args.backends.split(",")[0]][1]
+    for name, (t_load, t_mc, same, n, load_after) in rows.items():
+        print(f"{name:5s} load {t_load:6.1f} s | MC mix {t_mc:7.2f} s ({base / t_mc:5.2f}x) | same predictions {same}/{n} | load average after {load_after:.1f}")
+    return 1 if bad else 0
+
+
+MC_TASKS = ("te", "sa", "hs", "faq", "at", "wic")
+
+
 def load(name: str, model_dir: Path, args):
     from evalita_eval.backends import create_backend
 
@@ -49,7 +96,7 @@ def load(name: str, model_dir: Path, args):
         # "vllm" (the default plan, prefill) or "vllm:MODE" (vllm_scoring.MODES)
         extra = {"vllm_engine_args": {"enforce_eager": True}, "vllm_loglikelihood": name.partition(":")[2] or "prefill"}
         return create_backend("vllm", BackendOptions(model=str(model_dir), dtype="float32", extra=extra))
-    return create_backend("fast" if name == "fast" else "hf", BackendOptions(model=str(model_dir), dtype="float32", batch_size=args.batch_size))
+    return create_backend("hf", BackendOptions(model=str(model_dir), dtype="float32", batch_size=args.batch_size))
 
 
 def timed(fn, *a):
@@ -66,10 +113,13 @@ def main() -> None:
     parser.add_argument("--gen-items", type=int, default=32)
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--batch-size", type=int, default=8, help="hf backend")
-    parser.add_argument("--backends", default="hf,fast,vllm", help="also vllm:prefix, vllm:prompt_logprobs (one vLLM engine per process: list it alone)")
+    parser.add_argument("--mc-mix", type=int, default=0, metavar="N", help="scoring only: the whole MC mix, N records per task")
+    parser.add_argument("--backends", default="hf,vllm", help="also vllm:prefix, vllm:prompt_logprobs (one vLLM engine per process: list it alone)")
     args = parser.parse_args()
 
     model_dir = tiny.build_tiny_model(Path(tempfile.mkdtemp(prefix="bench-engines-")) / "model", layers=args.layers, hidden=args.hidden)
+    if args.mc_mix:
+        sys.exit(run_mc_mix(args, model_dir))
     mc, gen = workload(args)
     print(f"model {args.layers}x{args.hidden}, {len(mc)} MC requests, {len(gen)} generations of <= {args.max_new_tokens} tokens", flush=True)
     rows, ref, bad = {}, None, 0

@@ -102,7 +102,7 @@ def main() -> None:
     ap.add_argument("--replicas", type=int, default=2)
     ap.add_argument("--max-length", type=int, default=2048)
     ap.add_argument("--time", metavar="MODEL", default=None, help="time evalita-eval run with 1 and 2 replicas on MODEL (needs --build)")
-    ap.add_argument("--backends", default="hf,fast")
+    ap.add_argument("--backends", default="hf")
     ap.add_argument("--tasks", default="wic,sa,ner")
     ap.add_argument("--limit", type=int, default=10)
     ap.add_argument("--max-new-tokens", type=int, default=32)

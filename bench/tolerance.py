@@ -9,9 +9,9 @@ bench/work.py), zero-shot. Reference: ``plain_loglikelihood`` (one forward per r
 lm-eval's numbers at batch 1; the same forward and ops as ``plain_loglikelihood``). Against it, per backend: the largest |dLL| / |LL|, the
 largest |dLL|, how many exceed ``1e-6*|LL| + 1e-5``, how many are below the reference (a
 systematic sign is not rounding noise), is_greedy and predictions differing. Rows:
-``hf`` b8, ``fast``, ``vllm`` (the request plans of ``--vllm-modes``; with --vllm), lm-eval's
+``hf`` b8, ``vllm`` (the request plans of ``--vllm-modes``; with --vllm), lm-eval's
 ``HFLM`` b8 (its own batch-size spread: at batch 1 it is the plain path), and the plain path with an unbiased log-softmax
-(``logit - logsumexp`` in float64) to show where the sign comes from (docs/fast.md).
+(``logit - logsumexp`` in float64) to show where the sign comes from.
 """
 
 from __future__ import annotations
@@ -103,9 +103,6 @@ def main() -> None:
     ref, ref64 = plain_both(hf.model, hf.tokenizer, reqs, args.max_length)
     rows: dict[str, Any] = {"plain, float64 log-softmax": compare(reqs, ref, ref64)}
     rows["hf b8"] = compare(reqs, ref, [(r.logprob, r.is_greedy) for r in hf.loglikelihood(reqs)])
-    fast = create_backend("fast", BackendOptions(model=args.model, dtype="float32", max_length=args.max_length))
-    rows["fast"] = compare(reqs, ref, [(r.logprob, r.is_greedy) for r in fast.loglikelihood(reqs)])
-    del fast
     if args.lmeval:
         import importlib.util
 

@@ -19,7 +19,6 @@ tokens it runs through the model, computed from its own batching rules:
   vLLM reads nothing from its prefix cache for those, so every prompt token is computed;
 - ``ours hf bN``: the backend's own rule (``evalita_eval.backends.hf_batches``): lm-eval's
   grouping, longest first, N rows padded to the longest;
-- ``ours fast``: the prefix-tree nodes and the padded passes of ``FastBackend``;
 - ``ours vllm``: ``--backend vllm`` (``vllm_loglikelihood=prefill``, the default): one
   request per context for the first tokens of its choices, one cache-reading prompt-log-prob
   request per longer choice (``prefix``: one forced-continuation request, the same tokens
@@ -60,7 +59,7 @@ from evalita_eval.api import GenRequest, LLRequest, prompt_room, scoring_input  
 from evalita_eval.backends.hf import default_add_special_tokens, encode_request  # noqa: E402
 from evalita_eval.backends.hf_batches import longest_first, scoring_groups  # noqa: E402
 from evalita_eval.backends.vllm_scoring import plan_loglikelihood, prefix_cache_hits, submitted_calls  # noqa: E402
-from evalita_eval.fast.encode import encode_requests  # noqa: E402
+from evalita_eval.backend_support.tokenization import encode_requests  # noqa: E402
 from evalita_eval.settings.fewshot import build_contexts  # noqa: E402
 from evalita_eval.sources.entries import TaskEntry, select_entries  # noqa: E402
 
@@ -194,16 +193,6 @@ def lmeval_vllm(pairs: Sequence[tuple[list[int], list[int]]], max_length: int) -
         work.tokens += n
         work.attention += causal_pairs(0, n)
     work.padded = work.tokens
-    return work
-
-
-def ours_fast(pairs: Sequence[tuple[list[int], list[int]]], max_length: int, max_batch_tokens: int = 4096, max_tree_tokens: int = 256) -> Work:
-    from evalita_eval.fast.tree import batch_trees, pack_trees
-
-    work = Work()
-    for trees in batch_trees(pack_trees([scoring_input(c, x, max_length) for c, x in pairs], max_tree_tokens), max(max_batch_tokens, max_length)):
-        work.add_batch([len(t) for t in trees], dense=True)
-        work.requests += sum(len(t.paths) for t in trees) - len(trees)
     return work
 
 
@@ -390,21 +379,19 @@ def count(tokenizer: Any, docs: dict, max_length: int, block_size: int, batches:
     out: dict[str, Any] = {}
     for k in FEWSHOT_K:
         ll, gen = benchmark_requests(docs, k)
-        pairs = encode_requests(tokenizer, ll)  # = encode_request per request, in batched tokenizer calls
+        pairs = encode_requests(tokenizer, ll)  # = encode_request per request
         rows: dict[str, Work] = {}
         for b in batches:
             rows[f"lm-eval HF b{b}"] = lmeval_hf(pairs, max_length, b)
         rows["lm-eval vLLM"] = lmeval_vllm(pairs, max_length)
         for b in batches:
             rows[f"ours hf b{b}"] = ours_hf(pairs, max_length, b)
-        rows["ours fast"] = ours_fast(pairs, max_length)
         rows["ours vllm (prompt_logprobs)"] = ours_vllm(pairs, max_length, block_size, "prompt_logprobs")
         rows["ours vllm (prefix)"] = ours_vllm(pairs, max_length, block_size, "prefix")
         rows["ours vllm (prefill)"] = ours_vllm(pairs, max_length, block_size, "prefill")
         prompts = gen_prompts(tokenizer, gen, max_length)
         gen_rows = {f"padded b{b} (lm-eval HF, ours hf)": padded_prompts(prompts, b) for b in batches}
         gen_rows["vLLM prefix cache (lm-eval vLLM, ours vllm)"] = cached_prompts(prompts, block_size)
-        gen_rows["continuous, no cache (ours fast)"] = _cached_work([(len(p), 0, 0) for p in prompts])
         out[f"{k}-shot"] = {
             "ll_requests": len(ll), "ll_tokens_distinct_requests": sum(len(c) + len(x) - 1 for c, x in pairs),
             "loglikelihood": {name: asdict(w) for name, w in rows.items()},

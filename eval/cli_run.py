@@ -50,7 +50,7 @@ def execute(backend_name: str, options, source, config, entries: list, output_di
 
 @click.command()
 @run_options
-def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, max_memory, backend_name, max_batch_tokens, device, dtype,
+def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, max_memory, backend_name, device, dtype,
         max_length, threads, tensor_parallel_size, data_parallel_size, gpu_memory_utilization, max_model_len, base_url, api_key_env,
         concurrency, timeout_s, max_retries, backend_args, apply_chat_template, trust_remote_code, max_new_tokens, seed, setting, constrained,
         system_instruction, fewshot_as_multiturn, eval_split, output_dir, overwrite, progress) -> None:
@@ -80,7 +80,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     try:
         options = options_from_cli(
             backend_args, model=model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, max_memory=max_memory,
-            trust_remote_code=trust_remote_code, max_length=max_length, max_batch_tokens=max_batch_tokens, threads=threads, seed=seed,
+            trust_remote_code=trust_remote_code, max_length=max_length, threads=threads, seed=seed,
             tensor_parallel_size=tensor_parallel_size, data_parallel_size=data_parallel_size, gpu_memory_utilization=gpu_memory_utilization,
             max_model_len=max_model_len, base_url=base_url, api_key_env=api_key_env, concurrency=concurrency, timeout_s=timeout_s,
             max_retries=max_retries)

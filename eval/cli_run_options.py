@@ -52,15 +52,12 @@ RUN_OPTIONS = [
     click.option("--batch-size", default="8", show_default=True, callback=lambda ctx, param, value: parse_batch_size(value),
                  help="Requests per batch (hf backend), or auto: batches sized by tokens to fit --max-memory (docs/evaluator.md)."),
     click.option("--max-memory", default=None, callback=lambda ctx, param, value: parse_max_memory(value),
-                 help="Memory one forward pass may take, e.g. 4GiB (--batch-size auto; fast: its token budgets). "
+                 help="Memory one forward pass may take, e.g. 4GiB (--batch-size auto). "
                       "Default: 80% of the free GPU memory on CUDA, 1GiB on CPU."),
     click.option("--backend", "backend_name", default="hf", show_default=True, type=RegistryChoice(backend_names),
                  help="The engine (the modules of evalita_eval/backends/ and the evalita_llm.backends entry points of installed "
                       "packages register them; `evalita-eval backends` lists each one's options). hf: batched plain path, "
-                      "parity-tested against lm-eval; fast: shared-prefix scoring with token-budget batches (same "
-                      "log-likelihoods within 1e-6*|LL|+1e-5), see docs/fast.md."),
-    click.option("--max-batch-tokens", default=None, type=click.IntRange(min=1), hidden=True,
-                 help="Alias of --backend-arg max_batch_tokens=N (fast)."),
+                      "parity-tested against lm-eval; vllm: vLLM's engine, see docs/engines.md."),
     click.option("--device", default=None,
                  help="cpu, cuda, cuda:N, or auto: spread a model larger than one device over all GPUs (device_map=auto, needs accelerate). "
                       "Default: cuda when torch sees a GPU, else cpu."),

@@ -7,7 +7,7 @@ defaults every run extends. A run names what ``evalita-eval run`` takes: ``model
 ``max_new_tokens``, ``output_dir`` ... (any ``run`` option, underscores for dashes; ``true``
 for a flag). Each run is the real ``run`` command in its own process (a Ray task reserving
 the run's GPUs: ``tensor_parallel_size x data_parallel_size`` for vllm, one for a CUDA
-``hf``/``fast`` run), writing its folder exactly as ``run`` would, and its console into
+``hf`` run), writing its folder exactly as ``run`` would, and its console into
 ``OUTPUT_DIR/sweep.log``. A run whose ``results.json`` is complete is not started again;
 any other resumes from its cache. A failed run is reported and the others go on. The driver
 prints a line per run as it is queued, starts, finishes a task and ends (``Lines``, from what
@@ -91,7 +91,7 @@ def sweep_run(spec: dict[str, Any], n: int, path: Path) -> SweepRun:
 
 
 def run_gpus(spec: dict[str, Any]) -> float:
-    """GPUs one run reserves: vllm's tensor x data parallel sizes, one per hf/fast replica on CUDA, else none."""
+    """GPUs one run reserves: vllm's tensor x data parallel sizes, one per hf replica on CUDA, else none."""
     args = spec.get("backend_args") or {}
     replicas = int(args.get("data_parallel_size", spec.get("data_parallel_size", 1)))
     if spec.get("backend") == "vllm":
@@ -225,11 +225,14 @@ class Lines:
 def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | None = None) -> dict[str, str]:
     """Every run not yet complete as a Ray task; a line per run as it is queued, starts, goes on and
     ends. Returns run name -> state."""
+    from .replicas.ray_start import start_ray, use_token_if_present
+
+    use_token_if_present(address)  # before Ray reads its configuration
     import ray
 
     started_ray = not ray.is_initialized()
     if started_ray:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        start_ray(address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     task = ray.remote(run_one)
     states: dict[str, str] = {}
     pending: dict[Any, int] = {}

@@ -36,8 +36,8 @@ LAYERS: list[tuple[str, ...]] = [
     # What backends share about a model; what is sent to the model; where data come from; reports of
     # finished runs. None loads another: reports and data reading never load torch.
     ("evalita_eval.backend_support", "evalita_eval.settings", "evalita_eval.sources", "evalita_eval.reporting"),
-    # The fast engine; --model checks; the publishing commands; the runner (task kinds, plan, cache).
-    ("evalita_eval.fast", "evalita_eval.model_path", "evalita_eval.publishing", "evalita_eval.running"),
+    # --model checks; the publishing commands; the runner (task kinds, plan, cache).
+    ("evalita_eval.model_path", "evalita_eval.publishing", "evalita_eval.running"),
     ("evalita_eval.backends",),  # the engines (the constrained-decoding one included)
     ("evalita_eval.replicas",),  # replicas of a backend on Ray (docs/parallel.md)
     ("evalita_eval.sweep",),
@@ -174,7 +174,7 @@ def _package_of(module: str, modules: dict[str, Path]) -> str:
 
 
 def package_graph(graph: dict[str, set[str]], modules: dict[str, Path]) -> dict[str, set[str]]:
-    """Edges between packages neither of which contains the other (evalita_eval.fast -> evalita_eval.backends)."""
+    """Edges between packages neither of which contains the other (evalita_eval.replicas -> evalita_eval.backends)."""
     out: dict[str, set[str]] = {}
     for src, targets in graph.items():
         a = _package_of(src, modules)
@@ -189,7 +189,7 @@ def test_the_graph_sees_the_packages_and_their_imports() -> None:
     modules = project_modules()
     graph = import_graph(modules)
     # The mapped folders (converters/ -> evalita_data.converters, eval/ -> evalita_eval) are read.
-    assert {"evalita_data.converters.ner", "evalita_eval.running.runner", "evalita_eval.fast.encode", "evalita_data.scoring.metrics"} <= set(modules)
+    assert {"evalita_data.converters.ner", "evalita_eval.running.runner", "evalita_eval.backends.hf_batches", "evalita_data.scoring.metrics"} <= set(modules)
     assert "evalita_data.taskspec" in graph["evalita_eval.settings.instruct"]  # from evalita_data.taskspec import ...
     assert "evalita_eval.api" in graph["evalita_eval.backends.hf"]  # from ..api import ...
     assert "evalita_eval.backends" in graph["evalita_eval.backends.hf"]  # from . import register_backend
@@ -278,8 +278,8 @@ def test_the_layer_check_sees_what_it_must_refuse(tmp_path: Path) -> None:
     # Imports inside functions count: the CLI's `run` loads the runner when it runs.
     assert any(i.module == "evalita_eval.cli_run" and i.target == "evalita_eval.running.runner" for i in imports)
     # import_module calls: a written-out name, and the importer's own name (the backends registry loads its modules).
-    call = ast.parse('importlib.import_module(f"{__name__}.{info.name}"); import_module("evalita_eval.fast.encode")').body
-    assert [_dynamic_target(c.value, "evalita_eval.backends") for c in call] == ["evalita_eval.backends", "evalita_eval.fast.encode"]
+    call = ast.parse('importlib.import_module(f"{__name__}.{info.name}"); import_module("evalita_eval.running.plan")').body
+    assert [_dynamic_target(c.value, "evalita_eval.backends") for c in call] == ["evalita_eval.backends", "evalita_eval.running.plan"]
     assert room_of("evalita_eval.settings.answers", index) == "evalita_eval.settings.answers"
     assert room_of("evalita_eval.settings.instruct", index) == "evalita_eval.settings"
     assert room_of("evalita_eval.cli_run", index) == "evalita_eval.cli_run"  # not the room evalita_eval.cli
@@ -315,6 +315,6 @@ def test_reports_publishing_and_sources_load_no_model_library() -> None:
     code = ("import json, sys; import evalita_eval.reporting.report, evalita_eval.reporting.compare, evalita_eval.publishing.push_results, "
             "evalita_eval.publishing.export_lm_eval, evalita_eval.sources.folder, evalita_eval.sources.hub, evalita_eval.sources.official; "
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'vllm') "
-            "or m.startswith(('evalita_eval.backends', 'evalita_eval.fast', 'evalita_eval.backend_support', 'evalita_eval.running')))))")
+            "or m.startswith(('evalita_eval.backends', 'evalita_eval.backend_support', 'evalita_eval.running')))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert json.loads(out.stdout) == []

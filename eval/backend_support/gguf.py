@@ -2,8 +2,8 @@
 
 ``--model path/to/file.gguf``, or a folder or Hub id with ``--backend-arg gguf_file=NAME``:
 transformers' GGUF support dequantizes the weights (float32 unless ``--dtype`` says otherwise)
-and builds the tokenizer and chat template from the file's metadata, on the ``hf`` and ``fast``
-backends; vLLM loads the file itself (``--backend vllm``, with vLLM's GGUF plugin). The file's
+and builds the tokenizer and chat template from the file's metadata, on the ``hf``
+backend; vLLM loads the file itself (``--backend vllm``, with vLLM's GGUF plugin). The file's
 sha256 identifies the model (``gguf_identity``): a file replaced under the same name is another
 model (a local file's is ``identity.model_source_identity``'s ``file_sha256``, a Hub file's
 ``gguf_identity``'s ``gguf_sha256``). Needs the ``gguf`` package (``pip install 'evalita-llm[gguf]'``).
@@ -93,5 +93,5 @@ def gguf_identity(model: str, revision: str | None, extra: Mapping[str, Any] | N
 
 
 def gguf_file_option() -> Any:
-    """The ``gguf_file`` field of the ``Options`` of the backends that load GGUF (hf, fast, vllm)."""
+    """The ``gguf_file`` field of the ``Options`` of the backends that load GGUF (hf, vllm)."""
     return backend_option(None, "a .gguf file inside --model (a folder or Hub id) to load; --model X.gguf names one directly")

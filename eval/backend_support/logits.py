@@ -1,7 +1,6 @@
 """Where a causal model's logits are read for scoring: the kept positions only (``logits_at``),
-and the plain linear output layer when there is one (``plain_head``). Shared by the ``hf``
-backend (``backends/hf.py``) and the fast scorer (``fast/``), here so that neither package
-imports the other."""
+and the plain linear output layer when there is one (``plain_head``). Used by the ``hf``
+backend (``backends/hf.py``)."""
 
 from __future__ import annotations
 

@@ -24,8 +24,7 @@ from typing import Any
 # The budget on CPU when --max-memory is not given (a laptop runs other things too).
 DEFAULT_CPU_BUDGET = 1 << 30
 # Padded tokens (rows x longest row) of one scoring forward pass on CPU at most: hf cuts each
-# batch of --batch-size requests into passes of at most this many, fast takes it as its default
-# budget. A pass's activations grow with its tokens (SmolLM2-135M, float32: about 25 KB per
+# batch of --batch-size requests into passes of at most this many. A pass's activations grow with its tokens (SmolLM2-135M, float32: about 25 KB per
 # token in the MLP), and on CPU a wider pass is not faster: 8 paragraph-long FAQ requests
 # (8 x 1303 tokens) in one pass took a run to 1306 MiB RSS with 1 thread, 1473 MiB with 2.
 CPU_PASS_TOKENS = 4096

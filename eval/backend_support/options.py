@@ -26,7 +26,7 @@ _FALSE_WORDS = frozenset({"0", "false", "no", "off"})
 # The hidden flags of ``run`` that alias ``--backend-arg NAME=VALUE``: NAME -> (flag, the flag's
 # default, which means "not given"). The backends declaring NAME name the same flag in their Options.
 ENGINE_FLAGS: dict[str, tuple[str, Any]] = {
-    "max_batch_tokens": ("--max-batch-tokens", None), "tensor_parallel_size": ("--tensor-parallel-size", 1),
+    "tensor_parallel_size": ("--tensor-parallel-size", 1),
     "data_parallel_size": ("--data-parallel-size", 1), "gpu_memory_utilization": ("--gpu-memory-utilization", None),
     "max_model_len": ("--max-model-len", None), "base_url": ("--base-url", None), "api_key_env": ("--api-key-env", None),
     "concurrency": ("--concurrency", 4), "timeout_s": ("--timeout", 120.0), "max_retries": ("--max-retries", 5),

@@ -1,4 +1,4 @@
-"""The one tokenisation of every token-level backend (``hf``, ``fast``, ``vllm``, ``openai``
+"""The one tokenisation of every token-level backend (``hf``, ``vllm``, ``openai``
 with a local tokenizer): lm-evaluation-harness 0.4.x's HF rules, as its ``TemplateLM`` keeps
 them in one place.
 
@@ -12,7 +12,7 @@ them in one place.
 - chat messages become a prompt string under the tokenizer's template: ``render_chat``.
 
 ``encode_requests`` takes the function that turns texts into ids, so that a scorer may call
-its tokenizer in batches (eval/fast/encode.py) and still apply exactly these rules.
+its tokenizer in batches and still apply exactly these rules.
 """
 
 from __future__ import annotations

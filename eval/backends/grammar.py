@@ -1,9 +1,9 @@
-"""Constrained decoding on a local model (the ``hf`` and ``fast`` backends): an
+"""Constrained decoding on a local model (the ``hf`` backend): an
 ``api.Constraint`` compiled by xgrammar and enforced as a ``transformers`` logits processor.
 
 Why xgrammar: vLLM 0.32 (our ``vllm`` backend's engine) depends on xgrammar 0.2.8 and
 uses it by default for structured outputs (``backend="auto"``), and xgrammar ships a
-``transformers`` logits-processor path; pinning the same version makes the hf/fast and
+``transformers`` logits-processor path; pinning the same version makes the hf and
 the vLLM backends enforce one grammar with one library. outlines-core and llguidance
 are also vLLM dependencies but have no maintained ``transformers`` integration of the
 same version; lm-format-enforcer is slower (character-level parsing per token).

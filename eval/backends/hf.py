@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, prompt_room, scoring_input
 from ..backend_support.memory import CPU_PASS_TOKENS, forward_bytes, kv_bytes_per_token, memory_budget, return_freed_memory
 from ..backend_support.tokenization import default_add_special_tokens, encode_pair, encode_request, render_chat  # noqa: F401  (encode_pair: re-exported)
-from ..backend_support.logits import logits_at, plain_head  # noqa: F401  (shared with fast/, which must not import backends/)
+from ..backend_support.logits import logits_at, plain_head
 from ..backend_support.gguf import gguf_file_option
 from . import register_backend
 from .hf_batches import longest_first, scoring_groups, token_budget_batches
@@ -115,7 +115,7 @@ class OnHFModel:
         identity.update(tokenizer_identity(self.tokenizer, self.name_or_path))
         identity.update(gguf_identity(self.name_or_path, identity.get("revision"), engine_fields(self)) or {})
         # The device type: CPU and GPU kernels round differently (a device index does not matter).
-        # Batch size (hf) and --max-batch-tokens (fast) stay out, by measurement on the tiny model
+        # The batch size stays out, by measurement on the tiny model
         # (64 requests, float32, CPU): batch sizes 1/3/8/32 give bitwise-different log-likelihoods
         # for up to half of them (at most 7.6e-6 apart), but so does the batch's composition at one
         # batch size (6 of 32 differ when every other request is scored alone), and a resumed run

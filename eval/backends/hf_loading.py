@@ -1,5 +1,5 @@
 """Loading a transformers model and tokenizer as lm-eval's ``HFLM`` sets them up (the
-``hf`` and ``fast`` backends), and lm-eval's rule for the maximum length."""
+``hf`` backend), and lm-eval's rule for the maximum length."""
 
 from __future__ import annotations
 

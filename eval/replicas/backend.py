@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 from ..api import Backend, BackendOptions, GenRequest, LLRequest
 from .plan import Unit, assign, plan_units
 from .prefix_groups import prefix_units
+from .ray_start import start_ray, use_token_if_present
 
 # Restarts of one replica within a run before the run fails (a replica that keeps dying is a bug, not bad luck).
 MAX_RESTARTS = 3
@@ -100,6 +101,7 @@ class ReplicaBackend(Backend):
     """The wrapped backend's name, identity and capabilities; its calls run on the replicas."""
 
     def __init__(self, name: str, options: BackendOptions, size: int, address: str | None) -> None:
+        use_token_if_present(address)  # before Ray reads its configuration
         import ray
 
         self.name, self.size, self._inner_options = name, size, options
@@ -108,8 +110,8 @@ class ReplicaBackend(Backend):
         if self._started_ray:
             resources = replica_resources(name, options)
             # A local Ray for this run: room for every replica even on fewer cores (CPU replicas share them).
-            ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                     **({} if address else {"num_cpus": max(os.cpu_count() or 1, int(size * resources["num_cpus"]))}))
+            start_ray(address, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                      **({} if address else {"num_cpus": max(os.cpu_count() or 1, int(size * resources["num_cpus"]))}))
         self.loads = 0  # replicas started (N, plus one per restart): each loads its model once
         self.units_done = [0] * size  # units each replica finished (the tests see the work spread)
         self.actors = [self._start() for _ in range(size)]

@@ -5,14 +5,11 @@ in order with the wrapped backend's own methods. The calls are exactly those one
 would receive or form itself, so every request lands in the same batch, beside the same
 requests, as on one replica: the numbers are bitwise those of one replica.
 
-- a method that does not stream (``hf``/``fast`` log-likelihoods): the runner's chunks,
+- a method that does not stream (``hf`` log-likelihoods): the runner's chunks,
   ``requests_per_call`` or ``batch_size x CHUNK_BATCHES`` requests in the runner's order
   (running/runner.py ``Runner._cached``), each run as one call;
 - ``hf`` generations: the backend's own batches (grouped by stop strings, limit and
   constraint, longest context first, cut by ``_generation_batches``), each run as one call;
-- ``fast`` generations: its waves (``FastBackend.generation_waves``: each its own continuous
-  batch, so a row's numbers depend on its wave alone), each run as one call; constrained ones
-  (and every one of a model whose cache cannot be refilled) take its ``hf`` path's batches;
 - ``vllm``: prefix families (``replicas/prefix_groups.py``: the contexts whose prompts share a
   first KV block stay on one replica, so vLLM's prefix cache is reused as on one), which the
   replica backend merges into large calls; vLLM's kernels round by batch, so log-likelihoods
@@ -98,24 +95,6 @@ def _hf_generation_calls(backend: Any, requests: Sequence[GenRequest], lengths: 
     return calls
 
 
-def _fast_generation_calls(backend: Any, requests: Sequence[GenRequest], lengths: Sequence[int]) -> list[list[int]]:
-    """The calls ``FastHFBackend.generate_until`` makes for these requests (backends/fast.py): the
-    constrained ones in its hf path's batches, the others in waves, or in hf batches where the
-    model's cache cannot be refilled (``FastBackend.generate_until``)."""
-    calls: list[list[int]] = []
-    for constrained in (True, False):
-        idx = [i for i, r in enumerate(requests) if (r.constraint is not None) == constrained]
-        if not idx:
-            continue
-        subset = [requests[i] for i in idx]
-        if constrained or not backend.continuous_batching:
-            inner = _hf_generation_calls(backend._constrained, subset, [lengths[i] for i in idx])
-        else:
-            inner = backend.generation_waves(subset)
-        calls += [[idx[k] for k in call] for call in inner]
-    return calls
-
-
 def request_tokens(backend: Any, kind: str, requests: Sequence[LLRequest | GenRequest]) -> list[int]:
     """Counted tokens per request with the backend's tokenizer (characters / 4 without one):
     a log-likelihood's context + continuation, a generation's context + its new-token limit."""
@@ -132,12 +111,9 @@ def plan_units(backend: Any, kind: str, requests: Sequence[LLRequest | GenReques
     lengths = request_tokens(backend, kind, requests)
     everything = list(range(len(requests)))
     if kind == "generate_until" and streams(method):
-        from ..backends.fast import FastHFBackend
         from ..backends.hf import HFBackend
 
-        if isinstance(backend, FastHFBackend):
-            calls = _fast_generation_calls(backend, requests, lengths)  # type: ignore[arg-type]
-        elif isinstance(backend, HFBackend):
+        if isinstance(backend, HFBackend):
             calls = _hf_generation_calls(backend, requests, lengths)  # type: ignore[arg-type]
         else:
             calls = [everything] if requests else []  # an unknown continuous batching: the whole call

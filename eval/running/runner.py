@@ -70,8 +70,8 @@ class ModelInfo:
     name_or_path: str
     revision: str | None
     dtype: str
-    # "hf" (plain batched) or "fast" (shared prefixes): equal within float rounding, yet
-    # kept apart in the cache so that a rerun reproduces its own numbers bit for bit.
+    # "hf", "vllm"...: backends equal within float rounding are kept apart in the cache so
+    # that a rerun reproduces its own numbers bit for bit.
     backend: str = "hf"
     # The backend's ``cache_identity()`` (every input that can change a number); the Runner
     # fills it from its backend when None.
@@ -160,7 +160,7 @@ class Runner:
         self._counts["cached"] += sum(found)
         bar.update(len(requests) - len(pending))
         streams = "on_result" in inspect.signature(compute).parameters
-        # A backend that batches by tokens (fast) asks for larger calls to share more.
+        # A backend may ask for larger calls (requests_per_call) to share more work within one.
         step = len(pending) if streams else self.backend.requests_per_call or max(1, (self.config.batch_size or AUTO_BATCH) * CHUNK_BATCHES)
         for start in range(0, len(pending), max(1, step)):
             chunk = pending[start : start + step]

@@ -43,7 +43,7 @@ def real_gguf() -> Path:
 
 @pytest.fixture(scope="session")
 def real_loaded(real_plain: Path) -> Any:
-    """The plain folder loaded once (float32, CPU); the hf and fast backends of the tests share it."""
+    """The plain folder loaded once (float32, CPU); the hf backends of the tests share it."""
     from evalita_eval.api import BackendOptions
     from evalita_eval.backends.hf import load_hf
 

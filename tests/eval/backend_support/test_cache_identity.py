@@ -75,9 +75,8 @@ def test_same_numbers_read_everything_back(rerun, args: tuple[str, ...]) -> None
     assert rerun(*args) == (0, TE_REQUESTS)
 
 
-@pytest.mark.parametrize("args", [("--max-length", "40"), ("--dtype", "bfloat16"), ("--backend", "fast"), ("--trust-remote-code",),
-                                  ("--revision", "main")],
-                         ids=["max-length", "dtype", "backend", "trust-remote-code", "revision"])
+@pytest.mark.parametrize("args", [("--max-length", "40"), ("--dtype", "bfloat16"), ("--trust-remote-code",), ("--revision", "main")],
+                         ids=["max-length", "dtype", "trust-remote-code", "revision"])
 def test_an_option_that_changes_numbers_recomputes(rerun, args: tuple[str, ...]) -> None:
     assert rerun(*args) == (TE_REQUESTS, 0)
 

@@ -123,10 +123,10 @@ def test_values_are_converted_to_the_declared_types() -> None:
 
 
 def test_engine_flags_are_aliases_of_backend_args() -> None:
-    fast, hf, server = get_backend_class("fast"), get_backend_class("hf"), get_backend_class("openai-chat")
-    flagged = options_from_cli([], model="m", max_batch_tokens=512)  # --max-batch-tokens 512
-    assert flagged.extra == {"max_batch_tokens": 512} and resolve_options(fast, flagged)[1].max_batch_tokens == 512
-    assert resolve_options(fast, BackendOptions("m", extra={"max_batch_tokens": "512"}))[0].engine.max_batch_tokens == 512
+    vllm, hf, server = get_backend_class("vllm"), get_backend_class("hf"), get_backend_class("openai-chat")
+    flagged = options_from_cli([], model="m", tensor_parallel_size=2)  # --tensor-parallel-size 2
+    assert flagged.extra == {"tensor_parallel_size": 2} and resolve_options(vllm, flagged)[1].tensor_parallel_size == 2
+    assert resolve_options(vllm, BackendOptions("m", extra={"tensor_parallel_size": "2"}))[0].engine.tensor_parallel_size == 2
     assert options_from_cli([], model="m", concurrency=4).extra == {}  # a flag at its default is not given
     assert resolve_options(server, options_from_cli(["concurrency=2"], model="m", concurrency=2))[1].concurrency == 2
     with pytest.raises(BackendOptionError, match="--backend-arg concurrency=3 and --concurrency 2 disagree"):
@@ -134,7 +134,7 @@ def test_engine_flags_are_aliases_of_backend_args() -> None:
     with pytest.raises(BackendOptionError, match=re.escape("--backend-arg base_url (--base-url): backend 'hf' has no such option")):
         resolve_options(hf, options_from_cli([], model="m", base_url="http://h/v1"))
     # Each flag is declared by the backends taking it and in ENGINE_FLAGS (what `run` folds into extra), alike.
-    declared = {o.name: (o.flag, o.default) for name in ("fast", "vllm", "openai-completions") for o in describe_options(get_backend_class(name)) if o.flag}
+    declared = {o.name: (o.flag, o.default) for name in ("vllm", "openai-completions") for o in describe_options(get_backend_class(name)) if o.flag}
     assert declared == ENGINE_FLAGS
     assert [o.flag for o in describe_options(server)] == ["--base-url", "--api-key-env", "--concurrency", "--timeout", "--max-retries", None]
 

@@ -21,7 +21,7 @@ REQUESTS = [LLRequest("La frase: 'Roma è in Italia.' implica che", " Sì"), LLR
 def test_the_cli_lists_the_registry() -> None:
     from evalita_eval.cli import main
 
-    assert {"hf", "fast"} <= set(backend_names())
+    assert {"hf", "vllm"} <= set(backend_names()) and "fast" not in backend_names()  # fast: removed (issue 38)
     result = CliRunner().invoke(main, ["run", "--model", "x", "--data", str(DATA), "--backend", "nope"])
     assert result.exit_code == 2
     assert all(name in result.output for name in backend_names())
@@ -40,8 +40,8 @@ def test_prompt_room_is_one_rule_for_every_generating_backend(tiny_model: Path) 
     assert prompt_room(10, 4) == 6 and prompt_room(10, 9) == 1
     with pytest.raises(ValueError, match="max_new_tokens 10 leaves no room for the prompt in max length 10"):
         prompt_room(10, 10)
-    # Both backends left-truncate by it and refuse, with the same words, a request that leaves no room.
-    for name in ("hf", "fast"):
+    # The backend left-truncates by it and refuses, with these words, a request that leaves no room.
+    for name in ("hf",):
         backend = create_backend(name, BackendOptions(str(tiny_model), dtype="float32", max_length=8))
         assert backend.max_length == 8
         with pytest.raises(ValueError, match="max_new_tokens 8 leaves no room for the prompt in max length 8"):
@@ -71,23 +71,7 @@ def test_device_auto_and_threads(tiny_model: Path, monkeypatch: pytest.MonkeyPat
         torch.set_num_threads(before)
     assert [kw.get("device_map") for kw in seen] == [None, "auto"]  # accelerate places the second one
     assert auto.loglikelihood(REQUESTS) == cpu.loglikelihood(REQUESTS)
-    from evalita_eval.fast import backend as fast_module
-
-    passed: list = []
-    real_init = fast_module.FastBackend.__init__
-
-    def noting_threads(self, *args, **kwargs):  # the real constructor, its threads noted
-        passed.append(kwargs.get("threads"))
-        real_init(self, *args, **kwargs)
-
-    monkeypatch.setattr(fast_module.FastBackend, "__init__", noting_threads)
-    try:
-        fast = create_backend("fast", BackendOptions(str(tiny_model), dtype="float32", threads=1, extra={"max_batch_tokens": 4096}))
-    finally:
-        torch.set_num_threads(before)
-    assert passed == [1]  # --threads reaches the fast backend's own setting
-    assert (fast.name, fast.dtype, fast.max_batch_tokens, fast.max_length) == ("fast", "float32", 4096, cpu.max_length)
-    assert fast.requests_per_call == 2048 and cpu.requests_per_call is None
+    assert cpu.requests_per_call is None
 
 
 class _GenerateOnly(Backend):

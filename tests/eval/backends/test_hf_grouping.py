@@ -7,7 +7,7 @@ import random
 
 import pytest
 import torch
-from fast_helpers import mixed_requests, tiny_lm, within_bound  # noqa: F401  (tiny_lm is a fixture)
+from scoring_helpers import mixed_requests, tiny_lm, within_bound  # noqa: F401  (tiny_lm is a fixture)
 
 from evalita_eval.api import LLRequest, scoring_input
 from evalita_eval.backends import hf

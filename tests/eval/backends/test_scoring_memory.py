@@ -11,13 +11,12 @@ import pytest
 import torch
 from click.testing import CliRunner
 from paths import TEST_DATA
-from fast_helpers import mixed_requests, tiny_lm, within_bound  # noqa: F401  (tiny_lm is a fixture)
+from scoring_helpers import mixed_requests, tiny_lm, within_bound  # noqa: F401  (tiny_lm is a fixture)
 
 from evalita_eval.api import LLResult, scoring_input
 from evalita_eval.backends.hf import HFBackend, encode_request, logits_at, plain_loglikelihood, token_budget_batches
 from evalita_eval.backends.hf_batches import scoring_groups
 from evalita_eval.cli import main
-from evalita_eval.fast import FastBackend
 from evalita_eval.backend_support.memory import forward_bytes, parse_memory
 
 MAX_LENGTH = 48
@@ -99,21 +98,6 @@ def test_models_without_logits_to_keep_are_sliced(tiny_lm):
         assert kept.shape == full.shape and torch.allclose(kept, full, rtol=0, atol=1e-5)
         # Without logits_to_keep the full logits are computed and sliced: exactly equal.
         assert torch.equal(logits_at(NoKeepArgument(model), keep, input_ids=ids), full)
-
-
-def test_fast_scoring_through_the_model_head(tiny_lm):
-    """A model whose logits may not be its head's output (a logit scale) takes the model's own
-    forward with logits only at the scored positions."""
-    model, tok = tiny_lm
-    reqs = mixed_requests(random.Random(5), model, tok)
-    plain = plain_loglikelihood(model, tok, reqs, MAX_LENGTH)
-    model.config.logit_scale = 2.0  # Llama ignores it: the numbers stay the plain ones
-    try:
-        got = FastBackend(model, tok, max_length=MAX_LENGTH, max_batch_tokens=256).loglikelihood(reqs)
-    finally:
-        del model.config.logit_scale
-    assert [r.is_greedy for r in got] == [r.is_greedy for r in plain]
-    assert all(within_bound(g.logprob, p.logprob) for g, p in zip(got, plain))
 
 
 def test_token_budget_batches_are_cut_at_the_budget():

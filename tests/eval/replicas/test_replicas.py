@@ -1,6 +1,6 @@
 """Data-parallel replicas on a real local Ray (2 CPUs): the same results.json and samples as one
 replica, each replica loading its model once, and a replica killed mid-run restarted with
-only its unfinished units (no line twice in cache.jsonl); generations (hf batches, fast waves)
+only its unfinished units (no line twice in cache.jsonl); generations (hf batches)
 shared by both replicas, byte for byte those of one."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _same_run(one: dict, two: dict, out_one: Path, out_two: Path) -> None:
     assert len(keys) == len(set(keys)) and set(keys) == set(_cache_keys(out_one))
 
 
-@pytest.mark.parametrize("backend", ["hf", "fast"])
+@pytest.mark.parametrize("backend", ["hf"])
 def test_two_replicas_equal_one(local_ray, tiny_model: Path, tmp_path: Path, backend: str) -> None:
     one = _run(tiny_model, tmp_path / "one", "--backend", backend)
     two = _run(tiny_model, tmp_path / "two", "--backend", backend, "--backend-arg", "data_parallel_size=2")
@@ -176,38 +176,16 @@ def _generate(name: str, model: Path, data: Path, out: Path, extra: dict[str, st
         backend.close()
 
 
-@pytest.mark.parametrize("backend", ["hf", "fast"])
+@pytest.mark.parametrize("backend", ["hf"])
 def test_generations_are_shared_by_two_replicas_and_equal_one(local_ray, tiny_model: Path, tmp_path: Path, backend: str) -> None:
     data = _ls_data(tmp_path / "data", 12)
-    # fast: waves of 4 x 64 counted tokens (the batch budget is at least max_length): 4 requests of 60 + 4, 3 waves a prompt.
-    extra = {"max_batch_tokens": "16"} if backend == "fast" else {}
+    extra: dict = {}
     _generate(backend, tiny_model, data, tmp_path / "one", extra)
     done = _generate(backend, tiny_model, data, tmp_path / "two", {**extra, "data_parallel_size": "2"})
     assert len(done) == 2 and all(n > 0 for n in done), done  # both replicas generated
-    assert sum(done) == (12 if backend == "hf" else 6)  # hf: 6 batches of 2 a prompt; fast: 3 waves of 4
+    assert sum(done) == 12  # hf: 6 batches of 2 a prompt
     one, two = (json.loads((tmp_path / run / "results.json").read_text("utf-8")) for run in ("one", "two"))
     assert two["results"] == one["results"] and two["results"]["ls"]["p1"]["n"] == 12
     assert _samples(tmp_path / "two") == _samples(tmp_path / "one")
     keys = _cache_keys(tmp_path / "two")
     assert len(keys) == len(set(keys)) == 24
-
-
-def test_fast_waves_are_cut_by_counted_tokens_and_stable(tiny_model: Path) -> None:
-    from evalita_eval.api import GenRequest
-    from evalita_eval.replicas.plan import plan_units
-
-    fast = create_backend("fast", BackendOptions(model=str(tiny_model), max_length=64, extra={"max_batch_tokens": "16"}))
-    try:
-        long = "parola " * 80
-        requests = [GenRequest(long + str(k), ("\n",), 4) for k in range(5)] + [GenRequest("breve", ("\n",), 4), GenRequest(long + "0", ("\n\n",), 4)]
-        waves = fast.generation_waves(requests)
-        # Budget 4 x 64 counted tokens: the long contexts (cut to 60 tokens, + 4 new) four to a wave,
-        # longest first (ties in request order), the short one last; each wave in request order.
-        assert waves == [[0, 1, 2, 3], [4, 5, 6]]
-        assert all(fast.generation_waves([requests[i] for i in wave]) == [list(range(len(wave)))] for wave in waves)  # a wave is one wave
-        # Requests 0 and 6 share a context: their waves make one unit, which one replica runs.
-        assert [u.calls for u in plan_units(fast, "generate_until", requests)] == [((0, 1, 2, 3), (4, 5, 6))]
-        by_wave = {i: text for wave in waves for i, text in zip(wave, fast.generate_until([requests[i] for i in wave]))}
-        assert fast.generate_until(requests) == [by_wave[i] for i in range(len(requests))]  # what a replica running a wave gives
-    finally:
-        fast.close()

@@ -25,11 +25,11 @@ from evalita_eval.sources.folder import FolderSource
 from paths import TEST_DATA
 
 DATA = TEST_DATA / "build"
-# 18 distinct generations (NER-fic, REL and LS: 3 documents x 2 prompts each), one row at a time on either backend
-# (fast: a budget of one max-length request; hf: batches of one), so they finish one by one and
-# the batches of a resumed run are those of an uninterrupted one.
+# 18 distinct generations (NER-fic, REL and LS: 3 documents x 2 prompts each), one row at a time
+# (hf: batches of one), so they finish one by one and the batches of a resumed run are those of
+# an uninterrupted one.
 GEN_ARGS = ["--tasks", "ner_fic,rel,ls", "--max-length", "384", "--max-new-tokens", "48", "--no-progress"]
-ONE_ROW = {"fast": ["--max-batch-tokens", "1"], "hf": ["--batch-size", "1"]}
+ONE_ROW = {"hf": ["--batch-size", "1"]}
 
 
 def _cache_lines(path: Path) -> int:
@@ -95,12 +95,12 @@ def _interrupt_and_resume(model: Path, backend: str, tmp_path: Path, sig: int, f
     return saved, stderr
 
 
-@pytest.mark.parametrize("backend", ["fast", "hf"])
+@pytest.mark.parametrize("backend", ["hf"])
 def test_kill_9_keeps_every_finished_generation(tiny_model: Path, tmp_path: Path, backend: str, uninterrupted) -> None:
     _interrupt_and_resume(tiny_model, backend, tmp_path, signal.SIGKILL, uninterrupted(backend))
 
 
-@pytest.mark.parametrize("backend", ["fast", "hf"])
+@pytest.mark.parametrize("backend", ["hf"])
 def test_ctrl_c_says_what_was_kept(tiny_model: Path, tmp_path: Path, backend: str, uninterrupted) -> None:
     saved, stderr = _interrupt_and_resume(tiny_model, backend, tmp_path, signal.SIGINT, uninterrupted(backend))
     cache = tmp_path / f"{backend}-{int(signal.SIGINT)}" / "cache.jsonl"
@@ -121,7 +121,6 @@ import signal, sys, time
 # Ctrl-C as in a terminal: a test run as a background job (cmd &) starts with SIGINT ignored,
 # which its children inherit, and Python then installs no KeyboardInterrupt handler.
 signal.signal(signal.SIGINT, signal.default_int_handler)
-from evalita_eval.backends.fast import FastHFBackend
 from evalita_eval.backends.hf import HFBackend
 
 ledger = sys.argv.pop(1)
@@ -144,8 +143,7 @@ def keeping_a_ledger(real):
         return real(self, requests, on_result=finished)
     return generate_until
 
-for cls in (HFBackend, FastHFBackend):
-    cls.generate_until = keeping_a_ledger(cls.generate_until)
+HFBackend.generate_until = keeping_a_ledger(HFBackend.generate_until)
 from evalita_eval.cli import main
 main()
 """ % (PACE_S, GATE_AFTER, GATE_S)
@@ -156,7 +154,7 @@ def _paced(command: list[str], ledger: str) -> list[str]:
     return [sys.executable, "-c", LEDGER_LAUNCHER, ledger, *command[3:]]
 
 
-@pytest.mark.parametrize("backend", ["hf", "fast"])
+@pytest.mark.parametrize("backend", ["hf"])
 def test_cli_saves_each_generation_as_it_finishes(tiny_model: Path, tmp_path: Path, backend: str, uninterrupted) -> None:
     """SIGKILL once the second generation finished: every finished generation is in cache.jsonl, and
     the rerun computes only the rest. (Saving per call of batch_size x 4 requests loses them.)"""
@@ -176,8 +174,8 @@ def test_cli_saves_each_generation_as_it_finishes(tiny_model: Path, tmp_path: Pa
     assert json.loads((out / "results.json").read_text())["results"] == json.loads((fresh / "results.json").read_text())["results"]
 
 
-class InterruptedFast:
-    """The real fast backend, with Ctrl-C arriving after ``after`` generations of a call finished."""
+class Interrupted:
+    """The real hf backend, with Ctrl-C arriving after ``after`` generations of a call finished."""
 
     def __init__(self, backend, after: int) -> None:
         self.backend, self.after = backend, after
@@ -199,10 +197,10 @@ class InterruptedFast:
 
 def test_generations_finished_before_the_end_of_a_call_are_saved(tiny_model: Path, tmp_path: Path) -> None:
     """Within one call (all of a prompt's requests), each generation is saved as it finishes."""
-    backend = create_backend("fast", BackendOptions(str(tiny_model), dtype="float32", max_length=384, extra={"max_batch_tokens": 1}))
+    backend = create_backend("hf", BackendOptions(str(tiny_model), dtype="float32", max_length=384, batch_size=1))
     entries = select_entries(["ner_fic"])
     config = RunConfig(max_new_tokens=48, progress=False)
-    runner = Runner(InterruptedFast(backend, after=2), ModelInfo(str(tiny_model), None, "float32", "fast"), FolderSource(DATA), config, tmp_path)
+    runner = Runner(Interrupted(backend, after=2), ModelInfo(str(tiny_model), None, "float32", "hf"), FolderSource(DATA), config, tmp_path)
     with pytest.raises(KeyboardInterrupt):
         runner.run(entries)
     assert _cache_lines(tmp_path / "cache.jsonl") == 2
@@ -210,7 +208,7 @@ def test_generations_finished_before_the_end_of_a_call_are_saved(tiny_model: Pat
     assert runner.interrupt_summary() == (f"2 generations of this run were saved in {tmp_path / 'cache.jsonl'} (0 from earlier runs); "
                                           f"{tmp_path / 'results.json'} is marked partial; rerun the same command to resume")
     assert json.loads((tmp_path / "results.json").read_text("utf-8"))["status"] == "partial"
-    again = Runner(backend, ModelInfo(str(tiny_model), None, "float32", "fast"), FolderSource(DATA), config, tmp_path)
+    again = Runner(backend, ModelInfo(str(tiny_model), None, "float32", "hf"), FolderSource(DATA), config, tmp_path)
     assert again.earlier_generations == 2
     result = again.run(entries)
     assert (result.computed, result.cached) == (4, 2)

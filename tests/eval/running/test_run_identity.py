@@ -41,7 +41,7 @@ def test_runs_that_differ_in_a_number_changing_input_never_share_a_default_folde
     variants = {
         "plain": (tiny_model,), "chat template": (tiny_model, "--apply-chat-template"),
         "system instruction": (tiny_model, "--apply-chat-template", "--system-instruction", "Rispondi."),
-        "backend": (tiny_model, "--backend", "fast"), "dtype": (tiny_model, "--dtype", "bfloat16"), "model": (other,),
+        "dtype": (tiny_model, "--dtype", "bfloat16"), "model": (other,),
     }
     folders = {name: _folder_of(model, *args) for name, (model, *args) in variants.items()}
     assert len(set(folders.values())) == len(variants), folders

@@ -273,7 +273,7 @@ def _run(args: list[str]) -> None:
     assert result.exit_code == 0, result.output
 
 
-@pytest.mark.parametrize("backend", ["hf", "fast"])
+@pytest.mark.parametrize("backend", ["hf"])
 def test_constrained_answers_always_parse(tiny_model: Path, tmp_path: Path, backend: str) -> None:
     for setting in SETTINGS:
         out = tmp_path / setting

@@ -1,4 +1,4 @@
-"""Shared fixtures for the fast-backend tests: the tiny model, built once per session."""
+"""Shared fixtures of the scoring tests: the tiny model, built once per session, and mixed requests."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def within_bound(got: float, ref: float) -> bool:
 def tiny_lm(tmp_path_factory):
     """(model, tokenizer) of a 2-layer, 64-wide Llama with seeded random weights (CPU, float32).
 
-    Its tokenizer adds BOS like Llama's, so the fast path is checked against the
+    Its tokenizer adds BOS like Llama's, so the scoring paths are checked against the
     reference's special-token rule too.
     """
     import torch

@@ -1,0 +1,122 @@
+"""Starting Ray, or joining a cluster, with one line when it cannot be done (docs/parallel.md).
+
+Two failures users meet, read from Ray 2.60's source:
+
+- a local Ray (no address) on a loaded machine: ``ray/_private/node.py`` gives the raylet a fixed
+  30 s to register with the GCS, then raises "The current node timed out during startup"; Ray has
+  no setting for that wait. Here the start is tried again, from scratch, until
+  ``EVALITA_RAY_START_WAIT_S`` seconds (default 120) have passed, then one line says what to do;
+- a cluster started with ``ray start --head``: Ray >= 2.52 turns token authentication on by
+  default and saves the token in ``~/.ray/auth_token``, but a driver given an explicit address
+  never turns it on by itself (``ray/_private/worker.py``: only ``address=None/"auto"`` does),
+  so the cluster refuses it (``InvalidAuthToken``). When ``RAY_AUTH_MODE`` is unset and the user
+  has a token (``RAY_AUTH_TOKEN``, the file at ``RAY_AUTH_TOKEN_PATH``, or ``~/.ray/auth_token``:
+  where Ray itself looks), token mode is set before Ray is imported, so that token is sent.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+START_WAIT_ENV = "EVALITA_RAY_START_WAIT_S"
+DEFAULT_START_WAIT_S = 120.0
+STARTUP_TIMEOUT = "timed out during startup"  # Ray's message when the raylet did not register in 30 s
+
+
+class RayStartError(ConnectionError):
+    """Ray could not be started or joined: the message is the one line the user reads (an OSError:
+    the CLI prints it as it is)."""
+
+
+def start_wait_s() -> float:
+    raw = os.environ.get(START_WAIT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_START_WAIT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise RayStartError(f"{START_WAIT_ENV}={raw!r}: expected seconds (a number >= 0) to keep trying to start a local Ray")
+    return value
+
+
+def user_auth_token() -> str | None:
+    """Where the user's Ray token is, as Ray looks for it (None: no token)."""
+    if os.environ.get("RAY_AUTH_TOKEN", "").strip():
+        return "RAY_AUTH_TOKEN"
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH", "").strip()
+    if path:
+        return path if Path(path).is_file() else None
+    default = Path.home() / ".ray" / "auth_token"
+    return str(default) if default.is_file() else None
+
+
+def use_token_if_present(address: str | None) -> bool:
+    """Joining ``address`` with ``RAY_AUTH_MODE`` unset and a token at hand: token mode, before Ray
+    reads its configuration (at import). True when it was set here."""
+    if address is None or "RAY_AUTH_MODE" in os.environ or user_auth_token() is None:
+        return False
+    if "ray" in sys.modules:  # Ray read its configuration already: the failure line says what to set
+        return False
+    os.environ["RAY_AUTH_MODE"] = "token"
+    return True
+
+
+def failure_line(err: BaseException, address: str | None, waited_s: float) -> str | None:
+    """The one line for a Ray start-up failure we know, else None (the error goes up as it is)."""
+    text = f"{type(err).__name__}: {err}"
+    if address is None and STARTUP_TIMEOUT in text:
+        return (f"a local Ray could not start within {waited_s:.0f} s (its raylet did not register in Ray's fixed 30 s, "
+                f"on every try; the machine is loaded): set {START_WAIT_ENV} to keep trying longer, or start Ray yourself "
+                "with `ray start --head` and pass --backend-arg ray_address=127.0.0.1:6379")
+    # A cluster refusing the token is, for ray.init, a ConnectionError naming no reason (the
+    # InvalidAuthToken is only in the log lines before it).
+    if address is not None and (isinstance(err, ConnectionError) or "InvalidAuthToken" in text or "authentication" in text.lower()):
+        token = user_auth_token()
+        where = f"the token in {token}" if token else "no token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
+        return (f"the Ray cluster at {address} did not let this run join ({text.splitlines()[0]}; RAY_AUTH_MODE="
+                f"{os.environ.get('RAY_AUTH_MODE', 'unset')}, {where}): a cluster with token authentication needs "
+                "RAY_AUTH_MODE=token and its token in RAY_AUTH_TOKEN (`ray get-auth-token` on its head node)")
+    return None
+
+
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """A ``HOST:PORT`` address that nobody answers: one line now (Ray itself retries for minutes)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or "://" in address or not port.isdigit():
+        return  # "auto", a ray:// client address...: Ray's own checks
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as err:
+        raise RayStartError(f"no Ray cluster answered at {address} ({err.strerror or err}): start one with "
+                            "`ray start --head` there, or fix --backend-arg ray_address / --ray-address") from None
+
+
+def start_ray(address: str | None, **init_kwargs: Any) -> None:
+    """``ray.init(address, **init_kwargs)``; a local start that times out is tried again until the
+    start-up wait is spent; a failure we know ends in ``RayStartError`` (one line)."""
+    use_token_if_present(address)
+    if address is not None:
+        check_reachable(address)
+    import ray
+
+    wait_s, started = start_wait_s(), time.monotonic()
+    while True:
+        try:
+            ray.init(address=address, **init_kwargs)
+            return
+        except Exception as err:
+            waited = time.monotonic() - started
+            line = failure_line(err, address, waited)
+            if line is None:
+                raise
+            ray.shutdown()  # what the failed try started
+            if address is None and STARTUP_TIMEOUT in str(err) and waited < wait_s:
+                continue
+            raise RayStartError(line) from None
