@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from ..record import FORMAT_VERSION
 from ..sources.entries import TaskEntry
 from ..reporting.unparsed_flag import flagged_prompts
 from .comparability import comparability_record
@@ -43,7 +44,9 @@ def task_versions(entry: TaskEntry, setting: str) -> dict:
     kind = task_kind(entry, setting)
     return {"version": entry.spec.version,
             "prompts": {name: hashlib.sha256(repr(p).encode("utf-8")).hexdigest()[:12] for name, p in kind.declared_prompts().items()},
-            "metrics": [{"name": m.name, "kind": m.kind, "higher_is_better": m.higher_is_better} for m in kind.declared_metrics()]}
+            "metrics": [{"name": m.name, "kind": m.kind, "higher_is_better": m.higher_is_better} for m in kind.declared_metrics()],
+            # The paper's generation budget (None: the task does not generate): what readers check --max-new-tokens against.
+            "max_new_tokens": kind.budget}
 
 
 def rounded_timing(total: dict[str, float]) -> dict[str, float]:
@@ -101,6 +104,8 @@ def config_json(c: Any) -> dict:
 def results_document(runner: Any, result: Any, manifest: dict) -> dict:
     """The whole results.json of ``runner``'s run as it stands (``result``: its ``RunResult``)."""
     doc = {
+        # The record's format (record/model.py FORMAT_VERSION, docs/run-record.md): readers migrate older ones.
+        "format_version": FORMAT_VERSION,
         # "partial" until every task is finished: a killed or interrupted run is never taken for a whole one.
         "status": result.status,
         # Every input that can change a number (running/identity.py) and its hash (the default folder's suffix).

@@ -23,7 +23,7 @@ from .cache import RequestCache, ResultSaver, request_key
 from .plan import EntryPlan, RunPlan, build_plan
 from .task_kinds import TaskKind, as_turns, kind_for_run
 from .selection import eval_split, select
-from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of
+from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of, run_id
 from .results_file import carry_over, earlier_timing, results_document, rounded_timing, write_results_file
 from ..backend_support.identity import identity_key
 from ..settings.fewshot import build_chat_messages, build_contexts, messages_as_text
@@ -126,6 +126,7 @@ class Runner:
         self.chat_template = chat_template_identity(backend) if config.apply_chat_template else None
         # Every input that can change a number: two invocations with equal identities are one run.
         self.identity = identity_of(backend, self.model.record, config)
+        self.run_id = run_id(self.identity)  # results.json and every sample line carry it
         self._planned: list[str] = []  # the entries this invocation runs, and those skipped (no such split)
         self._skipped: list[str] = []
         self._task_bar: tqdm | None = None
@@ -269,8 +270,8 @@ class Runner:
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".{entry.name}_{prompt}.jsonl.tmp"
         with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            for s in samples:
-                fh.write(json.dumps(s, ensure_ascii=False) + "\n")
+            for s in samples:  # run_id: the line belongs to the results.json beside it (docs/run-record.md)
+                fh.write(json.dumps({"run_id": self.run_id, **s}, ensure_ascii=False) + "\n")
         tmp.replace(folder / f"{entry.name}_{prompt}.jsonl")
 
     # -- everything --------------------------------------------------------------------

@@ -1,0 +1,149 @@
+"""The one reader of a run: ``read_run`` (a run folder or its results.json) and ``parse_record`` (a
+results.json already read, e.g. built in memory from an lm-eval folder). Everything is checked before
+anything is computed (docs/run-record.md): finite numbers, the schema of results.json and of every
+sample line, each document once per prompt, as many lines as the recorded n, every samples file of
+this run (its ``run_id``), nothing read through a link that leaves the folder. Each problem is one
+line naming the file, the line and the key (``RecordError``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterator
+
+from evalita_data.schema_check import fast_check, validator
+
+from .build import build_record, check_status
+from .migrate import RecordError, migrate_results, migrate_sample
+from .model import RunRecord
+
+RESULTS_FILE = "results.json"
+RESULTS_SCHEMA = Path(__file__).with_name("results.schema.json")
+SAMPLE_SCHEMA = Path(__file__).with_name("sample.schema.json")
+
+
+def non_finite(value: Any, key: str = "") -> str | None:
+    """The key of the first NaN or infinite number inside ``value`` ("" for ``value`` itself); None when all are finite."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return key or "(value)"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        if (found := non_finite(v, f"{key}[{k}]" if isinstance(k, int) else f"{key}.{k}" if key else str(k))) is not None:
+            return found
+    return None
+
+
+def schema_problem(schema: Path, doc: object) -> str | None:
+    """The first violation of ``schema`` as ``key K: problem`` (a missing key named by its path); None when valid.
+    The compiled check decides (evalita_data/schema_check.py); jsonschema words a rejection."""
+    check = fast_check(schema)
+    if check is not None and check(doc):
+        return None
+    errors = sorted(validator(schema).iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
+    if not errors:
+        return None
+    err, where = errors[0], ".".join(str(p) for p in errors[0].absolute_path)
+    if err.validator == "required":
+        missing = next((k for k in err.validator_value if isinstance(err.instance, dict) and k not in err.instance), "?")
+        return f"key {where + '.' if where else ''}{missing}: missing, a required key of format_version 1"
+    return f"key {where or '(top)'}: {err.message[:200]}"
+
+
+def inside(path: Path, folder: Path) -> bool:
+    """Whether ``path``, every link followed, stays inside ``folder``."""
+    return path.resolve().is_relative_to(folder.resolve())
+
+
+def results_path(path: Path) -> Path:
+    return path / RESULTS_FILE if path.is_dir() else path
+
+
+def read_run(path: Path, partial: bool = False) -> RunRecord:
+    """The checked record of a run folder or its results.json, with its samples; an unfinished run only with ``partial``."""
+    path = results_path(Path(path))
+    if not inside(path, path.parent):
+        raise RecordError(f"{path}: a symbolic link to {path.resolve()}, outside the run folder; copy the file instead")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise RecordError(f"{path}: cannot be read ({err})") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise RecordError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
+    if isinstance(doc, dict) and (key := non_finite(doc)) is not None:
+        raise RecordError(f"{path}:{_constant_line(text)}: key {key}: not a finite number (NaN or Infinity)")
+    return parse_record(path, doc, partial)
+
+
+def _constant_line(text: str) -> int:
+    import re
+
+    found = re.search(r"NaN|-?Infinity|\d[eE]\+?\d{3,}", text)
+    return text.count("\n", 0, found.start()) + 1 if found else 1
+
+
+def parse_record(path: Path, doc: object, partial: bool = False) -> RunRecord:
+    """The checked record of a results.json already read (``path`` names it in errors and locates its samples)."""
+    if not isinstance(doc, dict):
+        raise RecordError(f"{path}: expected a results.json object, got {type(doc).__name__}")
+    if (key := non_finite(doc)) is not None:
+        raise RecordError(f"{path}: key {key}: not a finite number (NaN or Infinity)")
+    doc, written = migrate_results(path, doc)
+    if problem := schema_problem(RESULTS_SCHEMA, doc):
+        raise RecordError(f"{path}: {problem}")
+    record = build_record(path, doc, written)
+    check_status(record, partial)
+    for (task, prompt), lines in read_samples(record, written):
+        record.samples[(task, prompt)] = lines
+    return record
+
+
+def read_samples(record: RunRecord, written: int) -> Iterator[tuple[tuple[str, str], list[dict]]]:
+    """Every samples file of the record's scores that exists, checked line by line."""
+    folder = record.path.parent
+    for task, prompts in record.results.items():
+        for prompt, scores in prompts.items():
+            path = record.samples_path(task, prompt)
+            if not (path.is_file() or path.is_symlink()):
+                continue
+            if not inside(path, folder):
+                raise RecordError(f"{path}: a symbolic link to {path.resolve()}, outside the run folder {folder}; "
+                                  "copy the file instead")
+            lines = sample_lines(path, written, record.run_id)
+            if len(lines) != scores["n"]:
+                raise RecordError(f"{path}: {len(lines)} line(s), but {record.path.name} records n={scores['n']} "
+                                  f"for {task} {prompt}: the samples are not those the scores were computed from")
+            yield (task, prompt), lines
+
+
+def sample_lines(path: Path, written: int, run_id: str | None) -> list[dict]:
+    """The lines of one samples file, each checked; one line per document."""
+    lines: list[dict] = []
+    first_line: dict[int, int] = {}
+    with open(path, encoding="utf-8") as fh:
+        for number, text in enumerate(fh, 1):
+            if not text.strip():
+                continue
+            try:
+                line = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise RecordError(f"{path}:{number}: not valid JSON ({err.msg})") from None
+            if not isinstance(line, dict):
+                raise RecordError(f"{path}:{number}: expected a JSON object, got {type(line).__name__}")
+            if (key := non_finite(line)) is not None:
+                raise RecordError(f"{path}:{number}: key {key}: not a finite number (NaN or Infinity)")
+            line = migrate_sample(line, written, run_id)
+            if problem := schema_problem(SAMPLE_SCHEMA, line):
+                raise RecordError(f"{path}:{number}: {problem}")
+            if run_id is not None and line["run_id"] != run_id:
+                raise RecordError(f"{path}:{number}: key run_id: {line['run_id']!r} is another run's (the results.json beside it "
+                                  f"is run {run_id}): a samples file of another run placed in this folder")
+            if (doc := line["doc_id"]) in first_line:
+                raise RecordError(f"{path}:{number}: key doc_id: document {doc} appears again (first on line {first_line[doc]}); "
+                                  "each document is scored once per prompt")
+            first_line[doc] = number
+            lines.append(line)
+    return lines
