@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -30,7 +31,7 @@ def non_finite(value: Any, key: str = "") -> str | None:
         return key or "(value)"
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for k, v in items:
-        if (found := non_finite(v, f"{key}[{k}]" if isinstance(k, int) else f"{key}.{k}" if key else str(k))) is not None:
+        if (found := non_finite(v, f"{key}.{k}" if key else str(k))) is not None:  # dotted, as the schema's keys
             return found
     return None
 
@@ -78,15 +79,22 @@ def read_run(path: Path, partial: bool = False) -> RunRecord:
     return parse_record(path, doc, partial)
 
 
+# A JSON string (skipped), a non-finite constant, or a number with an exponent (1e999 reads as infinity).
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|NaN|-?Infinity|-?\d+(?:\.\d+)?[eE][+-]?\d+')
+
+
 def _constant_line(text: str) -> int:
-    import re
+    """The line of the first non-finite number of a JSON text (1 where none is found)."""
+    for token in _TOKEN.finditer(text):
+        value = token.group()
+        if not value.startswith('"') and not math.isfinite(float(value)):
+            return text.count("\n", 0, token.start()) + 1
+    return 1
 
-    found = re.search(r"NaN|-?Infinity|\d[eE]\+?\d{3,}", text)
-    return text.count("\n", 0, found.start()) + 1 if found else 1
 
-
-def parse_record(path: Path, doc: object, partial: bool = False) -> RunRecord:
-    """The checked record of a results.json already read (``path`` names it in errors and locates its samples)."""
+def checked_document(path: Path, doc: object) -> tuple[dict, int]:
+    """A results.json document in the current format once checked (finite numbers, version, schema), and the
+    version it was written in. The runner checks what it writes with it too (running/results_file.py)."""
     if not isinstance(doc, dict):
         raise RecordError(f"{path}: expected a results.json object, got {type(doc).__name__}")
     if (key := non_finite(doc)) is not None:
@@ -94,6 +102,22 @@ def parse_record(path: Path, doc: object, partial: bool = False) -> RunRecord:
     doc, written = migrate_results(path, doc)
     if problem := schema_problem(RESULTS_SCHEMA, doc):
         raise RecordError(f"{path}: {problem}")
+    return doc, written
+
+
+def checked_sample(where: str, line: object) -> None:
+    """One sample line in the current format: a JSON object of finite numbers that passes the sample schema."""
+    if not isinstance(line, dict):
+        raise RecordError(f"{where}: expected a JSON object, got {type(line).__name__}")
+    if (key := non_finite(line)) is not None:
+        raise RecordError(f"{where}: key {key}: not a finite number (NaN or Infinity)")
+    if problem := schema_problem(SAMPLE_SCHEMA, line):
+        raise RecordError(f"{where}: {problem}")
+
+
+def parse_record(path: Path, doc: object, partial: bool = False) -> RunRecord:
+    """The checked record of a results.json already read (``path`` names it in errors and locates its samples)."""
+    doc, written = checked_document(path, doc)
     record = build_record(path, doc, written)
     check_status(record, partial)
     for (task, prompt), lines in read_samples(record, written):
@@ -131,13 +155,8 @@ def sample_lines(path: Path, written: int, run_id: str | None) -> list[dict]:
                 line = json.loads(text)
             except json.JSONDecodeError as err:
                 raise RecordError(f"{path}:{number}: not valid JSON ({err.msg})") from None
-            if not isinstance(line, dict):
-                raise RecordError(f"{path}:{number}: expected a JSON object, got {type(line).__name__}")
-            if (key := non_finite(line)) is not None:
-                raise RecordError(f"{path}:{number}: key {key}: not a finite number (NaN or Infinity)")
-            line = migrate_sample(line, written, run_id)
-            if problem := schema_problem(SAMPLE_SCHEMA, line):
-                raise RecordError(f"{path}:{number}: {problem}")
+            line = migrate_sample(line, written, run_id) if isinstance(line, dict) else line
+            checked_sample(f"{path}:{number}", line)
             if run_id is not None and line["run_id"] != run_id:
                 raise RecordError(f"{path}:{number}: key run_id: {line['run_id']!r} is another run's (the results.json beside it "
                                   f"is run {run_id}): a samples file of another run placed in this folder")

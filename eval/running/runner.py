@@ -23,6 +23,7 @@ from .cache import RequestCache, ResultSaver, request_key
 from .plan import EntryPlan, RunPlan, build_plan
 from .task_kinds import TaskKind, as_turns, kind_for_run
 from .selection import eval_split, select
+from ..record.read import checked_sample
 from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of, run_id
 from .results_file import carry_over, earlier_timing, results_document, rounded_timing, write_results_file
 from ..backend_support.identity import identity_key
@@ -126,7 +127,6 @@ class Runner:
         self.chat_template = chat_template_identity(backend) if config.apply_chat_template else None
         # Every input that can change a number: two invocations with equal identities are one run.
         self.identity = identity_of(backend, self.model.record, config)
-        self.run_id = run_id(self.identity)  # results.json and every sample line carry it
         self._planned: list[str] = []  # the entries this invocation runs, and those skipped (no such split)
         self._skipped: list[str] = []
         self._task_bar: tqdm | None = None
@@ -270,8 +270,9 @@ class Runner:
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".{entry.name}_{prompt}.jsonl.tmp"
         with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            for s in samples:  # run_id: the line belongs to the results.json beside it (docs/run-record.md)
-                fh.write(json.dumps({"run_id": self.run_id, **s}, ensure_ascii=False) + "\n")
+            for s in samples:  # run_id: the line belongs to the results.json beside it; checked: its reader accepts it (docs/run-record.md)
+                checked_sample(f"{folder / f'{entry.name}_{prompt}.jsonl'}: doc_id {s['doc_id']}", line := {"run_id": run_id(self.identity), **s})
+                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
         tmp.replace(folder / f"{entry.name}_{prompt}.jsonl")
 
     # -- everything --------------------------------------------------------------------
@@ -374,7 +375,7 @@ class Runner:
         of another subset): kept in results.json, never dropped silently."""
         sections = {"results": result.results, "timing": result.timing, "resources": result.resources, "parsed_by": self.parsed_by,
                     "baselines": self.baselines, "task_versions": self._task_versions}
-        self._planned += carry_over(doc, set(self._entries), sections, manifest)
+        self._planned += carry_over(doc, set(self._entries), sections, manifest, self.out / "samples", run_id(self.identity))
 
     def _write_results(self, result: RunResult, manifest: dict) -> None:
         write_results_file(self.out, results_document(self, result, manifest))
