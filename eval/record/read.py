@@ -105,11 +105,30 @@ def checked_document(path: Path, doc: object) -> tuple[dict, int]:
     return doc, written
 
 
-def checked_sample(where: str, line: object) -> None:
-    """One sample line in the current format: a JSON object of finite numbers that passes the sample schema."""
+class _NonFinite(ValueError):
+    """A JSON text holds NaN, Infinity or a number too large for a float (Python's json reads all three)."""
+
+
+def _refuse_constant(name: str) -> float:
+    raise _NonFinite(name)
+
+
+def _finite_float(text: str) -> float:
+    if math.isfinite(value := float(text)):
+        return value
+    raise _NonFinite(text)
+
+
+# Reads only finite numbers: the hooks run for NaN/Infinity and for numbers with a fraction or exponent only.
+FINITE_JSON = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def checked_sample(where: str, line: object, finite: bool = False) -> None:
+    """One sample line in the current format: a JSON object of finite numbers that passes the sample schema
+    (``finite``: already read by ``FINITE_JSON``, no need to look for a non-finite number again)."""
     if not isinstance(line, dict):
         raise RecordError(f"{where}: expected a JSON object, got {type(line).__name__}")
-    if (key := non_finite(line)) is not None:
+    if not finite and (key := non_finite(line)) is not None:
         raise RecordError(f"{where}: key {key}: not a finite number (NaN or Infinity)")
     if problem := schema_problem(SAMPLE_SCHEMA, line):
         raise RecordError(f"{where}: {problem}")
@@ -152,11 +171,13 @@ def sample_lines(path: Path, written: int, run_id: str | None) -> list[dict]:
             if not text.strip():
                 continue
             try:
-                line = json.loads(text)
+                line = FINITE_JSON.decode(text)
+            except _NonFinite:  # the key of the number, read again as Python's json reads it
+                raise RecordError(f"{path}:{number}: key {non_finite(json.loads(text))}: not a finite number (NaN or Infinity)") from None
             except json.JSONDecodeError as err:
                 raise RecordError(f"{path}:{number}: not valid JSON ({err.msg})") from None
             line = migrate_sample(line, written, run_id) if isinstance(line, dict) else line
-            checked_sample(f"{path}:{number}", line)
+            checked_sample(f"{path}:{number}", line, finite=True)
             if run_id is not None and line["run_id"] != run_id:
                 raise RecordError(f"{path}:{number}: key run_id: {line['run_id']!r} is another run's (the results.json beside it "
                                   f"is run {run_id}): a samples file of another run placed in this folder")

@@ -102,6 +102,11 @@ def damage_infinity(folder: Path, other: Path) -> str:
     return f"{folder / 'samples' / 'te_p2.jsonl'}:3: key loglikelihoods.0: not a finite number (NaN or Infinity)"
 
 
+def damage_overflow(folder: Path, other: Path) -> str:  # Python's json reads 1e999 as infinity
+    _edit_line(folder / "samples" / "te_p2.jsonl", 1, _set_first_loglik("-1e999"))
+    return f"{folder / 'samples' / 'te_p2.jsonl'}:1: key loglikelihoods.0: not a finite number (NaN or Infinity)"
+
+
 def damage_positive_loglik(folder: Path, other: Path) -> str:
     _edit_line(folder / "samples" / "te_p1.jsonl", 2, _set_first_loglik("12.5"))
     return f"{folder / 'samples' / 'te_p1.jsonl'}:2: key loglikelihoods.0: 12.5 is greater than the maximum of 0.0001"
@@ -154,7 +159,7 @@ def damage_count(folder: Path, other: Path) -> str:
     return f"{folder / 'results.json'}: key results.te.p1.n: '3' is not of type 'integer'"
 
 
-@pytest.mark.parametrize("damage", [damage_nan, damage_infinity, damage_positive_loglik, damage_duplicate_doc,
+@pytest.mark.parametrize("damage", [damage_nan, damage_infinity, damage_overflow, damage_positive_loglik, damage_duplicate_doc,
                                     damage_other_runs_samples, damage_link_out, damage_newer_version, damage_missing_key,
                                     damage_nan_score, damage_count])
 def test_a_damaged_record_is_one_line_and_exit_1(runs: tuple[Path, Path], tmp_path: Path, damage) -> None:
