@@ -32,7 +32,9 @@ LAYERS: list[tuple[str, ...]] = [
     # The evaluator's foundations: the version, the backend contract, output-folder names, the
     # text rules that read answers, the tiny test model.
     ("evalita_eval", "evalita_eval.api", "evalita_eval.naming", "evalita_eval.settings.answers", "evalita_eval.tiny"),
-    ("evalita_eval.metrics",),  # the tasks' metrics and the open-ended one (reads answers.normalize)
+    # The tasks' metrics and the open-ended one (reads answers.normalize); the run record (results.json and
+    # samples: their schemas and their one reader, docs/run-record.md).
+    ("evalita_eval.metrics", "evalita_eval.record"),
     # What backends share about a model; what is sent to the model; where data come from; reports of
     # finished runs. None loads another: reports and data reading never load torch.
     ("evalita_eval.backend_support", "evalita_eval.settings", "evalita_eval.sources", "evalita_eval.reporting"),

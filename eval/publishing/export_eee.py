@@ -52,8 +52,8 @@ def _segment(text: str) -> str:
 
 def _ids(run: RunResults) -> tuple[str, str, str]:
     """(developer, model, Hub-style model id): a Hub id's organisation, else "local"."""
-    name = str(run.model.get("name_or_path") or "model")
-    developer, _, model = name.rpartition("/") if "/" in name and not run.model.get("local_folder") else ("local", "", name)
+    name = run.model.name_or_path
+    developer, _, model = name.rpartition("/") if "/" in name and not run.model.local_folder else ("local", "", name)
     return _segment(developer), _segment(model), name if developer != "local" else f"local/{model}"
 
 
@@ -67,9 +67,9 @@ def _source_data(run: RunResults, task: str) -> dict:
     if official is not None:
         return {"dataset_name": f"Evalita-LLM {task}", "source_type": "hf_dataset", "hf_repo": official[0],
                 "additional_details": {"revision": official[1]}}
-    hashes = (run.data.get("manifest_sha256") or {}).get(task) or {}
+    hashes = run.data.manifest_sha256.get(task) or {}
     return {"dataset_name": f"Evalita-LLM {task}", "source_type": "other",
-            "additional_details": {"source": str(run.data.get("source") or "?"),
+            "additional_details": {"source": run.data.source or "?",
                                    **{f"sha256 {split}": str(h) for split, h in sorted(hashes.items())}}}
 
 
@@ -88,7 +88,7 @@ def _results(run: RunResults, timestamp: str) -> list[dict]:
                 rows.append({"evaluation_result_id": f"{task}/{prompt}/{metric}", "evaluation_name": f"{task} {prompt}",
                              "source_data": _source_data(run, task), "evaluation_timestamp": timestamp,
                              "metric_config": _metric_config(metric, f"Evalita-LLM {task}, prompt {prompt}: {metric}"),
-                             "score_details": {"score": float(cell[metric]), "details": {"n": str(cell.get("n"))}}})
+                             "score_details": {"score": float(cell[metric]), "details": {"n": str(cell["n"])}}})
         cps = rep.table.stats().per_model[0].cps / rep.table.scale
         rows.append({"evaluation_result_id": f"{task}/CPS/{rep.metric}", "evaluation_name": f"{task} CPS",
                      "source_data": _source_data(run, task), "evaluation_timestamp": timestamp,
@@ -128,8 +128,6 @@ def _instance(run: RunResults, ids: dict, task: str, prompt: str, metric: str, s
 
 def export_eee(results_dir: Path, out: Path, organization: str = "unknown") -> list[Path]:
     """Write ``out/data/evalita-llm/<developer>/<model>/<uuid>.json`` and its ``_samples.jsonl``; return both paths."""
-    from ..reporting.bootstrap import read_samples
-
     path = results_dir / "results.json" if results_dir.is_dir() else results_dir
     if not path.is_file():
         raise ValueError(f"{path}: no results.json; expected a folder of `evalita-eval run --output-dir`")
@@ -148,7 +146,7 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown") -> l
         metric = build_task_report(task, [run]).metric
         for prompt in sorted(run.results[task]):
             samples_path = run.samples_path(task, prompt)
-            for sample in read_samples(samples_path) if samples_path.is_file() else []:
+            for sample in run.samples_of(task, prompt) or []:  # read and checked with the run (record/read.py)
                 record = _instance(run, ids, task, prompt, metric, sample)
                 validate(record, "instance_level_eval.schema.json", f"{samples_path}: doc_id {sample.get('doc_id')!r}")
                 lines.append(json.dumps(record, ensure_ascii=False, sort_keys=True))
@@ -157,14 +155,14 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown") -> l
         "schema_version": SCHEMA_VERSION, "evaluation_id": evaluation_id, "evaluation_timestamp": stamp, "retrieved_timestamp": stamp,
         "source_metadata": {"source_name": "evalita-eval", "source_type": "evaluation_run", "source_organization_name": organization,
                             "evaluator_relationship": "third_party",
-                            "additional_details": {"status": run.status, "setting": str(run.config.get("setting") or "loglikelihood"),
-                                                   "num_fewshot": str(run.config.get("num_fewshot") or 0),
-                                                   "limit": str(run.config.get("limit")), "split": str(run.config.get("split") or "official")}},
-        "eval_library": {"name": "evalita-eval", "version": str((run.raw.get("versions") or {}).get("evalita-llm") or "unknown")},
-        "model_info": {"name": model, "id": model_id, "inference_platform": "local" if run.model.get("local_folder") else "huggingface",
+                            "additional_details": {"status": run.status_text, "setting": run.config.setting or "loglikelihood",
+                                                   "num_fewshot": str(run.config.num_fewshot or 0),
+                                                   "limit": str(run.config.limit), "split": run.config.split or "official"}},
+        "eval_library": {"name": "evalita-eval", "version": run.package_versions.get("evalita-llm") or "unknown"},
+        "model_info": {"name": model, "id": model_id, "inference_platform": "local" if run.model.local_folder else "huggingface",
                        "additional_details": {"deployment_type": "self_deployed", "model_availability": "unknown",
-                                              **{k: str(run.model[k]) for k in ("revision", "dtype", "backend", "files_sha256")
-                                                 if run.model.get(k) is not None}}},
+                                              **{k: str(v) for k in ("revision", "dtype", "backend", "files_sha256")
+                                                 if (v := getattr(run.model, k)) is not None}}},
         "evaluation_results": _results(run, stamp),
     }
     if lines:

@@ -22,7 +22,6 @@ from ..reporting.runs import RunResults
 from ..reporting.settings_view import setting_label
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.tables import fmt
-from ..reporting.worth import recorded_reasons
 
 
 def yaml_str(text: str) -> str:
@@ -33,7 +32,7 @@ def official_datasets(run: RunResults) -> dict[str, tuple[str, str]]:
     """task -> (Hub dataset id, revision) for the tasks read from the official Hub datasets."""
     from evalita_data.registry import task_of_entry
 
-    revisions = run.data.get("revisions") or {}
+    revisions = run.data.revisions
     found = {}
     for task in run.results:
         spec = task_of_entry(task)
@@ -48,14 +47,14 @@ def official_datasets(run: RunResults) -> dict[str, tuple[str, str]]:
 def model_page_refusal(run: RunResults) -> str | None:
     """Why this run may not be copied to a model page, or None when it may."""
     if run.partial:
-        return f"{run.status}: a model page carries complete runs only"
-    if run.config.get("limit") is not None:
-        return f"run with --limit {run.config['limit']}: a score on the first items, not on the test set"
-    if run.config.get("split"):
-        return f"evaluated on split {run.config['split']!r}, not the official one"
-    if reasons := recorded_reasons(run.raw):  # a model page shows the paper's evaluation only
+        return f"{run.status_text}: a model page carries complete runs only"
+    if run.config.limit is not None:
+        return f"run with --limit {run.config.limit}: a score on the first items, not on the test set"
+    if run.config.split:
+        return f"evaluated on split {run.config.split!r}, not the official one"
+    if reasons := run.not_comparable_reasons:  # a model page shows the paper's evaluation only (derived, never the file's flag)
         return "not comparable with the paper: " + "; ".join(reasons)
-    if not run.data.get("revisions"):
+    if not run.data.revisions:
         return "data not read from the official Hub datasets (run --data hf:ORG): no dataset id and revision to name"
     missing = sorted(set(run.results) - set(official_datasets(run)))
     if missing:
@@ -73,7 +72,7 @@ def _task_scores(run: RunResults) -> list[dict]:
     datasets = official_datasets(run)
     for task in task_order(set(run.results)):
         rep = build_task_report(task, [run])
-        ns = sorted({int(v["n"]) for v in run.results[task].values() if isinstance(v.get("n"), (int, float))})
+        ns = sorted({v["n"] for v in run.results[task].values()})  # counts (record/results.schema.json)
         rows.append({"task": task, "dataset": datasets[task][0], "revision": datasets[task][1], "metric": rep.metric,
                      "prompts": len(rep.table.prompts), "n": "–".join(str(n) for n in sorted({ns[0], ns[-1]})) if ns else "?",
                      "value": fmt(rep.table.stats().per_model[0].cps, rep.table.scale)})
@@ -81,7 +80,7 @@ def _task_scores(run: RunResults) -> list[dict]:
 
 
 def _setting_text(run: RunResults) -> str:
-    return f"Evalita-LLM {setting_label(run.config)}, {run.config.get('num_fewshot') or 0}-shot"
+    return f"Evalita-LLM {setting_label(run.config)}, {run.config.num_fewshot or 0}-shot"
 
 
 def _note(run: RunResults, row: dict, date: str) -> str:

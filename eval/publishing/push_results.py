@@ -24,7 +24,7 @@ from ..reporting.runs import RunResults, load_results, parse_results
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
 from ..reporting.tables import TextTable, fmt
-from ..reporting.worth import recorded_reasons, small_n_note
+from ..reporting.worth import small_n_note
 from .front_page import render_front_page
 from .model_page import model_page_files, model_page_refusal
 from .public import LocalPathLeft, check_no_local_paths, local_replacements, model_label, public_bytes, public_results
@@ -37,16 +37,16 @@ CARD = "README.md"
 
 def model_folder(run: RunResults) -> str:
     """The repository folder of one run: ``<model>[@rev]/<setting>[-constrained][-<k>shot][-<split>]`` (naming.py)."""
-    return run_folder(run.model, run.config)
+    return run_folder(run.raw["model"], run.raw["config"])  # the migrated document's objects (record/migrate.py)
 
 
 def render_card(run: RunResults, folder: str, repo_id: str) -> str:
     """The run's own card (``<folder>/README.md``): its settings and one row per task.
 
     ``run`` is the published form of the run (public.py: no local path); the repository's front page lists the other runs."""
-    run.display = model_label(run.model)
+    run.display = model_label(run.raw["model"])
     lines = [
-        f"# Evalita-LLM results: {run.display}" + (f" ({NOT_COMPARABLE})" if recorded_reasons(run.raw) else ""),
+        f"# Evalita-LLM results: {run.display}" + (f" ({NOT_COMPARABLE})" if run.not_comparable_reasons else ""),
         "",
         f"Written by `evalita-eval push-results` to `{repo_id}`. Files of this run are under `{folder}/`: "
         "`results.json` (scores as fractions, settings, data hashes, baselines, answer rules) and "
@@ -54,13 +54,12 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
         "",
         "| setting | value |", "|---|---|",
     ]
-    settings = [("model", run.display), ("dtype", run.model.get("dtype")), ("backend", run.model.get("backend")),
-                ("data", run.data.get("source") + (" (local folder)" if run.data.get("local_folder") else "")
-                 if run.data.get("source") else None)]
-    settings += run_rows(run.config, run.model, run.results, run.timing, run.status, recorded_reasons(run.raw))
-    settings += [(k, run.config.get(k)) for k in ("seed", "max_new_tokens")]
+    settings = [("model", run.display), ("dtype", run.model.dtype), ("backend", run.model.backend),
+                ("data", run.data.source + (" (local folder)" if run.data.local_folder else "") if run.data.source else None)]
+    settings += run_rows(run)
+    settings += [("seed", run.config.seed), ("max_new_tokens", run.config.max_new_tokens)]
     lines += [f"| {k} | {'–' if v is None else str(v).replace('|', '/')} |" for k, v in settings]
-    for repo, sha in sorted((run.data.get("revisions") or {}).items()):
+    for repo, sha in sorted(run.data.revisions.items()):
         lines.append(f"| data revision {repo} | {sha} |")
     refusal = model_page_refusal(run)
     lines.append("| model page files | " + ("`.eval_results/`, `model-index.yaml`" if refusal is None
@@ -78,17 +77,18 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
         pm = st.per_model[0].as_dict()
         prompts = ", ".join(f"{p} {fmt(v, t.scale)}" + (f" {MARK}" if is_flagged(run.results[task].get(p, {})) else "")
                             for p, v in zip(t.prompts, t.scores[:, 0]))
-        base = (run.raw.get("baselines") or {}).get(task)
+        base = run.baselines.get(task)
         rows.append([task, rep.metric, evaluated_n({task: run.results[task]}), prompts] + [fmt(pm[c], t.scale) for c in STAT_COLUMNS]
                     + [fmt(st.sharpe[0], t.scale), baseline_cell(base, "chance", rep.metric),
                        baseline_cell(base, "majority", rep.metric), unparsed_cell(run.results[task])])
         notes += [f"{task}: {n}" for n in t.notes] + [n for n in [small_n_note(task, run.results[task])] if n] + flag_notes(task, run.results[task])
     lines.append(TextTable(["task", "metric", "n", "by prompt"] + list(STAT_COLUMNS) + ["Sharpe", "chance", "majority", "unparsed"],
                            rows, text_cols=4).markdown())
-    if reasons := recorded_reasons(run.raw):
+    if reasons := run.not_comparable_reasons:  # derived from the recorded config, never the file's flag
         notes.append(f"{NOT_COMPARABLE}: {'; '.join(reasons)}")
+    notes += run.notes
     if run.partial:
-        notes.append(f"{run.status}: the other tasks are missing")
+        notes.append(f"{run.status_text}: the other tasks are missing")
     lines += [""] + [f"Note: {n}" for n in notes]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -98,7 +98,7 @@ def _public_run(results_dir: Path) -> tuple[RunResults, bytes, dict[str, str]]:
     path = results_dir / "results.json"
     if not path.is_file():
         raise PushError(f"{path}: no results.json; run `evalita-eval run --output-dir {results_dir}` first")
-    load_results(path, partial=True)  # every check of a results.json, with its messages
+    load_results(path, partial=True)  # every check of the run record (record/read.py), with its messages
     doc = json.loads(path.read_text("utf-8"))
     public = public_results(doc, results_dir)
     data = path.read_bytes() if public == doc else (json.dumps(public, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
@@ -115,7 +115,9 @@ def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = 
     files = [RepoFile(CARD, render_front_page(repo_id, {**(other_runs or {}), folder: run.raw}).encode("utf-8")),
              RepoFile(f"{folder}/{CARD}", render_card(run, folder, repo_id).encode("utf-8")),
              RepoFile(f"{folder}/results.json", results_bytes)]
-    files += model_page_files(run, folder, repo_id, model_label(run.model))
+    files += model_page_files(run, folder, repo_id, model_label(run.raw["model"]))
+    for note in run.notes:  # what the reader found: a stored flag its config contradicts
+        echo(f"note: {results_dir / 'results.json'}: {note}")
     refusal = model_page_refusal(run)
     if refusal is not None:
         echo(f"note: no .eval_results or model-index.yaml for {folder}: {refusal}")
@@ -123,14 +125,14 @@ def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = 
     for task, prompts in run.results.items():
         for prompt in prompts:
             sample = run.samples_path(task, prompt)
-            if sample.is_file():
+            if run.samples_of(task, prompt) is not None:  # read and checked with the run
                 files.append(RepoFile(f"{folder}/samples/{sample.name}", public_bytes(sample.read_bytes(), replacements)))
             else:
                 missing.append(f"{task}/{prompt}")
     if missing:  # scores without their samples (e.g. results.json from elsewhere): publish, but say so
         echo(f"note: {results_dir / 'samples'} has no samples of {', '.join(missing)}; only their scores are published")
     if run.partial:
-        echo(f"note: {results_dir / 'results.json'}: {run.status}; its finished tasks are published, marked partial")
+        echo(f"note: {results_dir / 'results.json'}: {run.status_text}; its finished tasks are published, marked partial")
     try:
         check_no_local_paths([(f.path, f.data) for f in files], replacements)
     except LocalPathLeft as err:

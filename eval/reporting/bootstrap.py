@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -31,11 +30,11 @@ def add_bootstrap(rep: TaskReport, runs: Sequence[RunResults], score_samples: Sc
     cells = {}
     todo = [(m, p) for m in t.models for p in t.prompts]
     for model, prompt in tqdm(todo, desc=f"bootstrap {t.task}", disable=not progress, leave=False):
-        path = by_name[model].samples_path(t.task, prompt)
-        if not path.is_file():
-            t.notes.append(f"bootstrap omitted: no samples file {path}")
+        run = by_name[model]
+        samples = run.samples_of(t.task, prompt)  # read and checked with the run (record/read.py)
+        if samples is None:
+            t.notes.append(f"bootstrap omitted: no samples file {run.samples_path(t.task, prompt)}")
             return
-        samples = read_samples(path)
         try:
             res = stats.bootstrap(samples, lambda s: PERCENT * score_samples(rep.metric, s, task=t.task), k=k, seed=seed)
         except (KeyError, ValueError, NotImplementedError) as err:
@@ -47,9 +46,3 @@ def add_bootstrap(rep: TaskReport, runs: Sequence[RunResults], score_samples: Sc
     # per-resample average over prompts is a bootstrap of AvgP.
     rep.avg_scores = {m: np.mean([cells[(m, p)].scores for p in t.prompts], axis=0) for m in t.models}
     rep.rank_basis = f"bootstrap of AvgP (k={k})"
-
-
-def read_samples(path: Path) -> list[dict]:
-    from evalita_data.jsonl import read_jsonl
-
-    return [rec for _, rec in read_jsonl(path)]

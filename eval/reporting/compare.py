@@ -25,14 +25,13 @@ from typing import Callable, Sequence
 from evalita_data.scoring.metric import HITS
 
 from . import stats
-from .bootstrap import read_samples
 from .lm_eval_runs import is_lm_eval_output, lm_eval_notes, load_run
 from .recorded import differing_prompts, recorded_metric, task_record, version_notes
 from .runs import RunResults
 from .task_report import headline_metric, task_order
 from .settings_view import setting_label
 from .tables import ScoresError, TextTable, fmt
-from .worth import MIN_ITEMS, NOT_A_MEASUREMENT, NOT_COMPARABLE, recorded_reasons
+from .worth import MIN_ITEMS, NOT_A_MEASUREMENT, NOT_COMPARABLE
 from .unparsed_flag import untested_avgp_reason, untested_reason
 
 PERCENT = 100.0
@@ -94,17 +93,17 @@ def _item_key(run: RunResults, by_document: bool):
 def paired_samples(a: RunResults, b: RunResults, task: str, prompt: str) -> tuple[list[dict], list[dict], str | None]:
     """The two runs' samples of one task and prompt on the items both scored, in the same order, and a note when
     one run scored items the other did not (another --limit); refused where an item's gold differs."""
-    by_document = any(isinstance(r.raw.get("source_tool"), dict) for r in (a, b))
+    by_document = any(r.source_tool is not None for r in (a, b))
     sides = []
     for run in (a, b):
-        path = run.samples_path(task, prompt)
-        if not path.is_file():
+        path, samples = run.samples_path(task, prompt), run.samples_of(task, prompt)
+        if samples is None:
             raise MissingSamples(f"{task} {prompt}: no samples file {path}: not compared")
         by_id: dict = {}
         key = _item_key(run, by_document)
-        for s in read_samples(path):
-            if not isinstance(s, dict) or "doc_id" not in s or "gold" not in s:
-                raise ScoresError(f"{path}: a sample without doc_id or gold: {str(s)[:120]}")
+        for s in samples:  # checked by the record's reader (record/read.py): doc_id once each
+            if "gold" not in s:
+                raise ScoresError(f"{path}: key gold: a sample without its gold answer (doc_id {s['doc_id']})")
             k = key(s)
             if k in by_id:
                 raise ScoresError(f"{path}: doc_id {k!r} twice")
@@ -183,7 +182,8 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
     if setting_label(a.config) != setting_label(b.config):
         notes.append(f"the runs differ in setting ({setting_label(a.config)} vs {setting_label(b.config)}): "
                      "their prompts of the same name are different prompts")
-    notes += [f"{side}: {NOT_COMPARABLE}: {'; '.join(why)}" for side, run in (("A", a), ("B", b)) if (why := recorded_reasons(run.raw))]
+    notes += [f"{side}: {NOT_COMPARABLE}: {'; '.join(why)}" for side, run in (("A", a), ("B", b)) if (why := run.not_comparable_reasons)]
+    notes += [f"{side}: {note}" for side, run in (("A", a), ("B", b)) for note in run.notes]
     only = sorted(set(a.results) ^ set(b.results))
     if only:
         notes.append(f"task(s) in one run only, not compared: {', '.join(only)}")

@@ -6,57 +6,27 @@ Reports and ``compare`` read these rather than the registry installed now: a run
 an older declaration is reported as it was run, and two runs whose task version or prompt
 differ are said to differ instead of being set side by side as equals. A results.json written
 before the record (no ``metrics`` in ``task_versions``) falls back to the installed registry.
-A record is input from a file: a malformed one is an error naming the file and the key.
+A malformed record never gets here: the record's schema refuses it (record/read.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Sequence
 
-from evalita_data.scoring.metric import CORPUS, HITS
-
+from ..record import RecordedMetric
+from ..record.model import TaskRecord
 from .tables import ScoresError
 
 
-@dataclass(frozen=True)
-class RecordedMetric:
-    name: str
-    kind: str  # HITS or CORPUS (evalita_data.scoring.metric)
-    higher_is_better: bool
-
-
-def task_record(run: Any, task: str) -> dict | None:
-    """The run's ``task_versions[task]`` (checked), or None for a file written before it."""
-    versions = run.raw.get("task_versions")
-    if versions is None:
-        return None
-    if not isinstance(versions, dict):
-        raise ScoresError(f"{run.path}: task_versions is not an object of task -> {{version, prompts, metrics}}")
-    record = versions.get(task)
-    if record is None:
-        return None
-    if not (isinstance(record, dict) and isinstance(record.get("prompts", {}), dict)):
-        raise ScoresError(f"{run.path}: task_versions.{task} is not {{version, prompts: {{name: hash}}, metrics: [...]}}")
-    return record
+def task_record(run: Any, task: str) -> TaskRecord | None:
+    """The run's ``task_versions[task]`` (checked by the record's schema), or None for a file written before it."""
+    return run.task_versions.get(task)
 
 
 def recorded_metrics(run: Any, task: str) -> list[RecordedMetric] | None:
     """The metrics ``run`` scored ``task`` with, in declared order; None where it did not record them."""
     record = task_record(run, task)
-    if record is None or "metrics" not in record:
-        return None
-    metrics = record["metrics"]
-    out = []
-    for i, m in enumerate(metrics if isinstance(metrics, list) else [None]):
-        if not (isinstance(m, dict) and isinstance(m.get("name"), str) and m.get("kind") in (HITS, CORPUS)
-                and isinstance(m.get("higher_is_better"), bool)):
-            raise ScoresError(f"{run.path}: task_versions.{task}.metrics[{i}] is not "
-                              f"{{name, kind: {HITS!r} or {CORPUS!r}, higher_is_better: true or false}}")
-        out.append(RecordedMetric(m["name"], m["kind"], m["higher_is_better"]))
-    if not out:
-        raise ScoresError(f"{run.path}: task_versions.{task}.metrics is empty")
-    return out
+    return None if record is None else record.metrics
 
 
 def recorded_headline(task: str, runs: Sequence[Any], available: Sequence[str]) -> tuple[str | None, list[str]]:
@@ -93,7 +63,7 @@ def version_notes(task: str, runs: Sequence[Any]) -> list[str]:
     records = [(run, task_record(run, task)) for run in runs]
     records = [(run, rec) for run, rec in records if rec is not None]
     notes = []
-    versions = [(run.display or str(run.path), rec.get("version")) for run, rec in records]
+    versions = [(run.display or str(run.path), rec.version) for run, rec in records]
     if len({repr(v) for _name, v in versions}) > 1:
         notes.append(f"{task}: the runs were made with different versions of the task "
                      f"({', '.join(f'{name}: {v}' for name, v in versions)})")
@@ -103,10 +73,10 @@ def version_notes(task: str, runs: Sequence[Any]) -> list[str]:
     return notes
 
 
-def differing_prompts(records: Sequence[dict | None]) -> list[str]:
+def differing_prompts(records: Sequence[TaskRecord | None]) -> list[str]:
     """The prompts whose recorded hash differs between ``records`` (each a ``task_versions[task]`` or None)."""
     hashes: dict[str, set] = {}
     for rec in records:
-        for name, digest in ((rec or {}).get("prompts") or {}).items():
+        for name, digest in (rec.prompts if rec is not None else {}).items():
             hashes.setdefault(name, set()).add(digest)
     return sorted(name for name, seen in hashes.items() if len(seen) > 1)

@@ -31,7 +31,7 @@ def _labelled_runs(paths: Sequence[Path], partial: bool) -> tuple[list, list[str
         assign_display_names(group)
         for r in group:
             # A non-official split is named in every table the run appears in.
-            r.display += f" [split {r.config['split']}: {NOT_COMPARABLE}]" if r.config.get("split") else ""
+            r.display += f" [split {r.config.split}: {NOT_COMPARABLE}]" if r.config.split else ""
             r.display += f" [{label}]" if len(labels) > 1 else ""
     return runs, labels
 
@@ -52,7 +52,7 @@ def _task_reports(runs: list, labels: list[str], tasks: list[str], k: int, seed:
     for rep, (t, label, group) in zip(reports, present):
         rep.items = items_table(t, rep.metric, group)
         rep.table.notes += [n for r in group if t in r.results for n in flag_notes(t, r.results[t], r.display)]  # issue 28
-        if any(r.config.get("split") and t in r.results for r in group):
+        if any(r.config.split and t in r.results for r in group):
             rep.table.notes.append(f"evaluated on a non-official split: {NOT_COMPARABLE}")
         if len(labels) > 1:
             rep.table.task = f"{t} [{label}]"
@@ -77,7 +77,7 @@ def _write_plots(plots_dir: Path, models: list[str], reports: list, summary) -> 
 def _report_json(runs: list, reports: list, summary, context: dict, alpha: float, k: int, seed: int, notes: list[str]) -> dict:
     return {
         "alpha": alpha, "bootstrap": {"k": k, "seed": seed}, "scale": PERCENT,
-        "models": {r.display: {"model": r.model, "results_file": str(r.path)} for r in runs},
+        "models": {r.display: {"model": r.raw["model"], "results_file": str(r.path)} for r in runs},  # as the file records it
         "tasks": {rep.table.task: {"metric": rep.metric, "rank_basis": rep.rank_basis, **table_json(rep.table, alpha),
                                    "items": {"headers": rep.items.headers, "rows": rep.items.rows} if rep.items else None,
                                    "bootstrap": {f"{m}/{p}": {"point": b.point, "mean": b.mean, "ci_low": b.ci_low, "ci_high": b.ci_high,

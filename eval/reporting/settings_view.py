@@ -12,15 +12,16 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from ..record.model import ConfigRecord
 from . import stats
 from .tables import TextTable
 
 PERCENT = 100.0
 
 
-def setting_label(config: dict) -> str:
-    label = config.get("setting") or "loglikelihood"
-    return f"{label} constrained" if config.get("constrained") else label
+def setting_label(config: ConfigRecord) -> str:
+    label = config.setting or "loglikelihood"
+    return f"{label} constrained" if config.constrained else label
 
 
 def labels_of(runs: Sequence[Any]) -> list[str]:
@@ -51,8 +52,8 @@ def settings_table(runs: Sequence[Any], tasks: Sequence[str], headline: Callable
                 prompts = run.results[task]
                 metric, _ = headline(task, [m for p in prompts.values() for m in p if m not in ("n", "unparsed")], [run])
                 s = stats.spread_stats([float(p[metric]) * PERCENT for p in prompts.values()], PERCENT)
-                unparsed = sum(int(p.get("unparsed", 0)) for p in prompts.values())
-                answers = sum(int(p.get("n", 0)) for p in prompts.values())
+                unparsed = sum(p["unparsed"] for p in prompts.values() if "unparsed" in p)
+                answers = sum(p["n"] for p in prompts.values())
                 cell = f"{s.avg:.1f} [{s.min:.1f}–{s.max:.1f}] CPS {s.cps:.1f}"
                 cells.append(cell + (f" (unparsed {unparsed} / {answers})" if "unparsed" in next(iter(prompts.values())) else ""))
             if found:

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import stats
 from .facts import NOT_COMPARABLE, run_rows
-from .worth import MIN_ITEMS, NOT_A_MEASUREMENT, recorded_reasons
+from .worth import MIN_ITEMS, NOT_A_MEASUREMENT
 from .runs import PERCENT, RunResults
 from .tables import TextTable, fmt
 from .task_report import TaskReport
@@ -119,9 +119,9 @@ def runs_table(runs: Sequence[RunResults]) -> TextTable:
     """One row per run: the model and everything that changes its numbers (report_facts.run_rows)."""
     rows, headers = [], []
     for r in runs:
-        facts = run_rows(r.config, r.model, r.results, r.timing, r.status, recorded_reasons(r.raw))
+        facts = run_rows(r)
         headers = [name for name, _ in facts]
-        rows.append([r.display, r.model.get("name_or_path", ""), str(r.model.get("dtype") or ""), str(r.config.get("device", ""))]
+        rows.append([r.display, r.model.name_or_path, r.model.dtype or "", r.config.device or ""]
                     + [value for _, value in facts] + [str(r.path)])
     headers = ["model", "name_or_path", "dtype", "device"] + headers + ["results file"]
     return TextTable(headers, rows, text_cols=len(headers))
@@ -129,6 +129,7 @@ def runs_table(runs: Sequence[RunResults]) -> TextTable:
 
 def run_notes(runs: Sequence[RunResults]) -> list[str]:
     """Report-wide warnings: unfinished runs, non-official splits."""
-    notes = [f"{r.display}: {r.status} (report --partial): its other tasks are missing" for r in runs if r.partial]
-    notes += [f"{r.display}: {NOT_COMPARABLE}: {'; '.join(reasons)}" for r in runs if (reasons := recorded_reasons(r.raw))]
+    notes = [f"{r.display}: {r.status_text} (report --partial): its other tasks are missing" for r in runs if r.partial]
+    notes += [f"{r.display}: {NOT_COMPARABLE}: {'; '.join(r.not_comparable_reasons)}" for r in runs if r.not_comparable_reasons]
+    notes += [f"{r.display}: {note}" for r in runs for note in r.notes]  # what the reader found (a hand-edited comparability flag)
     return notes

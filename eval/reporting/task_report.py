@@ -82,10 +82,10 @@ def build_task_report(task: str, runs: Sequence[RunResults]) -> TaskReport:
 
 def _check_comparable(task: str, runs: Sequence[RunResults], table: TaskTable) -> None:
     """Scores of different data or settings are not comparable: say so in the report."""
-    shas = {json.dumps((r.data.get("manifest_sha256") or {}).get(task), sort_keys=True) for r in runs}
+    shas = {json.dumps(r.data.manifest_sha256.get(task), sort_keys=True) for r in runs}
     if len(shas) > 1:
         table.notes.append("the models were evaluated on different data (manifest_sha256 differs): scores are not comparable")
     for key in ("num_fewshot", "limit", "apply_chat_template"):
-        values = {json.dumps(r.config.get(key)) for r in runs}
+        values = {json.dumps(getattr(r.config, key)) for r in runs}
         if len(values) > 1:
-            table.notes.append(f"config.{key} differs between models: {', '.join(f'{r.display}={r.config.get(key)}' for r in runs)}")
+            table.notes.append(f"config.{key} differs between models: {', '.join(f'{r.display}={getattr(r.config, key)}' for r in runs)}")

@@ -10,42 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..record import comparable as _comparable
+
 MIN_ITEMS = 30
 NOT_A_MEASUREMENT = f"not a measurement: fewer than {MIN_ITEMS} items"
-NOT_COMPARABLE = "not comparable with the paper"
-# results.json: the reasons ``comparable_with_paper`` is false (running/comparability.py).
-NOT_COMPARABLE_KEY = "not_comparable_with_paper"
-
-
-def split_reason(split: str) -> str:
-    return f"--split {split}: not the tasks' evaluation split"
-
-
-def limit_reason(limit: int) -> str:
-    return f"--limit {limit}: only the first {limit} items of each task"
-
-
-def recorded_reasons(doc: dict) -> list[str]:
-    """The reasons a results.json gives; for a file written before they were recorded, those its config shows."""
-    recorded = doc.get(NOT_COMPARABLE_KEY)
-    if isinstance(recorded, list) and all(isinstance(r, str) for r in recorded):
-        return list(recorded)
-    config: dict[str, Any] = doc.get("config") if isinstance(doc.get("config"), dict) else {}
-    reasons = []
-    if config.get("split"):
-        reasons.append(split_reason(config["split"]))
-    if config.get("limit") is not None:
-        reasons.append(limit_reason(config["limit"]))
-    if config.get("max_new_tokens") is not None:
-        reasons.append(f"--max-new-tokens {config['max_new_tokens']}: the generation budget was changed")
-    if not reasons and doc.get("comparable_with_paper") is False:
-        reasons.append("the file says so (comparable_with_paper: false) without a reason")
-    return reasons
-
-
-def comparability_text(reasons: list[str]) -> str:
-    """The value shown beside "comparable with the paper": yes, or no and every reason."""
-    return "yes" if not reasons else "no: " + "; ".join(reasons)
+# The record's words (record/comparable.py): the runner and every reader derive the same reasons.
+NOT_COMPARABLE_KEY = _comparable.NOT_COMPARABLE_KEY
+NOT_COMPARABLE = _comparable.NOT_COMPARABLE
+comparability_text = _comparable.comparability_text
+limit_reason = _comparable.limit_reason
+split_reason = _comparable.split_reason
 
 
 def n_text(n: Any) -> str:
@@ -57,7 +31,7 @@ def n_text(n: Any) -> str:
 
 def small_n_note(label: str, prompts: dict) -> str | None:
     """'label: n=2, not a measurement: ...' when a prompt of a task's results (prompt -> {"n", ...}) has fewer than MIN_ITEMS items."""
-    ns = [p["n"] for p in prompts.values() if isinstance(p, dict) and isinstance(p.get("n"), (int, float)) and not isinstance(p["n"], bool)]
+    ns = [p["n"] for p in prompts.values()]  # counts: record/results.schema.json
     if not ns or min(ns) >= MIN_ITEMS:
         return None
     return f"{label}: n={int(min(ns))}, {NOT_A_MEASUREMENT}"

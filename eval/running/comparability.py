@@ -18,31 +18,22 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..reporting.worth import NOT_COMPARABLE_KEY, limit_reason, split_reason
+from ..record.comparable import NOT_COMPARABLE_KEY, paper_reasons
 from ..sources.entries import TaskEntry
 from .task_kinds import task_kind
 
 
 def not_comparable_reasons(config: Any, entries: Iterable[TaskEntry]) -> list[str]:
-    """Why a run of ``config`` (a RunConfig) over ``entries`` is not the paper's evaluation; [] when it is."""
-    entries = list(entries)
-    reasons = []
-    if config.split is not None:
-        reasons.append(split_reason(config.split))
-    if config.limit is not None:
-        reasons.append(limit_reason(config.limit))
-    if config.max_new_tokens is not None:
-        changed = sorted({f"{e.name} {b}" for e in entries if (b := task_kind(e, config.setting).budget) is not None and b != config.max_new_tokens})
-        if changed:
-            reasons.append(f"--max-new-tokens {config.max_new_tokens}: the paper's budget is {', '.join(changed)}")
-    if config.prompts is not None:
-        left_out = sorted({f"{e.name} {p}" for e in entries for p in task_kind(e, config.setting).declared_prompts() if p not in config.prompts})
-        if left_out:
-            reasons.append(f"--prompts {','.join(config.prompts)}: leaves out {', '.join(left_out)}")
-    return reasons
+    """Why a run of ``config`` (a RunConfig) over ``entries`` is not the paper's evaluation; [] when it is.
+    The rule is record/comparable.py's, which every reader applies again to the recorded config."""
+    kinds = {e.name: task_kind(e, config.setting) for e in entries}
+    return paper_reasons(config.split, config.limit, config.max_new_tokens, config.prompts,
+                         {name: kind.budget for name, kind in kinds.items()},
+                         {name: list(kind.declared_prompts()) for name, kind in kinds.items()})
 
 
 def comparability_record(config: Any, entries: Iterable[TaskEntry]) -> dict[str, Any]:
-    """The two keys of results.json: ``comparable_with_paper`` and the reasons it is false."""
+    """The two keys of results.json: ``comparable_with_paper`` and the reasons it is false (what the
+    run computed; readers recompute them, record/build.py)."""
     reasons = not_comparable_reasons(config, entries)
     return {"comparable_with_paper": not reasons, NOT_COMPARABLE_KEY: reasons}

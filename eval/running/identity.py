@@ -17,12 +17,12 @@ from typing import Any
 from evalita_data.cli_errors import one_line
 
 from ..naming import model_slug, setting_slug
+from ..record.build import ID_LENGTH, run_id  # noqa: F401  (one hash: the writer's and the reader's)
 
 RESULTS_FILE = "results.json"
 # What results.json calls the identity and its hash.
 IDENTITY_FIELD = "run_identity"
 ID_FIELD = "run_id"
-ID_LENGTH = 10  # hex digits of the hash in folder names: 40 bits, no collision among one user's runs
 
 
 def chat_template_identity(backend: Any) -> dict:
@@ -60,10 +60,6 @@ def identity_of(backend: Any, model_record: dict[str, Any], config: Any) -> dict
     return run_identity(model_record, config, chat_template_identity(backend) if config.apply_chat_template else None)
 
 
-def run_id(identity: dict[str, Any]) -> str:
-    """The short hash of an identity (folder names, results.json ``run_id``)."""
-    blob = json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:ID_LENGTH]
 
 
 def default_output_dir(identity: dict[str, Any]) -> Path:

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from ..record import FORMAT_VERSION
+from ..record.read import checked_document
 from ..sources.entries import TaskEntry
 from ..reporting.unparsed_flag import flagged_prompts
 from .comparability import comparability_record
@@ -43,7 +45,9 @@ def task_versions(entry: TaskEntry, setting: str) -> dict:
     kind = task_kind(entry, setting)
     return {"version": entry.spec.version,
             "prompts": {name: hashlib.sha256(repr(p).encode("utf-8")).hexdigest()[:12] for name, p in kind.declared_prompts().items()},
-            "metrics": [{"name": m.name, "kind": m.kind, "higher_is_better": m.higher_is_better} for m in kind.declared_metrics()]}
+            "metrics": [{"name": m.name, "kind": m.kind, "higher_is_better": m.higher_is_better} for m in kind.declared_metrics()],
+            # The paper's generation budget (None: the task does not generate): what readers check --max-new-tokens against.
+            "max_new_tokens": kind.budget}
 
 
 def rounded_timing(total: dict[str, float]) -> dict[str, float]:
@@ -68,9 +72,11 @@ def earlier_timing(doc: dict | None, path: Path, echo: Callable[[str], None]) ->
     return earlier
 
 
-def carry_over(doc: dict | None, running: set[str], sections: dict[str, dict], manifest: dict) -> list[str]:
+def carry_over(doc: dict | None, running: set[str], sections: dict[str, dict], manifest: dict,
+               samples: Path | None = None, rid: str | None = None) -> list[str]:
     """Copy into ``sections`` (results.json key -> the dict this run writes) each task of ``doc``'s
-    results that this invocation does not run, with its manifest hashes; returns those tasks."""
+    results that this invocation does not run, with its manifest hashes; returns those tasks. The
+    kept tasks' files in ``samples`` written before ``format_version`` get this run's id ``rid``."""
     if doc is None or not isinstance(doc.get("results"), dict):
         return []
     data = doc.get("data") if isinstance(doc.get("data"), dict) else {}
@@ -82,7 +88,19 @@ def carry_over(doc: dict | None, running: set[str], sections: dict[str, dict], m
                 into[task] = doc[name][task]
         if task in earlier_manifest:
             manifest[task] = earlier_manifest[task]
+    if samples is not None and "format_version" not in doc:  # the same identity (claim_folder): its samples are this run's
+        for path in (samples / f"{task}_{prompt}.jsonl" for task in kept for prompt in doc["results"][task]):
+            if path.is_file():
+                add_run_id(path, rid)
     return kept
+
+
+def add_run_id(path: Path, rid: str | None) -> None:
+    """A samples file of format 0 in format 1: each line takes the run's id (docs/run-record.md)."""
+    lines = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text("".join(json.dumps({"run_id": rid, **s}, ensure_ascii=False) + "\n" for s in lines), "utf-8")
+    tmp.replace(path)
 
 
 def config_json(c: Any) -> dict:
@@ -101,6 +119,8 @@ def config_json(c: Any) -> dict:
 def results_document(runner: Any, result: Any, manifest: dict) -> dict:
     """The whole results.json of ``runner``'s run as it stands (``result``: its ``RunResult``)."""
     doc = {
+        # The record's format (record/model.py FORMAT_VERSION, docs/run-record.md): readers migrate older ones.
+        "format_version": FORMAT_VERSION,
         # "partial" until every task is finished: a killed or interrupted run is never taken for a whole one.
         "status": result.status,
         # Every input that can change a number (running/identity.py) and its hash (the default folder's suffix).
@@ -137,7 +157,10 @@ def results_document(runner: Any, result: Any, manifest: dict) -> dict:
 
 
 def write_results_file(out: Path, doc: dict) -> None:
-    """Write ``OUT/results.json`` whole (a temporary file renamed over it)."""
+    """Write ``OUT/results.json`` whole (a temporary file renamed over it), once its reader would accept it:
+    the only writer never writes a record the schema refuses (record/read.py)."""
     tmp = out / ".results.json.tmp"
-    tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=2, default=str) + "\n", "utf-8")  # default: an identity value a backend did not make JSON
+    text = json.dumps(doc, ensure_ascii=False, indent=2, default=str) + "\n"  # default: an identity value a backend did not make JSON
+    checked_document(out / RESULTS_FILE, json.loads(text))
+    tmp.write_text(text, "utf-8")
     tmp.replace(out / RESULTS_FILE)

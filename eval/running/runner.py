@@ -23,7 +23,8 @@ from .cache import RequestCache, ResultSaver, request_key
 from .plan import EntryPlan, RunPlan, build_plan
 from .task_kinds import TaskKind, as_turns, kind_for_run
 from .selection import eval_split, select
-from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of
+from ..record.read import checked_sample
+from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of, run_id
 from .results_file import carry_over, earlier_timing, results_document, rounded_timing, write_results_file
 from ..backend_support.identity import identity_key
 from ..settings.fewshot import build_chat_messages, build_contexts, messages_as_text
@@ -269,8 +270,9 @@ class Runner:
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".{entry.name}_{prompt}.jsonl.tmp"
         with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            for s in samples:
-                fh.write(json.dumps(s, ensure_ascii=False) + "\n")
+            for s in samples:  # run_id: the line belongs to the results.json beside it; checked: its reader accepts it (docs/run-record.md)
+                checked_sample(f"{folder / f'{entry.name}_{prompt}.jsonl'}: doc_id {s['doc_id']}", line := {"run_id": run_id(self.identity), **s})
+                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
         tmp.replace(folder / f"{entry.name}_{prompt}.jsonl")
 
     # -- everything --------------------------------------------------------------------
@@ -373,7 +375,7 @@ class Runner:
         of another subset): kept in results.json, never dropped silently."""
         sections = {"results": result.results, "timing": result.timing, "resources": result.resources, "parsed_by": self.parsed_by,
                     "baselines": self.baselines, "task_versions": self._task_versions}
-        self._planned += carry_over(doc, set(self._entries), sections, manifest)
+        self._planned += carry_over(doc, set(self._entries), sections, manifest, self.out / "samples", run_id(self.identity))
 
     def _write_results(self, result: RunResult, manifest: dict) -> None:
         write_results_file(self.out, results_document(self, result, manifest))

@@ -36,7 +36,7 @@ def test_run_every_task_and_prompt(tiny_model: Path, tmp_path: Path) -> None:
     out = tmp_path / "res"
     console = _run(["--model", str(tiny_model), "--data", str(DATA), "--limit", "2", "--max-new-tokens", "8", "--output-dir", str(out)])
     doc = json.loads((out / "results.json").read_text("utf-8"))
-    assert set(doc) == {"status", "tasks", "model", "data", "config", "comparable_with_paper", "not_comparable_with_paper", "results",
+    assert set(doc) == {"format_version", "status", "tasks", "model", "data", "config", "comparable_with_paper", "not_comparable_with_paper", "results",
                         "parsed_by", "unparsed_flags", "baselines", "skipped", "versions", "timing", "resources", "run_identity", "run_id",
                         "task_versions"}
     assert doc["comparable_with_paper"] is False and doc["not_comparable_with_paper"][0] == "--limit 2: only the first 2 items of each task"

@@ -69,6 +69,14 @@ def test_compare_fixture_runs_hand_computed() -> None:
     assert notes == [f"ner {p}: no samples file {RESULTS / 'alpha' / 'samples' / f'ner_{p}.jsonl'}: not compared" for p in ("p1", "p2")]
 
 
+def _keep_lines(run: Path, task: str, prompt: str, lines: list[str]) -> None:
+    """Samples of ``task`` ``prompt`` cut to ``lines``, and results.json's n with them (the reader checks they agree)."""
+    (run / "samples" / f"{task}_{prompt}.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    doc = json.loads((run / "results.json").read_text("utf-8"))
+    doc["results"][task][prompt]["n"] = len(lines)
+    (run / "results.json").write_text(json.dumps(doc), "utf-8")
+
+
 def test_compare_of_runs_with_different_limits_compares_the_common_items(tmp_path: Path) -> None:
     import shutil
 
@@ -76,7 +84,7 @@ def test_compare_of_runs_with_different_limits_compares_the_common_items(tmp_pat
     shutil.copytree(RESULTS / "beta", other)
     for p in ("p1", "p2", "p3", "p4", "p5", "p6"):  # B as a --limit 40 run of the same data
         lines = (other / "samples" / f"te_{p}.jsonl").read_text("utf-8").splitlines()
-        (other / "samples" / f"te_{p}.jsonl").write_text("\n".join(lines[:40]) + "\n", "utf-8")
+        _keep_lines(other, "te", p, lines[:40])
     rows, notes = compare_runs(RESULTS / "alpha", other, k=200, seed=0)
     te = [r for r in rows if r.task == "te"]
     assert [r.n for r in te] == [40] * 7  # six prompts and AvgP, over the 40 items both runs scored
@@ -86,13 +94,13 @@ def test_compare_of_runs_with_different_limits_compares_the_common_items(tmp_pat
             "the scores in this table are over those items") in notes
     # one prompt on fewer items than the others: that prompt compared, AvgP not (a note says why)
     lines = (other / "samples" / "te_p1.jsonl").read_text("utf-8").splitlines()
-    (other / "samples" / "te_p1.jsonl").write_text("\n".join(lines[:39]) + "\n", "utf-8")
+    _keep_lines(other, "te", "p1", lines[:39])
     rows, notes = compare_runs(RESULTS / "alpha", other, k=200, seed=0)
     assert [r.prompt for r in rows if r.task == "te"] == ["p1", "p2", "p3", "p4", "p5", "p6"]
     assert "te AvgP: not compared, its prompts were compared on different numbers of items" in notes
     # another gold on a common item: not the same data, refused
     first = json.loads(lines[0])
-    (other / "samples" / "te_p1.jsonl").write_text("\n".join([json.dumps({**first, "gold": 1 - first["gold"]})] + lines[1:39]) + "\n")
+    _keep_lines(other, "te", "p1", [json.dumps({**first, "gold": 1 - first["gold"]})] + lines[1:39])
     res = CliRunner().invoke(main, ["compare", str(RESULTS / "alpha"), str(other)])
     assert res.exit_code == 1 and "te p1: doc_id 0 has different gold answers" in res.output
 

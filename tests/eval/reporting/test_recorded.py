@@ -87,10 +87,11 @@ def test_runs_that_recorded_one_metric_differently_are_an_error(tmp_path: Path) 
 
 
 @pytest.mark.parametrize("bad, where", [
-    ({"version": 1, "prompts": PROMPTS, "metrics": [{"name": "acc", "kind": "best", "higher_is_better": True}]}, "task_versions.te.metrics[0]"),
-    ({"version": 1, "prompts": PROMPTS, "metrics": "acc"}, "task_versions.te.metrics[0]"),
-    ({"version": 1, "prompts": PROMPTS, "metrics": []}, "task_versions.te.metrics is empty"),
-    ({"version": 1, "prompts": ["p1"]}, "task_versions.te is not"),
+    ({"version": 1, "prompts": PROMPTS, "metrics": [{"name": "acc", "kind": "best", "higher_is_better": True}]},
+     "key task_versions.te.metrics.0.kind: 'best' is not one of ['hits', 'corpus']"),
+    ({"version": 1, "prompts": PROMPTS, "metrics": "acc"}, "key task_versions.te.metrics: 'acc' is not of type 'array'"),
+    ({"version": 1, "prompts": PROMPTS, "metrics": []}, "key task_versions.te.metrics: [] should be non-empty"),
+    ({"version": 1, "prompts": ["p1"]}, "key task_versions.te.prompts: ['p1'] is not of type 'object'"),
 ])
 def test_a_malformed_record_is_an_error_naming_the_file_and_key(tmp_path: Path, bad: dict, where: str) -> None:
     folder = copy_run("alpha", tmp_path, bad)

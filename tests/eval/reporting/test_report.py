@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from evalita_eval.reporting import report as report_mod
 from evalita_eval.reporting import runs as runs_mod
 from evalita_eval.reporting import task_report as task_report_mod
 from evalita_eval.cli import main
+from evalita_eval.record.model import ModelRecord
 
 from paths import ROOT, TEST_DATA
 
@@ -61,18 +63,18 @@ def test_display_names_are_disambiguated():
     runs_mod.assign_display_names(runs)
     # both org-a and org-c publish alpha-7b
     assert [r.display for r in runs] == ["org-a/alpha-7b", "beta-8b", "org-c/alpha-7b"]
-    runs[2].model = dict(runs[0].model, revision="v2")
+    runs[2].model = replace(runs[0].model, revision="v2")
     runs_mod.assign_display_names(runs)
     assert [r.display for r in runs] == ["org-a/alpha-7b@main", "beta-8b", "org-a/alpha-7b@v2"]
-    runs[2].model = dict(runs[0].model)
+    runs[2].model = replace(runs[0].model)
     runs_mod.assign_display_names(runs)
     assert [r.display for r in runs] == ["org-a/alpha-7b@main #1", "beta-8b", "org-a/alpha-7b@main #2"]
     # local folders (no revision): named by the folder and the weights' fingerprint, never by their path
-    runs[0].model = {"name_or_path": "/tmp/xyz/run1/model", "revision": None, "files_sha256": "ab12cd34" + "0" * 56}
-    runs[2].model = {"name_or_path": "/tmp/xyz/run2/model", "revision": None, "files_sha256": "ef56" + "0" * 60}
+    runs[0].model = ModelRecord("/tmp/xyz/run1/model", revision=None, files_sha256="ab12cd34" + "0" * 56)
+    runs[2].model = ModelRecord("/tmp/xyz/run2/model", revision=None, files_sha256="ef56" + "0" * 60)
     runs_mod.assign_display_names(runs)
     assert [r.display for r in runs] == ["model@ab12cd34", "beta-8b", "model@ef560000"]
-    runs[2].model = dict(runs[0].model, name_or_path="/tmp/xyz/run2/model")
+    runs[2].model = replace(runs[0].model, name_or_path="/tmp/xyz/run2/model")
     runs_mod.assign_display_names(runs)
     assert [r.display for r in runs] == ["model@ab12cd34 #1", "beta-8b", "model@ab12cd34 #2"]
 
@@ -167,7 +169,7 @@ def test_report_rejects_a_bad_results_file(tmp_path):
     assert "results.te.p1.acc: score 1.5 is outside [0, 1]" in res.output
     bad.write_text(json.dumps({"results": {}}))
     res = CliRunner().invoke(main, ["report", str(bad), "--out", str(tmp_path / "o")])
-    assert res.exit_code == 1 and "missing object 'model'" in res.output
+    assert res.exit_code == 1 and "results.json: key model: missing, a required key of format_version 1" in res.output
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

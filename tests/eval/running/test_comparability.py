@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evalita_eval.reporting.worth import comparability_text, n_text, recorded_reasons
+from evalita_eval.record import parse_record
+from evalita_eval.reporting.worth import comparability_text, n_text
 from evalita_eval.running.comparability import comparability_record, not_comparable_reasons
 from evalita_eval.running.runner import RunConfig
 from evalita_eval.sources.entries import select_entries
@@ -48,13 +49,22 @@ def test_instruct_settings_have_their_own_prompts_and_budgets() -> None:
         "--max-new-tokens 32: the paper's budget is te 16", "--prompts p1: leaves out te p2"]
 
 
-def test_recorded_reasons_of_older_files_come_from_their_config() -> None:
-    assert recorded_reasons({"not_comparable_with_paper": ["x"], "config": {"limit": 2}}) == ["x"]
-    assert recorded_reasons({"config": {"limit": 2, "split": None, "max_new_tokens": None}, "comparable_with_paper": True}) == [
-        "--limit 2: only the first 2 items of each task"]
-    assert recorded_reasons({"config": {}, "comparable_with_paper": False}) == [
-        "the file says so (comparable_with_paper: false) without a reason"]
-    assert recorded_reasons({"config": {"limit": None}, "comparable_with_paper": True}) == []
+def reasons_read(doc: dict) -> tuple[list[str], list[str]]:
+    """The reasons and notes of a results.json as the record's reader derives them."""
+    record = parse_record(Path("results.json"), {"model": {"name_or_path": "m"}, "results": {"te": {"p1": {"acc": 1.0, "n": 1}}}, **doc})
+    return record.not_comparable_reasons, record.notes
+
+
+def test_reasons_are_derived_from_the_recorded_config_never_from_the_flag() -> None:
+    assert reasons_read({"not_comparable_with_paper": ["x"], "config": {"limit": 2}}) == (["--limit 2: only the first 2 items of each task"], [])
+    # a flag its config contradicts: the config's answer, and one note
+    flipped = "results.json says comparable_with_paper: {}, but its recorded config says {}: the value recomputed from the config is shown"
+    assert reasons_read({"config": {"limit": 2, "split": None, "max_new_tokens": None}, "comparable_with_paper": True}) == (
+        ["--limit 2: only the first 2 items of each task"], [flipped.format("true", "no")])
+    assert reasons_read({"config": {}, "comparable_with_paper": False}) == ([], [flipped.format("false", "yes")])
+    assert reasons_read({"config": {"limit": None}, "comparable_with_paper": True}) == ([], [])
+    # an older file (no budgets recorded): any --max-new-tokens is a reason
+    assert reasons_read({"config": {"max_new_tokens": 8}}) == (["--max-new-tokens 8: the generation budget was changed"], [])
     assert comparability_text([]) == "yes" and comparability_text(["a", "b"]) == "no: a; b"
     assert n_text(29) == "n=29 (not a measurement: fewer than 30 items)" and n_text(30) == "n=30" and n_text(None) == "n=?"
 

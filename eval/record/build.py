@@ -1,0 +1,110 @@
+"""A schema-valid results.json (record/read.py) as the typed ``RunRecord``, its comparability derived."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .comparable import NOT_COMPARABLE_KEY, paper_reasons
+from .migrate import RecordError
+from .model import finished_text, ChatTemplate, ConfigRecord, DataRecord, ModelRecord, RecordedMetric, RunRecord, TaskRecord, Timing
+
+
+def _known(cls: type, values: dict) -> dict:
+    """The entries of ``values`` that are fields of dataclass ``cls`` and not null (the field's default then)."""
+    return {k: v for k, v in values.items() if k in cls.__dataclass_fields__ and v is not None}
+
+
+def model_record(doc: dict) -> ModelRecord:
+    return ModelRecord(**_known(ModelRecord, doc))
+
+
+def config_record(config: dict, identity: dict | None) -> ConfigRecord:
+    template = config.get("chat_template")
+    prompts = (identity or {}).get("prompts")
+    return ConfigRecord(**{**_known(ConfigRecord, config),
+                           "chat_template": ChatTemplate(**_known(ChatTemplate, template)) if isinstance(template, dict) else None,
+                           "prompts": list(prompts) if isinstance(prompts, list) else None})
+
+
+def task_record(doc: dict) -> TaskRecord:
+    metrics = doc.get("metrics")
+    return TaskRecord(version=doc.get("version"), prompts=dict(doc.get("prompts") or {}),
+                      metrics=[RecordedMetric(m["name"], m["kind"], m["higher_is_better"]) for m in metrics] if metrics else None,
+                      budget_recorded="max_new_tokens" in doc, max_new_tokens=doc.get("max_new_tokens"))
+
+
+def timing_record(entry: Any) -> Timing:
+    return Timing(**_known(Timing, entry)) if isinstance(entry, dict) else Timing(wall_s=entry)  # older: wall seconds only
+
+
+def identity_reasons(identity: dict | None, budgets: dict | None, declared: dict) -> list[str]:
+    """The reasons the recorded run identity shows (the options as the run was started): an edited config shows none less."""
+    if not identity:
+        return []
+    limit, max_new_tokens = identity.get("limit"), identity.get("max_new_tokens")
+    return paper_reasons(identity.get("split") if isinstance(identity.get("split"), str) else None,
+                         limit if isinstance(limit, int) else None, max_new_tokens if isinstance(max_new_tokens, int) else None,
+                         None, budgets, declared)
+
+
+def derived_reasons(config: ConfigRecord, identity: dict | None, tasks: dict[str, TaskRecord], results: dict,
+                    source_tool: Any) -> list[str]:
+    """Why the run is not the paper's evaluation, from its recorded config and task records (comparable.py);
+    a run read from another tool adds what that tool recorded (its reader derives them, lm_eval_runs.py)."""
+    scored = [tasks.get(t) for t in results]
+    budgets = {t: r.max_new_tokens for t, r in zip(results, scored)} if all(r is not None and r.budget_recorded for r in scored) else None
+    declared = {t: list(r.prompts) for t, r in zip(results, scored) if r is not None}
+    reasons = paper_reasons(config.split, config.limit, config.max_new_tokens, config.prompts, budgets, declared)
+    for reason in identity_reasons(identity, budgets, declared):  # the identity the run id hashes says the same, or more
+        if reason not in reasons:
+            reasons.append(reason)
+    extra = source_tool.get(NOT_COMPARABLE_KEY) if isinstance(source_tool, dict) else None
+    return reasons + [str(r) for r in extra or [] if str(r) not in reasons]
+
+
+def build_record(path: Path, doc: dict, written: int) -> RunRecord:
+    """The record of a schema-valid, migrated ``doc``; ``written``: the format version of the file."""
+    config = config_record(doc["config"], doc["run_identity"])
+    tasks = {t: task_record(v) for t, v in (doc.get("task_versions") or {}).items()}
+    reasons = derived_reasons(config, doc["run_identity"], tasks, doc["results"], doc.get("source_tool"))
+    planned = (doc.get("tasks") or {}).get("planned")
+    record = RunRecord(
+        path=path, format_version=written, status=doc["status"], run_id=doc["run_id"], model=model_record(doc["model"]),
+        config=config, data=DataRecord(**_known(DataRecord, doc["data"])), results=doc["results"], task_versions=tasks,
+        timing={t: timing_record(v) for t, v in (doc.get("timing") or {}).items()},
+        planned=list(planned) if planned is not None else None, skipped_tasks=list((doc.get("tasks") or {}).get("skipped") or []),
+        parsed_by=doc.get("parsed_by") or {}, baselines=doc.get("baselines") or {}, package_versions=doc.get("versions") or {},
+        not_comparable_reasons=reasons, raw=doc)
+    stored = doc.get("comparable_with_paper")
+    if isinstance(stored, bool) and stored != record.comparable_with_paper:
+        # No path in the words: a note goes on published cards too (push-results).
+        record.notes.append(f"results.json says comparable_with_paper: {str(stored).lower()}, but its recorded config says "
+                            f"{'yes' if record.comparable_with_paper else 'no'}: the value recomputed from the config is shown")
+    return record
+
+
+def run_id(identity: dict[str, Any]) -> str:
+    """The short hash of a run identity (folder names, results.json ``run_id``)."""
+    import hashlib
+    import json
+
+    blob = json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:ID_LENGTH]
+
+
+ID_LENGTH = 10  # hex digits of the hash in folder names: 40 bits, no collision among one user's runs
+
+
+def check_status(record: RunRecord, partial: bool) -> None:
+    """A run that evaluated nothing is refused; an unfinished one unless ``partial``."""
+    if record.status == "empty":
+        skipped = record.raw.get("skipped") if isinstance(record.raw.get("skipped"), dict) else {}
+        raise RecordError(f"{record.path}: a run that evaluated nothing ({len(skipped)} task(s) skipped: "
+                          f"{'; '.join(f'{k}: {v}' for k, v in list(skipped.items())[:3])}); nothing to report")
+    if record.partial and not partial:
+        # Written after every task by `run`: an interrupted or killed run has only some tasks.
+        raise RecordError(f"{record.path}: an unfinished run (status {record.status!r}, "
+                          f"{finished_text(record.planned, record.skipped_tasks, record.results)}); "
+                          "run the same `evalita-eval run` command again to complete it, or report its finished tasks with --partial")
+

@@ -1,0 +1,61 @@
+"""Reading older record formats: each version's document is brought to the current one by an explicit
+step before the schema sees it; a version newer than this package reads is refused.
+
+Version 0: results.json without ``format_version`` (written before it existed; also what the lm-eval
+reader builds in memory), whose sample lines carry no ``run_id``. Its optional sections default to
+empty, its ``run_id`` to null where it has none, and its sample lines take the ``run_id`` of the
+results.json beside them: a version-0 folder cannot prove that its samples are its own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .model import FORMAT_VERSION
+
+
+class RecordError(ValueError):
+    """A results.json or samples file that is not a run record as documented (docs/run-record.md): one line."""
+
+
+def format_version(path: Path, doc: dict) -> int:
+    """The document's format version (0 where absent); a newer or malformed one is refused."""
+    version = doc.get("format_version", 0)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise RecordError(f"{path}: key format_version: {version!r} is not a non-negative integer")
+    if version > FORMAT_VERSION:
+        raise RecordError(f"{path}: key format_version: {version} is newer than this evalita-eval reads "
+                          f"(up to {FORMAT_VERSION}); upgrade evalita-llm to read it")
+    return version
+
+
+def migrate_v0(doc: dict) -> dict:
+    """Version 0 -> 1: the sections version 1 requires, empty where the older file has none."""
+    out = dict(doc)
+    out["format_version"] = 1
+    out.setdefault("status", "complete")
+    for key in ("config", "data"):
+        out.setdefault(key, {})
+    out.setdefault("run_id", None)
+    out.setdefault("run_identity", None)
+    return out
+
+
+MIGRATIONS = {0: migrate_v0}  # version -> the step to the next one
+
+
+def migrate_results(path: Path, doc: dict) -> tuple[dict, int]:
+    """``doc`` in the current format, and the version it was written in."""
+    written = version = format_version(path, doc)
+    while version < FORMAT_VERSION:
+        doc = MIGRATIONS[version](doc)
+        version += 1
+    return doc, written
+
+
+def migrate_sample(line: dict[str, Any], written: int, run_id: str | None) -> dict[str, Any]:
+    """A sample line of a results.json written in version ``written``, in the current format."""
+    if written == 0 and "run_id" not in line:
+        return {**line, "run_id": run_id}
+    return line

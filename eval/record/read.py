@@ -1,0 +1,189 @@
+"""The one reader of a run: ``read_run`` (a run folder or its results.json) and ``parse_record`` (a
+results.json already read, e.g. built in memory from an lm-eval folder). Everything is checked before
+anything is computed (docs/run-record.md): finite numbers, the schema of results.json and of every
+sample line, each document once per prompt, as many lines as the recorded n, every samples file of
+this run (its ``run_id``), nothing read through a link that leaves the folder. Each problem is one
+line naming the file, the line and the key (``RecordError``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from evalita_data.schema_check import fast_check, validator
+
+from .build import build_record, check_status
+from .migrate import RecordError, migrate_results, migrate_sample
+from .model import RunRecord
+
+RESULTS_FILE = "results.json"
+RESULTS_SCHEMA = Path(__file__).with_name("results.schema.json")
+SAMPLE_SCHEMA = Path(__file__).with_name("sample.schema.json")
+
+
+def non_finite(value: Any, key: str = "") -> str | None:
+    """The key of the first NaN or infinite number inside ``value`` ("" for ``value`` itself); None when all are finite."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return key or "(value)"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        if (found := non_finite(v, f"{key}.{k}" if key else str(k))) is not None:  # dotted, as the schema's keys
+            return found
+    return None
+
+
+def schema_problem(schema: Path, doc: object) -> str | None:
+    """The first violation of ``schema`` as ``key K: problem`` (a missing key named by its path); None when valid.
+    The compiled check decides (evalita_data/schema_check.py); jsonschema words a rejection."""
+    check = fast_check(schema)
+    if check is not None and check(doc):
+        return None
+    errors = sorted(validator(schema).iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
+    if not errors:
+        return None
+    err, where = errors[0], ".".join(str(p) for p in errors[0].absolute_path)
+    if err.validator == "required":
+        missing = next((k for k in err.validator_value if isinstance(err.instance, dict) and k not in err.instance), "?")
+        return f"key {where + '.' if where else ''}{missing}: missing, a required key of format_version 1"
+    return f"key {where or '(top)'}: {err.message[:200]}"
+
+
+def inside(path: Path, folder: Path) -> bool:
+    """Whether ``path``, every link followed, stays inside ``folder``."""
+    return path.resolve().is_relative_to(folder.resolve())
+
+
+def results_path(path: Path) -> Path:
+    return path / RESULTS_FILE if path.is_dir() else path
+
+
+def read_run(path: Path, partial: bool = False) -> RunRecord:
+    """The checked record of a run folder or its results.json, with its samples; an unfinished run only with ``partial``."""
+    path = results_path(Path(path))
+    if not inside(path, path.parent):
+        raise RecordError(f"{path}: a symbolic link to {path.resolve()}, outside the run folder; copy the file instead")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise RecordError(f"{path}: cannot be read ({err})") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise RecordError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
+    if isinstance(doc, dict) and (key := non_finite(doc)) is not None:
+        raise RecordError(f"{path}:{_constant_line(text)}: key {key}: not a finite number (NaN or Infinity)")
+    return parse_record(path, doc, partial)
+
+
+# A JSON string (skipped), a non-finite constant, or a number with an exponent (1e999 reads as infinity).
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|NaN|-?Infinity|-?\d+(?:\.\d+)?[eE][+-]?\d+')
+
+
+def _constant_line(text: str) -> int:
+    """The line of the first non-finite number of a JSON text (1 where none is found)."""
+    for token in _TOKEN.finditer(text):
+        value = token.group()
+        if not value.startswith('"') and not math.isfinite(float(value)):
+            return text.count("\n", 0, token.start()) + 1
+    return 1
+
+
+def checked_document(path: Path, doc: object) -> tuple[dict, int]:
+    """A results.json document in the current format once checked (finite numbers, version, schema), and the
+    version it was written in. The runner checks what it writes with it too (running/results_file.py)."""
+    if not isinstance(doc, dict):
+        raise RecordError(f"{path}: expected a results.json object, got {type(doc).__name__}")
+    if (key := non_finite(doc)) is not None:
+        raise RecordError(f"{path}: key {key}: not a finite number (NaN or Infinity)")
+    doc, written = migrate_results(path, doc)
+    if problem := schema_problem(RESULTS_SCHEMA, doc):
+        raise RecordError(f"{path}: {problem}")
+    return doc, written
+
+
+class _NonFinite(ValueError):
+    """A JSON text holds NaN, Infinity or a number too large for a float (Python's json reads all three)."""
+
+
+def _refuse_constant(name: str) -> float:
+    raise _NonFinite(name)
+
+
+def _finite_float(text: str) -> float:
+    if math.isfinite(value := float(text)):
+        return value
+    raise _NonFinite(text)
+
+
+# Reads only finite numbers: the hooks run for NaN/Infinity and for numbers with a fraction or exponent only.
+FINITE_JSON = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def checked_sample(where: str, line: object, finite: bool = False) -> None:
+    """One sample line in the current format: a JSON object of finite numbers that passes the sample schema
+    (``finite``: already read by ``FINITE_JSON``, no need to look for a non-finite number again)."""
+    if not isinstance(line, dict):
+        raise RecordError(f"{where}: expected a JSON object, got {type(line).__name__}")
+    if not finite and (key := non_finite(line)) is not None:
+        raise RecordError(f"{where}: key {key}: not a finite number (NaN or Infinity)")
+    if problem := schema_problem(SAMPLE_SCHEMA, line):
+        raise RecordError(f"{where}: {problem}")
+
+
+def parse_record(path: Path, doc: object, partial: bool = False) -> RunRecord:
+    """The checked record of a results.json already read (``path`` names it in errors and locates its samples)."""
+    doc, written = checked_document(path, doc)
+    record = build_record(path, doc, written)
+    check_status(record, partial)
+    for (task, prompt), lines in read_samples(record, written):
+        record.samples[(task, prompt)] = lines
+    return record
+
+
+def read_samples(record: RunRecord, written: int) -> Iterator[tuple[tuple[str, str], list[dict]]]:
+    """Every samples file of the record's scores that exists, checked line by line."""
+    folder = record.path.parent
+    for task, prompts in record.results.items():
+        for prompt, scores in prompts.items():
+            path = record.samples_path(task, prompt)
+            if not (path.is_file() or path.is_symlink()):
+                continue
+            if not inside(path, folder):
+                raise RecordError(f"{path}: a symbolic link to {path.resolve()}, outside the run folder {folder}; "
+                                  "copy the file instead")
+            lines = sample_lines(path, written, record.run_id)
+            if len(lines) != scores["n"]:
+                raise RecordError(f"{path}: {len(lines)} line(s), but {record.path.name} records n={scores['n']} "
+                                  f"for {task} {prompt}: the samples are not those the scores were computed from")
+            yield (task, prompt), lines
+
+
+def sample_lines(path: Path, written: int, run_id: str | None) -> list[dict]:
+    """The lines of one samples file, each checked; one line per document."""
+    lines: list[dict] = []
+    first_line: dict[int, int] = {}
+    with open(path, encoding="utf-8") as fh:
+        for number, text in enumerate(fh, 1):
+            if not text.strip():
+                continue
+            try:
+                line = FINITE_JSON.decode(text)
+            except _NonFinite:  # the key of the number, read again as Python's json reads it
+                raise RecordError(f"{path}:{number}: key {non_finite(json.loads(text))}: not a finite number (NaN or Infinity)") from None
+            except json.JSONDecodeError as err:
+                raise RecordError(f"{path}:{number}: not valid JSON ({err.msg})") from None
+            line = migrate_sample(line, written, run_id) if isinstance(line, dict) else line
+            checked_sample(f"{path}:{number}", line, finite=True)
+            if run_id is not None and line["run_id"] != run_id:
+                raise RecordError(f"{path}:{number}: key run_id: {line['run_id']!r} is another run's (the results.json beside it "
+                                  f"is run {run_id}): a samples file of another run placed in this folder")
+            if (doc := line["doc_id"]) in first_line:
+                raise RecordError(f"{path}:{number}: key doc_id: document {doc} appears again (first on line {first_line[doc]}); "
+                                  "each document is scored once per prompt")
+            first_line[doc] = number
+            lines.append(line)
+    return lines
