@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 from ..api import Backend, BackendOptions, GenRequest, LLRequest
 from .plan import Unit, assign, plan_units
 from .prefix_groups import prefix_units
+from .resources import NotEnoughResources, check_room, cluster_resources, machine_resources
 
 # Restarts of one replica within a run before the run fails (a replica that keeps dying is a bug, not bad luck).
 MAX_RESTARTS = 3
@@ -96,6 +97,11 @@ def _tensor_parallel_size(options: BackendOptions) -> int:
     return engine_settings("vllm", options).tensor_parallel_size
 
 
+def check_replicas_room(size: int, resources: dict[str, Any], have: dict[str, float], where: str) -> None:
+    """N replicas need a CPU each (CPU replicas share --threads cores) and their GPUs."""
+    check_room(f"data_parallel_size={size}: {size} replicas", float(size), float(size * resources["num_gpus"]), have, where)
+
+
 class ReplicaBackend(Backend):
     """The wrapped backend's name, identity and capabilities; its calls run on the replicas."""
 
@@ -105,11 +111,20 @@ class ReplicaBackend(Backend):
         self.name, self.size, self._inner_options = name, size, options
         self._threads = options.threads or _driver_threads() if options.device == "cpu" else None
         self._started_ray = not ray.is_initialized()
+        resources = replica_resources(name, options)
+        if self._started_ray and not address:  # checked before Ray starts: a local Ray sized to the request would spawn them
+            check_replicas_room(size, resources, machine_resources(), "this machine")
         if self._started_ray:
-            resources = replica_resources(name, options)
-            # A local Ray for this run: room for every replica even on fewer cores (CPU replicas share them).
+            # A local Ray for this run: room for every replica even on fewer cores (CPU replicas share --threads).
             ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False,
                      **({} if address else {"num_cpus": max(os.cpu_count() or 1, int(size * resources["num_cpus"]))}))
+        if address or not self._started_ray:  # a cluster (or a Ray this process joined already): what it reports
+            try:
+                check_replicas_room(size, resources, cluster_resources(), f"the Ray cluster at {address or 'this process'}")
+            except NotEnoughResources:
+                if self._started_ray:
+                    ray.shutdown()
+                raise
         self.loads = 0  # replicas started (N, plus one per restart): each loads its model once
         self.units_done = [0] * size  # units each replica finished (the tests see the work spread)
         self.actors = [self._start() for _ in range(size)]

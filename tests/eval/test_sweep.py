@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from evalita_eval.sweep import LOCK_FILE, LOCKED, CacheLines, load_sweep, run_one, standing
+from evalita_eval.running.identity import LOCKED, RUN_LOCK
+from evalita_eval.sweep import CacheLines, load_sweep, run_one, standing
 
 from paths import TEST_DATA
 
@@ -81,14 +82,54 @@ def test_sweep_file_errors(tmp_path: Path) -> None:
         load_sweep(bad)
     twice = tmp_path / "twice.yaml"
     twice.write_text("- {model: org/a}\n- {model: org/a}\n", "utf-8")
-    with pytest.raises(ValueError, match=r"two runs write to results/org__a/loglikelihood;"):
+    with pytest.raises(ValueError, match=r"twice.yaml: runs 1 and 2 are the same run \(the same keys\)"):
         load_sweep(twice)
     ok = tmp_path / "ok.yaml"
     ok.write_text("defaults: {backend: vllm, backend_args: {tensor_parallel_size: 4, data_parallel_size: 2}}\nruns:\n- {model: org/a, num_fewshot: 5}\n", "utf-8")
     (run,) = load_sweep(ok)
-    assert run.gpus == 8.0 and run.output_dir == Path("results/org__a/loglikelihood-5shot")
-    assert run.argv == ("--backend", "vllm", "--model", "org/a", "--num-fewshot", "5", "--backend-arg", "tensor_parallel_size=4",
-                        "--backend-arg", "data_parallel_size=2", "--output-dir", "results/org__a/loglikelihood-5shot")
+    assert run.gpus == 8.0 and run.output_dir is None and run.name == "org/a loglikelihood-5shot"
+    assert run.spec.num_fewshot == 5 and run.spec.backend_args == {"tensor_parallel_size": 4, "data_parallel_size": 2}
+
+
+def _load_error(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text, "utf-8")
+    with pytest.raises(ValueError) as err:
+        load_sweep(path)
+    return str(err.value)
+
+
+@pytest.mark.parametrize("run, expected", [
+    ("{name: x, model: m, limit: abc}", "run 2 (x): key limit: expected an integer, got 'abc'"),
+    ("{model: m, limit: 2.5}", "run 2: key limit: expected a whole number, got 2.5"),
+    ("{model: m, num_fewshot: -1}", "run 2: key num_fewshot: expected a number >= 0, got -1"),
+    ("{model: m, gpu_memory_utilization: lots}", "run 2: key gpu_memory_utilization: expected a number, got 'lots'"),
+    ("{model: m, gpu_memory_utilization: 1.5}", "run 2: key gpu_memory_utilization: expected a number <= 1, got 1.5"),
+    ("{model: m, apply_chat_template: maybe}", "run 2: key apply_chat_template: expected true or false, got 'maybe'"),
+    ("{model: m, setting: mc}", "run 2: key setting: expected one of loglikelihood, ce, ce-ni or oe, got 'mc'"),
+    ("{model: m, dtype: float8}", "run 2: key dtype: expected one of auto, float32, float16 or bfloat16, got 'float8'"),
+    ("{model: m, tasks: 3}", "run 2: key tasks: expected a list (or a comma-separated string), got 3"),
+    ("{model: m, backend_args: [gguf_file]}", "run 2: key backend_args: expected a mapping of NAME: VALUE, got ['gguf_file']"),
+    ("{model: m, backend_args: {gguf: x}}", "run 2: key backend_args: --backend-arg gguf: backend 'hf' has no such option (its options: gguf_file;"),
+    ("{model: m, backend_args: {data_parallel_size: two}}", "run 2: key backend_args: --backend-arg data_parallel_size='two': expected a whole number"),
+    ("{model: m, batch_size: big}", "run 2: key batch_size: expected a positive integer or auto, got 'big'"),
+    ("{model: m, limt: 3}", "run 2: unknown key 'limt' (did you mean limit?);"),
+    ("{model: m, backend: nope}", "run 2: key backend: expected one of fast, hf,"),
+])
+def test_a_bad_value_names_the_file_the_run_and_the_key(tmp_path: Path, run: str, expected: str) -> None:
+    said = _load_error(tmp_path, f"- {{model: m, name: first}}\n- {run}\n")
+    assert said.startswith(f"{tmp_path / 'sweep.yaml'}: {expected}"), said
+    assert "\n" not in said
+
+
+def test_runs_that_are_one_run_are_refused_before_anything_starts(tmp_path: Path) -> None:
+    (tmp_path / "x").mkdir()
+    same = _load_error(tmp_path, f"- {{model: m, output_dir: {tmp_path}/o/same}}\n- {{model: m, setting: ce, output_dir: {tmp_path}/o/x/../same}}\n")
+    assert same == f"{tmp_path / 'sweep.yaml'}: runs 1 and 2 both write to {tmp_path / 'o' / 'same'}; give them different names, output_dir or keys"
+    named = _load_error(tmp_path, "- {model: m, name: dup}\n- {model: m, limit: 3, name: dup}\n")
+    assert named == f"{tmp_path / 'sweep.yaml'}: runs 1 and 2 are both named 'dup'; give them different names, output_dir or keys"
+    keys = _load_error(tmp_path, "- {model: m, name: a, tasks: te}\n- {model: m, name: b, tasks: [te]}\n")
+    assert keys == f"{tmp_path / 'sweep.yaml'}: runs 1 and 2 are the same run (the same keys); give them different names, output_dir or keys"
 
 
 def test_standing_of_a_running_run(tmp_path: Path) -> None:
@@ -105,16 +146,17 @@ def test_standing_of_a_running_run(tmp_path: Path) -> None:
     assert standing(tmp_path, cache) == (0, "running: 3 requests saved")
 
 
-def test_a_run_folder_in_use_is_not_run_twice(tmp_path: Path) -> None:
-    import fcntl
+def test_a_run_folder_in_use_is_not_run_twice(tiny_model: Path, tmp_path: Path) -> None:
+    from filelock import FileLock
 
     folder = tmp_path / "run"
     folder.mkdir()
-    with open(folder / LOCK_FILE, "a") as held:  # another sweep's task (or its run) holds the folder
-        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        code, last = run_one(("--model", "never/started"), str(folder))
-    assert (code, last) == (LOCKED, f"{folder} is being run by another process (another sweep, or a run left by a dead task): not started")
-    assert (folder / "sweep.log").read_text("utf-8") == ""  # nothing was started
+    config = tmp_path / "run.yaml"
+    config.write_text(json.dumps({"model": str(tiny_model), "data": str(DATA), "tasks": "wic", "limit": 1, "output_dir": str(folder)}), "utf-8")
+    with FileLock(folder / RUN_LOCK):  # another sweep's run (or a `run`) holds the folder
+        code, last, where = run_one(str(config), str(tmp_path / "run.log"), str(tmp_path))
+    assert (code, last) == (LOCKED, f"Error: {folder} is being run by another process (another sweep or run): not started")
+    assert where == str(folder) and not (folder / "cache.jsonl").exists() and not (folder / "results.json").exists()  # nothing computed
 
 
 # ---------------------------------------------------------------- killed and rerun
