@@ -148,6 +148,14 @@ def spec_error(err: ValidationError, where: str, keys: list[str]) -> RunSpecErro
     return RunSpecError(f"{where}: key {key}: {_expected(error)}{got}")
 
 
+def _same(given: Any, value: Any) -> bool:
+    """Whether a backend_args value (a string from --backend-arg, or typed) means the alias's ``value``."""
+    try:
+        return given == value or str(given).strip() == str(value) or float(str(given)) == float(value)
+    except (TypeError, ValueError):
+        return False
+
+
 def fold_aliases(values: dict[str, Any], where: str) -> tuple[dict[str, Any], list[str]]:
     """``values`` with each engine-flag key moved into ``backend_args`` (a different value there is an
     error), and a note per key naming the ``--backend-arg`` spelling."""
@@ -158,11 +166,11 @@ def fold_aliases(values: dict[str, Any], where: str) -> tuple[dict[str, Any], li
             values.pop(key, None)
             continue
         value = values.pop(key)
-        if name in args and str(args[name]) != str(value):
+        if name in args and not _same(args[name], value):
             raise RunSpecError(f"{where}: key {key}: {value!r} disagrees with backend_args {name}: {args[name]!r}; give one")
         args[name] = value
-        notes.append(f"note: {key.replace('_', '-')} is an alias of --backend-arg {name}={value} (backend_args: {{{name}: {value}}}); "
-                     "the alias will be removed")
+        notes.append(f"note: --{key.replace('_', '-')} ({key}: in a file) is an alias of --backend-arg {name}={value} "
+                     f"(in a file: backend_args: {{{name}: {value}}}), kept for one release")
     if args:
         values["backend_args"] = args
     return values, notes

@@ -183,7 +183,8 @@ def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | 
         check_reservations(runs, None)
     started_ray = not ray.is_initialized()
     if started_ray:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        # "local": a Ray of our own, never one that another process left running here (its address in /tmp/ray).
+        ray.init(address=address or "local", include_dashboard=False, log_to_driver=False, configure_logging=False)
     task = ray.remote(run_one)
     states: dict[int, tuple[str, Path | None]] = {}
     pending: dict[Any, int] = {}

@@ -116,7 +116,8 @@ class ReplicaBackend(Backend):
             check_replicas_room(size, resources, machine_resources(), "this machine")
         if self._started_ray:
             # A local Ray for this run: room for every replica even on fewer cores (CPU replicas share --threads).
-            ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False,
+            # "local": a Ray of our own, never one that another process left running here (its address in /tmp/ray).
+            ray.init(address=address or "local", include_dashboard=False, log_to_driver=False, configure_logging=False,
                      **({} if address else {"num_cpus": max(os.cpu_count() or 1, int(size * resources["num_cpus"]))}))
         if address or not self._started_ray:  # a cluster (or a Ray this process joined already): what it reports
             try:

@@ -35,8 +35,8 @@ def two_models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return [build_tiny_model(tmp_path_factory.mktemp(f"tiny{seed}"), seed=seed) for seed in (0, 1)]
 
 
-def _sweep_file(path: Path, models: list[Path], out: Path, bad_limit: bool) -> Path:
-    runs = [{"model": str(m), "setting": s, "output_dir": str(out / f"m{i}-{s}"), **({"limit": 0} if bad_limit and (i, s) == (1, "ce") else {})}
+def _sweep_file(path: Path, models: list[Path], out: Path, bad_prompt: bool) -> Path:
+    runs = [{"model": str(m), "setting": s, "output_dir": str(out / f"m{i}-{s}"), **({"prompts": "p9"} if bad_prompt and (i, s) == (1, "ce") else {})}
             for i, m in enumerate(models) for s in ("loglikelihood", "ce")]
     doc = {"defaults": {"data": str(DATA), "tasks": "te", "limit": 2, "batch_size": 2, "max_new_tokens": 2, "backend_args": {"gguf_file": "none"}},
            "runs": runs}
@@ -52,20 +52,20 @@ def _sweep(file: Path, report: Path) -> subprocess.CompletedProcess:
 
 def test_sweep_four_runs_one_report_and_resume(two_models: list[Path], tmp_path: Path) -> None:
     out, report = tmp_path / "runs", tmp_path / "report"
-    first = _sweep(_sweep_file(tmp_path / "sweep.json", two_models, out, bad_limit=True), report)
+    first = _sweep(_sweep_file(tmp_path / "sweep.json", two_models, out, bad_prompt=True), report)
     assert first.returncode == 1 and "1 of 4 runs failed" in first.stderr, first.stdout + first.stderr
     assert "m1-ce: failed (exit 2)" in first.stdout  # reported; the three others went on
     for n, name in enumerate(["m0-loglikelihood", "m0-ce", "m1-loglikelihood", "m1-ce"], 1):
         said = [line for line in first.stdout.splitlines() if line.startswith(f"[{n}/4] ")]
         # Where each run stands, in order: queued, started (host, pid), ended.
         texts = [line.split(f" {name}: ", 1)[1] for line in said]
-        assert texts[0] == f"queued -> {out / name}" and texts[1].startswith("started on "), said
+        assert texts[0] == f"queued -> {out / name} (log {report / 'logs' / f'{n}.log'})" and texts[1].startswith("started on "), said
         assert texts[-1].startswith("failed (exit 2)" if name == "m1-ce" else "complete (")
     done = {p.name: json.loads((p / "results.json").read_text("utf-8")) for p in sorted(out.iterdir()) if (p / "results.json").is_file()}
     assert sorted(done) == ["m0-ce", "m0-loglikelihood", "m1-loglikelihood"] and all(d["status"] == "complete" for d in done.values())
     assert done["m0-ce"]["config"]["setting"] == "ce" and done["m0-ce"]["results"]["te"]["p1"]["n"] == 2
     stamps = {name: (out / name / "results.json").stat().st_mtime_ns for name in done}
-    second = _sweep(_sweep_file(tmp_path / "sweep.json", two_models, out, bad_limit=False), report)
+    second = _sweep(_sweep_file(tmp_path / "sweep.json", two_models, out, bad_prompt=False), report)
     assert second.returncode == 0, second.stdout + second.stderr
     assert second.stdout.count("already complete") == 3 and "m1-ce: complete" in second.stdout
     assert {name: (out / name / "results.json").stat().st_mtime_ns for name in done} == stamps  # not run again
@@ -313,7 +313,8 @@ def test_sweep_killed_mid_run_resumes_computing_only_what_was_missing(two_models
         before = set(killed[name][1])
         assert before <= set(keys) and len(keys) == _total(name)
         # The rerun's own count (its last line in the run's console): only what the cache lacked was computed.
-        counts = re.findall(r"(\d+) requests computed, (\d+) read from the cache", (runs / name / "sweep.log").read_text("utf-8"))
+        log = tmp_path / "report" / "logs" / f"{names.index(name) + 1}.log"
+        counts = re.findall(r"(\d+) requests computed, (\d+) read from the cache", log.read_text("utf-8"))
         assert counts and tuple(map(int, counts[-1])) == (len(keys) - len(before), len(before)), (name, counts, len(before))
     assert "report of 4 runs" in said and (tmp_path / "report" / "report.json").is_file()
     for name in names:  # the same numbers and samples as the sweep never killed
