@@ -90,7 +90,7 @@ def spec_of(ctx: click.Context, given: dict):
         values = cli_values(given, explicit, read_config_file(config) if config else {})
         if values.get("model") is None:
             raise click.UsageError("give --model (or model: in the --config file)")
-        spec, notes = build_spec(values, str(config) if config else "evalita-eval run")
+        spec, notes = build_spec(values, str(config) if config else None)  # None: the options name themselves
     except RunSpecError as err:
         raise click.ClickException(str(err)) from None
     for note in notes:

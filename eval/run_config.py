@@ -136,7 +136,12 @@ def _expected(error: dict) -> str:
     return str(error["msg"]).removeprefix("Value error, ")
 
 
-def spec_error(err: ValidationError, where: str, keys: list[str]) -> RunSpecError:
+def _at(where: str | None, key: str) -> str:
+    """``FILE: run N: key K``, or the option ``--k`` for values given on the command line alone (``where`` None)."""
+    return f"{where}: key {key}" if where else f"--{key.replace('_', '-')}"
+
+
+def spec_error(err: ValidationError, where: str | None, keys: list[str]) -> RunSpecError:
     """The first error of a validation as one line: ``WHERE: key K: expected ..., got V``."""
     error = err.errors()[0]
     key = ".".join(str(part) for part in error["loc"]) or "?"
@@ -145,7 +150,7 @@ def spec_error(err: ValidationError, where: str, keys: list[str]) -> RunSpecErro
         hint = f" (did you mean {close[0]}?)" if close else ""
         return RunSpecError(f"{where}: unknown key {key!r}{hint}; the keys are those of `evalita-eval run --help`, underscores for dashes")
     got = "" if error["type"] == "missing" else f", got {error.get('input')!r}"
-    return RunSpecError(f"{where}: key {key}: {_expected(error)}{got}")
+    return RunSpecError(f"{_at(where, key)}: {_expected(error)}{got}")
 
 
 def _same(given: Any, value: Any) -> bool:
@@ -156,7 +161,7 @@ def _same(given: Any, value: Any) -> bool:
         return False
 
 
-def fold_aliases(values: dict[str, Any], where: str) -> tuple[dict[str, Any], list[str]]:
+def fold_aliases(values: dict[str, Any], where: str | None) -> tuple[dict[str, Any], list[str]]:
     """``values`` with each engine-flag key moved into ``backend_args`` (a different value there is an
     error), and a note per key naming the ``--backend-arg`` spelling."""
     values, notes = dict(values), []
@@ -167,7 +172,7 @@ def fold_aliases(values: dict[str, Any], where: str) -> tuple[dict[str, Any], li
             continue
         value = values.pop(key)
         if name in args and not _same(args[name], value):
-            raise RunSpecError(f"{where}: key {key}: {value!r} disagrees with backend_args {name}: {args[name]!r}; give one")
+            raise RunSpecError(f"{_at(where, key)}: {value!r} disagrees with backend_args {name}: {args[name]!r}; give one")
         args[name] = value
         notes.append(f"note: --{key.replace('_', '-')} ({key}: in a file) is an alias of --backend-arg {name}={value} "
                      f"(in a file: backend_args: {{{name}: {value}}}), kept for one release")
@@ -176,7 +181,7 @@ def fold_aliases(values: dict[str, Any], where: str) -> tuple[dict[str, Any], li
     return values, notes
 
 
-def build_spec(values: dict[str, Any], where: str) -> tuple[RunSpec, list[str]]:
+def build_spec(values: dict[str, Any], where: str | None) -> tuple[RunSpec, list[str]]:
     """The ``RunSpec`` of ``values`` (validated, engine flags folded into backend_args) and the notes
     on the aliases used; a ``RunSpecError`` naming ``where`` and the key otherwise."""
     try:
@@ -189,7 +194,7 @@ def build_spec(values: dict[str, Any], where: str) -> tuple[RunSpec, list[str]]:
     return spec, notes
 
 
-def check_backend_args(spec: RunSpec, where: str) -> None:
+def check_backend_args(spec: RunSpec, where: str | None) -> None:
     """backend_args checked against the backend's declared options (typed), before anything starts."""
     from .api import BackendOptions
     from .backend_support.options import BackendOptionError, resolve_options
@@ -202,7 +207,7 @@ def check_backend_args(spec: RunSpec, where: str) -> None:
         resolve_options(get_backend_class(spec.backend), BackendOptions(model=spec.model, extra={
             k: v for k, v in spec.backend_args.items() if k not in REPLICA_OPTIONS}))
     except (BackendOptionError, ValueError) as err:
-        raise RunSpecError(f"{where}: key backend_args: {err}") from None
+        raise RunSpecError(f"{where}: key backend_args: {err}" if where else str(err)) from None
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
