@@ -124,3 +124,11 @@ def test_replicas_beyond_the_machine_are_refused_before_ray_starts(tiny_model: P
     assert swept.returncode == 1 and swept.stderr.strip().splitlines()[-1] == (
         f"Error: sweep.json: run 1 (big): its replicas and GPUs need {' and '.join(short)}; nothing was started")
     assert not ray_tmp.exists() and not (tmp_path / "report").exists()
+
+
+def test_a_sweep_file_with_a_bad_value_is_one_line_naming_file_run_and_key(tmp_path: Path, ray_tmp: Path) -> None:
+    (tmp_path / "sweep.yaml").write_text("defaults: {data: d}\nruns:\n- {model: m, name: good}\n- {model: m, name: bad, num_fewshot: five}\n", "utf-8")
+    said = _cli(tmp_path, "sweep", "sweep.yaml", "--out", "report")
+    assert said.returncode == 1 and said.stderr.strip().splitlines() == [
+        "Error: sweep.yaml: run 2 (bad): key num_fewshot: expected an integer, got 'five'"]
+    assert not ray_tmp.exists() and not (tmp_path / "report").exists()  # refused before anything started
