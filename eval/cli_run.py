@@ -1,6 +1,7 @@
-"""``evalita-eval run``: the run configuration built from its options (eval/cli_run_options.py), and
-the run itself: the backend loaded, the plan announced and executed. Its inputs are checked by
-eval/cli_run_inputs.py before the model loads; eval/cli.py registers the command."""
+"""``evalita-eval run``: the run's typed ``RunSpec`` (eval/run_config.py) built from its options
+(eval/cli_run_options.py) and ``--config FILE``, and the run itself: the backend loaded, the folder
+locked, the plan announced and executed. Its inputs are checked by eval/cli_run_inputs.py before the
+model loads; eval/cli.py registers the command."""
 
 from __future__ import annotations
 
