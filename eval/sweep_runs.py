@@ -153,7 +153,10 @@ def identity_difference(doc: Any, spec: RunSpec) -> str | None:
     if spec.tasks:
         from .sources.entries import select_entries
 
-        missing = [e.name for e in select_entries(spec.tasks) if e.name not in (doc.get("results") or {})]
+        try:
+            missing = [e.name for e in select_entries(spec.tasks) if e.name not in (doc.get("results") or {})]
+        except KeyError:  # a task no one registered: `run` says so when the run is started
+            return "unknown tasks"
         if missing:
             return f"tasks {', '.join(missing)} not evaluated"
     return None

@@ -325,3 +325,24 @@ def test_sweep_killed_mid_run_resumes_computing_only_what_was_missing(two_models
 
 def _samples(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((out / "samples").iterdir())}
+
+
+def test_complete_means_the_recorded_identity_is_the_runs() -> None:
+    from evalita_eval.run_config import build_spec
+    from evalita_eval.running.identity import run_id
+    from evalita_eval.sweep_runs import entry_identity, identity_difference
+
+    spec, _ = build_spec({"model": "org/a", "tasks": "te", "limit": 2, "backend_args": {"gguf_file": "none"}}, "s.yaml: run 1")
+    identity = {**entry_identity(spec), "chat_template": None,
+                "model": {"name_or_path": "org/a", "revision": None, "backend": "hf", "dtype": "float32", "gguf_file": None}}
+    doc = {"status": "complete", "run_identity": identity, "run_id": run_id(identity), "results": {"te": {}}}
+    assert identity_difference(doc, spec) is None
+    assert identity_difference({**doc, "status": "partial"}, spec) == "not complete"
+    assert identity_difference({**doc, "results": {}}, spec) == "tasks te not evaluated"
+    assert identity_difference({**doc, "run_id": "0" * 10}, spec) == "no run identity matching its run id"
+    edited = build_spec({"model": "org/a", "tasks": "te", "limit": 3}, "s.yaml: run 1")[0]
+    assert identity_difference(doc, edited) == "limit: 2 in the folder, 3 here"
+    other = build_spec({"model": "org/a", "tasks": "te", "limit": 2, "backend_args": {"gguf_file": "x.gguf"}}, "s.yaml: run 1")[0]
+    assert identity_difference(doc, other) == 'model.gguf_file: null in the folder, "x.gguf" here'
+    assert identity_difference(doc, build_spec({"model": "org/a", "tasks": "te", "limit": 2, "dtype": "bfloat16"}, "s")[0]) == (
+        'model.dtype: "float32" in the folder, "bfloat16" here')
