@@ -60,9 +60,14 @@ def sweep(sweep_file: Path, out: Path, ray_address: str | None) -> None:
         raise click.ClickException(str(err)) from None
     if importlib.util.find_spec("ray") is None:
         raise click.ClickException("`evalita-eval sweep` runs on Ray, which is not installed: pip install 'evalita-llm[ray]'")
-    failed = report_sweep(runs, out, ray_address, click.echo)
+    from .replicas.resources import NotEnoughResources
+
+    try:
+        failed = report_sweep(runs, out, ray_address, click.echo)
+    except NotEnoughResources as err:
+        raise click.ClickException(f"{sweep_file}: {err}") from None
     if failed:
-        raise click.ClickException(f"{failed} of {len(runs)} runs failed (see each one's sweep.log); rerun the sweep to resume them")
+        raise click.ClickException(f"{failed} of {len(runs)} runs failed (see each one's log in {out / 'logs'}); rerun the sweep to resume them")
 
 
 # ---------------------------------------------------------------- aggregate / report

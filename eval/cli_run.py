@@ -1,10 +1,14 @@
-"""``evalita-eval run``: the run configuration built from its options (eval/cli_run_options.py), and
-the run itself: the backend loaded, the plan announced and executed. Its inputs are checked by
-eval/cli_run_inputs.py before the model loads; eval/cli.py registers the command."""
+"""``evalita-eval run``: the run's typed ``RunSpec`` (eval/run_config.py) built from its options
+(eval/cli_run_options.py) and ``--config FILE``, and the run itself: the backend loaded, the folder
+locked, the plan announced and executed. Its inputs are checked by eval/cli_run_inputs.py before the
+model loads; eval/cli.py registers the command."""
 
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
 
 import click
 
@@ -13,6 +17,31 @@ from evalita_data.cli_errors import one_line
 from .cli_run_inputs import check_data, entries_and_prompts, open_data
 from .cli_run_options import run_options
 from .cli_support import RUN_NEEDS, check_model_name, default_device, require
+
+
+# The line naming the run's folder (a sweep reads the folder of a run it started from it).
+WRITING_TO = "writing to "
+
+
+@contextmanager
+def folder_lock(out: Path) -> Iterator[None]:
+    """Hold ``OUT/.run.lock`` (filelock) while the run computes: two processes (two sweeps, a sweep and
+    a `run`) never compute one folder at once; the second stops with one line and exit code 75."""
+    from filelock import FileLock, Timeout
+
+    from .running.identity import LOCKED, RUN_LOCK
+
+    out.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(out / RUN_LOCK, blocking=False)
+    try:
+        lock.acquire()
+    except Timeout:
+        click.echo(f"Error: {out} is being run by another process (another sweep or run): not started", err=True)
+        sys.exit(LOCKED)
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def execute(backend_name: str, options, source, config, entries: list, output_dir: str | None):
@@ -30,12 +59,13 @@ def execute(backend_name: str, options, source, config, entries: list, output_di
             model_info = ModelInfo(options.model, options.revision, backend.dtype, backend_name, backend.cache_identity())
             if output_dir is None:  # named by the model and the run's identity: two runs never share one
                 output_dir = str(default_output_dir(identity_of(backend, model_info.record, config)))
-            click.echo(f"writing to {output_dir}" + (f" (split {config.split}: not comparable with the paper)" if config.split else ""), err=True)
-            runner = Runner(backend, model_info, source, config, output_dir, echo=click.echo)
-            # Without a terminal (no progress bars) the estimate is a progress line for the logs, once a minute.
-            plan = runner.plan(entries)  # built once: printed, then executed
-            announce(runner, plan, backend, lambda text: click.echo(text, err=True), every_s=300.0 if config.progress else 60.0)
-            return runner.run(plan), runner
+            click.echo(f"{WRITING_TO}{output_dir}" + (f" (split {config.split}: not comparable with the paper)" if config.split else ""), err=True)
+            with folder_lock(Path(output_dir)):
+                runner = Runner(backend, model_info, source, config, output_dir, echo=click.echo)
+                # Without a terminal (no progress bars) the estimate is a progress line for the logs, once a minute.
+                plan = runner.plan(entries)  # built once: printed, then executed
+                announce(runner, plan, backend, lambda text: click.echo(text, err=True), every_s=300.0 if config.progress else 60.0)
+                return runner.run(plan), runner
         finally:
             backend.close()
     except KeyboardInterrupt:
@@ -48,45 +78,55 @@ def execute(backend_name: str, options, source, config, entries: list, output_di
         raise click.ClickException(one_line(err)) from err
 
 
+def spec_of(ctx: click.Context, given: dict):
+    """The run's ``RunSpec`` (eval/run_config.py): --config FILE's keys, overridden by the options given
+    on the command line; a note per engine-flag alias; one line naming the file and the key otherwise."""
+    from click.core import ParameterSource
+
+    from .run_config import RunSpecError, build_spec, cli_values, read_config_file
+
+    config = given.pop("config")
+    explicit = {p for p in given if ctx.get_parameter_source(p) not in (ParameterSource.DEFAULT, None)}
+    try:
+        values = cli_values(given, explicit, read_config_file(config) if config else {})
+        if values.get("model") is None:
+            raise click.UsageError("give --model (or model: in the --config file)")
+        spec, notes = build_spec(values, str(config) if config else None)  # None: the options name themselves
+    except RunSpecError as err:
+        raise click.ClickException(str(err)) from None
+    for note in notes:
+        click.echo(note, err=True)
+    return spec
+
+
 @click.command()
 @run_options
-def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, max_memory, backend_name, device, dtype,
-        max_length, threads, tensor_parallel_size, data_parallel_size, gpu_memory_utilization, max_model_len, base_url, api_key_env,
-        concurrency, timeout_s, max_retries, backend_args, apply_chat_template, trust_remote_code, max_new_tokens, seed, setting, constrained,
-        system_instruction, fewshot_as_multiturn, eval_split, output_dir, overwrite, progress) -> None:
+@click.pass_context
+def run(ctx: click.Context, **given) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
     require("run", RUN_NEEDS)
-    from .backend_support.options import options_from_cli
+    spec = spec_of(ctx, given)
+    run_spec(spec)
+
+
+def run_spec(spec) -> None:
+    """``run`` of a checked ``RunSpec``: its inputs checked before the model loads, the run, its tables."""
+    from .run_config import backend_options, runner_config
     from .running.console import run_counts, summary_table, task_summary_table
-    from .running.runner import RunConfig
     from .running.selection import nothing_evaluated
 
-    if (data_dir is None) == (hub_org is None):
+    if (spec.data is None) == (spec.hub_org is None):
         raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")
-    check_model_name(model, backend_args)
-    device = device or default_device()
-    entries, prompt_names = entries_and_prompts(tasks, prompts, setting)
+    check_model_name(spec.model, tuple(f"{k}={v}" for k, v in spec.backend_args.items()))
+    device = spec.device or default_device()
+    entries, prompt_names = entries_and_prompts(spec.tasks_option, spec.prompts_option, spec.setting)
     import datasets
 
     datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
-    source = open_data(data_dir, hub_org)
-    config = RunConfig(progress=sys.stderr.isatty() if progress is None else progress,
-                       num_fewshot=num_fewshot, limit=limit, batch_size=batch_size, max_memory=max_memory, apply_chat_template=apply_chat_template,
-                       seed=seed, device=device, prompts=prompt_names, max_new_tokens=max_new_tokens,
-                       skip_missing=tasks is None, setting=setting, constrained=constrained,
-                       system_instruction=system_instruction, fewshot_as_multiturn=fewshot_as_multiturn, split=eval_split,
-                       overwrite=overwrite)
-    check_data(entries, source, config, named_tasks=tasks is not None)
-    try:
-        options = options_from_cli(
-            backend_args, model=model, revision=revision, device=device, dtype=dtype, batch_size=batch_size, max_memory=max_memory,
-            trust_remote_code=trust_remote_code, max_length=max_length, threads=threads, seed=seed,
-            tensor_parallel_size=tensor_parallel_size, data_parallel_size=data_parallel_size, gpu_memory_utilization=gpu_memory_utilization,
-            max_model_len=max_model_len, base_url=base_url, api_key_env=api_key_env, concurrency=concurrency, timeout_s=timeout_s,
-            max_retries=max_retries)
-    except ValueError as err:
-        raise click.BadParameter(str(err), param_hint="--backend-arg") from err
-    result, runner = execute(backend_name, options, source, config, entries, output_dir)
+    source = open_data(spec.data, spec.hub_org)
+    config = runner_config(spec, device, sys.stderr.isatty() if spec.progress is None else spec.progress)
+    check_data(entries, source, config, named_tasks=spec.tasks is not None)
+    result, runner = execute(spec.backend, backend_options(spec, device), source, config, entries, spec.output_dir)
     if result.status == "empty":  # every task skipped by the runner (e.g. none declares the --setting's prompts)
         raise click.ClickException(nothing_evaluated(result.skipped, source))
     click.echo(summary_table(result.results))

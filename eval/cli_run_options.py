@@ -39,7 +39,10 @@ def task_help() -> str:
 
 
 RUN_OPTIONS = [
-    click.option("--model", "model", required=True, help="Local folder or Hub id of a causal language model."),
+    click.option("--config", "config", default=None, type=click.Path(dir_okay=False),
+                 help="A YAML or JSON file of run options (the keys of these options, underscores for dashes; backend_args: a "
+                      "mapping). Options given here override it. docs/evaluator.md."),
+    click.option("--model", "model", default=None, help="Local folder or Hub id of a causal language model (required, here or in --config)."),
     click.option("--revision", default=None, help="Model revision (branch, tag or commit) on the Hub."),
     click.option("--data", "data_dir", default=None,
                  help="Local build folder (evalita-data build), a folder in the Hub layout, or hf:ORG for the "

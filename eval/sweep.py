@@ -1,111 +1,33 @@
 """``evalita-eval sweep FILE``: many runs (models x settings ...) as Ray tasks, then one report.
 
-FILE (YAML or JSON) is a list of runs, or ``{"defaults": {...}, "runs": [...]}`` whose
-defaults every run extends. A run names what ``evalita-eval run`` takes: ``model`` (required),
-``data`` or ``hub_org``, ``backend``, ``backend_args`` (a mapping: ``--backend-arg K=V``),
-``setting``, ``tasks``, ``prompts``, ``num_fewshot``, ``limit``, ``batch_size``, ``device``,
-``max_new_tokens``, ``output_dir`` ... (any ``run`` option, underscores for dashes; ``true``
-for a flag). Each run is the real ``run`` command in its own process (a Ray task reserving
-the run's GPUs: ``tensor_parallel_size x data_parallel_size`` for vllm, one for a CUDA
-``hf`` run), writing its folder exactly as ``run`` would, and its console into
-``OUTPUT_DIR/sweep.log``. A run whose ``results.json`` is complete is not started again;
-any other resumes from its cache. A failed run is reported and the others go on. The driver
-prints a line per run as it is queued, starts, finishes a task and ends (``Lines``, from what
-each run's task reports to a ``Board`` actor); a run's folder is locked while it runs, so two
-sweeps never compute one run at once.
+FILE (YAML or JSON) is a list of runs, or ``{"defaults": {...}, "runs": [...]}`` whose defaults
+every run extends. A run holds the keys of ``evalita-eval run --config`` (eval/run_config.py:
+``model``, ``data``, ``backend``, ``backend_args`` as a mapping, ``setting``, ``limit`` ...) and
+an optional ``name``; eval/sweep_runs.py reads and checks them all before anything starts. Each run
+is the real ``run --config`` of its keys (written to ``OUT/runs/<n>.yaml``) in its own process (a
+Ray task reserving the run's GPUs), writing its folder exactly as ``run`` would (without
+``output_dir``: ``results/<model>/<setting>-<run id>``), its console into ``OUT/logs/<n>.log``.
+A run whose folder records a complete run of the same identity is not started again; any other
+resumes from its cache. A failed run is reported and the others go on. The driver prints a line
+per run as it is queued, starts, finishes a task and ends (``Lines``, from what each run's task
+reports to a ``Board`` actor). ``run`` holds its folder's lock while it computes, so two sweeps
+never compute one run at once. What the runs reserve is compared with what there is first.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
+import os
 import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-# Keys of a run that are not `run` options.
-_OWN_KEYS = {"backend_args", "name"}
+from .sweep_runs import SweepRun, complete_folder, load_sweep
 
-
-@dataclass(frozen=True)
-class SweepRun:
-    name: str
-    argv: tuple[str, ...]  # the `evalita-eval run` arguments
-    output_dir: Path
-    gpus: float
-
-
-def load_sweep(path: Path) -> list[SweepRun]:
-    """The runs of a sweep file; a ValueError naming the file and the run for anything else."""
-    import yaml
-
-    try:
-        doc = yaml.safe_load(path.read_text("utf-8"))  # JSON is YAML too
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise ValueError(f"{path}: not a readable YAML or JSON file ({' '.join(str(err).split())[:200]})") from None
-    defaults: dict[str, Any] = {}
-    if isinstance(doc, dict) and set(doc) <= {"defaults", "runs"}:
-        defaults, doc = doc.get("defaults") or {}, doc.get("runs")
-    if not isinstance(doc, list) or not doc or not isinstance(defaults, dict):
-        raise ValueError(f"{path}: expected a non-empty list of runs, or {{defaults: {{...}}, runs: [...]}}")
-    runs = []
-    for n, raw in enumerate(doc, 1):
-        if not isinstance(raw, dict) or "model" not in {**defaults, **raw}:
-            raise ValueError(f"{path}: run {n} is not a mapping with a model")
-        runs.append(sweep_run({**defaults, **raw}, n, path))
-    dirs = [r.output_dir for r in runs]
-    if len(set(dirs)) != len(dirs):
-        twice = next(d for d in dirs if dirs.count(d) > 1)
-        raise ValueError(f"{path}: two runs write to {twice}; give them different settings or output_dir")
-    return runs
-
-
-def sweep_run(spec: dict[str, Any], n: int, path: Path) -> SweepRun:
-    """One run of the file as `run` arguments, its folder (as `run` names it) and its GPUs."""
-    from .naming import model_slug, setting_slug
-
-    argv: list[str] = []
-    for key, value in spec.items():
-        if key in _OWN_KEYS or value is None or value is False:
-            continue
-        flag = "--" + key.replace("_", "-")
-        if value is True:
-            argv.append(flag)
-        else:
-            argv += [flag, ",".join(map(str, value)) if isinstance(value, list) else str(value)]
-    backend_args = spec.get("backend_args") or {}
-    if not isinstance(backend_args, dict):
-        raise ValueError(f"{path}: run {n}: backend_args must be a mapping of NAME: VALUE")
-    for key, value in backend_args.items():
-        argv += ["--backend-arg", f"{key}={value}"]
-    output_dir = spec.get("output_dir") or str(Path("results") / model_slug(str(spec["model"]), spec.get("revision"))
-                                               / setting_slug(spec.get("setting", "loglikelihood"), bool(spec.get("constrained")),
-                                                              int(spec.get("num_fewshot", 0)), spec.get("split")))
-    if "output_dir" not in spec:
-        argv += ["--output-dir", output_dir]
-    return SweepRun(str(spec.get("name") or f"{spec['model']} {Path(output_dir).name}"), tuple(argv), Path(output_dir), run_gpus(spec))
-
-
-def run_gpus(spec: dict[str, Any]) -> float:
-    """GPUs one run reserves: vllm's tensor x data parallel sizes, one per hf replica on CUDA, else none."""
-    args = spec.get("backend_args") or {}
-    replicas = int(args.get("data_parallel_size", spec.get("data_parallel_size", 1)))
-    if spec.get("backend") == "vllm":
-        return float(int(args.get("tensor_parallel_size", spec.get("tensor_parallel_size", 1))) * replicas)
-    if str(spec.get("device", "")).startswith("cuda") or spec.get("device") == "auto":
-        return float(replicas)
-    return 0.0
-
-
-def is_complete(output_dir: Path) -> bool:
-    try:
-        return json.loads((output_dir / "results.json").read_text("utf-8")).get("status") == "complete"
-    except (OSError, ValueError, AttributeError):
-        return False
+__all__ = ["load_sweep", "report_sweep", "run_one"]
 
 
 # Seconds between two looks at a running run's folder (its task) and at the runs' news (the driver).
@@ -148,11 +70,6 @@ def standing(folder: Path, cache: CacheLines) -> tuple[int, str]:
     return len(finished), f"running: {tasks}{cache.count()} requests saved"
 
 
-# Held (flock) by a run's task and its `run` process while it runs: two never compute one folder at once.
-LOCK_FILE = ".sweep.lock"
-LOCKED = 75  # the exit code reported for a run whose folder another process is running (EX_TEMPFAIL)
-
-
 class Board:
     """A Ray actor that holds the latest standing each run's task reported: the driver prints it."""
 
@@ -166,35 +83,42 @@ class Board:
         return dict(self.news)
 
 
-def run_one(argv: tuple[str, ...], output_dir: str, board: Any = None, run: int = 0) -> tuple[int, str]:
-    """The `run` command in its own process, its console appended to OUTPUT_DIR/sweep.log: (exit code,
-    last line). Tells ``board`` (a ``Board`` actor) that it started, then where it stands as it goes."""
+def folder_of(log: Path, cwd: str) -> Path | None:
+    """The folder a run wrote to: the last ``writing to FOLDER`` line of its console (eval/cli_run.py)."""
+    lines = log.read_text("utf-8", errors="replace").splitlines() if log.is_file() else []
+    said = [line.split("writing to ", 1)[1].split(" (split ", 1)[0] for line in lines if line.startswith("writing to ")]
+    return (Path(cwd) / said[-1]).resolve() if said else None
+
+
+def run_one(config: str, log: str, cwd: str, board: Any = None, run: int = 0) -> tuple[int, str, str | None]:
+    """``run --config CONFIG`` in its own process (in ``cwd``, the driver's folder), its console appended
+    to ``log``: (exit code, last line, the run's folder or None). Tells ``board`` (a ``Board`` actor)
+    that it started, then where it stands as it goes."""
     import ray
 
-    folder = Path(output_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / LOCK_FILE, "a") as lock, open(folder / "sweep.log", "a", encoding="utf-8") as log:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return LOCKED, f"{folder} is being run by another process (another sweep, or a run left by a dead task): not started"
-        # The run holds the lock too (the fd passed on): a run outliving this task still keeps a second one out.
-        child = subprocess.Popen([sys.executable, "-m", "evalita_eval.cli", "run", "--no-progress", *argv], stdout=log, stderr=subprocess.STDOUT,
-                                 pass_fds=(lock.fileno(),))
+    Path(log).parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a", encoding="utf-8") as out:
+        child = subprocess.Popen([sys.executable, "-m", "evalita_eval.cli", "run", "--config", config, "--no-progress"],
+                                 stdout=out, stderr=subprocess.STDOUT, cwd=cwd if os.path.isdir(cwd) else None)
         if board is not None:  # waited for: the driver sees "started" before it sees the end
             ray.get(board.report.remote(run, 0, f"started on {socket.gethostname()} (pid {child.pid})"))
-        cache, last = CacheLines(folder / "cache.jsonl"), ""
+        cache, last, folder = None, "", None
         while True:
             try:
                 code = child.wait(timeout=STATUS_POLL_S)
                 break
             except subprocess.TimeoutExpired:
+                folder = folder or folder_of(Path(log), cwd)
+                if folder is None:
+                    continue
+                cache = cache or CacheLines(folder / "cache.jsonl")
                 finished, text = standing(folder, cache)
                 if board is not None and text != last:
                     board.report.remote(run, finished, text)
                     last = text
-    lines = (folder / "sweep.log").read_text("utf-8", errors="replace").strip().splitlines()
-    return code, lines[-1] if lines else ""
+    lines = Path(log).read_text("utf-8", errors="replace").strip().splitlines()
+    folder = folder_of(Path(log), cwd)
+    return code, lines[-1] if lines else "", None if folder is None else str(folder)
 
 
 class Lines:
@@ -222,52 +146,107 @@ class Lines:
                 self.shown[run] = (finished, text, now)
 
 
-def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | None = None) -> dict[str, str]:
+def check_reservations(runs: list[SweepRun], address: str | None) -> None:
+    """Each run's GPUs (its Ray task's reservation) and its replicas' CPUs, against this machine's
+    (a local Ray) or the cluster's: one line naming the run before any run starts."""
+    from .replicas.resources import check_room, cluster_resources, machine_resources
+
+    have, where = (cluster_resources(), f"the Ray cluster at {address}") if address else (machine_resources(), "this machine")
+    for run in runs:
+        check_room(f"{run.where}: its replicas and GPUs", run.cpus, run.gpus, have, where)
+
+
+def write_configs(runs: list[SweepRun], out: Path) -> list[Path]:
+    """Each run's keys as the ``run --config`` file its task runs (``OUT/runs/<n>.yaml``)."""
+    import yaml
+
+    from .run_config import spec_file_values
+
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    paths = []
+    for run in runs:
+        values = spec_file_values(run.spec)
+        if run.output_dir is not None:
+            values["output_dir"] = str(run.output_dir)
+        path = out / "runs" / f"{run.number}.yaml"
+        path.write_text(yaml.safe_dump(values, sort_keys=False, allow_unicode=True), "utf-8")
+        paths.append(path.resolve())
+    return paths
+
+
+def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | None, out: Path) -> dict[int, tuple[str, Path | None]]:
     """Every run not yet complete as a Ray task; a line per run as it is queued, starts, goes on and
-    ends. Returns run name -> state."""
+    ends. Returns run index -> (state, its folder)."""
     from .replicas.ray_start import start_ray, use_token_if_present
 
     use_token_if_present(address)  # before Ray reads its configuration
     import ray
 
+    if address is None:  # checked before Ray starts here
+        check_reservations(runs, None)
     started_ray = not ray.is_initialized()
     if started_ray:
         start_ray(address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     task = ray.remote(run_one)
-    states: dict[str, str] = {}
+    states: dict[int, tuple[str, Path | None]] = {}
     pending: dict[Any, int] = {}
     lines = Lines(runs, echo)
     try:
+        if address is not None:
+            check_reservations(runs, address)
+        configs = write_configs(runs, out)
         board = ray.remote(Board).options(num_cpus=0).remote()
         for i, run in enumerate(runs):
-            if is_complete(run.output_dir):
-                states[run.name] = "complete (earlier)"
-                lines.say(i, f"already complete in {run.output_dir}")
+            done = complete_folder(run)
+            if done is not None:
+                states[i] = ("complete (earlier)", done)
+                lines.say(i, f"already complete in {done}")
                 continue
-            pending[task.options(num_cpus=1, num_gpus=run.gpus).remote(run.argv, str(run.output_dir), board, i)] = i
-            lines.say(i, f"queued -> {run.output_dir}")
+            log = (out / "logs" / f"{run.number}.log").resolve()
+            pending[task.options(num_cpus=1, num_gpus=run.gpus).remote(str(configs[i]), str(log), os.getcwd(), board, i)] = i
+            lines.say(i, f"queued -> {run.output_dir or 'its run-id folder under results/'} (log {log})")
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=STATUS_POLL_S)
             lines.news(board, set(pending.values()))
             for ref in ready:
                 i = pending.pop(ref)
-                code, last = ray.get(ref)
-                states[runs[i].name] = "complete" if code == 0 else f"failed (exit {code}): {last}"
-                lines.say(i, f"{states[runs[i].name]} ({len(runs) - len(pending)}/{len(runs)} done; log {runs[i].output_dir / 'sweep.log'})")
+                code, last, folder = ray.get(ref)
+                states[i] = ("complete" if code == 0 else f"failed (exit {code}): {last}", None if folder is None else Path(folder))
+                lines.say(i, f"{states[i][0]} ({len(runs) - len(pending)}/{len(runs)} done; in {folder})")
     finally:
         if started_ray:
             ray.shutdown()
     return states
 
 
+def report_groups(runs: list[SweepRun], states: dict[int, tuple[str, Path | None]], out: Path) -> dict[Path, list[Path]]:
+    """The results files of the complete runs, by the folder of their report: one report in OUT when the
+    runs evaluate the same prompts, else one per prompt set (OUT/prompts-p1-p3, OUT/prompts-all): a
+    report compares every model on every prompt of a task."""
+    groups: dict[str, list[Path]] = {}
+    for i, (state, folder) in sorted(states.items()):
+        if state.startswith("complete") and folder is not None:
+            groups.setdefault("-".join(runs[i].spec.prompts or ["all"]), []).append(folder / "results.json")
+    if len(groups) == 1:
+        return {out: next(iter(groups.values()))}
+    return {out / f"prompts-{key}": paths for key, paths in groups.items()}
+
+
 def report_sweep(runs: list[SweepRun], out: Path, address: str | None, echo: Callable[[str], None]) -> int:
     """Run the sweep, then write one report (reporting/report.py, as `evalita-eval report`) of
-    every complete run; the number of runs that are not complete."""
+    every complete run (one per prompt set when the runs evaluate different prompts); the number
+    of runs that are not complete."""
     from .reporting.report import write_report
 
-    states = run_sweep(runs, echo, address)
-    complete = [r.output_dir / "results.json" for r in runs if states.get(r.name, "").startswith("complete")]
-    if complete:
-        written = write_report(complete, out, echo=echo)
-        echo(f"report of {len(complete)} runs: " + ", ".join(str(p) for p in written))
-    return len(runs) - len(complete)
+    for run in runs:
+        for note in run.notes:
+            echo(f"{run.where}: {note}")
+    states = run_sweep(runs, echo, address, out)
+    groups = report_groups(runs, states, out)
+    if len(groups) > 1:
+        echo(f"the runs evaluate different prompts: one report per prompt set ({len(groups)})")
+    for folder, paths in groups.items():
+        folder.mkdir(parents=True, exist_ok=True)
+        written = write_report(paths, folder, echo=echo)
+        echo(f"report of {len(paths)} runs: " + ", ".join(str(p) for p in written))
+    return len(runs) - sum(len(paths) for paths in groups.values())

@@ -42,6 +42,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("evalita_eval.model_path", "evalita_eval.publishing", "evalita_eval.running"),
     ("evalita_eval.backends",),  # the engines (the constrained-decoding one included)
     ("evalita_eval.replicas",),  # replicas of a backend on Ray (docs/parallel.md)
+    # One typed run config (run --config, sweep runs); a sweep file's runs and their identity; the sweep on Ray.
+    ("evalita_eval.run_config",),
+    ("evalita_eval.sweep_runs",),
     ("evalita_eval.sweep",),
     # The `evalita-eval` command: what the commands share; run's options and its input checks; run
     # itself; the command table.

@@ -109,7 +109,8 @@ def start_ray(address: str | None, **init_kwargs: Any) -> None:
     wait_s, started = start_wait_s(), time.monotonic()
     while True:
         try:
-            ray.init(address=address, **init_kwargs)
+            # "local": a Ray of our own, never one that another process left running here (its address in /tmp/ray).
+            ray.init(address=address if address is not None else "local", **init_kwargs)
             return
         except Exception as err:
             waited = time.monotonic() - started

@@ -23,6 +23,10 @@ RESULTS_FILE = "results.json"
 # What results.json calls the identity and its hash.
 IDENTITY_FIELD = "run_identity"
 ID_FIELD = "run_id"
+# Held (filelock) by the process computing a run's folder (eval/cli_run.py): two never compute one at once.
+RUN_LOCK = ".run.lock"
+LOCKED = 75  # the exit code of a run whose folder another process holds (EX_TEMPFAIL)
+ID_LENGTH = 10  # hex digits of the hash in folder names: 40 bits, no collision among one user's runs
 
 
 def chat_template_identity(backend: Any) -> dict:

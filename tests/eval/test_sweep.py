@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from evalita_eval.sweep import LOCK_FILE, LOCKED, CacheLines, load_sweep, run_one, standing
+from evalita_eval.running.identity import LOCKED, RUN_LOCK
+from evalita_eval.sweep import CacheLines, load_sweep, run_one, standing
 
 from paths import TEST_DATA
 
@@ -34,8 +35,8 @@ def two_models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return [build_tiny_model(tmp_path_factory.mktemp(f"tiny{seed}"), seed=seed) for seed in (0, 1)]
 
 
-def _sweep_file(path: Path, models: list[Path], out: Path, bad_limit: bool) -> Path:
-    runs = [{"model": str(m), "setting": s, "output_dir": str(out / f"m{i}-{s}"), **({"limit": 0} if bad_limit and (i, s) == (1, "ce") else {})}
+def _sweep_file(path: Path, models: list[Path], out: Path, bad_prompt: bool) -> Path:
+    runs = [{"model": str(m), "setting": s, "output_dir": str(out / f"m{i}-{s}"), **({"prompts": "p9"} if bad_prompt and (i, s) == (1, "ce") else {})}
             for i, m in enumerate(models) for s in ("loglikelihood", "ce")]
     doc = {"defaults": {"data": str(DATA), "tasks": "te", "limit": 2, "batch_size": 2, "max_new_tokens": 2, "backend_args": {"gguf_file": "none"}},
            "runs": runs}
@@ -51,20 +52,20 @@ def _sweep(file: Path, report: Path) -> subprocess.CompletedProcess:
 
 def test_sweep_four_runs_one_report_and_resume(two_models: list[Path], tmp_path: Path) -> None:
     out, report = tmp_path / "runs", tmp_path / "report"
-    first = _sweep(_sweep_file(tmp_path / "sweep.json", two_models, out, bad_limit=True), report)
+    first = _sweep(_sweep_file(tmp_path / "sweep.json", two_models, out, bad_prompt=True), report)
     assert first.returncode == 1 and "1 of 4 runs failed" in first.stderr, first.stdout + first.stderr
     assert "m1-ce: failed (exit 2)" in first.stdout  # reported; the three others went on
     for n, name in enumerate(["m0-loglikelihood", "m0-ce", "m1-loglikelihood", "m1-ce"], 1):
         said = [line for line in first.stdout.splitlines() if line.startswith(f"[{n}/4] ")]
         # Where each run stands, in order: queued, started (host, pid), ended.
         texts = [line.split(f" {name}: ", 1)[1] for line in said]
-        assert texts[0] == f"queued -> {out / name}" and texts[1].startswith("started on "), said
+        assert texts[0] == f"queued -> {out / name} (log {report / 'logs' / f'{n}.log'})" and texts[1].startswith("started on "), said
         assert texts[-1].startswith("failed (exit 2)" if name == "m1-ce" else "complete (")
     done = {p.name: json.loads((p / "results.json").read_text("utf-8")) for p in sorted(out.iterdir()) if (p / "results.json").is_file()}
     assert sorted(done) == ["m0-ce", "m0-loglikelihood", "m1-loglikelihood"] and all(d["status"] == "complete" for d in done.values())
     assert done["m0-ce"]["config"]["setting"] == "ce" and done["m0-ce"]["results"]["te"]["p1"]["n"] == 2
     stamps = {name: (out / name / "results.json").stat().st_mtime_ns for name in done}
-    second = _sweep(_sweep_file(tmp_path / "sweep.json", two_models, out, bad_limit=False), report)
+    second = _sweep(_sweep_file(tmp_path / "sweep.json", two_models, out, bad_prompt=False), report)
     assert second.returncode == 0, second.stdout + second.stderr
     assert second.stdout.count("already complete") == 3 and "m1-ce: complete" in second.stdout
     assert {name: (out / name / "results.json").stat().st_mtime_ns for name in done} == stamps  # not run again
@@ -81,14 +82,54 @@ def test_sweep_file_errors(tmp_path: Path) -> None:
         load_sweep(bad)
     twice = tmp_path / "twice.yaml"
     twice.write_text("- {model: org/a}\n- {model: org/a}\n", "utf-8")
-    with pytest.raises(ValueError, match=r"two runs write to results/org__a/loglikelihood;"):
+    with pytest.raises(ValueError, match=r"twice.yaml: runs 1 and 2 are the same run \(the same keys\)"):
         load_sweep(twice)
     ok = tmp_path / "ok.yaml"
     ok.write_text("defaults: {backend: vllm, backend_args: {tensor_parallel_size: 4, data_parallel_size: 2}}\nruns:\n- {model: org/a, num_fewshot: 5}\n", "utf-8")
     (run,) = load_sweep(ok)
-    assert run.gpus == 8.0 and run.output_dir == Path("results/org__a/loglikelihood-5shot")
-    assert run.argv == ("--backend", "vllm", "--model", "org/a", "--num-fewshot", "5", "--backend-arg", "tensor_parallel_size=4",
-                        "--backend-arg", "data_parallel_size=2", "--output-dir", "results/org__a/loglikelihood-5shot")
+    assert run.gpus == 8.0 and run.output_dir is None and run.name == "org/a loglikelihood-5shot"
+    assert run.spec.num_fewshot == 5 and run.spec.backend_args == {"tensor_parallel_size": 4, "data_parallel_size": 2}
+
+
+def _load_error(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text, "utf-8")
+    with pytest.raises(ValueError) as err:
+        load_sweep(path)
+    return str(err.value)
+
+
+@pytest.mark.parametrize("run, expected", [
+    ("{name: x, model: m, limit: abc}", "run 2 (x): key limit: expected an integer, got 'abc'"),
+    ("{model: m, limit: 2.5}", "run 2: key limit: expected a whole number, got 2.5"),
+    ("{model: m, num_fewshot: -1}", "run 2: key num_fewshot: expected a number >= 0, got -1"),
+    ("{model: m, gpu_memory_utilization: lots}", "run 2: key gpu_memory_utilization: expected a number, got 'lots'"),
+    ("{model: m, gpu_memory_utilization: 1.5}", "run 2: key gpu_memory_utilization: expected a number <= 1, got 1.5"),
+    ("{model: m, apply_chat_template: maybe}", "run 2: key apply_chat_template: expected true or false, got 'maybe'"),
+    ("{model: m, setting: mc}", "run 2: key setting: expected one of loglikelihood, ce, ce-ni or oe, got 'mc'"),
+    ("{model: m, dtype: float8}", "run 2: key dtype: expected one of auto, float32, float16 or bfloat16, got 'float8'"),
+    ("{model: m, tasks: 3}", "run 2: key tasks: expected a list (or a comma-separated string), got 3"),
+    ("{model: m, backend_args: [gguf_file]}", "run 2: key backend_args: expected a mapping of NAME: VALUE, got ['gguf_file']"),
+    ("{model: m, backend_args: {gguf: x}}", "run 2: key backend_args: --backend-arg gguf: backend 'hf' has no such option (its options: gguf_file;"),
+    ("{model: m, backend_args: {data_parallel_size: two}}", "run 2: key backend_args: --backend-arg data_parallel_size='two': expected a whole number"),
+    ("{model: m, batch_size: big}", "run 2: key batch_size: expected a positive integer or auto, got 'big'"),
+    ("{model: m, limt: 3}", "run 2: unknown key 'limt' (did you mean limit?);"),
+    ("{model: m, backend: nope}", "run 2: key backend: expected one of hf, openai-chat,"),
+])
+def test_a_bad_value_names_the_file_the_run_and_the_key(tmp_path: Path, run: str, expected: str) -> None:
+    said = _load_error(tmp_path, f"- {{model: m, name: first}}\n- {run}\n")
+    assert said.startswith(f"{tmp_path / 'sweep.yaml'}: {expected}"), said
+    assert "\n" not in said
+
+
+def test_runs_that_are_one_run_are_refused_before_anything_starts(tmp_path: Path) -> None:
+    (tmp_path / "x").mkdir()
+    same = _load_error(tmp_path, f"- {{model: m, output_dir: {tmp_path}/o/same}}\n- {{model: m, setting: ce, output_dir: {tmp_path}/o/x/../same}}\n")
+    assert same == f"{tmp_path / 'sweep.yaml'}: runs 1 and 2 both write to {tmp_path / 'o' / 'same'}; give them different names, output_dir or keys"
+    named = _load_error(tmp_path, "- {model: m, name: dup}\n- {model: m, limit: 3, name: dup}\n")
+    assert named == f"{tmp_path / 'sweep.yaml'}: runs 1 and 2 are both named 'dup'; give them different names, output_dir or keys"
+    keys = _load_error(tmp_path, "- {model: m, name: a, tasks: te}\n- {model: m, name: b, tasks: [te]}\n")
+    assert keys == f"{tmp_path / 'sweep.yaml'}: runs 1 and 2 are the same run (the same keys); give them different names, output_dir or keys"
 
 
 def test_standing_of_a_running_run(tmp_path: Path) -> None:
@@ -105,16 +146,17 @@ def test_standing_of_a_running_run(tmp_path: Path) -> None:
     assert standing(tmp_path, cache) == (0, "running: 3 requests saved")
 
 
-def test_a_run_folder_in_use_is_not_run_twice(tmp_path: Path) -> None:
-    import fcntl
+def test_a_run_folder_in_use_is_not_run_twice(tiny_model: Path, tmp_path: Path) -> None:
+    from filelock import FileLock
 
     folder = tmp_path / "run"
     folder.mkdir()
-    with open(folder / LOCK_FILE, "a") as held:  # another sweep's task (or its run) holds the folder
-        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        code, last = run_one(("--model", "never/started"), str(folder))
-    assert (code, last) == (LOCKED, f"{folder} is being run by another process (another sweep, or a run left by a dead task): not started")
-    assert (folder / "sweep.log").read_text("utf-8") == ""  # nothing was started
+    config = tmp_path / "run.yaml"
+    config.write_text(json.dumps({"model": str(tiny_model), "data": str(DATA), "tasks": "wic", "limit": 1, "output_dir": str(folder)}), "utf-8")
+    with FileLock(folder / RUN_LOCK):  # another sweep's run (or a `run`) holds the folder
+        code, last, where = run_one(str(config), str(tmp_path / "run.log"), str(tmp_path))
+    assert (code, last) == (LOCKED, f"Error: {folder} is being run by another process (another sweep or run): not started")
+    assert where == str(folder) and not (folder / "cache.jsonl").exists() and not (folder / "results.json").exists()  # nothing computed
 
 
 # ---------------------------------------------------------------- killed and rerun
@@ -271,7 +313,8 @@ def test_sweep_killed_mid_run_resumes_computing_only_what_was_missing(two_models
         before = set(killed[name][1])
         assert before <= set(keys) and len(keys) == _total(name)
         # The rerun's own count (its last line in the run's console): only what the cache lacked was computed.
-        counts = re.findall(r"(\d+) requests computed, (\d+) read from the cache", (runs / name / "sweep.log").read_text("utf-8"))
+        log = tmp_path / "report" / "logs" / f"{names.index(name) + 1}.log"
+        counts = re.findall(r"(\d+) requests computed, (\d+) read from the cache", log.read_text("utf-8"))
         assert counts and tuple(map(int, counts[-1])) == (len(keys) - len(before), len(before)), (name, counts, len(before))
     assert "report of 4 runs" in said and (tmp_path / "report" / "report.json").is_file()
     for name in names:  # the same numbers and samples as the sweep never killed
@@ -282,3 +325,24 @@ def test_sweep_killed_mid_run_resumes_computing_only_what_was_missing(two_models
 
 def _samples(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((out / "samples").iterdir())}
+
+
+def test_complete_means_the_recorded_identity_is_the_runs() -> None:
+    from evalita_eval.run_config import build_spec
+    from evalita_eval.running.identity import run_id
+    from evalita_eval.sweep_runs import entry_identity, identity_difference
+
+    spec, _ = build_spec({"model": "org/a", "tasks": "te", "limit": 2, "backend_args": {"gguf_file": "none"}}, "s.yaml: run 1")
+    identity = {**entry_identity(spec), "chat_template": None,
+                "model": {"name_or_path": "org/a", "revision": None, "backend": "hf", "dtype": "float32", "gguf_file": None}}
+    doc = {"status": "complete", "run_identity": identity, "run_id": run_id(identity), "results": {"te": {}}}
+    assert identity_difference(doc, spec) is None
+    assert identity_difference({**doc, "status": "partial"}, spec) == "not complete"
+    assert identity_difference({**doc, "results": {}}, spec) == "tasks te not evaluated"
+    assert identity_difference({**doc, "run_id": "0" * 10}, spec) == "no run identity matching its run id"
+    edited = build_spec({"model": "org/a", "tasks": "te", "limit": 3}, "s.yaml: run 1")[0]
+    assert identity_difference(doc, edited) == "limit: 2 in the folder, 3 here"
+    other = build_spec({"model": "org/a", "tasks": "te", "limit": 2, "backend_args": {"gguf_file": "x.gguf"}}, "s.yaml: run 1")[0]
+    assert identity_difference(doc, other) == 'model.gguf_file: null in the folder, "x.gguf" here'
+    assert identity_difference(doc, build_spec({"model": "org/a", "tasks": "te", "limit": 2, "dtype": "bfloat16"}, "s")[0]) == (
+        'model.dtype: "float32" in the folder, "bfloat16" here')

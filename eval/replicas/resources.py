@@ -1,0 +1,39 @@
+"""What a run's replicas (and a sweep's runs) reserve, compared with what there is, before anything
+starts: the CPUs and GPUs of this machine when Ray is started here (``os.cpu_count()``,
+``torch.cuda.device_count()``), else those the Ray cluster reports. Asking for more is one line,
+never a local Ray sized to the request that spawns workers until memory runs low."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+
+class NotEnoughResources(ValueError):
+    """More CPUs or GPUs asked for than there are."""
+
+
+def machine_resources() -> dict[str, float]:
+    """This machine's CPUs and the GPUs torch sees (none without torch or CUDA)."""
+    gpus = 0
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return {"CPU": float(os.cpu_count() or 1), "GPU": float(gpus)}
+
+
+def cluster_resources() -> dict[str, float]:
+    """The CPUs and GPUs of the Ray cluster this process is connected to."""
+    import ray
+
+    have = ray.cluster_resources()
+    return {"CPU": float(have.get("CPU", 0)), "GPU": float(have.get("GPU", 0))}
+
+
+def check_room(what: str, cpus: float, gpus: float, have: dict[str, float], where: str) -> None:
+    """``what`` (e.g. ``data_parallel_size=4: 4 replicas``) needs ``cpus`` CPUs and ``gpus`` GPUs;
+    ``have`` are those of ``where`` (this machine, or the Ray cluster at ADDRESS)."""
+    short = [f"{need:g} {kind}s ({where} has {have[kind]:g})" for kind, need in (("CPU", cpus), ("GPU", gpus)) if need > have[kind]]
+    if short:
+        raise NotEnoughResources(f"{what} need {' and '.join(short)}; nothing was started")

@@ -1,0 +1,268 @@
+"""One typed description of a run's options (``RunSpec``), built and validated in one place from
+the command line of ``evalita-eval run`` (eval/cli_run.py), from ``run --config FILE`` (a YAML or
+JSON mapping of the same keys, underscores for dashes; options given on the command line override
+it, as lm-eval's ``--config``) and from each run of a sweep file (eval/sweep.py).
+
+Every error is one line naming where the values came from (the file, and the run of a sweep), the
+key and what was expected. The engine flags that alias ``--backend-arg NAME=VALUE``
+(``--tensor-parallel-size``, ``--base-url`` ...; ``backend_support.options.ENGINE_FLAGS``) are
+typed keys here too, folded into ``backend_args`` with a note naming the ``--backend-arg`` spelling.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .backend_support.options import ENGINE_FLAGS
+
+SETTINGS = ("loglikelihood", "ce", "ce-ni", "oe")
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+# The file key of each engine flag: its flag without dashes (--timeout -> timeout), and its option name.
+ALIAS_KEYS: dict[str, str] = {flag.removeprefix("--").replace("-", "_"): name for name, (flag, _) in ENGINE_FLAGS.items()}
+
+
+class RunSpecError(ValueError):
+    """A run's options that are not what ``run`` takes: one line naming the file, the run and the key."""
+
+
+class RunSpec(BaseModel):
+    """Everything ``evalita-eval run`` takes, typed; None means the option's default (resolved by ``run``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str
+    revision: str | None = None
+    data: str | None = None
+    hub_org: str | None = None
+    tasks: list[str] | None = None
+    prompts: list[str] | None = None
+    num_fewshot: int = Field(0, ge=0)
+    limit: int | None = Field(None, ge=1)
+    batch_size: int | None = Field(8, ge=1)  # None: auto (batches sized by tokens)
+    max_memory: int | None = Field(None, ge=1)  # bytes; a size such as 4GiB is read as bytes
+    backend: str = "hf"
+    device: str | None = None
+    dtype: Literal[DTYPES] = "auto"  # type: ignore[valid-type]
+    max_length: int | None = Field(None, ge=1)
+    threads: int | None = Field(None, ge=1)
+    backend_args: dict[str, Any] = Field(default_factory=dict)
+    apply_chat_template: bool = False
+    trust_remote_code: bool = False
+    max_new_tokens: int | None = Field(None, ge=1)
+    seed: int = 1234
+    setting: Literal[SETTINGS] = "loglikelihood"  # type: ignore[valid-type]
+    constrained: bool = False
+    system_instruction: str | None = None
+    fewshot_as_multiturn: bool | None = None
+    split: str | None = None
+    output_dir: str | None = None
+    overwrite: bool = False
+    progress: bool | None = None
+    # The engine flags (aliases of backend_args; folded into it by ``fold_aliases``).
+    tensor_parallel_size: int | None = Field(None, ge=1)
+    data_parallel_size: int | None = Field(None, ge=1)
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    max_model_len: int | None = Field(None, ge=1)
+    base_url: str | None = None
+    api_key_env: str | None = None
+    concurrency: int | None = Field(None, ge=1)
+    timeout: float | None = Field(None, gt=0)
+    max_retries: int | None = Field(None, ge=0)
+
+    @field_validator("tasks", "prompts", mode="before")
+    @classmethod
+    def _names(cls, value: Any) -> Any:
+        """A comma-separated string (as on the command line) or a list of names."""
+        if isinstance(value, str):
+            return [x.strip() for x in value.split(",") if x.strip()] or None
+        return value
+
+    @field_validator("batch_size", mode="before")
+    @classmethod
+    def _batch_size(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip() == "auto":
+            return None
+        if isinstance(value, str) and not value.strip().isdigit():
+            raise ValueError("expected a positive integer or auto")
+        return value
+
+    @field_validator("max_memory", mode="before")
+    @classmethod
+    def _max_memory(cls, value: Any) -> Any:
+        from .backend_support.memory import parse_memory
+
+        return parse_memory(value) if isinstance(value, str) else value
+
+    @field_validator("backend")
+    @classmethod
+    def _backend(cls, value: str) -> str:
+        from .backends import backend_names
+
+        if value not in backend_names():
+            raise ValueError(f"expected one of {', '.join(backend_names())}")
+        return value
+
+    @property
+    def tasks_option(self) -> str | None:
+        """--tasks as the command line spells it."""
+        return ",".join(self.tasks) if self.tasks else None
+
+    @property
+    def prompts_option(self) -> str | None:
+        return ",".join(self.prompts) if self.prompts else None
+
+
+def _expected(error: dict) -> str:
+    """What a pydantic error says was expected, in words."""
+    kind, ctx = error["type"], error.get("ctx") or {}
+    words = {
+        "int_parsing": "an integer", "int_type": "an integer", "int_from_float": "a whole number", "float_parsing": "a number",
+        "float_type": "a number", "bool_parsing": "true or false", "bool_type": "true or false", "string_type": "a string",
+        "dict_type": "a mapping of NAME: VALUE", "list_type": "a list (or a comma-separated string)", "missing": "a value (it is required)",
+    }
+    if kind in words:
+        return "expected " + words[kind]
+    if kind == "literal_error":
+        return "expected one of " + ctx.get("expected", "").replace("'", "")
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        sign = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[kind]
+        bound = next(iter(ctx.values()), "")
+        return f"expected a number {sign} {bound:g}" if isinstance(bound, int | float) else f"expected a number {sign} {bound}"
+    return str(error["msg"]).removeprefix("Value error, ")
+
+
+def _at(where: str | None, key: str) -> str:
+    """``FILE: run N: key K``, or the option ``--k`` for values given on the command line alone (``where`` None)."""
+    return f"{where}: key {key}" if where else f"--{key.replace('_', '-')}"
+
+
+def spec_error(err: ValidationError, where: str | None, keys: list[str]) -> RunSpecError:
+    """The first error of a validation as one line: ``WHERE: key K: expected ..., got V``."""
+    error = err.errors()[0]
+    key = ".".join(str(part) for part in error["loc"]) or "?"
+    if error["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(key, keys, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return RunSpecError(f"{where}: unknown key {key!r}{hint}; the keys are those of `evalita-eval run --help`, underscores for dashes")
+    got = "" if error["type"] == "missing" else f", got {error.get('input')!r}"
+    return RunSpecError(f"{_at(where, key)}: {_expected(error)}{got}")
+
+
+def _same(given: Any, value: Any) -> bool:
+    """Whether a backend_args value (a string from --backend-arg, or typed) means the alias's ``value``."""
+    try:
+        return given == value or str(given).strip() == str(value) or float(str(given)) == float(value)
+    except (TypeError, ValueError):
+        return False
+
+
+def fold_aliases(values: dict[str, Any], where: str | None) -> tuple[dict[str, Any], list[str]]:
+    """``values`` with each engine-flag key moved into ``backend_args`` (a different value there is an
+    error), and a note per key naming the ``--backend-arg`` spelling."""
+    values, notes = dict(values), []
+    args = dict(values.get("backend_args") or {})  # validated: a mapping
+    for key, name in ALIAS_KEYS.items():
+        if values.get(key) is None:
+            values.pop(key, None)
+            continue
+        value = values.pop(key)
+        if name in args and not _same(args[name], value):
+            raise RunSpecError(f"{_at(where, key)}: {value!r} disagrees with backend_args {name}: {args[name]!r}; give one")
+        args[name] = value
+        notes.append(f"note: --{key.replace('_', '-')} ({key}: in a file) is an alias of --backend-arg {name}={value} "
+                     f"(in a file: backend_args: {{{name}: {value}}}), kept for one release")
+    if args:
+        values["backend_args"] = args
+    return values, notes
+
+
+def build_spec(values: dict[str, Any], where: str | None) -> tuple[RunSpec, list[str]]:
+    """The ``RunSpec`` of ``values`` (validated, engine flags folded into backend_args) and the notes
+    on the aliases used; a ``RunSpecError`` naming ``where`` and the key otherwise."""
+    try:
+        spec = RunSpec.model_validate(values)  # every key typed, the aliases included
+    except ValidationError as err:
+        raise spec_error(err, where, list(RunSpec.model_fields)) from None
+    folded, notes = fold_aliases(spec.model_dump(exclude_unset=True), where)
+    spec = RunSpec.model_validate(folded)
+    check_backend_args(spec, where)
+    return spec, notes
+
+
+def check_backend_args(spec: RunSpec, where: str | None) -> None:
+    """backend_args checked against the backend's declared options (typed), before anything starts."""
+    from .api import BackendOptions
+    from .backend_support.options import BackendOptionError, resolve_options
+    from .backends import get_backend_class
+    from .replicas import REPLICA_OPTIONS, replica_settings
+
+    options = BackendOptions(model=spec.model, extra=dict(spec.backend_args))
+    try:
+        replica_settings(options)
+        resolve_options(get_backend_class(spec.backend), BackendOptions(model=spec.model, extra={
+            k: v for k, v in spec.backend_args.items() if k not in REPLICA_OPTIONS}))
+    except (BackendOptionError, ValueError) as err:
+        raise RunSpecError(f"{where}: key backend_args: {err}" if where else str(err)) from None
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """A --config file: a YAML (or JSON) mapping; one line naming the file otherwise."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(Path(path).read_text("utf-8"))  # JSON is YAML too
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise RunSpecError(f"{path}: not a readable YAML or JSON file ({' '.join(str(err).split())[:200]})") from None
+    if not isinstance(doc, dict):
+        raise RunSpecError(f"{path}: expected a mapping of run options (model: ..., limit: ...), got {type(doc).__name__}")
+    return doc
+
+
+def spec_file_values(spec: RunSpec) -> dict[str, Any]:
+    """The keys of ``spec`` given (not defaults), as a --config file holds them."""
+    return spec.model_dump(exclude_unset=True)
+
+
+def runner_config(spec: RunSpec, device: str, progress: bool) -> Any:
+    """The runner's ``RunConfig`` of ``spec`` (``device``: resolved; ``progress``: bars or not)."""
+    from .running.runner import RunConfig
+
+    return RunConfig(progress=progress, num_fewshot=spec.num_fewshot, limit=spec.limit, batch_size=spec.batch_size, max_memory=spec.max_memory,
+                     apply_chat_template=spec.apply_chat_template, seed=spec.seed, device=device, prompts=spec.prompts,
+                     max_new_tokens=spec.max_new_tokens, skip_missing=spec.tasks is None, setting=spec.setting, constrained=spec.constrained,
+                     system_instruction=spec.system_instruction, fewshot_as_multiturn=spec.fewshot_as_multiturn, split=spec.split,
+                     overwrite=spec.overwrite)
+
+
+def backend_options(spec: RunSpec, device: str) -> Any:
+    """The ``BackendOptions`` of ``spec``: the options every backend reads, and backend_args as ``extra``."""
+    from .api import BackendOptions
+
+    return BackendOptions(model=spec.model, revision=spec.revision, device=device, dtype=spec.dtype, batch_size=spec.batch_size,
+                          trust_remote_code=spec.trust_remote_code, max_length=spec.max_length, max_memory=spec.max_memory,
+                          threads=spec.threads, seed=spec.seed, extra=dict(spec.backend_args))
+
+
+# `run`'s parameters whose key differs from the parameter's name (the key: the flag, underscores for dashes).
+PARAM_KEYS = {"data_dir": "data", "backend_name": "backend", "eval_split": "split", "timeout_s": "timeout"}
+
+
+def cli_values(given: dict[str, Any], explicit: set[str], file_values: dict[str, Any]) -> dict[str, Any]:
+    """The values of a run: ``file_values`` (--config), overridden by the options in ``explicit``
+    (given on the command line); ``--backend-arg`` overrides backend_args key by key."""
+    values = dict(file_values)
+    for param, value in given.items():
+        if param == "backend_args":
+            bad = [a for a in value if "=" not in a]
+            if bad:
+                raise RunSpecError(f"--backend-arg: expected KEY=VALUE, got {bad[0]!r}")
+            base = values.get("backend_args") or {}
+            if value and isinstance(base, dict):  # (another type: the file's error, named by the validation)
+                values["backend_args"] = {**base, **dict(a.split("=", 1) for a in value)}
+        elif param in explicit:
+            values[PARAM_KEYS.get(param, param)] = value
+    return values

@@ -1,0 +1,186 @@
+"""The runs of a sweep file (``evalita-eval sweep FILE``; eval/sweep.py runs them): each run a typed
+``RunSpec`` (eval/run_config.py, the keys of ``run --config``), and whether a run is complete,
+decided by comparing the identity its folder records with the one the run's keys give.
+
+A run without ``output_dir`` writes where ``run`` would: ``results/<model>/<setting>-<run id>``,
+the run id being the hash of its identity (eval/running/identity.py), so a run edited in the file
+(``limit: 2`` -> ``3``, other prompts) is another folder, computed, never "already complete".
+Runs are refused before anything starts when two have one name, write to one folder (compared
+after resolving), or are the same run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .run_config import RunSpec, RunSpecError, build_spec, runner_config
+
+# Keys of a sweep run that are not `run` options.
+_OWN_KEYS = ("name",)
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    name: str
+    number: int  # its place in the file, from 1
+    spec: RunSpec
+    output_dir: Path | None  # given, resolved; None: `run`'s default folder (named by the run id)
+    gpus: float  # GPUs its Ray task reserves
+    cpus: float  # CPUs its replicas take (one each)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def where(self) -> str:
+        return f"run {self.number} ({self.name})"
+
+
+def _read(path: Path) -> tuple[dict[str, Any], list[Any]]:
+    """(defaults, runs) of a sweep file; a ValueError naming the file otherwise."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(path.read_text("utf-8"))  # JSON is YAML too
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise ValueError(f"{path}: not a readable YAML or JSON file ({' '.join(str(err).split())[:200]})") from None
+    defaults: Any = {}
+    if isinstance(doc, dict) and set(doc) <= {"defaults", "runs"}:
+        defaults, doc = doc.get("defaults") or {}, doc.get("runs")
+    if not isinstance(doc, list) or not doc or not isinstance(defaults, dict):
+        raise ValueError(f"{path}: expected a non-empty list of runs, or {{defaults: {{...}}, runs: [...]}}")
+    return defaults, doc
+
+
+def load_sweep(path: Path) -> list[SweepRun]:
+    """The runs of a sweep file, each checked as ``run --config`` checks its file; one line naming the
+    file, the run and the key otherwise (a ValueError)."""
+    defaults, doc = _read(path)
+    runs = []
+    for n, raw in enumerate(doc, 1):
+        if not isinstance(raw, dict) or "model" not in {**defaults, **raw}:
+            raise ValueError(f"{path}: run {n} is not a mapping with a model")
+        values = {**defaults, **raw}
+        name = values.pop("name", None)
+        where = f"{path}: run {n}" + (f" ({name})" if name is not None else "")
+        if name is not None and not isinstance(name, str | int):
+            raise RunSpecError(f"{where}: key name: expected a string, got {name!r}")
+        spec, notes = build_spec(values, where)
+        runs.append(sweep_run(spec, n, None if name is None else str(name), tuple(notes)))
+    unnamed = [run.name for run, raw in zip(runs, doc) if "name" not in {**defaults, **raw}]
+    # Runs without a name that would share one (same model and setting, other keys): told apart by their place.
+    runs = [replace(run, name=f"{run.name} #{run.number}") if "name" not in {**defaults, **raw} and unnamed.count(run.name) > 1 else run
+            for run, raw in zip(runs, doc)]
+    check_runs(path, runs)
+    return runs
+
+
+def sweep_run(spec: RunSpec, n: int, name: str | None, notes: tuple[str, ...] = ()) -> SweepRun:
+    from .naming import setting_slug
+
+    folder = Path(spec.output_dir).resolve() if spec.output_dir else None
+    default_name = f"{spec.model} {folder.name if folder else setting_slug(spec.setting, spec.constrained, spec.num_fewshot, spec.split)}"
+    replicas = int(spec.backend_args.get("data_parallel_size", 1))
+    return SweepRun(name or default_name, n, spec, folder, run_gpus(spec, replicas), float(replicas), notes)
+
+
+def run_gpus(spec: RunSpec, replicas: int) -> float:
+    """GPUs one run reserves: vllm's tensor x data parallel sizes, one per hf replica on CUDA, else none."""
+    if spec.backend == "vllm":
+        return float(int(spec.backend_args.get("tensor_parallel_size", 1)) * replicas)
+    if str(spec.device or "").startswith("cuda") or spec.device == "auto":
+        return float(replicas)
+    return 0.0
+
+
+def check_runs(path: Path, runs: list[SweepRun]) -> None:
+    """Two runs with one name, one folder (after resolving) or the same keys are refused, naming both."""
+    seen: dict[Any, SweepRun] = {}
+    for run in runs:
+        same = run.spec.model_dump(exclude={"output_dir", "progress"})
+        if run.output_dir is not None:
+            keys = [("folder", run.output_dir, f"both write to {run.output_dir}")]
+        else:
+            keys = [("same", json.dumps(same, sort_keys=True, default=str), "are the same run (the same keys)")]
+        keys.append(("name", run.name, "are both named " + repr(run.name)))
+        for kind, key, why in keys:
+            first = seen.setdefault((kind, key), run)
+            if first is not run:
+                raise ValueError(f"{path}: runs {first.number} and {run.number} {why}; give them different names, "
+                                 "output_dir or keys")
+
+
+def entry_identity(spec: RunSpec) -> dict[str, Any]:
+    """What the identity of a run of ``spec`` holds beyond its model (running/identity.py), from its keys."""
+    from .running.identity import run_identity
+
+    identity = run_identity({}, runner_config(spec, "cpu", False), None)
+    return {k: v for k, v in identity.items() if k not in ("model", "chat_template")}
+
+
+def typed_backend_args(spec: RunSpec) -> dict[str, Any]:
+    """backend_args typed as the backend declares them (the replicas' options left out: they change no number)."""
+    from .api import BackendOptions
+    from .backend_support.options import resolve_options
+    from .backends import get_backend_class
+    from .replicas import REPLICA_OPTIONS
+
+    extra = {k: v for k, v in spec.backend_args.items() if k not in REPLICA_OPTIONS}
+    return resolve_options(get_backend_class(spec.backend), BackendOptions(model=spec.model, extra=extra))[0].extra
+
+
+def identity_difference(doc: Any, spec: RunSpec) -> str | None:
+    """Why the results.json ``doc`` is not a complete run of ``spec`` (None: it is). The identity it
+    records is compared with the one ``spec`` gives, and its run id recomputed; its status alone is never believed."""
+    from .running.identity import first_difference, run_id
+
+    if not isinstance(doc, dict) or doc.get("status") != "complete":
+        return "not complete"
+    identity = doc.get("run_identity")
+    if not isinstance(identity, dict) or not isinstance(identity.get("model"), dict) or doc.get("run_id") != run_id(identity):
+        return "no run identity matching its run id"
+    difference = first_difference({k: identity.get(k) for k in entry_identity(spec)}, entry_identity(spec))
+    if difference:
+        return difference
+    model = identity["model"]
+    wanted = {"name_or_path": spec.model, "revision": spec.revision, "backend": spec.backend, **typed_backend_args(spec)}
+    if spec.dtype != "auto":
+        wanted["dtype"] = spec.dtype
+    difference = first_difference({k: model.get(k) for k in wanted}, wanted, "model.")
+    if difference:
+        return difference
+    if spec.tasks:
+        from .sources.entries import select_entries
+
+        try:
+            missing = [e.name for e in select_entries(spec.tasks) if e.name not in (doc.get("results") or {})]
+        except KeyError:  # a task no one registered: `run` says so when the run is started
+            return "unknown tasks"
+        if missing:
+            return f"tasks {', '.join(missing)} not evaluated"
+    return None
+
+
+def candidate_folders(run: SweepRun) -> list[Path]:
+    """Where a complete run of ``run`` can be: its output_dir, else ``run``'s default folders of its model and setting."""
+    from .naming import model_slug, setting_slug
+
+    if run.output_dir is not None:
+        return [run.output_dir]
+    spec = run.spec
+    stem = setting_slug(spec.setting, spec.constrained, spec.num_fewshot, spec.split)
+    return sorted((Path("results") / model_slug(spec.model, spec.revision)).glob(f"{stem}-*"))
+
+
+def complete_folder(run: SweepRun) -> Path | None:
+    """The folder holding a complete run of ``run`` (its recorded identity equal to the run's), or None."""
+    for folder in candidate_folders(run):
+        try:
+            doc = json.loads((folder / "results.json").read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        named = run.output_dir is not None or folder.name.endswith(f"-{doc.get('run_id') if isinstance(doc, dict) else ''}")
+        if named and identity_difference(doc, run.spec) is None:
+            return folder
+    return None
