@@ -188,9 +188,10 @@ def push(
         raise PushError("no Hub token: set HF_TOKEN or run 'hf auth login' (the token is never printed)")
     plans = []
     unreached: str | None = None  # a dry run asks the Hub once: after a failure, not again
-    for task in chosen:
+    # Every repository is computed before the first request: a task the layout refuses sends nothing.
+    repos = {task: layout_repo(build, task, manifest.tasks[task], org, jsonl, layout, echo) for task in chosen}
+    for task, repo in repos.items():
         entry = manifest.tasks[task]
-        repo = layout_repo(build, task, entry, org, jsonl, layout, echo)
         if dry_run:
             plan = dry_plan(api, repo, revision, unreached)
             unreached = plan.unreached and f"the Hub at {api.endpoint} was not reachable (see above)"
