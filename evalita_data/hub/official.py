@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from ..card import DEFAULT_ORG, config_split, render_card
+from ..card import DEFAULT_ORG, config_split, ordered_splits, render_card
 from ..errors import EvalitaDataError
 from ..jsonl import read_jsonl
 from ..manifest import BuiltTask, dumps
@@ -70,9 +70,10 @@ def official_name(spec: TaskSpec, split: str) -> str:
 
 
 def _renamed(spec: TaskSpec, entry: BuiltTask) -> dict[str, tuple[str, str]]:
-    """Our split key -> (config, official split name); two splits under one name are refused."""
+    """Our split key -> (config, official split name), in the registry's order (as our card lists
+    them); two splits under one name are refused."""
     out: dict[str, tuple[str, str]] = {}
-    for key in entry.splits:
+    for key in ordered_splits(spec, entry.splits):
         config, split = config_split(spec, key)
         target = (config, official_name(spec, split))
         clash = [k for k, v in out.items() if v == target]
