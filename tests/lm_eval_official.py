@@ -49,7 +49,7 @@ def main(argv: list[str]) -> None:
         dump[pair] = {
             "task": name,
             "metrics": {m: v for m, v in res["results"][name].items() if isinstance(v, (int, float)) and "stderr" not in m},
-            "samples": [{"doc_id": s["doc_id"], "resps": s["resps"]} for s in sorted(res["samples"][name], key=lambda s: s["doc_id"])],
+            "samples": [{"doc_id": s["doc_id"], "arguments": [list(a) for a in s["arguments"]], "resps": s["resps"]} for s in sorted(res["samples"][name], key=lambda s: s["doc_id"])],
         }
     Path(out).write_text(json.dumps(dump, ensure_ascii=False, default=str))
 

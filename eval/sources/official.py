@@ -162,11 +162,7 @@ class OfficialSource:
         # Where the official few-shot split is not ours (REL, SUM), a copy that `push --layout official`
         # wrote has ours under its own name instead: read it when the official one is absent.
         fallback = split if split == entry.spec.fewshot_split and self._hub(entry).fewshot_not_ours else None
-        try:
-            ds = self._dataset(entry, repo_id, where, official, fallback)
-        except HubUnreachable:
-            raise
-        records = [dict(r) for r in ds]
+        records = [dict(r) for r in self._dataset(entry, repo_id, where, official, fallback)]
         for i, rec in enumerate(records):
             problems = record_problems(entry.task_id, rec)
             if problems:
@@ -179,7 +175,8 @@ class OfficialSource:
     def _dataset(self, entry: TaskEntry, repo_id: str, where: str, official: str, fallback: str | None):
         from datasets import load_dataset
 
-        for name in (official, fallback) if fallback not in (None, official) else (official,):
+        names = [official] + ([fallback] if fallback not in (None, official) else [])
+        for i, name in enumerate(names):
             try:
                 return load_dataset(repo_id, name=self.config(entry), split=name, revision=self.revision(entry))
             except HubUnreachable:
@@ -187,8 +184,8 @@ class OfficialSource:
             except Exception as err:  # unknown repository, config or split, or the Hub unreachable
                 if is_unreachable(err):
                     raise unreachable_error(f"the dataset {where}, split {name} ({entry.name})", err) from None
-                if name == official and fallback not in (None, official):
-                    continue
+                if i + 1 < len(names):
+                    continue  # the official split is absent: try ours
                 first = str(err).splitlines()[0] if str(err) else type(err).__name__
                 raise FileNotFoundError(f"{entry.name}: cannot read {where} split {official} ({first[:300]})") from None
         raise AssertionError("unreachable")

@@ -112,7 +112,8 @@ def task_repo(build: Path, task: str, entry: BuiltTask, org: str = DEFAULT_ORG, 
         RepoFile(REPO_MANIFEST, dumps(entry.published_json(task)).encode("utf-8")),
     ]
     spec = get_task(task)
-    evals = {(c if spec.configs else None): s for c, s in map(lambda k: config_split(spec, k), entry.splits) if s == spec.eval_split}
+    pairs = [config_split(spec, key) for key in entry.splits]  # (config, split)
+    evals = {(c if spec.configs else None): s for c, s in pairs if s == spec.eval_split}
     benchmark = eval_yaml(task, evals)
     if benchmark is not None:
         files.append(RepoFile(EVAL_YAML, benchmark))

@@ -119,18 +119,22 @@ def test_what_lm_eval_reads_is_published_or_listed_as_missing(official: tuple[Pa
     assert not (out / "relation_extraction" / "eval.yaml").exists()  # no test split built: no benchmark task
 
 
-def test_lm_eval_task_files_score_the_official_push_as_we_do(official: tuple[Path, str], tiny_model: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("shots, prompts", [(0, PROMPTS), (1, ["p1"])])
+def test_lm_eval_task_files_score_the_official_push_as_we_do(official: tuple[Path, str], tiny_model: Path, tmp_path: Path,
+                                                             shots: int, prompts: list[str]) -> None:
+    """0-shot: every runnable entry, two prompts; 1-shot: the examples come from the renamed few-shot
+    splits (faq dev_1, ner trial...), so the contexts and scores agree only if they hold our records."""
     out, _ = official
     folder = task_copy(tmp_path / "tasks", out)
-    pairs = [f"{e}:{p}" for e in RUNNABLE for p in PROMPTS]
+    pairs = [f"{e}:{p}" for e in RUNNABLE for p in prompts]
     ref = tmp_path / "lm-eval.json"
     proc = subprocess.run([sys.executable, str(TESTS / "lm_eval_official.py"), str(ref), str(tiny_model), str(folder),
-                           str(LIMIT), str(MAX_NEW_TOKENS), "0", *pairs], env=_env(tmp_path), capture_output=True, text=True)
+                           str(LIMIT), str(MAX_NEW_TOKENS), str(shots), *pairs], env=_env(tmp_path), capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
     theirs = json.loads(ref.read_text("utf-8"))
     run = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "evalita_eval.cli", "run", "--model", str(tiny_model), "--data", f"hf:{out}",
-                           "--tasks", ",".join(RUNNABLE), "--prompts", ",".join(PROMPTS), "--limit", str(LIMIT), "--num-fewshot", "0",
+                           "--tasks", ",".join(RUNNABLE), "--prompts", ",".join(prompts), "--limit", str(LIMIT), "--num-fewshot", str(shots),
                            "--max-new-tokens", str(MAX_NEW_TOKENS), "--output-dir", str(run)],
                           env=_env(tmp_path / "ours"), capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -153,10 +157,11 @@ def test_lm_eval_task_files_score_the_official_push_as_we_do(official: tuple[Pat
 
 
 def _same_answers(theirs: list[dict], samples: Path, pair: str) -> None:
-    """Per document: the same choice log-likelihoods (1e-6 relative) or the same generation."""
+    """Per document: the same context, and the same choice log-likelihoods (1e-6 relative) or generation."""
     mine = [json.loads(line) for line in samples.read_text("utf-8").splitlines()]
     assert len(mine) == len(theirs) == LIMIT, pair
     for s_mine, s_ref in zip(mine, theirs):
+        assert {a[0] for a in s_ref["arguments"]} == {s_mine["prompt"]}, (pair, s_ref["doc_id"])
         if "loglikelihoods" in s_mine:
             lls = [r[0][0] for r in s_ref["resps"]]
             for a, b in zip(s_mine["loglikelihoods"], lls, strict=True):
