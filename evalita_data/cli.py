@@ -148,9 +148,12 @@ def card(task: str, build_dir: Path, org: str) -> None:
 @click.option("--dry-run", is_flag=True, help="Show per repository the files, sizes and what would change; commit nothing.")
 @click.option("--jsonl", is_flag=True, help="Also publish the JSONL splits under jsonl/.")
 @click.option("--to-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
-              help="Write the repository layouts to DIR/<task>/ instead of the Hub (offline).")
+              help="Write the repository layouts to DIR/<repository>/ instead of the Hub (offline).")
+@click.option("--layout", type=click.Choice(["ours", "official"]), default="ours", show_default=True,
+              help="ours: <org>/<task> with our split names; official: the repositories, configs and split names "
+                   "of evalitahf/* that lm-eval's evalita_llm tasks read (missing official splits are listed).")
 def push(build_dir: Path, org: str, tasks: tuple[str, ...], private: bool, revision: str, message: str | None,
-         dry_run: bool, jsonl: bool, to_dir: Path | None) -> None:
+         dry_run: bool, jsonl: bool, to_dir: Path | None, layout: str) -> None:
     """Publish each built task as the Hub dataset <org>/<task>, one commit per repository.
 
     The build is validated first; nothing invalid is published. Unchanged files are
@@ -162,10 +165,10 @@ def push(build_dir: Path, org: str, tasks: tuple[str, ...], private: bool, revis
 
     try:
         if to_dir is not None:
-            write_to_dir(build_dir, to_dir, org, list(tasks) or None, jsonl=jsonl, echo=click.echo)
+            write_to_dir(build_dir, to_dir, org, list(tasks) or None, jsonl=jsonl, echo=click.echo, layout=layout)
             return
         run_push(build_dir, org, list(tasks) or None, private=private, revision=revision, message=message,
-                 dry_run=dry_run, jsonl=jsonl, echo=click.echo)
+                 dry_run=dry_run, jsonl=jsonl, layout=layout, echo=click.echo)
     except EvalitaDataError as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(1)

@@ -102,6 +102,11 @@ class HubSplits:
     fewshot: str = "dev"
     # None: the entry's own config (NER domains), else the repository's default config.
     config: str | None = None
+    # The official few-shot split is not a split of ours under another name (REL: their `dev` is
+    # not our `trial`; SUM: their `dev` is not our `train`): why. `evalita-data push --layout
+    # official` then writes no such split and says so; reading the official copy (`--data hf:`)
+    # still takes its few-shot examples from it. None: our few-shot split, renamed.
+    fewshot_not_ours: str | None = None
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from paths import TESTS
 from publish_fixtures import built_tasks, run_cli, sample_build  # noqa: F401 - a fixture
 from click.testing import CliRunner
 
+from evalita_data.registry import get_task
 from evalita_eval.running.cache import RequestCache, request_key
 from evalita_eval.cli import main as eval_main
 
@@ -239,7 +240,11 @@ def test_push_dry_run_offline_lists_every_task_after_one_attempt(sample_build: P
     assert heads[-1] == f"dry run without the Hub: the local files of {len(tasks)} task(s) listed, none compared with {dead_hub.url}; nothing sent"
     manifest = json.loads((sample_build / "manifest.json").read_text("utf-8"))
     listed = [line.split()[-1] for line in lines if line.startswith("  local ")]
-    want = [p for t in tasks for p in ("README.md", "manifest.json", *(f"data/{k}.parquet" for k in manifest["tasks"][t]["splits"]))]
+    # eval.yaml (the Hub benchmark file) where the task's evaluation split is built (not HS, REL from the samples)
+    benchmark = {t: any(k.split("/")[-1] == get_task(t).eval_split for k in manifest["tasks"][t]["splits"]) for t in tasks}
+    want = [p for t in tasks for p in ("README.md", "manifest.json", *(["eval.yaml"] if benchmark[t] else []),
+                                       *(f"data/{k}.parquet" for k in manifest["tasks"][t]["splits"]))]
+    assert sorted(t for t in tasks if not benchmark[t]) == ["hs", "rel"]
     assert listed == want
 
 

@@ -9,6 +9,7 @@ import hashlib
 from pathlib import Path
 
 from evalita_data.jsonl import loads_strict
+from evalita_data.hub.benchmark import EVAL_YAML
 from evalita_data.manifest import MANIFEST_FILE, BuiltTask
 from evalita_data.registry import task_ids
 
@@ -98,8 +99,10 @@ def check_data_folder(folder: Path) -> None:
     if (folder / MANIFEST_FILE).is_file():
         return
     found = [folder / tid for tid in task_ids() if (folder / tid).is_dir()]
-    # Builds and Hub layouts hold only JSONL, Parquet, cards and manifests; originals hold other files.
-    foreign = next((p for t in found for p in t.rglob("*") if p.is_file() and p.suffix not in (".jsonl", ".parquet", ".md", ".json")), None)
+    # Builds and Hub layouts hold only JSONL, Parquet, cards, manifests and the Hub benchmark file
+    # (eval.yaml at a repository's root); originals hold other files.
+    foreign = next((p for t in found for p in t.rglob("*") if p.is_file() and p.suffix not in (".jsonl", ".parquet", ".md", ".json")
+                    and p != t / EVAL_YAML), None)
     if found and foreign is None:
         return
     held = sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))  # named: unregistered tasks?

@@ -8,12 +8,17 @@ names (``spec.eval_split`` / ``spec.fewshot_split``) to the official ones, so th
 is the same for every source. Every record is checked against our schema; the dataset
 revision (commit sha) is pinned when first read and recorded with the hash of the
 records loaded.
+
+``--data hf:PATH`` (a path: it holds a ``/``, e.g. ``hf:./official``) reads the same layout from
+a local folder, ``PATH/<dataset>``, as ``evalita-data push --layout official --to-dir PATH``
+writes it; there is no revision to pin, the records' hash is recorded all the same.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 from evalita_data.hub.names import check_org
 from evalita_data.network import NETWORK_ERRORS, unreachable
@@ -58,7 +63,13 @@ class OfficialSource:
     def __init__(self, org: str) -> None:
         if not org:
             raise ValueError(f"hf:ORG needs a Hub organisation name, got {org!r}")
-        check_org(org, "hf:ORG organisation")
+        # A path (an organisation name never holds a '/'): the official layout in a local folder.
+        self.local: Path | None = Path(org).expanduser() if "/" in org else None
+        if self.local is not None and not self.local.is_dir():
+            raise ValueError(f"hf:{org}: {self.local} is not a folder (expected the official layout, "
+                             "as 'evalita-data push --layout official --to-dir' writes it)")
+        if self.local is None:
+            check_org(org, "hf:ORG organisation")
         self.org = org
         self._records: dict[tuple[str, str], list[dict]] = {}
         self._revisions: dict[str, str] = {}  # repo id -> commit sha read
@@ -84,6 +95,8 @@ class OfficialSource:
         return hub
 
     def repo_id(self, entry: TaskEntry) -> str:
+        if self.local is not None:
+            return str(self.local / self._hub(entry).dataset)
         return f"{self.org}/{self._hub(entry).dataset}"
 
     def official_split(self, entry: TaskEntry, split: str) -> str:
@@ -95,9 +108,11 @@ class OfficialSource:
     def config(self, entry: TaskEntry) -> str | None:
         return self._hub(entry).config or entry.config
 
-    def revision(self, entry: TaskEntry) -> str:
+    def revision(self, entry: TaskEntry) -> str | None:
         """The commit sha of the dataset, read once so that every split comes from one commit."""
         repo_id = self.repo_id(entry)
+        if self.local is not None:
+            return None  # a local folder: nothing to pin
         if repo_id not in self._revisions:
             from huggingface_hub import HfApi
 
@@ -142,20 +157,12 @@ class OfficialSource:
         return self._records[key]
 
     def _load(self, entry: TaskEntry, split: str) -> list[dict]:
-        from datasets import load_dataset
-
         repo_id, official = self.repo_id(entry), self.official_split(entry, split)
         where = f"{repo_id}" + (f" config {self.config(entry)}" if self.config(entry) else "")
-        try:
-            ds = load_dataset(repo_id, name=self.config(entry), split=official, revision=self.revision(entry))
-        except HubUnreachable:
-            raise
-        except Exception as err:  # unknown repository, config or split, or the Hub unreachable
-            if is_unreachable(err):
-                raise unreachable_error(f"the dataset {where}, split {official} ({entry.name})", err) from None
-            first = str(err).splitlines()[0] if str(err) else type(err).__name__
-            raise FileNotFoundError(f"{entry.name}: cannot read {where} split {official} ({first[:300]})") from None
-        records = [dict(r) for r in ds]
+        # Where the official few-shot split is not ours (REL, SUM), a copy that `push --layout official`
+        # wrote has ours under its own name instead: read it when the official one is absent.
+        fallback = split if split == entry.spec.fewshot_split and self._hub(entry).fewshot_not_ours else None
+        records = [dict(r) for r in self._dataset(entry, repo_id, where, official, fallback)]
         for i, rec in enumerate(records):
             problems = record_problems(entry.task_id, rec)
             if problems:
@@ -164,6 +171,24 @@ class OfficialSource:
                     + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
                 )
         return records
+
+    def _dataset(self, entry: TaskEntry, repo_id: str, where: str, official: str, fallback: str | None):
+        from datasets import load_dataset
+
+        names = [official] + ([fallback] if fallback not in (None, official) else [])
+        for i, name in enumerate(names):
+            try:
+                return load_dataset(repo_id, name=self.config(entry), split=name, revision=self.revision(entry))
+            except HubUnreachable:
+                raise
+            except Exception as err:  # unknown repository, config or split, or the Hub unreachable
+                if is_unreachable(err):
+                    raise unreachable_error(f"the dataset {where}, split {name} ({entry.name})", err) from None
+                if i + 1 < len(names):
+                    continue  # the official split is absent: try ours
+                first = str(err).splitlines()[0] if str(err) else type(err).__name__
+                raise FileNotFoundError(f"{entry.name}: cannot read {where} split {official} ({first[:300]})") from None
+        raise AssertionError("unreachable")
 
     def sha256(self, entry: TaskEntry, split: str) -> str:
         """sha256 of the records loaded, one canonical JSON line each (sorted keys)."""

@@ -3,6 +3,7 @@
 One repository per task (``<org>/<task>``)::
 
     README.md                      dataset card (YAML configs point at data/)
+    eval.yaml                      the Hub benchmark file (hub/benchmark.py)
     manifest.json                  the task's entry of build/manifest.json
     data/<split>.parquet           one file per split (NER: data/<domain>/<split>.parquet)
     jsonl/<split>.jsonl            only with --jsonl: the build's JSONL, byte for byte
@@ -17,13 +18,14 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..card import CARD, DEFAULT_ORG, render_card
+from ..card import CARD, DEFAULT_ORG, config_split, render_card
 from ..errors import EvalitaDataError
 from ..jsonl import read_jsonl
 from ..manifest import MANIFEST_FILE, BuildManifest, BuiltTask, ManifestError, dumps
+from .benchmark import EVAL_YAML, eval_yaml
 from .parquet import parquet_bytes
 from ..building.rawsource import sha256_file
-from ..registry import task_ids
+from ..registry import get_task, task_ids
 from ..safepaths import check_inside, check_split_key
 from ..validate import validate_path
 
@@ -109,6 +111,12 @@ def task_repo(build: Path, task: str, entry: BuiltTask, org: str = DEFAULT_ORG, 
         RepoFile(CARD, render_card(task, entry, paths, org).encode("utf-8")),
         RepoFile(REPO_MANIFEST, dumps(entry.published_json(task)).encode("utf-8")),
     ]
+    spec = get_task(task)
+    pairs = [config_split(spec, key) for key in entry.splits]  # (config, split)
+    evals = {(c if spec.configs else None): s for c, s in pairs if s == spec.eval_split}
+    benchmark = eval_yaml(task, evals)
+    if benchmark is not None:
+        files.append(RepoFile(EVAL_YAML, benchmark))
     for key, split in entry.splits.items():
         source = build / task / split.file
         records = [rec for _, rec in read_jsonl(source)]

@@ -23,6 +23,7 @@ from ..errors import EvalitaDataError
 from ..network import NETWORK_ERRORS, short_error
 from ..manifest import BuiltTask
 from .layout import RepoFile, TaskRepo, load_checked_manifest, task_repo
+from .official import LAYOUTS, official_repo
 from ..safepaths import check_hub_name, check_inside, check_output_apart
 
 REPO_TYPE = "dataset"
@@ -143,6 +144,19 @@ def plan_repo(api: HfApi, repo: TaskRepo, revision: str, delays: Sequence[float]
     return RepoPlan(repo, exists, parent, changes, others)
 
 
+def layout_repo(build: Path, task: str, entry: BuiltTask, org: str, jsonl: bool, layout: str,
+                echo: Callable[[str], None]) -> TaskRepo:
+    """The task's repository in ``layout`` ("ours" or "official"); the official splits it lacks are echoed, one line each."""
+    if layout not in LAYOUTS:
+        raise PushError(f"layout {layout!r}: expected one of {', '.join(LAYOUTS)}")
+    if layout == "ours":
+        return task_repo(build, task, entry, org, jsonl=jsonl)
+    repo, missing = official_repo(build, task, entry, org, jsonl=jsonl)
+    for m in missing:
+        echo(f"missing: {m.line()}")
+    return repo
+
+
 def commit_message(repo: TaskRepo, entry: BuiltTask) -> str:
     splits = ", ".join(f"{k} {v.rows}" for k, v in entry.splits.items())
     return f"evalita-data {__version__}: {repo.task} ({splits})"
@@ -157,6 +171,7 @@ def push(
     message: str | None = None,
     dry_run: bool = False,
     jsonl: bool = False,
+    layout: str = "ours",
     api: HfApi | None = None,
     delays: Sequence[float] = RETRY_DELAYS,
     echo: Callable[[str], None] = print,
@@ -173,9 +188,10 @@ def push(
         raise PushError("no Hub token: set HF_TOKEN or run 'hf auth login' (the token is never printed)")
     plans = []
     unreached: str | None = None  # a dry run asks the Hub once: after a failure, not again
-    for task in chosen:
+    # Every repository is computed before the first request: a task the layout refuses sends nothing.
+    repos = {task: layout_repo(build, task, manifest.tasks[task], org, jsonl, layout, echo) for task in chosen}
+    for task, repo in repos.items():
         entry = manifest.tasks[task]
-        repo = task_repo(build, task, entry, org, jsonl=jsonl)
         if dry_run:
             plan = dry_plan(api, repo, revision, unreached)
             unreached = plan.unreached and f"the Hub at {api.endpoint} was not reachable (see above)"
@@ -246,19 +262,19 @@ def describe_plan(plan: RepoPlan, revision: str, dry_run: bool, echo: Callable[[
 
 
 def write_to_dir(build: Path, dest: Path, org: str = DEFAULT_ORG, tasks: list[str] | None = None,
-                 jsonl: bool = False, echo: Callable[[str], None] = print) -> list[TaskRepo]:
-    """``push --to-dir``: the exact repository layout of every task under ``dest/<task>/``."""
+                 jsonl: bool = False, echo: Callable[[str], None] = print, layout: str = "ours") -> list[TaskRepo]:
+    """``push --to-dir``: the exact repository layout of every task under ``dest/<name>/``, the
+    repository's name (ours: the task id; official: ``word_in_context``, ``faq``...)."""
     from .layout import write_repo_dir
 
     check_hub_name(org)
     check_output_apart(dest, {"--build": build}, out_flag="--to-dir")
     manifest, chosen = load_checked_manifest(build, tasks)
-    for task in chosen:  # a task folder that is a link out of DEST refuses the push before anything is written
-        check_inside(dest / task, dest)
-    repos = []
-    for task in chosen:
-        repo = task_repo(build, task, manifest.tasks[task], org, jsonl=jsonl)
-        write_repo_dir(repo, dest / task, root=dest)
-        echo(f"{dest / task}: {len(repo.files)} file(s), {sum(len(f.data) for f in repo.files)} bytes")
-        repos.append(repo)
+    repos = [layout_repo(build, task, manifest.tasks[task], org, jsonl, layout, echo) for task in chosen]
+    for repo in repos:  # a repository folder that is a link out of DEST refuses the push before anything is written
+        check_inside(dest / repo.repo_id.split("/")[1], dest)
+    for repo in repos:
+        folder = dest / repo.repo_id.split("/")[1]
+        write_repo_dir(repo, folder, root=dest)
+        echo(f"{folder}: {len(repo.files)} file(s), {sum(len(f.data) for f in repo.files)} bytes")
     return repos

@@ -32,7 +32,8 @@ TASK = TaskSpec(
     # The sample itself uses the fixed converters.sum.SAMPLE_SEED: --seed never changes the test set.
     seed=1234,
     task_categories=["summarization"],
-    hub_splits=HubSplits("summarization-fp", test="test_100"),
+    hub_splits=HubSplits("summarization-fp", test="test_100", fewshot_not_ours=(
+        "the official dev split is not documented, and fanpage's own validation split is not built (our few-shot split is a train sample)")),
     # `evalita-data fetch sum`: ARTeLab/fanpage through huggingface_hub.
     fetcher="building.fetch:fetch_fanpage",
 )

@@ -121,7 +121,7 @@ def test_changed_split_is_one_commit_of_changed_files_and_foreign_files_stay(sam
     plans = push(build_dir, org="edit-org", tasks=["wic"], api=api, echo=lines.append)
     status = {c.path: c.status for c in plans[0].changes}
     assert status == {"README.md": "changed", "manifest.json": "changed", "data/dev.parquet": "changed",
-                      "data/train.parquet": "unchanged", "data/test.parquet": "unchanged"}
+                      "data/train.parquet": "unchanged", "data/test.parquet": "unchanged", "eval.yaml": "unchanged"}
     assert repo.user_commits() == 3  # ours, the maintainer's, ours
     after = hub.files("edit-org/wic")
     assert after["NOTES.md"] == b"hand-written\n"

@@ -1,0 +1,58 @@
+"""Runs lm-evaluation-harness's own evalita_llm task files, from a copy, by their own task names
+(a script for tests/data_side/hub/test_official_layout_lm_eval.py).
+
+Usage: python lm_eval_official.py OUT.json MODEL_DIR TASKS_DIR LIMIT MAX_GEN_TOKS K ENTRY:PROMPT...
+
+TASKS_DIR is a copy of lm-eval's ``tasks/evalita_llm`` folder (YAMLs, utils.py, metrics.py) in
+which only ``dataset_path`` was changed. lm-eval indexes that folder alone
+(``include_defaults=False``) and evaluates the task each file names (``task:``), with K shots,
+the "hf" model at batch size 1 on CPU. Writes per ENTRY:PROMPT the numeric metrics and the
+per-document responses. Run with HF_HUB_OFFLINE=1 and HF_DATASETS_OFFLINE=1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from lm_eval_reference import YAMLS
+
+
+def task_name(folder: Path, entry: str, prompt: str) -> str:
+    """The ``task:`` of lm-eval's file for (entry, prompt); its tags (!function) are not needed here."""
+    text = (folder / YAMLS[entry].format(n=prompt.removeprefix("p"))).read_text("utf-8")
+    return next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("task:"))
+
+
+def main(argv: list[str]) -> None:
+    out, model, folder, limit, max_gen, k, *pairs = argv
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    names = {p: task_name(Path(folder), *p.split(":")) for p in pairs}
+    res = simple_evaluate(
+        model="hf",
+        model_args=f"pretrained={model},dtype=float32",
+        tasks=list(names.values()),
+        task_manager=TaskManager(include_path=folder, include_defaults=False),
+        num_fewshot=int(k),
+        batch_size=1,
+        device="cpu",
+        limit=int(limit),
+        gen_kwargs={"max_gen_toks": int(max_gen)},
+        log_samples=True,
+        bootstrap_iters=0,  # no standard errors: their bootstrap of F1 takes minutes, the scores are the same
+    )
+    dump = {}
+    for pair, name in names.items():
+        dump[pair] = {
+            "task": name,
+            "metrics": {m: v for m, v in res["results"][name].items() if isinstance(v, (int, float)) and "stderr" not in m},
+            "samples": [{"doc_id": s["doc_id"], "arguments": [list(a) for a in s["arguments"]], "resps": s["resps"]} for s in sorted(res["samples"][name], key=lambda s: s["doc_id"])],
+        }
+    Path(out).write_text(json.dumps(dump, ensure_ascii=False, default=str))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
