@@ -13,9 +13,10 @@ from evalita_data.cli_errors import one_line
 from .cli_run_inputs import check_data, entries_and_prompts, open_data
 from .cli_run_options import run_options
 from .cli_support import RUN_NEEDS, check_model_name, default_device, require
+from .naming import NAME_FIELD, check_given_name, display_name
 
 
-def execute(backend_name: str, options, source, config, entries: list, output_dir: str | None):
+def execute(backend_name: str, options, source, config, entries: list, output_dir: str | None, given_name: str | None = None):
     """Load the backend, name the output folder by the run's identity (unless --output-dir), announce
     the plan and run it; (the RunResult, the Runner). Ctrl-C: what was kept, exit 130."""
     from .replicas import create_backend  # the backend, or its replicas on Ray (data_parallel_size)
@@ -27,7 +28,7 @@ def execute(backend_name: str, options, source, config, entries: list, output_di
     try:
         backend = create_backend(backend_name, options)
         try:
-            model_info = ModelInfo(options.model, options.revision, backend.dtype, backend_name, backend.cache_identity())
+            model_info = ModelInfo(options.model, options.revision, backend.dtype, backend_name, backend.cache_identity(), given_name)
             if output_dir is None:  # named by the model and the run's identity: two runs never share one
                 output_dir = str(default_output_dir(identity_of(backend, model_info.record, config)))
             click.echo(f"writing to {output_dir}" + (f" (split {config.split}: not comparable with the paper)" if config.split else ""), err=True)
@@ -50,7 +51,7 @@ def execute(backend_name: str, options, source, config, entries: list, output_di
 
 @click.command()
 @run_options
-def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, max_memory, backend_name, max_batch_tokens, device, dtype,
+def run(model, revision, model_name, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, max_memory, backend_name, max_batch_tokens, device, dtype,
         max_length, threads, tensor_parallel_size, data_parallel_size, gpu_memory_utilization, max_model_len, base_url, api_key_env,
         concurrency, timeout_s, max_retries, backend_args, apply_chat_template, trust_remote_code, max_new_tokens, seed, setting, constrained,
         system_instruction, fewshot_as_multiturn, eval_split, output_dir, overwrite, progress) -> None:
@@ -64,6 +65,10 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
     if (data_dir is None) == (hub_org is None):
         raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")
     check_model_name(model, backend_args)
+    try:
+        model_name = check_given_name(model_name) if model_name is not None else None
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--model-name") from None
     device = device or default_device()
     entries, prompt_names = entries_and_prompts(tasks, prompts, setting)
     import datasets
@@ -86,9 +91,10 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
             max_retries=max_retries)
     except ValueError as err:
         raise click.BadParameter(str(err), param_hint="--backend-arg") from err
-    result, runner = execute(backend_name, options, source, config, entries, output_dir)
+    result, runner = execute(backend_name, options, source, config, entries, output_dir, model_name)
     if result.status == "empty":  # every task skipped by the runner (e.g. none declares the --setting's prompts)
         raise click.ClickException(nothing_evaluated(result.skipped, source))
+    click.echo(f"model: {display_name({**runner.model.record, NAME_FIELD: model_name})}")
     click.echo(summary_table(result.results))
     click.echo(task_summary_table(result.results, runner.baselines))
     click.echo(run_counts(result, runner.cache.path, runner.out))

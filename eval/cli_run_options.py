@@ -41,6 +41,9 @@ def task_help() -> str:
 RUN_OPTIONS = [
     click.option("--model", "model", required=True, help="Local folder or Hub id of a causal language model."),
     click.option("--revision", default=None, help="Model revision (branch, tag or commit) on the Hub."),
+    click.option("--model-name", default=None,
+                 help="How results, reports, cards and exports name the model (recorded as model.name; changes no number). "
+                      "Default: the Hub id, or a local folder's name and its weights hash (plain-3f2a9c1e)."),
     click.option("--data", "data_dir", default=None,
                  help="Local build folder (evalita-data build), a folder in the Hub layout, or hf:ORG for the "
                       "official Evalita-LLM splits on the Hub (hf:evalitahf, as lm-eval's evalita_llm tasks)."),

@@ -30,7 +30,7 @@ def _export(run: Path, out: Path) -> list[Path]:
 
 
 def test_export_eee_validates_and_carries_every_score(tmp_path: Path) -> None:
-    assert "Commit: 9bce4136e789ec006c62582f5f9d107d20f8b398" in (SCHEMAS / "SOURCE.md").read_text("utf-8")
+    assert "`every-eval-ever` 0.3.0 package" in (SCHEMAS / "SOURCE.md").read_text("utf-8")
     assert json.loads((SCHEMAS / "eval.schema.json").read_text("utf-8"))["version"] == "0.3.0"
     aggregate_path, samples_path = _export(RUN, tmp_path / "a")
     assert aggregate_path.parent == tmp_path / "a" / "data" / "evalita-llm" / "org-b" / "beta-8b"
@@ -69,10 +69,13 @@ def test_export_eee_of_a_local_run_names_no_path_and_errors_are_one_line(tmp_pat
     (run / "results.json").write_text(json.dumps(doc), "utf-8")
     (tmp_path / "where" / "my-model").mkdir()
     files = _export(run, tmp_path / "out")
-    assert files[0].parent.relative_to(tmp_path / "out").as_posix() == "data/evalita-llm/local/my-model"
+    # named by its folder and the first 8 digits of its weights' fingerprint, labelled local, never "huggingface"
+    assert files[0].parent.relative_to(tmp_path / "out").as_posix() == "data/evalita-llm/local/my-model-abababab"
     assert not [p for p in files if str(tmp_path).encode() in p.read_bytes()]
     aggregate = json.loads(files[0].read_text("utf-8"))
     assert aggregate["model_info"]["additional_details"]["files_sha256"] == "ab" * 32
+    assert (aggregate["model_info"]["id"], aggregate["model_info"]["name"], aggregate["model_info"]["developer"],
+            aggregate["model_info"]["inference_platform"]) == ("local/my-model-abababab", "my-model-abababab", "local", "local")
     with pytest.raises(ValueError, match=r"^x\.json: not valid against eval\.schema\.json at \(top\): 'schema_version' is a required"):
         validate({}, "eval.schema.json", "x.json")
     res = CliRunner().invoke(main, ["export-eee", str(tmp_path / "where"), str(tmp_path / "out")])
