@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 METRIC_ID_REGISTRY_REVISION = "8b83e9c"
 HARNESS_NAMESPACE = "lm-evaluation-harness"
@@ -57,9 +58,22 @@ def sample_hash(prompt: str, reference: object) -> str:
 
 def inference_engine(model: dict, versions: dict) -> dict | None:
     """``{name, version}`` of the engine that ran the model (None for a served model: the server is not known)."""
-    engine = ENGINES.get(str(model.get("backend") or "hf"))
+    engine = ENGINES.get(str(model.get("backend")))  # none recorded: the engine is not known
     if engine is None:
         return None
     name, package = engine
     version = versions.get(package)
     return {"name": name, **({"version": str(version)} if version else {})}
+
+
+def item_score(metric: Any, sample: dict) -> float:
+    """One item's score on ``metric`` (an ``evalita_data`` Metric), the number EEE reads ``is_correct`` from
+    (``== 1``): a hit metric's own 0/1 for the item; for a corpus metric (an F1, a ROUGE) a scored choice's
+    correctness (prediction == gold), else the metric over this item alone."""
+    from evalita_data.scoring.metric import HITS
+
+    if metric.kind == HITS:
+        return float(metric.sample(sample))
+    if "choices" in sample and isinstance(sample.get("prediction"), int):
+        return float(sample["prediction"] == sample.get("gold"))
+    return float(metric([sample]))

@@ -22,7 +22,7 @@ from pathlib import Path
 from ..reporting.runs import RunResults, load_results, parse_results
 from ..reporting.task_report import build_task_report, task_order
 from ..naming import display_name, is_local_model
-from .eee_terms import OUR_NAMESPACE, inference_engine, metric_config, sample_hash
+from .eee_terms import OUR_NAMESPACE, inference_engine, item_score, metric_config, sample_hash
 from .model_page import official_datasets
 from .public import check_publishable, local_replacements, named, public_results
 
@@ -127,12 +127,12 @@ def _instance(run: RunResults, ids: dict, task: str, prompt: str, metric: str, s
     from ..metrics import metric_of
 
     mc = "choices" in sample and isinstance(sample.get("prediction"), int)
+    score = item_score(metric_of(task, metric), sample)  # as our exported lm-eval tasks log it: EEE's converter agrees
+    correct = score == 1.0
     if mc:
-        correct = sample["prediction"] == sample["gold"]
-        score, shown = float(correct), sample["choices"][sample["prediction"]] if 0 <= sample["prediction"] < len(sample["choices"]) else "?"
+        shown = sample["choices"][sample["prediction"]] if 0 <= sample["prediction"] < len(sample["choices"]) else "?"
     else:
-        score = float(metric_of(task, metric)([sample]))
-        correct, shown = score == 1.0, str(sample.get("prediction"))
+        shown = str(sample.get("prediction"))
     raw = sample.get("generation") if isinstance(sample.get("generation"), str) else shown
     gold = sample.get("reference", sample.get("gold"))
     if mc and isinstance(gold, int) and 0 <= gold < len(sample["choices"]):

@@ -82,7 +82,10 @@ def named(doc: dict, model_name: str | None) -> dict:
     model = doc.get("model") if isinstance(doc.get("model"), dict) else None
     if model is None:
         return doc
-    return {**doc, "model": {**model, NAME_FIELD: model_name if model_name is not None else display_name(model)}}
+    name = model_name if model_name is not None else display_name(model)
+    if NAME_FIELD not in model and name == model.get("name_or_path"):
+        return doc  # a Hub id named by itself: the run's results.json is published byte for byte
+    return {**doc, "model": {**model, NAME_FIELD: name}}
 
 
 def public_results(doc: dict, results_dir: Path | None = None) -> dict:
@@ -172,7 +175,8 @@ def check_publishable(files: Iterable[tuple[str, bytes]], replacements: dict[str
     any other local absolute path, home folder or this user's name."""
     files = list(files)
     check_no_local_paths(files, replacements)
-    for name, data in files:
+    # the record first: a trace in results.json is named by its field, not by the card line rendered from it
+    for name, data in sorted(files, key=lambda f: (not f[0].endswith(".json"), f[0])):
         if name.endswith(".jsonl"):
             continue
         for field, text in _traces(name, data):

@@ -26,7 +26,7 @@ from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_ro
 from ..reporting.tables import TextTable, fmt
 from ..reporting.worth import recorded_reasons, small_n_note
 from .front_page import render_front_page
-from .model_page import model_page_files, model_page_refusal
+from .model_page import model_id, model_page_files, model_page_refusal
 from .public import LocalPathLeft, check_publishable, local_replacements, model_label, named, public_bytes, public_results
 from ..reporting.unparsed_flag import EXPLAIN, MARK, flag_notes, is_flagged
 
@@ -117,7 +117,7 @@ def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = 
     files = [RepoFile(CARD, render_front_page(repo_id, {**(other_runs or {}), folder: run.raw}).encode("utf-8")),
              RepoFile(f"{folder}/{CARD}", render_card(run, folder, repo_id).encode("utf-8")),
              RepoFile(f"{folder}/results.json", results_bytes)]
-    files += model_page_files(run, folder, repo_id, model_label(run.model))
+    files += model_page_files(run, folder, repo_id, model_id(run))
     refusal = model_page_refusal(run)
     if refusal is not None:
         echo(f"note: no .eval_results or model-index.yaml for {folder}: {refusal}")
