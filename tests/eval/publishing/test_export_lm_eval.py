@@ -152,7 +152,11 @@ def test_eees_lm_eval_converter_reads_our_exported_tasks_as_our_export(sample_bu
     assert cli("evalita_eval.cli", ["export-eee", str(ours), str(tmp_path / "eee")], env).returncode == 0
 
     def rows(folder: Path, suffix: str) -> list[dict]:
-        return [json.loads(line) for p in sorted(folder.rglob(f"*{suffix}")) for line in p.read_text("utf-8").splitlines() if line]
+        """The aggregates (one JSON document a file) or the instance lines (JSONL) under ``folder``."""
+        texts = [p.read_text("utf-8") for p in sorted(folder.rglob(f"*{suffix}"))]
+        if suffix == ".json":
+            return [json.loads(t) for t in texts]
+        return [json.loads(line) for t in texts for line in t.splitlines() if line]
 
     their_ids = {r["metric_config"]["metric_id"] for a in rows(tmp_path / "theirs", ".json") for r in a["evaluation_results"]}
     our_ids = {r["metric_config"]["metric_id"] for a in rows(tmp_path / "eee", ".json") for r in a["evaluation_results"]}
