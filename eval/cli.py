@@ -145,6 +145,16 @@ def compare(run_a: Path, run_b: Path, k: int, seed: int, out: Path | None) -> No
 # ---------------------------------------------------------------- push-results / export-lm-eval
 
 
+def _given_name(name: str | None) -> str | None:
+    """A ``--model-name`` checked (naming.check_given_name), or None."""
+    from .naming import check_given_name
+
+    try:
+        return check_given_name(name) if name is not None else None
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--model-name") from None
+
+
 @main.command("push-results")
 @click.argument("results_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--repo", "repo_id", required=True, help="Hub dataset ORG/NAME to publish to (created if missing).")
@@ -154,8 +164,11 @@ def compare(run_a: Path, run_b: Path, k: int, seed: int, out: Path | None) -> No
 @click.option("--dry-run", is_flag=True, help="Show the files and what would change; commit nothing.")
 @click.option("--to-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Write the repository layout to DIR instead of the Hub (offline).")
+@click.option("--model-name", default=None,
+              help="Name the model so in every published file (default: model.name of results.json, else the Hub id or "
+                   "a local folder's name and weights hash).")
 def push_results(results_dir: Path, repo_id: str, private: bool, revision: str, message: str | None, dry_run: bool,
-                 to_dir: Path | None) -> None:
+                 to_dir: Path | None, model_name: str | None) -> None:
     """Publish RESULTS_DIR (results.json, samples/ and a card with the per-task tables) as a Hub dataset, one commit.
 
     Nothing is deleted; the token comes from HF_TOKEN or the stored login and is never printed."""
@@ -167,7 +180,7 @@ def push_results(results_dir: Path, repo_id: str, private: bool, revision: str, 
 
     try:
         run_push(results_dir, repo_id, private=private, revision=revision, message=message, dry_run=dry_run,
-                 to_dir=to_dir, echo=click.echo)
+                 to_dir=to_dir, echo=click.echo, model_name=_given_name(model_name))
     except (EvalitaDataError, ScoresError) as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(1)
@@ -199,14 +212,17 @@ def export_lm_eval(out_dir: Path, org: str | None, data_dir: Path | None, offici
 @click.argument("run_dir", type=click.Path(path_type=Path, exists=True))
 @click.argument("out_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("eee"))
 @click.option("--organization", default="unknown", show_default=True, help="Who ran the evaluation (source_organization_name).")
-def export_eee(run_dir: Path, out_dir: Path, organization: str) -> None:
+@click.option("--model-name", default=None,
+              help="Name the model so in every published file (default: model.name of results.json, else the Hub id or "
+                   "a local folder's name and weights hash).")
+def export_eee(run_dir: Path, out_dir: Path, organization: str, model_name: str | None) -> None:
     """Write RUN_DIR (results.json and samples/) in the Every Eval Ever schema: aggregate JSON and instance-level JSONL,
     validated against the schemas kept in the package, under OUT_DIR/data/evalita-llm/<developer>/<model>/."""
     require("export-eee", STATS_NEEDS)
     from .publishing.export_eee import export_eee as run_export
 
     try:
-        written = run_export(run_dir, out_dir, organization)
+        written = run_export(run_dir, out_dir, organization, model_name=_given_name(model_name))
     except ValueError as err:  # ScoresError included: a results.json that cannot be read
         click.echo(f"error: {err}", err=True)
         sys.exit(1)

@@ -17,6 +17,7 @@ from evalita_data.cli_errors import one_line
 from .cli_run_inputs import check_data, entries_and_prompts, open_data
 from .cli_run_options import run_options
 from .cli_support import RUN_NEEDS, check_model_name, default_device, require
+from .naming import NAME_FIELD, display_name
 
 
 # The line naming the run's folder (a sweep reads the folder of a run it started from it).
@@ -44,7 +45,7 @@ def folder_lock(out: Path) -> Iterator[None]:
         lock.release()
 
 
-def execute(backend_name: str, options, source, config, entries: list, output_dir: str | None):
+def execute(backend_name: str, options, source, config, entries: list, output_dir: str | None, given_name: str | None = None):
     """Load the backend, name the output folder by the run's identity (unless --output-dir), announce
     the plan and run it; (the RunResult, the Runner). Ctrl-C: what was kept, exit 130."""
     from .replicas import create_backend  # the backend, or its replicas on Ray (data_parallel_size)
@@ -56,7 +57,7 @@ def execute(backend_name: str, options, source, config, entries: list, output_di
     try:
         backend = create_backend(backend_name, options)
         try:
-            model_info = ModelInfo(options.model, options.revision, backend.dtype, backend_name, backend.cache_identity())
+            model_info = ModelInfo(options.model, options.revision, backend.dtype, backend_name, backend.cache_identity(), given_name)
             if output_dir is None:  # named by the model and the run's identity: two runs never share one
                 output_dir = str(default_output_dir(identity_of(backend, model_info.record, config)))
             click.echo(f"{WRITING_TO}{output_dir}" + (f" (split {config.split}: not comparable with the paper)" if config.split else ""), err=True)
@@ -126,9 +127,10 @@ def run_spec(spec) -> None:
     source = open_data(spec.data, spec.hub_org)
     config = runner_config(spec, device, sys.stderr.isatty() if spec.progress is None else spec.progress)
     check_data(entries, source, config, named_tasks=spec.tasks is not None)
-    result, runner = execute(spec.backend, backend_options(spec, device), source, config, entries, spec.output_dir)
+    result, runner = execute(spec.backend, backend_options(spec, device), source, config, entries, spec.output_dir, spec.model_name)
     if result.status == "empty":  # every task skipped by the runner (e.g. none declares the --setting's prompts)
         raise click.ClickException(nothing_evaluated(result.skipped, source))
+    click.echo(f"model: {display_name({**runner.model.record, NAME_FIELD: spec.model_name})}")
     click.echo(summary_table(result.results))
     click.echo(task_summary_table(result.results, runner.baselines))
     click.echo(run_counts(result, runner.cache.path, runner.out))

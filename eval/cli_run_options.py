@@ -44,6 +44,9 @@ RUN_OPTIONS = [
                       "mapping). Options given here override it. docs/evaluator.md."),
     click.option("--model", "model", default=None, help="Local folder or Hub id of a causal language model (required, here or in --config)."),
     click.option("--revision", default=None, help="Model revision (branch, tag or commit) on the Hub."),
+    click.option("--model-name", default=None,
+                 help="How results, reports, cards and exports name the model (recorded as model.name; changes no number). "
+                      "Default: the Hub id, or a local folder's name and its weights hash (plain-3f2a9c1e)."),
     click.option("--data", "data_dir", default=None,
                  help="Local build folder (evalita-data build), a folder in the Hub layout, or hf:ORG for the "
                       "official Evalita-LLM splits on the Hub (hf:evalitahf, as lm-eval's evalita_llm tasks)."),

@@ -4,12 +4,19 @@
 different settings, few-shot counts or splits never share a folder, so none overwrites
 another. ``<model>`` is a Hub id with ``/`` as ``__`` (``org__name``), or a local folder's
 own name.
+
+A model as every output names it (:func:`display_name`): the name given with ``--model-name``
+(recorded as ``model.name`` in results.json; ``push-results``/``export-eee --model-name``
+override it), else the Hub id, else, for a local folder, its folder name and the first 8 hex
+digits of its weights' fingerprint (``plain-3f2a9c1e``): ``plain`` alone would name every
+converted model alike.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any, Mapping
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.@-]+")
 
@@ -23,6 +30,49 @@ def model_name(name_or_path: str) -> str:
     """The model as a reader names it: the Hub id, or a local folder's own name (never the whole local path)."""
     name = name_or_path.rstrip("/\\")
     return (Path(name).name if is_local(name) else name) or "model"
+
+
+# results.json's model record: the name given with --model-name (no part of the run's identity).
+NAME_FIELD = "name"
+WEIGHTS_DIGITS = 8  # hex digits of the weights fingerprint in a local folder's default name
+
+
+def check_given_name(name: str) -> str:
+    """A ``--model-name``: one line of printable text; refused (ValueError) otherwise."""
+    text = name.strip()
+    if not text or not text.isprintable() or len(text) > 200:
+        raise ValueError(f"--model-name {name!r}: expected a non-empty name on one line (at most 200 characters)")
+    return text
+
+
+def _field(model: Mapping[str, Any] | Any, key: str) -> Any:
+    """A model record's field: a results.json ``model`` mapping or the typed record (record/model.py)."""
+    return model.get(key) if isinstance(model, Mapping) else getattr(model, key, None)
+
+
+def given_name(model: Mapping[str, Any] | Any) -> str | None:
+    value = _field(model, NAME_FIELD)
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def is_local_model(model: Mapping[str, Any] | Any) -> bool:
+    """A model record of a local folder or file: published records say so (``local_folder``), a run's record
+    carries the weights' fingerprint (``files_sha256``/``file_sha256``) that only local models have."""
+    return (bool(_field(model, "local_folder")) or bool(_field(model, "files_sha256") or _field(model, "file_sha256"))
+            or is_local(str(_field(model, "name_or_path") or "model")))
+
+
+def display_name(model: Mapping[str, Any] | Any) -> str:
+    """The model as every output names it: the given name, the Hub id, or ``<folder>-<weights hash>``."""
+    given = given_name(model)
+    if given is not None:
+        return given
+    name = str(_field(model, "name_or_path") or "model")
+    if not is_local_model(model):
+        return name
+    digest = _field(model, "files_sha256") or _field(model, "file_sha256")
+    folder = model_name(name)
+    return f"{folder}-{digest[:WEIGHTS_DIGITS]}" if isinstance(digest, str) and digest else folder
 
 
 def model_slug(name_or_path: str, revision: str | None = None) -> str:

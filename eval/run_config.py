@@ -36,6 +36,7 @@ class RunSpec(BaseModel):
 
     model: str
     revision: str | None = None
+    model_name: str | None = None  # --model-name: how outputs name the model (naming.py); not in the run identity
     data: str | None = None
     hub_org: str | None = None
     tasks: list[str] | None = None
@@ -96,6 +97,13 @@ class RunSpec(BaseModel):
         from .backend_support.memory import parse_memory
 
         return parse_memory(value) if isinstance(value, str) else value
+
+    @field_validator("model_name")
+    @classmethod
+    def _model_name(cls, value: str | None) -> str | None:
+        from .naming import check_given_name
+
+        return None if value is None else check_given_name(value)
 
     @field_validator("backend")
     @classmethod

@@ -21,8 +21,10 @@ from pathlib import Path
 
 from ..reporting.runs import RunResults, load_results, parse_results
 from ..reporting.task_report import build_task_report, task_order
+from ..naming import display_name, is_local_model
+from .eee_terms import OUR_NAMESPACE, inference_engine, item_score, metric_config, sample_hash
 from .model_page import official_datasets
-from .public import public_results
+from .public import check_publishable, local_replacements, named, public_results
 
 SCHEMAS = Path(__file__).parent / "eee_schemas"
 BENCHMARK = "evalita-llm"
@@ -51,10 +53,14 @@ def _segment(text: str) -> str:
 
 
 def _ids(run: RunResults) -> tuple[str, str, str]:
-    """(developer, model, Hub-style model id): a Hub id's organisation, else "local"."""
-    name = run.model.name_or_path
-    developer, _, model = name.rpartition("/") if "/" in name and not run.model.local_folder else ("local", "", name)
-    return _segment(developer), _segment(model), name if developer != "local" else f"local/{model}"
+    """(developer, model, model id): a Hub id's organisation, name and id; a local model "local", its name
+    (naming.display_name: --model-name, else folder and weights hash) and ``local/<name>``."""
+    if is_local_model(run.model):
+        name = _segment(display_name(run.model))
+        return "local", name, f"local/{name}"
+    hub_id = run.model.name_or_path
+    developer = hub_id.split("/", 1)[0] if "/" in hub_id else "unknown"
+    return _segment(developer), _segment(hub_id.rsplit("/", 1)[-1]), hub_id
 
 
 def _uuid(run: RunResults, data: bytes) -> str:
@@ -73,28 +79,47 @@ def _source_data(run: RunResults, task: str) -> dict:
                                    **{f"sha256 {split}": str(h) for split, h in sorted(hashes.items())}}}
 
 
-def _metric_config(name: str, description: str) -> dict:
-    return {"evaluation_description": description, "metric_id": name, "metric_name": name, "metric_unit": "proportion",
-            "lower_is_better": False, "score_type": "continuous", "min_score": 0, "max_score": 1}
+def _generation_config(run: RunResults, task: str) -> dict:
+    """How the task was asked, as results.json's ``asked`` records it (running/results_file.py): greedy generation
+    with its token budget and stop strings, or log-likelihood scoring of the choices; the shots and setting (the
+    schema wants every detail a string). A run recorded before ``asked`` gives the shots and setting only."""
+    details = {"num_fewshot": str(run.config.num_fewshot or 0), "setting": run.config.setting or "loglikelihood",
+               "apply_chat_template": str(bool(run.config.apply_chat_template)).lower()}
+    asked = (run.raw.get("asked") or {}).get(task)
+    if not isinstance(asked, dict):
+        return {"additional_details": details}
+    budget, until = asked.get("max_new_tokens"), asked.get("until")
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+        return {"additional_details": {**details, "request": str(asked.get("request"))}}
+    return {"generation_args": {"temperature": 0.0, "max_tokens": budget},
+            "additional_details": {**details, "request": str(asked.get("request")), "do_sample": "false",
+                                   "until": json.dumps(until if isinstance(until, list) else [], ensure_ascii=False)}}
+
+
+def _score(value: float, n: object, **details: str) -> dict:
+    out: dict = {"score": float(value)}
+    if isinstance(n, (int, float)) and int(n) > 0:
+        out["uncertainty"] = {"num_samples": int(n)}
+    return {**out, **({"details": details} if details else {})}
 
 
 def _results(run: RunResults, timestamp: str) -> list[dict]:
     rows = []
     for task in task_order(set(run.results)):
         rep = build_task_report(task, [run])
+        common = {"source_data": _source_data(run, task), "evaluation_timestamp": timestamp, "generation_config": _generation_config(run, task)}
         for prompt in sorted(run.results[task]):
             cell = run.results[task][prompt]
             for metric in sorted(k for k in cell if k not in ("n", "unparsed")):
-                rows.append({"evaluation_result_id": f"{task}/{prompt}/{metric}", "evaluation_name": f"{task} {prompt}",
-                             "source_data": _source_data(run, task), "evaluation_timestamp": timestamp,
-                             "metric_config": _metric_config(metric, f"Evalita-LLM {task}, prompt {prompt}: {metric}"),
-                             "score_details": {"score": float(cell[metric]), "details": {"n": str(cell["n"])}}})
+                rows.append({"evaluation_result_id": f"{task}/{prompt}/{metric}", "evaluation_name": f"{task} {prompt}", **common,
+                             "metric_config": metric_config(metric, f"Evalita-LLM {task}, prompt {prompt}: {metric}"),
+                             "score_details": _score(cell[metric], cell["n"])})
         cps = rep.table.stats().per_model[0].cps / rep.table.scale
-        rows.append({"evaluation_result_id": f"{task}/CPS/{rep.metric}", "evaluation_name": f"{task} CPS",
-                     "source_data": _source_data(run, task), "evaluation_timestamp": timestamp,
-                     "metric_config": _metric_config(f"cps_{rep.metric}", f"Evalita-LLM {task}: Combined Performance Score "
-                                                     f"of {rep.metric} over {len(rep.table.prompts)} prompts (the paper's figure)"),
-                     "score_details": {"score": cps, "details": {"prompts": str(len(rep.table.prompts))}}})
+        rows.append({"evaluation_result_id": f"{task}/CPS/{rep.metric}", "evaluation_name": f"{task} CPS", **common,
+                     "metric_config": metric_config(f"cps_{rep.metric}", f"Evalita-LLM {task}: Combined Performance Score "
+                                                    f"of {rep.metric} over {len(rep.table.prompts)} prompts (the paper's figure)",
+                                                    OUR_NAMESPACE),
+                     "score_details": _score(cps, None, prompts=str(len(rep.table.prompts)))})
     return rows
 
 
@@ -102,20 +127,24 @@ def _instance(run: RunResults, ids: dict, task: str, prompt: str, metric: str, s
     from ..metrics import metric_of
 
     mc = "choices" in sample and isinstance(sample.get("prediction"), int)
+    score = item_score(metric_of(task, metric), sample)  # as our exported lm-eval tasks log it: EEE's converter agrees
+    correct = score == 1.0
     if mc:
-        correct = sample["prediction"] == sample["gold"]
-        score, shown = float(correct), sample["choices"][sample["prediction"]] if 0 <= sample["prediction"] < len(sample["choices"]) else "?"
+        shown = sample["choices"][sample["prediction"]] if 0 <= sample["prediction"] < len(sample["choices"]) else "?"
     else:
-        score = float(metric_of(task, metric)([sample]))
-        correct, shown = score == 1.0, str(sample.get("prediction"))
+        shown = str(sample.get("prediction"))
     raw = sample.get("generation") if isinstance(sample.get("generation"), str) else shown
     gold = sample.get("reference", sample.get("gold"))
     if mc and isinstance(gold, int) and 0 <= gold < len(sample["choices"]):
         gold = sample["choices"][gold]  # the gold answer's text, as the choices
+    prompt_text = str(sample.get("prompt") or "")
     record = {"schema_version": SCHEMA_VERSION, **ids, "evaluation_name": f"{task} {prompt}",
               "evaluation_result_id": f"{task}/{prompt}/{metric}", "sample_id": f"{task}/{sample.get('doc_id')}",
+              # as EEE's lm-eval converter hashes (prompt, target): a multiple-choice target is the gold index
+              "sample_hash": sample_hash(prompt_text, sample.get("gold") if mc else sample.get("reference", sample.get("gold"))),
+              "metadata": _instance_metadata(sample, prompt),
               "interaction_type": "single_turn",
-              "input": {"raw": str(sample.get("prompt") or ""), "reference": [json.dumps(gold, ensure_ascii=False) if not isinstance(gold, str) else gold]},
+              "input": {"raw": prompt_text, "reference": [json.dumps(gold, ensure_ascii=False) if not isinstance(gold, str) else gold]},
               "output": {"raw": [raw]},
               "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": shown,
                                       "extraction_method": str(sample.get("parsed_by") or ("loglikelihood argmax" if mc else "generation")),
@@ -126,21 +155,17 @@ def _instance(run: RunResults, ids: dict, task: str, prompt: str, metric: str, s
     return record
 
 
-def export_eee(results_dir: Path, out: Path, organization: str = "unknown") -> list[Path]:
-    """Write ``out/data/evalita-llm/<developer>/<model>/<uuid>.json`` and its ``_samples.jsonl``; return both paths."""
-    path = results_dir / "results.json" if results_dir.is_dir() else results_dir
-    if not path.is_file():
-        raise ValueError(f"{path}: no results.json; expected a folder of `evalita-eval run --output-dir`")
-    load_results(path, partial=True)  # its checks and messages
-    raw = path.read_bytes()
-    run = parse_results(path, public_results(json.loads(raw), path.parent), partial=True)
-    developer, model, model_id = _ids(run)
-    run_id = _uuid(run, raw)
-    stamp = str(int(path.stat().st_mtime))
-    folder = out / "data" / BENCHMARK / developer / model
-    rel = f"data/{BENCHMARK}/{developer}/{model}/{run_id}_samples.jsonl"
-    evaluation_id = f"{BENCHMARK}/{model_id}/{stamp}"
-    ids = {"evaluation_id": evaluation_id, "model_id": model_id}
+def _instance_metadata(sample: dict, prompt: str) -> dict[str, str]:
+    """The item's doc_id and prompt, and for a scored choice its per-choice log-likelihoods (JSON lists; values are strings)."""
+    meta = {"doc_id": str(sample.get("doc_id")), "prompt": prompt}
+    for key in ("loglikelihoods", "is_greedy"):
+        if isinstance(sample.get(key), list):
+            meta[key] = json.dumps(sample[key])
+    return meta
+
+
+def _instance_lines(run: RunResults, ids: dict) -> list[str]:
+    """One validated JSON line per item and prompt (the task's headline metric)."""
     lines = []
     for task in task_order(set(run.results)):
         metric = build_task_report(task, [run]).metric
@@ -150,6 +175,40 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown") -> l
                 record = _instance(run, ids, task, prompt, metric, sample)
                 validate(record, "instance_level_eval.schema.json", f"{samples_path}: doc_id {sample.get('doc_id')!r}")
                 lines.append(json.dumps(record, ensure_ascii=False, sort_keys=True))
+    return lines
+
+
+def _model_info(run: RunResults, developer: str, model_id: str) -> dict:
+    """The model as EEE names it: its name (naming.display_name), id, developer, and where and with what it ran
+    (a local folder is ``inference_platform: local``, never the Hub's)."""
+    local = is_local_model(run.model)
+    platform = "local" if local else "openai_compatible_api" if run.model.backend == "openai" else "huggingface"
+    info = {"name": display_name(run.model), "id": model_id, "developer": developer, "inference_platform": platform,
+            "additional_details": {"deployment_type": "externally_managed" if run.model.backend == "openai" else "self_deployed",
+                                   "model_availability": "unknown", **({"local_folder": "true"} if local else {}),
+                                   **{k: str(v) for k in ("revision", "dtype", "backend", "files_sha256", "file_sha256")
+                                      if (v := getattr(run.model, k)) is not None}}}
+    engine = inference_engine(run.model.backend, run.package_versions)
+    return {**info, "inference_engine": engine} if engine else info
+
+
+def export_eee(results_dir: Path, out: Path, organization: str = "unknown", model_name: str | None = None) -> list[Path]:
+    """Write ``out/data/evalita-llm/<developer>/<model>/<uuid>.json`` and its ``_samples.jsonl``; return both paths.
+    ``model_name``: how the files name the model (default: results.json's ``model.name``; naming.display_name)."""
+    path = results_dir / "results.json" if results_dir.is_dir() else results_dir
+    if not path.is_file():
+        raise ValueError(f"{path}: no results.json; expected a folder of `evalita-eval run --output-dir`")
+    load_results(path, partial=True)  # its checks and messages
+    raw = path.read_bytes()
+    doc = named(json.loads(raw), model_name)
+    run = parse_results(path, public_results(doc, path.parent), partial=True)
+    developer, model, model_id = _ids(run)
+    run_id = _uuid(run, raw)
+    stamp = str(int(path.stat().st_mtime))
+    folder = out / "data" / BENCHMARK / developer / model
+    rel = f"data/{BENCHMARK}/{developer}/{model}/{run_id}_samples.jsonl"
+    evaluation_id = f"{BENCHMARK}/{model_id}/{stamp}"
+    lines = _instance_lines(run, {"evaluation_id": evaluation_id, "model_id": model_id})
     samples_bytes = ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
     aggregate = {
         "schema_version": SCHEMA_VERSION, "evaluation_id": evaluation_id, "evaluation_timestamp": stamp, "retrieved_timestamp": stamp,
@@ -159,19 +218,19 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown") -> l
                                                    "num_fewshot": str(run.config.num_fewshot or 0),
                                                    "limit": str(run.config.limit), "split": run.config.split or "official"}},
         "eval_library": {"name": "evalita-eval", "version": run.package_versions.get("evalita-llm") or "unknown"},
-        "model_info": {"name": model, "id": model_id, "inference_platform": "local" if run.model.local_folder else "huggingface",
-                       "additional_details": {"deployment_type": "self_deployed", "model_availability": "unknown",
-                                              **{k: str(v) for k in ("revision", "dtype", "backend", "files_sha256")
-                                                 if (v := getattr(run.model, k)) is not None}}},
+        "model_info": _model_info(run, developer, model_id),
         "evaluation_results": _results(run, stamp),
     }
     if lines:
         aggregate["detailed_evaluation_results"] = {"format": "jsonl", "file_path": rel, "hash_algorithm": "sha256",
                                                     "checksum": hashlib.sha256(samples_bytes).hexdigest(), "total_rows": len(lines)}
     validate(aggregate, "eval.schema.json", str(folder / f"{run_id}.json"))
+    aggregate_bytes = (json.dumps(aggregate, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    check_publishable([(str(folder / f"{run_id}.json"), aggregate_bytes), (str(out / rel), samples_bytes)],
+                      local_replacements(doc, path.parent))
     folder.mkdir(parents=True, exist_ok=True)
     written = [folder / f"{run_id}.json"]
-    written[0].write_text(json.dumps(aggregate, ensure_ascii=False, indent=2, sort_keys=True) + "\n", "utf-8")
+    written[0].write_bytes(aggregate_bytes)
     if lines:
         written.append(out / rel)
         written[1].write_bytes(samples_bytes)

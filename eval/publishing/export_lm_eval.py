@@ -25,6 +25,7 @@ from evalita_data.taskspec import MCPrompt
 
 from ..reporting.lm_eval_tasks import LM_EVAL_PREFIX, lm_eval_sample  # no pydantic: lm-eval imports this module
 from ..sources.entries import TaskEntry, all_entries
+from .eee_terms import item_score
 
 PREFIX = LM_EVAL_PREFIX
 
@@ -182,24 +183,40 @@ def _held_by(data_dir: Path, entries: list[TaskEntry], echo: Callable[[str], Non
 # ---------------------------------------------------------------- called by lm-eval (utils.py)
 
 
+class ScoredSample(float):
+    """One item's score on one metric, as lm-eval's own ``evalita_llm`` tasks put a number in each per-sample
+    metric slot (lm-eval logs it as that number, and EEE's lm-eval converter reads ``is_correct`` as ``== 1``),
+    carrying the whole sample our aggregation needs (an F1 over the items is no mean of per-item numbers)."""
+
+    sample: dict
+
+    def __new__(cls, score: float, sample: dict) -> "ScoredSample":
+        made = super().__new__(cls, score)
+        made.sample = sample
+        return made
+
+    def __reduce__(self):  # pickled (lm-eval gathers across processes) with its sample
+        return (ScoredSample, (float(self), self.sample))
+
+
 def processor(entry_name: str, prompt: str) -> Callable[[dict, list], dict]:
-    """lm-eval's process_results for one task x prompt: the sample dict our metrics read, per metric."""
+    """lm-eval's process_results for one task x prompt: per metric, the item's score carrying the sample our metrics read."""
     process = lm_eval_sample(entry_name, prompt)
     metrics = _entry(entry_name).spec.metrics
 
     def per_metric(doc: dict, results: list) -> dict:
         sample = process(doc, results)
-        return {m.name: sample for m in metrics}
+        return {m.name: ScoredSample(item_score(m, sample), sample) for m in metrics}
 
     return per_metric
 
 
-def aggregator(entry_name: str, metric: str) -> Callable[[list[dict]], float]:
+def aggregator(entry_name: str, metric: str) -> Callable[[list], float]:
     """lm-eval's aggregation of one entry's metric: the task's own Metric over the samples."""
     [scorer] = [m for m in _entry(entry_name).spec.metrics if m.name == metric]
 
-    def aggregate(samples: list[dict]) -> float:
-        return scorer(samples)
+    def aggregate(items: list) -> float:
+        return scorer([item.sample if isinstance(item, ScoredSample) else item for item in items])
 
     return aggregate
 

@@ -16,8 +16,11 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
+import yaml
+
 from evalita_data.hub.layout import RepoFile
 
+from ..naming import display_name
 from ..reporting.runs import RunResults
 from ..reporting.settings_view import setting_label
 from ..reporting.task_report import build_task_report, task_order
@@ -59,6 +62,9 @@ def model_page_refusal(run: RunResults) -> str | None:
     missing = sorted(set(run.results) - set(official_datasets(run)))
     if missing:
         return f"task(s) {', '.join(missing)} not read from an official Hub dataset"
+    unknown = sorted(set(run.results) - set(BENCHMARK_TASK_IDS))
+    if unknown:
+        return f"task(s) {', '.join(unknown)} are no task of the benchmark's eval.yaml ({', '.join(BENCHMARK_TASK_IDS)})"
     return None
 
 
@@ -67,15 +73,50 @@ def run_date(run: RunResults) -> str:
     return datetime.fromtimestamp(run.path.stat().st_mtime, tz=timezone.utc).strftime("%Y-%m-%d")
 
 
+# Our entries are the tasks of the benchmark's eval.yaml (written in each pushed dataset by `evalita-data push`).
+BENCHMARK_TASK_IDS = ("wic", "te", "sa", "hs", "faq", "at", "ls", "ner_adg", "ner_fic", "ner_wn", "rel", "sum")
+# Our headline metrics as the Hub's metric ids (hf.co/metrics); the CPS has none: "cps", documented in docs/push-results.md.
+HUB_METRIC_TYPES = {"acc": "accuracy", "acc_norm": "accuracy", "f1_macro": "f1", "f1_binary": "f1", "sentipolc_f1": "f1",
+                    "ls_f1": "f1", "ner_f1": "f1", "rel_f1": "f1", "rouge1": "rouge", "rouge2": "rouge", "rougeL": "rouge"}
+CPS_METRIC_TYPE = "cps"
+
+
+def benchmark_task_id(entry: str) -> str:
+    """The id of the task of the benchmark dataset's ``eval.yaml`` that our entry ``entry`` is: the entry's own
+    name (``te``, ``ner_adg``), the one mapping between our results and the Hub's task ids."""
+    if entry not in BENCHMARK_TASK_IDS:
+        raise ValueError(f"task {entry!r} is no task of the Evalita-LLM benchmark ({', '.join(BENCHMARK_TASK_IDS)})")
+    return entry
+
+
+def official_location(entry: str) -> tuple[str, str]:
+    """(dataset config, split) of the official Hub dataset the entry is evaluated on: ``evalitahf/*``'s split names
+    (``test_1``, ``reduced_test``, ``test_all``, ``test_100``) and configs (NER ``adg``/``fic``/``wn``)."""
+    from evalita_data.registry import task_of_entry
+
+    from ..sources.entries import all_entries
+
+    spec = task_of_entry(entry)
+    hub = spec.hub_splits if spec is not None else None
+    if hub is None:
+        raise ValueError(f"task {entry!r} has no official Hub dataset (TaskSpec.hub_splits)")
+    config = hub.config or next((e.config for e in all_entries() if e.name == entry and e.config), None) or "default"
+    return config, hub.test
+
+
 def _task_scores(run: RunResults) -> list[dict]:
     rows = []
     datasets = official_datasets(run)
     for task in task_order(set(run.results)):
         rep = build_task_report(task, [run])
+        t = rep.table
         ns = sorted({v["n"] for v in run.results[task].values()})  # counts (record/results.schema.json)
-        rows.append({"task": task, "dataset": datasets[task][0], "revision": datasets[task][1], "metric": rep.metric,
-                     "prompts": len(rep.table.prompts), "n": "–".join(str(n) for n in sorted({ns[0], ns[-1]})) if ns else "?",
-                     "value": fmt(rep.table.stats().per_model[0].cps, rep.table.scale)})
+        config, split = official_location(task)
+        rows.append({"task": task, "task_id": benchmark_task_id(task), "dataset": datasets[task][0], "revision": datasets[task][1],
+                     "config": config, "split": split, "metric": rep.metric, "prompts": len(t.prompts),
+                     "by_prompt": {p: float(fmt(v, t.scale)) for p, v in zip(t.prompts, t.scores[:, 0])},
+                     "n": "–".join(str(n) for n in sorted({ns[0], ns[-1]})) if ns else "?",
+                     "value": float(fmt(t.stats().per_model[0].cps, t.scale))})
     return rows
 
 
@@ -85,31 +126,38 @@ def _setting_text(run: RunResults) -> str:
 
 def _note(run: RunResults, row: dict, date: str) -> str:
     return (f"{_setting_text(run)}: CPS (combined performance score) of {row['metric']} over {row['prompts']} prompts, "
-            f"n={row['n']} items per prompt, complete run on the official split, evaluated {date} (evalita-eval)")
+            f"n={row['n']} items per prompt, complete run on the official split ({row['config']}/{row['split']}), "
+            f"evaluated {date} (evalita-eval)")
 
 
 def eval_results_yaml(run: RunResults, url: str, date: str) -> str:
-    lines = []
-    for row in _task_scores(run):
-        lines += ["- dataset:", f"    id: {yaml_str(row['dataset'])}", f"    task_id: {yaml_str(row['task'])}",
-                  f"    revision: {yaml_str(row['revision'])}", f"  value: {row['value']}", f"  date: {yaml_str(date)}",
-                  "  source:", f"    url: {yaml_str(url)}", "    name: \"evalita-eval results\"",
-                  f"  notes: {yaml_str(_note(run, row, date))}"]
-    return "\n".join(lines) + "\n"
+    """``.eval_results/*.yaml`` (huggingface_hub's EvalResultEntry): per task, its CPS under the benchmark's task id."""
+    from huggingface_hub import EvalResultEntry, eval_result_entries_to_yaml
+
+    entries = [EvalResultEntry(dataset_id=row["dataset"], task_id=row["task_id"], value=row["value"], dataset_revision=row["revision"],
+                               date=date, source_url=url, source_name="evalita-eval results", notes=_note(run, row, date))
+               for row in _task_scores(run)]
+    return yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False, allow_unicode=True, width=10_000)
 
 
 def model_index_yaml(run: RunResults, model: str, url: str, date: str) -> str:
-    """The ``model-index`` block of a model card's YAML header (paste it there)."""
-    lines = ["model-index:", f"- name: {yaml_str(model)}", "  results:"]
+    """The ``model-index`` block of a model card's YAML header (paste it there; huggingface_hub's EvalResult): per
+    task, its CPS (custom type ``cps``) and the headline metric of each prompt (the Hub's metric ids)."""
+    from huggingface_hub import EvalResult
+    from huggingface_hub.repocard_data import eval_results_to_model_index
+
+    results = []
     for row in _task_scores(run):
-        name = f"Evalita-LLM {row['task']}"
-        lines += [f"  # {_note(run, row, date)}", "  - task:", "      type: text-generation", f"      name: {yaml_str(name)}",
-                  "    dataset:", f"      name: {yaml_str(name)}", f"      type: {yaml_str(row['dataset'])}",
-                  f"      revision: {yaml_str(row['revision'])}",
-                  "    metrics:", "    - type: cps", f"      name: {yaml_str('CPS of ' + row['metric'])}",
-                  f"      value: {row['value']}", "      verified: false",
-                  "    source:", f"      url: {yaml_str(url)}", "      name: \"evalita-eval results\""]
-    return "\n".join(lines) + "\n"
+        common = {"task_type": "text-generation", "task_name": f"Evalita-LLM {row['task']}", "dataset_type": row["dataset"],
+                  "dataset_name": f"Evalita-LLM {row['task']}", "dataset_config": row["config"], "dataset_split": row["split"],
+                  "dataset_revision": row["revision"], "source_name": "evalita-eval results", "source_url": url}
+        results.append(EvalResult(**common, metric_type=CPS_METRIC_TYPE, metric_name=f"CPS of {row['metric']}", metric_value=row["value"]))
+        results += [EvalResult(**common, metric_type=HUB_METRIC_TYPES.get(row["metric"], row["metric"]),
+                               metric_name=f"{row['metric']} {prompt}", metric_value=value,
+                               metric_args={"average": "macro"} if row["metric"] == "f1_macro" else None)
+                    for prompt, value in row["by_prompt"].items()]
+    index = {"model-index": eval_results_to_model_index(model, results)}
+    return yaml.safe_dump(index, sort_keys=False, allow_unicode=True, width=10_000)
 
 
 def model_page_files(run: RunResults, folder: str, repo_id: str, model: str) -> list[RepoFile]:
@@ -121,3 +169,9 @@ def model_page_files(run: RunResults, folder: str, repo_id: str, model: str) -> 
     setting = folder.split("/", 1)[-1]
     return [RepoFile(f"{folder}/.eval_results/evalita-llm_{setting}.yaml", eval_results_yaml(run, url, date).encode("utf-8")),
             RepoFile(f"{folder}/model-index.yaml", model_index_yaml(run, model, url, date).encode("utf-8"))]
+
+
+def model_id(run: RunResults) -> str:
+    """The model as a model page's ``model-index`` names it: the Hub id (no ``@revision``), or for a local folder
+    the name given with ``--model-name`` (give the Hub id the folder will be published as)."""
+    return display_name(run.model)

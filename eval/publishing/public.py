@@ -12,11 +12,13 @@ refuses a file that still holds one.
 
 from __future__ import annotations
 
+import getpass
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..naming import is_local
+from ..naming import NAME_FIELD, display_name, is_local, is_local_model
 
 # Sources ``run --data`` names that are not folders (eval/sources: hf://ORG, hf:ORG).
 HUB_DATA_PREFIXES = ("hf://", "hf:")
@@ -34,10 +36,10 @@ def local_replacements(doc: dict, results_dir: Path | None = None) -> dict[str, 
     """{local path as written: public name}, longest first (a path inside another is replaced before it)."""
     found: dict[str, str] = {}
     model = doc.get("model") if isinstance(doc.get("model"), dict) else {}
-    for key in ("name_or_path", "tokenizer"):
+    for key in ("tokenizer", "name_or_path"):  # the model's folder becomes the model's name (a tokenizer in it too)
         value = model.get(key)
         if isinstance(value, str) and value and is_local(value):
-            found[value] = _local_name(value)
+            found[value] = display_name(model) if value == model.get("name_or_path") else _local_name(value)
     options = model.get("options") if isinstance(model.get("options"), dict) else {}
     for value in options.values():
         if isinstance(value, str) and value.startswith(("/", "~", "./", "../")):
@@ -74,12 +76,25 @@ def _scrub(value: Any, replacements: dict[str, str]) -> Any:
     return value
 
 
+def named(doc: dict, model_name: str | None) -> dict:
+    """``doc`` with ``model.name`` set to ``model_name`` (``--model-name`` of push-results, export-eee), or to the
+    name every output uses (naming.display_name) when none is given."""
+    model = doc.get("model") if isinstance(doc.get("model"), dict) else None
+    if model is None:
+        return doc
+    name = model_name if model_name is not None else display_name(model)
+    if NAME_FIELD not in model and name == model.get("name_or_path"):
+        return doc  # a Hub id named by itself: the run's results.json is published byte for byte
+    return {**doc, "model": {**model, NAME_FIELD: name}}
+
+
 def public_results(doc: dict, results_dir: Path | None = None) -> dict:
-    """The results.json as published: model and data named publicly, no local path in any string."""
+    """The results.json as published: model and data named publicly, no local path in any string
+    (``doc`` already :func:`named`: the model's folder is replaced by its name)."""
     replacements = local_replacements(doc, results_dir)
     out = _scrub(doc, replacements)
     model = doc.get("model") if isinstance(doc.get("model"), dict) else {}
-    if isinstance(model.get("name_or_path"), str) and model["name_or_path"] in replacements:
+    if isinstance(model.get("name_or_path"), str) and is_local_model(model):  # even where name and folder are alike
         out["model"]["local_folder"] = True  # named by its folder; files_sha256 identifies the weights
     data = doc.get("data") if isinstance(doc.get("data"), dict) else {}
     if isinstance(data.get("source"), str) and data["source"] in replacements:
@@ -105,11 +120,76 @@ def check_no_local_paths(files: Iterable[tuple[str, bytes]], replacements: dict[
                 raise LocalPathLeft(f"{name}: still contains the local path {path!r}; not published")
 
 
+# A path of some machine: absolute POSIX (two parts at least, after a space, quote, bracket or the start of
+# the text: "tokens/s", "</s>" or a URL are not), a home folder (~, ~user), or a Windows drive path.
+_LOCAL_PATH = re.compile(r"(?:^|(?<=[\s\"'(\[=,;:]))(?:~[A-Za-z0-9._-]*/|/[A-Za-z0-9._@+-]+/[^\s\"'`)\]]*|/(?:root|home|Users)\b|[A-Za-z]:\\)")
+_GENERIC_USERS = {"root", "user", "admin", "runner", "ubuntu", "jovyan", "nobody", "app"}  # words a text may hold
+
+
+def _user_name() -> str | None:
+    """This machine's user name when it would identify someone (not a generic account name)."""
+    try:
+        name = getpass.getuser()
+    except (KeyError, OSError):
+        return None
+    return name if len(name) >= 3 and name.lower() not in _GENERIC_USERS else None
+
+
+def local_trace(text: str) -> str | None:
+    """The local path, home folder or user name ``text`` holds, or None."""
+    found = _LOCAL_PATH.search(text)
+    if found:
+        return found.group(0)
+    user = _user_name()
+    return user if user and re.search(rf"(?<![A-Za-z0-9]){re.escape(user)}(?![A-Za-z0-9])", text) else None
+
+
+def _json_strings(value: Any, where: str) -> Iterable[tuple[str, str]]:
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _json_strings(v, f"{where}[{i}]")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield f"{where}.{k}" if where else str(k), str(k)
+            yield from _json_strings(v, f"{where}.{k}" if where else str(k))
+
+
+def _traces(name: str, data: bytes) -> Iterable[tuple[str, str]]:
+    """(field or line, text) of a published file: every string of a JSON file, every line of a card or YAML."""
+    text = data.decode("utf-8", errors="replace")
+    if name.endswith(".json"):
+        try:
+            yield from _json_strings(json.loads(text), "")
+            return
+        except ValueError:
+            pass
+    for i, line in enumerate(text.splitlines(), 1):
+        yield f"line {i}", line
+
+
+def check_publishable(files: Iterable[tuple[str, bytes]], replacements: dict[str, str]) -> None:
+    """Refuse (LocalPathLeft, one line naming the file and field) a file holding a known local path, or, in
+    results.json, the aggregate and the cards (not the samples: generations and data are texts of their own),
+    any other local absolute path, home folder or this user's name."""
+    files = list(files)
+    check_no_local_paths(files, replacements)
+    # the record first: a trace in results.json is named by its field, not by the card line rendered from it
+    for name, data in sorted(files, key=lambda f: (not f[0].endswith(".json"), f[0])):
+        if name.endswith(".jsonl"):
+            continue
+        for field, text in _traces(name, data):
+            trace = local_trace(text)
+            if trace is not None:
+                raise LocalPathLeft(f"{name}: {field} holds {trace!r}, a local path or user name; "
+                                    "remove it from the run's results.json, then publish again")
+
+
 def model_label(model: dict) -> str:
-    """The model as a card or table names it: ``org/name@rev``, or ``name (local folder, weights sha256 1234abcd)``."""
-    name = str(model.get("name_or_path") or "model")
-    if model.get("local_folder") or is_local(name):
-        digest = model.get("files_sha256")
-        weights = f", weights sha256 {digest[:12]}" if isinstance(digest, str) and digest else ""
-        return f"{_local_name(name)} (local folder{weights})"
-    return f"{name}@{model['revision']}" if model.get("revision") else name
+    """The model as a card or table names it (naming.display_name): ``--model-name``'s name, ``org/name@rev``,
+    or ``plain-3f2a9c1e (local folder)`` (a local folder's name and the first digits of its weights' sha256)."""
+    name = display_name(model)
+    if is_local_model(model):
+        return f"{name} (local folder)"
+    return f"{name}@{model['revision']}" if model.get("revision") and name == model.get("name_or_path") else name

@@ -26,8 +26,8 @@ from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_ro
 from ..reporting.tables import TextTable, fmt
 from ..reporting.worth import small_n_note
 from .front_page import render_front_page
-from .model_page import model_page_files, model_page_refusal
-from .public import LocalPathLeft, check_no_local_paths, local_replacements, model_label, public_bytes, public_results
+from .model_page import model_id, model_page_files, model_page_refusal
+from .public import LocalPathLeft, check_publishable, local_replacements, model_label, named, public_bytes, public_results
 from ..reporting.unparsed_flag import EXPLAIN, MARK, flag_notes, is_flagged
 
 STAT_COLUMNS = ("MinP", "MaxP", "AvgP", "CPS")
@@ -93,29 +93,31 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _public_run(results_dir: Path) -> tuple[RunResults, bytes, dict[str, str]]:
-    """The run as published (no local path), its results.json bytes and the replacements made."""
+def _public_run(results_dir: Path, model_name: str | None = None) -> tuple[RunResults, bytes, dict[str, str]]:
+    """The run as published (no local path; the model named ``model_name``, else as recorded), its results.json
+    bytes and the replacements made."""
     path = results_dir / "results.json"
     if not path.is_file():
         raise PushError(f"{path}: no results.json; run `evalita-eval run --output-dir {results_dir}` first")
     load_results(path, partial=True)  # every check of the run record (record/read.py), with its messages
-    doc = json.loads(path.read_text("utf-8"))
+    original = json.loads(path.read_text("utf-8"))
+    doc = named(original, model_name)
     public = public_results(doc, results_dir)
-    data = path.read_bytes() if public == doc else (json.dumps(public, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    data = path.read_bytes() if public == original else (json.dumps(public, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
     return parse_results(path, public, partial=True), data, local_replacements(doc, results_dir)
 
 
 def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = print,
-                 other_runs: Mapping[str, dict | None] | None = None) -> TaskRepo:
+                 other_runs: Mapping[str, dict | None] | None = None, model_name: str | None = None) -> TaskRepo:
     """Every file to publish for one run folder (``evalita-eval run --output-dir``).
 
     ``other_runs``: the runs already in the repository (folder -> results.json), listed on the front page."""
-    run, results_bytes, replacements = _public_run(results_dir)
+    run, results_bytes, replacements = _public_run(results_dir, model_name)
     folder = model_folder(run)
     files = [RepoFile(CARD, render_front_page(repo_id, {**(other_runs or {}), folder: run.raw}).encode("utf-8")),
              RepoFile(f"{folder}/{CARD}", render_card(run, folder, repo_id).encode("utf-8")),
              RepoFile(f"{folder}/results.json", results_bytes)]
-    files += model_page_files(run, folder, repo_id, model_label(run.raw["model"]))
+    files += model_page_files(run, folder, repo_id, model_id(run))
     for note in run.notes:  # what the reader found: a stored flag its config contradicts
         echo(f"note: {results_dir / 'results.json'}: {note}")
     refusal = model_page_refusal(run)
@@ -134,7 +136,7 @@ def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = 
     if run.partial:
         echo(f"note: {results_dir / 'results.json'}: {run.status_text}; its finished tasks are published, marked partial")
     try:
-        check_no_local_paths([(f.path, f.data) for f in files], replacements)
+        check_publishable([(f.path, f.data) for f in files], replacements)
     except LocalPathLeft as err:
         raise PushError(str(err)) from None
     return TaskRepo("results", repo_id, tuple(files))
@@ -173,11 +175,12 @@ def remote_runs(api, repo_id: str, head: str | None, paths: Iterable[str], delay
 
 def push_results(results_dir: Path, repo_id: str, private: bool = False, revision: str = DEFAULT_BRANCH,
                  message: str | None = None, dry_run: bool = False, to_dir: Path | None = None, api=None,
-                 delays: Sequence[float] = RETRY_DELAYS, echo: Callable[[str], None] = print) -> RepoPlan | None:
+                 delays: Sequence[float] = RETRY_DELAYS, echo: Callable[[str], None] = print,
+                 model_name: str | None = None) -> RepoPlan | None:
     """Publish one run; with ``to_dir`` write the repository layout there instead (offline)."""
     check_repo_id(repo_id)
     if to_dir is not None:
-        repo = results_repo(results_dir, repo_id, echo, local_runs(to_dir))
+        repo = results_repo(results_dir, repo_id, echo, local_runs(to_dir), model_name)
         written = write_repo_dir(repo, to_dir)
         echo(f"{to_dir}: {len(written)} file(s), {sum(len(f.data) for f in repo.files)} bytes")
         return None
@@ -190,19 +193,19 @@ def push_results(results_dir: Path, repo_id: str, private: bool = False, revisio
         try:
             _exists, parent, remote = remote_state(api, repo_id, revision, delays=())
         except HubUnreachable as err:
-            plan = dry_plan(api, results_repo(results_dir, repo_id, echo, {}), revision, err.reason)
+            plan = dry_plan(api, results_repo(results_dir, repo_id, echo, {}, model_name), revision, err.reason)
             describe_plan(plan, revision, dry_run, echo)
             echo(f"dry run without the Hub: the local files listed, none compared with {api.endpoint}; nothing sent")
             return plan
         others = remote_runs(api, repo_id, parent, remote, ())
-        plan = dry_plan(api, results_repo(results_dir, repo_id, echo, others), revision, None)
+        plan = dry_plan(api, results_repo(results_dir, repo_id, echo, others, model_name), revision, None)
         describe_plan(plan, revision, dry_run, echo)
         return plan
     _exists, parent, remote = remote_state(api, repo_id, revision, delays)
-    repo = results_repo(results_dir, repo_id, echo, remote_runs(api, repo_id, parent, remote, delays))
+    repo = results_repo(results_dir, repo_id, echo, remote_runs(api, repo_id, parent, remote, delays), model_name)
     plan = plan_repo(api, repo, revision, delays)
     describe_plan(plan, revision, dry_run, echo)
     if not dry_run:
-        run, _data, _replacements = _public_run(results_dir)
+        run, _data, _replacements = _public_run(results_dir, model_name)
         commit_plan(api, plan, revision, private, message or f"evalita-eval push-results: {model_folder(run)}", delays, echo)
     return plan

@@ -35,11 +35,13 @@ class RecordedMetric:
 @dataclass
 class ModelRecord:
     name_or_path: str
+    name: str | None = None  # --model-name (naming.py): how outputs name the model
     revision: str | None = None
     dtype: str | None = None
     backend: str | None = None
     local_folder: bool = False
     files_sha256: str | None = None
+    file_sha256: str | None = None  # a GGUF file's fingerprint
     options: dict[str, Any] = field(default_factory=dict)
 
 

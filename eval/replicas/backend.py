@@ -19,7 +19,106 @@ from typing import Any, Callable, Sequence
 from ..api import Backend, BackendOptions, GenRequest, LLRequest
 from .plan import Unit, assign, plan_units
 from .prefix_groups import prefix_units
+from .ray_start import start_ray, use_token_if_present
+from .resources import NotEnoughResources, check_room, cluster_resources, machine_resources
+
+# Restarts of one replica within a run before the run fails (a replica that keeps dying is a bug, not bad luck).
+MAX_RESTARTS = 3
+
+
+class Replica:
+    """One replica (a Ray actor): the wrapped backend and the units it runs."""
+
+    def __init__(self, name: str, options: BackendOptions, threads: int | None) -> None:
+        from ..backends import create_backend
+
+        if threads is not None:
+            import torch
+
+            # Ray sets OMP_NUM_THREADS=1 in an actor; CPU kernels round differently with another
+            # thread count, so a replica takes the driver's: the numbers of one replica.
+            torch.set_num_threads(threads)
+        self.backend = create_backend(name, options)
+
+    def describe(self) -> dict[str, Any]:
+        """What the driver shows of the backend: identity, dtype, capabilities, chat template, pid."""
+        b = self.backend
+        import pickle
+
+        tokenizer = getattr(b, "tokenizer", None)
+        try:  # the driver counts tokens (estimates) and names the chat template with it
+            pickle.dumps(tokenizer)
+        except Exception:  # an engine's tokenizer that does not travel: the driver does without
+            tokenizer = None
+        return {"identity": b.cache_identity(), "dtype": b.dtype, "capabilities": b.capabilities, "pid": os.getpid(), "tokenizer": tokenizer,
+                "requests_per_call": b.requests_per_call, "merges_units": self._prefix_cached}
+
+    @property
+    def _prefix_cached(self) -> bool:
+        """An engine with a prefix cache (vllm): units by shared first blocks, merged into large calls."""
+        return hasattr(self.backend, "prefix_block_size")
+
+    def plan(self, kind: str, requests: Sequence[Any], replicas: int = 1) -> list[Unit]:
+        if self._prefix_cached:
+            return prefix_units(self.backend, kind, requests, replicas)
+        return plan_units(self.backend, kind, requests)
+
+    def engine_counters(self) -> dict[str, float]:
+        """The engine's own cumulative counters (vllm: prompt tokens, of them from the prefix cache...)."""
+        return self.backend.engine_counters()
+
+    def run_unit(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]]) -> list[Any]:
+        """The values of the unit's requests, call after call, in ``Unit.indices`` order."""
+        method = self.backend.loglikelihood if kind == "loglikelihood" else self.backend.generate_until
+        values: list[Any] = []
+        for call in calls:
+            values += method([requests[i] for i in call])
+        return values
+
+    def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
+        return self.backend.apply_chat_template(messages)
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+def replica_resources(name: str, options: BackendOptions) -> dict[str, Any]:
+    """Ray resources of one replica: ``tensor_parallel_size`` GPUs (vllm) or one GPU (a CUDA
+    device), else (``--device cpu``) one CPU, or ``--threads`` CPUs when given."""
+    if options.device != "cpu":
+        gpus = _tensor_parallel_size(options) if name == "vllm" else 1
+        return {"num_cpus": 1, "num_gpus": gpus}
+    return {"num_cpus": options.threads or 1, "num_gpus": 0}
+
+
+def _tensor_parallel_size(options: BackendOptions) -> int:
+    """vllm's GPUs per replica, typed as its Options declare it (``--backend-arg tensor_parallel_size``)."""
+    from ..backends import engine_settings
+
+    return engine_settings("vllm", options).tensor_parallel_size
+
+
+def check_replicas_room(size: int, resources: dict[str, Any], have: dict[str, float], where: str) -> None:
+    """N replicas need a CPU each (CPU replicas share --threads cores) and their GPUs."""
+    check_room(f"data_parallel_size={size}: {size} replicas", float(size), float(size * resources["num_gpus"]), have, where)
+
+
+class ReplicaBackend(Backend):
+    """The wrapped backend's name, identity and capabilities; its calls run on the replicas."""
+
+    def __init__(self, name: str, options: BackendOptions, size: int, address: str | None) -> None:
+        use_token_if_present(address)  # before Ray reads its configuration
+        import ray
+
+        self.name, self.size, self._inner_options = name, size, options
+        self._threads = options.threads or _driver_threads() if options.device == "cpu" else None
+        self._started_ray = not ray.is_initialized()
+        resources = replica_resources(name, options)
+        if self._started_ray and not address:  # checked before Ray starts: a local Ray sized to the request would spawn them
+            check_replicas_room(size, resources, machine_resources(), "this machine")
+        if self._started_ray:
             # A local Ray for this run: room for every replica even on fewer cores (CPU replicas share --threads).
+            # start_ray: a Ray of our own ("local") or the cluster at address; a start that fails is one line.
             start_ray(address, include_dashboard=False, log_to_driver=False, configure_logging=False,
                       **({} if address else {"num_cpus": max(os.cpu_count() or 1, int(size * resources["num_cpus"]))}))
         if address or not self._started_ray:  # a cluster (or a Ray this process joined already): what it reports

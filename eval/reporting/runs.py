@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..naming import is_local, model_name
+from ..naming import display_name, given_name, is_local_model
 from ..record import RecordError, RunRecord, parse_record, read_run
 from ..record.model import ModelRecord
 from .tables import ScoresError
@@ -36,18 +36,24 @@ def parse_results(path: Path, data: object, partial: bool = False) -> RunRecord:
 
 
 def _widened_name(model: ModelRecord) -> str:
-    """A Hub id with its revision; a local folder by its name and weights fingerprint, never its path."""
-    name = model.name_or_path
-    if model.local_folder or is_local(name):
-        return f"{model_name(name)}@{model.files_sha256[:8] if model.files_sha256 else 'local'}"
-    return f"{name}@{model.revision or 'main'}"
+    """The given name; a Hub id with its revision; a local folder by its name and weights fingerprint, never its path."""
+    if given_name(model) is not None or is_local_model(model):
+        return display_name(model)
+    return f"{model.name_or_path}@{model.revision or 'main'}"
+
+
+def _short_name(model: ModelRecord) -> str:
+    """The given name, a local folder's ``<folder>-<weights hash>``, or a Hub id's last part."""
+    if given_name(model) is not None or is_local_model(model):
+        return display_name(model)
+    return model.name_or_path.rstrip("/").split("/")[-1]
 
 
 def assign_display_names(runs: Sequence[RunRecord]) -> None:
-    """Basename of model.name_or_path; the Hub id (a local folder's name), then @revision
-    (@weights fingerprint for a local folder), then #i where equal."""
-    names = [r.model.name_or_path.rstrip("/").split("/")[-1] for r in runs]
-    for widen in (lambda i: model_name(runs[i].model.name_or_path), lambda i: _widened_name(runs[i].model)):
+    """The model's name (naming.display_name; a Hub id by its last part), widened where two runs share it:
+    the whole Hub id, then @revision, then #i where still equal."""
+    names = [_short_name(r.model) for r in runs]
+    for widen in (lambda i: display_name(runs[i].model), lambda i: _widened_name(runs[i].model)):
         names = [widen(i) if names.count(n) > 1 else n for i, n in enumerate(names)]
     seen: dict[str, int] = {}
     for i, n in enumerate(names):

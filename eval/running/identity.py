@@ -26,7 +26,6 @@ ID_FIELD = "run_id"
 # Held (filelock) by the process computing a run's folder (eval/cli_run.py): two never compute one at once.
 RUN_LOCK = ".run.lock"
 LOCKED = 75  # the exit code of a run whose folder another process holds (EX_TEMPFAIL)
-ID_LENGTH = 10  # hex digits of the hash in folder names: 40 bits, no collision among one user's runs
 
 
 def chat_template_identity(backend: Any) -> dict:

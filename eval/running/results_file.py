@@ -14,13 +14,14 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from ..naming import NAME_FIELD, display_name
 from ..record import FORMAT_VERSION
 from ..record.read import checked_document
 from ..sources.entries import TaskEntry
 from ..reporting.unparsed_flag import flagged_prompts
 from .comparability import comparability_record
 from .identity import ID_FIELD, IDENTITY_FIELD, RESULTS_FILE, run_id
-from .task_kinds import task_kind
+from .task_kinds import GENERATE, kind_for_run, task_kind
 
 VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score", "jinja2")
 TIMING_KEYS = ("wall_s", "compute_s", "requests", "computed", "cached")
@@ -116,6 +117,13 @@ def config_json(c: Any) -> dict:
     }
 
 
+def asked_record(kind: Any) -> dict:
+    """How a task kind asks the model: ``generate_until`` with its token budget and stop strings, or ``loglikelihood``."""
+    if kind.request_kind != GENERATE:
+        return {"request": kind.request_kind}
+    return {"request": GENERATE, "max_new_tokens": kind.max_new_tokens, "until": list(kind.stops)}
+
+
 def results_document(runner: Any, result: Any, manifest: dict) -> dict:
     """The whole results.json of ``runner``'s run as it stands (``result``: its ``RunResult``)."""
     doc = {
@@ -130,7 +138,9 @@ def results_document(runner: Any, result: Any, manifest: dict) -> dict:
         "tasks": {"planned": runner._planned, "skipped": runner._skipped},
         # Every input that can change a number (the backend's cache identity) and its hash, the
         # model part of the resume-cache key: two runs with equal "cache_key" share their cache.
-        "model": {**runner.model.record, "cache_key": runner.model.cache_key},
+        # "name": how every output names the model (naming.display_name; --model-name), no part of the identity.
+        "model": {**runner.model.record, NAME_FIELD: display_name({**runner.model.record, NAME_FIELD: runner.model.given_name}),
+                  "cache_key": runner.model.cache_key},
         # A source may add its provenance (the official Hub source: dataset revisions).
         "data": {"source": runner.source.description, "manifest_sha256": manifest, **runner.source.provenance()},
         # replicas: data-parallel replicas (eval/replicas), which change no number (not in the identity).
@@ -151,6 +161,8 @@ def results_document(runner: Any, result: Any, manifest: dict) -> dict:
         # Per task: the process's peak RSS so far and, on CUDA, the task's peak allocation (MiB).
         "resources": result.resources,
     }
+    # Per task, how it was asked (EEE's generation_config): greedy generation's budget and stops, or none (scored choices).
+    doc["asked"] = {name: asked_record(kind_for_run(runner._entries[name], runner.config)) for name in result.results if name in runner._entries}
     if runner.config.constrained:  # it applies to generations with a format only: say to which tasks
         doc["task_config"] = {name: {"constrained": runner.constrained_entry(runner._entries[name])} for name in result.results}
     return doc

@@ -77,6 +77,8 @@ class ModelInfo:
     # The backend's ``cache_identity()`` (every input that can change a number); the Runner
     # fills it from its backend when None.
     identity: dict[str, Any] | None = None
+    # --model-name: how outputs name the model; changes no number, so no part of ``record`` (the identity).
+    given_name: str | None = None
 
     @property
     def record(self) -> dict[str, Any]:

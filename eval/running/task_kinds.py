@@ -58,6 +58,11 @@ class TaskKind:
         return self._max_new_override if self._max_new_override else self.budget  # type: ignore[return-value]
 
     @property
+    def stops(self) -> tuple[str, ...]:
+        """The stop strings of its generations (none when it generates nothing)."""
+        return tuple(self.spec.stop) if self.request_kind == GENERATE else ()
+
+    @property
     def constrained(self) -> bool:
         """Whether --constrained applies to its generations (its record in results.json)."""
         return False
@@ -141,6 +146,10 @@ class InstructChoice(TaskKind):
         return st.instruct_setting(self.setting).max_new_tokens
 
     @property
+    def stops(self) -> tuple[str, ...]:
+        return tuple(st.STOP)
+
+    @property
     def constrained(self) -> bool:
         return self._constrained
 
@@ -148,7 +157,7 @@ class InstructChoice(TaskKind):
         return {name: (name, self.setting, self.spec.instruct) for name in ("p1", "p2")}  # the instruct settings' prompts
 
     def requests(self, prompt: str, docs: list[dict], contexts: list[str], turns: Turns, delimiter: str) -> list[GenRequest]:
-        return [GenRequest(ctx, st.STOP, self.max_new_tokens,
+        return [GenRequest(ctx, self.stops, self.max_new_tokens,
                            st.answer_constraint(self.task.choices(prompt, d)) if self._constrained else None, tt)
                 for ctx, d, tt in zip(contexts, docs, turns)]
 

@@ -38,12 +38,16 @@ def test_run_every_task_and_prompt(tiny_model: Path, tmp_path: Path) -> None:
     doc = json.loads((out / "results.json").read_text("utf-8"))
     assert set(doc) == {"format_version", "status", "tasks", "model", "data", "config", "comparable_with_paper", "not_comparable_with_paper", "results",
                         "parsed_by", "unparsed_flags", "baselines", "skipped", "versions", "timing", "resources", "run_identity", "run_id",
-                        "task_versions"}
+                        "task_versions", "asked"}
+    # how each task was asked (EEE's generation_config): scored choices, or generation with its budget and stops
+    assert (doc["asked"]["te"], doc["asked"]["ls"]) == ({"request": "loglikelihood"},
+                                                        {"request": "generate_until", "max_new_tokens": 8, "until": ["</s>"]})
     assert doc["comparable_with_paper"] is False and doc["not_comparable_with_paper"][0] == "--limit 2: only the first 2 items of each task"
     assert doc["skipped"] == {}
     assert doc["status"] == "complete"
     model = doc["model"]
     assert {k: model[k] for k in ("name_or_path", "revision", "dtype", "backend")} == {"name_or_path": str(tiny_model), "revision": None, "dtype": "float32", "backend": "hf"}
+    assert model["name"] == f"{tiny_model.name}-{model['files_sha256'][:8]}"  # no --model-name: folder and weights hash
     assert len(model["cache_key"]) == 64 and len(model["files_sha256"]) == 64  # the identity: tests/eval/backend_support/test_cache_identity.py
     assert doc["config"]["limit"] == 2 and doc["config"]["num_fewshot"] == 0 and doc["config"]["seed"] == 1234
     names = [e.name for e in all_entries()]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ def _export(run: Path, out: Path) -> list[Path]:
 
 
 def test_export_eee_validates_and_carries_every_score(tmp_path: Path) -> None:
-    assert "Commit: 9bce4136e789ec006c62582f5f9d107d20f8b398" in (SCHEMAS / "SOURCE.md").read_text("utf-8")
+    assert "`every-eval-ever` 0.3.0 package" in (SCHEMAS / "SOURCE.md").read_text("utf-8")
     assert json.loads((SCHEMAS / "eval.schema.json").read_text("utf-8"))["version"] == "0.3.0"
     aggregate_path, samples_path = _export(RUN, tmp_path / "a")
     assert aggregate_path.parent == tmp_path / "a" / "data" / "evalita-llm" / "org-b" / "beta-8b"
@@ -69,11 +70,77 @@ def test_export_eee_of_a_local_run_names_no_path_and_errors_are_one_line(tmp_pat
     (run / "results.json").write_text(json.dumps(doc), "utf-8")
     (tmp_path / "where" / "my-model").mkdir()
     files = _export(run, tmp_path / "out")
-    assert files[0].parent.relative_to(tmp_path / "out").as_posix() == "data/evalita-llm/local/my-model"
+    # named by its folder and the first 8 digits of its weights' fingerprint, labelled local, never "huggingface"
+    assert files[0].parent.relative_to(tmp_path / "out").as_posix() == "data/evalita-llm/local/my-model-abababab"
     assert not [p for p in files if str(tmp_path).encode() in p.read_bytes()]
     aggregate = json.loads(files[0].read_text("utf-8"))
     assert aggregate["model_info"]["additional_details"]["files_sha256"] == "ab" * 32
+    assert (aggregate["model_info"]["id"], aggregate["model_info"]["name"], aggregate["model_info"]["developer"],
+            aggregate["model_info"]["inference_platform"]) == ("local/my-model-abababab", "my-model-abababab", "local", "local")
     with pytest.raises(ValueError, match=r"^x\.json: not valid against eval\.schema\.json at \(top\): 'schema_version' is a required"):
         validate({}, "eval.schema.json", "x.json")
     res = CliRunner().invoke(main, ["export-eee", str(tmp_path / "where"), str(tmp_path / "out")])
     assert res.exit_code == 1 and res.output.strip() == f"error: {tmp_path / 'where' / 'results.json'}: no results.json; expected a folder of `evalita-eval run --output-dir`"
+
+
+def test_export_eee_speaks_eees_vocabulary(tmp_path: Path) -> None:
+    """Canonical metric ids, developer, numeric num_samples, generation_config, sample_hash: the fields EEE joins on."""
+    aggregate_path, samples_path = _export(RUN, tmp_path / "a")
+    aggregate = json.loads(aggregate_path.read_text("utf-8"))
+    assert aggregate["model_info"]["developer"] == "org-b" and "inference_engine" not in aggregate["model_info"]  # no backend recorded
+    results = {r["evaluation_result_id"]: r for r in aggregate["evaluation_results"]}
+    assert {k: results[k]["metric_config"]["metric_id"] for k in ("te/p1/acc", "hs/p2/f1_macro", "te/CPS/acc")} == {
+        "te/p1/acc": "accuracy", "hs/p2/f1_macro": "lm-evaluation-harness.f1_macro", "te/CPS/acc": "evalita-eval.cps_acc"}
+    assert results["te/p1/acc"]["metric_config"]["metric_kind"] == "accuracy"
+    assert results["hs/p2/f1_macro"]["metric_config"]["additional_details"] == {
+        "metric_id_registry_revision": "8b83e9c", "metric_id_status": "unregistered"}
+    assert results["te/p1/acc"]["score_details"]["uncertainty"] == {"num_samples": 60}
+    assert results["hs/p2/f1_macro"]["score_details"]["uncertainty"] == {"num_samples": 80}
+    # beta's results.json predates "asked": the shots and setting only
+    assert results["te/p1/acc"]["generation_config"] == {"additional_details": {
+        "num_fewshot": "0", "setting": "loglikelihood", "apply_chat_template": "false"}}
+    line = next(json.loads(x) for x in samples_path.read_text("utf-8").splitlines() if '"te/2"' in x)
+    # EEE's lm-eval converter's hash of (prompt, target): no prompt recorded in beta, gold index 0
+    assert line["sample_hash"] == hashlib.sha256(json.dumps({"raw": "", "reference": "0"}, sort_keys=True).encode()).hexdigest()
+    assert line["metadata"] == {"doc_id": "2", "prompt": "p1"}
+
+
+def test_export_eee_of_a_real_run_carries_how_each_task_was_asked(tiny_model: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    res = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(TEST_DATA / "build"), "--tasks", "wic,ls",
+                                    "--prompts", "p1", "--limit", "2", "--max-new-tokens", "3", "--no-progress", "--output-dir", str(run)])
+    assert res.exit_code == 0, res.output
+    files = _export(run, tmp_path / "eee")
+    aggregate = json.loads(files[0].read_text("utf-8"))
+    engine = aggregate["model_info"]["inference_engine"]
+    assert engine["name"] == "transformers" and engine["version"] == json.loads((run / "results.json").read_text("utf-8"))["versions"]["transformers"]
+    assert aggregate["model_info"]["inference_platform"] == "local"
+    configs = {r["evaluation_result_id"]: r["generation_config"] for r in aggregate["evaluation_results"]}
+    assert configs["ls/p1/ls_f1"]["generation_args"] == {"temperature": 0.0, "max_tokens": 3}
+    assert configs["ls/p1/ls_f1"]["additional_details"]["until"] == '["</s>"]'
+    assert configs["wic/p1/acc"] == {"additional_details": {"num_fewshot": "0", "setting": "loglikelihood", "apply_chat_template": "false",
+                                                           "request": "loglikelihood"}}
+    lines = [json.loads(x) for x in files[1].read_text("utf-8").splitlines()]
+    samples = [json.loads(x) for x in (run / "samples" / "wic_p1.jsonl").read_text("utf-8").splitlines()]
+    wic = [r for r in lines if r["evaluation_name"] == "wic p1"]
+    assert [json.loads(r["metadata"]["loglikelihoods"]) for r in wic] == [s["loglikelihoods"] for s in samples]
+    assert [r["evaluation"]["is_correct"] for r in wic] == [s["prediction"] == s["gold"] for s in samples]
+    assert [r["sample_hash"] for r in wic] == [
+        hashlib.sha256(json.dumps({"raw": s["prompt"], "reference": str(s["gold"])}, sort_keys=True).encode()).hexdigest() for s in samples]
+
+
+def test_eees_own_validator_passes_our_exports(tiny_model: Path, tmp_path: Path) -> None:
+    from eee_python import NEEDED, eee_python
+
+    python = eee_python()
+    if python is None:
+        pytest.skip(f"EEE's validator needs {NEEDED}: none found (set EEE_PYTHON to such a Python)")
+    run = tmp_path / "run"
+    res = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(TEST_DATA / "build"), "--tasks", "wic,ls",
+                                    "--prompts", "p1", "--limit", "2", "--max-new-tokens", "3", "--no-progress", "--output-dir", str(run)])
+    assert res.exit_code == 0, res.output
+    files = _export(RUN, tmp_path / "eee") + _export(run, tmp_path / "eee")
+    proc = subprocess.run([python, "-m", "every_eval_ever", "validate", "--format", "json", *map(str, files)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    assert len(report) == 4 and all(r["valid"] and r["errors"] == [] for r in report), report

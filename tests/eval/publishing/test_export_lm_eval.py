@@ -119,3 +119,54 @@ def test_lm_eval_on_the_exported_tasks_predicts_what_run_predicts(sample_build: 
                     assert t == m["generation"], (e.name, p.name)
                 compared += 1
     assert compared == LIMIT * len(names)
+
+
+def test_eees_lm_eval_converter_reads_our_exported_tasks_as_our_export(sample_build: Path, tiny_model: Path,  # noqa: F811
+                                                                      tmp_path: Path) -> None:
+    """EEE's own converter of an lm-eval run of our exported tasks and our export-eee of the same run: the same
+    metric ids, and per instance the same sample_hash and is_correct (every sample slot a number)."""
+    pytest.importorskip("lm_eval")
+    from eee_python import NEEDED, eee_python
+
+    python = eee_python()
+    if python is None:
+        pytest.skip(f"EEE's lm-eval converter needs {NEEDED}: none found (set EEE_PYTHON to such a Python)")
+    env = offline_env(tmp_path)
+    pushed, tasks = tmp_path / "pushed", tmp_path / "tasks"
+    assert cli("evalita_data.cli", ["push", "--build", str(sample_build), "--to-dir", str(pushed)], env).returncode == 0
+    assert cli("evalita_eval.cli", ["export-lm-eval", str(tasks), "--data-dir", str(pushed)], env).returncode == 0
+    (tmp_path / "local").mkdir()
+    (tmp_path / "local" / "tiny").symlink_to(tiny_model)  # EEE's converter wants a model id (org/name), not a path
+    names = ["evalita-llm_wic_p1", "evalita-llm_ls_p1"]
+    proc = cli("lm_eval", ["--model", "hf", "--model_args", "pretrained=local/tiny,dtype=float32", "--device", "cpu",
+                           "--include_path", str(tasks), "--tasks", ",".join(names), "--limit", "3", "--gen_kwargs", "max_gen_toks=3",
+                           "--log_samples", "--output_path", str(tmp_path / "lm")], env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    [lm_folder] = list((tmp_path / "lm").iterdir())
+    converted = subprocess.run([python, "-m", "every_eval_ever", "convert", "lm_eval", "--log_path", str(lm_folder), "--output_dir",
+                                str(tmp_path / "theirs"), "--include_samples"], capture_output=True, text=True)
+    assert converted.returncode == 0, converted.stderr[-3000:]
+    ours = tmp_path / "ours"
+    assert cli("evalita_eval.cli", ["run", "--model", str(tiny_model), "--data", str(pushed), "--dtype", "float32", "--tasks", "wic,ls",
+                                    "--prompts", "p1", "--limit", "3", "--max-new-tokens", "3", "--output-dir", str(ours)], env).returncode == 0
+    assert cli("evalita_eval.cli", ["export-eee", str(ours), str(tmp_path / "eee")], env).returncode == 0
+
+    def rows(folder: Path, suffix: str) -> list[dict]:
+        """The aggregates (one JSON document a file) or the instance lines (JSONL) under ``folder``."""
+        texts = [p.read_text("utf-8") for p in sorted(folder.rglob(f"*{suffix}"))]
+        if suffix == ".json":
+            return [json.loads(t) for t in texts]
+        return [json.loads(line) for t in texts for line in t.splitlines() if line]
+
+    their_ids = {r["metric_config"]["metric_id"] for a in rows(tmp_path / "theirs", ".json") for r in a["evaluation_results"]}
+    our_ids = {r["metric_config"]["metric_id"] for a in rows(tmp_path / "eee", ".json") for r in a["evaluation_results"]}
+    assert their_ids == {"accuracy", "lm-evaluation-harness.acc_norm", "lm-evaluation-harness.acc_bytes",
+                         "lm-evaluation-harness.f1_macro", "lm-evaluation-harness.f1_binary", "lm-evaluation-harness.ls_f1"}
+    assert their_ids <= our_ids
+    theirs = {(r["evaluation_name"], r["evaluation_result_id"], r["sample_id"]): r for r in rows(tmp_path / "theirs", "_samples.jsonl")}
+    mine = rows(tmp_path / "eee", "_samples.jsonl")
+    assert len(mine) == 6  # wic p1 (f1_macro) and ls p1 (ls_f1), 3 items each
+    for r in mine:
+        task, prompt, metric = r["evaluation_result_id"].split("/")
+        other = theirs[(f"evalita-llm_{task}_{prompt}", metric, r["sample_id"].split("/")[1])]
+        assert (other["sample_hash"], other["evaluation"]["is_correct"]) == (r["sample_hash"], r["evaluation"]["is_correct"]), r["sample_id"]

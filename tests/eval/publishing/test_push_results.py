@@ -147,6 +147,7 @@ def _official(tmp: Path, name: str, **config) -> Path:
     run = _variant(tmp, name, **config)
     doc = json.loads((run / "results.json").read_text("utf-8"))
     doc["data"] = {"source": "hf:evalitahf", "manifest_sha256": doc["data"]["manifest_sha256"], "revisions": OFFICIAL}
+    doc["results"]["ner_adg"] = doc["results"].pop("ner")  # a task of the benchmark's eval.yaml (model_page.BENCHMARK_TASK_IDS)
     (run / "results.json").write_text(json.dumps(doc), "utf-8")
     os.utime(run / "results.json", (RUN_DAY, RUN_DAY))
     return run
@@ -160,7 +161,7 @@ def test_model_page_files_only_for_a_complete_official_run(hub, tmp_path: Path) 
     limited = _official(tmp_path, "limited", limit=4, num_fewshot=5)
     partial = _official(tmp_path, "partial", num_fewshot=1)
     doc = json.loads((partial / "results.json").read_text("utf-8"))
-    doc.update(status="partial", tasks={"planned": ["te", "hs", "ner", "faq"], "skipped": []})
+    doc.update(status="partial", tasks={"planned": ["te", "hs", "ner_adg", "faq"], "skipped": []})
     (partial / "results.json").write_text(json.dumps(doc), "utf-8")
     printed = {}
     for run in (full, ce, limited, partial):
@@ -176,15 +177,15 @@ def test_model_page_files_only_for_a_complete_official_run(hub, tmp_path: Path) 
     entries = yaml.safe_load(files[f"{FOLDER}/.eval_results/evalita-llm_loglikelihood.yaml"])
     assert [(e["dataset"]["id"], e["dataset"]["task_id"], e["dataset"]["revision"]) for e in entries] == [
         ("evalitahf/textual_entailment", "te", "c0ffee"), ("evalitahf/hatespeech_detection", "hs", "beef01"),
-        ("evalitahf/entity_recognition", "ner", "d00d02")]
+        ("evalitahf/entity_recognition", "ner_adg", "d00d02")]
     te = entries[0]
     assert te["value"] == 62.11  # te acc of beta: MaxP 65.00, AvgP 60.556 -> (1 - (65.00 - 60.556) / 100) * 65.00
     assert te["date"] == "2026-05-28"
     assert te["notes"] == ("Evalita-LLM loglikelihood, 0-shot: CPS (combined performance score) of acc over 6 prompts, "
-                           "n=60 items per prompt, complete run on the official split, evaluated 2026-05-28 (evalita-eval)")
+                           "n=60 items per prompt, complete run on the official split (default/test), evaluated 2026-05-28 (evalita-eval)")
     assert "n=80 items per prompt" in entries[1]["notes"] and "of f1_macro over" in entries[1]["notes"]
     index = yaml.safe_load(files[f"{FOLDER}/model-index.yaml"])["model-index"]
-    assert index[0]["name"] == "org-b/beta-8b@v1"
+    assert index[0]["name"] == "org-b/beta-8b"  # the model's id, as the Hub wants it
     assert [(r["dataset"]["type"], r["metrics"][0]["type"], r["metrics"][0]["value"]) for r in index[0]["results"]][0] == (
         "evalitahf/textual_entailment", "cps", 62.11)
     assert "no .eval_results" not in printed["full"]
@@ -215,17 +216,18 @@ def test_a_run_made_under_a_temporary_folder_publishes_no_path_of_it(hub, sample
     proc = push_results([str(work / "out"), "--repo", "me/local-run"], env)
     assert proc.returncode == 0, proc.stderr
     files = hub.files("me/local-run")
-    assert {p.split("/")[0] for p in files if "/" in p} == {"my-model"}
+    sha = json.loads(written)["model"]["files_sha256"]
+    name = f"my-model-{sha[:8]}"  # the folder's name and its weights' fingerprint (naming.display_name)
+    assert {p.split("/")[0] for p in files if "/" in p} == {name}
     assert len([p for p in files if "/samples/" in p]) == 12
     leaks = [p for p, data in files.items() if str(tmp_path).encode() in data or b"machine-local-work" in data]
     assert leaks == []
-    published = json.loads(files["my-model/loglikelihood/results.json"])
-    sha = json.loads(written)["model"]["files_sha256"]
-    assert (published["model"]["name_or_path"], published["model"]["local_folder"], published["model"]["files_sha256"]) == (
-        "my-model", True, sha)
+    published = json.loads(files[f"{name}/loglikelihood/results.json"])
+    assert (published["model"]["name_or_path"], published["model"]["name"], published["model"]["local_folder"],
+            published["model"]["files_sha256"]) == (name, name, True, sha)
     assert (published["data"]["source"], published["data"]["local_folder"]) == ("data", True)
-    card = files["my-model/loglikelihood/README.md"].decode("utf-8")
-    assert f"| model | my-model (local folder, weights sha256 {sha[:12]}) |" in card and "| data | data (local folder) |" in card
+    card = files[f"{name}/loglikelihood/README.md"].decode("utf-8")
+    assert f"| model | {name} (local folder) |" in card and "| data | data (local folder) |" in card
 
 
 def test_dry_run_without_the_hub_asks_once_and_lists_the_local_files(hub, tmp_path: Path) -> None:  # noqa: F811

@@ -73,10 +73,14 @@ def test_display_names_are_disambiguated():
     runs[0].model = ModelRecord("/tmp/xyz/run1/model", revision=None, files_sha256="ab12cd34" + "0" * 56)
     runs[2].model = ModelRecord("/tmp/xyz/run2/model", revision=None, files_sha256="ef56" + "0" * 60)
     runs_mod.assign_display_names(runs)
-    assert [r.display for r in runs] == ["model@ab12cd34", "beta-8b", "model@ef560000"]
+    assert [r.display for r in runs] == ["model-ab12cd34", "beta-8b", "model-ef560000"]
     runs[2].model = replace(runs[0].model, name_or_path="/tmp/xyz/run2/model")
     runs_mod.assign_display_names(runs)
-    assert [r.display for r in runs] == ["model@ab12cd34 #1", "beta-8b", "model@ab12cd34 #2"]
+    assert [r.display for r in runs] == ["model-ab12cd34 #1", "beta-8b", "model-ab12cd34 #2"]
+    # a name given with --model-name (results.json's model.name) is the name, whatever the folder
+    runs[2].model = replace(runs[0].model, name="SmolLM2 135M")
+    runs_mod.assign_display_names(runs)
+    assert [r.display for r in runs] == ["model-ab12cd34", "beta-8b", "SmolLM2 135M"]
 
 
 def test_headline_metric_is_the_first_declared():

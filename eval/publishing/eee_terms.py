@@ -1,0 +1,79 @@
+"""Every Eval Ever's vocabulary, as its own lm-eval converter writes it, so that our exports join theirs.
+
+``metric_id`` is the field EEE joins on across sources: the eval-card registry's canonical slug
+where the registry has one (``acc`` -> ``accuracy``, ``rouge1`` -> ``rouge-1``), else
+``lm-evaluation-harness.<name>``, the namespace EEE's converter gives a metric of an lm-eval run
+(our exported lm-eval tasks report our metrics under our names, so an lm-eval run of them
+converts to the same ids). Copied from ``every_eval_ever/converters/common/metrics.py`` of the
+``every-eval-ever`` 0.3.0 package (registry revision below); ``sample_hash`` is computed as its
+``converters/lm_eval/instance_level_adapter.py`` computes it (sha256 of the JSON of the prompt and
+the reference, the gold index for a multiple-choice item, as lm-eval logs ``target``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+METRIC_ID_REGISTRY_REVISION = "8b83e9c"
+HARNESS_NAMESPACE = "lm-evaluation-harness"
+OUR_NAMESPACE = "evalita-eval"  # the CPS: no harness reports it
+
+CANONICAL_METRIC_IDS = {
+    "acc": "accuracy", "accuracy": "accuracy", "bleu": "bleu", "em": "exact-match", "exact_match": "exact-match",
+    "f1": "f1", "f1_score": "f1", "precision": "precision", "recall": "recall",
+    "rouge1": "rouge-1", "rouge2": "rouge-2", "rougeL": "rouge-l", "rouge_l": "rouge-l",
+}
+METRIC_KINDS = {"acc": "accuracy", "acc_norm": "accuracy", "accuracy": "accuracy", "f1": "f1",
+                "rouge1": "text_overlap", "rouge2": "text_overlap", "rougeL": "text_overlap", "rougeLsum": "text_overlap"}
+
+# results.json's model.backend -> the inference engine (name, the package whose version results.json records).
+ENGINES = {"hf": ("transformers", "transformers"), "fast": ("transformers", "transformers"), "vllm": ("vllm", "vllm")}
+
+
+def metric_id(name: str, namespace: str = HARNESS_NAMESPACE) -> str:
+    """The id EEE joins on: the registry's slug, else ``<namespace>.<name>``."""
+    return CANONICAL_METRIC_IDS.get(name) or f"{namespace}.{name}"
+
+
+def metric_config(name: str, description: str, namespace: str = HARNESS_NAMESPACE) -> dict:
+    """A ``metric_config`` as EEE's lm-eval converter writes one for a metric on [0, 1], higher better."""
+    details = {"metric_id_registry_revision": METRIC_ID_REGISTRY_REVISION}
+    if name not in CANONICAL_METRIC_IDS:
+        details["metric_id_status"] = "unregistered"
+    config = {"evaluation_description": description, "metric_id": metric_id(name, namespace), "metric_name": name,
+              "metric_unit": "proportion", "lower_is_better": False, "score_type": "continuous", "min_score": 0, "max_score": 1,
+              "additional_details": details}
+    if name in METRIC_KINDS:
+        config["metric_kind"] = METRIC_KINDS[name]
+    return config
+
+
+def sample_hash(prompt: str, reference: object) -> str:
+    """EEE's lm-eval converter's ``sample_hash``: the same item and prompt hash alike in both exports."""
+    blob = json.dumps({"raw": prompt, "reference": str(reference)}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def inference_engine(backend: str | None, versions: dict) -> dict | None:
+    """``{name, version}`` of the engine (the run's backend) that ran the model (None for a served model: the server is not known)."""
+    engine = ENGINES.get(str(backend))  # none recorded: the engine is not known
+    if engine is None:
+        return None
+    name, package = engine
+    version = versions.get(package)
+    return {"name": name, **({"version": str(version)} if version else {})}
+
+
+def item_score(metric: Any, sample: dict) -> float:
+    """One item's score on ``metric`` (an ``evalita_data`` Metric), the number EEE reads ``is_correct`` from
+    (``== 1``): a hit metric's own 0/1 for the item; for a corpus metric (an F1, a ROUGE) a scored choice's
+    correctness (prediction == gold), else the metric over this item alone."""
+    from evalita_data.scoring.metric import HITS
+
+    if metric.kind == HITS:
+        return float(metric.sample(sample))
+    if "choices" in sample and isinstance(sample.get("prediction"), int):
+        return float(sample["prediction"] == sample.get("gold"))
+    return float(metric([sample]))
