@@ -48,12 +48,23 @@ def execute(backend_name: str, options, source, config, entries: list, output_di
         raise click.ClickException(one_line(err)) from err
 
 
+def thinking_config(config, thinking: str, think_markers: tuple[str, str], max_thinking_tokens: int | None, bertscore_model: str | None):
+    """``config`` with the reasoning options (--thinking, --think-markers, --max-thinking-tokens) and --bertscore-model."""
+    from dataclasses import replace
+
+    if max_thinking_tokens is not None and thinking != "on":
+        raise click.UsageError("--max-thinking-tokens bounds a trace: it needs --thinking on")
+    return replace(config, thinking=thinking == "on", think_markers=think_markers, max_thinking_tokens=max_thinking_tokens,
+                   bertscore_model=bertscore_model)
+
+
 @click.command()
 @run_options
 def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, batch_size, max_memory, backend_name, max_batch_tokens, device, dtype,
         max_length, threads, tensor_parallel_size, data_parallel_size, gpu_memory_utilization, max_model_len, base_url, api_key_env,
         concurrency, timeout_s, max_retries, backend_args, apply_chat_template, trust_remote_code, max_new_tokens, seed, setting, constrained,
-        system_instruction, fewshot_as_multiturn, eval_split, output_dir, overwrite, progress) -> None:
+        system_instruction, fewshot_as_multiturn, eval_split, output_dir, overwrite, progress,
+        thinking, think_markers, max_thinking_tokens, bertscore_model) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
     require("run", RUN_NEEDS)
     from .backend_support.options import options_from_cli
@@ -76,6 +87,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
                        skip_missing=tasks is None, setting=setting, constrained=constrained,
                        system_instruction=system_instruction, fewshot_as_multiturn=fewshot_as_multiturn, split=eval_split,
                        overwrite=overwrite)
+    config = thinking_config(config, thinking, think_markers, max_thinking_tokens, bertscore_model)
     check_data(entries, source, config, named_tasks=tasks is not None)
     try:
         options = options_from_cli(

@@ -1,0 +1,141 @@
+"""Reasoning models (issue 39): --thinking on|off, the trace kept apart from the answer, the unfinished trace.
+
+The scripted OpenAI-compatible server (tests/fake_openai_server.py) answers as a reasoning model does:
+its trace in ``reasoning_content`` or inline in ``<think>`` tags, finished or cut by the budget. No word
+of a trace may reach the answer rules: every trace below names both options (read whole, the reply
+would be ``several``), so a credited B proves the rules read only what follows the trace.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from click.testing import CliRunner
+
+from evalita_eval.settings import thinking as th
+from evalita_eval.settings.answers import parse_letter_rule
+from fake_openai_server import FakeServer
+from paths import TEST_DATA
+
+DATA = TEST_DATA / "build"
+KEY_ENV = "EVALITA_TEST_THINKING_KEY"
+TRACE = "La risposta potrebbe essere A o B"
+
+
+# -- the split, by hand ---------------------------------------------------------------------------
+@pytest.mark.parametrize(("reply", "prompt_opens", "expected"), [
+    (f"<think>{TRACE}</think> B", False, th.Trace(TRACE, "B", True)),
+    (f"{TRACE}</think>\nB", True, th.Trace(TRACE, "B", True)),  # the template opened the trace
+    (f"<think>{TRACE}", False, th.Trace(TRACE, "", False)),
+    (TRACE, True, th.Trace(TRACE, "", False)),  # opened by the prompt, never closed
+    ("B", False, th.Trace(None, "B", True)),  # no trace: all answer
+    ("<think></think>B", False, th.Trace("", "B", True)),  # thinking switched off by the template: an empty trace
+])
+def test_split_trace(reply: str, prompt_opens: bool, expected: th.Trace) -> None:
+    assert th.split_trace(reply, th.DEFAULT_MARKERS, prompt_opens) == expected
+
+
+def test_whole_reply_is_several_but_its_answer_is_b() -> None:
+    reply = f"<think>{TRACE}</think> B"
+    assert parse_letter_rule(reply, ["A", "B"]) == (None, "several")  # what the rules said before the split
+    assert parse_letter_rule(th.split_trace(reply).answer, ["A", "B"]) == (1, "letter")
+
+
+def test_other_markers_and_template_switch() -> None:
+    assert th.split_trace("[THINK]A o B[/THINK]B", th.parse_markers("[THINK],[/THINK]")) == th.Trace("A o B", "B", True)
+    with pytest.raises(ValueError, match="expected START,END"):
+        th.parse_markers("<think>")
+    assert th.takes_thinking("{%- if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>{% endif %}")
+    assert not th.takes_thinking("{{ messages }}") and not th.takes_thinking(None)
+
+
+# -- end to end: evalita-eval run against the scripted server --------------------------------------
+REPLIES = [  # in turn, request after request (one request at a time: --concurrency 1)
+        {"message": {"role": "assistant", "reasoning_content": TRACE, "content": "B"}, "finish_reason": "stop"},
+        {"message": {"role": "assistant", "content": f"<think>{TRACE}</think> B"}, "finish_reason": "stop"},
+        {"message": {"role": "assistant", "reasoning_content": TRACE, "content": None}, "finish_reason": "length"},
+        {"message": {"role": "assistant", "content": f"<think>{TRACE} e poi"}, "finish_reason": "length"},
+]
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    fake = FakeServer()
+    turn = itertools.count()
+    fake.chat_script = lambda body: REPLIES[next(turn) % len(REPLIES)]
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def run_cli(tiny_model: Path, server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    from evalita_eval.cli import main
+
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+
+    def run(*extra: str) -> Any:
+        return CliRunner().invoke(main, [
+            "run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te", "--setting", "ce", "--backend", "openai-chat",
+            "--base-url", server.url, "--api-key-env", KEY_ENV, "--concurrency", "1", "--max-retries", "0", "--no-progress", *extra])
+
+    return run
+
+
+def _samples(out: Path) -> list[dict]:
+    return [json.loads(line) for p in ("p1", "p2") for line in (out / "samples" / f"te_{p}.jsonl").read_text("utf-8").splitlines()]
+
+
+def test_no_word_of_a_trace_reaches_the_answer_rules(run_cli: Callable[..., Any], server: FakeServer, tmp_path: Path) -> None:
+    result = run_cli("--thinking", "on", "--output-dir", str(tmp_path / "on"))
+    assert result.exit_code == 0, result.output
+    bodies = [b for path, _auth, b in server.seen if path.endswith("/chat/completions")]
+    assert len(bodies) == 6 and all(b["chat_template_kwargs"] == {"enable_thinking": True} for b in bodies)
+    assert all(b["stop"] is None for b in bodies)  # the trace's blank lines must not end it
+    assert all(b["max_tokens"] == 16 + th.DEFAULT_TRACE_BUDGET for b in bodies)  # never the bare 16 tokens of CE
+    samples = _samples(tmp_path / "on")
+    for s in samples:
+        assert s["reasoning"].startswith(TRACE) and "risposta" not in s["generation"]
+        if s["reasoning_unfinished"]:
+            assert (s["parsed"], s["unparsed_reason"], s["generation"]) == (None, th.UNFINISHED, "")
+        else:
+            assert (s["parsed"], s["parsed_by"], s["generation"]) == (1, "letter", "B")  # not "several"
+    assert sum(s["reasoning_unfinished"] for s in samples) == 2  # replies 3 and 4 of the six (1 2 3 4 1 2)
+    doc = json.loads((tmp_path / "on" / "results.json").read_text("utf-8"))
+    assert doc["config"]["thinking"] is True and doc["config"]["trace_budget"] == th.DEFAULT_TRACE_BUDGET
+    assert doc["run_identity"]["thinking"]["on"] is True
+    per_prompt = {p: sum(s["reasoning_unfinished"] for s in samples[i * 3:(i + 1) * 3]) for i, p in enumerate(("p1", "p2"))}
+    for prompt, n in per_prompt.items():
+        assert doc["reasoning"]["te"][prompt]["unfinished"] == n
+        assert doc["parsed_by"]["te"][prompt].get(f"unparsed: {th.UNFINISHED}", 0) == n
+        assert doc["results"]["te"][prompt]["unparsed"] == n
+
+
+def test_thinking_on_and_off_are_two_runs_in_two_folders(run_cli: Callable[..., Any], server: FakeServer, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("--thinking", "off").exit_code == 0
+    off = [b for _p, _a, b in server.seen]
+    assert run_cli("--thinking", "on").exit_code == 0
+    folders = sorted(p.name for p in (tmp_path / "results").glob("*/*"))
+    assert len(folders) == 2 and folders[0].startswith("ce-") and folders[1].startswith("ce-thinking-")
+    assert all(b["chat_template_kwargs"] == {"enable_thinking": False} and b["stop"] == ["\n\n"] for b in off)
+    # Off: the server's separate trace is not asked for and dropped; an inline one is still kept apart.
+    samples = _samples(next((tmp_path / "results").glob("*/ce-[0-9a-f]*")))
+    assert sorted(s["generation"] for s in samples) == ["", "", "B", "B", "B", "B"]
+    assert sum((s.get("reasoning") or "").startswith(TRACE) for s in samples) == 3 and sum(s.get("reasoning_unfinished", False) for s in samples) == 1
+
+
+def test_loglikelihood_with_thinking_on_exits_1_with_one_line(tiny_model: Path, tmp_path: Path) -> None:
+    from evalita_eval.cli import main
+
+    result = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te", "--limit", "1",
+                                       "--thinking", "on", "--output-dir", str(tmp_path / "ll"), "--no-progress"])
+    assert result.exit_code == 1
+    errors = [line for line in result.output.splitlines() if line.startswith("Error")]
+    assert errors == ["Error: --thinking on: te is scored by log-likelihood, where a model writes no trace; ask it in a generated "
+                      "setting (--setting ce, ce-ni or oe) or run with --thinking off"]
+    assert not (tmp_path / "ll" / "results.json").exists()
