@@ -87,7 +87,7 @@ class TaskKind:
         trace = th.split_trace(generation, self.thinking.markers, self.thinking.on and th.prompt_opens_trace(context, self.thinking.markers))
         if trace.reasoning is None and not self.thinking.on:
             return generation, {}
-        return cut_at_stop(trace.answer, stop), th.trace_fields(trace, self.count_tokens, self.thinking.max_tokens)
+        return cut_at_stop(trace.answer, stop), th.trace_fields(trace, self.count_tokens, generation)
 
     @property
     def constrained(self) -> bool:

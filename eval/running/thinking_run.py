@@ -2,9 +2,9 @@
 template's ``enable_thinking`` switch, the trace's token count, and budget forcing.
 
 Budget forcing (``--max-thinking-tokens N``, as s1 and NeMo Evaluator): the trace is generated first,
-up to N tokens or the end marker; then every trace is closed with the end marker (a trace that reached
-N tokens is *forced* closed) and the answer is generated after it with the task's own answer budget, its
-stop strings and its constraint. Both steps are ordinary generation requests on a rendered prompt, so
+up to N tokens or the end marker; then every trace is closed with the end marker and the answer is generated after it with the task's own answer budget, its
+stop strings and its constraint. A trace the model did not close within N tokens (or ended without the
+end marker) is *forced* closed. Both steps are ordinary generation requests on a rendered prompt, so
 every backend that takes prompts (hf, vllm, openai-completions) does it, through the resume cache.
 """
 
@@ -14,9 +14,9 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, Callable, Sequence
 
-from ..api import GenRequest, cut_at_stop
+from ..api import GenRequest
 from ..backend_support.tokenization import render_chat
-from ..settings.thinking import TEMPLATE_SWITCH, Thinking, takes_thinking
+from ..settings.thinking import TEMPLATE_SWITCH, ClosedTrace, Thinking, takes_thinking
 
 
 def template_source(backend: Any) -> str | None:
@@ -53,10 +53,12 @@ def refuse_forcing_on_chat_messages(thinking: Thinking, chat_messages: bool, bac
 
 def forced_values(cached: Callable[[Sequence[GenRequest]], tuple[list[Any], int]], requests: Sequence[GenRequest],
                   thinking: Thinking) -> tuple[list[str], int]:
-    """Each request's reply as trace, end marker and answer, by budget forcing (module docstring).
-    ``cached(requests)``: the runner's resume-cached generation of the requests, (values, computed)."""
-    start, end = thinking.markers
-    traces, computed = cached([replace(r, stop=(end,), max_new_tokens=thinking.trace_budget, constraint=None) for r in requests])
-    traces = [cut_at_stop(t, (end,)) for t in traces]
+    """Each request's reply as trace, end marker and answer (a ``ClosedTrace``), by budget forcing (module
+    docstring). ``cached(requests)``: the runner's resume-cached generation of the requests, (values, computed).
+    The trace is generated without stop strings, so that whether the model wrote the end marker is read
+    from the text (what it wrote after it is dropped: the answer is generated again with its own budget)."""
+    end = thinking.markers[1]
+    firsts, computed = cached([replace(r, stop=(), max_new_tokens=thinking.trace_budget, constraint=None) for r in requests])
+    traces = [t.split(end, 1)[0] for t in firsts]
     answers, more = cached([replace(r, context=r.context + t + end) for r, t in zip(requests, traces)])
-    return [t + end + a for t, a in zip(traces, answers)], computed + more
+    return [ClosedTrace(t + end + a, forced=end not in f) for t, a, f in zip(traces, answers, firsts)], computed + more

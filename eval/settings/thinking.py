@@ -88,12 +88,23 @@ def join_trace(reasoning: str | None, answer: str, markers: Sequence[str] = DEFA
     return answer if not reasoning else f"{markers[0]}{reasoning}{markers[1]}{answer}"
 
 
-def trace_fields(trace: Trace, count_tokens: Callable[[str], int] | None, max_tokens: int | None) -> dict[str, Any]:
-    """A sample's record of its trace: the text, its tokens (None: no tokenizer here), whether it was
-    forced closed (it reached --max-thinking-tokens) and whether it ended."""
+class ClosedTrace(str):
+    """A reply made by budget forcing (running/thinking_run.py): ``forced`` when the evaluator, not the
+    model, closed its trace (the model wrote no end marker within --max-thinking-tokens)."""
+
+    forced: bool
+
+    def __new__(cls, text: str, forced: bool) -> "ClosedTrace":
+        reply = super().__new__(cls, text)
+        reply.forced = forced
+        return reply
+
+
+def trace_fields(trace: Trace, count_tokens: Callable[[str], int] | None, reply: str) -> dict[str, Any]:
+    """A sample's record of its trace: the text, its tokens (by the backend's tokenizer; None: none here),
+    whether the evaluator closed it (``reply`` a forced ``ClosedTrace``) and whether it ended."""
     tokens = count_tokens(trace.reasoning) if trace.reasoning is not None and count_tokens is not None else None
-    forced = max_tokens is not None and tokens is not None and tokens >= max_tokens and trace.finished
-    return {"reasoning": trace.reasoning, "reasoning_tokens": tokens, "reasoning_forced": forced,
+    return {"reasoning": trace.reasoning, "reasoning_tokens": tokens, "reasoning_forced": bool(getattr(reply, "forced", False)),
             "reasoning_unfinished": not trace.finished}
 
 

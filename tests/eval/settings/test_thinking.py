@@ -53,6 +53,19 @@ def test_other_markers_and_template_switch() -> None:
     assert not th.takes_thinking("{{ messages }}") and not th.takes_thinking(None)
 
 
+def test_generation_budgets() -> None:
+    """CE's 16 tokens: alone without thinking or for the answer after a forced close; with the default trace budget otherwise."""
+    from evalita_eval.running.task_kinds import task_kind
+    from evalita_eval.sources.entries import all_entries
+
+    te = next(e for e in all_entries() if e.name == "te")
+    budgets = {name: task_kind(te, "ce", thinking=thinking).max_new_tokens for name, thinking in (
+        ("off", th.Thinking()), ("on", th.Thinking(True)), ("forced", th.Thinking(True, max_tokens=8)))}
+    assert budgets == {"off": 16, "on": 16 + 4096, "forced": 16}
+    request = task_kind(te, "ce", thinking=th.Thinking(True)).gen_request("ctx", ("\n\n",), None, None)
+    assert (request.stop, request.thinking) == ((), ("<think>", "</think>"))
+
+
 # -- end to end: evalita-eval run against the scripted server --------------------------------------
 REPLIES = [  # in turn, request after request (one request at a time: --concurrency 1)
         {"message": {"role": "assistant", "reasoning_content": TRACE, "content": "B"}, "finish_reason": "stop"},
@@ -139,3 +152,69 @@ def test_loglikelihood_with_thinking_on_exits_1_with_one_line(tiny_model: Path, 
     assert errors == ["Error: --thinking on: te is scored by log-likelihood, where a model writes no trace; ask it in a generated "
                       "setting (--setting ce, ce-ni or oe) or run with --thinking off"]
     assert not (tmp_path / "ll" / "results.json").exists()
+
+
+# -- budget forcing on hf, with a tiny model whose chat template has the enable_thinking switch ----------
+# As Qwen3's: switched on, the generation prompt opens the trace; off, it writes an empty one.
+THINKING_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}{{ '\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% if enable_thinking is defined and enable_thinking is false %}"
+    "<think>\n\n</think>\n\n{% else %}<think>\n{% endif %}{% endif %}"
+)
+
+
+@pytest.fixture(scope="module")
+def thinking_model(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import shutil
+
+    out = tmp_path_factory.mktemp("thinking-model") / "model"
+    shutil.copytree(tiny_model, out)
+    config = json.loads((out / "tokenizer_config.json").read_text("utf-8"))
+    config["chat_template"] = THINKING_TEMPLATE
+    (out / "tokenizer_config.json").write_text(json.dumps(config), "utf-8")
+    (out / "chat_template.jinja").unlink(missing_ok=True)
+    return out
+
+
+def _hf_run(model: Path, out: Path, *extra: str) -> Any:
+    from evalita_eval.cli import main
+
+    return CliRunner().invoke(main, ["run", "--model", str(model), "--data", str(DATA), "--tasks", "te", "--setting", "ce", "--limit", "2",
+                                     "--apply-chat-template", "--device", "cpu", "--output-dir", str(out), "--no-progress", *extra])
+
+
+def test_budget_forcing_closes_the_trace_and_reads_the_answer_after_it(thinking_model: Path, tmp_path: Path) -> None:
+    """The random model never writes </think>: at 8 tokens its trace is closed, and the answer is generated
+    after the close with CE's own 16 tokens, constrained to a letter: every answer is read."""
+    result = _hf_run(thinking_model, tmp_path / "forced", "--thinking", "on", "--max-thinking-tokens", "8", "--constrained")
+    assert result.exit_code == 0, result.output
+    samples = _samples(tmp_path / "forced")
+    assert len(samples) == 4
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(thinking_model)
+    for s in samples:
+        assert s["prompt"].endswith("<|assistant|>\n<think>\n")  # enable_thinking=True: the template opened the trace
+        assert s["reasoning_forced"] is True and s["reasoning_unfinished"] is False
+        # 8 generated tokens; counted again on the trace's text (stripped), as for a trace read from a server
+        assert s["reasoning"] and s["reasoning_tokens"] == len(tokenizer.encode(s["reasoning"], add_special_tokens=False))
+        assert s["generation"] in ("A", "B") and s["parsed_by"] == "letter"  # the answer after the close, read
+    cache = [json.loads(line) for line in (tmp_path / "forced" / "cache.jsonl").read_text("utf-8").splitlines()]
+    assert len(cache) == 8  # per document and prompt: the trace, then the answer
+    doc = json.loads((tmp_path / "forced" / "results.json").read_text("utf-8"))
+    assert doc["config"]["max_thinking_tokens"] == 8 and doc["config"]["trace_budget"] == 8
+    assert {p: r["forced"] for p, r in doc["reasoning"]["te"].items()} == {"p1": 2, "p2": 2}
+    assert doc["run_identity"]["thinking"] == {"on": True, "think_markers": ["<think>", "</think>"], "max_thinking_tokens": 8}
+
+
+def test_thinking_off_sets_the_switch_and_a_template_without_one_is_named(thinking_model: Path, tiny_model: Path, tmp_path: Path) -> None:
+    off = _hf_run(thinking_model, tmp_path / "off", "--max-new-tokens", "2")
+    assert off.exit_code == 0, off.output
+    assert "enable_thinking" not in off.output
+    assert all(s["prompt"].endswith("<think>\n\n</think>\n\n") for s in _samples(tmp_path / "off"))  # switched off
+    plain = _hf_run(tiny_model, tmp_path / "plain", "--thinking", "on", "--max-thinking-tokens", "2", "--max-new-tokens", "2")
+    assert plain.exit_code == 0, plain.output
+    notes = [line for line in plain.output.splitlines() if "enable_thinking" in line]
+    assert notes == ["note: the chat template takes no enable_thinking switch: the prompts are rendered as without --thinking on "
+                     "(a model that always thinks still has its trace kept apart)"]
+    assert _hf_run(tiny_model, tmp_path / "plain-off", "--max-new-tokens", "2").output.count("enable_thinking") == 0
