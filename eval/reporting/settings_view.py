@@ -20,7 +20,8 @@ PERCENT = 100.0
 
 def setting_label(config: dict) -> str:
     label = config.get("setting") or "loglikelihood"
-    return f"{label} constrained" if config.get("constrained") else label
+    label = f"{label} constrained" if config.get("constrained") else label
+    return f"{label} thinking" if config.get("thinking") is True else label  # --thinking on: another entry, as another setting
 
 
 def labels_of(runs: Sequence[Any]) -> list[str]:

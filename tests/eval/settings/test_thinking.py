@@ -218,3 +218,27 @@ def test_thinking_off_sets_the_switch_and_a_template_without_one_is_named(thinki
     assert notes == ["note: the chat template takes no enable_thinking switch: the prompts are rendered as without --thinking on "
                      "(a model that always thinks still has its trace kept apart)"]
     assert _hf_run(tiny_model, tmp_path / "plain-off", "--max-new-tokens", "2").output.count("enable_thinking") == 0
+
+
+def test_report_and_compare_of_thinking_on_and_off(run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """The report shows each prompt's traces beside the unparsed reasons; compare pairs on and off by document."""
+    from evalita_eval.cli import main
+
+    assert run_cli("--thinking", "off", "--output-dir", str(tmp_path / "off")).exit_code == 0
+    assert run_cli("--thinking", "on", "--output-dir", str(tmp_path / "on")).exit_code == 0
+    compared = CliRunner().invoke(main, ["compare", str(tmp_path / "on"), str(tmp_path / "off"), "--bootstrap", "10"])
+    assert compared.exit_code == 0, compared.output
+    assert "the runs differ in thinking (A on, B off): the same prompts and items, paired by document" in compared.output
+    assert "differ in setting" not in compared.output
+    report = CliRunner().invoke(main, ["report", str(tmp_path / "on"), str(tmp_path / "off"), "--out", str(tmp_path / "report"),
+                                       "--bootstrap", "0", "--no-progress"])
+    assert report.exit_code == 0, report.output
+    text = (tmp_path / "report" / "report.md").read_text("utf-8")
+    doc = json.loads((tmp_path / "on" / "results.json").read_text("utf-8"))["reasoning"]["te"]
+    samples = _samples(tmp_path / "on")
+    for i, p in enumerate(("p1", "p2")):  # the backend's tokenizer (the local model's) counts the traces
+        counts = [s["reasoning_tokens"] for s in samples[i * 3:(i + 1) * 3]]
+        assert doc[p]["mean_trace_tokens"] == round(sum(counts) / 3, 1) and doc[p]["traces"] == 3
+    cell = "; ".join(f"{p}: mean {doc[p]['mean_trace_tokens']} tokens, forced 0, unfinished {doc[p]['unfinished']}" for p in ("p1", "p2"))
+    assert "traces (--thinking on)" in text and cell in text
+    assert "ce thinking" in text
