@@ -55,6 +55,7 @@ def run_identity(model_record: dict[str, Any], config: Any, chat_template: dict 
         # Only when on: the identities (and folders) of the runs made before --thinking existed are unchanged.
         **({"thinking": {"on": True, "think_markers": list(config.think_markers), "max_thinking_tokens": config.max_thinking_tokens}}
            if getattr(config, "thinking", False) else {}),
+        **({"bertscore_model": config.bertscore_model} if getattr(config, "bertscore_model", None) else {}),  # adds a score
     }
 
 

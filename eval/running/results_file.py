@@ -87,11 +87,18 @@ def carry_over(doc: dict | None, running: set[str], sections: dict[str, dict], m
 
 
 def thinking_config(c: Any) -> dict:
-    """results.json ``config`` of a thinking run: on, its markers, and the trace's budget (forced or default)."""
+    """results.json ``config`` of issue 39's options: thinking on or off, its markers and the trace's budget (forced
+    or default); the BERTScore scorer where one was given."""
+    if c.bertscore_model:  # the scorer of bertscore_f1 (running/bertscore.py): its model's files or commit
+        from .bertscore import bertscore_record
+
+        scorer = {"bertscore": bertscore_record(c.bertscore_model)}
+    else:
+        scorer = {}
     if not c.thinking:
-        return {"thinking": False}
+        return {"thinking": False, **scorer}
     return {"thinking": True, "think_markers": list(c.think_markers), "max_thinking_tokens": c.max_thinking_tokens,
-            "trace_budget": c.max_thinking_tokens or DEFAULT_TRACE_BUDGET}
+            "trace_budget": c.max_thinking_tokens or DEFAULT_TRACE_BUDGET, **scorer}
 
 
 def config_json(c: Any) -> dict:

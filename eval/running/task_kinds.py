@@ -17,7 +17,8 @@ from functools import cached_property
 from typing import Any, Callable, Sequence
 
 from ..api import GenRequest, LLRequest, check_ll_result, cut_at_stop
-from ..metrics import mc_prediction
+from ..metrics import BERTSCORE_F1, SETTING_METRICS, mc_prediction
+from .bertscore import bertscore_f1
 from ..settings import instruct as st
 from ..settings.constrained import format_failures, task_constraint
 from ..settings import thinking as th
@@ -40,6 +41,7 @@ class TaskKind:
         self.entry, self.spec, self.setting = entry, entry.spec, setting
         self._constrained, self._max_new_override = constrained, max_new_tokens
         self.thinking, self.count_tokens = thinking, count_tokens  # --thinking (settings/thinking.py); trace token counts
+        self.bertscore_model: str | None = None  # --bertscore-model (running/bertscore.py)
 
     @cached_property
     def task(self) -> Any:
@@ -124,7 +126,7 @@ class TaskKind:
             return generative_baselines(len(docs))
         golds = [self.task.target(d) for d in docs]
         n_choices = [len(self.task.choices(prompts[0], d)) for d in docs]
-        label_metrics = [m for m in metrics if m.name != st.ROUGE_L_ANSWER.name]  # ROUGE-L compares texts: no class baseline
+        label_metrics = [m for m in metrics if m not in SETTING_METRICS]  # ROUGE-L, BLEU, BERTScore compare texts: no class baseline
         return task_baselines(label_metrics, golds, n_choices)
 
 
@@ -198,13 +200,21 @@ class InstructChoice(TaskKind):
                 "prediction": st.scored_prediction(parsed, gold, len(cs), unparsed_as), "gold": gold,
                 "gold_answer": answer_texts[gold],
             })
+        if self.added_metrics:  # --bertscore-model: each answer's F1, their mean the prompt's score
+            for s, f1 in zip(samples, bertscore_f1(self.bertscore_model, [s["generation"] for s in samples], [s["gold_answer"] for s in samples])):
+                s["bertscore_f1"] = f1
         return samples
 
+    @property
+    def added_metrics(self) -> tuple[Any, ...]:
+        """BERTScore F1 where the setting scores texts (OE, CE-NI) and --bertscore-model names a scorer."""
+        return (BERTSCORE_F1,) if self.bertscore_model and st.instruct_setting(self.setting).extra_metrics else ()
+
     def declared_metrics(self) -> Sequence[Any]:
-        return st.setting_metrics(self.spec, self.setting)
+        return st.setting_metrics(self.spec, self.setting, self.added_metrics)
 
     def scores(self, samples: list[dict]) -> tuple[dict[str, float], dict[str, int] | None]:
-        return st.setting_scores(self.spec, self.setting, samples), st.rule_counts(samples)
+        return st.setting_scores(self.spec, self.setting, samples, self.added_metrics), st.rule_counts(samples)
 
     def baselines(self, docs: list[dict], prompts: list[str]) -> dict:
         return self._label_baselines(st.setting_metrics(self.spec, self.setting), docs, prompts)
@@ -257,7 +267,9 @@ def thinking_of(config: Any) -> th.Thinking:
 
 def kind_for_run(entry: TaskEntry, config: Any, count_tokens: Callable[[str], int] | None = None) -> TaskKind:
     """The kind of ``entry`` in a run of ``config`` (a RunConfig); ``count_tokens``: the backend's, for trace lengths."""
-    return task_kind(entry, config.setting, config.constrained, config.max_new_tokens, thinking_of(config), count_tokens)
+    kind = task_kind(entry, config.setting, config.constrained, config.max_new_tokens, thinking_of(config), count_tokens)
+    kind.bertscore_model = getattr(config, "bertscore_model", None)
+    return kind
 
 
 def as_turns(messages: list[list[dict]] | None, n: int) -> list[tuple[dict, ...] | None]:
