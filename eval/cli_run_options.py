@@ -100,7 +100,7 @@ RUN_OPTIONS = [
                       "recorded in results.json and marked 'not comparable with the paper' in reports and cards."),
     click.option("--output-dir", default=None, type=click.Path(file_okay=False),
                  help="Where results.json, samples/ and the resume cache go. Default: "
-                      "results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>]-<run id>, the run id being a "
+                      "results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>][-thinking]-<run id>, the run id being a "
                       "hash of every input that can change a number; a folder holding another run's results is refused."),
     click.option("--overwrite", is_flag=True, help="Replace the results of another run in --output-dir (its resume cache is kept)."),
     click.option("--progress/--no-progress", default=None, help="A progress bar per task (default: on a terminal only)."),
