@@ -54,6 +54,9 @@ def thinking_config(config, thinking: str, think_markers: tuple[str, str], max_t
 
     if max_thinking_tokens is not None and thinking != "on":
         raise click.UsageError("--max-thinking-tokens bounds a trace: it needs --thinking on")
+    if config.constrained and thinking == "on" and max_thinking_tokens is None:  # a grammar would forbid the trace
+        raise click.UsageError("--constrained with --thinking on needs --max-thinking-tokens N: the constraint applies to the "
+                               "answer generated after the trace is closed")
     return replace(config, thinking=thinking == "on", think_markers=think_markers, max_thinking_tokens=max_thinking_tokens,
                    bertscore_model=bertscore_model)
 

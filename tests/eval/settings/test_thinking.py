@@ -154,6 +154,20 @@ def test_loglikelihood_with_thinking_on_exits_1_with_one_line(tiny_model: Path, 
     assert not (tmp_path / "ll" / "results.json").exists()
 
 
+@pytest.mark.parametrize(("extra", "message"), [
+    (("--max-thinking-tokens", "8"), "--max-thinking-tokens bounds a trace: it needs --thinking on"),
+    (("--thinking", "on", "--constrained"), "--constrained with --thinking on needs --max-thinking-tokens N"),
+    (("--thinking", "on", "--think-markers", "<think>"), "expected START,END"),
+])
+def test_thinking_options_that_cannot_go_together(tiny_model: Path, tmp_path: Path, extra: tuple[str, ...], message: str) -> None:
+    from evalita_eval.cli import main
+
+    result = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te", "--setting", "ce",
+                                       "--output-dir", str(tmp_path / "x"), "--no-progress", *extra])
+    assert result.exit_code == 2 and message in result.output
+    assert not (tmp_path / "x").exists()
+
+
 # -- budget forcing on hf, with a tiny model whose chat template has the enable_thinking switch ----------
 # As Qwen3's: switched on, the generation prompt opens the trace; off, it writes an empty one.
 THINKING_TEMPLATE = (
@@ -242,3 +256,21 @@ def test_report_and_compare_of_thinking_on_and_off(run_cli: Callable[..., Any], 
     cell = "; ".join(f"{p}: mean {doc[p]['mean_trace_tokens']} tokens, forced 0, unfinished {doc[p]['unfinished']}" for p in ("p1", "p2"))
     assert "traces (--thinking on)" in text and cell in text
     assert "ce thinking" in text
+
+
+def test_a_generative_task_scores_the_answer_after_the_trace(tiny_model: Path, server: FakeServer, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """SUM with thinking on: the summary scored is what follows the trace (ROUGE of the trace's words: none)."""
+    from evalita_eval.cli import main
+
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    server.chat_script = lambda body: {"message": {"role": "assistant", "reasoning_content": "Riassumo: il testo parla di",
+                                                   "content": "Il testo."}, "finish_reason": "stop"}
+    result = CliRunner().invoke(main, [
+        "run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "sum", "--limit", "2", "--backend", "openai-chat",
+        "--base-url", server.url, "--api-key-env", KEY_ENV, "--concurrency", "1", "--max-retries", "0", "--no-progress",
+        "--thinking", "on", "--output-dir", str(tmp_path / "sum")])
+    assert result.exit_code == 0, result.output
+    samples = [json.loads(line) for f in sorted((tmp_path / "sum" / "samples").glob("*.jsonl")) for line in f.read_text("utf-8").splitlines()]
+    assert samples and all(s["generation"] == s["prediction"] == "Il testo." for s in samples)
+    assert all(s["reasoning"] == "Riassumo: il testo parla di" and not s["reasoning_unfinished"] for s in samples)
