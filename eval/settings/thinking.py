@@ -39,11 +39,6 @@ class Thinking:
     def trace_budget(self) -> int:
         return self.max_tokens if self.max_tokens is not None else DEFAULT_TRACE_BUDGET
 
-    def record(self) -> dict[str, Any]:
-        """What results.json records (config and run identity)."""
-        return {"thinking": self.on, "think_markers": list(self.markers), "max_thinking_tokens": self.max_tokens,
-                "trace_budget": self.trace_budget if self.on else None}
-
 
 def parse_markers(value: str) -> tuple[str, str]:
     """``--think-markers START,END`` -> (START, END); a ValueError naming what was expected."""
@@ -81,11 +76,6 @@ def prompt_opens_trace(prompt: str, markers: Sequence[str]) -> bool:
 def takes_thinking(template: str | None) -> bool:
     """Whether a chat template's source reads the ``enable_thinking`` switch."""
     return isinstance(template, str) and TEMPLATE_SWITCH in template
-
-
-def join_trace(reasoning: str | None, answer: str, markers: Sequence[str] = DEFAULT_MARKERS) -> str:
-    """A server's separate trace field and its answer as one reply (the backends' form, split by ``split_trace``)."""
-    return answer if not reasoning else f"{markers[0]}{reasoning}{markers[1]}{answer}"
 
 
 class ClosedTrace(str):
