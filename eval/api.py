@@ -92,6 +92,9 @@ class GenRequest:
     # The chat turns behind ``context`` for backends that take messages (chat APIs), else None
     # (also left out of the cache key when None).
     messages: tuple[dict[str, str], ...] | None = None
+    # --thinking on: the trace's (start, end) markers; a chat API is asked to think (vLLM's
+    # chat_template_kwargs) and joins a separate trace field back with them. None: off (left out of the key).
+    thinking: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -214,7 +217,7 @@ def request_payload(request: LLRequest | GenRequest) -> dict[str, Any]:
     """The request as the resume cache keys it; optional fields left at None (or, in a
     constraint, empty) are omitted, so that adding one keeps existing caches valid."""
     payload = asdict(request)
-    for optional in ("constraint", "messages"):
+    for optional in ("constraint", "messages", "thinking"):
         if optional in payload and payload[optional] is None:
             del payload[optional]
     constraint = payload.get("constraint")

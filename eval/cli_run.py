@@ -100,6 +100,19 @@ def spec_of(ctx: click.Context, given: dict):
     return spec
 
 
+def thinking_config(config, thinking: str, think_markers: tuple[str, str], max_thinking_tokens: int | None, bertscore_model: str | None):
+    """``config`` with the reasoning options (--thinking, --think-markers, --max-thinking-tokens) and --bertscore-model."""
+    from dataclasses import replace
+
+    if max_thinking_tokens is not None and thinking != "on":
+        raise click.UsageError("--max-thinking-tokens bounds a trace: it needs --thinking on")
+    if config.constrained and thinking == "on" and max_thinking_tokens is None:  # a grammar would forbid the trace
+        raise click.UsageError("--constrained with --thinking on needs --max-thinking-tokens N: the constraint applies to the "
+                               "answer generated after the trace is closed")
+    return replace(config, thinking=thinking == "on", think_markers=think_markers, max_thinking_tokens=max_thinking_tokens,
+                   bertscore_model=bertscore_model)
+
+
 @click.command()
 @run_options
 @click.pass_context
@@ -126,6 +139,7 @@ def run_spec(spec) -> None:
     datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
     source = open_data(spec.data, spec.hub_org)
     config = runner_config(spec, device, sys.stderr.isatty() if spec.progress is None else spec.progress)
+    config = thinking_config(config, spec.thinking, spec.think_markers, spec.max_thinking_tokens, spec.bertscore_model)
     check_data(entries, source, config, named_tasks=spec.tasks is not None)
     result, runner = execute(spec.backend, backend_options(spec, device), source, config, entries, spec.output_dir, spec.model_name)
     if result.status == "empty":  # every task skipped by the runner (e.g. none declares the --setting's prompts)

@@ -103,10 +103,34 @@ RUN_OPTIONS = [
                       "recorded in results.json and marked 'not comparable with the paper' in reports and cards."),
     click.option("--output-dir", default=None, type=click.Path(file_okay=False),
                  help="Where results.json, samples/ and the resume cache go. Default: "
-                      "results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>]-<run id>, the run id being a "
+                      "results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>][-thinking]-<run id>, the run id being a "
                       "hash of every input that can change a number; a folder holding another run's results is refused."),
     click.option("--overwrite", is_flag=True, help="Replace the results of another run in --output-dir (its resume cache is kept)."),
     click.option("--progress/--no-progress", default=None, help="A progress bar per task (default: on a terminal only)."),
+]
+
+
+def parse_think_markers(value: str | None) -> tuple[str, str]:
+    from .settings.thinking import DEFAULT_MARKERS, parse_markers
+
+    try:
+        return DEFAULT_MARKERS if value is None else parse_markers(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--think-markers") from None
+
+
+# Reasoning models and the study's metrics (docs/settings.md, "Reasoning models").
+RUN_OPTIONS += [
+    click.option("--thinking", default="off", show_default=True, type=click.Choice(["on", "off"]),
+                 help="Let a reasoning model think before it answers (generated settings and generative tasks): the chat "
+                      "template's enable_thinking, the server's switch on openai-chat; the trace is kept apart from the answer."),
+    click.option("--think-markers", default=None, metavar="START,END", callback=lambda ctx, param, value: parse_think_markers(value),
+                 help="The markers around a trace (default: <think>,</think>): the answer is what follows END."),
+    click.option("--max-thinking-tokens", default=None, type=click.IntRange(min=1),
+                 help="With --thinking on: close the trace at N tokens and generate the answer after it with the task's own "
+                      "budget (budget forcing; hf, vllm, openai-completions). Default: the answer budget plus 4096 trace tokens, never forced."),
+    click.option("--bertscore-model", default=None, metavar="PATH_OR_ID",
+                 help="Add BERTScore F1 to the OE and CE-NI settings, computed with this model (the bertscore extra); absent without it."),
 ]
 
 

@@ -22,8 +22,28 @@ from .settings.answers import normalize
 # Open-ended answers of MC tasks (eval/settings/instruct.py): generation vs the gold answer text.
 # Accents folded first (answers.normalize): rouge-score's tokenizer drops non-ASCII letters ("Sì" -> "s").
 ROUGE_L_ANSWER = rouge_metric("rougeL", "rougeL_answer", "gold_answer", normalize)
+
+
+def corpus_bleu(pairs: list[tuple[str, str]]) -> float:
+    """sacrebleu's corpus BLEU (its defaults: 13a tokenizer, exponential smoothing) of (answer, reference)
+    pairs, one reference each, divided by 100 as the other scores (reports show percent)."""
+    import sacrebleu
+
+    if not pairs:
+        return 0.0
+    answers, references = zip(*pairs)
+    return sacrebleu.corpus_bleu(list(answers), [list(references)]).score / 100
+
+
+# The closed-ended study's (Musacchio et al.) text metrics of OE and CE-NI, beside ROUGE-L: corpus BLEU,
+# and BERTScore F1 (the mean of each sample's ``bertscore_f1``, written only with --bertscore-model:
+# running/bertscore.py; without it the metric is absent, never zero).
+BLEU_ANSWER = Metric("bleu_answer", lambda s: (s["generation"], s["gold_answer"]), corpus_bleu,
+                     description="corpus BLEU (sacrebleu, 13a) of the answers against the gold answer texts, / 100")
+BERTSCORE_F1 = Metric("bertscore_f1", lambda s: float(s["bertscore_f1"]), lambda xs: sum(xs) / len(xs) if xs else 0.0,
+                      description="mean BERTScore F1 of the answers against the gold answer texts (--bertscore-model)")
 # Metrics the evaluator adds to a task's own in the generative settings.
-SETTING_METRICS = (ROUGE_L_ANSWER,)
+SETTING_METRICS = (ROUGE_L_ANSWER, BLEU_ANSWER, BERTSCORE_F1)
 
 
 def metric_of(task: str | None, name: str) -> Metric:

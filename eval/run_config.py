@@ -63,6 +63,11 @@ class RunSpec(BaseModel):
     output_dir: str | None = None
     overwrite: bool = False
     progress: bool | None = None
+    # Reasoning models (docs/settings.md): thinking on or off, the trace's markers and budget; the BERTScore scorer.
+    thinking: Literal["on", "off"] = "off"
+    think_markers: tuple[str, str] = ("<think>", "</think>")
+    max_thinking_tokens: int | None = Field(None, ge=1)
+    bertscore_model: str | None = None
     # The engine flags (aliases of backend_args; folded into it by ``fold_aliases``).
     tensor_parallel_size: int | None = Field(None, ge=1)
     data_parallel_size: int | None = Field(None, ge=1)
@@ -97,6 +102,22 @@ class RunSpec(BaseModel):
         from .backend_support.memory import parse_memory
 
         return parse_memory(value) if isinstance(value, str) else value
+
+    @field_validator("thinking", mode="before")
+    @classmethod
+    def _thinking(cls, value: Any) -> Any:
+        """YAML reads a bare on/off as a boolean."""
+        return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
+
+    @field_validator("think_markers", mode="before")
+    @classmethod
+    def _think_markers(cls, value: Any) -> Any:
+        """START,END as on the command line, or a list of the two."""
+        from .settings.thinking import parse_markers
+
+        if isinstance(value, str):
+            return parse_markers(value)
+        return tuple(value) if isinstance(value, list) else value
 
     @field_validator("model_name")
     @classmethod

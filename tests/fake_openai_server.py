@@ -25,7 +25,9 @@ def _best(prev: int) -> float:
     return -((prev * 13) % 5 + 1) / 7
 
 
-def honest_answer(path: str, body: dict) -> dict:
+def honest_answer(path: str, body: dict, chat_script: "Callable[[dict], dict] | None" = None) -> dict:
+    if path.endswith("/chat/completions") and chat_script is not None:
+        return {"choices": [{"index": 0, **chat_script(body)}]}  # a scripted choice: message, finish_reason
     if path.endswith("/chat/completions"):
         turns = body["messages"]
         return {"choices": [{"index": 0, "message": {"role": "assistant", "content": f"risposta {len(turns)}: {len(turns[-1]['content']) % 7}"}}]}
@@ -88,6 +90,9 @@ class FakeServer:
         self.n_lies: int | None = None
         self.redirect_to = ""
         self.huge_bytes = 0
+        # A scripted chat choice ({"message": ..., "finish_reason": ...}) per request body, e.g. a reasoning
+        # model's trace in ``reasoning_content`` or inline ``<think>`` tags; None: the canned answer.
+        self.chat_script: Callable[[dict], dict] | None = None
         self.seen: list[tuple[str, str | None, dict]] = []  # (path, Authorization, body)
         self._lock = threading.Lock()
         fake = self
@@ -127,7 +132,7 @@ class FakeServer:
         self.httpd.server_close()
 
     def answer(self, h: BaseHTTPRequestHandler, body: dict, fault: str | None) -> None:
-        honest = honest_answer(h.path, body)
+        honest = honest_answer(h.path, body, self.chat_script)
         if fault in ECHO_LIES and not body.get("echo"):
             fault = None  # a lie about log-probs, to a request for generations: the truth
         if fault is None:

@@ -91,8 +91,9 @@ def encode_request(tokenizer: Any, req: LLRequest) -> tuple[list[int], list[int]
     return encode_requests(tokenizer, [req])[0]
 
 
-def render_chat(tokenizer: Any, model_name: str, messages: list[dict[str, str]]) -> str:
-    """The prompt string of chat messages under the tokenizer's template (every local-tokenizer backend)."""
+def render_chat(tokenizer: Any, model_name: str, messages: list[dict[str, str]], **template_kwargs: Any) -> str:
+    """The prompt string of chat messages under the tokenizer's template (every local-tokenizer backend);
+    ``template_kwargs``: variables the template reads (``enable_thinking``, running/thinking_run.py)."""
     if not getattr(tokenizer, "chat_template", None):
         raise ValueError(f"model {model_name} has no chat template; run without --apply-chat-template")
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **template_kwargs)

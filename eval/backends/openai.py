@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from functools import partial
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -287,14 +288,27 @@ class OpenAIChatBackend(_OpenAIBase):
             stop = [s for s in req.stop if s][:4]
             body = {"model": self.model_name, "messages": messages, "max_tokens": req.max_new_tokens, "temperature": 0,
                     "stop": stop or None, **self._extra_body(req.constraint)}
-            return cut_at_stop(self._post("chat/completions", body, self._chat_text, f"chat request {number}/{len(requests)}"), req.stop)
+            if req.thinking is not None or self.server_token_ids:  # vLLM's switch of the template (off is sent where vLLM's fields are)
+                body["chat_template_kwargs"] = {"enable_thinking": req.thinking is not None}
+            parse = partial(self._chat_text, markers=req.thinking)
+            return cut_at_stop(self._post("chat/completions", body, parse, f"chat request {number}/{len(requests)}"), req.stop)
 
         return self.client.map(gen, list(enumerate(requests, 1)))
 
-    def _chat_text(self, payload: dict) -> str:
-        """The one choice's message text; a null ``content`` (the API's "no text", e.g. a refusal) is the empty generation."""
+    def _chat_text(self, payload: dict, markers: tuple[str, str] | None = None) -> str:
+        """The one choice's message text; a null ``content`` (the API's "no text", e.g. a refusal) is the empty generation.
+        Thinking (``markers``): the server's separate trace (``reasoning_content`` or ``reasoning``, vLLM's
+        --reasoning-parser) joined before the text within the markers, to be split off as an inline trace is."""
         choice = _choices(payload, 1)[0]
-        content = _field(choice, "message", dict, "the choice").get("content")
+        message = _field(choice, "message", dict, "the choice")
+        content = message.get("content")
         if content is not None and not isinstance(content, str):
             raise MalformedAnswer(f"the choice: 'message.content' is {json_type(content)}, not a string")
-        return self._generated_text(choice, content or "", "the choice")
+        reasoning = message.get("reasoning_content", message.get("reasoning"))
+        if reasoning is not None and not isinstance(reasoning, str):
+            raise MalformedAnswer(f"the choice: 'message.reasoning_content' is {json_type(reasoning)}, not a string")
+        if markers is None or not reasoning:
+            return self._generated_text(choice, content or "", "the choice")
+        # The server's text (its token ids would hold the trace too); no text and the budget spent: the trace never ended.
+        unfinished = not content and choice.get("finish_reason") == "length"
+        return markers[0] + reasoning + ("" if unfinished else markers[1] + (content or ""))

@@ -66,6 +66,7 @@ class ConfigRecord:
     seed: int | None = None
     device: str | None = None
     prompts: list[str] | None = None  # --prompts as the run identity records it (None: every prompt)
+    thinking: bool = False  # --thinking on (docs/settings.md, reasoning models)
 
 
 @dataclass

@@ -125,6 +125,22 @@ def rules_cell(parsed_by: dict) -> str:
     return "; ".join(f"{p}: " + ", ".join(f"{rule} {n}" for rule, n in counts.items()) for p, counts in parsed_by.items())
 
 
+def trace_cell(traces: Any) -> str:
+    """'p1: mean 412.5 tokens, forced 2, unfinished 1; p2: ...' from results.json reasoning.<task> (--thinking on), '–' without;
+    a malformed record reads as such, never as numbers."""
+    if not isinstance(traces, dict) or not traces:
+        return "–"
+    cells = []
+    for prompt, t in traces.items():
+        if not isinstance(t, dict):
+            cells.append(f"{prompt}: (malformed)")
+            continue
+        mean = t.get("mean_trace_tokens")
+        size = f"mean {mean} tokens" if isinstance(mean, (int, float)) and not isinstance(mean, bool) else "length not counted"
+        cells.append(f"{prompt}: {size}, forced {t.get('forced', '?')}, unfinished {t.get('unfinished', '?')}")
+    return "; ".join(cells)
+
+
 def baseline_cell(baselines: dict | None, kind: str, metric: str) -> str:
     if not isinstance(baselines, dict):
         return "–"
@@ -151,6 +167,7 @@ def class_label(run: RunRecord, task: str, cls: Any) -> str:
 def items_table(task: str, metric: str, runs: Sequence[RunRecord]) -> TextTable:
     """Per model: n, limit, the chance and majority baselines of the headline metric, unparsed k / n per prompt, the answer rules."""
     rows = []
+    thinking = any(task in (r.raw.get("reasoning") or {}) for r in runs if isinstance(r.raw.get("reasoning"), dict))
     for r in runs:
         if task not in r.results:
             continue
@@ -160,6 +177,8 @@ def items_table(task: str, metric: str, runs: Sequence[RunRecord]) -> TextTable:
             majority += f" ({class_label(r, task, base['majority_class'])})"
         rows.append([r.display, evaluated_n({task: r.results[task]}), limit_text(r.config),
                      baseline_cell(base, "chance", metric), majority,
-                     unparsed_cell(r.results[task]), rules_cell(r.parsed_by.get(task) or {})])
-    return TextTable(["model", "n", "limit", f"chance {metric}", f"majority {metric}", "unparsed k / n", "parsed by rule"],
-                     rows, text_cols=7)
+                     unparsed_cell(r.results[task]), rules_cell(r.parsed_by.get(task) or {})]
+                    + ([trace_cell((r.raw.get("reasoning") or {}).get(task))] if thinking else []))
+    traces = ["traces (--thinking on)"] if thinking else []
+    return TextTable(["model", "n", "limit", f"chance {metric}", f"majority {metric}", "unparsed k / n", "parsed by rule", *traces],
+                     rows, text_cols=7 + len(traces))

@@ -21,7 +21,8 @@ PERCENT = 100.0
 
 def setting_label(config: ConfigRecord) -> str:
     label = config.setting or "loglikelihood"
-    return f"{label} constrained" if config.constrained else label
+    label = f"{label} constrained" if config.constrained else label
+    return f"{label} thinking" if config.thinking else label  # --thinking on: another entry, as another setting
 
 
 def labels_of(runs: Sequence[Any]) -> list[str]:

@@ -55,6 +55,10 @@ def run_identity(model_record: dict[str, Any], config: Any, chat_template: dict 
         "limit": config.limit,
         "max_new_tokens": config.max_new_tokens,
         "constrained": config.constrained,
+        # Only when on: the identities (and folders) of the runs made before --thinking existed are unchanged.
+        **({"thinking": {"on": True, "think_markers": list(config.think_markers), "max_thinking_tokens": config.max_thinking_tokens}}
+           if getattr(config, "thinking", False) else {}),
+        **({"bertscore_model": config.bertscore_model} if getattr(config, "bertscore_model", None) else {}),  # adds a score
     }
 
 
@@ -66,12 +70,13 @@ def identity_of(backend: Any, model_record: dict[str, Any], config: Any) -> dict
 
 
 def default_output_dir(identity: dict[str, Any]) -> Path:
-    """``results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>]-<run id>``: readable, and
+    """``results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>][-thinking]-<run id>``: readable, and
     never shared by two identities (a chat template, a system instruction, a dtype or another
     model folder of the same name change the hash)."""
     model = identity["model"]
     name = model_slug(str(model.get("name_or_path") or "model"), model.get("revision"))
     setting = setting_slug(identity["setting"], identity["constrained"], identity["num_fewshot"], identity["split"])
+    setting += "-thinking" if identity.get("thinking") else ""
     return Path("results") / name / f"{setting}-{run_id(identity)}"
 
 

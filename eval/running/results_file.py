@@ -16,12 +16,13 @@ from typing import Any, Callable
 
 from ..naming import NAME_FIELD, display_name
 from ..record import FORMAT_VERSION
-from ..record.read import checked_document
+from ..record.read import checked_document, checked_sample
 from ..sources.entries import TaskEntry
 from ..reporting.unparsed_flag import flagged_prompts
 from .comparability import comparability_record
 from .identity import ID_FIELD, IDENTITY_FIELD, RESULTS_FILE, run_id
 from .task_kinds import GENERATE, kind_for_run, task_kind
+from ..settings.thinking import DEFAULT_TRACE_BUDGET
 
 VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score", "jinja2")
 TIMING_KEYS = ("wall_s", "compute_s", "requests", "computed", "cached")
@@ -104,6 +105,21 @@ def add_run_id(path: Path, rid: str | None) -> None:
     tmp.replace(path)
 
 
+def thinking_config(c: Any) -> dict:
+    """results.json ``config`` of issue 39's options: thinking on or off, its markers and the trace's budget (forced
+    or default); the BERTScore scorer where one was given."""
+    if c.bertscore_model:  # the scorer of bertscore_f1 (running/bertscore.py): its model's files or commit
+        from .bertscore import bertscore_record
+
+        scorer = {"bertscore": bertscore_record(c.bertscore_model)}
+    else:
+        scorer = {}
+    if not c.thinking:
+        return {"thinking": False, **scorer}
+    return {"thinking": True, "think_markers": list(c.think_markers), "max_thinking_tokens": c.max_thinking_tokens,
+            "trace_budget": c.max_thinking_tokens or DEFAULT_TRACE_BUDGET, **scorer}
+
+
 def config_json(c: Any) -> dict:
     """results.json ``config``: the run's options as given (``RunConfig``)."""
     return {
@@ -114,6 +130,7 @@ def config_json(c: Any) -> dict:
         "setting": c.setting, "constrained": c.constrained,
         "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
         "chat_template": None, "split": c.split,
+        **thinking_config(c),
     }
 
 
@@ -153,6 +170,8 @@ def results_document(runner: Any, result: Any, manifest: dict) -> dict:
                           for name in result.results},
         # Per task, prompt and answer rule (settings/answers.py), how many generated answers it parsed.
         "parsed_by": runner.parsed_by,
+        # --thinking on (settings/thinking.py): per task and prompt, the traces' mean length, how many were forced closed or never ended.
+        **({"reasoning": runner.reasoning} if runner.config.thinking else {}),
         "unparsed_flags": flagged_prompts(result.results),  # prompts with >= 10 % unparsed answers (issue 28)
         "baselines": runner.baselines,
         "skipped": result.skipped,
@@ -166,6 +185,20 @@ def results_document(runner: Any, result: Any, manifest: dict) -> dict:
     if runner.config.constrained:  # it applies to generations with a format only: say to which tasks
         doc["task_config"] = {name: {"constrained": runner.constrained_entry(runner._entries[name])} for name in result.results}
     return doc
+
+
+def write_samples(out: Path, entry: str, prompt: str, samples: list[dict], rid: str) -> None:
+    """Write ``OUT/samples/<entry>_<prompt>.jsonl`` whole (a temporary file renamed over it); each line
+    carries the run id ``rid`` (it belongs to the results.json beside it) and is checked: its reader
+    accepts it (docs/run-record.md)."""
+    folder = out / "samples"
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{entry}_{prompt}.jsonl.tmp"
+    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        for s in samples:
+            checked_sample(f"{folder / f'{entry}_{prompt}.jsonl'}: doc_id {s['doc_id']}", line := {"run_id": rid, **s})
+            fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+    tmp.replace(folder / f"{entry}_{prompt}.jsonl")
 
 
 def write_results_file(out: Path, doc: dict) -> None:

@@ -8,11 +8,11 @@ and appended before the next ones start.
 from __future__ import annotations
 
 import inspect
-import json
 import time
 from collections import Counter
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -21,11 +21,12 @@ from tqdm import tqdm
 from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, request_payload
 from .cache import RequestCache, ResultSaver, request_key
 from .plan import EntryPlan, RunPlan, build_plan
-from .task_kinds import TaskKind, as_turns, kind_for_run
+from .task_kinds import TaskKind, as_turns, kind_for_run, thinking_of
+from .thinking_run import forced_values, refuse_forcing_on_chat_messages, thinking_chat, token_counter
+from ..settings.thinking import trace_summary
 from .selection import eval_split, select
-from ..record.read import checked_sample
 from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of, run_id
-from .results_file import carry_over, earlier_timing, results_document, rounded_timing, write_results_file
+from .results_file import carry_over, earlier_timing, results_document, rounded_timing, write_results_file, write_samples
 from ..backend_support.identity import identity_key
 from ..settings.fewshot import build_chat_messages, build_contexts, messages_as_text
 from ..settings.constrained import refuse_unformatted
@@ -49,8 +50,7 @@ class RunConfig:
     seed: int = 1234  # lm-eval's default few-shot seed
     device: str = "cpu"
     prompts: list[str] | None = None  # None = every prompt of each task
-    # Overrides the tasks' max new tokens (as lm-eval's --gen_kwargs max_gen_toks=N).
-    max_new_tokens: int | None = None
+    max_new_tokens: int | None = None  # overrides the tasks' max new tokens (as lm-eval's --gen_kwargs max_gen_toks=N)
     progress: bool = True
     # Skip (with a note) tasks whose evaluation split the data lack, instead of failing:
     # for runs over "all tasks" of a partial build.
@@ -64,6 +64,11 @@ class RunConfig:
     split: str | None = None
     # Replace the results of another run in the output folder (running/identity.py) instead of refusing.
     overwrite: bool = False
+    # Reasoning models (docs/settings.md): --thinking on|off, --think-markers START,END, --max-thinking-tokens.
+    thinking: bool = False
+    think_markers: tuple[str, str] = ("<think>", "</think>")
+    max_thinking_tokens: int | None = None
+    bertscore_model: str | None = None  # --bertscore-model: BERTScore F1 in OE and CE-NI (metrics.py), else absent
 
 
 @dataclass
@@ -125,6 +130,7 @@ class Runner:
         # backend that reports each request as it finishes (on_result) keeps doing so.
         self.timer: Callable[[str, list[Any], float], None] | None = None
         self.parsed_by: dict[str, dict[str, dict[str, int]]] = {}  # task -> prompt -> answer rule -> count
+        self.reasoning: dict[str, dict[str, dict]] = {}  # task -> prompt -> traces' mean length, forced, unfinished
         self.baselines: dict[str, dict] = {}  # task -> chance and majority baselines (reporting/baselines.py)
         self.chat_template = chat_template_identity(backend) if config.apply_chat_template else None
         # Every input that can change a number: two invocations with equal identities are one run.
@@ -144,7 +150,8 @@ class Runner:
         if config.apply_chat_template and not self.chat_messages:
             if not backend.capabilities.chat_template:
                 raise BackendUnsupported(f"backend {backend.name!r} cannot apply a chat template; run without --apply-chat-template")
-            self.chat = backend.apply_chat_template
+            self.chat = thinking_chat(backend, thinking_of(config), echo)  # enable_thinking where the template reads it
+        refuse_forcing_on_chat_messages(thinking_of(config), backend.capabilities.chat_messages, backend.name)
 
     # -- requests through the cache -----------------------------------------------------
     def _cached(self, kind: str, requests: Sequence[Any], compute: Callable[..., list], to_json: Callable[[Any], Any], bar: tqdm) -> tuple[list[Any], int]:
@@ -198,7 +205,7 @@ class Runner:
 
     def entry_kind(self, entry: TaskEntry) -> TaskKind:
         """How this run asks the entry (running/task_kinds.py)."""
-        return kind_for_run(entry, self.config)
+        return kind_for_run(entry, self.config, token_counter(self.backend))
 
     def prompt_names(self, asked: TaskKind) -> list[str]:
         """The prompts of the entry this run asks (--prompts, else every one)."""
@@ -235,14 +242,16 @@ class Runner:
                               disable=not self.config.progress, dynamic_ncols=True)
         for prompt in planned.prompts:
             with self._bar(planned.entry, prompt.name, len(prompt.requests)) as bar:
-                values, n = self._cached(prompt.kind, prompt.requests, getattr(self.backend, prompt.kind),
-                                         lambda v: asked.value_json(v, self.backend.name), bar)
+                cached = partial(self._cached, prompt.kind, compute=getattr(self.backend, prompt.kind), to_json=lambda v: asked.value_json(v, self.backend.name), bar=bar)
+                values, n = forced_values(cached, prompt.requests, asked.thinking) if asked.forcing else cached(prompt.requests)
             samples = asked.samples(prompt.name, docs, prompt.contexts, values)
             computed += n
-            self._write_samples(planned.entry, prompt.name, samples)
+            write_samples(self.out, planned.entry.name, prompt.name, samples, run_id(self.identity))
             scores, rules = asked.scores(samples)
             if rules is not None:  # how an instruct setting's answers were read
                 self.parsed_by.setdefault(planned.name, {})[prompt.name] = rules
+            if (traces := trace_summary(samples)) is not None:
+                self.reasoning.setdefault(planned.name, {})[prompt.name] = traces
             scores["n"] = len(samples)
             per_prompt[prompt.name] = scores
         self.baselines[planned.name] = asked.baselines(docs, [p.name for p in planned.prompts])
@@ -266,16 +275,6 @@ class Runner:
     def is_cached(self, kind: str, request: LLRequest | GenRequest) -> bool:
         """Whether the resume cache holds a usable value for the request (it will be read back, not computed)."""
         return self.cache.get(request_key(self.model.cache_key, kind, request_payload(request)), kind) is not None
-
-    def _write_samples(self, entry: TaskEntry, prompt: str, samples: list[dict]) -> None:
-        folder = self.out / "samples"
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".{entry.name}_{prompt}.jsonl.tmp"
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            for s in samples:  # run_id: the line belongs to the results.json beside it; checked: its reader accepts it (docs/run-record.md)
-                checked_sample(f"{folder / f'{entry.name}_{prompt}.jsonl'}: doc_id {s['doc_id']}", line := {"run_id": run_id(self.identity), **s})
-                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
-        tmp.replace(folder / f"{entry.name}_{prompt}.jsonl")
 
     # -- everything --------------------------------------------------------------------
     def check_capabilities(self, entries: Sequence[TaskEntry]) -> None:

@@ -14,12 +14,14 @@ the selection and the comparability record ask the object, never ``output_type``
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from ..api import GenRequest, LLRequest, check_ll_result
-from ..metrics import mc_prediction
+from ..api import GenRequest, LLRequest, check_ll_result, cut_at_stop
+from ..metrics import BERTSCORE_F1, SETTING_METRICS, mc_prediction
+from .bertscore import bertscore_f1
 from ..settings import instruct as st
 from ..settings.constrained import format_failures, task_constraint
+from ..settings import thinking as th
 from ..reporting.baselines import generative_baselines, task_baselines
 from ..sources.entries import TaskEntry
 
@@ -34,9 +36,12 @@ class TaskKind:
     request_kind = GENERATE
     capability = "generate"  # the backend capability it needs (BackendCapabilities field)
 
-    def __init__(self, entry: TaskEntry, setting: str, constrained: bool = False, max_new_tokens: int | None = None) -> None:
+    def __init__(self, entry: TaskEntry, setting: str, constrained: bool = False, max_new_tokens: int | None = None,
+                 thinking: th.Thinking = th.Thinking(), count_tokens: Callable[[str], int] | None = None) -> None:
         self.entry, self.spec, self.setting = entry, entry.spec, setting
         self._constrained, self._max_new_override = constrained, max_new_tokens
+        self.thinking, self.count_tokens = thinking, count_tokens  # --thinking (settings/thinking.py); trace token counts
+        self.bertscore_model: str | None = None  # --bertscore-model (running/bertscore.py)
 
     @cached_property
     def task(self) -> Any:
@@ -53,14 +58,43 @@ class TaskKind:
         return self.spec.max_new_tokens
 
     @property
-    def max_new_tokens(self) -> int:
-        """The generation limit of the requests: --max-new-tokens, else the budget."""
+    def answer_budget(self) -> int:
+        """The answer's generation limit: --max-new-tokens, else the budget."""
         return self._max_new_override if self._max_new_override else self.budget  # type: ignore[return-value]
 
     @property
     def stops(self) -> tuple[str, ...]:
         """The stop strings of its generations (none when it generates nothing)."""
         return tuple(self.spec.stop) if self.request_kind == GENERATE else ()
+
+    @property
+    def forcing(self) -> bool:
+        """Whether the trace is generated first and closed at --max-thinking-tokens (running/thinking_run.py)."""
+        return self.thinking.on and self.thinking.max_tokens is not None
+
+    @property
+    def max_new_tokens(self) -> int:
+        """The generation limit of the requests: the answer budget, plus the trace's default budget when
+        thinking without --max-thinking-tokens (the trace then forced apart, with the answer budget alone)."""
+        return self.answer_budget + (th.DEFAULT_TRACE_BUDGET if self.thinking.on and not self.forcing else 0)
+
+    def gen_request(self, context: str, stop: Sequence[str], constraint: Any, turns: Any) -> GenRequest:
+        """One generation request. Thinking: the markers ride on it, and without forcing neither stop strings
+        (the trace's own blank lines must not end it: the answer is cut at them once split) nor a constraint
+        (it would forbid the trace; --constrained applies to the forced answer)."""
+        if not self.thinking.on:
+            return GenRequest(context, tuple(stop), self.max_new_tokens, constraint, turns)
+        if self.forcing:
+            return GenRequest(context, tuple(stop), self.max_new_tokens, constraint, turns, self.thinking.markers)
+        return GenRequest(context, (), self.max_new_tokens, None, turns, self.thinking.markers)
+
+    def answer_of(self, context: str, generation: str, stop: Sequence[str]) -> tuple[str, dict[str, Any]]:
+        """The answer the rules and metrics read (the reply after its trace, cut at the stop strings), and
+        the sample's trace fields (none when the reply has no trace and thinking is off)."""
+        trace = th.split_trace(generation, self.thinking.markers, self.thinking.on and th.prompt_opens_trace(context, self.thinking.markers))
+        if trace.reasoning is None and not self.thinking.on:
+            return generation, {}
+        return cut_at_stop(trace.answer, stop), th.trace_fields(trace, self.count_tokens, generation)
 
     @property
     def constrained(self) -> bool:
@@ -97,7 +131,7 @@ class TaskKind:
             return generative_baselines(len(docs))
         golds = [self.task.target(d) for d in docs]
         n_choices = [len(self.task.choices(prompts[0], d)) for d in docs]
-        label_metrics = [m for m in metrics if m.name != st.ROUGE_L_ANSWER.name]  # ROUGE-L compares texts: no class baseline
+        label_metrics = [m for m in metrics if m not in SETTING_METRICS]  # ROUGE-L, BLEU, BERTScore compare texts: no class baseline
         return task_baselines(label_metrics, golds, n_choices)
 
 
@@ -157,8 +191,7 @@ class InstructChoice(TaskKind):
         return {name: (name, self.setting, self.spec.instruct) for name in ("p1", "p2")}  # the instruct settings' prompts
 
     def requests(self, prompt: str, docs: list[dict], contexts: list[str], turns: Turns, delimiter: str) -> list[GenRequest]:
-        return [GenRequest(ctx, self.stops, self.max_new_tokens,
-                           st.answer_constraint(self.task.choices(prompt, d)) if self._constrained else None, tt)
+        return [self.gen_request(ctx, self.stops, st.answer_constraint(self.task.choices(prompt, d)) if self._constrained else None, tt)
                 for ctx, d, tt in zip(contexts, docs, turns)]
 
     def samples(self, prompt: str, docs: list[dict], contexts: list[str], values: list[Any]) -> list[dict]:
@@ -167,20 +200,30 @@ class InstructChoice(TaskKind):
         for i, (doc, ctx, gen) in enumerate(zip(docs, contexts, values)):
             cs = self.task.choices(prompt, doc)
             answer_texts = st.setting_task(self.entry.task_id, "oe").choices(prompt, doc)
-            gold, (parsed, rule) = self.task.target(doc), st.parse_answer_rule(self.setting, gen, cs, answer_texts)
+            answer, trace = self.answer_of(ctx, gen, st.STOP)  # the trace never reaches the answer rules
+            parsed, rule = (None, th.UNFINISHED) if trace.get("reasoning_unfinished") else st.parse_answer_rule(self.setting, answer, cs, answer_texts)
+            gold = self.task.target(doc)
             samples.append({
-                "doc_id": i, "prompt": ctx, "choices": cs, "generation": gen, "parsed": parsed, **st.reading_fields(parsed, rule),
+                "doc_id": i, "prompt": ctx, "choices": cs, "generation": answer, **trace, "parsed": parsed, **st.reading_fields(parsed, rule),
                 "parsed_answer": None if parsed is None else cs[parsed],
                 "prediction": st.scored_prediction(parsed, gold, len(cs), unparsed_as), "gold": gold,
                 "gold_answer": answer_texts[gold],
             })
+        if self.added_metrics:  # --bertscore-model: each answer's F1, their mean the prompt's score
+            for s, f1 in zip(samples, bertscore_f1(self.bertscore_model, [s["generation"] for s in samples], [s["gold_answer"] for s in samples])):
+                s["bertscore_f1"] = f1
         return samples
 
+    @property
+    def added_metrics(self) -> tuple[Any, ...]:
+        """BERTScore F1 where the setting scores texts (OE, CE-NI) and --bertscore-model names a scorer."""
+        return (BERTSCORE_F1,) if self.bertscore_model and st.instruct_setting(self.setting).extra_metrics else ()
+
     def declared_metrics(self) -> Sequence[Any]:
-        return st.setting_metrics(self.spec, self.setting)
+        return st.setting_metrics(self.spec, self.setting, self.added_metrics)
 
     def scores(self, samples: list[dict]) -> tuple[dict[str, float], dict[str, int] | None]:
-        return st.setting_scores(self.spec, self.setting, samples), st.rule_counts(samples)
+        return st.setting_scores(self.spec, self.setting, samples, self.added_metrics), st.rule_counts(samples)
 
     def baselines(self, docs: list[dict], prompts: list[str]) -> dict:
         return self._label_baselines(st.setting_metrics(self.spec, self.setting), docs, prompts)
@@ -197,12 +240,15 @@ class Generation(TaskKind):
 
     def requests(self, prompt: str, docs: list[dict], contexts: list[str], turns: Turns, delimiter: str) -> list[GenRequest]:
         constraint = task_constraint(self.spec) if self._constrained else None
-        return [GenRequest(ctx, tuple(self.spec.stop), self.max_new_tokens, constraint, tt) for ctx, tt in zip(contexts, turns)]
+        return [self.gen_request(ctx, self.spec.stop, constraint, tt) for ctx, tt in zip(contexts, turns)]
 
     def samples(self, prompt: str, docs: list[dict], contexts: list[str], values: list[Any]) -> list[dict]:
-        return [{"doc_id": i, "prompt": ctx, "generation": gen, "prediction": gen, "reference": self.task.target(doc),
-                 "gold": doc[self.spec.gold_field]}
-                for i, (doc, ctx, gen) in enumerate(zip(docs, contexts, values))]
+        samples = []
+        for i, (doc, ctx, gen) in enumerate(zip(docs, contexts, values)):
+            answer, trace = self.answer_of(ctx, gen, self.spec.stop)  # an unfinished trace: the empty answer
+            samples.append({"doc_id": i, "prompt": ctx, "generation": answer, **trace, "prediction": answer,
+                            "reference": self.task.target(doc), "gold": doc[self.spec.gold_field]})
+        return samples
 
     def scores(self, samples: list[dict]) -> tuple[dict[str, float], dict[str, int] | None]:
         scores, _ = super().scores(samples)
@@ -211,17 +257,28 @@ class Generation(TaskKind):
         return scores, None
 
 
-def task_kind(entry: TaskEntry, setting: str, constrained: bool = False, max_new_tokens: int | None = None) -> TaskKind:
-    """The kind of ``entry`` under ``setting`` (``--constrained`` and ``--max-new-tokens`` as given)."""
+def task_kind(entry: TaskEntry, setting: str, constrained: bool = False, max_new_tokens: int | None = None,
+              thinking: th.Thinking = th.Thinking(), count_tokens: Callable[[str], int] | None = None) -> TaskKind:
+    """The kind of ``entry`` under ``setting`` (``--constrained``, ``--max-new-tokens`` and ``--thinking`` as given)."""
     if entry.spec.output_type != "multiple_choice":
-        return Generation(entry, LOGLIKELIHOOD, constrained, max_new_tokens)
+        return Generation(entry, LOGLIKELIHOOD, constrained, max_new_tokens, thinking, count_tokens)
+    if setting == LOGLIKELIHOOD and thinking.on:
+        raise ValueError(f"--thinking on: {entry.name} is scored by log-likelihood, where a model writes no trace; "
+                         "ask it in a generated setting (--setting ce, ce-ni or oe) or run with --thinking off")
     kind = ScoredChoice if setting == LOGLIKELIHOOD else InstructChoice
-    return kind(entry, setting, constrained, max_new_tokens)
+    return kind(entry, setting, constrained, max_new_tokens, thinking, count_tokens)
 
 
-def kind_for_run(entry: TaskEntry, config: Any) -> TaskKind:
-    """The kind of ``entry`` in a run of ``config`` (a RunConfig)."""
-    return task_kind(entry, config.setting, config.constrained, config.max_new_tokens)
+def thinking_of(config: Any) -> th.Thinking:
+    """The thinking options of a RunConfig."""
+    return th.Thinking(config.thinking, tuple(config.think_markers), config.max_thinking_tokens)  # type: ignore[arg-type]
+
+
+def kind_for_run(entry: TaskEntry, config: Any, count_tokens: Callable[[str], int] | None = None) -> TaskKind:
+    """The kind of ``entry`` in a run of ``config`` (a RunConfig); ``count_tokens``: the backend's, for trace lengths."""
+    kind = task_kind(entry, config.setting, config.constrained, config.max_new_tokens, thinking_of(config), count_tokens)
+    kind.bertscore_model = getattr(config, "bertscore_model", None)
+    return kind
 
 
 def as_turns(messages: list[list[dict]] | None, n: int) -> list[tuple[dict, ...] | None]:

@@ -33,7 +33,7 @@ from evalita_data.taskspec import InstructPrompts, MCPrompt, Metric, TaskSpec
 from .answers import match_option_rule, parse_letter_rule
 from ..api import Constraint
 from .constrained import choice_constraint
-from ..metrics import ROUGE_L_ANSWER
+from ..metrics import BLEU_ANSWER, ROUGE_L_ANSWER
 
 SETTINGS = ("loglikelihood", "ce", "ce-ni", "oe")
 GENERATIVE_SETTINGS = SETTINGS[1:]
@@ -75,10 +75,10 @@ CLOSED_ENDED = InstructSetting(  # options after letters A, B, ...; the model wr
 CLOSED_ENDED_NO_IDS = InstructSetting(  # options listed bare; the model writes the option's text
     "ce-ni", 256,
     options_block=lambda answers: "\nOpzioni:{% for a in " + answers + " %}\n{{ a }}{% endfor %}",
-    choices=lambda answers: answers, request=lambda _ins: CENI_REQUEST, read=_read_option)
+    choices=lambda answers: answers, request=lambda _ins: CENI_REQUEST, read=_read_option, extra_metrics=(ROUGE_L_ANSWER, BLEU_ANSWER))
 OPEN_ENDED = InstructSetting(  # no options shown; the answer also scored by ROUGE-L against the gold text
     "oe", 256, options_block=lambda _answers: "", choices=lambda answers: answers,
-    request=lambda ins: ins.oe_hint, read=_read_option, extra_metrics=(ROUGE_L_ANSWER,))
+    request=lambda ins: ins.oe_hint, read=_read_option, extra_metrics=(ROUGE_L_ANSWER, BLEU_ANSWER))
 INSTRUCT_SETTINGS = {s.name: s for s in (CLOSED_ENDED, CLOSED_ENDED_NO_IDS, OPEN_ENDED)}
 
 
@@ -163,14 +163,16 @@ def scored_prediction(parsed: int | None, gold: int, n_choices: int, unparsed_as
     return -1
 
 
-def setting_metrics(spec: TaskSpec, setting: str) -> list[Metric]:
-    """The task's metrics computable from generated answers; OE adds ROUGE-L against the gold answer text."""
+def setting_metrics(spec: TaskSpec, setting: str, added: Sequence[Metric] = ()) -> list[Metric]:
+    """The task's metrics computable from generated answers; OE and CE-NI add ROUGE-L and BLEU against the
+    gold answer text, and ``added`` (BERTScore F1, when a scorer model was given) where they do."""
     metrics = [m for m in spec.metrics if not m.needs_loglikelihoods]
-    return metrics + list(instruct_setting(setting).extra_metrics)
+    extra = list(instruct_setting(setting).extra_metrics)
+    return metrics + extra + (list(added) if extra else [])
 
 
-def setting_scores(spec: TaskSpec, setting: str, samples: list[dict]) -> dict[str, float]:
+def setting_scores(spec: TaskSpec, setting: str, samples: list[dict], added: Sequence[Metric] = ()) -> dict[str, float]:
     """The prompt's scores on generated answers, and how many answers no rule could parse."""
-    scores: dict[str, float] = {m.name: m(samples) for m in setting_metrics(spec, setting)}
+    scores: dict[str, float] = {m.name: m(samples) for m in setting_metrics(spec, setting, added)}
     scores[UNPARSED] = sum(s["parsed"] is None for s in samples)
     return scores
