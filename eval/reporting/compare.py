@@ -180,7 +180,7 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
     a.display, b.display = "A", "B"
     notes = lm_eval_notes([a, b])
     thinking = ["on" if r.config.thinking else "off" for r in (a, b)]
-    if setting_label({**a.config, "thinking": None}) == setting_label({**b.config, "thinking": None}) and thinking[0] != thinking[1]:
+    if setting_label(replace(a.config, thinking=False)) == setting_label(replace(b.config, thinking=False)) and thinking[0] != thinking[1]:
         notes.append(f"the runs differ in thinking (A {thinking[0]}, B {thinking[1]}): the same prompts and items, paired by document")
     elif setting_label(a.config) != setting_label(b.config):
         notes.append(f"the runs differ in setting ({setting_label(a.config)} vs {setting_label(b.config)}): "
