@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from evalita_data.cli import main
@@ -38,6 +39,7 @@ def test_manifest_describes_inputs_and_outputs(samples_raw: Path, tmp_path: Path
     assert "né" in (out / "wic/dev.jsonl").read_text("utf-8")
 
 
+@pytest.mark.smoke
 def test_several_tasks_after_one_option(samples_raw: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
     result = CliRunner().invoke(main, ["build", "--raw", str(samples_raw), "--out", str(out), "--task", "wic", "sa", "hs"])
@@ -55,6 +57,7 @@ def test_rebuilding_one_task_keeps_the_others(samples_raw: Path, tmp_path: Path)
     assert {"wic", "sa"} <= set(manifest["tasks"]) and (out / "wic/train.jsonl").is_file()
 
 
+@pytest.mark.smoke
 def test_validate_reports_file_line_field(samples_raw: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
     runner = CliRunner()

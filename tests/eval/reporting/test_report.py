@@ -137,6 +137,7 @@ def test_report_is_deterministic(report_dir, tmp_path):
         assert (tmp_path / name).read_bytes() == (report_dir / name).read_bytes(), name
 
 
+@pytest.mark.smoke
 def test_report_cli_without_score_samples(tmp_path, monkeypatch):
     monkeypatch.setattr(report_mod, "load_score_samples", lambda: None)
     res = CliRunner().invoke(main, ["report", *map(str, FILES[:2]), "--out", str(tmp_path)])
