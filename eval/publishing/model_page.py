@@ -22,6 +22,7 @@ from ..reporting.runs import RunResults
 from ..reporting.settings_view import setting_label
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.tables import fmt
+from ..reporting.unparsed_flag import none_read, none_read_summary
 from ..reporting.worth import recorded_reasons
 
 
@@ -76,7 +77,8 @@ def _task_scores(run: RunResults) -> list[dict]:
         ns = sorted({int(v["n"]) for v in run.results[task].values() if isinstance(v.get("n"), (int, float))})
         rows.append({"task": task, "dataset": datasets[task][0], "revision": datasets[task][1], "metric": rep.metric,
                      "prompts": len(rep.table.prompts), "n": "–".join(str(n) for n in sorted({ns[0], ns[-1]})) if ns else "?",
-                     "value": fmt(rep.table.stats().per_model[0].cps, rep.table.scale)})
+                     "value": fmt(rep.table.stats().per_model[0].cps, rep.table.scale),
+                     "unread": none_read_summary([p for p, scores in run.results[task].items() if none_read(scores)])})
     return rows
 
 
@@ -86,7 +88,8 @@ def _setting_text(run: RunResults) -> str:
 
 def _note(run: RunResults, row: dict, date: str) -> str:
     return (f"{_setting_text(run)}: CPS (combined performance score) of {row['metric']} over {row['prompts']} prompts, "
-            f"n={row['n']} items per prompt, complete run on the official split, evaluated {date} (evalita-eval)")
+            f"n={row['n']} items per prompt, complete run on the official split, evaluated {date} (evalita-eval)"
+            + (f"; the CPS includes {row['unread']}" if row["unread"] else ""))
 
 
 def eval_results_yaml(run: RunResults, url: str, date: str) -> str:

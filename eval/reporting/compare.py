@@ -33,7 +33,7 @@ from .task_report import headline_metric, task_order
 from .settings_view import setting_label
 from .tables import ScoresError, TextTable, fmt
 from .worth import MIN_ITEMS, NOT_A_MEASUREMENT, NOT_COMPARABLE, recorded_reasons
-from .unparsed_flag import untested_avgp_reason, untested_reason
+from .unparsed_flag import none_read, untested_avgp_reason, untested_reason
 
 PERCENT = 100.0
 # Why a prompt of the same name is not tested: the runs recorded different definitions (task_versions hashes).
@@ -213,7 +213,8 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
                 notes.append(f"{task} AvgP: not compared, its prompts were compared on different numbers of items")
             elif len(paired) > 1:
                 edited = [p for p in paired if p in changed]
-                avgp_why = f"{', '.join(edited)}: {CHANGED_PROMPT}" if edited else untested_avgp_reason([p for p in paired if why[p]])
+                avgp_why = f"{', '.join(edited)}: {CHANGED_PROMPT}" if edited else untested_avgp_reason(
+                    [p for p in paired if why[p]], [p for p in paired if any(none_read(r.results[task].get(p, {})) for r in (a, b))])
                 rows.append(_untested(compare_avgp(task, metric, paired, fn, k, seed), avgp_why))
         except (KeyError, TypeError, ValueError) as err:  # samples without the fields the metric reads
             raise ScoresError(f"{task}: cannot score {metric} from the samples of {a.path.parent} and "

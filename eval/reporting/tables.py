@@ -122,6 +122,13 @@ class TaskTable:
     scores: np.ndarray
     scale: float
     notes: list[str] = field(default_factory=list)
+    # (prompt, model) -> what is said beside its score: "no answer read (2/2 unparsed)" (issue 40)
+    marks: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def cell(self, prompt: str, model: str, text: str) -> str:
+        """A score's text with the mark of its (prompt, model), if any."""
+        mark = self.marks.get((prompt, model))
+        return f"{text} {mark}" if mark else text
 
     def stats(self, alpha: float = 1.0) -> TableStats:
         return table_stats(self.scores, self.scale, alpha)
@@ -200,7 +207,8 @@ def paper_table(table: TaskTable, alpha: float = 1.0) -> TextTable:
     rows = []
     for i, prompt in enumerate(table.prompts):
         pp = st.per_prompt[i].as_dict()
-        rows.append([prompt] + [fmt(v, s) for v in table.scores[i]] + [fmt(pp[c], s) for c in view_cols])
+        rows.append([prompt] + [table.cell(prompt, m, fmt(v, s)) for m, v in zip(table.models, table.scores[i])]
+                    + [fmt(pp[c], s) for c in view_cols])
     blank = [""] * len(view_cols)
     for c in view_cols:
         rows.append([c] + [fmt(pm.as_dict()[c], s) for pm in st.per_model] + blank)
