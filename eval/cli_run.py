@@ -10,7 +10,7 @@ import click
 
 from evalita_data.cli_errors import one_line
 
-from .cli_run_inputs import check_data, entries_and_prompts, open_data
+from .cli_run_inputs import check_data, check_data_dir, entries_and_prompts, open_data
 from .cli_run_options import run_options
 from .cli_support import RUN_NEEDS, check_model_name, default_device, require
 
@@ -63,6 +63,7 @@ def run(model, revision, data_dir, hub_org, tasks, prompts, num_fewshot, limit, 
 
     if (data_dir is None) == (hub_org is None):
         raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")
+    check_data_dir(data_dir)  # before any heavy import: a wrong folder fails at once
     check_model_name(model, backend_args)
     device = device or default_device()
     entries, prompt_names = entries_and_prompts(tasks, prompts, setting)

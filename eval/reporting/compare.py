@@ -224,10 +224,17 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
     return rows, notes
 
 
+# compare's AvgP is over the prompts both runs scored, on the items both scored: not each run's own AvgP
+# (report, run) where the runs' prompts or items differ; the table says so (issue 40).
+AVGP_LABEL = "AvgP of shared prompts"
+AVGP_EXPLAIN = (f"{AVGP_LABEL}: the mean over the prompts both runs scored, on the items both scored; it differs from "
+                "a run's own AvgP (`run`, `report`) where the runs' prompts or items differ.")
+
+
 def comparison_table(rows: Sequence[Comparison], name_a: str, name_b: str) -> TextTable:
     return TextTable(
         ["task", "prompt", "metric", "n", name_a, name_b, "A − B", "test", "p", "detail"],
-        [[r.task, r.prompt, r.metric, str(r.n), fmt(r.score_a * PERCENT, PERCENT), fmt(r.score_b * PERCENT, PERCENT),
+        [[r.task, AVGP_LABEL if r.prompt == "AvgP" else r.prompt, r.metric, str(r.n), fmt(r.score_a * PERCENT, PERCENT), fmt(r.score_b * PERCENT, PERCENT),
           fmt(r.difference * PERCENT, PERCENT), r.test, p_text(r), r.detail] for r in rows],
         text_cols=3)
 
@@ -240,7 +247,7 @@ def write_comparison(path_a: Path, path_b: Path, out: Path | None, k: int = 1000
                  f"{sum(r.n for r in per_prompt)} (over {len(per_prompt)} task-prompt pair(s))")
     text = "\n".join([f"A = {resolve_run(path_a)}", f"B = {resolve_run(path_b)}", "",
                       "Scores in percent; p < 0.05: the difference is unlikely to be chance on these items. A prompt with "
-                      "10 % or more unparsed answers on either side is not tested (its score rests on the others).", "",
+                      "10 % or more unparsed answers on either side is not tested (its score rests on the others). " + AVGP_EXPLAIN, "",
                       comparison_table(rows, "A", "B").markdown(), ""] + [f"> note: {n}" for n in notes])
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

@@ -279,6 +279,21 @@ def test_interrupted_task_keeps_its_time(tiny_model: Path, tmp_path: Path, monke
     assert (done["requests"], done["computed"], done["cached"]) == (6, 6, 0) and done["compute_s"] >= first["compute_s"]
 
 
+def test_ctrl_c_of_a_loglikelihood_run_with_nothing_saved_speaks_of_log_likelihoods(tiny_model: Path, tmp_path: Path, monkeypatch) -> None:
+    """Issue 40: Ctrl-C before the first log-likelihood was saved said "0 generations ... were saved"."""
+    from evalita_eval.backends.hf import HFBackend
+
+    def interrupted(self, requests):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(HFBackend, "loglikelihood", interrupted)
+    stopped = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te", "--output-dir", str(tmp_path)])
+    assert stopped.exit_code == 130, stopped.output
+    assert (f"0 log-likelihoods of this run were saved in {tmp_path / 'cache.jsonl'} (0 from earlier runs); "
+            f"{tmp_path / 'results.json'} is marked partial; rerun the same command to resume") in stopped.output
+    assert "generations" not in stopped.output
+
+
 @pytest.mark.parametrize(("key", "value", "message"), [
     ("timing", {"te": {"wall_s": float("nan")}}, "timing.te is not a non-negative number"),
     ("parsed_by", {"te": {"p1": {"exact": "7"}}}, "parsed_by.te.p1 is not an object of rule -> count"),
