@@ -18,12 +18,12 @@ from evalita_eval.running import runner as runner_mod
 from evalita_eval.cli import main
 from evalita_eval.reporting.report import write_report
 
+from browser_layout import require_chromium
 from paths import TESTS
 
 HERE = TESTS
 DATA = HERE / "data" / "build"
 RESULTS = HERE / "data" / "results"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _run(args: list[str]) -> str:
@@ -139,8 +139,8 @@ def test_single_ce_run_report_markdown_and_html(ce_run, tmp_path: Path) -> None:
     assert "ce, sha256" not in html and "Rispondi con una lettera." in html and time_cell.split(" |")[0] in html
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")
 def test_single_ce_run_report_renders_in_headless_chromium(ce_run, tmp_path: Path) -> None:
+    require_chromium()
     out, _first, _doc = ce_run
     write_report([out / "results.json"], tmp_path, k=5, echo=lambda _s: None)
     png = tmp_path / "report.png"
