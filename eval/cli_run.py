@@ -14,7 +14,7 @@ import click
 
 from evalita_data.cli_errors import one_line
 
-from .cli_run_inputs import check_data, entries_and_prompts, open_data
+from .cli_run_inputs import check_data, check_data_dir, entries_and_prompts, open_data
 from .cli_run_options import run_options
 from .cli_support import RUN_NEEDS, check_model_name, default_device, require
 from .naming import NAME_FIELD, display_name
@@ -131,6 +131,7 @@ def run_spec(spec) -> None:
 
     if (spec.data is None) == (spec.hub_org is None):
         raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")
+    check_data_dir(spec.data)  # before any heavy import: a wrong folder fails at once
     check_model_name(spec.model, tuple(f"{k}={v}" for k, v in spec.backend_args.items()))
     device = spec.device or default_device()
     entries, prompt_names = entries_and_prompts(spec.tasks_option, spec.prompts_option, spec.setting)

@@ -38,13 +38,28 @@ def entries_and_prompts(tasks: str | None, prompts: str | None, setting: str) ->
     return entries, prompt_names
 
 
+def check_data_dir(data_dir: str | None) -> None:
+    """--data named a local folder that is no build (the raw originals, a typo): refused in a second,
+    before torch, datasets and the model load (issue 40: `--data raw` took 45-55 s to fail)."""
+    from .sources.folder import check_data_folder
+    from .sources.official import is_official
+
+    if data_dir is None or is_official(data_dir):
+        return
+    if not Path(data_dir).is_dir():
+        raise click.BadParameter(f"{data_dir!r} is not a folder (nor hf:ORG)", param_hint="--data")
+    try:
+        check_data_folder(Path(data_dir))
+    except FileNotFoundError as err:
+        raise click.ClickException(one_line(err)) from None
+
+
 def open_data(data_dir: str | None, hub_org: str | None):
     """The data source of --data / --hub-org, or a one-line error."""
     from .sources import open_source
     from .sources.official import is_official
 
-    if data_dir is not None and not is_official(data_dir) and not Path(data_dir).is_dir():
-        raise click.BadParameter(f"{data_dir!r} is not a folder (nor hf:ORG)", param_hint="--data")
+    check_data_dir(data_dir)
     try:
         return open_source(data_dir, hub_org)
     except ValueError as err:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -81,7 +82,15 @@ def convert(directory: Path) -> Path:
     if missing:  # one line before the download, not transformers' traceback after it
         raise SystemExit(f"convert needs {', '.join(missing)}: pip install torch==2.13.0 '.[eval,gguf]' (the README quickstart)")
     gguf = fetch(directory)
+    # transformers draws a tqdm bar over the 272 tensors (and hub/loading bars): in a log or a narrow
+    # terminal, screens of them (issue 40). None; one line says what is happening instead.
+    os.environ["TQDM_DISABLE"] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    print(f"converting {gguf.name} to float32 in {directory / 'plain'} ...", file=sys.stderr, flush=True)
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
 
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype="float32")
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)

@@ -13,7 +13,7 @@ if [ -z "$browser" ]; then
 fi
 profile=$(mktemp -d)
 trap 'rm -rf "$profile"' EXIT
-"$browser" --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking \
+"$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
     --disable-component-update --disable-sync --user-data-dir="$profile" \
     --screenshot="$png" --window-size="$size" "file://$html" >/dev/null 2>&1
 test -s "$png" && echo "$png"

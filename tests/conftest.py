@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from paths import TEST_DATA
+
+# Tests never see the user's Hub, offline or token settings (HF_HUB_OFFLINE=1 on an HPC login
+# node, HF_ENDPOINT of a mirror, HF_TOKEN, TRANSFORMERS_OFFLINE...): every variable of these
+# families is dropped here, at import of the conftest, before any test module imports datasets,
+# huggingface_hub or transformers (they read them once, at import); a test that depends on one
+# sets it itself (monkeypatch, or the env of its subprocess).
+HUB_VARIABLE_PREFIXES = ("HF_", "HUGGINGFACE_", "HUGGING_FACE_", "TRANSFORMERS_")
+USER_HUB_VARIABLES = sorted(name for name in os.environ if name.startswith(HUB_VARIABLE_PREFIXES))
+for _name in USER_HUB_VARIABLES:
+    del os.environ[_name]
 
 # Tests never read or write the user's caches (~/.cache/huggingface...): every cache the
 # libraries know of points into one temporary folder for the whole session. Set here, at
@@ -31,6 +42,21 @@ for _name, _sub in CACHE_VARIABLES.items():
     os.environ[_name] = str(_CACHE_ROOT / _sub)
 # The Hub is never reached from tests except the loopback stub, which sets HF_ENDPOINT itself.
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+@pytest.fixture(autouse=True)
+def _hub_online_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """huggingface_hub and datasets keep offline mode in module constants read at their import:
+    if something imported them before this conftest cleared the environment, those constants
+    still hold the user's HF_HUB_OFFLINE. Every test starts from the cleared values."""
+    hub_constants = sys.modules.get("huggingface_hub.constants")
+    if hub_constants is not None:
+        monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
+    datasets_config = sys.modules.get("datasets.config")
+    if datasets_config is not None:
+        monkeypatch.setattr(datasets_config, "HF_HUB_OFFLINE", False)
+        if hasattr(datasets_config, "HF_DATASETS_OFFLINE"):
+            monkeypatch.setattr(datasets_config, "HF_DATASETS_OFFLINE", False)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

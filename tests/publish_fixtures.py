@@ -88,7 +88,7 @@ def hub():
 
 def hub_env(hub: HubStub, home: Path, token: str | None = TOKEN) -> dict:
     """Environment of a client process that talks only to the stub."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_", "HUGGING_FACE_", "TRANSFORMERS_"))}
     env.update(HF_ENDPOINT=hub.url, HF_HUB_DISABLE_XET="1", HF_HOME=str(home), HF_HUB_DISABLE_TELEMETRY="1",
                HF_HUB_DISABLE_PROGRESS_BARS="1", HF_DATASETS_DISABLE_PROGRESS_BARS="1", NO_PROXY="127.0.0.1")
     if token is not None:

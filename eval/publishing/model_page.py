@@ -25,6 +25,7 @@ from ..reporting.runs import RunResults
 from ..reporting.settings_view import setting_label
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.tables import fmt
+from ..reporting.unparsed_flag import none_read, none_read_summary
 
 
 def yaml_str(text: str) -> str:
@@ -116,7 +117,8 @@ def _task_scores(run: RunResults) -> list[dict]:
                      "config": config, "split": split, "metric": rep.metric, "prompts": len(t.prompts),
                      "by_prompt": {p: float(fmt(v, t.scale)) for p, v in zip(t.prompts, t.scores[:, 0])},
                      "n": "–".join(str(n) for n in sorted({ns[0], ns[-1]})) if ns else "?",
-                     "value": float(fmt(t.stats().per_model[0].cps, t.scale))})
+                     "value": float(fmt(t.stats().per_model[0].cps, t.scale)),
+                     "unread": none_read_summary([p for p, scores in run.results[task].items() if none_read(scores)])})
     return rows
 
 
@@ -127,7 +129,7 @@ def _setting_text(run: RunResults) -> str:
 def _note(run: RunResults, row: dict, date: str) -> str:
     return (f"{_setting_text(run)}: CPS (combined performance score) of {row['metric']} over {row['prompts']} prompts, "
             f"n={row['n']} items per prompt, complete run on the official split ({row['config']}/{row['split']}), "
-            f"evaluated {date} (evalita-eval)")
+            f"evaluated {date} (evalita-eval)" + (f"; the CPS includes {row['unread']}" if row["unread"] else ""))
 
 
 def eval_results_yaml(run: RunResults, url: str, date: str) -> str:

@@ -28,7 +28,7 @@ from ..reporting.worth import small_n_note
 from .front_page import render_front_page
 from .model_page import model_id, model_page_files, model_page_refusal
 from .public import LocalPathLeft, check_publishable, local_replacements, model_label, named, public_bytes, public_results
-from ..reporting.unparsed_flag import EXPLAIN, MARK, flag_notes, is_flagged
+from ..reporting.unparsed_flag import EXPLAIN, flag_mark, flag_notes, none_read, none_read_summary
 
 STAT_COLUMNS = ("MinP", "MaxP", "AvgP", "CPS")
 
@@ -75,13 +75,15 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
         rep = build_task_report(task, [run])
         t, st = rep.table, rep.table.stats()
         pm = st.per_model[0].as_dict()
-        prompts = ", ".join(f"{p} {fmt(v, t.scale)}" + (f" {MARK}" if is_flagged(run.results[task].get(p, {})) else "")
+        prompts = ", ".join(f"{p} {fmt(v, t.scale)}" + flag_mark(run.results[task].get(p, {}))
                             for p, v in zip(t.prompts, t.scores[:, 0]))
         base = run.baselines.get(task)
         rows.append([task, rep.metric, evaluated_n({task: run.results[task]}), prompts] + [fmt(pm[c], t.scale) for c in STAT_COLUMNS]
                     + [fmt(st.sharpe[0], t.scale), baseline_cell(base, "chance", rep.metric),
                        baseline_cell(base, "majority", rep.metric), unparsed_cell(run.results[task])])
         notes += [f"{task}: {n}" for n in t.notes] + [n for n in [small_n_note(task, run.results[task])] if n] + flag_notes(task, run.results[task])
+        if unread := none_read_summary([p for p, scores in run.results[task].items() if none_read(scores)]):
+            notes.append(f"{task}: its {', '.join(STAT_COLUMNS)} and Sharpe include {unread}")
     lines.append(TextTable(["task", "metric", "n", "by prompt"] + list(STAT_COLUMNS) + ["Sharpe", "chance", "majority", "unparsed"],
                            rows, text_cols=4).markdown())
     if reasons := run.not_comparable_reasons:  # derived from the recorded config, never the file's flag

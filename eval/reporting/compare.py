@@ -32,7 +32,7 @@ from .task_report import headline_metric, task_order
 from .settings_view import setting_label
 from .tables import ScoresError, TextTable, fmt
 from .worth import MIN_ITEMS, NOT_A_MEASUREMENT, NOT_COMPARABLE
-from .unparsed_flag import untested_avgp_reason, untested_reason
+from .unparsed_flag import none_read, untested_avgp_reason, untested_reason
 
 PERCENT = 100.0
 # Why a prompt of the same name is not tested: the runs recorded different definitions (task_versions hashes).
@@ -216,7 +216,8 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
                 notes.append(f"{task} AvgP: not compared, its prompts were compared on different numbers of items")
             elif len(paired) > 1:
                 edited = [p for p in paired if p in changed]
-                avgp_why = f"{', '.join(edited)}: {CHANGED_PROMPT}" if edited else untested_avgp_reason([p for p in paired if why[p]])
+                avgp_why = f"{', '.join(edited)}: {CHANGED_PROMPT}" if edited else untested_avgp_reason(
+                    [p for p in paired if why[p]], [p for p in paired if any(none_read(r.results[task].get(p, {})) for r in (a, b))])
                 rows.append(_untested(compare_avgp(task, metric, paired, fn, k, seed), avgp_why))
         except (KeyError, TypeError, ValueError) as err:  # samples without the fields the metric reads
             raise ScoresError(f"{task}: cannot score {metric} from the samples of {a.path.parent} and "
@@ -226,10 +227,17 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
     return rows, notes
 
 
+# compare's AvgP is over the prompts both runs scored, on the items both scored: not each run's own AvgP
+# (report, run) where the runs' prompts or items differ; the table says so (issue 40).
+AVGP_LABEL = "AvgP of shared prompts"
+AVGP_EXPLAIN = (f"{AVGP_LABEL}: the mean over the prompts both runs scored, on the items both scored; it differs from "
+                "a run's own AvgP (`run`, `report`) where the runs' prompts or items differ.")
+
+
 def comparison_table(rows: Sequence[Comparison], name_a: str, name_b: str) -> TextTable:
     return TextTable(
         ["task", "prompt", "metric", "n", name_a, name_b, "A − B", "test", "p", "detail"],
-        [[r.task, r.prompt, r.metric, str(r.n), fmt(r.score_a * PERCENT, PERCENT), fmt(r.score_b * PERCENT, PERCENT),
+        [[r.task, AVGP_LABEL if r.prompt == "AvgP" else r.prompt, r.metric, str(r.n), fmt(r.score_a * PERCENT, PERCENT), fmt(r.score_b * PERCENT, PERCENT),
           fmt(r.difference * PERCENT, PERCENT), r.test, p_text(r), r.detail] for r in rows],
         text_cols=3)
 
@@ -242,7 +250,7 @@ def write_comparison(path_a: Path, path_b: Path, out: Path | None, k: int = 1000
                  f"{sum(r.n for r in per_prompt)} (over {len(per_prompt)} task-prompt pair(s))")
     text = "\n".join([f"A = {resolve_run(path_a)}", f"B = {resolve_run(path_b)}", "",
                       "Scores in percent; p < 0.05: the difference is unlikely to be chance on these items. A prompt with "
-                      "10 % or more unparsed answers on either side is not tested (its score rests on the others).", "",
+                      "10 % or more unparsed answers on either side is not tested (its score rests on the others). " + AVGP_EXPLAIN, "",
                       comparison_table(rows, "A", "B").markdown(), ""] + [f"> note: {n}" for n in notes])
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

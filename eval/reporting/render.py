@@ -6,7 +6,7 @@ import base64
 import re
 
 from .summary import ci_table, euroeval_table, measurement_notes, runs_table, summary_table
-from .tables import paper_table
+from .tables import paper_table, transposed
 
 
 def slug(text: str) -> str:
@@ -24,8 +24,10 @@ def render_context(runs, reports, summary, alpha, k, seed, notes) -> dict:
             "heatmap": f"heatmap_{slug(t.task)}.png",
             "rank_basis": rep.rank_basis if len(t.models) > 1 else None,  # a rank needs another model on the task
         })
+    runs_rows = runs_table(runs)
     return {
-        "runs": runs_table(runs), "summary": summary_table(reports, summary, alpha), "sections": sections,
+        "runs": transposed(runs_rows), "run_facts": [(row[0], list(zip(runs_rows.headers[1:], row[1:]))) for row in runs_rows.rows],
+        "summary": summary_table(reports, summary, alpha), "sections": sections,
         "alpha": alpha, "k": k, "seed": seed, "notes": notes, "common_tasks": summary.common_tasks,
         "rank_plot": "rank_vs_alpha.png" if len(runs) > 1 and summary.common_tasks else None,
     }
@@ -126,13 +128,20 @@ tr.first-summary td { border-top: 2px solid #8c959f; }
 img { max-width: 100%; display: block; margin: .6rem 0 1rem; }
 .small { color: #555; font-size: .85rem; }
 .scroll { overflow-x: auto; }
-.fit table { width: 100%; font-size: .8rem; } .fit td, .fit th, .fit td:first-child { white-space: normal; overflow-wrap: anywhere; }
+/* The run details: one definition list per model (not a 17-column table that breaks words at 1,400 px). */
+.models { display: grid; grid-template-columns: repeat(auto-fill, minmax(26rem, 1fr)); gap: .8rem; }
+dl.facts { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .1rem .9rem; margin: 0; padding: .5rem .8rem;
+           border: 1px solid #d0d7de; border-radius: 4px; font-size: .85rem; overflow-x: auto; }
+dl.facts h3 { grid-column: 1 / -1; margin: 0 0 .3rem; font-size: 1rem; }
+dl.facts dt { color: #555; white-space: nowrap; } dl.facts dd { margin: 0; overflow-wrap: normal; word-break: normal; }
 </style></head><body>
 <h1>Evalita-LLM report</h1>
 <p class="explain">{{ explain }}</p>
 {% for n in c.notes %}<div class="note">{{ n }}</div>{% endfor %}
 <h2>Models</h2>
-<div class="scroll fit">{{ table(c.runs) }}</div>
+<div class="models">{% for model, facts in c.run_facts %}<dl class="facts"><h3>{{ model }}</h3>
+{% for name, value in facts %}<dt>{{ name }}</dt><dd>{{ value }}</dd>{% endfor %}</dl>
+{% endfor %}</div>
 {% if c.settings %}<h2>Settings side by side</h2><p>{{ settings_explain }}</p><div class="scroll">{{ table(c.settings) }}</div>{% endif %}
 <h2>Summary</h2>
 <p class="small">Per-task CPS of each task's headline metric; AvgP, MaxP, CPS and Sharpe averaged over the model's tasks.</p>

@@ -18,7 +18,7 @@ from .settings_view import labels_of, setting_label, settings_table
 from .summary import run_notes, summarize
 from .tables import ScoresError, table_json
 from .task_report import build_task_report, headline_metric, task_order
-from .unparsed_flag import flag_notes
+from .unparsed_flag import flag_notes, none_read, none_read_text
 
 
 def _labelled_runs(paths: Sequence[Path], partial: bool) -> tuple[list, list[str]]:
@@ -52,6 +52,8 @@ def _task_reports(runs: list, labels: list[str], tasks: list[str], k: int, seed:
     for rep, (t, label, group) in zip(reports, present):
         rep.items = items_table(t, rep.metric, group)
         rep.table.notes += [n for r in group if t in r.results for n in flag_notes(t, r.results[t], r.display)]  # issue 28
+        rep.table.marks = {(p, r.display): none_read_text(scores) for r in group for p, scores in r.results.get(t, {}).items()
+                           if none_read(scores)}  # issue 40
         if any(r.config.split and t in r.results for r in group):
             rep.table.notes.append(f"evaluated on a non-official split: {NOT_COMPARABLE}")
         if len(labels) > 1:

@@ -12,6 +12,7 @@ from .facts import NOT_COMPARABLE, run_rows
 from .worth import MIN_ITEMS, NOT_A_MEASUREMENT
 from .runs import PERCENT, RunResults
 from .tables import TextTable, fmt
+from .unparsed_flag import none_read_prompts, none_read_summary
 from .task_report import TaskReport
 
 
@@ -97,7 +98,7 @@ def measurement_notes(rep: TaskReport) -> list[str]:
 def _bootstrap_table(rep: TaskReport, cell) -> TextTable:
     t = rep.table
     items = model_items(rep)
-    rows = [[p] + [cell(rep.cells[(m, p)]) for m in t.models] for p in t.prompts]
+    rows = [[p] + [t.cell(p, m, cell(rep.cells[(m, p)])) for m in t.models] for p in t.prompts]
     avg = {m: stats.summarize_bootstrap(rep.avg_scores[m], point=float(np.mean([rep.cells[(m, p)].point for p in t.prompts])))
            for m in t.models}
     rows.append(["AvgP"] + [cell(avg[m]) for m in t.models])
@@ -128,8 +129,9 @@ def runs_table(runs: Sequence[RunResults]) -> TextTable:
 
 
 def run_notes(runs: Sequence[RunResults]) -> list[str]:
-    """Report-wide warnings: unfinished runs, non-official splits."""
+    """Report-wide warnings: unfinished runs, non-official splits, the Summary's averages over prompts with no answer read."""
     notes = [f"{r.display}: {r.status_text} (report --partial): its other tasks are missing" for r in runs if r.partial]
+    notes += [f"{r.display}: the Summary's averages include {text}" for r in runs if (text := none_read_summary(none_read_prompts(r.results)))]
     notes += [f"{r.display}: {NOT_COMPARABLE}: {'; '.join(r.not_comparable_reasons)}" for r in runs if r.not_comparable_reasons]
     notes += [f"{r.display}: {note}" for r in runs for note in r.notes]  # what the reader found (a hand-edited comparability flag)
     return notes

@@ -122,6 +122,13 @@ class TaskTable:
     scores: np.ndarray
     scale: float
     notes: list[str] = field(default_factory=list)
+    # (prompt, model) -> what is said beside its score: "no answer read (2/2 unparsed)" (issue 40)
+    marks: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def cell(self, prompt: str, model: str, text: str) -> str:
+        """A score's text with the mark of its (prompt, model), if any."""
+        mark = self.marks.get((prompt, model))
+        return f"{text} {mark}" if mark else text
 
     def stats(self, alpha: float = 1.0) -> TableStats:
         return table_stats(self.scores, self.scale, alpha)
@@ -192,17 +199,25 @@ def fmt(value: float, scale: float) -> str:
     return str(exact.quantize(Decimal(1).scaleb(-digits_for(scale)), rounding=ROUND_HALF_UP))
 
 
+def transposed(table: TextTable) -> TextTable:
+    """One column per row of ``table`` (named by its first cell), one row per other column: a table of many
+    columns and few rows (the run details) read down instead of across."""
+    rows = [[header] + [row[i] for row in table.rows] for i, header in enumerate(table.headers) if i > 0]
+    return TextTable([table.headers[0]] + [row[0] for row in table.rows], rows, text_cols=len(table.rows) + 1)
+
+
 def paper_table(table: TaskTable, alpha: float = 1.0) -> TextTable:
-    """Prompts as rows and models as columns, MinP/MaxP/AvgP/CPS per prompt on the right,
-    MinP/MaxP/AvgP/CPS and the Sharpe score per model at the bottom."""
+    """Prompts as rows and models as columns, MinP/MaxP/AvgP/CPS per prompt on the right (left out with one
+    model: each would repeat its score), MinP/MaxP/AvgP/CPS and the Sharpe score per model at the bottom."""
     st, s = table.stats(alpha), table.scale
-    view_cols = ["MinP", "MaxP", "AvgP", "CPS"]
+    view_cols = ["MinP", "MaxP", "AvgP", "CPS"] if len(table.models) > 1 else []
     rows = []
     for i, prompt in enumerate(table.prompts):
         pp = st.per_prompt[i].as_dict()
-        rows.append([prompt] + [fmt(v, s) for v in table.scores[i]] + [fmt(pp[c], s) for c in view_cols])
+        rows.append([prompt] + [table.cell(prompt, m, fmt(v, s)) for m, v in zip(table.models, table.scores[i])]
+                    + [fmt(pp[c], s) for c in view_cols])
     blank = [""] * len(view_cols)
-    for c in view_cols:
+    for c in ["MinP", "MaxP", "AvgP", "CPS"]:
         rows.append([c] + [fmt(pm.as_dict()[c], s) for pm in st.per_model] + blank)
     rows.append([f"Sharpe (α={alpha:g})"] + [fmt(v, s) for v in st.sharpe] + blank)
     return TextTable(["prompt"] + table.models + view_cols, rows, summary_from=len(table.prompts))

@@ -5,6 +5,10 @@ of its scores in results.json). Those answers are scored as wrong, so the score 
 about the answer format than about the task. Every place that shows a prompt's score marks
 it: results.json (``unparsed_flags``), the report (Markdown and HTML), the console summary,
 ``compare`` (which then does not test the difference) and the push-results card.
+
+A prompt none of whose answers could be read (issue 40) still counts them all as wrong (the
+paper's rule), but its score rests on no answer at all: each of those places says "no answer
+read (k/k unparsed)" beside it, and the summaries that average it say how many such prompts they include.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from typing import Mapping
 
 FLAG_SHARE = 0.10  # flagged at this share of unparsed answers or more
 MARK = "(!)"
+NONE_READ = "no answer read"
 EXPLAIN = (f"{MARK}: 10 % or more of the prompt's answers could not be read (unparsed, scored as wrong); "
            "the score rests on the others")
+NONE_READ_WHY = "none of its answers could be read (each scored as a wrong answer): the score rests on no answer read"
 
 
 def _count(value: object) -> float | None:
@@ -31,25 +37,53 @@ def unparsed_share(scores: Mapping) -> float | None:
     return unparsed / n
 
 
+def none_read(scores: Mapping) -> bool:
+    """Every answer of the prompt was unparsed (and there was at least one)."""
+    share = unparsed_share(scores)
+    return share is not None and share >= 1.0
+
+
+def none_read_text(scores: Mapping) -> str:
+    """'no answer read (2/2 unparsed)' for a prompt none of whose answers was read, else ''."""
+    return f"{NONE_READ} ({int(scores['unparsed'])}/{int(scores['n'])} unparsed)" if none_read(scores) else ""
+
+
+def none_read_prompts(results: Mapping[str, Mapping[str, Mapping]]) -> list[str]:
+    """'task prompt' of every prompt of ``results`` none of whose answers was read."""
+    return [f"{task} {prompt}" for task, prompts in results.items() for prompt, scores in prompts.items() if none_read(scores)]
+
+
+def none_read_summary(prompts: list[str]) -> str:
+    """What a summary that averages such prompts says it includes: '1 prompt with no answer read (ner_fic p2)', or ''."""
+    if not prompts:
+        return ""
+    return f"{len(prompts)} prompt{'s' if len(prompts) > 1 else ''} with {NONE_READ} ({', '.join(prompts)})"
+
+
 def is_flagged(scores: Mapping) -> bool:
     share = unparsed_share(scores)
     return share is not None and share >= FLAG_SHARE
 
 
 def flag_mark(scores: Mapping) -> str:
-    """' (!)' after a flagged prompt's scores, else ''."""
+    """' (!)' after a flagged prompt's scores (' (!) no answer read (2/2 unparsed)' where none was read), else ''."""
+    if none_read(scores):
+        return f" {MARK} {none_read_text(scores)}"
     return f" {MARK}" if is_flagged(scores) else ""
 
 
 def flag_legend(results: Mapping[str, Mapping[str, Mapping]]) -> str:
     """The line under a table of ``results`` that explains the mark, where a prompt is flagged, else ''."""
-    return f"\n{EXPLAIN}" if any(is_flagged(s) for prompts in results.values() for s in prompts.values()) else ""
+    legend = f"\n{EXPLAIN}" if any(is_flagged(s) for prompts in results.values() for s in prompts.values()) else ""
+    return legend + (f"\n{NONE_READ}: {NONE_READ_WHY}" if none_read_prompts(results) else "")
 
 
 def flag_text(scores: Mapping) -> str:
-    """'(!) 6/8 unparsed' for a flagged prompt, else ''."""
+    """'(!) 6/8 unparsed' for a flagged prompt ('(!) no answer read (8/8 unparsed)' where none was read), else ''."""
     if not is_flagged(scores):
         return ""
+    if none_read(scores):
+        return f"{MARK} {none_read_text(scores)}"
     return f"{MARK} {int(scores['unparsed'])}/{int(scores['n'])} unparsed"
 
 
@@ -66,8 +100,9 @@ def flagged_prompts(results: Mapping[str, Mapping[str, Mapping]]) -> dict[str, d
 
 def flag_notes(task: str, prompts: Mapping[str, Mapping], label: str = "") -> list[str]:
     """One note per flagged prompt of a task: '<label>: sa p1 (!) 6/8 unparsed: ...'."""
-    return [f"{label + ': ' if label else ''}{task} {prompt} {flag_text(scores)}: 10 % or more of its answers "
-            "could not be read (scored as wrong); the score rests on the others" for prompt, scores in prompts.items() if is_flagged(scores)]
+    return [f"{label + ': ' if label else ''}{task} {prompt} {flag_text(scores)}: "
+            + (NONE_READ_WHY if none_read(scores) else "10 % or more of its answers could not be read (scored as wrong); the score rests on the others")
+            for prompt, scores in prompts.items() if is_flagged(scores)]
 
 
 def untested_reason(prompt: str, scores_a: Mapping | None, scores_b: Mapping | None) -> str | None:
@@ -75,11 +110,15 @@ def untested_reason(prompt: str, scores_a: Mapping | None, scores_b: Mapping | N
     sides = [f"{side} {flag_text(s)}" for side, s in (("A", scores_a), ("B", scores_b)) if s is not None and is_flagged(s)]
     if not sides:
         return None
+    if any(s is not None and none_read(s) for s in (scores_a, scores_b)):
+        return f"{prompt} has >= 10 % unparsed answers ({', '.join(sides)}): a score that rests on no answer read is not tested"
     return f"{prompt} has >= 10 % unparsed answers ({', '.join(sides)}): its score rests on the others"
 
 
-def untested_avgp_reason(flagged: list[str]) -> str | None:
-    """Why ``compare`` does not test a task's AvgP: the flagged prompts it averages, or None."""
+def untested_avgp_reason(flagged: list[str], unread: list[str] = ()) -> str | None:
+    """Why ``compare`` does not test a task's AvgP: the flagged prompts it averages (``unread``: those of them
+    with no answer read on a side), or None."""
     if not flagged:
         return None
-    return f"{', '.join(flagged)} {'has' if len(flagged) == 1 else 'have'} >= 10 % unparsed answers (their rows say where)"
+    text = f"{', '.join(flagged)} {'has' if len(flagged) == 1 else 'have'} >= 10 % unparsed answers (their rows say where)"
+    return text + (f"; the AvgP includes {none_read_summary(list(unread))}" if unread else "")

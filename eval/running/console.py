@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..settings.instruct import UNPARSED
-from ..reporting.unparsed_flag import flag_legend, flag_mark
+from ..reporting.unparsed_flag import flag_legend, flag_mark, none_read, none_read_summary
 from ..reporting.worth import MIN_ITEMS, NOT_A_MEASUREMENT
 
 Results = dict[str, dict[str, dict[str, float]]]
@@ -30,7 +30,7 @@ def summary_table(results: Results) -> str:
     for task, prompts in results.items():
         for prompt, scores in prompts.items():
             metrics = "  ".join(f"{m}={v}/{scores.get('n', '?')}" if m == UNPARSED else f"{m}={100 * v:.2f}"
-                                for m, v in scores.items() if m != "n")
+                                for m, v in scores.items() if m != "n" and not (m == UNPARSED and none_read(scores)))
             rows.append((task, prompt, str(scores.get("n", "")), metrics + flag_mark(scores)))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}".rstrip() for r in rows) + flag_legend(results)
@@ -72,7 +72,9 @@ def task_summary_table(results: Results, baselines: dict[str, dict] | None = Non
         s = spread_stats(values)
         n_text, n_min = _items(prompts)
         base = (baselines or {}).get(name)
-        note = NOT_A_MEASUREMENT if n_min is None or n_min < MIN_ITEMS else ""
+        unread = [p for p, scores in prompts.items() if none_read(scores)]
+        notes = [NOT_A_MEASUREMENT if n_min is None or n_min < MIN_ITEMS else "", f"includes {none_read_summary(unread)}" if unread else ""]
+        note = "; ".join(n for n in notes if n)
         rows.append((name, metric, n_text, str(len(values)), f"{100 * s.avg:.2f}", f"{100 * s.max:.2f}", f"{100 * s.cps:.2f}",
                      baseline_text(base, "chance", metric), baseline_text(base, "majority", metric), note))
     return _columns(rows, text={0, 1, len(rows[0]) - 1})

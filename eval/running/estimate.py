@@ -4,11 +4,17 @@
 (counted with the backend's tokenizer; a backend without one, such as a chat API, gets an
 estimate of 4 characters per token, marked ``~``), and for generative requests the budget of
 new tokens of one request (greedy decoding stops earlier at a stop string). ``TimeEstimate`` is told by the runner of every finished request and the seconds it
-took (the backend is never wrapped), measures how fast the first ones go (seconds per read
-token for log-likelihoods, seconds per generation) and prints the time the rest of the plan
-should take, once per request kind and then every ``every_s`` seconds. Requests the resume cache already holds (a rerun) are counted
-apart and left out of the time; the estimate is still rough: the first generations (longest
-contexts first) are slower than the average.
+took (the backend is never wrapped), measures how fast the first ones go and prints the time the
+rest of the plan should take, once per request kind and then every ``every_s`` seconds.
+
+Log-likelihoods: seconds per read token. Generations run batched: the first generation of a batch
+arrives after the whole batch's time and its neighbours a moment later, so seconds per generation
+measured at the first result said "2.8 h" of a 35-minute run (issue 40). They are measured in
+budget tokens (a request's prompt tokens plus its max new tokens: what its batch is sized by) per
+second over the batches that finished (results arriving within ``BATCH_GAP_S`` of each other are
+one batch, closed when the next one starts), and the budget tokens of what is left divided by
+that rate is the time left; the line shows that basis. Requests the resume cache already holds (a
+rerun) are counted apart and left out of the time.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from ..api import GenRequest, LLRequest
 LL = "loglikelihood"
 GEN = "generate_until"
 CHARS_PER_TOKEN = 4  # without a tokenizer (chat APIs): the usual rough rate
+BATCH_GAP_S = 0.05  # results of one generation batch arrive closer together than this
 
 
 @dataclass
@@ -105,25 +112,48 @@ class TimeEstimate:
         # What is left to compute: requests read back from the resume cache never reach the backend.
         self.total_tokens = sum(p.left_tokens for p in plans if p.kind == LL)
         self.total_generations = sum(p.requests - p.cached for p in plans if p.kind == GEN)
+        gen = [p for p in plans if p.kind == GEN]
+        self.total_budget = sum(p.left_tokens + (p.requests - p.cached) * p.max_new_tokens for p in gen)
         self.echo = echo
         self.every_s = every_s
         self.clock = clock
-        self.seconds = {LL: 0.0, GEN: 0.0}
-        self.done = {LL: 0, GEN: 0}  # LL: read tokens (characters x the plan's tokens per character); GEN: requests
+        self.seconds = {LL: 0.0, GEN: 0.0}  # GEN: of the finished batches only
+        self.done = {LL: 0, GEN: 0}  # LL: read tokens (characters x the plan's tokens per character); GEN: budget tokens of finished batches
+        self.generations = 0  # generations finished (in finished batches or not)
+        self.batches = 0  # generation batches finished
+        self._open = [0, 0.0]  # the batch whose results are arriving: budget tokens, seconds
         chars = sum(p.prompt_chars - p.cached_chars for p in plans if p.kind == LL)
         self._tokens_per_char = self.total_tokens / chars if chars else 0.0
+        gen_chars = sum(p.prompt_chars - p.cached_chars for p in gen)
+        self._gen_tokens_per_char = sum(p.left_tokens for p in gen) / gen_chars if gen_chars else 0.0
         self._reported: set[str] = set()
         self._last_print = 0.0
 
     def record(self, kind: str, requests: Sequence[LLRequest | GenRequest], seconds: float) -> None:
         """``requests`` of ``kind`` finished, in ``seconds``; prints the estimate when it is due."""
-        self.seconds[kind] += seconds
         if kind == LL:
+            self.seconds[LL] += seconds
             chars = sum(len(r.context) + len(r.continuation) for r in requests)  # type: ignore[union-attr]
             self.done[LL] += round(chars * self._tokens_per_char)
-        else:
-            self.done[GEN] += len(requests)
-        self._maybe_print(kind)
+            self._maybe_print(LL)
+            return
+        budget = sum(round(len(r.context) * self._gen_tokens_per_char) + r.max_new_tokens for r in requests)  # type: ignore[union-attr]
+        self.generations += len(requests)
+        if seconds >= BATCH_GAP_S and self._open[0]:
+            self._close_batch()  # a new batch started: the one before it is finished
+        self._open[0] += budget
+        self._open[1] += seconds
+        if self.generations >= self.total_generations:
+            self._close_batch()  # the last results: nothing else will close their batch
+        if self.batches:
+            self._maybe_print(GEN)
+
+    def _close_batch(self) -> None:
+        tokens, seconds = self._open
+        self.done[GEN] += tokens
+        self.seconds[GEN] += seconds
+        self.batches += 1
+        self._open = [0, 0.0]
 
     def remaining_s(self) -> tuple[float, list[str]]:
         """Seconds the measured kinds' rest should take at the rates measured so far, and the kinds not measured yet."""
@@ -139,10 +169,11 @@ class TimeEstimate:
         return total, ["generations" if k == GEN else "log-likelihoods" for k in unmeasured]
 
     def _left(self) -> dict[str, int]:
-        return {LL: max(0, self.total_tokens - self.done[LL]), GEN: max(0, self.total_generations - self.done[GEN])}
+        """LL: read tokens left; GEN: budget tokens left (the open batch's results counted as done)."""
+        return {LL: max(0, self.total_tokens - self.done[LL]), GEN: max(0, self.total_budget - self.done[GEN] - self._open[0])}
 
     def line(self) -> str:
-        """The estimate as printed: the time left of what is measured, the rates, the generations left."""
+        """The estimate as printed: the time left of what is measured, the rates and their basis, the generations left."""
         seconds, unmeasured = self.remaining_s()
         if unmeasured and (seconds <= 0 or len(unmeasured) == 2):
             head = "time left not known yet"  # nothing measured covers the work left: no number rather than "0 s"
@@ -151,11 +182,13 @@ class TimeEstimate:
         rates = []
         if self.done[LL] and self.seconds[LL] > 0:
             rates.append(f"{self.done[LL] / self.seconds[LL]:,.0f} read tokens/s")
-        if self.done[GEN]:
-            rates.append(f"{self.seconds[GEN] / self.done[GEN]:.2f} s per generation")
+        if self.done[GEN] and self.seconds[GEN] > 0:
+            rates.append(f"{self.done[GEN] / self.seconds[GEN]:,.0f} budget tokens/s over {self.batches} finished "
+                         f"generation batch{'es' if self.batches > 1 else ''}")
         parts = [f"{', '.join(rates)} so far"] if rates else []
         if self.total_generations:
-            parts.append(f"{self._left()[GEN]:,} of {self.total_generations:,} generations left")
+            left = max(0, self.total_generations - self.generations)
+            parts.append(f"{left:,} of {self.total_generations:,} generations left ({self._left()[GEN]:,} budget tokens)")
         if unmeasured:
             parts.append(f"{' and '.join(unmeasured)} not measured yet")
         return f"estimate: {head} ({'; '.join(parts)})"

@@ -124,6 +124,7 @@ class Runner:
         self.earlier_generations = sum(isinstance(v, str) for v in self.cache.values.values())
         self.earlier_loglikelihoods = len(self.cache) - self.earlier_generations
         self._counts: Counter = Counter()  # requests / cached, over the whole run
+        self._computing: str | None = None  # the kind being computed: with nothing saved, interrupt_summary names it
         self._compute_s = 0.0  # seconds inside the backend's compute calls, over the whole invocation
         # Told of every finished request (kind, requests, seconds they took): the time estimate.
         # The runner times its own calls: the backend's methods are never wrapped, so that a
@@ -163,6 +164,7 @@ class Runner:
         of the call), and it gets every pending request in one call. Others get chunks
         of ``requests_per_call`` (or ``batch_size x 4``) requests, written chunk by chunk.
         """
+        self._computing = kind  # what an interrupt of this call had been computing (interrupt_summary)
         keys = [request_key(self.model.cache_key, kind, request_payload(r)) for r in requests]
         found = [self.cache.get(k, kind) is not None for k in keys]  # shape-checked once per request
         pending = sorted({k: i for i, (k, hit) in enumerate(zip(keys, found)) if not hit}.values(), key=lambda i: -len(requests[i].context))
@@ -390,7 +392,7 @@ class Runner:
         values = RequestCache(path).values.values() if path.is_file() else []
         generations = sum(isinstance(v, str) for v in values) - self.earlier_generations
         loglikelihoods = self._counts["saved_loglikelihood"]
-        if loglikelihoods and not generations:
+        if (loglikelihoods or self._computing == "loglikelihood") and not generations:
             text = f"{loglikelihoods} log-likelihoods of this run were saved in {path} ({self.earlier_loglikelihoods} from earlier runs)"
         else:
             text = f"{generations} generations of this run were saved in {path} ({self.earlier_generations} from earlier runs)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from evalita_data.cli import main
@@ -38,6 +39,7 @@ def test_manifest_describes_inputs_and_outputs(samples_raw: Path, tmp_path: Path
     assert "né" in (out / "wic/dev.jsonl").read_text("utf-8")
 
 
+@pytest.mark.smoke
 def test_several_tasks_after_one_option(samples_raw: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
     result = CliRunner().invoke(main, ["build", "--raw", str(samples_raw), "--out", str(out), "--task", "wic", "sa", "hs"])
@@ -55,6 +57,7 @@ def test_rebuilding_one_task_keeps_the_others(samples_raw: Path, tmp_path: Path)
     assert {"wic", "sa"} <= set(manifest["tasks"]) and (out / "wic/train.jsonl").is_file()
 
 
+@pytest.mark.smoke
 def test_validate_reports_file_line_field(samples_raw: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
     runner = CliRunner()
@@ -100,3 +103,14 @@ def test_unknown_task_and_missing_raw(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "xx" in r.output
     r = runner.invoke(main, ["build", "--raw", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
     assert r.exit_code == 1 and "does not exist" in r.output
+
+
+def test_missing_sum_points_to_the_fetch_command_the_readme_names(tmp_path: Path) -> None:
+    """Issue 40: the build said "Export ARTeLab/fanpage ... to CSV" where the README says `evalita-data fetch sum`."""
+    (tmp_path / "raw" / "sum").mkdir(parents=True)
+    r = CliRunner().invoke(main, ["build", "--raw", str(tmp_path / "raw"), "--out", str(tmp_path / "o"), "--task", "sum"])
+    assert r.exit_code == 1
+    assert ("sum: NOT BUILT (missing) - sum: missing *.csv (columns source,target). Run `evalita-data fetch sum` "
+            "(downloads ARTeLab/fanpage from the Hugging Face Hub into raw/sum/fanpage.csv).") in r.output
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    assert "`evalita-data fetch sum`" in readme

@@ -32,6 +32,7 @@ def _run(args: list[str]) -> str:
     return result.output
 
 
+@pytest.mark.smoke
 def test_run_every_task_and_prompt(tiny_model: Path, tmp_path: Path) -> None:
     out = tmp_path / "res"
     console = _run(["--model", str(tiny_model), "--data", str(DATA), "--limit", "2", "--max-new-tokens", "8", "--output-dir", str(out)])

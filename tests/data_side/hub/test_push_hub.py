@@ -52,7 +52,9 @@ def _posts(hub):
 
 
 def _api(hub, monkeypatch):
+    # Module constants, read at import: the env of this process cannot change them any more.
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_DISABLE_XET", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     return huggingface_hub.HfApi(endpoint=hub.url, token=TOKEN)
 
 

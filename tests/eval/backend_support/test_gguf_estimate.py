@@ -185,18 +185,27 @@ def test_time_estimate_from_the_first_measured_requests() -> None:
     clock, printed = [0.0], []
     plans = [TaskPlan("te", LL, 100, 2000, 8000), TaskPlan("ner", GEN, 40, 4000, 16000, 64)]
     estimate = TimeEstimate(plans, printed.append, every_s=60, clock=lambda: clock[0])
-    assert estimate.line() == "estimate: time left not known yet (40 of 40 generations left; log-likelihoods and generations not measured yet)"
+    assert estimate.line() == ("estimate: time left not known yet (40 of 40 generations left (6,560 budget tokens); "
+                               "log-likelihoods and generations not measured yet)")
     clock[0] += 5
     estimate.record(LL, [LLRequest("x" * 76, " ab")] * 10, 5.0)  # 790 characters = 197.5 tokens at 2000/8000, in 5 s
-    assert printed == ["estimate: about 46 s left for the log-likelihoods (40 read tokens/s so far; 40 of 40 generations left; "
-                       "generations not measured yet)"]
+    assert printed == ["estimate: about 46 s left for the log-likelihoods (40 read tokens/s so far; 40 of 40 generations left "
+                       "(6,560 budget tokens); generations not measured yet)"]
     clock[0] += 5
     estimate.record(LL, [LLRequest("x" * 76, " ab")] * 10, 5.0)  # within every_s: nothing printed
     assert len(printed) == 1
     clock[0] += 20
-    estimate.record(GEN, [GenRequest("ctx", ("\n",), 64)] * 4, 20.0)  # 5 s per generation, 36 left
-    assert printed[-1] == "estimate: about 4 min left (40 read tokens/s, 5.00 s per generation so far; 36 of 40 generations left)"
-    assert estimate.remaining_s() == (pytest.approx((2000 - 2 * 198) / 39.6 + 36 * 5), [])
+    # A batch of 4 generations (each 400 characters = 100 prompt tokens at 4000/16000, + 64 new: 164 budget tokens):
+    # the first result brings the batch's 20 s, its neighbours arrive at once. Not finished until the next batch starts.
+    request = GenRequest("x" * 400, ("\n",), 64)
+    estimate.record(GEN, [request], 20.0)
+    estimate.record(GEN, [request] * 3, 0.0)
+    assert len(printed) == 1  # no generation batch known to be finished: no rate yet
+    estimate.record(GEN, [request], 20.0)  # the next batch's first result: the first batch (656 budget tokens in 20 s) finished
+    # left: 40 x 164 - 656 - 164 (the open batch) = 5,740 budget tokens at 32.8/s = 175 s (seconds per generation said 39 x 20 s)
+    assert printed[-1] == ("estimate: about 4 min left (40 read tokens/s, 33 budget tokens/s over 1 finished generation batch so far; "
+                           "35 of 40 generations left (5,740 budget tokens))")
+    assert estimate.remaining_s() == (pytest.approx((2000 - 2 * 198) / 39.6 + 5740 * 20 / 656), [])
 
 
 def test_no_time_left_is_said_before_the_generations_are_measured() -> None:
@@ -206,4 +215,26 @@ def test_no_time_left_is_said_before_the_generations_are_measured() -> None:
     printed: list[str] = []
     estimate = TimeEstimate([TaskPlan("te", LL, 2, 20, 80), TaskPlan("ner", GEN, 3, 30, 120, 16)], printed.append, clock=lambda: 0.0)
     estimate.record(LL, [LLRequest("x" * 37, " ab")] * 2, 2.0)  # every log-likelihood token
-    assert printed == ["estimate: time left not known yet (10 read tokens/s so far; 3 of 3 generations left; generations not measured yet)"]
+    assert printed == ["estimate: time left not known yet (10 read tokens/s so far; 3 of 3 generations left (78 budget tokens); "
+                       "generations not measured yet)"]
+
+
+def test_generation_estimate_is_batched_throughput_of_finished_batches() -> None:
+    """Issue 40: 10 batches of 4 generations, 20 s each (200 s in all). After the first batch, seconds per generation
+    x generations left said 36 x 20 s = 12 min; budget tokens per second of the finished batch says 180 s."""
+    from evalita_eval.api import GenRequest
+
+    printed: list[str] = []
+    estimate = TimeEstimate([TaskPlan("ner", GEN, 40, 4000, 16000, 64)], printed.append, every_s=0, clock=lambda: 0.0)
+    request = GenRequest("x" * 400, ("\n",), 64)  # 100 prompt tokens + 64 new = 164 budget tokens
+    for batch in range(10):
+        estimate.record(GEN, [request], 20.0)
+        estimate.record(GEN, [request] * 3, 0.001)
+        if batch == 1:  # batch 0 finished: 656 tokens in 20.001 s; left 40 x 164 - 2 x 656 = 5,248 tokens
+            assert estimate.remaining_s() == (pytest.approx(5248 * 20.001 / 656), [])
+    assert estimate.remaining_s() == (0.0, []) and estimate.batches == 10
+    assert printed[-1] == ("estimate: about 0 s left (33 budget tokens/s over 10 finished generation batches so far; "
+                           "0 of 40 generations left (0 budget tokens))")
+    # Different budgets weigh what is left: a 16-token task's generations cost less than a 256-token task's.
+    mixed = TimeEstimate([TaskPlan("wic", GEN, 4, 400, 1600, 16), TaskPlan("ner", GEN, 4, 400, 1600, 256)], printed.append)
+    assert mixed.total_budget == 400 + 4 * 16 + 400 + 4 * 256

@@ -136,6 +136,10 @@ def test_compare_two_tiny_model_runs(tiny_model: Path, tmp_path: Path) -> None:
     assert rows[("wic", "p1")]["metric"] == "f1_macro" and rows[("wic", "p1")]["test"] == "paired bootstrap (k=300, seed 0)"
     md = (tmp_path / "cmp" / "compare.md").read_text("utf-8")
     assert "| te | p1 | acc |" in md and "| task | prompt | metric | n | A | B | A − B | test | p | detail |" in md
+    # issue 40: compare's AvgP (the prompts and items both runs share) is labelled as such, and explained
+    assert "| te | AvgP of shared prompts | acc |" in md and "| te | AvgP |" not in md
+    assert ("AvgP of shared prompts: the mean over the prompts both runs scored, on the items both scored; it differs from "
+            "a run's own AvgP (`run`, `report`) where the runs' prompts or items differ.") in md
 
 
 def _with_unparsed(src: Path, dst: Path, counts: dict[str, int]) -> Path:

@@ -20,6 +20,7 @@ from evalita_eval.reporting import task_report as task_report_mod
 from evalita_eval.cli import main
 from evalita_eval.record.model import ModelRecord
 
+from browser_layout import require_chromium
 from paths import ROOT, TEST_DATA
 
 RESULTS = TEST_DATA / "results"
@@ -143,6 +144,7 @@ def test_report_is_deterministic(report_dir, tmp_path):
         assert (tmp_path / name).read_bytes() == (report_dir / name).read_bytes(), name
 
 
+@pytest.mark.smoke
 def test_report_cli_without_score_samples(tmp_path, monkeypatch):
     monkeypatch.setattr(report_mod, "load_score_samples", lambda: None)
     res = CliRunner().invoke(main, ["report", *map(str, FILES[:2]), "--out", str(tmp_path)])
@@ -176,11 +178,10 @@ def test_report_rejects_a_bad_results_file(tmp_path):
     assert res.exit_code == 1 and "results.json: key model: missing, a required key of format_version 1" in res.output
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")
 def test_report_renders_in_headless_chromium(report_dir, tmp_path):
+    require_chromium()
     script = ROOT / "scripts" / "render_report.sh"
     png = tmp_path / "report.png"
     subprocess.run([str(script), str(report_dir / "report.html"), str(png), "1400,2000"], check=True,
@@ -191,3 +192,50 @@ def test_report_renders_in_headless_chromium(report_dir, tmp_path):
         assert im.size == (1400, 2000)
         # A rendered page, not a blank one: many distinct colours (tables, plots).
         assert len(im.convert("RGB").getcolors(maxcolors=1 << 20) or []) > 100
+
+
+def _runs(tmp_path: Path, count: int) -> list[Path]:
+    """``count`` runs: copies of the alpha fixture under model names of a realistic length."""
+    paths = []
+    for i in range(count):
+        run = tmp_path / "runs" / f"m{i}"
+        shutil.copytree(RESULTS / "alpha", run)
+        doc = json.loads((run / "results.json").read_text("utf-8"))
+        doc["model"]["name_or_path"] = f"some-organisation/Llama-3.1-8B-Instruct-variant-{i:02d}"
+        (run / "results.json").write_text(json.dumps(doc), "utf-8")
+        paths.append(run / "results.json")
+    return paths
+
+
+@pytest.mark.parametrize("models", [1, 12])
+def test_run_details_break_no_word_in_headless_chromium(tmp_path, models):
+    """Issue 40: the 17-column Models table broke headers and values mid-word (`dt ype`, `flo at3 2`) at 1,400 px;
+    the run details are now one definition list per model, and no word of them spans two lines at 1,280 or 1,920 px."""
+    require_chromium()
+    from browser_layout import broken_words
+
+    report_mod.write_report(_runs(tmp_path, models), tmp_path / "report", k=0)
+    facts = 17  # the model's name and its 16 details
+    for width in (1280, 1920):
+        checked, broken = broken_words(tmp_path / "report" / "report.html", width)
+        assert checked == models * (1 + 2 * (facts - 1)) and broken == [], (width, broken)
+
+
+def test_one_model_task_tables_drop_the_columns_that_repeat_its_score(tmp_path):
+    report_mod.write_report([FILES[0]], tmp_path, k=0)
+    md = (tmp_path / "report.md").read_text("utf-8")
+    assert "| prompt | alpha-7b |\n| --- | ---: |\n| p1 | 75.00 |" in md  # no MinP/MaxP/AvgP/CPS of one number per prompt
+    assert "| AvgP | 70.83 |" in md and "| CPS | 72.92 |" in md  # the model's own, over its prompts
+    assert "| model | alpha-7b |\n| --- | --- |\n| name_or_path | org-a/alpha-7b |\n| dtype | bfloat16 |" in md  # transposed
+
+
+def test_a_missing_chromium_fails_where_ci_requires_it(monkeypatch):
+    import browser_layout
+
+    monkeypatch.setattr(browser_layout, "CHROMIUM", None)
+    monkeypatch.setenv(browser_layout.REQUIRE, "1")
+    with pytest.raises(pytest.fail.Exception, match="EVALITA_REQUIRE_CHROMIUM=1: the browser checks must run here"):
+        browser_layout.require_chromium()
+    monkeypatch.delenv(browser_layout.REQUIRE)
+    with pytest.raises(pytest.skip.Exception, match="chromium not installed"):
+        browser_layout.require_chromium()

@@ -55,3 +55,59 @@ def test_push_results_card_marks_the_flagged_prompt(tmp_path: Path) -> None:
     assert "| p1 75.00, p2 70.00 (!), p3 81.67, p4 83.33," in te_row and te_row.endswith("| p2 6 / 60 (!), p3 5 / 60 |")
     assert "Note: te p2 (!) 6/60 unparsed: 10 % or more of its answers could not be read" in card
     assert "Note: te p3" not in card and "(!): 10 % or more of the prompt's answers could not be read" in card
+
+
+# Issue 40: a prompt none of whose answers was read says so beside its score everywhere, and the
+# summaries that average it say how many such prompts they include.
+NONE_READ_RESULTS = {"ner_fic": {"p1": {"ner_f1": 0.25, "unparsed": 0, "n": 2}, "p2": {"ner_f1": 0.5, "unparsed": 2, "n": 2}}}
+
+
+def test_console_says_no_answer_read() -> None:
+    from evalita_eval.running.console import summary_table, task_summary_table
+
+    lines = summary_table(NONE_READ_RESULTS).splitlines()
+    assert lines[2] == "ner_fic  p2      2  ner_f1=50.00 (!) no answer read (2/2 unparsed)"
+    assert lines[4] == ("no answer read: none of its answers could be read (each scored as a wrong answer): "
+                        "the score rests on no answer read")
+    task_line = task_summary_table(NONE_READ_RESULTS).splitlines()[1]
+    assert task_line.endswith("not a measurement: fewer than 30 items; includes 1 prompt with no answer read (p2)")
+    assert "no answer read" not in task_summary_table({"ner_fic": {"p1": NONE_READ_RESULTS["ner_fic"]["p1"]}})
+
+
+def _alpha_with_te_p2_unread(tmp_path: Path) -> Path:
+    run = tmp_path / "alpha"
+    shutil.copytree(RESULTS / "alpha", run)
+    doc = json.loads((run / "results.json").read_text("utf-8"))
+    doc["results"]["te"]["p2"]["unparsed"] = 60  # of 60: no answer read
+    (run / "results.json").write_text(json.dumps(doc), "utf-8")
+    return run
+
+
+def test_report_and_card_say_no_answer_read(tmp_path: Path) -> None:
+    from evalita_eval.publishing.push_results import render_card
+    from evalita_eval.reporting.report import write_report
+    from evalita_eval.reporting.runs import load_results
+
+    run = _alpha_with_te_p2_unread(tmp_path)
+    write_report([run / "results.json"], tmp_path / "report", k=0)
+    md = (tmp_path / "report" / "report.md").read_text("utf-8")
+    assert "| p2 | 70.00 no answer read (60/60 unparsed) |" in md
+    assert "> note: alpha-7b: the Summary's averages include 1 prompt with no answer read (te p2)" in md
+    assert ("> note: alpha-7b: te p2 (!) no answer read (60/60 unparsed): none of its answers could be read "
+            "(each scored as a wrong answer): the score rests on no answer read") in md
+    html = (tmp_path / "report" / "report.html").read_text("utf-8")
+    assert "70.00 no answer read (60/60 unparsed)</td>" in html
+
+    card = render_card(load_results(run / "results.json", partial=True), "alpha/loglikelihood", "me/results")
+    assert "p2 70.00 (!) no answer read (60/60 unparsed)," in card
+    assert "Note: te: its MinP, MaxP, AvgP, CPS and Sharpe include 1 prompt with no answer read (p2)" in card
+
+
+def test_compare_does_not_test_a_prompt_with_no_answer_read() -> None:
+    from evalita_eval.reporting.unparsed_flag import untested_avgp_reason, untested_reason
+
+    unread, fine = {"acc": 0.7, "unparsed": 60, "n": 60}, {"acc": 0.7, "unparsed": 0, "n": 60}
+    assert untested_reason("p2", unread, fine) == (
+        "p2 has >= 10 % unparsed answers (A (!) no answer read (60/60 unparsed)): a score that rests on no answer read is not tested")
+    assert untested_avgp_reason(["p2"], ["p2"]) == (
+        "p2 has >= 10 % unparsed answers (their rows say where); the AvgP includes 1 prompt with no answer read (p2)")

@@ -102,3 +102,16 @@ def test_results_of_a_run_that_evaluated_nothing_say_empty_with_the_reasons(tmp_
 
     with pytest.raises(ScoresError, match=r"a run that evaluated nothing \(2 task\(s\) skipped: te: .* has no split 'test'; wic: "):
         load_results(out / "results.json")
+
+
+def test_raw_folder_as_data_fails_before_torch_and_datasets_load(tmp_path: Path) -> None:
+    """Issue 40: `--data raw` failed after 45-55 s of imports and model loading; now before any of them."""
+    from paths import TEST_DATA
+
+    script = ("import sys\nfrom click.testing import CliRunner\nfrom evalita_eval.cli import main\n"
+              f"r = CliRunner().invoke(main, ['run', '--model', {str(tmp_path)!r}, '--data', {str(TEST_DATA / 'raw')!r}])\n"
+              "print(r.exit_code, sorted(m for m in ('torch', 'datasets', 'transformers') if m in sys.modules))\nprint(r.output)")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    first, output = proc.stdout.split("\n", 1)
+    assert first == "1 []", proc.stdout + proc.stderr
+    assert f"Error: {TEST_DATA / 'raw'} is not a build folder (no manifest.json; " in output

@@ -18,12 +18,12 @@ from evalita_eval.running import runner as runner_mod
 from evalita_eval.cli import main
 from evalita_eval.reporting.report import write_report
 
+from browser_layout import require_chromium
 from paths import TESTS
 
 HERE = TESTS
 DATA = HERE / "data" / "build"
 RESULTS = HERE / "data" / "results"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _run(args: list[str]) -> str:
@@ -101,19 +101,22 @@ def test_single_ce_run_report_markdown_and_html(ce_run, tmp_path: Path) -> None:
     write_report([out / "results.json"], tmp_path, k=5, echo=lambda _s: None)
     md = (tmp_path / "report.md").read_text("utf-8")
     html = (tmp_path / "report.html").read_text("utf-8")
-    header = ("| model | name_or_path | dtype | device | setting | constrained | system instruction | chat template | few-shot | "
-              "split | comparable with the paper | n per prompt | limit | revision | time | status | results file |")
-    assert header in md
-    assert "| ce | no | Rispondi con una lettera. | yes, sha256 " in md and "| 0 | official | no: --max-new-tokens 4: the paper's budget is te 16, wic 16 | 3 | all | – (local folder) |" in md
+    # The run details, transposed (issue 40): one row per detail, one column per model.
+    for row in ("| setting | ce |", "| constrained | no |", "| system instruction | Rispondi con una lettera. |", "| few-shot | 0 |",
+                "| split | official |", "| comparable with the paper | no: --max-new-tokens 4: the paper's budget is te 16, wic 16 |",
+                "| n per prompt | 3 |", "| limit | all |", "| revision | – (local folder) |", "| status | complete |"):
+        assert f"\n{row}\n" in md, row
+    assert "\n| chat template | yes, sha256 " in md
     minutes = sum(t["compute_s"] for t in doc["timing"].values()) / 60
-    time_cell = f"min wall, {minutes:.1f} min compute, 0 of 12 requests from the cache | complete |"  # each request once
+    time_cell = f"min wall, {minutes:.1f} min compute, 0 of 12 requests from the cache |"  # each request once
     assert time_cell in md
     for task in ("wic", "te"):
         r = doc["results"][task]
         # issue 28: a prompt with >= 10 % unparsed answers (here: any of 3) is marked, and a note under its table says so
         unparsed = ", ".join(f"{p} {r[p]['unparsed']} / 3" + (" (!)" if r[p]["unparsed"] else "") for p in ("p1", "p2"))
         for p in ("p1", "p2"):
-            note = f"{task} {p} (!) {r[p]['unparsed']}/3 unparsed: 10 % or more of its answers could not be read"
+            note = (f"{task} {p} (!) no answer read (3/3 unparsed): none of its answers could be read" if r[p]["unparsed"] == 3  # issue 40
+                    else f"{task} {p} (!) {r[p]['unparsed']}/3 unparsed: 10 % or more of its answers could not be read")
             assert (note in md and note in html) == bool(r[p]["unparsed"]), note
         rules = "; ".join(f"{p}: " + ", ".join(f"{k} {v}" for k, v in doc["parsed_by"][task][p].items()) for p in ("p1", "p2"))
         base = doc["baselines"][task]
@@ -131,13 +134,13 @@ def test_single_ce_run_report_markdown_and_html(ce_run, tmp_path: Path) -> None:
         cells = f"<td class=\"text\">{chance}</td><td class=\"text\">{escape(majority)}</td><td class=\"text\">{unparsed}</td>"
         assert cells in html
     assert "Rank score basis" not in md + html  # one run: no rank, so no basis of one
-    # the Models table (16 columns, long paths) wraps its cells to the page's width instead of overflowing it
-    assert '<h2>Models</h2>\n<div class="scroll fit"><table>' in html and ".fit table { width: 100%;" in html
+    # the run details: one definition list per model (issue 40), not a 17-column table breaking words
+    assert '<h2>Models</h2>\n<div class="models"><dl class="facts"><h3>' in html and "<dt>setting</dt><dd>ce</dd>" in html
     assert "ce, sha256" not in html and "Rispondi con una lettera." in html and time_cell.split(" |")[0] in html
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install -y chromium)")
 def test_single_ce_run_report_renders_in_headless_chromium(ce_run, tmp_path: Path) -> None:
+    require_chromium()
     out, _first, _doc = ce_run
     write_report([out / "results.json"], tmp_path, k=5, echo=lambda _s: None)
     png = tmp_path / "report.png"
@@ -277,6 +280,21 @@ def test_interrupted_task_keeps_its_time(tiny_model: Path, tmp_path: Path, monke
     done = json.loads((tmp_path / "results.json").read_text("utf-8"))["timing"]["te"]
     # each request once (3 docs x 2 prompts): the 3 read back are those the interrupted invocation computed
     assert (done["requests"], done["computed"], done["cached"]) == (6, 6, 0) and done["compute_s"] >= first["compute_s"]
+
+
+def test_ctrl_c_of_a_loglikelihood_run_with_nothing_saved_speaks_of_log_likelihoods(tiny_model: Path, tmp_path: Path, monkeypatch) -> None:
+    """Issue 40: Ctrl-C before the first log-likelihood was saved said "0 generations ... were saved"."""
+    from evalita_eval.backends.hf import HFBackend
+
+    def interrupted(self, requests):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(HFBackend, "loglikelihood", interrupted)
+    stopped = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te", "--output-dir", str(tmp_path)])
+    assert stopped.exit_code == 130, stopped.output
+    assert (f"0 log-likelihoods of this run were saved in {tmp_path / 'cache.jsonl'} (0 from earlier runs); "
+            f"{tmp_path / 'results.json'} is marked partial; rerun the same command to resume") in stopped.output
+    assert "generations" not in stopped.output
 
 
 @pytest.mark.parametrize(("key", "value", "message"), [  # the record's reader (docs/run-record.md): one line, file and key
