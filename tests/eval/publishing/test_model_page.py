@@ -43,6 +43,11 @@ def test_the_official_locations_and_task_ids() -> None:
         ("default", "test"), ("default", "test_all"), ("default", "test_1"), ("adg", "reduced_test"), ("wn", "reduced_test"),
         ("default", "test_100")]
     assert [benchmark_task_id(t) for t in BENCHMARK_TASK_IDS] == list(BENCHMARK_TASK_IDS)
+    # the benchmark's entries are the entries whose eval.yaml ids `evalita-data push` writes (the CPS id is the entry's name)
+    from evalita_data.hub.benchmark import entry_task_ids
+    from evalita_data.registry import task_ids
+
+    assert sorted(BENCHMARK_TASK_IDS) == sorted(e for t in task_ids() for e in entry_task_ids(t))
     with pytest.raises(ValueError, match=r"^task 'ner' is no task of the Evalita-LLM benchmark \(wic, te, "):
         benchmark_task_id("ner")
 
@@ -58,6 +63,11 @@ def test_eval_results_and_model_index_parse_with_huggingface_hub(tmp_path: Path)
         ("evalitahf/textual_entailment", "te", "c0ffee", "2026-05-28"), ("evalitahf/hatespeech_detection", "hs", "beef01", "2026-05-28"),
         ("evalitahf/entity_recognition", "ner_adg", "d00d02", "2026-05-28")]
     assert all(e.task_id in BENCHMARK_TASK_IDS for e in entries)
+    # ... and each one an id of the eval.yaml that `evalita-data push` writes in the task's dataset (evalita_data/hub/benchmark.py)
+    from evalita_data.hub.benchmark import entry_task_ids
+    from evalita_data.registry import task_of_entry
+
+    assert all(e.task_id in entry_task_ids(task_of_entry(e.task_id).id)[e.task_id] for e in entries)
     assert entries[0].value == 62.11  # te acc of beta: MaxP 65.00, AvgP 60.556 -> (1 - (65.00 - 60.556) / 100) * 65.00
     assert entries[0].notes.endswith("complete run on the official split (default/test), evaluated 2026-05-28 (evalita-eval)")
     # model-index: pasted in a card's YAML header, read back by huggingface_hub's card parser
