@@ -39,7 +39,7 @@ def local_ray():
     (~/.ray/auth_token): a temporary home here, so the test leaves nothing there."""
     home, scratch = os.environ.get("HOME"), Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # short: Ray's socket paths
     os.environ["HOME"] = str(scratch / "home")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1", _temp_dir=str(scratch / "r"))
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1", _temp_dir=str(scratch / "r"))
     try:
         yield
     finally:

@@ -33,7 +33,7 @@ def local_ray(tmp_path_factory: pytest.TempPathFactory):
     under the home folder (~/.ray/auth_token): a temporary one here, so a test leaves nothing there."""
     home = os.environ.get("HOME")
     os.environ["HOME"] = str(tmp_path_factory.mktemp("ray-home"))
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
     if home is None:
