@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, request_payload
 from .cache import RequestCache, ResultSaver, request_key
+from .config import RunConfig  # noqa: F401  (the runner's options: imported from here by the CLI and the tests)
 from .plan import EntryPlan, RunPlan, build_plan
 from .task_kinds import TaskKind, as_turns, kind_for_run, thinking_of
 from .thinking_run import forced_values, refuse_forcing_on_chat_messages, thinking_chat, token_counter
@@ -38,37 +39,6 @@ from ..sources.entries import TaskEntry
 CHUNK_BATCHES = 4
 # The batch size taken for the chunk size under --batch-size auto.
 AUTO_BATCH = 64
-
-
-@dataclass
-class RunConfig:
-    num_fewshot: int = 0
-    limit: int | None = None
-    batch_size: int | None = 8  # None: --batch-size auto
-    max_memory: int | None = None  # --max-memory in bytes (batch sizes under auto)
-    apply_chat_template: bool = False
-    seed: int = 1234  # lm-eval's default few-shot seed
-    device: str = "cpu"
-    prompts: list[str] | None = None  # None = every prompt of each task
-    max_new_tokens: int | None = None  # overrides the tasks' max new tokens (as lm-eval's --gen_kwargs max_gen_toks=N)
-    progress: bool = True
-    # Skip (with a note) tasks whose evaluation split the data lack, instead of failing:
-    # for runs over "all tasks" of a partial build.
-    skip_missing: bool = False
-    # Instruct settings (docs/settings.md): how MC tasks are asked and scored; constrained decoding.
-    setting: str = "loglikelihood"
-    constrained: bool = False
-    system_instruction: str | None = None
-    fewshot_as_multiturn: bool | None = None  # None: as lm-eval, multi-turn exactly when chatting
-    # Evaluate this split instead of the task's official one (--split): not comparable with the paper.
-    split: str | None = None
-    # Replace the results of another run in the output folder (running/identity.py) instead of refusing.
-    overwrite: bool = False
-    # Reasoning models (docs/settings.md): --thinking on|off, --think-markers START,END, --max-thinking-tokens.
-    thinking: bool = False
-    think_markers: tuple[str, str] = ("<think>", "</think>")
-    max_thinking_tokens: int | None = None
-    bertscore_model: str | None = None  # --bertscore-model: BERTScore F1 in OE and CE-NI (metrics.py), else absent
 
 
 @dataclass
