@@ -154,6 +154,9 @@ def lm_eval_record(root: Path, results_path: Path) -> tuple[dict, Samples]:
               "source_tool": {"name": "lm-eval", "version": doc.lm_eval_version, "results_file": str(results_path),
                               "notes": notes, "group_acc": doc.group_acc()}}
     record["comparable_with_paper"] = not record[NOT_COMPARABLE_KEY]
+    # What lm-eval recorded that the record's own rule cannot see (its gen_kwargs, the prompts it ran): the
+    # reader adds these to the reasons it derives (record/build.py derived_reasons).
+    record["source_tool"][NOT_COMPARABLE_KEY] = record[NOT_COMPARABLE_KEY]
     return record, samples
 
 

@@ -129,7 +129,7 @@ def test_single_ce_run_report_markdown_and_html(ce_run, tmp_path: Path) -> None:
         assert labels and not labels[0].isdigit()
         quoted = " / ".join('"' + x + '"' for x in labels)
         majority = f"{100 * base['majority'][metric]:.2f} ({quoted})"
-        row = f"| {Path(doc['model']['name_or_path']).name} | 3 | all | {chance} | {majority} | {unparsed} | {rules} |"
+        row = f"| {doc['model']['name']} | 3 | all | {chance} | {majority} | {unparsed} | {rules} |"  # <folder>-<weights hash>
         assert row in md, row
         cells = f"<td class=\"text\">{chance}</td><td class=\"text\">{escape(majority)}</td><td class=\"text\">{unparsed}</td>"
         assert cells in html
@@ -238,7 +238,7 @@ def test_split_is_recorded_and_marked(tiny_model: Path, tmp_path: Path, monkeypa
     assert "> note: evaluated on a non-official split: not comparable with the paper" in md
     assert "| dev (not comparable with the paper) |" in md
     # the run's name carries the split in every table (summary, task tables)
-    assert md.count(f"| {tiny_model.name} [split dev: not comparable with the paper] |") >= 2
+    assert md.count(f"| {doc['model']['name']} [split dev: not comparable with the paper] |") >= 2  # <folder>-<weights hash>
 
 
 def test_run_folder_names(tmp_path: Path) -> None:

@@ -409,7 +409,8 @@ def test_report_puts_settings_side_by_side(tiny_model: Path, tmp_path: Path) -> 
     [row] = payload["settings"]["rows"]
     ce = json.loads((tmp_path / "ce" / "results.json").read_text("utf-8"))["results"]["te"]
     accs = sorted(100 * ce[p]["acc"] for p in ("p1", "p2"))
-    assert row[:2] == [tiny_model.name, "te"] and row[3].startswith(f"{sum(accs) / 2:.1f} [{accs[0]:.1f}–{accs[1]:.1f}]")
+    shown = json.loads((tmp_path / "ce" / "results.json").read_text("utf-8"))["model"]["name"]  # <folder>-<weights hash>
+    assert shown.startswith(f"{tiny_model.name}-") and row[:2] == [shown, "te"] and row[3].startswith(f"{sum(accs) / 2:.1f} [{accs[0]:.1f}–{accs[1]:.1f}]")
     assert row[3].endswith("(unparsed 0 / 4)") and "(unparsed " not in row[2]
     oe = json.loads((tmp_path / "oe" / "results.json").read_text("utf-8"))["results"]["te"]
     assert row[4].endswith(f"(unparsed {oe['p1']['unparsed'] + oe['p2']['unparsed']} / 4)")
