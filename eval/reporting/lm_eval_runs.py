@@ -171,7 +171,9 @@ def load_run(path: Path, partial: bool = False) -> RunResults:
         atexit.register(shutil.rmtree, folder, True)
         for (entry, prompt), task_samples in samples.items():
             write_samples(task_samples, folder / f"{entry}_{prompt}.jsonl")
-        return LmEvalRun(**{f.name: getattr(run, f.name) for f in fields(RunResults)}, samples_dir=folder)
+        # The converted samples, checked, are the record's own (record.samples_of); also written for path readers.
+        kept = {f.name: getattr(run, f.name) for f in fields(RunResults) if f.name != "samples"}
+        return LmEvalRun(**kept, samples={key: list(lines) for key, lines in samples.items()}, samples_dir=folder)
     if path.is_dir():
         if not (path / "results.json").is_file():
             raise ScoresError(f"{path}: neither a run folder (results.json) nor an lm-eval output folder (results_*.json)")

@@ -72,10 +72,14 @@ def test_report_of_an_lm_eval_folder_equals_our_run(two_runs, tmp_path: Path) ->
     [results] = list(lm.glob("*/results_*.json"))
     [model] = json.loads((tmp_path / "theirs" / "report.json").read_text("utf-8"))["models"].values()
     assert model["results_file"] == str(results) and model["model"]["dtype"] == "float32"
-    [row] = [line for line in md.splitlines() if line.endswith(f"| {results} |")]
-    assert "| float32 | cpu |" in row and f"| {LIMIT} |" in row
-    assert (f"--limit {LIMIT}: only the first {LIMIT} items of each task; lm-eval --gen_kwargs max_gen_toks={MAX_NEW}: "
-            "the tasks' generation arguments were changed") in row
+    models = md.split("## Models", 1)[1].split("\n## ", 1)[0]  # one row per detail, one column per model
+    details = {cells[0]: cells[1:] for line in models.splitlines() if line.startswith("| ")
+               for cells in [[c.strip() for c in line.strip().strip("|").split("|")]]}
+    assert (details["results file"], details["dtype"], details["device"], details["limit"]) == ([str(results)], ["float32"], ["cpu"], [str(LIMIT)])
+    assert (f"--limit {LIMIT}: only the first {LIMIT} items of each task; "
+            in details["comparable with the paper"][0])
+    assert (f"lm-eval --gen_kwargs max_gen_toks={MAX_NEW}: the tasks' generation arguments were changed"
+            in details["comparable with the paper"][0])
 
 
 def test_compare_pairs_an_lm_eval_run_with_ours_by_document(two_runs, tmp_path: Path) -> None:
@@ -92,6 +96,7 @@ def test_compare_pairs_an_lm_eval_run_with_ours_by_document(two_runs, tmp_path: 
     assert proc.returncode == 0, proc.stderr[-3000:]
     payload = json.loads((tmp_path / "cmp" / "compare.json").read_text("utf-8"))
     rows = payload["comparisons"]
+    assert len(rows) == 10, payload["notes"]
     assert len(rows) == 6 + 1 + 2 + 1  # te: 6 prompts + AvgP; ner_adg: 2 prompts + AvgP
     assert all(r["difference"] == 0 for r in rows)
     assert all(r["differing"] == 0 and r["n"] == LIMIT for r in rows if r["prompt"] != "AvgP")
