@@ -59,7 +59,7 @@ def sweep(sweep_file: Path, out: Path, ray_address: str | None) -> None:
     except ValueError as err:
         raise click.ClickException(str(err)) from None
     if importlib.util.find_spec("ray") is None:
-        raise click.ClickException("`evalita-eval sweep` runs on Ray, which is not installed: pip install 'evalita-llm[ray]'")
+        raise click.ClickException("`evalita-eval sweep` runs on Ray, which is not installed: pip install -e '.[ray]' (in a clone of evalita-llm)")
     from .replicas.resources import NotEnoughResources
 
     try:

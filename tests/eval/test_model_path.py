@@ -94,8 +94,8 @@ def test_hub_ids_and_model_folders_pass(model_folder: Path) -> None:
 
 
 @pytest.mark.parametrize("absent, hint", [
-    ("accelerate", "needs accelerate (transformers loads GGUF files with it): pip install 'evalita-llm[gguf]'"),
-    ("gguf", "needs the gguf package: pip install 'evalita-llm[gguf]'"),
+    ("accelerate", "needs accelerate (transformers loads GGUF files with it): pip install -e '.[gguf]' (in a clone of evalita-llm)"),
+    ("gguf", "needs the gguf package: pip install -e '.[gguf]' (in a clone of evalita-llm)"),
 ])
 def test_a_gguf_without_its_loaders_packages_is_an_install_hint(tmp_path: Path, monkeypatch, absent: str, hint: str) -> None:
     import importlib.util

@@ -105,7 +105,7 @@ def test_cli_gguf_without_the_gguf_package_is_an_install_hint(fake_gguf: Path, m
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gguf" else real(name, *a))
     result = CliRunner().invoke(main, ["run", "--model", str(fake_gguf), "--data", str(DATA), "--tasks", "te"])
     assert result.exit_code == 1
-    assert f"--model {fake_gguf} needs the gguf package: pip install 'evalita-llm[gguf]'" in result.output
+    assert f"--model {fake_gguf} needs the gguf package: pip install -e '.[gguf]' (in a clone of evalita-llm)" in result.output
 
 
 def test_gguf_file_in_a_hub_id_reaches_from_pretrained(tiny_model: Path) -> None:

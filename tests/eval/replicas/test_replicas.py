@@ -135,7 +135,7 @@ def test_without_ray_more_than_one_replica_names_the_extra(monkeypatch) -> None:
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
-    with pytest.raises(RuntimeError, match=r"pip install 'evalita-llm\[ray\]'"):
+    with pytest.raises(RuntimeError, match=r"pip install -e '\.\[ray\]'"):
         create_backend("hf", BackendOptions(model="m", extra={"data_parallel_size": "2"}))
 
 
