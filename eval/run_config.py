@@ -1,5 +1,5 @@
 """One typed description of a run's options (``RunSpec``), built and validated in one place from
-the command line of ``evalita-eval run`` (eval/cli_run.py), from ``run --config FILE`` (a YAML or
+the command line of ``evalita-eval run`` (eval/cli/run.py), from ``run --config FILE`` (a YAML or
 JSON mapping of the same keys, underscores for dashes; options given on the command line override
 it, as lm-eval's ``--config``) and from each run of a sweep file (eval/sweep.py).
 

@@ -84,7 +84,7 @@ class Board:
 
 
 def folder_of(log: Path, cwd: str) -> Path | None:
-    """The folder a run wrote to: the last ``writing to FOLDER`` line of its console (eval/cli_run.py)."""
+    """The folder a run wrote to: the last ``writing to FOLDER`` line of its console (eval/cli/run.py)."""
     lines = log.read_text("utf-8", errors="replace").splitlines() if log.is_file() else []
     said = [line.split("writing to ", 1)[1].split(" (split ", 1)[0] for line in lines if line.startswith("writing to ")]
     return (Path(cwd) / said[-1]).resolve() if said else None

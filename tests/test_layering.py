@@ -46,12 +46,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("evalita_eval.run_config",),
     ("evalita_eval.sweep_runs",),
     ("evalita_eval.sweep",),
-    # The `evalita-eval` command: what the commands share; run's options and its input checks; run
+    # The `evalita-eval` command (the package eval/cli/): what the commands share; run's options and its input checks; run
     # itself; the command table.
-    ("evalita_eval.cli_support",),
-    ("evalita_eval.cli_run_options", "evalita_eval.cli_run_inputs"),
-    ("evalita_eval.cli_run",),
-    ("evalita_eval.cli",),
+    ("evalita_eval.cli.support",),
+    ("evalita_eval.cli.run_options", "evalita_eval.cli.run_inputs"),
+    ("evalita_eval.cli.run",),
+    ("evalita_eval.cli",),  # the package: the command table (__init__) and ``python -m`` (__main__)
 ]
 # The evaluator's package is the room of its own __init__ only (the version): every other module
 # of eval/ is placed by its own room.
@@ -281,13 +281,14 @@ def test_the_layer_check_sees_what_it_must_refuse(tmp_path: Path) -> None:
     imports = explicit_imports(modules)
     index = layer_index()
     # Imports inside functions count: the CLI's `run` loads the runner when it runs.
-    assert any(i.module == "evalita_eval.cli_run" and i.target == "evalita_eval.running.runner" for i in imports)
+    assert any(i.module == "evalita_eval.cli.run" and i.target == "evalita_eval.running.runner" for i in imports)
     # import_module calls: a written-out name, and the importer's own name (the backends registry loads its modules).
     call = ast.parse('importlib.import_module(f"{__name__}.{info.name}"); import_module("evalita_eval.running.plan")').body
     assert [_dynamic_target(c.value, "evalita_eval.backends") for c in call] == ["evalita_eval.backends", "evalita_eval.running.plan"]
     assert room_of("evalita_eval.settings.answers", index) == "evalita_eval.settings.answers"
     assert room_of("evalita_eval.settings.instruct", index) == "evalita_eval.settings"
-    assert room_of("evalita_eval.cli_run", index) == "evalita_eval.cli_run"  # not the room evalita_eval.cli
+    assert room_of("evalita_eval.cli.run", index) == "evalita_eval.cli.run"  # not the room of its package evalita_eval.cli
+    assert room_of("evalita_eval.cli.__main__", index) == "evalita_eval.cli"
     assert room_of("evalita_eval.newmodule", index) is None  # the root package holds no module but its own
     # Planted modules: a room importing a higher one (deferred, relative and through import_module),
     # the data side importing the evaluator, and a module in no layer, each named with file and line.

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from evalita_data.cli_errors import one_line
+from evalita_data.cli.errors import one_line
 
 from ..naming import model_slug, setting_slug
 from ..record.build import ID_LENGTH, run_id  # noqa: F401  (one hash: the writer's and the reader's)
@@ -23,7 +23,7 @@ RESULTS_FILE = "results.json"
 # What results.json calls the identity and its hash.
 IDENTITY_FIELD = "run_identity"
 ID_FIELD = "run_id"
-# Held (filelock) by the process computing a run's folder (eval/cli_run.py): two never compute one at once.
+# Held (filelock) by the process computing a run's folder (eval/cli/run.py): two never compute one at once.
 RUN_LOCK = ".run.lock"
 LOCKED = 75  # the exit code of a run whose folder another process holds (EX_TEMPFAIL)
 

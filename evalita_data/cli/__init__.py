@@ -1,4 +1,5 @@
-"""The ``evalita-data`` command."""
+"""The ``evalita-data`` command (its one-line errors: evalita_data/cli/errors.py; ``python -m evalita_data.cli``:
+evalita_data/cli/__main__.py)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ from typing import Callable, Sequence
 
 import click
 
-from . import __version__
-from .card import DEFAULT_ORG
-from .cli_errors import FriendlyGroup
-from .errors import EvalitaDataError
-from .manifest import MANIFEST_FILE
-from .registry import task_ids
+from .. import __version__
+from ..card import DEFAULT_ORG
+from ..errors import EvalitaDataError
+from ..manifest import MANIFEST_FILE
+from ..registry import task_ids
+from .errors import FriendlyGroup
 
 
 class RegistryChoice(click.Choice):
@@ -62,7 +63,7 @@ def build(raw: Path, out: Path, tasks: tuple[str, ...], more_tasks: tuple[str, .
     Tasks may be named with --task (repeatable) or as arguments:
     `evalita-data build --task faq at ls sum` builds those four.
     """
-    from .building.pipeline import build as run_build
+    from ..building.pipeline import build as run_build
 
     tasks = tuple(dict.fromkeys(tasks + more_tasks))  # keep order, drop repeats
 
@@ -89,7 +90,7 @@ def build(raw: Path, out: Path, tasks: tuple[str, ...], more_tasks: tuple[str, .
 @click.option("--task", type=TASK_CHOICE, default=None, help="Task of a single JSONL file, if its path does not say.")
 def validate(path: Path, task: str | None) -> None:
     """Validate a build folder or one JSONL split against the task schemas."""
-    from .validate import validate_path
+    from ..validate import validate_path
 
     try:
         violations, nfiles = validate_path(path, task)
@@ -114,11 +115,11 @@ def validate(path: Path, task: str | None) -> None:
 @click.option("--org", default=DEFAULT_ORG, show_default=True, help="Hub organisation named in the card's usage example.")
 def card(task: str, build_dir: Path, org: str) -> None:
     """Print the dataset card (README.md) that `push` publishes for TASK."""
-    from .hub.layout import split_path
-    from .card import render_card
-    from .building.pipeline import read_manifest
-    from .manifest import ManifestError
-    from .safepaths import check_hub_name
+    from ..hub.layout import split_path
+    from ..card import render_card
+    from ..building.pipeline import read_manifest
+    from ..manifest import ManifestError
+    from ..safepaths import check_hub_name
 
     try:
         check_hub_name(org)
@@ -160,8 +161,8 @@ def push(build_dir: Path, org: str, tasks: tuple[str, ...], private: bool, revis
     not uploaded and an unchanged build makes no commit. The token comes from HF_TOKEN
     or the stored Hub login and is never printed.
     """
-    from .hub.push import push as run_push
-    from .hub.push import write_to_dir
+    from ..hub.push import push as run_push
+    from ..hub.push import write_to_dir
 
     try:
         if to_dir is not None:
@@ -183,7 +184,7 @@ def push(build_dir: Path, org: str, tasks: tuple[str, ...], private: bool, revis
 def fetch(task: str, raw: Path, revision: str | None, force: bool) -> None:
     """Download TASK's originals into RAW/TASK/ where a public client can (sum: ARTeLab/fanpage);
     otherwise print where and how to get them, and exit 1."""
-    from .building.fetch import fetch as run_fetch
+    from ..building.fetch import fetch as run_fetch
 
     try:
         run_fetch(task, raw, revision=revision, force=force, echo=click.echo)
@@ -191,6 +192,3 @@ def fetch(task: str, raw: Path, revision: str | None, force: bool) -> None:
         click.echo(f"error: {err}", err=True)
         sys.exit(1)
 
-
-if __name__ == "__main__":
-    main()

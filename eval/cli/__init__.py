@@ -1,5 +1,6 @@
-"""The ``evalita-eval`` command: the table of its subcommands. ``run`` lives in eval/cli_run.py (its
-options) and eval/cli_run_inputs.py (their checks); what the commands share in eval/cli_support.py."""
+"""The ``evalita-eval`` command: the table of its subcommands. ``run`` lives in eval/cli/run.py (its
+options in eval/cli/run_options.py, their checks in eval/cli/run_inputs.py); what the commands share in
+eval/cli/support.py. ``python -m evalita_eval.cli`` runs it (eval/cli/__main__.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from pathlib import Path
 
 import click
 
-from evalita_data.cli_errors import FriendlyGroup
+from evalita_data.cli.errors import FriendlyGroup
 
-from . import __version__
-from .cli_run import run
-from .cli_support import RUN_NEEDS, STATS_NEEDS, backend_names, default_device, require
+from .. import __version__
+from .run import run as run_command
+from .support import RUN_NEEDS, STATS_NEEDS, backend_names, default_device, require
 
 __all__ = ["RUN_NEEDS", "STATS_NEEDS", "default_device", "main", "require"]  # what tests and scripts import from here
 
@@ -24,17 +25,17 @@ def main() -> None:
     """Evaluate language models on the Evalita-LLM tasks and report multi-prompt scores."""
 
 
-# ---------------------------------------------------------------- run (eval/cli_run.py), backends, sweep
+# ---------------------------------------------------------------- run (eval/cli/run.py), backends, sweep
 
-main.add_command(run)
+main.add_command(run_command)
 
 
 @main.command()
 def backends() -> None:
     """List the backends (built-in and installed through the evalita_llm.backends entry point) and each one's
     options, given to `run` as --backend-arg NAME=VALUE."""
-    from .backend_support.options import options_table
-    from .backends import get_backend_class
+    from ..backend_support.options import options_table
+    from ..backends import get_backend_class
 
     for name in backend_names():
         cls = get_backend_class(name)
@@ -52,7 +53,7 @@ def sweep(sweep_file: Path, out: Path, ray_address: str | None) -> None:
     """Run every run of SWEEP_FILE (YAML/JSON list: model, backend, backend_args, setting, tasks...) as Ray tasks,
     each into its own run folder; rerun to resume; then one report of them all (docs/parallel.md)."""
     require("sweep", RUN_NEEDS + STATS_NEEDS)
-    from .sweep import load_sweep, report_sweep
+    from ..sweep import load_sweep, report_sweep
 
     try:
         runs = load_sweep(sweep_file)
@@ -60,7 +61,7 @@ def sweep(sweep_file: Path, out: Path, ray_address: str | None) -> None:
         raise click.ClickException(str(err)) from None
     if importlib.util.find_spec("ray") is None:
         raise click.ClickException("`evalita-eval sweep` runs on Ray, which is not installed: pip install -e '.[ray]' (in a clone of evalita-llm)")
-    from .replicas.resources import NotEnoughResources
+    from ..replicas.resources import NotEnoughResources
 
     try:
         failed = report_sweep(runs, out, ray_address, click.echo)
@@ -83,7 +84,7 @@ def sweep(sweep_file: Path, out: Path, ray_address: str | None) -> None:
 def aggregate(scores: Path, scale: str, alpha: float, out: Path) -> None:
     """Paper-style tables (MinP/MaxP/AvgP/CPS, Sharpe) from a CSV/JSON of (model, task, prompt, score) rows."""
     require("aggregate", STATS_NEEDS)
-    from .reporting.aggregate import run_aggregate
+    from ..reporting.aggregate import run_aggregate
 
     try:
         text = run_aggregate(scores, out, scale, alpha)  # type: ignore[arg-type]
@@ -108,7 +109,7 @@ def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float
     """Markdown + HTML report with plots from results.json files or run folders of `evalita-eval run`, or lm-eval output folders
     (one run each: a folder holding several is named by its run's results_<time>.json)."""
     require("report", STATS_NEEDS)
-    from .reporting.report import write_report
+    from ..reporting.report import write_report
 
     if progress is None:
         progress = sys.stderr.isatty()
@@ -132,8 +133,8 @@ def compare(run_a: Path, run_b: Path, k: int, seed: int, out: Path | None) -> No
     """Per task and prompt, A minus B with a paired test on the same items (results.json, run folders, lm-eval output folders
     or one lm-eval run's results_<time>.json)."""
     require("compare", STATS_NEEDS)
-    from .reporting.compare import write_comparison
-    from .reporting.tables import ScoresError
+    from ..reporting.compare import write_comparison
+    from ..reporting.tables import ScoresError
 
     try:
         click.echo(write_comparison(run_a, run_b, out, k=k, seed=seed))
@@ -147,7 +148,7 @@ def compare(run_a: Path, run_b: Path, k: int, seed: int, out: Path | None) -> No
 
 def _given_name(name: str | None) -> str | None:
     """A ``--model-name`` checked (naming.check_given_name), or None."""
-    from .naming import check_given_name
+    from ..naming import check_given_name
 
     try:
         return check_given_name(name) if name is not None else None
@@ -175,8 +176,8 @@ def push_results(results_dir: Path, repo_id: str, private: bool, revision: str, 
     require("push-results", STATS_NEEDS)
     from evalita_data.errors import EvalitaDataError
 
-    from .publishing.push_results import push_results as run_push
-    from .reporting.tables import ScoresError
+    from ..publishing.push_results import push_results as run_push
+    from ..reporting.tables import ScoresError
 
     try:
         run_push(results_dir, repo_id, private=private, revision=revision, message=message, dry_run=dry_run,
@@ -197,7 +198,7 @@ def export_lm_eval(out_dir: Path, org: str | None, data_dir: Path | None, offici
     """Write lm-evaluation-harness task YAMLs (a group per task, a task per task x prompt) and their utils.py.
 
     Run them with: lm_eval --include_path OUT_DIR --tasks evalita-llm (or evalita-llm_<task>)."""
-    from .publishing.export_lm_eval import export
+    from ..publishing.export_lm_eval import export
 
     if (org is None) == (data_dir is None):
         raise click.UsageError("give exactly one of --org ORG or --data-dir DIR")
@@ -219,7 +220,7 @@ def export_eee(run_dir: Path, out_dir: Path, organization: str, model_name: str 
     """Write RUN_DIR (results.json and samples/) in the Every Eval Ever schema: aggregate JSON and instance-level JSONL,
     validated against the schemas kept in the package, under OUT_DIR/data/evalita-llm/<developer>/<model>/."""
     require("export-eee", STATS_NEEDS)
-    from .publishing.export_eee import export_eee as run_export
+    from ..publishing.export_eee import export_eee as run_export
 
     try:
         written = run_export(run_dir, out_dir, organization, model_name=_given_name(model_name))
@@ -227,6 +228,3 @@ def export_eee(run_dir: Path, out_dir: Path, organization: str, model_name: str 
         click.echo(f"error: {err}", err=True)
         sys.exit(1)
     click.echo("written: " + ", ".join(str(p) for p in written))
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,7 @@
 """``evalita-eval run``: the run's typed ``RunSpec`` (eval/run_config.py) built from its options
-(eval/cli_run_options.py) and ``--config FILE``, and the run itself: the backend loaded, the folder
-locked, the plan announced and executed. Its inputs are checked by eval/cli_run_inputs.py before the
-model loads; eval/cli.py registers the command."""
+(eval/cli/run_options.py) and ``--config FILE``, and the run itself: the backend loaded, the folder
+locked, the plan announced and executed. Its inputs are checked by eval/cli/run_inputs.py before the
+model loads; eval/cli/__init__.py registers the command."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from typing import Iterator
 
 import click
 
-from evalita_data.cli_errors import one_line
+from evalita_data.cli.errors import one_line
 
-from .cli_run_inputs import check_data, check_data_dir, entries_and_prompts, open_data
-from .cli_run_options import run_options
-from .cli_support import RUN_NEEDS, check_model_name, default_device, require
-from .naming import NAME_FIELD, display_name
+from .run_inputs import check_data, check_data_dir, entries_and_prompts, open_data
+from .run_options import run_options
+from .support import RUN_NEEDS, check_model_name, default_device, require
+from ..naming import NAME_FIELD, display_name
 
 
 # The line naming the run's folder (a sweep reads the folder of a run it started from it).
@@ -30,7 +30,7 @@ def folder_lock(out: Path) -> Iterator[None]:
     a `run`) never compute one folder at once; the second stops with one line and exit code 75."""
     from filelock import FileLock, Timeout
 
-    from .running.identity import LOCKED, RUN_LOCK
+    from ..running.identity import LOCKED, RUN_LOCK
 
     out.mkdir(parents=True, exist_ok=True)
     lock = FileLock(out / RUN_LOCK, blocking=False)
@@ -48,10 +48,10 @@ def folder_lock(out: Path) -> Iterator[None]:
 def execute(backend_name: str, options, source, config, entries: list, output_dir: str | None, given_name: str | None = None):
     """Load the backend, name the output folder by the run's identity (unless --output-dir), announce
     the plan and run it; (the RunResult, the Runner). Ctrl-C: what was kept, exit 130."""
-    from .replicas import create_backend  # the backend, or its replicas on Ray (data_parallel_size)
-    from .running.estimate import announce
-    from .running.identity import default_output_dir, identity_of
-    from .running.runner import ModelInfo, Runner
+    from ..replicas import create_backend  # the backend, or its replicas on Ray (data_parallel_size)
+    from ..running.estimate import announce
+    from ..running.identity import default_output_dir, identity_of
+    from ..running.runner import ModelInfo, Runner
 
     runner = None
     try:
@@ -84,7 +84,7 @@ def spec_of(ctx: click.Context, given: dict):
     on the command line; a note per engine-flag alias; one line naming the file and the key otherwise."""
     from click.core import ParameterSource
 
-    from .run_config import RunSpecError, build_spec, cli_values, read_config_file
+    from ..run_config import RunSpecError, build_spec, cli_values, read_config_file
 
     config = given.pop("config")
     explicit = {p for p in given if ctx.get_parameter_source(p) not in (ParameterSource.DEFAULT, None)}
@@ -125,9 +125,9 @@ def run(ctx: click.Context, **given) -> None:
 
 def run_spec(spec) -> None:
     """``run`` of a checked ``RunSpec``: its inputs checked before the model loads, the run, its tables."""
-    from .run_config import backend_options, runner_config
-    from .running.console import run_counts, summary_table, task_summary_table
-    from .running.selection import nothing_evaluated
+    from ..run_config import backend_options, runner_config
+    from ..running.console import run_counts, summary_table, task_summary_table
+    from ..running.selection import nothing_evaluated
 
     if (spec.data is None) == (spec.hub_org is None):
         raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")

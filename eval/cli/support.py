@@ -1,4 +1,4 @@
-"""What every ``evalita-eval`` command shares (eval/cli.py is the command table): the install hint
+"""What every ``evalita-eval`` command shares (eval/cli/__init__.py is the command table): the install hint
 of a missing evaluator extra, the --model check and the default --device."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def require(command: str, modules: tuple[str, ...]) -> None:
 
 def check_model_name(model: str, backend_args: tuple[str, ...] = ()) -> None:
     """--model checked before anything heavy (model_path.py): one line saying what to pass."""
-    from .model_path import ModelPathError, check_model_path
+    from ..model_path import ModelPathError, check_model_path
 
     try:
         check_model_path(model, backend_args)
@@ -44,7 +44,7 @@ def default_device() -> str:
 
 def backend_names() -> list[str]:
     """The registered backends (--backend's choices), or the install hint when the evaluator extra is missing."""
-    from .backends import backend_names as registered
+    from ..backends import backend_names as registered
 
     try:
         return registered()

@@ -1,4 +1,4 @@
-"""The options of ``evalita-eval run`` (its command is eval/cli_run.py), declared once, in --help order,
+"""The options of ``evalita-eval run`` (its command is eval/cli/run.py), declared once, in --help order,
 and the parsing of those whose values are checked as they are read (--batch-size, --max-memory).
 The hidden ones are aliases of --backend-arg NAME=VALUE, documented in docs/evaluator.md."""
 
@@ -10,7 +10,7 @@ import click
 
 from evalita_data.cli import RegistryChoice
 
-from .cli_support import backend_names
+from .support import backend_names
 
 
 def parse_batch_size(value: str) -> int | None:
@@ -23,7 +23,7 @@ def parse_batch_size(value: str) -> int | None:
 
 
 def parse_max_memory(value: str | None) -> int | None:
-    from .backend_support.memory import parse_memory
+    from ..backend_support.memory import parse_memory
 
     try:
         return None if value is None else parse_memory(value)
@@ -111,7 +111,7 @@ RUN_OPTIONS = [
 
 
 def parse_think_markers(value: str | None) -> tuple[str, str]:
-    from .settings.thinking import DEFAULT_MARKERS, parse_markers
+    from ..settings.thinking import DEFAULT_MARKERS, parse_markers
 
     try:
         return DEFAULT_MARKERS if value is None else parse_markers(value)

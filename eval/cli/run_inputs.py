@@ -1,4 +1,4 @@
-"""The inputs of ``evalita-eval run`` (eval/cli_run.py), checked before the model loads: --tasks and
+"""The inputs of ``evalita-eval run`` (eval/cli/run.py), checked before the model loads: --tasks and
 --prompts against the registry, --data / --hub-org, and the data the run would evaluate. Each bad
 input is one line naming the option (or the file and record)."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from evalita_data.cli_errors import one_line
+from evalita_data.cli.errors import one_line
 
 
 def entries_and_prompts(tasks: str | None, prompts: str | None, setting: str) -> tuple[list, list[str] | None]:
@@ -16,8 +16,8 @@ def entries_and_prompts(tasks: str | None, prompts: str | None, setting: str) ->
     the prompts known are those each task kind declares under --setting (running/task_kinds.py)."""
     from evalita_data.prompts import PromptError
 
-    from .running.task_kinds import task_kind
-    from .sources.entries import select_entries
+    from ..running.task_kinds import task_kind
+    from ..sources.entries import select_entries
 
     split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
     try:
@@ -41,8 +41,8 @@ def entries_and_prompts(tasks: str | None, prompts: str | None, setting: str) ->
 def check_data_dir(data_dir: str | None) -> None:
     """--data named a local folder that is no build (the raw originals, a typo): refused in a second,
     before torch, datasets and the model load (issue 40: `--data raw` took 45-55 s to fail)."""
-    from .sources.folder import check_data_folder
-    from .sources.official import is_official
+    from ..sources.folder import check_data_folder
+    from ..sources.official import is_official
 
     if data_dir is None or is_official(data_dir):
         return
@@ -56,8 +56,8 @@ def check_data_dir(data_dir: str | None) -> None:
 
 def open_data(data_dir: str | None, hub_org: str | None):
     """The data source of --data / --hub-org, or a one-line error."""
-    from .sources import open_source
-    from .sources.official import is_official
+    from ..sources import open_source
+    from ..sources.official import is_official
 
     check_data_dir(data_dir)
     try:
@@ -73,10 +73,10 @@ def open_data(data_dir: str | None, hub_org: str | None):
 def check_data(entries: list, source, config, named_tasks: bool) -> None:
     """Before the model loads: the entries the run evaluates (running/selection.py, the decisions the
     runner and the plan read), every evaluation split read and verified, and nothing to evaluate refused."""
-    from .settings.constrained import refuse_unformatted
-    from .running.selection import nothing_evaluated
-    from .running.selection import select
-    from .running.task_kinds import task_kind
+    from ..settings.constrained import refuse_unformatted
+    from ..running.selection import nothing_evaluated
+    from ..running.selection import select
+    from ..running.task_kinds import task_kind
 
     try:
         if config.constrained and named_tasks:  # named tasks: refused before the model loads (a run over all warns)

@@ -1,0 +1,5 @@
+"""``python -m evalita_data.cli``: the ``evalita-data`` command."""
+
+from . import main
+
+main()
