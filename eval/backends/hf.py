@@ -25,6 +25,7 @@ from ..backend_support.memory import CPU_PASS_TOKENS, forward_bytes, kv_bytes_pe
 from ..backend_support.tokenization import default_add_special_tokens, encode_pair, encode_request, render_chat  # noqa: F401  (encode_pair: re-exported)
 from ..backend_support.logits import logits_at, plain_head
 from ..backend_support.gguf import gguf_file_option
+from ..backend_support.phase_clock import GenerationPhases, PhaseClock
 from . import register_backend
 from .hf_batches import longest_first, scoring_groups, token_budget_batches
 from .hf_loading import LoadedModel, load_hf, resolve_max_length  # noqa: F401  (the loader of every HF-based backend, re-exported)
@@ -163,6 +164,7 @@ class HFBackend(OnHFModel, Backend):
         if self.device.type == "cpu":
             return_freed_memory()
         self._grammars: Any = None  # constrained.GrammarCache, built on the first constrained request
+        self.generation_phases = GenerationPhases()  # prompt passes and decode steps timed apart (running/estimate.py)
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> "HFBackend":
@@ -253,6 +255,7 @@ class HFBackend(OnHFModel, Backend):
                         tokenizer=self.tokenizer,
                         pad_token_id=self.tokenizer.pad_token_id,
                         use_cache=True,
+                        streamer=PhaseClock(self.generation_phases, len(batch), ids.numel()),  # reads the clock only
                     )
                 for row, i in enumerate(batch):
                     text = self.tokenizer.decode(gen[row, ids.shape[1] :].tolist(), skip_special_tokens=True)

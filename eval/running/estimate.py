@@ -7,14 +7,20 @@ new tokens of one request (greedy decoding stops earlier at a stop string). ``Ti
 took (the backend is never wrapped), measures how fast the first ones go and prints the time the
 rest of the plan should take, once per request kind and then every ``every_s`` seconds.
 
-Log-likelihoods: seconds per read token. Generations run batched: the first generation of a batch
-arrives after the whole batch's time and its neighbours a moment later, so seconds per generation
-measured at the first result said "2.8 h" of a 35-minute run (issue 40). They are measured in
-budget tokens (a request's prompt tokens plus its max new tokens: what its batch is sized by) per
-second over the batches that finished (results arriving within ``BATCH_GAP_S`` of each other are
-one batch, closed when the next one starts), and the budget tokens of what is left divided by
-that rate is the time left; the line shows that basis. Requests the resume cache already holds (a
-rerun) are counted apart and left out of the time.
+Log-likelihoods: seconds per read token. Generations run batched, and a batch's time is its
+prompt pass plus one step per new token; a step writes one token per row for nearly the price
+of a whole forward, so neither seconds per generation (the first result of a batch carries the
+whole batch's time: it said "2.8 h" of a 35-minute run, issue 40) nor budget tokens per second
+(the first, 16-token batches of a CE run said 59 s for 140 s of 256-token NER after them) carry
+over from one task to the next. A backend that times the two phases of its batches
+(``generation_phases``: ``hf``, backend_support/phase_clock.py) is priced apart: the prompt
+tokens left at the measured prompt tokens per second, plus the decode steps left (each request's
+new-token budget over the measured rows per batch; greedy decoding may stop earlier) at the
+measured seconds per step. Other backends (a server, replicas) are measured in budget tokens (a
+request's prompt tokens plus its max new tokens) per second over the batches that finished
+(results arriving within ``BATCH_GAP_S`` of each other are one batch, closed when the next one
+starts). The line shows its basis. Requests the resume cache already holds (a rerun) are counted
+apart and left out of the time.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..api import GenRequest, LLRequest
+from ..backend_support.phase_clock import GenerationPhases
 
 LL = "loglikelihood"
 GEN = "generate_until"
@@ -108,12 +115,16 @@ class TimeEstimate:
     measured, then every ``every_s`` seconds (a progress line for logs when stderr is no terminal)."""
 
     def __init__(self, plans: Sequence[TaskPlan], echo: Callable[[str], None], every_s: float = 300.0,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter, phases: GenerationPhases | None = None) -> None:
         # What is left to compute: requests read back from the resume cache never reach the backend.
         self.total_tokens = sum(p.left_tokens for p in plans if p.kind == LL)
         self.total_generations = sum(p.requests - p.cached for p in plans if p.kind == GEN)
         gen = [p for p in plans if p.kind == GEN]
         self.total_budget = sum(p.left_tokens + (p.requests - p.cached) * p.max_new_tokens for p in gen)
+        # Priced apart where the backend times them: prompt tokens and new-token budgets of the generations left.
+        self.phases = phases
+        self.gen_prompt_left = sum(p.left_tokens for p in gen)
+        self.gen_new_left = sum((p.requests - p.cached) * p.max_new_tokens for p in gen)
         self.echo = echo
         self.every_s = every_s
         self.clock = clock
@@ -137,7 +148,11 @@ class TimeEstimate:
             self.done[LL] += round(chars * self._tokens_per_char)
             self._maybe_print(LL)
             return
-        budget = sum(round(len(r.context) * self._gen_tokens_per_char) + r.max_new_tokens for r in requests)  # type: ignore[union-attr]
+        prompt = sum(round(len(r.context) * self._gen_tokens_per_char) for r in requests)  # type: ignore[union-attr]
+        new = sum(r.max_new_tokens for r in requests)  # type: ignore[union-attr]
+        budget = prompt + new
+        self.gen_prompt_left = max(0, self.gen_prompt_left - prompt)
+        self.gen_new_left = max(0, self.gen_new_left - new)
         self.generations += len(requests)
         if seconds >= BATCH_GAP_S and self._open[0]:
             self._close_batch()  # a new batch started: the one before it is finished
@@ -145,7 +160,7 @@ class TimeEstimate:
         self._open[1] += seconds
         if self.generations >= self.total_generations:
             self._close_batch()  # the last results: nothing else will close their batch
-        if self.batches:
+        if self.batches or self._phased:
             self._maybe_print(GEN)
 
     def _close_batch(self) -> None:
@@ -155,6 +170,18 @@ class TimeEstimate:
         self.batches += 1
         self._open = [0, 0.0]
 
+    @property
+    def _phased(self) -> bool:
+        """The backend timed prompt passes and decode steps apart (``generation_phases``)."""
+        return self.phases is not None and self.phases.measured
+
+    def _generations_left_s(self) -> float:
+        """The prompt tokens left at the measured prompt rate, plus the decode steps left at the measured step time."""
+        p = self.phases
+        assert p is not None
+        steps_left = self.gen_new_left / p.rows_per_batch
+        return self.gen_prompt_left * p.prompt_s / p.prompt_tokens + steps_left * p.step_s / p.steps
+
     def remaining_s(self) -> tuple[float, list[str]]:
         """Seconds the measured kinds' rest should take at the rates measured so far, and the kinds not measured yet."""
         left = self._left()
@@ -162,7 +189,9 @@ class TimeEstimate:
         for kind in (LL, GEN):
             if not left[kind]:
                 continue
-            if self.done[kind] and self.seconds[kind] > 0:
+            if kind == GEN and self._phased:
+                total += self._generations_left_s()
+            elif self.done[kind] and self.seconds[kind] > 0:
                 total += left[kind] * self.seconds[kind] / self.done[kind]
             else:
                 unmeasured.append(kind)
@@ -182,13 +211,22 @@ class TimeEstimate:
         rates = []
         if self.done[LL] and self.seconds[LL] > 0:
             rates.append(f"{self.done[LL] / self.seconds[LL]:,.0f} read tokens/s")
-        if self.done[GEN] and self.seconds[GEN] > 0:
+        if self._phased:
+            p = self.phases
+            assert p is not None
+            rates.append(f"{p.prompt_tokens / p.prompt_s:,.0f} prompt tokens/s and {p.step_s / p.steps:.2f} s per decode step "
+                         f"(~{p.rows_per_batch:.0f} rows) over {p.batches} finished generation batch{'es' if p.batches > 1 else ''}")
+        elif self.done[GEN] and self.seconds[GEN] > 0:
             rates.append(f"{self.done[GEN] / self.seconds[GEN]:,.0f} budget tokens/s over {self.batches} finished "
                          f"generation batch{'es' if self.batches > 1 else ''}")
         parts = [f"{', '.join(rates)} so far"] if rates else []
         if self.total_generations:
             left = max(0, self.total_generations - self.generations)
-            parts.append(f"{left:,} of {self.total_generations:,} generations left ({self._left()[GEN]:,} budget tokens)")
+            if self._phased:
+                parts.append(f"{left:,} of {self.total_generations:,} generations left ({self.gen_prompt_left:,} prompt tokens, "
+                             f"{self.gen_new_left:,} new tokens at most)")
+            else:
+                parts.append(f"{left:,} of {self.total_generations:,} generations left ({self._left()[GEN]:,} budget tokens)")
         if unmeasured:
             parts.append(f"{' and '.join(unmeasured)} not measured yet")
         return f"estimate: {head} ({'; '.join(parts)})"
@@ -207,6 +245,6 @@ def announce(runner: Any, plan: Any, backend: Any, echo: Callable[[str], None], 
     report its finished requests to the estimator (returned)."""
     plans = plan.work(getattr(backend, "tokenizer", None))
     echo(plan_table(plans))
-    estimate = TimeEstimate(plans, echo, every_s=every_s)
+    estimate = TimeEstimate(plans, echo, every_s=every_s, phases=getattr(backend, "generation_phases", None))
     runner.timer = estimate.record
     return estimate

@@ -72,3 +72,19 @@ def test_generation_is_greedy_and_cut_at_stop(backend: HFBackend) -> None:
 def test_cut_at_stop() -> None:
     assert cut_at_stop("Roma$LOC\naltro</s>", ["</s>", "\n"]) == "Roma$LOC"
     assert cut_at_stop("niente", ["", "\n"]) == "niente"
+
+
+def test_generation_batches_are_timed_in_two_phases(backend: HFBackend) -> None:
+    """The hf backend's streamer counts every generate call: its rows, its prompt pass's (padded) tokens, and
+    the decode steps after the prompt pass's token (running/estimate.py prices the two apart)."""
+    from evalita_eval.backend_support.phase_clock import GenerationPhases
+
+    backend.generation_phases = GenerationPhases()
+    reqs = [GenRequest("Riassumi questo testo:", (), 5)] * 4 + [GenRequest("Ciao", (), 3)]  # no stop: every budget is used
+    backend.generate_until(reqs)
+    p = backend.generation_phases
+    widths = [len(backend.tokenizer.encode("Riassumi questo testo:")), len(backend.tokenizer.encode("Ciao"))]
+    assert (p.batches, p.rows) == (3, 5)  # batch size 3: the 5-token group in batches of 3 and 1, the 3-token group alone
+    assert p.prompt_tokens == 3 * widths[0] + widths[0] + widths[1]
+    assert p.steps == 4 + 4 + 2  # the tiny model writes no end-of-text within these budgets
+    assert p.measured and p.prompt_s > 0 and p.step_s > 0
