@@ -112,8 +112,8 @@ class Capabilities:
 class BackendOptions:
     """What a backend is built from: the options every backend shares, and ``engine``, the
     backend's own typed ``Options`` (``resolve_options`` fills it from ``extra`` before
-    ``from_options`` is called; a backend reads its engine settings there only). The CLI builds
-    it with ``backend_support.options.options_from_cli``, which folds the engine flags into ``extra``."""
+    ``from_options`` is called; a backend reads its engine settings there only). ``run`` builds
+    it from its ``RunSpec`` (eval/run_config.py ``backend_options``), whose engine flags are folded into ``extra``."""
 
     model: str
     revision: str | None = None

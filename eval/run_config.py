@@ -176,7 +176,8 @@ def spec_error(err: ValidationError, where: str | None, keys: list[str]) -> RunS
     if error["type"] == "extra_forbidden":
         close = difflib.get_close_matches(key, keys, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
-        return RunSpecError(f"{where}: unknown key {key!r}{hint}; the keys are those of `evalita-eval run --help`, underscores for dashes")
+        return RunSpecError(f"{where + ': ' if where else ''}unknown key {key!r}{hint}; the keys are those of `evalita-eval run --help`, "
+                            "underscores for dashes")
     got = "" if error["type"] == "missing" else f", got {error.get('input')!r}"
     return RunSpecError(f"{_at(where, key)}: {_expected(error)}{got}")
 

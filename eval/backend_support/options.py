@@ -5,9 +5,9 @@ by ``evalita-eval backends``.
 ``resolve_options`` is what ``create_backend`` calls: it returns the ``BackendOptions`` the
 backend is built from (``engine``: the typed ``Options`` instance, which ``from_options``
 reads; ``extra`` set to the typed values) and the ``Options`` instance, or fails with one
-line naming the backend, the option and what was expected. ``options_from_cli`` is how the
-CLI builds the ``BackendOptions`` from its parsed arguments: the engine flags (``ENGINE_FLAGS``)
-are folded into ``extra``, so ``BackendOptions`` holds only what every backend reads.
+line naming the backend, the option and what was expected. The engine flags (``ENGINE_FLAGS``) are
+folded into ``extra`` by ``run_config.fold_aliases`` (``run``, ``run --config`` and sweep entries
+alike), so ``BackendOptions`` holds only what every backend reads.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import json
 import types
 import typing
 from dataclasses import MISSING, Field, asdict, dataclass, fields, replace
-from typing import Any, Sequence
+from typing import Any
 
 from ..api import Backend, BackendOptions
 
@@ -150,33 +150,6 @@ def engine_fields(backend: Backend) -> dict[str, Any] | None:
     """The typed ``Options`` of a built backend as a dict; None for a backend without them."""
     engine = backend.engine_options
     return None if engine is None else asdict(engine)
-
-
-def options_from_cli(backend_args: Sequence[str], **given: Any) -> BackendOptions:
-    """The ``BackendOptions`` of ``evalita-eval run``: ``given`` are its parsed options (the
-    ``BackendOptions`` fields and the engine flags of ``ENGINE_FLAGS``), ``backend_args`` its
-    ``--backend-arg KEY=VALUE`` strings (a string without ``=`` is a ValueError). An engine flag
-    off its default joins ``extra``; given also as a ``--backend-arg`` with another value, it is an error."""
-    bad = [a for a in backend_args if "=" not in a]
-    if bad:
-        raise BackendOptionError(f"expected KEY=VALUE, got {bad[0]!r}")
-    extra: dict[str, Any] = dict(a.split("=", 1) for a in backend_args)
-    for name, (flag, default) in ENGINE_FLAGS.items():
-        value = given.pop(name, default)
-        if value == default:
-            continue
-        if name in extra and _same_value(extra[name], value) is False:
-            raise BackendOptionError(f"--backend-arg {name}={extra[name]} and {flag} {value} disagree; give one")
-        extra.setdefault(name, value)
-    return BackendOptions(**given, extra=extra)
-
-
-def _same_value(text: Any, value: Any) -> bool | None:
-    """Whether a --backend-arg string means ``value`` (None: not of its type; the backend's Options say why)."""
-    try:
-        return _convert(text, type(value), "") == value
-    except BackendOptionError:
-        return None
 
 
 def options_table(backend: type[Backend]) -> str:

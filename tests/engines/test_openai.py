@@ -16,13 +16,13 @@ import pytest
 from .engine_helpers import API_KEY, assert_same_run, ll_close, requires_vllm, run_in_process
 from evalita_eval.api import BackendOptions, BackendUnsupported, GenRequest, LLRequest
 from evalita_eval.backends import create_backend
-from evalita_eval.backend_support.options import options_from_cli
+from run_options import options_as_run_builds
 
 KEY_ENV = "EVALITA_TEST_OPENAI_KEY"
 
 
 def _backend(name: str, model: Path, url: str, **options):
-    return create_backend(name, options_from_cli([], model=str(model), base_url=url, api_key_env=KEY_ENV, **options))  # as `run` builds them
+    return create_backend(name, options_as_run_builds(name, model=str(model), base_url=url, api_key_env=KEY_ENV, **options))  # as `run` builds them
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .engine_helpers import API_KEY, assert_same_run, requires_vllm, run_in_process
 from evalita_eval.backends import create_backend
-from evalita_eval.backend_support.options import options_from_cli
+from run_options import options_as_run_builds
 
 pytestmark = requires_vllm
 # MC tasks and a generative one, every prompt.
@@ -68,7 +68,7 @@ class GaugeWatcher:
 
 def _run(model: Path, url: str, out: Path, concurrency: int) -> tuple[dict, GaugeWatcher]:
     # One prompt per HTTP request: the requests in flight on the server are the client's concurrency.
-    options = options_from_cli([], model=str(model), base_url=url, api_key_env="EVALITA_TEST_OPENAI_KEY", concurrency=concurrency, batch_size=1)
+    options = options_as_run_builds("openai-completions", model=str(model), base_url=url, api_key_env="EVALITA_TEST_OPENAI_KEY", concurrency=concurrency, batch_size=1)
     backend = create_backend("openai-completions", options)  # as `run` builds it
     try:
         with GaugeWatcher(url) as watcher:

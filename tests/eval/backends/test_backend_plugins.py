@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 
 from evalita_eval.api import Backend, BackendOptions
-from evalita_eval.backend_support.options import ENGINE_FLAGS, BackendOptionError, describe_options, options_from_cli, resolve_options
+from evalita_eval.backend_support.options import ENGINE_FLAGS, BackendOptionError, describe_options, resolve_options
 from evalita_eval.backends import ENTRY_POINT_GROUP, get_backend_class
+from evalita_eval.run_config import RunSpecError
 
 from paths import TEST_DATA
+from run_options import options_as_run_builds
 
 DATA = TEST_DATA / "build"
 
@@ -123,16 +125,16 @@ def test_values_are_converted_to_the_declared_types() -> None:
 
 
 def test_engine_flags_are_aliases_of_backend_args() -> None:
-    vllm, hf, server = get_backend_class("vllm"), get_backend_class("hf"), get_backend_class("openai-chat")
-    flagged = options_from_cli([], model="m", tensor_parallel_size=2)  # --tensor-parallel-size 2
+    vllm, server = get_backend_class("vllm"), get_backend_class("openai-chat")
+    flagged = options_as_run_builds("vllm", model="m", tensor_parallel_size=2)  # --tensor-parallel-size 2
     assert flagged.extra == {"tensor_parallel_size": 2} and resolve_options(vllm, flagged)[1].tensor_parallel_size == 2
     assert resolve_options(vllm, BackendOptions("m", extra={"tensor_parallel_size": "2"}))[0].engine.tensor_parallel_size == 2
-    assert options_from_cli([], model="m", concurrency=4).extra == {}  # a flag at its default is not given
-    assert resolve_options(server, options_from_cli(["concurrency=2"], model="m", concurrency=2))[1].concurrency == 2
-    with pytest.raises(BackendOptionError, match="--backend-arg concurrency=3 and --concurrency 2 disagree"):
-        options_from_cli(["concurrency=3"], model="m", concurrency=2)
-    with pytest.raises(BackendOptionError, match=re.escape("--backend-arg base_url (--base-url): backend 'hf' has no such option")):
-        resolve_options(hf, options_from_cli([], model="m", base_url="http://h/v1"))
+    both = options_as_run_builds("openai-chat", model="m", backend_args={"concurrency": "2"}, concurrency=2)
+    assert resolve_options(server, both)[1].concurrency == 2  # the flag and an equal --backend-arg: one setting
+    with pytest.raises(RunSpecError, match=re.escape("--concurrency: 2 disagrees with backend_args concurrency: '3'; give one")):
+        options_as_run_builds("openai-chat", model="m", backend_args={"concurrency": "3"}, concurrency=2)
+    with pytest.raises(RunSpecError, match=re.escape("--backend-arg base_url (--base-url): backend 'hf' has no such option")):
+        options_as_run_builds("hf", model="m", base_url="http://h/v1")
     # Each flag is declared by the backends taking it and in ENGINE_FLAGS (what `run` folds into extra), alike.
     declared = {o.name: (o.flag, o.default) for name in ("vllm", "openai-completions") for o in describe_options(get_backend_class(name)) if o.flag}
     assert declared == ENGINE_FLAGS

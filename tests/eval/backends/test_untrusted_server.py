@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from evalita_eval.api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, check_ll_result
 from evalita_eval.backends import create_backend
 from evalita_eval.backends import openai as oai
-from evalita_eval.backend_support.options import options_from_cli
+from run_options import options_as_run_builds
 from paths import TEST_DATA
 from fake_openai_server import FakeServer
 
@@ -46,7 +46,7 @@ def key_in_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def make_backend(kind: str, model: Path, url: str, **options: Any) -> Any:
     options = {"max_retries": 0, "concurrency": 1, "batch_size": 3, **options}
-    backend = create_backend(kind, options_from_cli([], model=str(model), base_url=url, api_key_env=KEY_ENV, **options))  # as `run` builds them
+    backend = create_backend(kind, options_as_run_builds(kind, model=str(model), base_url=url, api_key_env=KEY_ENV, **options))  # as `run` builds them
     backend.client.sleep = lambda s: None  # retries are counted, not slept
     return backend
 
@@ -190,7 +190,7 @@ def test_the_runner_caches_and_scores_no_non_finite_log_prob(tmp_path: Path) -> 
 def test_timeout_is_a_deadline_per_request_not_per_read(tiny_model: Path, server: FakeServer, key_in_env, fault: str) -> None:
     """One byte a second never trips a per-read timeout of 1.5 s; the request's deadline does."""
     server.lie(fault)
-    backend = make_backend("openai-completions", tiny_model, server.url, timeout_s=1.5, batch_size=1)
+    backend = make_backend("openai-completions", tiny_model, server.url, timeout=1.5, batch_size=1)
     fails_with(lambda: backend.generate_until([GenRequest("ciao", (), 2)]),
                f"server {server.url}/completions failed 1 time; last error: TimeoutError: no complete answer within --timeout 1.5 s",
                "[generation batch 1/1, 1 prompts]")

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from evalita_eval.api import BackendOptions, LLRequest
 from evalita_eval.cli import main
-from evalita_eval.backend_support.options import options_from_cli
+from run_options import options_as_run_builds
 from evalita_eval.replicas import create_backend, replica_settings
 from evalita_eval.replicas.plan import assign, merge_shared_contexts
 
@@ -115,7 +115,7 @@ def test_killed_replica_is_restarted_and_the_run_is_the_same(local_ray, tiny_mod
 def test_replica_settings_and_errors() -> None:
     size, address, one = replica_settings(BackendOptions(model="m", extra={"data_parallel_size": "3", "ray_address": "10.0.0.1:6379", "gguf_file": "x"}))
     assert (size, address, one.extra) == (3, "10.0.0.1:6379", {"gguf_file": "x"})
-    assert replica_settings(options_from_cli([], model="m", data_parallel_size=2))[0] == 2  # --data-parallel-size 2
+    assert replica_settings(options_as_run_builds("hf", model="m", data_parallel_size=2))[0] == 2  # --data-parallel-size 2
     with pytest.raises(ValueError, match="data_parallel_size='two': expected a whole number >= 1"):
         replica_settings(BackendOptions(model="m", extra={"data_parallel_size": "two"}))
 
@@ -124,7 +124,7 @@ def test_a_replica_takes_the_gpus_of_its_tensor_parallel_size() -> None:
     from evalita_eval.replicas.backend import replica_resources
 
     assert replica_resources("vllm", BackendOptions("m", device="cuda", extra={"tensor_parallel_size": "2"})) == {"num_cpus": 1, "num_gpus": 2}
-    assert replica_resources("vllm", options_from_cli([], model="m", device="cuda", tensor_parallel_size=4)) == {"num_cpus": 1, "num_gpus": 4}
+    assert replica_resources("vllm", options_as_run_builds("vllm", model="m", device="cuda", tensor_parallel_size=4)) == {"num_cpus": 1, "num_gpus": 4}
     assert replica_resources("vllm", BackendOptions("m", device="cuda")) == {"num_cpus": 1, "num_gpus": 1}
     assert replica_resources("hf", BackendOptions("m", device="cuda")) == {"num_cpus": 1, "num_gpus": 1}
     assert replica_resources("hf", BackendOptions("m", threads=3)) == {"num_cpus": 3, "num_gpus": 0}
