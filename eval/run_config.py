@@ -265,7 +265,10 @@ def runner_config(spec: RunSpec, device: str, progress: bool) -> Any:
                      apply_chat_template=spec.apply_chat_template, seed=spec.seed, device=device, prompts=spec.prompts,
                      max_new_tokens=spec.max_new_tokens, skip_missing=spec.tasks is None, setting=spec.setting, constrained=spec.constrained,
                      system_instruction=spec.system_instruction, fewshot_as_multiturn=spec.fewshot_as_multiturn, split=spec.split,
-                     overwrite=spec.overwrite)
+                     overwrite=spec.overwrite,
+                     # They change numbers: in the identity a sweep compares (sweep_runs.py) as in the run's.
+                     thinking=spec.thinking == "on", think_markers=tuple(spec.think_markers), max_thinking_tokens=spec.max_thinking_tokens,
+                     bertscore_model=spec.bertscore_model)
 
 
 def backend_options(spec: RunSpec, device: str) -> Any:

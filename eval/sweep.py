@@ -16,7 +16,6 @@ never compute one run at once. What the runs reserve is compared with what there
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -25,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from .record import RecordError, read_run
 from .sweep_runs import SweepRun, complete_folder, load_sweep
 
 __all__ = ["load_sweep", "report_sweep", "run_one"]
@@ -59,12 +59,12 @@ class CacheLines:
 def standing(folder: Path, cache: CacheLines) -> tuple[int, str]:
     """Where a running run stands, from its folder: (tasks finished, 'running: 1 of 2 tasks finished
     (te), 34 requests saved'). Unreadable or partial files read as nothing finished yet."""
-    try:
-        doc = json.loads((folder / "results.json").read_text("utf-8"))
-        finished = [t for t in doc.get("results") or {}]
-        planned = len(doc.get("tasks", {}).get("planned") or [])
-    except (OSError, ValueError, AttributeError):
-        finished, planned = [], 0
+    try:  # results.json only: the samples of the task running are being written
+        record = read_run(folder, partial=True, samples=False) if (folder / "results.json").is_file() else None
+    except RecordError:
+        record = None
+    finished = list(record.results) if record is not None else []
+    planned = len(record.planned or []) if record is not None else 0
     names = f" ({', '.join(finished)})" if finished else ""
     tasks = f"{len(finished)} of {planned} tasks finished{names}, " if planned else ""
     return len(finished), f"running: {tasks}{cache.count()} requests saved"

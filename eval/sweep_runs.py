@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .record import RecordError, RunRecord, read_run
 from .run_config import RunSpec, RunSpecError, build_spec, runner_config
 
 # Keys of a sweep run that are not `run` options.
@@ -116,7 +117,12 @@ def entry_identity(spec: RunSpec) -> dict[str, Any]:
     from .running.identity import run_identity
 
     identity = run_identity({}, runner_config(spec, "cpu", False), None)
-    return {k: v for k, v in identity.items() if k not in ("model", "chat_template")}
+    return {k: v for k, v in identity.items() if k not in _NOT_ENTRY_KEYS}
+
+
+# What a run's identity holds that its entry's keys do not give: the model's record (compared on its own) and the
+# chat template (read from the tokenizer when the run starts).
+_NOT_ENTRY_KEYS = ("model", "chat_template")
 
 
 def typed_backend_args(spec: RunSpec) -> dict[str, Any]:
@@ -130,20 +136,24 @@ def typed_backend_args(spec: RunSpec) -> dict[str, Any]:
     return resolve_options(get_backend_class(spec.backend), BackendOptions(model=spec.model, extra=extra))[0].extra
 
 
-def identity_difference(doc: Any, spec: RunSpec) -> str | None:
-    """Why the results.json ``doc`` is not a complete run of ``spec`` (None: it is). The identity it
-    records is compared with the one ``spec`` gives, and its run id recomputed; its status alone is never believed."""
+def identity_difference(record: RunRecord, spec: RunSpec) -> str | None:
+    """Why the checked run ``record`` (record/read.py) is not a complete run of ``spec`` (None: it is). Every input
+    its identity records beyond the model (on both sides: a thinking or BERTScore entry only one side has differs)
+    is compared with the one ``spec`` gives, and its run id recomputed; its status alone is never believed."""
     from .running.identity import first_difference, run_id
 
-    if not isinstance(doc, dict) or doc.get("status") != "complete":
+    if record.partial:
         return "not complete"
-    identity = doc.get("run_identity")
-    if not isinstance(identity, dict) or not isinstance(identity.get("model"), dict) or doc.get("run_id") != run_id(identity):
+    identity = record.identity
+    if identity is None or record.run_id != run_id(identity):
         return "no run identity matching its run id"
-    difference = first_difference({k: identity.get(k) for k in entry_identity(spec)}, entry_identity(spec))
+    model = identity["model"] if "model" in identity else None
+    if not isinstance(model, dict):
+        return "no model in its run identity"
+    recorded = {k: v for k, v in identity.items() if k not in _NOT_ENTRY_KEYS}
+    difference = first_difference(recorded, entry_identity(spec))
     if difference:
         return difference
-    model = identity["model"]
     wanted = {"name_or_path": spec.model, "revision": spec.revision, "backend": spec.backend, **typed_backend_args(spec)}
     if spec.dtype != "auto":
         wanted["dtype"] = spec.dtype
@@ -154,7 +164,7 @@ def identity_difference(doc: Any, spec: RunSpec) -> str | None:
         from .sources.entries import select_entries
 
         try:
-            missing = [e.name for e in select_entries(spec.tasks) if e.name not in (doc.get("results") or {})]
+            missing = [e.name for e in select_entries(spec.tasks) if e.name not in record.results]
         except KeyError:  # a task no one registered: `run` says so when the run is started
             return "unknown tasks"
         if missing:
@@ -176,11 +186,13 @@ def candidate_folders(run: SweepRun) -> list[Path]:
 def complete_folder(run: SweepRun) -> Path | None:
     """The folder holding a complete run of ``run`` (its recorded identity equal to the run's), or None."""
     for folder in candidate_folders(run):
-        try:
-            doc = json.loads((folder / "results.json").read_text("utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+        if not (folder / "results.json").is_file():
             continue
-        named = run.output_dir is not None or folder.name.endswith(f"-{doc.get('run_id') if isinstance(doc, dict) else ''}")
-        if named and identity_difference(doc, run.spec) is None:
+        try:
+            record = read_run(folder, partial=True)  # checked, samples too: a damaged run is computed again
+        except RecordError:
+            continue
+        named = run.output_dir is not None or folder.name.endswith(f"-{record.run_id}")
+        if named and identity_difference(record, run.spec) is None:
             return folder
     return None

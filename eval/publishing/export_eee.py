@@ -19,6 +19,7 @@ import uuid
 from functools import lru_cache
 from pathlib import Path
 
+from ..record.model import SampleLine
 from ..reporting.runs import RunResults, load_results, parse_results
 from ..reporting.task_report import build_task_report, task_order
 from ..naming import display_name, is_local_model
@@ -85,15 +86,14 @@ def _generation_config(run: RunResults, task: str) -> dict:
     schema wants every detail a string). A run recorded before ``asked`` gives the shots and setting only."""
     details = {"num_fewshot": str(run.config.num_fewshot or 0), "setting": run.config.setting or "loglikelihood",
                "apply_chat_template": str(bool(run.config.apply_chat_template)).lower()}
-    asked = (run.raw.get("asked") or {}).get(task)
-    if not isinstance(asked, dict):
+    asked = run.asked.get(task)
+    if asked is None:
         return {"additional_details": details}
-    budget, until = asked.get("max_new_tokens"), asked.get("until")
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
-        return {"additional_details": {**details, "request": str(asked.get("request"))}}
-    return {"generation_args": {"temperature": 0.0, "max_tokens": budget},
-            "additional_details": {**details, "request": str(asked.get("request")), "do_sample": "false",
-                                   "until": json.dumps(until if isinstance(until, list) else [], ensure_ascii=False)}}
+    if asked.max_new_tokens is None:  # scored choices: no generation budget
+        return {"additional_details": {**details, "request": asked.request}}
+    return {"generation_args": {"temperature": 0.0, "max_tokens": asked.max_new_tokens},
+            "additional_details": {**details, "request": asked.request, "do_sample": "false",
+                                   "until": json.dumps(list(asked.until), ensure_ascii=False)}}
 
 
 def _score(value: float, n: object, **details: str) -> dict:
@@ -123,44 +123,45 @@ def _results(run: RunResults, timestamp: str) -> list[dict]:
     return rows
 
 
-def _instance(run: RunResults, ids: dict, task: str, prompt: str, metric: str, sample: dict) -> dict:
+def _instance(run: RunResults, ids: dict, task: str, prompt: str, metric: str, sample: SampleLine) -> dict:
     from ..metrics import metric_of
 
-    mc = "choices" in sample and isinstance(sample.get("prediction"), int)
-    score = item_score(metric_of(task, metric), sample)  # as our exported lm-eval tasks log it: EEE's converter agrees
+    mc = sample.multiple_choice
+    score = item_score(metric_of(task, metric), sample.line)  # as our exported lm-eval tasks log it: EEE's converter agrees
     correct = score == 1.0
     if mc:
-        shown = sample["choices"][sample["prediction"]] if 0 <= sample["prediction"] < len(sample["choices"]) else "?"
+        shown = sample.choices[sample.prediction] if 0 <= sample.prediction < len(sample.choices) else "?"
     else:
-        shown = str(sample.get("prediction"))
-    raw = sample.get("generation") if isinstance(sample.get("generation"), str) else shown
-    gold = sample.get("reference", sample.get("gold"))
-    if mc and isinstance(gold, int) and 0 <= gold < len(sample["choices"]):
-        gold = sample["choices"][gold]  # the gold answer's text, as the choices
-    prompt_text = str(sample.get("prompt") or "")
+        shown = str(sample.prediction)
+    raw = sample.generation if isinstance(sample.generation, str) else shown
+    gold = sample.target
+    if mc and isinstance(gold, int) and 0 <= gold < len(sample.choices):
+        gold = sample.choices[gold]  # the gold answer's text, as the choices
+    prompt_text = sample.prompt or ""
     record = {"schema_version": SCHEMA_VERSION, **ids, "evaluation_name": f"{task} {prompt}",
-              "evaluation_result_id": f"{task}/{prompt}/{metric}", "sample_id": f"{task}/{sample.get('doc_id')}",
+              "evaluation_result_id": f"{task}/{prompt}/{metric}", "sample_id": f"{task}/{sample.doc_id}",
               # as EEE's lm-eval converter hashes (prompt, target): a multiple-choice target is the gold index
-              "sample_hash": sample_hash(prompt_text, sample.get("gold") if mc else sample.get("reference", sample.get("gold"))),
+              "sample_hash": sample_hash(prompt_text, sample.gold if mc else sample.target),
               "metadata": _instance_metadata(sample, prompt),
               "interaction_type": "single_turn",
               "input": {"raw": prompt_text, "reference": [json.dumps(gold, ensure_ascii=False) if not isinstance(gold, str) else gold]},
               "output": {"raw": [raw]},
               "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": shown,
-                                      "extraction_method": str(sample.get("parsed_by") or ("loglikelihood argmax" if mc else "generation")),
+                                      "extraction_method": sample.parsed_by or ("loglikelihood argmax" if mc else "generation"),
                                       "is_terminal": True}],
               "evaluation": {"score": score, "is_correct": bool(correct)}}
     if mc:
-        record["input"]["choices"] = [str(c) for c in sample["choices"]]
+        record["input"]["choices"] = [str(c) for c in sample.choices]
     return record
 
 
-def _instance_metadata(sample: dict, prompt: str) -> dict[str, str]:
+def _instance_metadata(sample: SampleLine, prompt: str) -> dict[str, str]:
     """The item's doc_id and prompt, and for a scored choice its per-choice log-likelihoods (JSON lists; values are strings)."""
-    meta = {"doc_id": str(sample.get("doc_id")), "prompt": prompt}
-    for key in ("loglikelihoods", "is_greedy"):
-        if isinstance(sample.get(key), list):
-            meta[key] = json.dumps(sample[key])
+    meta = {"doc_id": str(sample.doc_id), "prompt": prompt}
+    if sample.loglikelihoods is not None:
+        meta["loglikelihoods"] = json.dumps(sample.loglikelihoods)
+    if sample.is_greedy is not None:
+        meta["is_greedy"] = json.dumps(sample.is_greedy)
     return meta
 
 
@@ -171,9 +172,9 @@ def _instance_lines(run: RunResults, ids: dict) -> list[str]:
         metric = build_task_report(task, [run]).metric
         for prompt in sorted(run.results[task]):
             samples_path = run.samples_path(task, prompt)
-            for sample in run.samples_of(task, prompt) or []:  # read and checked with the run (record/read.py)
+            for sample in run.sample_lines(task, prompt) or []:  # read and checked with the run (record/read.py)
                 record = _instance(run, ids, task, prompt, metric, sample)
-                validate(record, "instance_level_eval.schema.json", f"{samples_path}: doc_id {sample.get('doc_id')!r}")
+                validate(record, "instance_level_eval.schema.json", f"{samples_path}: doc_id {sample.doc_id!r}")
                 lines.append(json.dumps(record, ensure_ascii=False, sort_keys=True))
     return lines
 
@@ -198,10 +199,10 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown", mode
     path = results_dir / "results.json" if results_dir.is_dir() else results_dir
     if not path.is_file():
         raise ValueError(f"{path}: no results.json; expected a folder of `evalita-eval run --output-dir`")
-    load_results(path, partial=True)  # its checks and messages
+    checked = load_results(path, partial=True)  # its checks and messages
     raw = path.read_bytes()
-    doc = named(json.loads(raw), model_name)
-    run = parse_results(path, public_results(doc, path.parent), partial=True)
+    named_run, doc = named(checked, json.loads(raw), model_name)
+    run = parse_results(path, public_results(named_run, doc, path.parent), partial=True)
     developer, model, model_id = _ids(run)
     run_id = _uuid(run, raw)
     stamp = str(int(path.stat().st_mtime))
@@ -227,7 +228,7 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown", mode
     validate(aggregate, "eval.schema.json", str(folder / f"{run_id}.json"))
     aggregate_bytes = (json.dumps(aggregate, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode("utf-8")
     check_publishable([(str(folder / f"{run_id}.json"), aggregate_bytes), (str(out / rel), samples_bytes)],
-                      local_replacements(doc, path.parent))
+                      local_replacements(named_run, path.parent))
     folder.mkdir(parents=True, exist_ok=True)
     written = [folder / f"{run_id}.json"]
     written[0].write_bytes(aggregate_bytes)

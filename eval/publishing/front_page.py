@@ -29,7 +29,7 @@ def run_row(folder: str, doc: dict | None) -> list[str]:
         return [link, "?", "?", "?", "?", f"not a results.json of evalita-eval ({str(err)[:80]})", "?"]
     config = run.config
     refusal = model_page_refusal(run)
-    return [link, model_label(run.raw["model"]), f"{setting_label(config)}, {config.num_fewshot or 0}-shot",
+    return [link, model_label(run.model), f"{setting_label(config)}, {config.num_fewshot or 0}-shot",
             config.split or "official", "all" if config.limit is None else str(config.limit),
             f"{run.status_text}, {len(run.results)} task(s)",
             "yes (.eval_results, model-index.yaml)" if refusal is None else f"no: {refusal}"]

@@ -16,9 +16,11 @@ import getpass
 import json
 import re
 from pathlib import Path
+from dataclasses import replace
 from typing import Any, Iterable
 
 from ..naming import NAME_FIELD, display_name, is_local, is_local_model
+from ..record.model import ModelRecord, RunRecord
 
 # Sources ``run --data`` names that are not folders (eval/sources: hf://ORG, hf:ORG).
 HUB_DATA_PREFIXES = ("hf://", "hf:")
@@ -32,21 +34,18 @@ def _local_name(path: str) -> str:
     return Path(path.rstrip("/\\")).name or "local"
 
 
-def local_replacements(doc: dict, results_dir: Path | None = None) -> dict[str, str]:
+def local_replacements(run: RunRecord, results_dir: Path | None = None) -> dict[str, str]:
     """{local path as written: public name}, longest first (a path inside another is replaced before it)."""
     found: dict[str, str] = {}
-    model = doc.get("model") if isinstance(doc.get("model"), dict) else {}
-    for key in ("tokenizer", "name_or_path"):  # the model's folder becomes the model's name (a tokenizer in it too)
-        value = model.get(key)
-        if isinstance(value, str) and value and is_local(value):
-            found[value] = display_name(model) if value == model.get("name_or_path") else _local_name(value)
-    options = model.get("options") if isinstance(model.get("options"), dict) else {}
-    for value in options.values():
+    model = run.model
+    for value in (model.tokenizer, model.name_or_path):  # the model's folder becomes the model's name (a tokenizer in it too)
+        if value and is_local(value):
+            found[value] = display_name(model) if value == model.name_or_path else _local_name(value)
+    for value in model.options.values():
         if isinstance(value, str) and value.startswith(("/", "~", "./", "../")):
             found[value] = _local_name(value)
-    data = doc.get("data") if isinstance(doc.get("data"), dict) else {}
-    source = data.get("source")
-    if isinstance(source, str) and source and not source.startswith(HUB_DATA_PREFIXES):
+    source = run.data.source
+    if source and not source.startswith(HUB_DATA_PREFIXES):
         found[source] = _local_name(source)
     if results_dir is not None:  # absolute only: a relative "." or "out" is no path of this machine
         form = str(results_dir.resolve())
@@ -76,28 +75,23 @@ def _scrub(value: Any, replacements: dict[str, str]) -> Any:
     return value
 
 
-def named(doc: dict, model_name: str | None) -> dict:
-    """``doc`` with ``model.name`` set to ``model_name`` (``--model-name`` of push-results, export-eee), or to the
-    name every output uses (naming.display_name) when none is given."""
-    model = doc.get("model") if isinstance(doc.get("model"), dict) else None
-    if model is None:
-        return doc
-    name = model_name if model_name is not None else display_name(model)
-    if NAME_FIELD not in model and name == model.get("name_or_path"):
-        return doc  # a Hub id named by itself: the run's results.json is published byte for byte
-    return {**doc, "model": {**model, NAME_FIELD: name}}
+def named(run: RunRecord, doc: dict, model_name: str | None) -> tuple[RunRecord, dict]:
+    """The checked ``run`` and its results.json ``doc`` as read, with the model named ``model_name`` (``--model-name``
+    of push-results, export-eee), or the name every output uses (naming.display_name) when none is given."""
+    name = model_name if model_name is not None else display_name(run.model)
+    if run.model.name is None and name == run.model.name_or_path:
+        return run, doc  # a Hub id named by itself: the run's results.json is published byte for byte
+    return replace(run, model=replace(run.model, name=name)), {**doc, "model": {**doc["model"], NAME_FIELD: name}}
 
 
-def public_results(doc: dict, results_dir: Path | None = None) -> dict:
-    """The results.json as published: model and data named publicly, no local path in any string
-    (``doc`` already :func:`named`: the model's folder is replaced by its name)."""
-    replacements = local_replacements(doc, results_dir)
+def public_results(run: RunRecord, doc: dict, results_dir: Path | None = None) -> dict:
+    """The results.json ``doc`` of ``run`` as published: model and data named publicly, no local path in any string
+    (both already :func:`named`: the model's folder is replaced by its name)."""
+    replacements = local_replacements(run, results_dir)
     out = _scrub(doc, replacements)
-    model = doc.get("model") if isinstance(doc.get("model"), dict) else {}
-    if isinstance(model.get("name_or_path"), str) and is_local_model(model):  # even where name and folder are alike
+    if is_local_model(run.model):  # even where name and folder are alike
         out["model"]["local_folder"] = True  # named by its folder; files_sha256 identifies the weights
-    data = doc.get("data") if isinstance(doc.get("data"), dict) else {}
-    if isinstance(data.get("source"), str) and data["source"] in replacements:
+    if run.data.source in replacements:
         out["data"]["local_folder"] = True
     return out
 
@@ -186,10 +180,10 @@ def check_publishable(files: Iterable[tuple[str, bytes]], replacements: dict[str
                                     "remove it from the run's results.json, then publish again")
 
 
-def model_label(model: dict) -> str:
+def model_label(model: ModelRecord) -> str:
     """The model as a card or table names it (naming.display_name): ``--model-name``'s name, ``org/name@rev``,
     or ``plain-3f2a9c1e (local folder)`` (a local folder's name and the first digits of its weights' sha256)."""
     name = display_name(model)
     if is_local_model(model):
         return f"{name} (local folder)"
-    return f"{name}@{model['revision']}" if model.get("revision") and name == model.get("name_or_path") else name
+    return f"{name}@{model.revision}" if model.revision and name == model.name_or_path else name

@@ -44,7 +44,7 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
     """The run's own card (``<folder>/README.md``): its settings and one row per task.
 
     ``run`` is the published form of the run (public.py: no local path); the repository's front page lists the other runs."""
-    run.display = model_label(run.raw["model"])
+    run.display = model_label(run.model)
     lines = [
         f"# Evalita-LLM results: {run.display}" + (f" ({NOT_COMPARABLE})" if run.not_comparable_reasons else ""),
         "",
@@ -101,12 +101,12 @@ def _public_run(results_dir: Path, model_name: str | None = None) -> tuple[RunRe
     path = results_dir / "results.json"
     if not path.is_file():
         raise PushError(f"{path}: no results.json; run `evalita-eval run --output-dir {results_dir}` first")
-    load_results(path, partial=True)  # every check of the run record (record/read.py), with its messages
+    checked = load_results(path, partial=True)  # every check of the run record (record/read.py), with its messages
     original = json.loads(path.read_text("utf-8"))
-    doc = named(original, model_name)
-    public = public_results(doc, results_dir)
+    run, doc = named(checked, original, model_name)
+    public = public_results(run, doc, results_dir)
     data = path.read_bytes() if public == original else (json.dumps(public, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
-    return parse_results(path, public, partial=True), data, local_replacements(doc, results_dir)
+    return parse_results(path, public, partial=True), data, local_replacements(run, results_dir)
 
 
 def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = print,

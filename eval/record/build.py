@@ -7,7 +7,7 @@ from typing import Any
 
 from .comparable import NOT_COMPARABLE_KEY, paper_reasons
 from .migrate import RecordError
-from .model import finished_text, ChatTemplate, ConfigRecord, DataRecord, ModelRecord, RecordedMetric, RunRecord, TaskRecord, Timing
+from .model import finished_text, Asked, ChatTemplate, ConfigRecord, DataRecord, ModelRecord, RecordedMetric, RunRecord, TaskRecord, Timing, TraceSummary
 
 
 def _known(cls: type, values: dict) -> dict:
@@ -36,6 +36,14 @@ def task_record(doc: dict) -> TaskRecord:
 
 def timing_record(entry: Any) -> Timing:
     return Timing(**_known(Timing, entry)) if isinstance(entry, dict) else Timing(wall_s=entry)  # older: wall seconds only
+
+
+def asked_record(doc: dict) -> Asked:
+    return Asked(request=doc["request"], max_new_tokens=doc.get("max_new_tokens"), until=tuple(doc.get("until") or ()))
+
+
+def trace_summaries(doc: dict) -> dict[str, TraceSummary]:
+    return {prompt: TraceSummary(**_known(TraceSummary, t)) for prompt, t in doc.items()}
 
 
 def identity_reasons(identity: dict | None, budgets: dict | None, declared: dict) -> list[str]:
@@ -70,12 +78,13 @@ def build_record(path: Path, doc: dict, written: int) -> RunRecord:
     reasons = derived_reasons(config, doc["run_identity"], tasks, doc["results"], doc.get("source_tool"))
     planned = (doc.get("tasks") or {}).get("planned")
     record = RunRecord(
-        path=path, format_version=written, status=doc["status"], run_id=doc["run_id"], model=model_record(doc["model"]),
+        path=path, format_version=written, status=doc["status"], run_id=doc["run_id"], identity=doc["run_identity"], model=model_record(doc["model"]),
         config=config, data=DataRecord(**_known(DataRecord, doc["data"])), results=doc["results"], task_versions=tasks,
         timing={t: timing_record(v) for t, v in (doc.get("timing") or {}).items()},
         planned=list(planned) if planned is not None else None, skipped_tasks=list((doc.get("tasks") or {}).get("skipped") or []),
         parsed_by=doc.get("parsed_by") or {}, baselines=doc.get("baselines") or {}, package_versions=doc.get("versions") or {},
-        not_comparable_reasons=reasons, raw=doc)
+        not_comparable_reasons=reasons, raw=doc, asked={t: asked_record(v) for t, v in (doc.get("asked") or {}).items()},
+        reasoning={t: trace_summaries(v) for t, v in (doc.get("reasoning") or {}).items()})
     stored = doc.get("comparable_with_paper")
     if isinstance(stored, bool) and stored != record.comparable_with_paper:
         # No path in the words: a note goes on published cards too (push-results).

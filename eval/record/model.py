@@ -42,6 +42,7 @@ class ModelRecord:
     local_folder: bool = False
     files_sha256: str | None = None
     file_sha256: str | None = None  # a GGUF file's fingerprint
+    tokenizer: str | None = None  # a tokenizer given apart from the model (published: its folder's name)
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -97,6 +98,62 @@ class Timing:
     cached: float | None = None
 
 
+@dataclass(frozen=True)
+class Asked:
+    """results.json ``asked[task]``: how the task was asked (EEE's generation_config)."""
+
+    request: str  # "loglikelihood" or "generate_until"
+    max_new_tokens: int | None = None
+    until: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    """results.json ``reasoning[task][prompt]`` (--thinking on): the prompt's reasoning traces."""
+
+    traces: int
+    forced: int
+    unfinished: int
+    mean_trace_tokens: float | None = None  # None: no trace's length was counted
+
+
+@dataclass(frozen=True)
+class SampleLine:
+    """One checked line of ``samples/<task>_<prompt>.jsonl`` (sample.schema.json): what reports, ``compare`` and
+    ``export-eee`` read of it; ``line`` is the whole line for the scoring functions, which read samples as dicts."""
+
+    line: dict[str, Any] = field(repr=False, compare=False)
+    run_id: str | None
+    doc_id: int
+    prompt: str | None = None
+    choices: list | None = None  # multiple choice: the choices' texts
+    loglikelihoods: list[float] | None = None
+    is_greedy: list[bool] | None = None
+    generation: str | None = None
+    prediction: Any = None  # the choice's index, or the generated answer
+    gold: Any = None
+    reference: Any = None  # a generative task's reference answer (its gold text)
+    parsed_by: str | None = None
+
+    @classmethod
+    def of(cls, line: dict[str, Any]) -> "SampleLine":
+        return cls(line=line, **{k: line[k] for k in cls.__dataclass_fields__ if k != "line" and k in line})
+
+    @property
+    def multiple_choice(self) -> bool:
+        """A scored choice: the prediction is an index into the choices."""
+        return self.choices is not None and isinstance(self.prediction, int) and not isinstance(self.prediction, bool)
+
+    @property
+    def has_gold(self) -> bool:
+        return "gold" in self.line
+
+    @property
+    def target(self) -> Any:
+        """What the answer is checked against: the reference text, else the gold."""
+        return self.reference if "reference" in self.line else self.gold
+
+
 @dataclass
 class RunRecord:
     """One run: its results.json (``path``) and its samples, checked."""
@@ -105,6 +162,7 @@ class RunRecord:
     format_version: int
     status: str
     run_id: str | None
+    identity: dict[str, Any] | None  # results.json ``run_identity``: the inputs the run id hashes (None: an older file)
     model: ModelRecord
     config: ConfigRecord
     data: DataRecord
@@ -118,6 +176,8 @@ class RunRecord:
     package_versions: dict[str, str]
     not_comparable_reasons: list[str]  # derived from the config (record/comparable.py)
     notes: list[str] = field(default_factory=list)  # what the reader found and said (a hand-edited flag)
+    asked: dict[str, Asked] = field(default_factory=dict)  # task -> how it was asked (None recorded: an older run)
+    reasoning: dict[str, dict[str, TraceSummary]] = field(default_factory=dict)  # task -> prompt -> traces (--thinking on)
     raw: dict = field(default_factory=dict)  # the whole migrated document
     samples: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # (task, prompt) -> checked lines
     display: str = ""
@@ -147,3 +207,8 @@ class RunRecord:
     def samples_of(self, task: str, prompt: str) -> list[dict] | None:
         """The checked lines of ``samples/<task>_<prompt>.jsonl``; None where the run has no such file."""
         return self.samples.get((task, prompt))
+
+    def sample_lines(self, task: str, prompt: str) -> list[SampleLine] | None:
+        """The checked lines of ``samples/<task>_<prompt>.jsonl`` as typed ``SampleLine``s; None where the run has no such file."""
+        lines = self.samples.get((task, prompt))
+        return None if lines is None else [SampleLine.of(line) for line in lines]

@@ -61,8 +61,9 @@ def results_path(path: Path) -> Path:
     return path / RESULTS_FILE if path.is_dir() else path
 
 
-def read_run(path: Path, partial: bool = False) -> RunRecord:
-    """The checked record of a run folder or its results.json, with its samples; an unfinished run only with ``partial``."""
+def read_run(path: Path, partial: bool = False, samples: bool = True) -> RunRecord:
+    """The checked record of a run folder or its results.json, with its samples (without: ``samples`` False, for a
+    glance at a run still writing them); an unfinished run only with ``partial``."""
     path = results_path(Path(path))
     if not inside(path, path.parent):
         raise RecordError(f"{path}: a symbolic link to {path.resolve()}, outside the run folder; copy the file instead")
@@ -76,7 +77,7 @@ def read_run(path: Path, partial: bool = False) -> RunRecord:
         raise RecordError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
     if isinstance(doc, dict) and (key := non_finite(doc)) is not None:
         raise RecordError(f"{path}:{_constant_line(text)}: key {key}: not a finite number (NaN or Infinity)")
-    return parse_record(path, doc, partial)
+    return parse_record(path, doc, partial, samples)
 
 
 # A JSON string (skipped), a non-finite constant, or a number with an exponent (1e999 reads as infinity).
@@ -134,14 +135,54 @@ def checked_sample(where: str, line: object, finite: bool = False) -> None:
         raise RecordError(f"{where}: {problem}")
 
 
-def parse_record(path: Path, doc: object, partial: bool = False) -> RunRecord:
-    """The checked record of a results.json already read (``path`` names it in errors and locates its samples)."""
+def parse_record(path: Path, doc: object, partial: bool = False, samples: bool = True,
+                 in_memory: dict[tuple[str, str], list[dict]] | None = None) -> RunRecord:
+    """The checked record of a results.json already read (``path`` names it in errors and locates its samples);
+    ``in_memory``: its samples built in memory (an lm-eval folder's, converted), checked as a file's lines are,
+    instead of the files beside ``path``."""
     doc, written = checked_document(path, doc)
     record = build_record(path, doc, written)
     check_status(record, partial)
-    for (task, prompt), lines in read_samples(record, written):
+    if not samples:
+        return record
+    found = read_samples(record, written) if in_memory is None else memory_samples(record, written, in_memory)
+    for (task, prompt), lines in found:
         record.samples[(task, prompt)] = lines
     return record
+
+
+def memory_samples(record: RunRecord, written: int, samples: dict[tuple[str, str], list[dict]]
+                   ) -> Iterator[tuple[tuple[str, str], list[dict]]]:
+    """Samples built in memory, each line checked as a samples file's (``path: task prompt, sample K`` in errors)."""
+    for (task, prompt), given in samples.items():
+        scores = record.results.get(task, {}).get(prompt)
+        where = f"{record.path}: {task} {prompt}"
+        if scores is None:
+            raise RecordError(f"{where}: samples of a prompt the record has no scores of")
+        first_line: dict[int, int] = {}
+        lines = [checked_line(f"{where}, sample {k}", line, written, record.run_id, k, first_line) for k, line in enumerate(given, 1)]
+        if len(lines) != scores["n"]:
+            raise RecordError(f"{where}: {len(lines)} sample(s), but the record has n={scores['n']}")
+        yield (task, prompt), lines
+
+
+def checked_line(where: str, line: object, written: int, run_id: str | None, number: int, first_line: dict[int, int],
+                 finite: bool = False, version: dict | None = None) -> dict:
+    """One sample line, migrated and checked: the schema, this run's ``run_id``, its task's ``version`` where both the
+    line and the results.json record one, a document not seen before (``first_line``: doc_id -> its first line, updated)."""
+    line = migrate_sample(line, written, run_id) if isinstance(line, dict) else line
+    checked_sample(where, line, finite=finite)
+    if run_id is not None and line["run_id"] != run_id:
+        raise RecordError(f"{where}: key run_id: {line['run_id']!r} is another run's (the results.json beside it "
+                          f"is run {run_id}): a samples file of another run placed in this folder")
+    if version is not None and "task_version" in line and line["task_version"] != version:
+        raise RecordError(f"{where}: key task_version: {line['task_version']} is another version of the task than the "
+                          f"results.json beside it records ({version}): a samples file of another run placed in this folder")
+    if (doc := line["doc_id"]) in first_line:
+        raise RecordError(f"{where}: key doc_id: document {doc} appears again (first on line {first_line[doc]}); "
+                          "each document is scored once per prompt")
+    first_line[doc] = number
+    return line
 
 
 def read_samples(record: RunRecord, written: int) -> Iterator[tuple[tuple[str, str], list[dict]]]:
@@ -155,14 +196,22 @@ def read_samples(record: RunRecord, written: int) -> Iterator[tuple[tuple[str, s
             if not inside(path, folder):
                 raise RecordError(f"{path}: a symbolic link to {path.resolve()}, outside the run folder {folder}; "
                                   "copy the file instead")
-            lines = sample_lines(path, written, record.run_id)
+            lines = sample_lines(path, written, record.run_id, task_version(record, task, prompt))
             if len(lines) != scores["n"]:
                 raise RecordError(f"{path}: {len(lines)} line(s), but {record.path.name} records n={scores['n']} "
                                   f"for {task} {prompt}: the samples are not those the scores were computed from")
             yield (task, prompt), lines
 
 
-def sample_lines(path: Path, written: int, run_id: str | None) -> list[dict]:
+def task_version(record: RunRecord, task: str, prompt: str) -> dict | None:
+    """The ``task_version`` a sample line of ``task``/``prompt`` of this run carries (None: the record has no version of it)."""
+    recorded = record.task_versions.get(task)
+    if recorded is None or prompt not in recorded.prompts:
+        return None
+    return {"version": recorded.version, "prompt": recorded.prompts[prompt]}
+
+
+def sample_lines(path: Path, written: int, run_id: str | None, version: dict | None = None) -> list[dict]:
     """The lines of one samples file, each checked; one line per document."""
     lines: list[dict] = []
     first_line: dict[int, int] = {}
@@ -176,14 +225,5 @@ def sample_lines(path: Path, written: int, run_id: str | None) -> list[dict]:
                 raise RecordError(f"{path}:{number}: key {non_finite(json.loads(text))}: not a finite number (NaN or Infinity)") from None
             except json.JSONDecodeError as err:
                 raise RecordError(f"{path}:{number}: not valid JSON ({err.msg})") from None
-            line = migrate_sample(line, written, run_id) if isinstance(line, dict) else line
-            checked_sample(f"{path}:{number}", line, finite=True)
-            if run_id is not None and line["run_id"] != run_id:
-                raise RecordError(f"{path}:{number}: key run_id: {line['run_id']!r} is another run's (the results.json beside it "
-                                  f"is run {run_id}): a samples file of another run placed in this folder")
-            if (doc := line["doc_id"]) in first_line:
-                raise RecordError(f"{path}:{number}: key doc_id: document {doc} appears again (first on line {first_line[doc]}); "
-                                  "each document is scored once per prompt")
-            first_line[doc] = number
-            lines.append(line)
+            lines.append(checked_line(f"{path}:{number}", line, written, run_id, number, first_line, finite=True, version=version))
     return lines

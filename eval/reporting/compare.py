@@ -28,6 +28,7 @@ from . import stats
 from .lm_eval_runs import is_lm_eval_output, lm_eval_notes, load_run
 from .recorded import differing_prompts, recorded_metric, task_record, version_notes
 from .runs import RunResults
+from ..record.model import SampleLine
 from .task_report import headline_metric, task_order
 from .settings_view import setting_label
 from .tables import ScoresError, TextTable, fmt
@@ -78,11 +79,11 @@ def _item_key(run: RunResults, by_document: bool):
     its own split) the document as the prompt renders it; a repeated text counts its occurrences."""
     seen: dict = {}
 
-    def key(s: dict):
+    def key(s: SampleLine):
         if not by_document:
-            return s["doc_id"]
-        text = s.get("prompt")
-        if not isinstance(text, str):
+            return s.doc_id
+        text = s.prompt
+        if text is None:
             raise ScoresError(f"{run.path}: a sample without its prompt: items cannot be matched by document")
         seen[text] = seen.get(text, 0) + 1
         return (text, seen[text])
@@ -90,20 +91,20 @@ def _item_key(run: RunResults, by_document: bool):
     return key
 
 
-def paired_samples(a: RunResults, b: RunResults, task: str, prompt: str) -> tuple[list[dict], list[dict], str | None]:
+def paired_samples(a: RunResults, b: RunResults, task: str, prompt: str) -> tuple[list[SampleLine], list[SampleLine], str | None]:
     """The two runs' samples of one task and prompt on the items both scored, in the same order, and a note when
     one run scored items the other did not (another --limit); refused where an item's gold differs."""
     by_document = any(r.source_tool is not None for r in (a, b))
     sides = []
     for run in (a, b):
-        path, samples = run.samples_path(task, prompt), run.samples_of(task, prompt)
+        path, samples = run.samples_path(task, prompt), run.sample_lines(task, prompt)
         if samples is None:
             raise MissingSamples(f"{task} {prompt}: no samples file {path}: not compared")
         by_id: dict = {}
         key = _item_key(run, by_document)
         for s in samples:  # checked by the record's reader (record/read.py): doc_id once each
-            if "gold" not in s:
-                raise ScoresError(f"{path}: key gold: a sample without its gold answer (doc_id {s['doc_id']})")
+            if not s.has_gold:
+                raise ScoresError(f"{path}: key gold: a sample without its gold answer (doc_id {s.doc_id})")
             k = key(s)
             if k in by_id:
                 raise ScoresError(f"{path}: doc_id {k!r} twice")
@@ -121,41 +122,42 @@ def paired_samples(a: RunResults, b: RunResults, task: str, prompt: str) -> tupl
                 "another --limit or data); the scores in this table are over those items")
     ids = sorted(common, key=lambda x: (str(type(x)), x))
     for i in ids:
-        if ia[i]["gold"] != ib[i]["gold"]:
-            name = f"doc_id {i!r}" if not by_document else f"doc_id {ia[i]['doc_id']!r} of A (doc_id {ib[i]['doc_id']!r} of B)"
+        if ia[i].gold != ib[i].gold:
+            name = f"doc_id {i!r}" if not by_document else f"doc_id {ia[i].doc_id!r} of A (doc_id {ib[i].doc_id!r} of B)"
             raise ScoresError(f"{task} {prompt}: {name} has different gold answers in {path_a} and {path_b}: not the same data")
     return [ia[i] for i in ids], [ib[i] for i in ids], note
 
 
-def _differing(sa: list[dict], sb: list[dict]) -> int:
-    return sum(1 for x, y in zip(sa, sb) if x.get("prediction") != y.get("prediction"))
+def _differing(sa: list[SampleLine], sb: list[SampleLine]) -> int:
+    return sum(1 for x, y in zip(sa, sb) if x.prediction != y.prediction)
 
 
-def compare_prompt(task: str, prompt: str, metric: str, sa: list[dict], sb: list[dict], metric_fn, k: int, seed: int,
-                   kind: str | None = None) -> Comparison:
+def compare_prompt(task: str, prompt: str, metric: str, lines_a: list[SampleLine], lines_b: list[SampleLine], metric_fn, k: int,
+                   seed: int, kind: str | None = None) -> Comparison:
     """A against B on one prompt; ``kind``: the metric's kind as the runs recorded it (else the function's own)."""
+    sa, sb = [s.line for s in lines_a], [s.line for s in lines_b]  # the scoring functions read samples as dicts
     score_a, score_b = metric_fn(sa), metric_fn(sb)
     if (kind or getattr(metric_fn, "kind", None)) == HITS:  # per-item 0/1 hits: McNemar on the discordant items
         hits_a, hits_b = [metric_fn.sample(s) for s in sa], [metric_fn.sample(s) for s in sb]
         only_a = sum(1 for x, y in zip(hits_a, hits_b) if x and not y)
         only_b = sum(1 for x, y in zip(hits_a, hits_b) if y and not x)
         return Comparison(task, prompt, metric, len(sa), score_a, score_b, score_a - score_b, "mcnemar",
-                          stats.mcnemar_exact_pvalue(only_a, only_b), f"b={only_a} c={only_b}", differing=_differing(sa, sb))
+                          stats.mcnemar_exact_pvalue(only_a, only_b), f"b={only_a} c={only_b}", differing=_differing(lines_a, lines_b))
     res = stats.paired_bootstrap(sa, sb, metric_fn, k=k, seed=seed)
     return Comparison(task, prompt, metric, len(sa), score_a, score_b, res.difference, f"paired bootstrap (k={k}, seed {seed})",
                       res.p_value, f"95% CI [{fmt(res.ci_low * PERCENT, PERCENT)}, {fmt(res.ci_high * PERCENT, PERCENT)}]", k,
-                      _differing(sa, sb))
+                      _differing(lines_a, lines_b))
 
 
-def compare_avgp(task: str, metric: str, paired: dict[str, tuple[list[dict], list[dict]]], metric_fn, k: int,
+def compare_avgp(task: str, metric: str, paired: dict[str, tuple[list[SampleLine], list[SampleLine]]], metric_fn, k: int,
                  seed: int) -> Comparison:
     """AvgP (the mean over prompts) of A minus B: a paired bootstrap resampling the same items for every prompt."""
     prompts = list(paired)
     sizes = {len(sa) for sa, _sb in paired.values()}
     if len(sizes) != 1:
         raise ValueError(f"the prompts scored different numbers of items ({sorted(sizes)})")
-    items_a = [tuple(paired[p][0][i] for p in prompts) for i in range(sizes.pop())]
-    items_b = [tuple(paired[p][1][i] for p in prompts) for i in range(len(items_a))]
+    items_a = [tuple(paired[p][0][i].line for p in prompts) for i in range(sizes.pop())]
+    items_b = [tuple(paired[p][1][i].line for p in prompts) for i in range(len(items_a))]
 
     def avgp(items: list[tuple]) -> float:
         return sum(metric_fn([item[j] for item in items]) for j in range(len(prompts))) / len(prompts)
@@ -197,7 +199,7 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
         notes += ([note] if note else []) + version_notes(task, [a, b])
         changed = differing_prompts([task_record(a, task), task_record(b, task)])
         recorded = recorded_metric(task, metric, [a, b])
-        paired: dict[str, tuple[list[dict], list[dict]]] = {}
+        paired: dict[str, tuple[list[SampleLine], list[SampleLine]]] = {}
         for prompt in sorted(set(a.results[task]) & set(b.results[task])):
             try:
                 sa, sb, note = paired_samples(a, b, task, prompt)

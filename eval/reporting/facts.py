@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from ..naming import is_local
 from ..record import NOT_COMPARABLE, RunRecord, comparability_text
-from ..record.model import ConfigRecord, ModelRecord, Timing
+from ..record.model import ConfigRecord, ModelRecord, Timing, TraceSummary
 from .settings_view import setting_label
 from .tables import TextTable, fmt
 from .unparsed_flag import MARK, is_flagged
@@ -125,19 +125,15 @@ def rules_cell(parsed_by: dict) -> str:
     return "; ".join(f"{p}: " + ", ".join(f"{rule} {n}" for rule, n in counts.items()) for p, counts in parsed_by.items())
 
 
-def trace_cell(traces: Any) -> str:
-    """'p1: mean 412.5 tokens, forced 2, unfinished 1; p2: ...' from results.json reasoning.<task> (--thinking on), '–' without;
-    a malformed record reads as such, never as numbers."""
-    if not isinstance(traces, dict) or not traces:
+def trace_cell(traces: dict[str, TraceSummary] | None) -> str:
+    """'p1: mean 412.5 tokens, forced 2, unfinished 1; p2: ...' from results.json reasoning.<task> (--thinking on; checked
+    by the record's schema), '–' without."""
+    if not traces:
         return "–"
     cells = []
     for prompt, t in traces.items():
-        if not isinstance(t, dict):
-            cells.append(f"{prompt}: (malformed)")
-            continue
-        mean = t.get("mean_trace_tokens")
-        size = f"mean {mean} tokens" if isinstance(mean, (int, float)) and not isinstance(mean, bool) else "length not counted"
-        cells.append(f"{prompt}: {size}, forced {t.get('forced', '?')}, unfinished {t.get('unfinished', '?')}")
+        size = f"mean {t.mean_trace_tokens} tokens" if t.mean_trace_tokens is not None else "length not counted"
+        cells.append(f"{prompt}: {size}, forced {t.forced}, unfinished {t.unfinished}")
     return "; ".join(cells)
 
 
@@ -156,7 +152,7 @@ def class_label(run: RunRecord, task: str, cls: Any) -> str:
     has the same choices for every item; else "class N" (item-specific choices, no samples)."""
     labels = []
     for prompt in sorted(run.results.get(task) or {}):
-        choices = [line.get("choices") for line in (run.samples_of(task, prompt) or [])[:3]]
+        choices = [line.choices for line in (run.sample_lines(task, prompt) or [])[:3]]
         if choices and all(c == choices[0] for c in choices) and isinstance(choices[0], list) \
                 and isinstance(cls, int) and 0 <= cls < len(choices[0]):
             labels.append(str(choices[0][cls]))
@@ -167,7 +163,7 @@ def class_label(run: RunRecord, task: str, cls: Any) -> str:
 def items_table(task: str, metric: str, runs: Sequence[RunRecord]) -> TextTable:
     """Per model: n, limit, the chance and majority baselines of the headline metric, unparsed k / n per prompt, the answer rules."""
     rows = []
-    thinking = any(task in (r.raw.get("reasoning") or {}) for r in runs if isinstance(r.raw.get("reasoning"), dict))
+    thinking = any(task in r.reasoning for r in runs)
     for r in runs:
         if task not in r.results:
             continue
@@ -178,7 +174,7 @@ def items_table(task: str, metric: str, runs: Sequence[RunRecord]) -> TextTable:
         rows.append([r.display, evaluated_n({task: r.results[task]}), limit_text(r.config),
                      baseline_cell(base, "chance", metric), majority,
                      unparsed_cell(r.results[task]), rules_cell(r.parsed_by.get(task) or {})]
-                    + ([trace_cell((r.raw.get("reasoning") or {}).get(task))] if thinking else []))
+                    + ([trace_cell(r.reasoning.get(task))] if thinking else []))
     traces = ["traces (--thinking on)"] if thinking else []
     return TextTable(["model", "n", "limit", f"chance {metric}", f"majority {metric}", "unparsed k / n", "parsed by rule", *traces],
                      rows, text_cols=7 + len(traces))

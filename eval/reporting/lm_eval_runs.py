@@ -11,8 +11,8 @@ per-sample records, never from lm-eval's aggregated numbers.
 The run is built in memory as the results.json ``evalita-eval run`` would write (what lm-eval
 recorded that changes a number included: limit, shots, generation arguments, model arguments,
 dtype, device, versions) and goes through the same checks (runs.parse_results); the results file
-it names is lm-eval's. Only the converted samples are written, into a temporary folder, because
-the report's readers open a run's samples by path.
+it names is lm-eval's, and the converted samples, checked as a samples file's lines are, are the
+record's own: nothing is written.
 
 What cannot be read is one line naming what is missing: no results file, no samples logged
 (``--log_samples``), task names of neither family.
@@ -20,15 +20,12 @@ What cannot be read is one line naming what is missing: no results file, no samp
 
 from __future__ import annotations
 
-import atexit
-import shutil
-import tempfile
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from .lm_eval_folder import (LmEvalResults, chosen_run, gen_kwargs, is_results_file, item_limit, model_args,
                              read_results, results_files, samples_file)
-from .lm_eval_samples import read_task_samples, write_samples
+from .lm_eval_samples import read_task_samples
 from .lm_eval_tasks import FAMILIES, LM_EVAL_PREFIX, entry_and_prompt, lm_eval_sample
 from .runs import RunResults, load_results, parse_results
 from .tables import ScoresError
@@ -48,13 +45,14 @@ Samples = dict[tuple[str, str], list[dict]]  # (entry, prompt) -> our runner's s
 
 @dataclass
 class LmEvalRun(RunResults):
-    """A run read from an lm-eval folder: ``path`` is lm-eval's results file, its samples converted in ``samples_dir``."""
+    """A run read from an lm-eval folder: ``path`` is lm-eval's results file, its samples converted in memory from
+    the lm-eval samples files ``sources`` names."""
 
-    samples_dir: Path | None = None
+    sources: dict[tuple[str, str], Path] = field(default_factory=dict)  # (task, prompt) -> the lm-eval samples file read
 
     def samples_path(self, task: str, prompt: str) -> Path:
-        assert self.samples_dir is not None
-        return self.samples_dir / f"{task}_{prompt}.jsonl"
+        """The lm-eval samples file the prompt's samples were read from (a pattern where lm-eval logged none)."""
+        return self.sources.get((task, prompt)) or self.path.parent / f"samples_*{task}*{prompt}*.jsonl"
 
 
 def is_lm_eval_output(path: Path) -> bool:
@@ -123,12 +121,14 @@ def _config(path: Path, doc: LmEvalResults, shots: int | None) -> dict:
             "gen_kwargs": generation.model_dump(exclude_none=True), "max_new_tokens": generation.max_gen_toks}
 
 
-def lm_eval_record(root: Path, results_path: Path) -> tuple[dict, Samples]:
-    """The results.json ``evalita-eval run`` would write for the lm-eval run of ``results_path`` (in memory), and its samples."""
+def lm_eval_record(root: Path, results_path: Path) -> tuple[dict, Samples, dict[tuple[str, str], Path]]:
+    """The results.json ``evalita-eval run`` would write for the lm-eval run of ``results_path`` (in memory), its samples,
+    and the lm-eval samples file each was read from."""
     doc = read_results(results_path)
     usable, other = _tasks(results_path, doc)
     results: dict = {}
     samples: Samples = {}
+    sources: dict[tuple[str, str], Path] = {}
     used, missing, notes = [], [], []
     for task, (entry, prompt) in sorted(usable.items()):
         found = samples_file(root, results_path, task)
@@ -136,6 +136,7 @@ def lm_eval_record(root: Path, results_path: Path) -> tuple[dict, Samples]:
             missing.append(task)
             continue
         samples[(entry, prompt)], results.setdefault(entry, {})[prompt] = read_task_samples(found, entry, prompt)
+        sources[(entry, prompt)] = found
         used.append(task)
     if missing:
         notes.append(f"{results_path.parent}: no samples_<task>_*.jsonl of {', '.join(missing)} of the run of {results_path.name} "
@@ -157,23 +158,17 @@ def lm_eval_record(root: Path, results_path: Path) -> tuple[dict, Samples]:
     # What lm-eval recorded that the record's own rule cannot see (its gen_kwargs, the prompts it ran): the
     # reader adds these to the reasons it derives (record/build.py derived_reasons).
     record["source_tool"][NOT_COMPARABLE_KEY] = record[NOT_COMPARABLE_KEY]
-    return record, samples
+    return record, samples, sources
 
 
 def load_run(path: Path, partial: bool = False) -> RunResults:
     """A results.json, a run folder holding one, or an lm-eval output folder or results file (one run, read in memory)."""
     if is_lm_eval_output(path):
         root, results_path = chosen_run(path)
-        record, samples = lm_eval_record(root, results_path)
-        run = parse_results(results_path, record, partial)
+        record, samples, sources = lm_eval_record(root, results_path)
+        run = parse_results(results_path, record, partial, in_memory=samples)  # the samples checked as a file's lines
         run.origin = root
-        folder = Path(tempfile.mkdtemp(prefix="evalita-lm-eval-samples-"))
-        atexit.register(shutil.rmtree, folder, True)
-        for (entry, prompt), task_samples in samples.items():
-            write_samples(task_samples, folder / f"{entry}_{prompt}.jsonl")
-        # The converted samples, checked, are the record's own (record.samples_of); also written for path readers.
-        kept = {f.name: getattr(run, f.name) for f in fields(RunResults) if f.name != "samples"}
-        return LmEvalRun(**kept, samples={key: list(lines) for key, lines in samples.items()}, samples_dir=folder)
+        return LmEvalRun(**{f.name: getattr(run, f.name) for f in fields(RunResults)}, sources=sources)
     if path.is_dir():
         if not (path / "results.json").is_file():
             raise ScoresError(f"{path}: neither a run folder (results.json) nor an lm-eval output folder (results_*.json)")

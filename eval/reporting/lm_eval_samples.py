@@ -17,7 +17,6 @@ LS) are counted as ``unparsed``, the count ``evalita-eval run`` records for the 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -139,7 +138,3 @@ def read_task_samples(path: Path, entry: str, prompt: str) -> tuple[list[dict], 
         answer_format = re.compile(spec.output_pattern)
         scores["unparsed"] = sum(answer_format.fullmatch(s["generation"]) is None for s in samples)
     return samples, scores
-
-
-def write_samples(samples: list[dict], path: Path) -> None:
-    path.write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples), "utf-8")

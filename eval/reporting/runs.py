@@ -27,10 +27,11 @@ def load_results(path: Path, partial: bool = False) -> RunRecord:
         raise ScoresError(str(err)) from None
 
 
-def parse_results(path: Path, data: object, partial: bool = False) -> RunRecord:
-    """A results.json already read, or built in memory (an lm-eval folder): ``path`` names it in errors and locates its samples."""
+def parse_results(path: Path, data: object, partial: bool = False, in_memory: dict[tuple[str, str], list[dict]] | None = None) -> RunRecord:
+    """A results.json already read, or built in memory (an lm-eval folder, with its samples ``in_memory``): ``path``
+    names it in errors and locates its samples."""
     try:
-        return parse_record(path, data, partial)
+        return parse_record(path, data, partial, in_memory=in_memory)
     except RecordError as err:
         raise ScoresError(str(err)) from None
 

@@ -187,16 +187,24 @@ def results_document(runner: Any, result: Any, manifest: dict) -> dict:
     return doc
 
 
-def write_samples(out: Path, entry: str, prompt: str, samples: list[dict], rid: str) -> None:
+def sample_task_version(entry: TaskEntry, setting: str, prompt: str) -> dict:
+    """What a sample line records of its task (``task_version``): the version and the prompt's hash that results.json
+    ``task_versions`` records, so that a samples file of another version of the task is never read as this run's."""
+    versions = task_versions(entry, setting)
+    return {"version": versions["version"], "prompt": versions["prompts"][prompt]}
+
+
+def write_samples(out: Path, entry: str, prompt: str, samples: list[dict], rid: str, task_version: dict | None = None) -> None:
     """Write ``OUT/samples/<entry>_<prompt>.jsonl`` whole (a temporary file renamed over it); each line
-    carries the run id ``rid`` (it belongs to the results.json beside it) and is checked: its reader
-    accepts it (docs/run-record.md)."""
+    carries the run id ``rid`` and the task's ``task_version`` (it belongs to the results.json beside it)
+    and is checked: its reader accepts it (docs/run-record.md)."""
     folder = out / "samples"
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{entry}_{prompt}.jsonl.tmp"
     with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
         for s in samples:
-            checked_sample(f"{folder / f'{entry}_{prompt}.jsonl'}: doc_id {s['doc_id']}", line := {"run_id": rid, **s})
+            line = {"run_id": rid, **({"task_version": task_version} if task_version is not None else {}), **s}
+            checked_sample(f"{folder / f'{entry}_{prompt}.jsonl'}: doc_id {s['doc_id']}", line)
             fh.write(json.dumps(line, ensure_ascii=False) + "\n")
     tmp.replace(folder / f"{entry}_{prompt}.jsonl")
 

@@ -27,7 +27,8 @@ from .thinking_run import forced_values, refuse_forcing_on_chat_messages, thinki
 from ..settings.thinking import trace_summary
 from .selection import eval_split, select
 from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of, run_id
-from .results_file import carry_over, earlier_timing, results_document, rounded_timing, write_results_file, write_samples
+from .results_file import (carry_over, earlier_timing, results_document, rounded_timing, sample_task_version, write_results_file,
+                           write_samples)
 from ..backend_support.identity import identity_key
 from ..settings.fewshot import build_chat_messages, build_contexts, messages_as_text
 from ..settings.constrained import refuse_unformatted
@@ -218,7 +219,8 @@ class Runner:
                 values, n = forced_values(cached, prompt.requests, asked.thinking) if asked.forcing else cached(prompt.requests)
             samples = asked.samples(prompt.name, docs, prompt.contexts, values)
             computed += n
-            write_samples(self.out, planned.entry.name, prompt.name, samples, run_id(self.identity))
+            write_samples(self.out, planned.entry.name, prompt.name, samples, run_id(self.identity),
+                          sample_task_version(planned.entry, self.config.setting, prompt.name))
             scores, rules = asked.scores(samples)
             if rules is not None:  # how an instruct setting's answers were read
                 self.parsed_by.setdefault(planned.name, {})[prompt.name] = rules

@@ -136,9 +136,12 @@ def test_standing_of_a_running_run(tmp_path: Path) -> None:
     cache = CacheLines(tmp_path / "cache.jsonl")
     assert standing(tmp_path, cache) == (0, "running: 0 requests saved")  # nothing written yet
     (tmp_path / "cache.jsonl").write_text('{"key": "a", "value": "x"}\n{"key": "b", "value": "y"}\n{"key": "c", "val', "utf-8")
-    (tmp_path / "results.json").write_text(json.dumps({"status": "partial", "tasks": {"planned": ["te", "sa", "ls"]},
-                                                       "results": {"te": {}, "sa": {}}}), "utf-8")
+    doc = {"format_version": 1, "status": "partial", "run_id": None, "run_identity": None, "model": {"name_or_path": "m"},
+           "config": {}, "data": {}, "tasks": {"planned": ["te", "sa", "ls"]}, "results": {"te": {}, "sa": {}}}
+    (tmp_path / "results.json").write_text(json.dumps(doc), "utf-8")
     assert standing(tmp_path, cache) == (2, "running: 2 of 3 tasks finished (te, sa), 2 requests saved")
+    (tmp_path / "results.json").write_text(json.dumps({**doc, "results": {"te": {"p1": {"n": "1"}}}}), "utf-8")
+    assert standing(tmp_path, cache) == (0, "running: 2 requests saved")  # not a results.json as documented: nothing believed
     with open(tmp_path / "cache.jsonl", "a", encoding="utf-8") as fh:
         fh.write('ue": "z"}\n')  # the cut line completed: counted once, from the bytes added
     assert cache.count() == 3
@@ -328,21 +331,39 @@ def _samples(out: Path) -> dict[str, bytes]:
 
 
 def test_complete_means_the_recorded_identity_is_the_runs() -> None:
+    from evalita_eval.record import parse_record
     from evalita_eval.run_config import build_spec
     from evalita_eval.running.identity import run_id
     from evalita_eval.sweep_runs import entry_identity, identity_difference
 
+    def record(**changed):  # a checked record of a results.json holding ``changed`` (its samples not read)
+        doc = {"format_version": 1, "status": "complete", "run_identity": identity, "run_id": run_id(identity),
+               "model": {"name_or_path": "org/a"}, "config": {}, "data": {}, "results": {"te": {}}, **changed}
+        return parse_record(Path("r/results.json"), doc, partial=True, samples=False)
+
     spec, _ = build_spec({"model": "org/a", "tasks": "te", "limit": 2, "backend_args": {"gguf_file": "none"}}, "s.yaml: run 1")
     identity = {**entry_identity(spec), "chat_template": None,
                 "model": {"name_or_path": "org/a", "revision": None, "backend": "hf", "dtype": "float32", "gguf_file": None}}
-    doc = {"status": "complete", "run_identity": identity, "run_id": run_id(identity), "results": {"te": {}}}
-    assert identity_difference(doc, spec) is None
-    assert identity_difference({**doc, "status": "partial"}, spec) == "not complete"
-    assert identity_difference({**doc, "results": {}}, spec) == "tasks te not evaluated"
-    assert identity_difference({**doc, "run_id": "0" * 10}, spec) == "no run identity matching its run id"
+    assert identity_difference(record(), spec) is None
+    assert identity_difference(record(status="partial"), spec) == "not complete"
+    assert identity_difference(record(results={}), spec) == "tasks te not evaluated"
+    assert identity_difference(record(run_id="0" * 10), spec) == "no run identity matching its run id"
     edited = build_spec({"model": "org/a", "tasks": "te", "limit": 3}, "s.yaml: run 1")[0]
-    assert identity_difference(doc, edited) == "limit: 2 in the folder, 3 here"
+    assert identity_difference(record(), edited) == "limit: 2 in the folder, 3 here"
     other = build_spec({"model": "org/a", "tasks": "te", "limit": 2, "backend_args": {"gguf_file": "x.gguf"}}, "s.yaml: run 1")[0]
-    assert identity_difference(doc, other) == 'model.gguf_file: null in the folder, "x.gguf" here'
-    assert identity_difference(doc, build_spec({"model": "org/a", "tasks": "te", "limit": 2, "dtype": "bfloat16"}, "s")[0]) == (
+    assert identity_difference(record(), other) == 'model.gguf_file: null in the folder, "x.gguf" here'
+    assert identity_difference(record(), build_spec({"model": "org/a", "tasks": "te", "limit": 2, "dtype": "bfloat16"}, "s")[0]) == (
         'model.dtype: "float32" in the folder, "bfloat16" here')
+    # Thinking and the BERTScore scorer change numbers: recorded on one side only, or with another budget, they differ.
+    thinking = build_spec({"model": "org/a", "tasks": "te", "limit": 2, "thinking": "on", "max_thinking_tokens": 8,
+                           "backend_args": {"gguf_file": "none"}}, "s")[0]
+    assert identity_difference(record(), thinking).startswith('thinking: null in the folder, {"max_thinking_tokens": 8, "on": true, ')
+    identity = {**entry_identity(thinking), "chat_template": None, "model": identity["model"]}
+    assert identity_difference(record(), thinking) is None
+    assert identity_difference(record(), spec).startswith('thinking: {"max_thinking_tokens": 8, "on": true, ')  # on in the folder, off here
+    longer = build_spec({"model": "org/a", "tasks": "te", "limit": 2, "thinking": "on", "max_thinking_tokens": 16,
+                         "backend_args": {"gguf_file": "none"}}, "s")[0]
+    assert identity_difference(record(), longer) == "thinking.max_thinking_tokens: 8 in the folder, 16 here"
+    scored = build_spec({"model": "org/a", "tasks": "te", "limit": 2, "bertscore_model": "org/bert", "backend_args": {"gguf_file": "none"}}, "s")[0]
+    identity = {**entry_identity(scored), "chat_template": None, "model": identity["model"]}
+    assert identity_difference(record(), spec) == 'bertscore_model: "org/bert" in the folder, null here'

@@ -92,6 +92,24 @@ def test_an_identity_edited_by_hand_is_not_complete(tiny_model: Path, tmp_path: 
     assert again.returncode == 1 and "[1/1] one: failed (exit 1): Error: " in again.stdout and "limit: 3 in the folder, 1 here" in again.stdout
 
 
+def test_a_sweep_edited_in_its_thinking_settings_computes_the_change(tiny_model: Path, tmp_path: Path) -> None:
+    keys = {**_keys(tiny_model, 1), "tasks": "te", "setting": "ce", "thinking": "on", "max_thinking_tokens": 4}
+    first = _sweep(tmp_path, [{"name": "think", **keys}])
+    assert first.returncode == 0, first.stdout + first.stderr
+    folder = _folder(first.stdout, "[1/1] think: complete (1/1 done; in ")
+    assert folder.name.startswith("ce-thinking-")
+    assert json.loads((folder / "results.json").read_text("utf-8"))["run_identity"]["thinking"]["max_thinking_tokens"] == 4
+    for edit in ({"max_thinking_tokens": 8}, {"thinking": "off", "max_thinking_tokens": None}):  # each another run, computed
+        edited = _sweep(tmp_path, [{"name": "think", **{k: v for k, v in {**keys, **edit}.items() if v is not None}}])
+        assert edited.returncode == 0 and "already complete" not in edited.stdout, edited.stdout + edited.stderr
+        new_folder = _folder(edited.stdout, "[1/1] think: complete (1/1 done; in ")
+        identity = json.loads((new_folder / "results.json").read_text("utf-8"))["run_identity"]
+        assert new_folder != folder and identity.get("thinking", {"on": False}) == (
+            {"on": True, "think_markers": ["<think>", "</think>"], "max_thinking_tokens": 8} if edit.get("thinking") != "off" else {"on": False})
+    again = _sweep(tmp_path, [{"name": "think", **keys}])  # the first entry again: its folder is complete
+    assert f"[1/1] think: already complete in {folder.relative_to(tmp_path.resolve())}" in again.stdout, again.stdout + again.stderr
+
+
 def test_options_given_override_the_config_file_and_an_alias_flag_says_its_backend_arg(tiny_model: Path, tmp_path: Path) -> None:
     (tmp_path / "run.yaml").write_text(json.dumps({**_keys(tiny_model, 1), "backend": "hf", "backend_args": {}, "output_dir": "out"}), "utf-8")
     ran = _cli(tmp_path, "run", "--config", "run.yaml", "--limit", "2", "--data-parallel-size", "1", "--no-progress")

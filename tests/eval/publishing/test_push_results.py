@@ -248,13 +248,16 @@ def test_dry_run_without_the_hub_asks_once_and_lists_the_local_files(hub, tmp_pa
 
 def test_public_names_replace_local_paths_only(tmp_path: Path, monkeypatch) -> None:
     from evalita_eval.publishing.public import local_replacements, public_results
+    from evalita_eval.record import parse_record
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mdl").mkdir()
     doc = {"model": {"name_or_path": "./mdl", "tokenizer": str(tmp_path / "mdl"), "revision": None, "options": {"gguf_file": "/"}},
-           "data": {"source": "/"}, "versions": {"evalita-llm": "0.1.0"}, "skipped": {"te": f"no split in {tmp_path}/mdl/x."}}
-    assert local_replacements(doc, Path(".")) == {str(tmp_path / "mdl"): "mdl", "./mdl": "mdl", str(tmp_path): tmp_path.name}
-    public = public_results(doc, Path("."))
+           "data": {"source": "/"}, "versions": {"evalita-llm": "0.1.0"}, "skipped": {"te": f"no split in {tmp_path}/mdl/x."},
+           "config": {}, "results": {"te": {"p1": {"acc": 0.5, "n": 2}}}}  # a version-0 record (the reader's migration)
+    run = parse_record(tmp_path / "results.json", doc, samples=False)
+    assert local_replacements(run, Path(".")) == {str(tmp_path / "mdl"): "mdl", "./mdl": "mdl", str(tmp_path): tmp_path.name}
+    public = public_results(run, doc, Path("."))
     assert public["model"] == {"name_or_path": "mdl", "tokenizer": "mdl", "revision": None, "options": {"gguf_file": "/"},
                                "local_folder": True}
     assert public["versions"] == {"evalita-llm": "0.1.0"} and public["skipped"] == {"te": "no split in mdl/x."}

@@ -51,6 +51,27 @@ def test_a_clean_folder_carries_what_lm_eval_recorded(tmp_path: Path) -> None:
         "wic p2, wic p3, wic p4, wic p5, wic p6"]
 
 
+# The CLI under an audit hook that names every temporary file or folder made (Python's tempfile raises these events).
+AUDITED_CLI = ("import runpy, sys\n"
+               "sys.addaudithook(lambda event, args: event.startswith('tempfile.mk') and print('TEMPFILE', event, *args, file=sys.stderr))\n"
+               "sys.argv = ['evalita-eval', *sys.argv[1:]]\n"
+               "runpy.run_module('evalita_eval.cli', run_name='__main__')\n")
+
+
+def test_a_folder_is_read_in_memory_without_temporary_files(tmp_path: Path) -> None:
+    write_run(tmp_path / "lm", clean_samples())
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_"))}
+    env.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1", MPLCONFIGDIR=str(tmp_path / "mpl"), TMPDIR=str(temp))
+    proc = subprocess.run([sys.executable, "-c", AUDITED_CLI, "report", str(tmp_path / "lm"), "--out", str(tmp_path / "out"),
+                           "--bootstrap", "20"], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))["tasks"]["wic"]["scores"] == [[pytest.approx(200 / 3)]]
+    # The converted samples are the record's own: none written to be read back, nothing made in TMPDIR nor left there.
+    assert [line for line in proc.stderr.splitlines() if line.startswith("TEMPFILE")] == [] and sorted(temp.iterdir()) == []
+
+
 def models_section(md: str) -> dict[str, list[str]]:
     """The report's Models section (markdown: one row per detail, one column per model): detail -> values."""
     part = md.split("## Models", 1)[1].split("\n## ", 1)[0]

@@ -9,6 +9,7 @@ from evalita_data.scoring.metric import CORPUS, HITS, Metric
 from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM, F1_MACRO, NER_F1, ROUGE_L_ANSWER, higher_is_better
 from evalita_eval.reporting import stats
 from evalita_eval.reporting.baselines import chance_score
+from evalita_eval.record.model import SampleLine
 from evalita_eval.reporting.compare import compare_prompt
 
 
@@ -37,8 +38,8 @@ def test_chance_is_exact_for_hits_whatever_the_name():
 
 
 def test_compare_picks_mcnemar_by_kind():
-    sa = [{"prediction": p, "gold": g} for p, g in [(1, 1), (0, 0), (1, 1), (1, 0), (0, 0)]]
-    sb = [{"prediction": p, "gold": g} for p, g in [(0, 1), (1, 0), (1, 1), (1, 0), (0, 0)]]
+    sa = [SampleLine.of({"run_id": None, "doc_id": i, "prediction": p, "gold": g}) for i, (p, g) in enumerate([(1, 1), (0, 0), (1, 1), (1, 0), (0, 0)])]
+    sb = [SampleLine.of({"run_id": None, "doc_id": i, "prediction": p, "gold": g}) for i, (p, g) in enumerate([(0, 1), (1, 0), (1, 1), (1, 0), (0, 0)])]
     hits = compare_prompt("t", "p1", "exact", sa, sb, EXACT, k=50, seed=0)
     # Only A right on items 0 and 1, only B right on none: b=2, c=0, p = 2 * (1/4) = 0.5.
     assert (hits.test, hits.detail, hits.p_value) == ("mcnemar", "b=2 c=0", 0.5)

@@ -127,6 +127,19 @@ def damage_other_runs_samples(folder: Path, other: Path) -> str:
             f"is run {ours}): a samples file of another run placed in this folder")
 
 
+def damage_other_task_version(folder: Path, other: Path) -> str:
+    """The samples of a run of the same identity (one run id) on another version of the task: its prompt edited."""
+    path = folder / "samples" / "te_p2.jsonl"
+    lines = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+    ours = dict(lines[0]["task_version"])
+    doc = json.loads((folder / "results.json").read_text("utf-8"))
+    assert ours == {"version": doc["task_versions"]["te"]["version"], "prompt": doc["task_versions"]["te"]["prompts"]["p2"]}
+    theirs = {**ours, "prompt": "0123456789ab"}
+    path.write_text("".join(json.dumps({**line, "task_version": theirs}) + "\n" for line in lines), "utf-8")
+    return (f"{path}:1: key task_version: {theirs} is another version of the task than the results.json beside it records "
+            f"({ours}): a samples file of another run placed in this folder")
+
+
 def damage_link_out(folder: Path, other: Path) -> str:
     outside = folder.parent / "elsewhere.jsonl"
     shutil.move(folder / "samples" / "te_p1.jsonl", outside)
@@ -160,7 +173,7 @@ def damage_count(folder: Path, other: Path) -> str:
 
 
 @pytest.mark.parametrize("damage", [damage_nan, damage_infinity, damage_overflow, damage_positive_loglik, damage_duplicate_doc,
-                                    damage_other_runs_samples, damage_link_out, damage_newer_version, damage_missing_key,
+                                    damage_other_runs_samples, damage_other_task_version, damage_link_out, damage_newer_version, damage_missing_key,
                                     damage_nan_score, damage_count])
 def test_a_damaged_record_is_one_line_and_exit_1(runs: tuple[Path, Path], tmp_path: Path, damage) -> None:
     folder = _copy(runs[0], tmp_path)
