@@ -31,6 +31,7 @@ several tasks cannot be timed per task.
 from __future__ import annotations
 
 import inspect
+import os
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -47,6 +48,9 @@ from .plan import RunPlan
 CHUNK_BATCHES = 4
 # The batch size taken for the chunk size under --batch-size auto.
 AUTO_BATCH = 64
+# Set (to anything): every backend gets each prompt's requests as calls of their own, as before the
+# stream mixed prompts; only for bench/vllm_stream.py and its test, which compare the two paths.
+PER_PROMPT_ENV = "EVALITA_PER_PROMPT_CALLS"
 
 
 @dataclass
@@ -128,7 +132,7 @@ class RunStream:
         for s in segments:
             groups.append(list(range(start, start + len(s.requests))))
             start += len(s.requests)
-        if getattr(backend, "mixes_prompts", False):
+        if getattr(backend, "mixes_prompts", False) and not os.environ.get(PER_PROMPT_ENV):
             groups = [list(range(start))]
         if streams:
             return [g for g in groups if g]
