@@ -51,7 +51,8 @@ def side(args: argparse.Namespace, name: str, out: Path) -> dict[str, Any]:
     counted = {k: after[k] - before[k] for k in after}
     samples = {p.name: p.read_text("utf-8") for p in sorted((out / "samples").iterdir())}
     return {"side": name, "counters": counted, "computed": counted["vllm:prompt_tokens"] - counted["vllm:prompt_tokens_cached"],
-            "seconds": seconds, "load_1min": [load_before, os.getloadavg()[0]], "requests": result.computed, "samples": samples}
+            "seconds": seconds, "load_1min": [load_before, os.getloadavg()[0]], "requests": result.computed, "samples": samples,
+            "scores": result.results}
 
 
 def _numbers(value: Any, path: str = "") -> dict[str, float]:
@@ -134,7 +135,8 @@ def main() -> None:
           f"x{median['per-prompt'] / median['stream']:.2f} (per-prompt / stream); computed prompt tokens "
           f"{computed['per-prompt']} vs {computed['stream']}")
     first = {n: next(r for r in rows if r["side"] == n) for n in SIDES}
-    print("samples, per-prompt vs stream: " + compare_samples(first["per-prompt"]["samples"], first["stream"]["samples"]))
+    print("samples, per-prompt vs stream: " + compare_samples(first["per-prompt"]["samples"], first["stream"]["samples"])
+          + f"; scores {'equal' if first['per-prompt']['scores'] == first['stream']['scores'] else 'DIFFER'}")
 
 
 if __name__ == "__main__":
