@@ -17,6 +17,21 @@ replica, a fresh output folder each time) with 1 and 2 replicas, alternating (1,
 (Ray and model start-up included), the tasks' own wall time from its results.json, and the load
 average before and after; then per backend the median of each and the ratio 1 replica / 2.
 The scores of every run are checked equal (replicas change no number).
+
+The issue-38 check (two replicas at least 1.7x faster than one, on a quiet machine, each replica
+pinned to one thread, a run of at least five minutes for one replica with several tasks and prompts,
+small calls included: the ner entries' calls hold 2 prompts x ``--limit`` generations):
+
+    .venv/bin/python bench/replicas.py --build /work/bench-runs/evalita-build \
+        --time /work/main/.real-model/plain --tasks wic,sa,faq,ner --limit 8 --max-new-tokens 32 \
+        --threads 1 --rounds 1
+
+Estimated 5-6 minutes for the one-replica run on the quiet 2-core machine (then about half that
+for two): the quiet measurement above, wic,sa,ner at ``--limit 10`` in 163 s of task time, is
+16 s a document; a ``--limit 2`` run of these four tasks on the loaded machine (2026-11-25,
+per-task ``timing`` of results.json) put faq at 1.5x wic+sa+ner a document, so about 40 s a
+document in all, 320 s at ``--limit 8``, plus the model load. The ratio line reads ``x`` 1 replica /
+2; the goal is x1.70 or more on wall.
 """
 
 from __future__ import annotations

@@ -150,6 +150,12 @@ class Backend(ABC):
     capabilities: ClassVar[Capabilities] = Capabilities()
     # Requests the runner hands over per call (one resume-cache write each); None: batch_size * 4.
     requests_per_call: ClassVar[int | None] = None
+    # Whether the runner may put requests of different prompts and tasks in one call: an engine
+    # that schedules what it is given (vllm), whose numbers do not hinge on a call's other requests
+    # beyond float rounding. False (hf): each call holds one prompt's requests, as batched alone,
+    # so a row's padded batch and float rounding are those of a run of that prompt
+    # (running/stream.py).
+    mixes_prompts: ClassVar[bool] = False
     # The weights' dtype as loaded ("unknown": the backend does not say; then the --dtype option
     # asked for is in its identity).
     dtype: str = "unknown"

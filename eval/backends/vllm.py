@@ -157,6 +157,8 @@ class VLLMBackend(Backend):
     capabilities = Capabilities(loglikelihood=True, generate=True, chat_template=True, constrained=True)
     # vLLM schedules what it is given: hand it many requests per call.
     requests_per_call = 4096
+    # The run's requests of a kind go in calls of requests_per_call, across prompts and tasks (running/stream.py).
+    mixes_prompts = True
     Options = VLLMOptions
 
     def __init__(self, llm: Any, tokenizer: Any, name_or_path: str, max_length: int, dtype: str, scoring: str = "prefill") -> None:

@@ -1,7 +1,8 @@
 """``ReplicaBackend``: N replicas of a backend as Ray actors, behind the ``Backend`` protocol.
 
 Each replica builds the wrapped backend once (its model loaded once for the whole run) in
-an actor that reserves its devices through Ray's resources. A call is cut into units
+an actor that reserves its devices through Ray's resources. A call (with ``calls``: every call
+of the run's stream at once, running/stream.py) is cut into units
 (``plan.py``: the inner calls one replica would make, prefix groups kept together; for an
 engine with a prefix cache, vllm, ``prefix_groups.py``: what its cache can share kept
 together, a replica's units then merged into large calls), the
@@ -51,7 +52,8 @@ class Replica:
         except Exception:  # an engine's tokenizer that does not travel: the driver does without
             tokenizer = None
         return {"identity": b.cache_identity(), "dtype": b.dtype, "capabilities": b.capabilities, "pid": os.getpid(), "tokenizer": tokenizer,
-                "requests_per_call": b.requests_per_call, "merges_units": self._prefix_cached}
+                "requests_per_call": b.requests_per_call, "merges_units": self._prefix_cached,
+                "mixes_prompts": b.mixes_prompts}
 
     @property
     def _prefix_cached(self) -> bool:
@@ -62,6 +64,15 @@ class Replica:
         if self._prefix_cached:
             return prefix_units(self.backend, kind, requests, replicas)
         return plan_units(self.backend, kind, requests)
+
+    def plan_calls(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]], replicas: int = 1) -> list[Unit]:
+        """The units of each of ``calls`` (request indices), planned as for a call of those
+        requests alone, their indices those of ``requests``: the units of the whole run."""
+        units: list[Unit] = []
+        for call in calls:
+            for unit in self.plan(kind, [requests[i] for i in call], replicas):
+                units.append(Unit(tuple(tuple(call[i] for i in inner) for inner in unit.calls), unit.tokens))
+        return units
 
     def engine_counters(self) -> dict[str, float]:
         """The engine's own cumulative counters (vllm: prompt tokens, of them from the prefix cache...)."""
@@ -138,6 +149,8 @@ class ReplicaBackend(Backend):
         # A runner that does not stream to us cuts calls as it would for one replica (plan.chunk_size).
         self.requests_per_call = described["requests_per_call"]
         self._merges_units = described["merges_units"]
+        # The runner may mix prompts in one call exactly where the wrapped engine allows it (running/stream.py).
+        self.mixes_prompts = described["mixes_prompts"]
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> "ReplicaBackend":
@@ -164,19 +177,25 @@ class ReplicaBackend(Backend):
 
         return ray.get(self.actors[0].apply_chat_template.remote(messages))
 
-    def loglikelihood(self, requests: Sequence[LLRequest], on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
-        return self._dispatch("loglikelihood", requests, on_result)
+    # ``calls``: the calls the runner would make to one backend (request indices; None: one call of
+    # every request). The replicas plan each as one replica would and share all their units.
+    def loglikelihood(self, requests: Sequence[LLRequest], on_result: Callable[[int, Any], None] | None = None,
+                      calls: Sequence[Sequence[int]] | None = None) -> list[Any]:
+        return self._dispatch("loglikelihood", requests, on_result, calls)
 
-    def generate_until(self, requests: Sequence[GenRequest], on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
-        return self._dispatch("generate_until", requests, on_result)
+    def generate_until(self, requests: Sequence[GenRequest], on_result: Callable[[int, Any], None] | None = None,
+                       calls: Sequence[Sequence[int]] | None = None) -> list[Any]:
+        return self._dispatch("generate_until", requests, on_result, calls)
 
-    def _dispatch(self, kind: str, requests: Sequence[Any], on_result: Callable[[int, Any], None] | None) -> list[Any]:
+    def _dispatch(self, kind: str, requests: Sequence[Any], on_result: Callable[[int, Any], None] | None,
+                  calls: Sequence[Sequence[int]] | None = None) -> list[Any]:
         import ray
 
         if not requests:
             return []
         shared = ray.put(list(requests))
-        units = self._call(0, lambda actor: actor.plan.remote(kind, shared, self.size))
+        whole = [list(c) for c in calls] if calls is not None else [list(range(len(requests)))]
+        units = self._call(0, lambda actor: actor.plan_calls.remote(kind, shared, whole, self.size))
         shards = assign([u.tokens for u in units], self.size)
         out: list[Any] = [None] * len(requests)
         running: dict[Any, tuple[int, list[int]]] = {}  # future -> (replica, its units)

@@ -7,7 +7,7 @@ requests, as on one replica: the numbers are bitwise those of one replica.
 
 - a method that does not stream (``hf`` log-likelihoods): the runner's chunks,
   ``requests_per_call`` or ``batch_size x CHUNK_BATCHES`` requests in the runner's order
-  (running/runner.py ``Runner._cached``), each run as one call;
+  (running/stream.py ``RunStream._calls``), each run as one call;
 - ``hf`` generations: the backend's own batches (grouped by stop strings, limit and
   constraint, longest context first, cut by ``_generation_batches``), each run as one call;
 - ``vllm``: prefix families (``replicas/prefix_groups.py``: the contexts whose prompts share a
@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 
 from ..api import GenRequest, LLRequest, prompt_room
 
-# As running/runner.py: requests between two cache writes, and the batch taken under --batch-size auto.
+# As running/stream.py: requests between two cache writes, and the batch taken under --batch-size auto.
 CHUNK_BATCHES = 4
 AUTO_BATCH = 64
 
@@ -50,7 +50,7 @@ def streams(method: Callable[..., Any]) -> bool:
 
 
 def chunk_size(backend: Any) -> int:
-    """The requests the runner hands a non-streaming backend per call (``Runner._cached``)."""
+    """The requests the runner hands a non-streaming backend per call (``RunStream._calls``)."""
     per_call = getattr(backend, "requests_per_call", None)
     options = getattr(backend, "options", None)  # the run's --batch-size, as the runner reads it
     batch = options.batch_size if options is not None else getattr(backend, "batch_size", None)

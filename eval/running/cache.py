@@ -17,7 +17,7 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 # Finished requests reported one by one (on_result) are fsynced at most this often.
 SYNC_INTERVAL_S = 0.5
@@ -142,13 +142,18 @@ class RequestCache:
 
 class ResultSaver:
     """The ``on_result`` callback of one backend call: each finished request goes to the
-    resume cache as it arrives (see ``Runner._cached``) and is reported to the run's
-    ``timer`` with the seconds since the previous one; ``finish`` writes the rest."""
+    resume cache as it arrives (see ``running/stream.py``) and is reported to the run's
+    ``timer`` with the seconds since the previous one; ``finish`` writes the rest.
 
-    def __init__(self, cache: RequestCache, keys: list[str], requests: list[Any], to_json: Callable[[Any], Any], bar: Any,
-                 counts: Any, kind: str, timer: Callable[[str, list[Any], float], None] | None = None) -> None:
+    ``to_json[i]`` turns request i's result into what the cache stores, and ``tasks[i]`` names
+    the task it is counted to (``counts["computed:TASK"]``): a call may hold several tasks' requests."""
+
+    def __init__(self, cache: RequestCache, keys: list[str], requests: list[Any], to_json: Sequence[Callable[[Any], Any]], bar: Any,
+                 counts: Any, kind: str, timer: Callable[[str, list[Any], float], None] | None = None,
+                 tasks: Sequence[str] | None = None) -> None:
         self.cache, self.keys, self.requests, self.to_json, self.bar, self.counts, self.kind = cache, keys, requests, to_json, bar, counts, kind
         self.timer = timer
+        self.tasks = tasks
         self.written = [False] * len(keys)
         self.last_sync = self.mark = time.monotonic()
 
@@ -162,9 +167,11 @@ class ResultSaver:
 
     def _write(self, items: list[tuple[int, Any]], sync: bool) -> None:
         if items:
-            self.cache.add(((self.keys[i], self.to_json(v)) for i, v in items), sync=sync)
+            self.cache.add(((self.keys[i], self.to_json[i](v)) for i, v in items), sync=sync)
             for i, _ in items:
                 self.written[i] = True
+                if self.tasks is not None:
+                    self.counts[f"computed:{self.tasks[i]}"] += 1
             self.counts[f"saved_{self.kind}"] += len(items)
             self.counts["computed"] += len(items)
             self.bar.update(len(items))

@@ -1,27 +1,24 @@
 """Runs tasks x prompts on any ``Backend`` and writes results.json and samples/*.jsonl.
 
 Every request goes through the resume cache (``cache.py``): a request already in
-``OUTPUT/cache.jsonl`` is read back, the others are computed a few batches at a time
-and appended before the next ones start.
+``OUTPUT/cache.jsonl`` is read back, the others are computed as one stream over the whole run
+(``stream.py``) and appended as they finish; then each task is assembled from the cache.
 """
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections import Counter
-from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from tqdm import tqdm
-
 from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, request_payload
-from .cache import RequestCache, ResultSaver, request_key
+from .cache import RequestCache, request_key
 from .config import RunConfig  # noqa: F401  (the runner's options: imported from here by the CLI and the tests)
 from .plan import EntryPlan, RunPlan, build_plan
+from .stream import RunStream
 from .task_kinds import TaskKind, as_turns, kind_for_run, thinking_of
 from .thinking_run import forced_values, refuse_forcing_on_chat_messages, thinking_chat, token_counter
 from ..settings.thinking import trace_summary
@@ -35,11 +32,6 @@ from ..settings.constrained import refuse_unformatted
 from ..backend_support.memory import peak_memory, reset_peak_memory
 from ..sources.base import Source
 from ..sources.entries import TaskEntry
-
-# Requests computed between two cache writes: small enough to lose little on a crash.
-CHUNK_BATCHES = 4
-# The batch size taken for the chunk size under --batch-size auto.
-AUTO_BATCH = 64
 
 
 @dataclass
@@ -94,7 +86,8 @@ class Runner:
         # Generations (string values) found in the cache from earlier runs, for the interrupt message.
         self.earlier_generations = sum(isinstance(v, str) for v in self.cache.values.values())
         self.earlier_loglikelihoods = len(self.cache) - self.earlier_generations
-        self._counts: Counter = Counter()  # requests / cached, over the whole run
+        self._counts: Counter = Counter()  # requests / cached / computed, over the whole run and per task ("computed:TASK")
+        self._stream: RunStream | None = None  # the run's requests, computed before the tasks are assembled
         self._computing: str | None = None  # the kind being computed: with nothing saved, interrupt_summary names it
         self._compute_s = 0.0  # seconds inside the backend's compute calls, over the whole invocation
         # Told of every finished request (kind, requests, seconds they took): the time estimate.
@@ -109,7 +102,6 @@ class Runner:
         self.identity = identity_of(backend, self.model.record, config)
         self._planned: list[str] = []  # the entries this invocation runs, and those skipped (no such split)
         self._skipped: list[str] = []
-        self._task_bar: tqdm | None = None
         self._entries: dict[str, TaskEntry] = {}  # name -> entry of the run (results.json task_config)
         self._task_versions: dict[str, dict] = {}  # tasks carried over from an earlier invocation: their versions
         self.chat = None
@@ -124,40 +116,6 @@ class Runner:
                 raise BackendUnsupported(f"backend {backend.name!r} cannot apply a chat template; run without --apply-chat-template")
             self.chat = thinking_chat(backend, thinking_of(config), echo)  # enable_thinking where the template reads it
         refuse_forcing_on_chat_messages(thinking_of(config), backend.capabilities.chat_messages, backend.name)
-
-    # -- requests through the cache -----------------------------------------------------
-    def _cached(self, kind: str, requests: Sequence[Any], compute: Callable[..., list], to_json: Callable[[Any], Any], bar: tqdm) -> tuple[list[Any], int]:
-        """Values of ``requests`` from the resume cache, the others computed and written to it.
-
-        A backend whose ``compute`` takes ``on_result(index, value)`` reports each request
-        as it finishes: the value is in cache.jsonl at once (written and flushed, so a
-        killed process keeps it; fsynced at most every ``cache.SYNC_INTERVAL_S`` and at the end
-        of the call), and it gets every pending request in one call. Others get chunks
-        of ``requests_per_call`` (or ``batch_size x 4``) requests, written chunk by chunk.
-        """
-        self._computing = kind  # what an interrupt of this call had been computing (interrupt_summary)
-        keys = [request_key(self.model.cache_key, kind, request_payload(r)) for r in requests]
-        found = [self.cache.get(k, kind) is not None for k in keys]  # shape-checked once per request
-        pending = sorted({k: i for i, (k, hit) in enumerate(zip(keys, found)) if not hit}.values(), key=lambda i: -len(requests[i].context))
-        self._counts["requests"] += len(keys)
-        self._counts["cached"] += sum(found)
-        bar.update(len(requests) - len(pending))
-        streams = "on_result" in inspect.signature(compute).parameters
-        # A backend may ask for larger calls (requests_per_call) to share more work within one.
-        step = len(pending) if streams else self.backend.requests_per_call or max(1, (self.config.batch_size or AUTO_BATCH) * CHUNK_BATCHES)
-        for start in range(0, len(pending), max(1, step)):
-            chunk = pending[start : start + step]
-            sent = [requests[i] for i in chunk]
-            saver = ResultSaver(self.cache, [keys[i] for i in chunk], sent, to_json, bar, self._counts, kind, self.timer)
-            began = time.perf_counter()
-            try:  # an interrupted call still counts its time: the resume adds to it
-                values = compute(sent, on_result=saver) if streams else compute(sent)
-            finally:
-                self._compute_s += time.perf_counter() - began
-            if len(values) != len(chunk):
-                raise RuntimeError(f"backend {self.backend.name!r} returned {len(values)} results for {len(chunk)} requests")
-            saver.finish(values)
-        return [self.cache[k] for k in keys], len(pending)
 
     # -- one task entry ----------------------------------------------------------------
     def eval_split(self, entry: TaskEntry) -> str:
@@ -205,20 +163,18 @@ class Runner:
         return build_contexts(*fewshot_args, self.chat, **fewshot_kw), None
 
     def run_entry(self, planned: EntryPlan) -> tuple[dict[str, dict[str, float]], int]:
-        """Executes the planned requests of one entry: its samples, scores and baselines."""
-        asked, docs = planned.asked, planned.docs
+        """One entry's samples, scores and baselines, from the values the stream left in the cache
+        (a prompt under budget forcing: computed now, its two rounds through ``RunStream.cached``)."""
+        asked, docs, stream = planned.asked, planned.docs, self._stream
         per_prompt: dict[str, dict[str, float]] = {}
-        computed = 0
-        # One bar per task (done/total, rate, ETA); the CLI turns it off when stderr is not a
-        # terminal or with --no-progress. Closed by run(), also when the task fails or is interrupted.
-        self._task_bar = tqdm(total=planned.requests, desc=planned.name, unit="req",
-                              disable=not self.config.progress, dynamic_ncols=True)
         for prompt in planned.prompts:
-            with self._bar(planned.entry, prompt.name, len(prompt.requests)) as bar:
-                cached = partial(self._cached, prompt.kind, compute=getattr(self.backend, prompt.kind), to_json=lambda v: asked.value_json(v, self.backend.name), bar=bar)
-                values, n = forced_values(cached, prompt.requests, asked.thinking) if asked.forcing else cached(prompt.requests)
+            if asked.forcing:
+                cached = partial(stream.cached, prompt.kind, planned.name, to_json=lambda v: asked.value_json(v, self.backend.name),
+                                 label=f"{planned.name} {prompt.name}")
+                values, _ = forced_values(cached, prompt.requests, asked.thinking)
+            else:
+                values = [self.cache[k] for k in stream.keys[(planned.name, prompt.name)]]
             samples = asked.samples(prompt.name, docs, prompt.contexts, values)
-            computed += n
             write_samples(self.out, planned.entry.name, prompt.name, samples, run_id(self.identity),
                           sample_task_version(planned.entry, self.config.setting, prompt.name))
             scores, rules = asked.scores(samples)
@@ -229,13 +185,7 @@ class Runner:
             scores["n"] = len(samples)
             per_prompt[prompt.name] = scores
         self.baselines[planned.name] = asked.baselines(docs, [p.name for p in planned.prompts])
-        return per_prompt, computed
-
-    def _bar(self, entry: TaskEntry, prompt: str, total: int):
-        if self._task_bar is not None:  # one bar per task, shared by its prompts
-            self._task_bar.set_postfix_str(prompt, refresh=False)
-            return nullcontext(self._task_bar)
-        return tqdm(total=total, desc=f"{entry.name} {prompt}", unit="req", leave=False, disable=None if self.config.progress else True)
+        return per_prompt, stream.task_counts(planned.name)["computed"]
 
     def plan(self, entries: Sequence[TaskEntry]) -> RunPlan:
         """The run's plan (running/plan.py), built once: ``announce`` prints it and ``run`` executes it."""
@@ -276,8 +226,9 @@ class Runner:
         return self.entry_kind(entry).constrained
 
     def run(self, work: Sequence[TaskEntry] | RunPlan) -> RunResult:
-        """Executes the plan (``self.plan(entries)`` when given entries): its entries in order, each
-        one's results.json written as it finishes."""
+        """Executes the plan (``self.plan(entries)`` when given entries): its requests the cache
+        lacks as one stream (``stream.py``), then its entries in order, results.json written as
+        each is assembled."""
         plan = work if isinstance(work, RunPlan) else self.plan(work)
         selection = plan.selection  # decided once: the plan and the run read the same
         result = RunResult()
@@ -294,33 +245,23 @@ class Runner:
         earlier = earlier_timing(earlier_doc, self.out / RESULTS_FILE, self.echo)
         self._planned, self._skipped = [e.name for e in entries], []
         self._carry_over(earlier_doc, result, manifest)
+        self._stream = RunStream(self, plan)
         try:
-            for entry in entries:
-                if entry.name in selection.missing:
-                    result.skipped[entry.name] = selection.missing[entry.name]
-                    self.echo(f"{entry.name}: skipped, {result.skipped[entry.name]}")
-                    self._skipped.append(entry.name)
-                    continue
-                started = (time.perf_counter(), self._compute_s, Counter(self._counts))
-                reset_peak_memory()
-                try:
-                    result.results[entry.name], n = self.run_entry(plan.entries[entry.name])
-                except KeyboardInterrupt:
-                    # The requests computed so far are in the cache; keep their time too, so the resume adds to it.
-                    result.timing[entry.name] = self._task_timing(started, earlier.get(entry.name, {}), finished=False)
-                    self._write_results(result, manifest)
-                    raise
-                finally:
-                    if self._task_bar is not None:
-                        self._task_bar.close()
-                        self._task_bar = None
-                result.computed += n
-                result.cached, result.requests = self._counts["cached"], self._counts["requests"]
-                result.timing[entry.name] = self._task_timing(started, earlier.get(entry.name, {}), finished=True)
-                result.resources[entry.name] = peak_memory()
-                splits = [self.eval_split(entry)] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
-                manifest[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
+            for entry in (e for e in entries if e.name in selection.missing):
+                result.skipped[entry.name] = selection.missing[entry.name]
+                self.echo(f"{entry.name}: skipped, {result.skipped[entry.name]}")
+                self._skipped.append(entry.name)
+            reset_peak_memory()
+            try:  # every request of the run the cache lacks, before any task is assembled
+                self._stream.run()
+            except KeyboardInterrupt:
+                # The requests computed so far are in the cache; keep their time too, so the resume adds to it.
+                for name in plan.entries:
+                    result.timing[name] = self._task_timing(name, self._stream.seconds[name], earlier.get(name, {}), finished=False)
                 self._write_results(result, manifest)
+                raise
+            for entry in (e for e in entries if e.name in plan.entries):
+                self._assemble(plan.entries[entry.name], result, manifest, earlier.get(entry.name, {}))
             if (note := self.cache.damage_note()) is not None:
                 self.echo(note)  # damaged or wrong-shape cache values, computed again
             # A run that evaluated nothing is no success: results.json says so, and the CLI exits 1.
@@ -330,18 +271,36 @@ class Runner:
             self.cache.close()
         return result
 
-    def _task_timing(self, started: tuple[float, float, Counter], before: dict, finished: bool) -> dict[str, float]:
+    def _assemble(self, planned: EntryPlan, result: RunResult, manifest: dict, before: dict) -> None:
+        """One entry's results from the cache, written to results.json."""
+        began, entry = time.perf_counter(), planned.entry
+        streamed_s = self._stream.seconds[entry.name]  # its share of the stream's calls
+        try:
+            result.results[entry.name], n = self.run_entry(planned)
+        except KeyboardInterrupt:
+            result.timing[entry.name] = self._task_timing(entry.name, streamed_s + time.perf_counter() - began, before, finished=False)
+            self._write_results(result, manifest)
+            raise
+        result.computed += n
+        result.cached, result.requests = self._counts["cached"], self._counts["requests"]
+        result.timing[entry.name] = self._task_timing(entry.name, streamed_s + time.perf_counter() - began, before, finished=True)
+        result.resources[entry.name] = peak_memory()
+        splits = [self.eval_split(entry)] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
+        manifest[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
+        self._write_results(result, manifest)
+
+    def _task_timing(self, task: str, wall_s: float, before: dict, finished: bool) -> dict[str, float]:
         """One task's time and requests over every invocation of the run, each request counted once:
         the requests an earlier invocation computed are read back from the cache now, and count as
-        computed (by the run), not as cached."""
-        start, compute_start, counts = started
-        now = {k: self._counts[k] - counts[k] for k in ("requests", "computed", "cached")}
+        computed (by the run), not as cached. Its compute time is its share of the calls that held its
+        requests (``stream.py``: by prompt tokens); ``wall_s``: the stream's share and its assembly."""
+        now = self._stream.task_counts(task)
         computed = now["computed"] + before.get("computed", 0)
         cached = max(0, now["cached"] - before.get("computed", 0))
         # An unfinished task counts the requests it reached; a finished one all of its requests.
         requests = now["requests"] if finished else computed + cached
-        total = {"wall_s": time.perf_counter() - start + before.get("wall_s", 0),
-                 "compute_s": self._compute_s - compute_start + before.get("compute_s", 0),
+        total = {"wall_s": wall_s + before.get("wall_s", 0),
+                 "compute_s": self._stream.seconds[task] + before.get("compute_s", 0),
                  "requests": requests, "computed": computed, "cached": cached}
         return rounded_timing(total)
 

@@ -125,7 +125,8 @@ def test_a_run_prints_progress_a_task_table_and_exact_counts(tmp_path: Path, tin
     args = ["--model", tiny_model, "--data", HERE / "data" / "build", "--tasks", "te", "--limit", "2", "--output-dir", tmp_path / "o"]
     first = run(*args, "--progress")
     assert first.exit_code == 0, first.output
-    assert re.search(r"te: 100%.*\b24/24 \[", first.output), first.output  # 6 prompts x 2 docs x 2 choices
+    # One bar per request kind for the run's stream (running/stream.py): 6 prompts x 2 docs x 2 choices.
+    assert re.search(r"log-likelihoods: 100%.*\b24/24 \[", first.output), first.output
     assert re.search(r"^task\s+metric\s+n\s+prompts\s+AvgP %\s+MaxP %\s+CPS %\s+chance %\s+majority %$", first.output, re.M)
     # 2 items: n, the baselines of te's two classes (chance 50.00) and the note that 2 items measure nothing
     assert re.search(r"^te\s+acc\s+2\s+6(\s+\d+\.\d\d){3}\s+50\.00\s+\d+\.\d\d\s+not a measurement: fewer than 30 items$",
@@ -173,7 +174,8 @@ def test_ctrl_c_keeps_finished_work_marks_results_partial_and_report_refuses(tmp
     monkeypatch.setattr(runner.Runner, "run_entry", original)
     resumed = run(*args)
     assert resumed.exit_code == 0 and json.loads((out / "results.json").read_text("utf-8"))["status"] == "complete"
-    assert "\n4 requests computed, 4 read from the cache" in resumed.output  # te read back, wic computed
+    # The stream (running/stream.py) computed wic's requests before Ctrl-C landed in its assembly: all read back.
+    assert "\n0 requests computed, 8 read from the cache" in resumed.output
 
 
 def test_eval_debug_shows_the_traceback(tmp_path: Path, monkeypatch) -> None:

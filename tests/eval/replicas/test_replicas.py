@@ -98,8 +98,9 @@ def test_killed_replica_is_restarted_and_the_run_is_the_same(local_ray, tiny_mod
     backend = create_backend("hf", options)
     killer = _KillingReplicas(backend)
     plain_ll, plain_gen = backend.loglikelihood, backend.generate_until
-    backend.loglikelihood = lambda requests, on_result=None: plain_ll(requests, killer.wrap(on_result))
-    backend.generate_until = lambda requests, on_result=None: plain_gen(requests, killer.wrap(on_result))
+    # The runner hands the replicas every call of a request kind at once (``calls``: running/stream.py).
+    backend.loglikelihood = lambda requests, on_result=None, calls=None: plain_ll(requests, killer.wrap(on_result), calls)
+    backend.generate_until = lambda requests, on_result=None, calls=None: plain_gen(requests, killer.wrap(on_result), calls)
     config = RunConfig(limit=5, batch_size=2, max_new_tokens=4, progress=False)
     try:
         runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, "hf"), open_source(str(DATA), None), config, tmp_path / "two")
@@ -110,6 +111,29 @@ def test_killed_replica_is_restarted_and_the_run_is_the_same(local_ray, tiny_mod
         backend.close()
     two = json.loads((tmp_path / "two" / "results.json").read_text("utf-8"))
     _same_run(one, two, tmp_path / "one", tmp_path / "two")
+
+
+def test_small_calls_of_the_whole_run_are_shared(local_ray, tiny_model: Path, tmp_path: Path) -> None:
+    """One document per task and prompt: each prompt's log-likelihoods are one unit and its
+    generation another. Handed every call of the run at once, both replicas work; one call at a
+    time, each unit went to the first replica and the second idled."""
+    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.sources import open_source
+    from evalita_eval.sources.entries import select_entries
+
+    config = RunConfig(limit=1, batch_size=2, max_new_tokens=4, prompts=["p1", "p2"], progress=False)
+    outs = {}
+    for size in (1, 2):
+        backend = create_backend("hf", BackendOptions(model=str(tiny_model), batch_size=2, extra={"data_parallel_size": str(size)}))
+        try:
+            runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, "hf"), open_source(str(DATA), None), config, tmp_path / str(size))
+            runner.run(select_entries(["te", "sa", "ls"]))
+            done = list(getattr(backend, "units_done", [0]))
+        finally:
+            backend.close()
+        outs[size] = json.loads((tmp_path / str(size) / "results.json").read_text("utf-8"))
+    assert len(done) == 2 and sum(done) == 6 and min(done) > 0, done  # 3 tasks x 2 prompts, one unit each
+    assert outs[2]["results"] == outs[1]["results"] and _samples(tmp_path / "2") == _samples(tmp_path / "1")
 
 
 def test_replica_settings_and_errors() -> None:

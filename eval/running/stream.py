@@ -1,0 +1,180 @@
+"""The run's work as one stream: every request of the plan that the resume cache lacks, computed
+before any task is assembled, one request kind after the other.
+
+Per kind, the pending requests of every task and prompt are taken in the plan's order (entry by
+entry, prompt by prompt; within a prompt longest context first, so the choices of one document,
+which share their context, stay side by side). A request that an earlier prompt of the run also
+sends is computed once, for the first. The calls the backend gets:
+
+- a backend that mixes prompts (``Backend.mixes_prompts``: vllm, which schedules what it is
+  given) gets the whole kind at once, or in calls of ``requests_per_call`` across tasks and
+  prompts: few submissions instead of one per task and prompt;
+- any other (hf) gets each prompt's requests as a call of their own (a non-streaming method:
+  chunks of ``requests_per_call`` or ``batch_size x 4``), the calls a run of that prompt makes:
+  its padded batches, and so its float rounding, are unchanged;
+- a backend that takes ``calls`` (the data-parallel replicas, replicas/backend.py) gets every
+  call of the kind in one invocation: the replicas plan the units of each call as one replica
+  would, and share all the run's units, small calls included.
+
+Every finished request is written to the resume cache as it arrives (``ResultSaver``), so a
+killed run loses only the requests in flight. The runner then assembles each task's samples and
+scores from the cache.
+
+Prompts under budget forcing (``--max-thinking-tokens``, ``TaskKind.forcing``) need two rounds, the
+traces then the answers written after them: they are left out of the stream and computed when their
+task is assembled, prompt by prompt, each round through ``cached`` (the same cache, calls and
+counts), as before the stream. Time spent in a call is attributed to its tasks in proportion to their
+prompt tokens (counted with the backend's tokenizer, else characters / 4): a call shared by
+several tasks cannot be timed per task.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from tqdm import tqdm
+
+from ..api import request_payload
+from .cache import ResultSaver, request_key
+from .estimate import LL, TokenCounter
+from .plan import RunPlan
+
+# Requests computed between two cache writes: small enough to lose little on a crash.
+CHUNK_BATCHES = 4
+# The batch size taken for the chunk size under --batch-size auto.
+AUTO_BATCH = 64
+# Set (to anything): every backend gets each prompt's requests as calls of their own, as before the
+# stream mixed prompts; only for bench/vllm_stream.py and its test, which compare the two paths.
+PER_PROMPT_ENV = "EVALITA_PER_PROMPT_CALLS"
+
+
+@dataclass
+class Segment:
+    """One prompt of one task: the requests it sends that the run has to compute."""
+
+    task: str
+    requests: list[Any]  # pending, in the order sent
+    keys: list[str]
+    to_json: Callable[[Any], Any]
+
+
+class RunStream:
+    """Computes the plan's pending requests (``run``); ``keys`` and ``counts`` are what the runner
+    assembles and times each task with."""
+
+    def __init__(self, runner: Any, plan: RunPlan) -> None:
+        self.runner, self.plan = runner, plan
+        self.keys: dict[tuple[str, str], list[str]] = {}  # (task, prompt) -> the key of each of its requests
+        self.counts: Counter = runner._counts  # requests, cached, computed (also per task: "KEY:TASK")
+        self.seconds: dict[str, float] = defaultdict(float)  # task -> backend seconds attributed to it
+        self.tokens = TokenCounter(getattr(runner.backend, "tokenizer", None))
+
+    def run(self) -> None:
+        kinds = dict.fromkeys(p.kind for e in self.plan.entries.values() if not e.asked.forcing for p in e.prompts)
+        for kind in kinds:
+            segments = self._segments(kind)
+            total = sum(len(p.requests) for e in self.plan.entries.values() if not e.asked.forcing for p in e.prompts if p.kind == kind)
+            # One bar per request kind for the whole stream; the CLI turns it off when stderr is not a
+            # terminal or with --no-progress.
+            with self._bar(total, "log-likelihoods" if kind == LL else "generations") as bar:
+                bar.update(total - sum(len(s.requests) for s in segments))
+                self._run_kind(kind, segments, bar)
+
+    def cached(self, kind: str, task: str, requests: Sequence[Any], to_json: Callable[[Any], Any], label: str) -> tuple[list[Any], int]:
+        """Values of ``requests`` (one prompt of ``task``, out of the stream: budget forcing) from the
+        resume cache, the others computed as the stream computes one prompt, and written to it:
+        (values, requests computed)."""
+        keys = [request_key(self.runner.model.cache_key, kind, request_payload(r)) for r in requests]
+        segment = self._segment(kind, task, requests, keys, to_json, set())
+        with self._bar(len(requests), label) as bar:
+            bar.update(len(requests) - len(segment.requests))
+            self._run_kind(kind, [segment], bar)
+        return [self.runner.cache[k] for k in keys], len(segment.requests)
+
+    def _bar(self, total: int, label: str) -> tqdm:
+        return tqdm(total=total, desc=label, unit="req", disable=not self.runner.config.progress, dynamic_ncols=True)
+
+    def task_counts(self, task: str) -> dict[str, int]:
+        return {k: self.counts[f"{k}:{task}"] for k in ("requests", "computed", "cached")}
+
+    def _segments(self, kind: str) -> list[Segment]:
+        """The pending requests of every prompt of ``kind`` in the stream, prompt by prompt."""
+        runner, out, seen = self.runner, [], set()
+        for planned in (e for e in self.plan.entries.values() if not e.asked.forcing):
+            to_json = lambda v, asked=planned.asked: asked.value_json(v, runner.backend.name)  # noqa: E731
+            for prompt in (p for p in planned.prompts if p.kind == kind):
+                keys = [request_key(runner.model.cache_key, kind, request_payload(r)) for r in prompt.requests]
+                self.keys[(planned.name, prompt.name)] = keys
+                out.append(self._segment(kind, planned.name, prompt.requests, keys, to_json, seen))
+        return out
+
+    def _segment(self, kind: str, task: str, requests: Sequence[Any], keys: list[str], to_json: Callable[[Any], Any], seen: set[str]) -> Segment:
+        """The requests the cache lacks, longest context first, each once (``seen``: the keys an
+        earlier prompt of the stream sends); counts the requests and those read back."""
+        hits = [k in seen or self.runner.cache.get(k, kind) is not None for k in keys]  # shape-checked once per request
+        pending = sorted({k: i for i, (k, hit) in enumerate(zip(keys, hits)) if not hit}.values(), key=lambda i: -len(requests[i].context))
+        seen.update(keys)
+        for name, n in (("requests", len(keys)), ("cached", sum(hits))):
+            self.counts[name] += n
+            self.counts[f"{name}:{task}"] += n
+        return Segment(task, [requests[i] for i in pending], [keys[i] for i in pending], to_json)
+
+    def _calls(self, segments: Sequence[Segment], streams: bool) -> list[list[int]]:
+        """The backend calls (indices into the kind's pending requests, segment after segment):
+        one group per segment, or one for all of them (``mixes_prompts``); a streaming method
+        gets each group whole, another in chunks of ``requests_per_call`` (or batch size x 4)."""
+        backend, groups, start = self.runner.backend, [], 0
+        for s in segments:
+            groups.append(list(range(start, start + len(s.requests))))
+            start += len(s.requests)
+        if getattr(backend, "mixes_prompts", False) and not os.environ.get(PER_PROMPT_ENV):
+            groups = [list(range(start))]
+        if streams:
+            return [g for g in groups if g]
+        step = getattr(backend, "requests_per_call", None) or max(1, (self.runner.config.batch_size or AUTO_BATCH) * CHUNK_BATCHES)
+        return [g[i : i + step] for g in groups for i in range(0, len(g), step)]
+
+    def _run_kind(self, kind: str, segments: list[Segment], bar: tqdm) -> None:
+        self.runner._computing = kind  # what an interrupt had been computing (Runner.interrupt_summary)
+        requests = [r for s in segments for r in s.requests]
+        keys = [k for s in segments for k in s.keys]
+        tasks = [s.task for s in segments for _ in s.requests]
+        to_json = [s.to_json for s in segments for _ in s.requests]
+        compute = getattr(self.runner.backend, kind)
+        params = inspect.signature(compute).parameters
+        calls = self._calls(segments, "on_result" in params)
+        if "calls" in params:  # every call in one invocation: the replicas share them all
+            chunks, inner = ([list(range(len(requests)))], [calls]) if requests else ([], [])
+            run = lambda sent, saver, call: compute(sent, on_result=saver, calls=call)  # noqa: E731
+        else:
+            streams = "on_result" in params
+            run = lambda sent, saver, call: compute(sent, on_result=saver) if streams else compute(sent)  # noqa: E731
+            chunks, inner = calls, [None] * len(calls)
+        for chunk, call in zip(chunks, inner):
+            sent = [requests[i] for i in chunk]
+            saver = ResultSaver(self.runner.cache, [keys[i] for i in chunk], sent, [to_json[i] for i in chunk], bar, self.counts, kind,
+                                self.runner.timer, [tasks[i] for i in chunk])
+            began = time.perf_counter()
+            try:  # an interrupted call still counts its time: the resume adds to it
+                values = run(sent, saver, call)
+            finally:
+                self._attribute(kind, sent, [tasks[i] for i in chunk], time.perf_counter() - began)
+            if len(values) != len(chunk):
+                raise RuntimeError(f"backend {self.runner.backend.name!r} returned {len(values)} results for {len(chunk)} requests")
+            saver.finish(values)
+
+    def _attribute(self, kind: str, requests: Sequence[Any], tasks: Sequence[str], seconds: float) -> None:
+        """A call's seconds, shared by its tasks in proportion to their prompt tokens."""
+        self.runner._compute_s += seconds
+        weights: dict[str, int] = defaultdict(int)
+        for request, task in zip(requests, tasks):
+            texts = (request.context, request.continuation) if kind == LL else (request.context,)
+            weights[task] += max(1, sum(self.tokens(x) for x in texts))
+        whole = sum(weights.values())
+        for task, weight in weights.items():
+            self.seconds[task] += seconds * weight / whole
