@@ -156,6 +156,11 @@ def make_rows(args: argparse.Namespace, tmp: Path) -> list[Row]:
 
 def unavailable(engine: str, device: str) -> str | None:
     """Why ``engine`` cannot run in this Python, or None."""
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            return f"--device {device}, but torch sees no CUDA device"
     if "vllm" in engine and importlib.util.find_spec("vllm") is None:
         return "vllm is not installed in this Python (pip install -e '.[vllm]')"
     if engine.startswith("lmeval") and importlib.util.find_spec("lm_eval") is None:

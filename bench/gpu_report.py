@@ -82,12 +82,17 @@ def gpu_line(args: argparse.Namespace) -> None:
 
 
 def markdown(rows: list, ran: list[str]) -> None:
-    print("\n| task | shots | requests | prompt tokens | " + " | ".join(f"{LABELS[e]} s" for e in ran) + " |")
-    print("|---|---|---|---|" + "---|" * len(ran))
+    """Per task: seconds of each engine at the limit, and that time scaled to the whole evaluation split."""
+    print("\n| task | shots | docs (split) | requests | prompt tokens | " + " | ".join(f"{LABELS[e]} s" for e in ran)
+          + " | projected min, " + " / ".join(LABELS[e] for e in ran) + " |")
+    print("|---|---|---|---|---|" + "---|" * len(ran) + "---|")
     for row in rows:
-        print(f"| {row.entry} | {row.shots} | {len(row.requests)} | {row.prompt_tokens:,} | " + " | ".join(f"{row.seconds[e]:.2f}" for e in ran) + " |")
+        projected = " / ".join(f"{row.seconds[e] * row.full_docs / row.docs / 60:.0f}" for e in ran)
+        print(f"| {row.entry} | {row.shots} | {row.docs} ({row.full_docs}) | {len(row.requests)} | {row.prompt_tokens:,} | "
+              + " | ".join(f"{row.seconds[e]:.2f}" for e in ran) + f" | {projected} |")
     total = " | ".join(f"{sum(r.seconds[e] for r in rows):.2f}" for e in ran)
-    print(f"| **total** | | {sum(len(r.requests) for r in rows)} | {sum(r.prompt_tokens for r in rows):,} | {total} |")
+    hours = " / ".join(f"{sum(r.seconds[e] * r.full_docs / r.docs for r in rows) / 3600:.2f} h" for e in ran)
+    print(f"| **total** | | | {sum(len(r.requests) for r in rows)} | {sum(r.prompt_tokens for r in rows):,} | {total} | **{hours}** |")
 
 
 def report(args: argparse.Namespace, described: str, max_length: int, rows: list, outcomes: dict[str, Any], elapsed: float) -> None:
