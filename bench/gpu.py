@@ -75,7 +75,7 @@ class Row:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--shape", choices=("llama8b", "tiny"), default="llama8b", help="the random model's shape (tiny: 2 x 64, float32)")
+    ap.add_argument("--shape", choices=("llama8b", "tiny"), default="llama8b", help="the random model's shape (tiny: 2 layers x 64)")
     ap.add_argument("--model", type=Path, help="an existing model folder instead of a random one (e.g. the real model's plain/)")
     ap.add_argument("--device", default=None, help="cuda or cpu (default: cuda when there is one)")
     ap.add_argument("--dtype", default=None, help="default: bfloat16 on CUDA, float32 on CPU")
@@ -213,10 +213,26 @@ def prompt_tokens(row: Row, tokenizer: Any, max_length: int) -> int:
     return sum(map(len, work.gen_prompts(tokenizer, row.requests, max_length)))
 
 
+def run_engines(args: argparse.Namespace, model: Path, max_length: int, rows: list[Row], tmp: Path, t0: float) -> dict[str, dict | str]:
+    """Each engine in turn (its answers into the rows), or why it did not run; none is started once the budget is spent."""
+    outcomes: dict[str, dict | str] = {}
+    for engine in args.engines.split(","):
+        why = unavailable(engine, args.device)
+        left = None if args.budget_s is None else args.budget_s - (time.perf_counter() - t0)
+        if why is None and left is not None and left < 30:
+            why = f"not started: {args.budget_s:.0f} s budget spent"
+        done = outcomes[engine] = why or run_engine(engine, args, model, max_length, rows, tmp, left)
+        print(f"[bench/gpu.py {time.perf_counter() - t0:.0f} s] {engine}: " + (done if isinstance(done, str) else f"{done['process_s']:.1f} s"),
+              file=sys.stderr, flush=True)  # progress, for a run stopped before its report
+        if isinstance(done, dict):
+            for row, got in zip(rows, done["rows"]):
+                row.seconds[engine], row.answers[engine] = got["seconds"], got["results"]
+    return outcomes
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     t0 = time.perf_counter()
-    engines = args.engines.split(",")
     with tempfile.TemporaryDirectory(prefix="bench-gpu-") as name:
         tmp = Path(name)
         model, described = make_model(args, tmp)
@@ -226,16 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         tokenizer = load_tokenizer(str(model), None, False)
         default_length = LLAMA8B_MAX_LENGTH if args.shape == "llama8b" and not args.model else model_max_length(str(model), tokenizer, None, False)
         max_length = args.max_length or default_length
-        outcomes: dict[str, dict | str] = {}
-        for engine in engines:
-            why = unavailable(engine, args.device)
-            left = None if args.budget_s is None else args.budget_s - (time.perf_counter() - t0)
-            if why is None and left is not None and left < 30:
-                why = f"not started: {args.budget_s:.0f} s budget spent"
-            outcomes[engine] = why or run_engine(engine, args, model, max_length, rows, tmp, left)
-            if isinstance(outcomes[engine], dict):
-                for row, got in zip(rows, outcomes[engine]["rows"]):
-                    row.seconds[engine], row.answers[engine] = got["seconds"], got["results"]
+        outcomes = run_engines(args, model, max_length, rows, tmp, t0)
         for row in rows:
             row.prompt_tokens = prompt_tokens(row, tokenizer, max_length)
             for engine in row.answers:
