@@ -43,10 +43,10 @@ def header(args: argparse.Namespace, described: str, max_length: int, rows: list
 
 
 def task_lines(rows: list, ran: list[str]) -> None:
-    ref = ran[0] if ran else None
+    ref = "ours-hf" if "ours-hf" in ran else (ran[0] if ran else None)  # the padded reference path
     for row in rows:
         cells = " | ".join(f"{LABELS[e]} {row.seconds[e]:.2f} s" for e in ran)
-        same = " | ".join(f"{LABELS[e]} {'%d/%d' % agreement(row, e, ref)}" for e in ran[1:])
+        same = " | ".join(f"{LABELS[e]} {'%d/%d' % agreement(row, e, ref)}" for e in ran if e != ref)
         print(f"task {row.key:14s} {row.kind:3s} | requests {len(row.requests):5d} | prompt tokens {row.prompt_tokens:8d} | {cells}"
               + (f" | same answers as {LABELS[ref]}: {same}" if same else ""))
 
