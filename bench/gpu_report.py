@@ -1,0 +1,107 @@
+"""What bench/gpu.py prints: per task, per engine, the ratios, and the Markdown cost table."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+LABELS = {"ours-vllm": "ours vllm", "ours-hf": "ours hf", "lmeval-hf": "lm-eval HF", "lmeval-vllm": "lm-eval vLLM"}
+# (numerator, denominator): how many times the first takes the second's wall time / model tokens.
+RATIOS = (("lmeval-hf", "ours-hf"), ("lmeval-vllm", "ours-vllm"), ("lmeval-hf", "ours-vllm"), ("ours-hf", "ours-vllm"))
+
+
+def agreement(row: Any, engine: str, ref: str) -> tuple[int, int]:
+    """(same, items): the same argmax choice per item (consecutive requests sharing a context), or the same text."""
+    a, b = row.answers[engine], row.answers[ref]
+    if row.kind == "gen":
+        return sum(x == y for x, y in zip(a, b)), len(a)
+    items: dict[str, list[int]] = {}
+    for i, r in enumerate(row.requests):
+        items.setdefault(r.context, []).append(i)
+    pick = lambda res, idx: max(idx, key=lambda i: res[i][0])  # noqa: E731
+    return sum(pick(a, idx) == pick(b, idx) for idx in items.values()), len(items)
+
+
+def device_name(device: str) -> str:
+    if device.startswith("cuda"):
+        import torch
+
+        return f"{device} ({torch.cuda.get_device_name()})"
+    return device
+
+
+def header(args: argparse.Namespace, described: str, max_length: int, rows: list) -> None:
+    ll = sum(len(r.requests) for r in rows if r.kind == "ll")
+    gen = [q for r in rows if r.kind == "gen" for q in r.requests]
+    budgets = sorted({q.max_new_tokens for q in gen})
+    print(f"bench/gpu.py | model: {described} | device: {device_name(args.device)} | dtype {args.dtype} | max length {max_length} "
+          f"| batch size {args.batch_size} (hf engines) | threads {args.threads or 'torch default'}")
+    why = ("default: chosen so that four engines on an 8B model fit the 10 minutes a command may run on one H100/H200 (an estimate)"
+           if args.limit_default else "--limit")
+    print(f"limit: {args.limit} documents per task entry and setting ({why}); {len(rows)} calls per engine (every entry and prompt, "
+          f"0-shot and 5-shot): {ll} log-likelihood requests, {len(gen)} generations (max new tokens {budgets})")
+
+
+def task_lines(rows: list, ran: list[str]) -> None:
+    ref = "ours-hf" if "ours-hf" in ran else (ran[0] if ran else None)  # the padded reference path
+    for row in rows:
+        cells = " | ".join(f"{LABELS[e]} {row.seconds[e]:.2f} s" for e in ran)
+        same = " | ".join(f"{LABELS[e]} {'%d/%d' % agreement(row, e, ref)}" for e in ran if e != ref)
+        print(f"task {row.key:14s} {row.kind:3s} | requests {len(row.requests):5d} | prompt tokens {row.prompt_tokens:8d} | {cells}"
+              + (f" | same answers as {LABELS[ref]}: {same}" if same else ""))
+
+
+def engine_lines(rows: list, outcomes: dict[str, Any]) -> dict[str, tuple[float, int]]:
+    totals = {}
+    for engine, out in outcomes.items():
+        if isinstance(out, str):
+            print(f"engine {LABELS[engine]}: not available: {out}")
+            continue
+        wall = sum(r.seconds[engine] for r in rows)
+        tokens = sum(r.tokens[engine] for r in rows)
+        projected = sum(r.seconds[engine] * r.full_docs / r.docs for r in rows)
+        totals[engine] = (wall, tokens)
+        print(f"engine {LABELS[engine]}: wall {wall:.2f} s (load and warm-up {out['load_s']:.1f} s, process {out['process_s']:.1f} s) "
+              f"| model tokens {tokens} | peak memory {out['peak_bytes'] / 2**30:.2f} GiB ({out['peak_kind']}) "
+              f"| projected full benchmark {projected / 3600:.3f} h")
+    return totals
+
+
+def ratio_lines(totals: dict[str, tuple[float, int]]) -> None:
+    for a, b in RATIOS:
+        if a in totals and b in totals:
+            print(f"ratio {LABELS[a]} / {LABELS[b]}: wall {totals[a][0] / totals[b][0]:.2f}x, model tokens {totals[a][1] / max(totals[b][1], 1):.2f}x")
+
+
+def gpu_line(args: argparse.Namespace) -> None:
+    on_gpu = args.device.startswith("cuda") and args.shape == "llama8b" and not args.model
+    print(("On a GPU (this run): " if on_gpu else "On a GPU (not this run): `python bench/gpu.py` on a CUDA machine ")
+          + "measures these rows on a Llama-3.1-8B-shaped model with random bfloat16 weights: ours vllm, ours hf, lm-eval HF and "
+          "lm-eval vLLM, each engine's wall time, model tokens and peak GPU memory, and the ratios between them; random weights "
+          "never stop early, so every generation runs its whole budget (an upper bound on generation time).")
+
+
+def markdown(rows: list, ran: list[str]) -> None:
+    """Per task: seconds of each engine at the limit, and that time scaled to the whole evaluation split."""
+    print("\n| task | shots | docs (split) | requests | prompt tokens | " + " | ".join(f"{LABELS[e]} s" for e in ran)
+          + " | projected min, " + " / ".join(LABELS[e] for e in ran) + " |")
+    print("|---|---|---|---|---|" + "---|" * len(ran) + "---|")
+    for row in rows:
+        projected = " / ".join(f"{row.seconds[e] * row.full_docs / row.docs / 60:.0f}" for e in ran)
+        print(f"| {row.entry} | {row.shots} | {row.docs} ({row.full_docs}) | {len(row.requests)} | {row.prompt_tokens:,} | "
+              + " | ".join(f"{row.seconds[e]:.2f}" for e in ran) + f" | {projected} |")
+    total = " | ".join(f"{sum(r.seconds[e] for r in rows):.2f}" for e in ran)
+    hours = " / ".join(f"{sum(r.seconds[e] * r.full_docs / r.docs for r in rows) / 3600:.2f} h" for e in ran)
+    print(f"| **total** | | | {sum(len(r.requests) for r in rows)} | {sum(r.prompt_tokens for r in rows):,} | {total} | **{hours}** |")
+
+
+def report(args: argparse.Namespace, described: str, max_length: int, rows: list, outcomes: dict[str, Any], elapsed: float) -> None:
+    ran = [e for e, out in outcomes.items() if isinstance(out, dict)]
+    header(args, described, max_length, rows)
+    task_lines(rows, ran)
+    ratio_lines(engine_lines(rows, outcomes))
+    print(f"engines run: {', '.join(LABELS[e] for e in ran) or 'none'}; not available: "
+          f"{', '.join(LABELS[e] for e, out in outcomes.items() if isinstance(out, str)) or 'none'}; whole command {elapsed:.1f} s")
+    gpu_line(args)
+    if args.markdown and ran:
+        markdown(rows, ran)

@@ -1,0 +1,63 @@
+"""bench/gpu.py, the one GPU command (issue 38), end to end on the CPU with a tiny random model."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+GPU = ROOT / "bench" / "gpu.py"
+NUMBER = r"(\d+(?:\.\d+)?)"
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    return subprocess.run([sys.executable, str(GPU), *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_tiny_shape_runs_every_engine_it_can_and_says_which_it_cannot() -> None:
+    proc = run("--shape", "tiny", "--device", "cpu", "--limit", "1", "--max-new", "4", "--threads", "1",
+               "--tasks", "wic,faq,ner_adg", "--markdown")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert "limit: 1 documents per task entry and setting (--limit)" in out
+    # One document per entry: WiC 6 prompts x 2 choices, FAQ 6 prompts x 4 answers, NER 2 prompts x 1 generation.
+    expected = {"wic 0-shot": 12, "wic 5-shot": 12, "faq 0-shot": 24, "faq 5-shot": 24, "ner_adg 0-shot": 2, "ner_adg 5-shot": 2}
+    tasks = re.findall(rf"^task (\S+ \d-shot) +(ll|gen) +\| requests +(\d+) \| prompt tokens +(\d+) \| ours hf {NUMBER} s \| lm-eval HF {NUMBER} s"
+                       r" \| same answers as ours hf: lm-eval HF (\d+)/(\d+)$", out, re.M)
+    assert {key: int(n) for key, _, n, *_ in tasks} == expected
+    for key, kind, n, prompt, ours, theirs, same, items in tasks:
+        assert int(prompt) > 0 and float(ours) > 0 and float(theirs) > 0
+        # items: contexts (MC: one per prompt) or generations; the same model answers alike on both sides
+        assert int(items) == (int(n) if kind == "gen" else 6) and same == items, key
+    engine_line = (rf"^engine (ours hf|lm-eval HF): wall {NUMBER} s \(load and warm-up {NUMBER} s, process {NUMBER} s\) \| model tokens (\d+) "
+                   rf"\| peak memory {NUMBER} GiB \(resident memory of the process\) \| projected full benchmark {NUMBER} h$")
+    engines = {m[0]: m[1:] for m in re.findall(engine_line, out, re.M)}
+    assert set(engines) == {"ours hf", "lm-eval HF"}
+    # both HF schedulers group a context's choices alike: the same counted model tokens
+    assert engines["ours hf"][3] == engines["lm-eval HF"][3] and int(engines["ours hf"][3]) > 0
+    assert all(float(engines[e][4]) > 0 for e in engines)
+    walls = {e: float(v[0]) for e, v in engines.items()}
+    ratio = re.search(rf"^ratio lm-eval HF / ours hf: wall {NUMBER}x, model tokens 1\.00x$", out, re.M)
+    assert ratio and abs(float(ratio[1]) / (walls["lm-eval HF"] / walls["ours hf"]) - 1) < 0.05  # the walls are printed to 0.01 s
+    if importlib.util.find_spec("vllm") is None:
+        assert "engine ours vllm: not available: vllm is not installed in this Python" in out
+        assert "engine lm-eval vLLM: not available: vllm is not installed in this Python" in out
+        assert "engines run: ours hf, lm-eval HF; not available: ours vllm, lm-eval vLLM;" in out
+    assert re.search(r"^On a GPU \(not this run\): `python bench/gpu\.py` on a CUDA machine measures these rows on a Llama-3\.1-8B-shaped model", out, re.M)
+    table = [line for line in out.splitlines() if line.startswith("| ") and not line.startswith("| task")]
+    # the public WiC test split built from raw/ has 500 documents: the projection's scale
+    assert table[0].startswith("| wic | 0 | 1 (500) | 12 | ")
+    assert len(table) == len(expected) + 1 and table[-1].startswith(f"| **total** | | | {sum(expected.values())} |")
+
+
+def test_the_8b_shape_on_a_cpu_is_refused_in_one_line() -> None:
+    proc = run("--device", "cpu")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].endswith(
+        "--shape llama8b needs 16 GB of bfloat16 weights: run it on a CUDA machine, or add --shape tiny (or --model PATH) on a CPU")
+    assert "Traceback" not in proc.stderr
