@@ -135,10 +135,11 @@ def config_json(c: Any) -> dict:
 
 
 def asked_record(kind: Any) -> dict:
-    """How a task kind asks the model: ``generate_until`` with its token budget and stop strings, or ``loglikelihood``."""
+    """How a task kind asks the model: ``generate_until`` with its token budget and the stop strings its
+    requests carry (none when thinking without forcing), or ``loglikelihood``."""
     if kind.request_kind != GENERATE:
         return {"request": kind.request_kind}
-    return {"request": GENERATE, "max_new_tokens": kind.max_new_tokens, "until": list(kind.stops)}
+    return {"request": GENERATE, "max_new_tokens": kind.max_new_tokens, "until": list(kind.sent_stops)}
 
 
 def results_document(runner: Any, result: Any, manifest: dict) -> dict:

@@ -68,6 +68,12 @@ class TaskKind:
         return tuple(self.spec.stop) if self.request_kind == GENERATE else ()
 
     @property
+    def sent_stops(self) -> tuple[str, ...]:
+        """The stop strings its requests carry: none when thinking without forcing (``gen_request``: the
+        answer is cut at ``stops`` once split from its trace)."""
+        return () if self.thinking.on and not self.forcing else self.stops
+
+    @property
     def forcing(self) -> bool:
         """Whether the trace is generated first and closed at --max-thinking-tokens (running/thinking_run.py)."""
         return self.thinking.on and self.thinking.max_tokens is not None

@@ -120,6 +120,8 @@ def test_no_word_of_a_trace_reaches_the_answer_rules(run_cli: Callable[..., Any]
     doc = json.loads((tmp_path / "on" / "results.json").read_text("utf-8"))
     assert doc["config"]["thinking"] is True and doc["config"]["trace_budget"] == th.DEFAULT_TRACE_BUDGET
     assert doc["run_identity"]["thinking"]["on"] is True
+    # What was asked is what was sent: no stop string, the answer's budget plus the trace's.
+    assert doc["asked"]["te"] == {"request": "generate_until", "max_new_tokens": 16 + th.DEFAULT_TRACE_BUDGET, "until": []}
     per_prompt = {p: sum(s["reasoning_unfinished"] for s in samples[i * 3:(i + 1) * 3]) for i, p in enumerate(("p1", "p2"))}
     for prompt, n in per_prompt.items():
         assert doc["reasoning"]["te"][prompt]["unfinished"] == n
@@ -218,6 +220,7 @@ def test_budget_forcing_closes_the_trace_and_reads_the_answer_after_it(thinking_
     doc = json.loads((tmp_path / "forced" / "results.json").read_text("utf-8"))
     assert doc["config"]["max_thinking_tokens"] == 8 and doc["config"]["trace_budget"] == 8
     assert {p: r["forced"] for p, r in doc["reasoning"]["te"].items()} == {"p1": 2, "p2": 2}
+    assert doc["asked"]["te"]["until"] == ["\n\n"] and doc["asked"]["te"]["max_new_tokens"] == 16  # the forced answer's request
     assert doc["run_identity"]["thinking"] == {"on": True, "think_markers": ["<think>", "</think>"], "max_thinking_tokens": 8}
 
 
