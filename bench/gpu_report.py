@@ -63,7 +63,7 @@ def engine_lines(rows: list, outcomes: dict[str, Any]) -> dict[str, tuple[float,
         totals[engine] = (wall, tokens)
         print(f"engine {LABELS[engine]}: wall {wall:.2f} s (load and warm-up {out['load_s']:.1f} s, process {out['process_s']:.1f} s) "
               f"| model tokens {tokens} | peak memory {out['peak_bytes'] / 2**30:.2f} GiB ({out['peak_kind']}) "
-              f"| projected full benchmark {projected / 3600:.3f} h")
+              f"| projected to the whole splits of the entries run {projected / 3600:.3f} h")
     return totals
 
 

@@ -35,7 +35,7 @@ def test_tiny_shape_runs_every_engine_it_can_and_says_which_it_cannot() -> None:
         # items: contexts (MC: one per prompt) or generations; the same model answers alike on both sides
         assert int(items) == (int(n) if kind == "gen" else 6) and same == items, key
     engine_line = (rf"^engine (ours hf|lm-eval HF): wall {NUMBER} s \(load and warm-up {NUMBER} s, process {NUMBER} s\) \| model tokens (\d+) "
-                   rf"\| peak memory {NUMBER} GiB \(resident memory of the process\) \| projected full benchmark {NUMBER} h$")
+                   rf"\| peak memory {NUMBER} GiB \(resident memory of the process\) \| projected to the whole splits of the entries run {NUMBER} h$")
     engines = {m[0]: m[1:] for m in re.findall(engine_line, out, re.M)}
     assert set(engines) == {"ours hf", "lm-eval HF"}
     # both HF schedulers group a context's choices alike: the same counted model tokens
