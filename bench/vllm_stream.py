@@ -20,12 +20,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from vllm_sides import counted_run, engine_args, run_parser, run_sides, write_side  # noqa: E402  (bench/ on sys.path)
 
 SIDES = ("per-prompt", "stream")
 
@@ -34,25 +35,12 @@ def side(args: argparse.Namespace, name: str, out: Path) -> dict[str, Any]:
     """One run in this process (the switch already in the environment): wall, counters, samples."""
     from evalita_eval.api import BackendOptions
     from evalita_eval.backends import create_backend
-    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
-    from evalita_eval.sources.entries import select_entries
-    from evalita_eval.sources.folder import FolderSource
 
-    engine_args = {"disable_log_stats": False, "block_size": args.block_size, "enforce_eager": True}
-    backend = create_backend("vllm", BackendOptions(model=args.model, dtype="float32", extra={"vllm_engine_args": engine_args}))
-    try:
-        config = RunConfig(progress=False, limit=args.limit, num_fewshot=args.num_fewshot, max_new_tokens=args.max_new_tokens)
-        runner = Runner(backend, ModelInfo(args.model, None, backend.dtype, "vllm"), FolderSource(args.build), config, out, echo=lambda s: None)
-        load_before, before, start = os.getloadavg()[0], backend.engine_counters(), time.perf_counter()
-        result = runner.run(select_entries(args.tasks.split(",")))
-        seconds, after = time.perf_counter() - start, backend.engine_counters()
-    finally:
-        backend.close()
-    counted = {k: after[k] - before[k] for k in after}
+    backend = create_backend("vllm", BackendOptions(model=args.model, dtype="float32", extra={"vllm_engine_args": engine_args(args)}))
+    run = counted_run(args, backend, out)
     samples = {p.name: p.read_text("utf-8") for p in sorted((out / "samples").iterdir())}
-    return {"side": name, "counters": counted, "computed": counted["vllm:prompt_tokens"] - counted["vllm:prompt_tokens_cached"],
-            "seconds": seconds, "load_1min": [load_before, os.getloadavg()[0]], "requests": result.computed, "samples": samples,
-            "scores": result.results}
+    return {"side": name, "counters": run["counters"], "computed": run["computed"], "seconds": run["seconds"], "load_1min": run["load_1min"],
+            "requests": run["result"].computed, "samples": samples, "scores": run["result"].results}
 
 
 def _numbers(value: Any, path: str = "") -> dict[str, float]:
@@ -93,34 +81,18 @@ def _strip(value: Any) -> Any:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--build", required=True, help="a built dataset folder (evalita-data build)")
-    ap.add_argument("--tasks", default="wic,sa,faq,ner")
-    ap.add_argument("--limit", type=int, default=4)
-    ap.add_argument("--num-fewshot", type=int, default=1)
-    ap.add_argument("--max-new-tokens", type=int, default=16)
-    ap.add_argument("--block-size", type=int, default=32, help="KV block tokens (vLLM's CPU default is 128, GPUs' 16)")
+    ap = run_parser(__doc__, "wic,sa,faq,ner", 4)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)  # internal: one side in this process
-    ap.add_argument("--side-out", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.side:
-        with tempfile.TemporaryDirectory() as tmp:
-            Path(args.side_out).write_text(json.dumps(side(args, args.side, Path(tmp) / "run")), "utf-8")
+        write_side(args, side)
         return
     from evalita_eval.running.stream import PER_PROMPT_ENV
 
     base = {k: v for k, v in os.environ.items() if k != PER_PROMPT_ENV}
-    base["VLLM_CPU_KVCACHE_SPACE"] = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")
-    rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in range(args.rounds):
-            for name in SIDES:
-                env = {**base, PER_PROMPT_ENV: "1"} if name == "per-prompt" else base
-                out = Path(tmp) / f"{name}{r}.json"
-                subprocess.run([sys.executable, __file__, *sys.argv[1:], "--side", name, "--side-out", str(out)], check=True, env=env)
-                rows.append(json.loads(out.read_text("utf-8")))
+    rows = run_sides(__file__, [(name, {**base, PER_PROMPT_ENV: "1"} if name == "per-prompt" else base)
+                                for _ in range(args.rounds) for name in SIDES])
     print(f"{args.tasks}, --limit {args.limit}, {args.num_fewshot}-shot, --max-new-tokens {args.max_new_tokens}, "
           f"KV blocks of {args.block_size}, {os.cpu_count()} cores, {args.rounds} round(s)")
     print("| path | requests | prompt tokens | from the prefix cache | computed prompt tokens | wall s | load (1 min) before, after |")
