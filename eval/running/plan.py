@@ -74,11 +74,18 @@ class RunPlan:
     selection: Selection
     asked: list[TaskEntry]
     entries: dict[str, EntryPlan] = field(default_factory=dict)
+    _counter: TokenCounter | None = field(default=None, repr=False)
+
+    def token_counter(self, tokenizer: Any | None) -> TokenCounter:
+        """One counter per plan: the plan's count and the stream's time split encode each text once."""
+        if self._counter is None or self._counter.tokenizer is not tokenizer:
+            self._counter = TokenCounter(tokenizer)
+        return self._counter
 
     def work(self, tokenizer: Any | None) -> list[TaskPlan]:
         """Per planned entry, the work it sends and what the cache holds (tokens counted with
         ``tokenizer``, else estimated from characters)."""
-        count = TokenCounter(tokenizer)
+        count = self.token_counter(tokenizer)
         return [e.work(count) for e in self.entries.values()]
 
 

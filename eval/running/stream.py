@@ -41,7 +41,7 @@ from tqdm import tqdm
 
 from ..api import request_payload
 from .cache import ResultSaver, request_key
-from .estimate import LL, TokenCounter
+from .estimate import LL
 from .plan import RunPlan
 
 # Requests computed between two cache writes: small enough to lose little on a crash.
@@ -72,7 +72,7 @@ class RunStream:
         self.keys: dict[tuple[str, str], list[str]] = {}  # (task, prompt) -> the key of each of its requests
         self.counts: Counter = runner._counts  # requests, cached, computed (also per task: "KEY:TASK")
         self.seconds: dict[str, float] = defaultdict(float)  # task -> backend seconds attributed to it
-        self.tokens = TokenCounter(getattr(runner.backend, "tokenizer", None))
+        self.tokens = plan.token_counter(getattr(runner.backend, "tokenizer", None))  # the plan's: each text encoded once
 
     def run(self) -> None:
         kinds = dict.fromkeys(p.kind for e in self.plan.entries.values() if not e.asked.forcing for p in e.prompts)

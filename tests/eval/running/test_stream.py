@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from evalita_eval.api import BackendOptions, GenRequest, LLRequest
 from evalita_eval.backends import create_backend
 from evalita_eval.cli import main
+from evalita_eval.running.plan import RunPlan
 from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
 from evalita_eval.running.stream import PER_PROMPT_ENV, RunStream
 from evalita_eval.sources.entries import select_entries
@@ -122,7 +123,7 @@ def test_hf_gets_each_prompt_alone_and_a_mixing_engine_the_whole_run(tiny_model:
 
 def test_a_shared_call_is_timed_by_prompt_tokens() -> None:
     runner = SimpleNamespace(_counts={}, _compute_s=0.0, backend=SimpleNamespace(tokenizer=None))
-    stream = RunStream(runner, SimpleNamespace(entries={}))
+    stream = RunStream(runner, RunPlan(None, []))  # type: ignore[arg-type]  (no selection: nothing is planned)
     # No tokenizer: characters / 4, rounded up. a: 8 + 4 characters (2 + 1 tokens); b: 20 (5 tokens).
     lls = [LLRequest("x" * 8, "yyyy"), LLRequest("z" * 20, "")]
     stream._attribute("loglikelihood", lls, ["a", "b"], 8.0)
