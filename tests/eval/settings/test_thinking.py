@@ -39,6 +39,31 @@ def test_split_trace(reply: str, prompt_opens: bool, expected: th.Trace) -> None
     assert th.split_trace(reply, th.DEFAULT_MARKERS, prompt_opens) == expected
 
 
+# Issue 45: replies whose gold letter (B) stands only inside traces; what follows the last end marker names no option.
+# (content, reasoning_content): the backend joins a server's separate trace before the content, as _chat_text does.
+HOSTILE = {
+    "nested": ("<think>Vediamo. <think>Ripensandoci è {g}.</think> Quindi {g}.</think>", None),
+    "two_traces": ("<think>Forse A o B.</think><think>Ripensandoci è {g}.</think>", None),
+    "reopened": ("<think>Forse.</think> <think>Ripensandoci è {g}", None),  # a trace opened after the last end, never closed
+    "server_and_inline": ("<think>È {g}.</think>", "Ci penso"),
+    "server_and_inline_end": ("È {g}.</think> Non saprei proprio.", "Ci penso"),
+}
+
+
+def _joined(content: str, reasoning: str | None) -> str:
+    return content if reasoning is None else f"<think>{reasoning}</think>{content}"
+
+
+@pytest.mark.parametrize("shape", sorted(HOSTILE))
+def test_no_hostile_shape_credits_a_trace(shape: str) -> None:
+    content, reasoning = HOSTILE[shape]
+    reply = _joined(content.format(g="B"), reasoning)
+    trace = th.split_trace(reply)
+    assert "B" not in trace.answer and "B" in trace.reasoning
+    assert trace.finished is (shape != "reopened")
+    assert parse_letter_rule(trace.answer, ["A", "B"])[0] is None
+
+
 def test_whole_reply_is_several_but_its_answer_is_b() -> None:
     reply = f"<think>{TRACE}</think> B"
     assert parse_letter_rule(reply, ["A", "B"]) == (None, "several")  # what the rules said before the split
@@ -49,6 +74,9 @@ def test_other_markers_and_template_switch() -> None:
     assert th.split_trace("[THINK]A o B[/THINK]B", th.parse_markers("[THINK],[/THINK]")) == th.Trace("A o B", "B", True)
     with pytest.raises(ValueError, match="expected START,END"):
         th.parse_markers("<think>")
+    for same in ("<t>,<t>", "think,/think", ["<t>", "<t>"]):  # an end read as a start would credit the trace
+        with pytest.raises(ValueError, match="must differ, neither inside the other"):
+            th.parse_markers(same)
     assert th.takes_thinking("{%- if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>{% endif %}")
     assert not th.takes_thinking("{{ messages }}") and not th.takes_thinking(None)
 
@@ -160,6 +188,7 @@ def test_loglikelihood_with_thinking_on_exits_1_with_one_line(tiny_model: Path, 
     (("--max-thinking-tokens", "8"), "--max-thinking-tokens bounds a trace: it needs --thinking on"),
     (("--thinking", "on", "--constrained"), "--constrained with --thinking on needs --max-thinking-tokens N"),
     (("--thinking", "on", "--think-markers", "<think>"), "expected START,END"),
+    (("--thinking", "on", "--think-markers", "<t>,<t>"), "--think-markers <t>,<t>: the start and end markers must differ"),
 ])
 def test_thinking_options_that_cannot_go_together(tiny_model: Path, tmp_path: Path, extra: tuple[str, ...], message: str) -> None:
     from evalita_eval.cli import main
@@ -167,6 +196,48 @@ def test_thinking_options_that_cannot_go_together(tiny_model: Path, tmp_path: Pa
     result = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te", "--setting", "ce",
                                        "--output-dir", str(tmp_path / "x"), "--no-progress", *extra])
     assert result.exit_code == 2 and message in result.output
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("shape", sorted(HOSTILE))
+def test_wic_with_the_gold_letter_only_in_traces_scores_zero(shape: str, tiny_model: Path, server: FakeServer, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 45: every hostile shape through the CLI: no answer read, WiC CE accuracy 0 (the trace's letter is the gold)."""
+    from evalita_eval.cli import main
+
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    content, reasoning = HOSTILE[shape]
+
+    def reply(body: dict) -> dict:
+        gold = "B" if "'parte'" in body["messages"][-1]["content"] else "A"  # wic3 means the same (B: Sì); wic1, wic2 not
+        message = {"role": "assistant", "content": content.format(g=gold),
+                   **({"reasoning_content": reasoning} if reasoning is not None else {})}
+        return {"message": message, "finish_reason": "length" if shape == "reopened" else "stop"}
+
+    server.chat_script = reply
+    out = tmp_path / "wic"
+    result = CliRunner().invoke(main, [
+        "run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "wic", "--setting", "ce", "--backend", "openai-chat",
+        "--base-url", server.url, "--api-key-env", KEY_ENV, "--concurrency", "1", "--max-retries", "0", "--no-progress",
+        "--thinking", "on", "--output-dir", str(out)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((out / "results.json").read_text("utf-8"))
+    assert {p: (r["acc"], r["unparsed"]) for p, r in doc["results"]["wic"].items()} == {"p1": (0.0, 3), "p2": (0.0, 3)}
+    samples = [json.loads(line) for p in ("p1", "p2") for line in (out / "samples" / f"wic_{p}.jsonl").read_text("utf-8").splitlines()]
+    assert len(samples) == 6 and all(s["parsed"] is None and s["parsed_by"] is None for s in samples)
+    assert all(s["generation"] in ("", "Non saprei proprio.") for s in samples)
+    assert all(s["reasoning_unfinished"] is (shape == "reopened") for s in samples)
+
+
+def test_markers_that_differ_are_checked_in_a_config_file_too(tiny_model: Path, tmp_path: Path) -> None:
+    from evalita_eval.cli import main
+
+    config = tmp_path / "run.yaml"
+    config.write_text("think_markers: ['<t>', '<t>']\n", "utf-8")
+    result = CliRunner().invoke(main, ["run", "--config", str(config), "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te",
+                                       "--setting", "ce", "--thinking", "on", "--output-dir", str(tmp_path / "x"), "--no-progress"])
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1
+    assert str(config) in result.output and "think_markers" in result.output and "must differ" in result.output
     assert not (tmp_path / "x").exists()
 
 
