@@ -21,8 +21,9 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 DEFAULT_MARKERS = ("<think>", "</think>")
 # A thinking run without --max-thinking-tokens may write this many tokens of trace on top of the
-# task's answer budget (a CE letter's 16 tokens would never hold a trace).
-DEFAULT_TRACE_BUDGET = 4096
+# task's answer budget (a CE letter's 16 tokens would never hold a trace): a short task's trace, and
+# about a minute a request for a small model on a CPU (issue 47); longer ones with --max-thinking-tokens.
+DEFAULT_TRACE_BUDGET = 1024
 UNFINISHED = "reasoning_unfinished"  # the unparsed reason of a reply whose trace never ends
 TEMPLATE_SWITCH = "enable_thinking"  # the chat templates' variable (Qwen3 and its kin)
 

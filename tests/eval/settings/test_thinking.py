@@ -89,7 +89,7 @@ def test_generation_budgets() -> None:
     te = next(e for e in all_entries() if e.name == "te")
     budgets = {name: task_kind(te, "ce", thinking=thinking).max_new_tokens for name, thinking in (
         ("off", th.Thinking()), ("on", th.Thinking(True)), ("forced", th.Thinking(True, max_tokens=8)))}
-    assert budgets == {"off": 16, "on": 16 + 4096, "forced": 16}
+    assert budgets == {"off": 16, "on": 16 + 1024, "forced": 16}
     request = task_kind(te, "ce", thinking=th.Thinking(True)).gen_request("ctx", ("\n\n",), None, None)
     assert (request.stop, request.thinking) == ((), ("<think>", "</think>"))
 
@@ -146,8 +146,9 @@ def test_no_word_of_a_trace_reaches_the_answer_rules(run_cli: Callable[..., Any]
             assert (s["parsed"], s["parsed_by"], s["generation"]) == (1, "letter", "B")  # not "several"
     assert sum(s["reasoning_unfinished"] for s in samples) == 2  # replies 3 and 4 of the six (1 2 3 4 1 2)
     doc = json.loads((tmp_path / "on" / "results.json").read_text("utf-8"))
-    assert doc["config"]["thinking"] is True and doc["config"]["trace_budget"] == th.DEFAULT_TRACE_BUDGET
-    assert doc["run_identity"]["thinking"]["on"] is True
+    assert doc["config"]["thinking"] is True and doc["config"]["trace_budget"] == th.DEFAULT_TRACE_BUDGET == 1024
+    assert doc["run_identity"]["thinking"]["on"] is True and doc["run_identity"]["thinking"]["trace_budget"] == 1024
+    assert "thinking: each trace may take 1,024 tokens on top of the answer's (the default)" in result.output
     # What was asked is what was sent: no stop string, the answer's budget plus the trace's.
     assert doc["asked"]["te"] == {"request": "generate_until", "max_new_tokens": 16 + th.DEFAULT_TRACE_BUDGET, "until": []}
     per_prompt = {p: sum(s["reasoning_unfinished"] for s in samples[i * 3:(i + 1) * 3]) for i, p in enumerate(("p1", "p2"))}
@@ -176,7 +177,8 @@ def test_loglikelihood_with_thinking_on_exits_1_with_one_line(tiny_model: Path, 
     from evalita_eval.cli import main
 
     result = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te", "--limit", "1",
-                                       "--thinking", "on", "--output-dir", str(tmp_path / "ll"), "--no-progress"])
+                                       "--thinking", "on", "--think-markers", "<think>,</think>",  # (else: no trace markers)
+                                       "--output-dir", str(tmp_path / "ll"), "--no-progress"])
     assert result.exit_code == 1
     errors = [line for line in result.output.splitlines() if line.startswith("Error")]
     assert errors == ["Error: --thinking on: te is scored by log-likelihood, where a model writes no trace; ask it in a generated "
@@ -292,7 +294,11 @@ def test_budget_forcing_closes_the_trace_and_reads_the_answer_after_it(thinking_
     assert doc["config"]["max_thinking_tokens"] == 8 and doc["config"]["trace_budget"] == 8
     assert {p: r["forced"] for p, r in doc["reasoning"]["te"].items()} == {"p1": 2, "p2": 2}
     assert doc["asked"]["te"]["until"] == ["\n\n"] and doc["asked"]["te"]["max_new_tokens"] == 16  # the forced answer's request
-    assert doc["run_identity"]["thinking"] == {"on": True, "think_markers": ["<think>", "</think>"], "max_thinking_tokens": 8}
+    assert doc["run_identity"]["thinking"] == {"on": True, "think_markers": ["<think>", "</think>"], "max_thinking_tokens": 8,
+                                               "trace_budget": 8}
+    plan_row = next(line.split() for line in result.output.splitlines() if line.startswith("te "))
+    assert plan_row[:3] == ["te", "generate", "8"]  # the plan counts what forcing sends: 2 items x 2 prompts x 2
+    assert "thinking: each trace closed at 8 tokens (--max-thinking-tokens), then the answer generated after it" in result.output
 
 
 def test_thinking_off_sets_the_switch_and_a_template_without_one_is_named(thinking_model: Path, tiny_model: Path, tmp_path: Path) -> None:
@@ -300,7 +306,16 @@ def test_thinking_off_sets_the_switch_and_a_template_without_one_is_named(thinki
     assert off.exit_code == 0, off.output
     assert "enable_thinking" not in off.output
     assert all(s["prompt"].endswith("<think>\n\n</think>\n\n") for s in _samples(tmp_path / "off"))  # switched off
-    plain = _hf_run(tiny_model, tmp_path / "plain", "--thinking", "on", "--max-thinking-tokens", "2", "--max-new-tokens", "2")
+    # Issue 47: no switch and no <think> token in the tokenizer: refused before any work, unless the markers are given.
+    refused = _hf_run(tiny_model, tmp_path / "refused", "--thinking", "on", "--max-thinking-tokens", "2", "--max-new-tokens", "2")
+    assert refused.exit_code == 1 and not (tmp_path / "refused").exists()
+    assert [line for line in refused.output.splitlines() if "Error" in line] == [
+        "Error: --thinking on: the model's chat template has no enable_thinking switch and its tokenizer no <think>/</think> "
+        "tokens: it is neither asked to think nor known to write a trace; run with --thinking off, or give --think-markers "
+        "START,END if it writes one"]
+    assert "task" not in refused.output  # no plan
+    plain = _hf_run(tiny_model, tmp_path / "plain", "--thinking", "on", "--max-thinking-tokens", "2", "--max-new-tokens", "2",
+                    "--think-markers", "<think>,</think>")
     assert plain.exit_code == 0, plain.output
     notes = [line for line in plain.output.splitlines() if "enable_thinking" in line]
     assert notes == ["note: the chat template takes no enable_thinking switch: the prompts are rendered as without --thinking on "
