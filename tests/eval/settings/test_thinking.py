@@ -306,14 +306,7 @@ def test_thinking_off_sets_the_switch_and_a_template_without_one_is_named(thinki
     assert off.exit_code == 0, off.output
     assert "enable_thinking" not in off.output
     assert all(s["prompt"].endswith("<think>\n\n</think>\n\n") for s in _samples(tmp_path / "off"))  # switched off
-    # Issue 47: no switch and no <think> token in the tokenizer: refused before any work, unless the markers are given.
-    refused = _hf_run(tiny_model, tmp_path / "refused", "--thinking", "on", "--max-thinking-tokens", "2", "--max-new-tokens", "2")
-    assert refused.exit_code == 1 and not (tmp_path / "refused").exists()
-    assert [line for line in refused.output.splitlines() if "Error" in line] == [
-        "Error: --thinking on: the model's chat template has no enable_thinking switch and its tokenizer no <think>/</think> "
-        "tokens: it is neither asked to think nor known to write a trace; run with --thinking off, or give --think-markers "
-        "START,END if it writes one"]
-    assert "task" not in refused.output  # no plan
+    # No switch and no <think> token in the tiny tokenizer: refused (test below) unless the markers are given.
     plain = _hf_run(tiny_model, tmp_path / "plain", "--thinking", "on", "--max-thinking-tokens", "2", "--max-new-tokens", "2",
                     "--think-markers", "<think>,</think>")
     assert plain.exit_code == 0, plain.output
@@ -321,6 +314,24 @@ def test_thinking_off_sets_the_switch_and_a_template_without_one_is_named(thinki
     assert notes == ["note: the chat template takes no enable_thinking switch: the prompts are rendered as without --thinking on "
                      "(a model that always thinks still has its trace kept apart)"]
     assert _hf_run(tiny_model, tmp_path / "plain-off", "--max-new-tokens", "2").output.count("enable_thinking") == 0
+
+
+def test_thinking_on_a_model_that_cannot_think_is_refused_before_any_work(tiny_model: Path, tmp_path: Path) -> None:
+    """Issue 47: a chat template without enable_thinking and a tokenizer without <think> tokens (as SmolLM2's): the real
+    CLI exits 1 with one line, before the output folder, the plan or any request."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "refused"
+    proc = subprocess.run([sys.executable, "-m", "evalita_eval.cli", "run", "--model", str(tiny_model), "--data", str(DATA),
+                           "--tasks", "te", "--setting", "ce", "--limit", "2", "--apply-chat-template", "--device", "cpu",
+                           "--thinking", "on", "--output-dir", str(out), "--no-progress"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert [line for line in (proc.stdout + proc.stderr).splitlines() if "Error" in line] == [
+        "Error: --thinking on: the model's chat template has no enable_thinking switch and its tokenizer no <think>/</think> "
+        "tokens: it is neither asked to think nor known to write a trace; run with --thinking off, or give --think-markers "
+        "START,END if it writes one"]
+    assert "writing to" not in proc.stderr and "prompt tokens" not in proc.stderr and not out.exists()
 
 
 def test_report_and_compare_of_thinking_on_and_off(run_cli: Callable[..., Any], tmp_path: Path) -> None:
