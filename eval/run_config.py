@@ -112,12 +112,10 @@ class RunSpec(BaseModel):
     @field_validator("think_markers", mode="before")
     @classmethod
     def _think_markers(cls, value: Any) -> Any:
-        """START,END as on the command line, or a list of the two."""
+        """START,END as on the command line, or a list of the two; two markers, neither inside the other."""
         from .settings.thinking import parse_markers
 
-        if isinstance(value, str):
-            return parse_markers(value)
-        return tuple(value) if isinstance(value, list) else value
+        return parse_markers(value) if isinstance(value, (str, list, tuple)) else value
 
     @field_validator("model_name")
     @classmethod

@@ -52,11 +52,13 @@ def execute(backend_name: str, options, source, config, entries: list, output_di
     from ..running.estimate import announce
     from ..running.identity import default_output_dir, identity_of
     from ..running.runner import ModelInfo, Runner
+    from ..running.thinking_run import budget_line, refuse_thinking_without_traces
 
     runner = None
     try:
         backend = create_backend(backend_name, options)
         try:
+            refuse_thinking_without_traces(backend, config)  # before the folder and the plan
             model_info = ModelInfo(options.model, options.revision, backend.dtype, backend_name, backend.cache_identity(), given_name)
             if output_dir is None:  # named by the model and the run's identity: two runs never share one
                 output_dir = str(default_output_dir(identity_of(backend, model_info.record, config)))
@@ -66,6 +68,8 @@ def execute(backend_name: str, options, source, config, entries: list, output_di
                 # Without a terminal (no progress bars) the estimate is a progress line for the logs, once a minute.
                 plan = runner.plan(entries)  # built once: printed, then executed
                 announce(runner, plan, backend, lambda text: click.echo(text, err=True), every_s=300.0 if config.progress else 60.0)
+                if config.thinking:
+                    click.echo(budget_line(config.max_thinking_tokens), err=True)
                 return runner.run(plan), runner
         finally:
             backend.close()
@@ -100,17 +104,16 @@ def spec_of(ctx: click.Context, given: dict):
     return spec
 
 
-def thinking_config(config, thinking: str, think_markers: tuple[str, str], max_thinking_tokens: int | None, bertscore_model: str | None):
-    """``config`` with the reasoning options (--thinking, --think-markers, --max-thinking-tokens) and --bertscore-model."""
+def thinking_config(config, spec):
+    """``config`` with the reasoning options checked together, and whether --think-markers was given."""
     from dataclasses import replace
 
-    if max_thinking_tokens is not None and thinking != "on":
+    if spec.max_thinking_tokens is not None and spec.thinking != "on":
         raise click.UsageError("--max-thinking-tokens bounds a trace: it needs --thinking on")
-    if config.constrained and thinking == "on" and max_thinking_tokens is None:  # a grammar would forbid the trace
+    if config.constrained and config.thinking and spec.max_thinking_tokens is None:  # a grammar would forbid the trace
         raise click.UsageError("--constrained with --thinking on needs --max-thinking-tokens N: the constraint applies to the "
                                "answer generated after the trace is closed")
-    return replace(config, thinking=thinking == "on", think_markers=think_markers, max_thinking_tokens=max_thinking_tokens,
-                   bertscore_model=bertscore_model)
+    return replace(config, think_markers_given="think_markers" in spec.model_fields_set)
 
 
 @click.command()
@@ -140,7 +143,7 @@ def run_spec(spec) -> None:
     datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
     source = open_data(spec.data, spec.hub_org)
     config = runner_config(spec, device, sys.stderr.isatty() if spec.progress is None else spec.progress)
-    config = thinking_config(config, spec.thinking, spec.think_markers, spec.max_thinking_tokens, spec.bertscore_model)
+    config = thinking_config(config, spec)
     check_data(entries, source, config, named_tasks=spec.tasks is not None)
     result, runner = execute(spec.backend, backend_options(spec, device), source, config, entries, spec.output_dir, spec.model_name)
     if result.status == "empty":  # every task skipped by the runner (e.g. none declares the --setting's prompts)

@@ -125,10 +125,10 @@ RUN_OPTIONS += [
                  help="Let a reasoning model think before it answers (generated settings and generative tasks): the chat "
                       "template's enable_thinking, the server's switch on openai-chat; the trace is kept apart from the answer."),
     click.option("--think-markers", default=None, metavar="START,END", callback=lambda ctx, param, value: parse_think_markers(value),
-                 help="The markers around a trace (default: <think>,</think>): the answer is what follows END."),
+                 help="The markers around a trace (default: <think>,</think>): the answer is what follows the last END."),
     click.option("--max-thinking-tokens", default=None, type=click.IntRange(min=1),
                  help="With --thinking on: close the trace at N tokens and generate the answer after it with the task's own "
-                      "budget (budget forcing; hf, vllm, openai-completions). Default: the answer budget plus 4096 trace tokens, never forced."),
+                      "budget (budget forcing; hf, vllm, openai-completions). Default: the answer budget plus 1024 trace tokens, never forced."),
     click.option("--bertscore-model", default=None, metavar="PATH_OR_ID",
                  help="Add BERTScore F1 to the OE and CE-NI settings, computed with this model (the bertscore extra); absent without it."),
 ]

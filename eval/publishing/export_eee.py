@@ -22,6 +22,7 @@ from pathlib import Path
 from ..record.model import SampleLine
 from ..reporting.runs import RunResults, load_results, parse_results
 from ..reporting.task_report import build_task_report, task_order
+from ..settings.thinking import UNFINISHED
 from ..naming import display_name, is_local_model
 from .eee_terms import OUR_NAMESPACE, inference_engine, item_score, metric_config, sample_hash
 from .model_page import official_datasets
@@ -138,6 +139,9 @@ def _instance(run: RunResults, ids: dict, task: str, prompt: str, metric: str, s
     if mc and isinstance(gold, int) and 0 <= gold < len(sample.choices):
         gold = sample.choices[gold]  # the gold answer's text, as the choices
     prompt_text = sample.prompt or ""
+    # A generated answer no rule read (or whose trace never ended) is exported so: never as the class scored in its stead.
+    unread = (str(sample.line.get("unparsed_reason") or "no rule read it") if "parsed" in sample.line and sample.line["parsed"] is None
+              else UNFINISHED if sample.line.get("reasoning_unfinished") is True else None)
     record = {"schema_version": SCHEMA_VERSION, **ids, "evaluation_name": f"{task} {prompt}",
               "evaluation_result_id": f"{task}/{prompt}/{metric}", "sample_id": f"{task}/{sample.doc_id}",
               # as EEE's lm-eval converter hashes (prompt, target): a multiple-choice target is the gold index
@@ -146,9 +150,9 @@ def _instance(run: RunResults, ids: dict, task: str, prompt: str, metric: str, s
               "interaction_type": "single_turn",
               "input": {"raw": prompt_text, "reference": [json.dumps(gold, ensure_ascii=False) if not isinstance(gold, str) else gold]},
               "output": {"raw": [raw]},
-              "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": shown,
-                                      "extraction_method": sample.parsed_by or ("loglikelihood argmax" if mc else "generation"),
-                                      "is_terminal": True}],
+              "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": "" if unread else shown,
+                                      "extraction_method": f"unparsed: {unread}" if unread else
+                                      sample.parsed_by or ("loglikelihood argmax" if mc else "generation"), "is_terminal": True}],
               "evaluation": {"score": score, "is_correct": bool(correct)}}
     if mc:
         record["input"]["choices"] = [str(c) for c in sample.choices]

@@ -34,4 +34,5 @@ class RunConfig:
     thinking: bool = False
     think_markers: tuple[str, str] = ("<think>", "</think>")
     max_thinking_tokens: int | None = None
+    think_markers_given: bool = False  # --think-markers given: trusted on a model that shows no trace markers
     bertscore_model: str | None = None  # --bertscore-model: BERTScore F1 in OE and CE-NI (metrics.py), else absent

@@ -18,6 +18,7 @@ from evalita_data.cli.errors import one_line
 
 from ..naming import model_slug, setting_slug
 from ..record.build import ID_LENGTH, run_id  # noqa: F401  (one hash: the writer's and the reader's)
+from ..settings.thinking import DEFAULT_TRACE_BUDGET
 
 RESULTS_FILE = "results.json"
 # What results.json calls the identity and its hash.
@@ -56,7 +57,9 @@ def run_identity(model_record: dict[str, Any], config: Any, chat_template: dict 
         "max_new_tokens": config.max_new_tokens,
         "constrained": config.constrained,
         # Only when on: the identities (and folders) of the runs made before --thinking existed are unchanged.
-        **({"thinking": {"on": True, "think_markers": list(config.think_markers), "max_thinking_tokens": config.max_thinking_tokens}}
+        **({"thinking": {"on": True, "think_markers": list(config.think_markers),
+                         "max_thinking_tokens": config.max_thinking_tokens,
+                         "trace_budget": config.max_thinking_tokens or DEFAULT_TRACE_BUDGET}}  # the default's value too
            if getattr(config, "thinking", False) else {}),
         **({"bertscore_model": config.bertscore_model} if getattr(config, "bertscore_model", None) else {}),  # adds a score
     }
