@@ -63,7 +63,7 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
     settings += [("seed", run.config.seed), ("max_new_tokens", run.config.max_new_tokens)]
     settings += [(f"data revision {repo}", sha) for repo, sha in sorted(run.data.revisions.items())]
     refusal = model_page_refusal(run)
-    lines += [f"| {k} | {'–' if v is None else md_text(v)} |" for k, v in settings]
+    lines += [f"| {md_text(k)} | {'–' if v is None else md_text(v)} |" for k, v in settings]
     files = "`.eval_results/`, `model-index.yaml`" if refusal is None else md_text(f"none: {refusal}")
     lines.append(f"| model page files | {files} |")
     lines += ["", "## Scores (percent)", "",
