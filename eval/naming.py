@@ -37,11 +37,13 @@ NAME_FIELD = "name"
 WEIGHTS_DIGITS = 8  # hex digits of the weights fingerprint in a local folder's default name
 
 
-def check_given_name(name: str) -> str:
-    """A ``--model-name``: one line of printable text; refused (ValueError) otherwise."""
-    text = name.strip()
+def check_given_name(name: object, key: str = "--model-name") -> str:
+    """The one rule of a model's name, given (``--model-name``, RunSpec) or read back (results.json ``model.name``):
+    one line of printable text; refused (ValueError naming ``key``) otherwise. Markup in it is escaped where written
+    (reporting/tables.py md_text), never interpreted."""
+    text = name.strip() if isinstance(name, str) else ""
     if not text or not text.isprintable() or len(text) > 200:
-        raise ValueError(f"--model-name {name!r}: expected a non-empty name on one line (at most 200 characters)")
+        raise ValueError(f"{key} {str(name)[:60]!r}: expected a non-empty name on one line (at most 200 characters)")
     return text
 
 

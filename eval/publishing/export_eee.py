@@ -24,9 +24,9 @@ from ..reporting.runs import RunResults, load_results, parse_results
 from ..reporting.task_report import build_task_report, task_order
 from ..settings.thinking import UNFINISHED
 from ..naming import display_name, is_local_model
-from .eee_terms import OUR_NAMESPACE, inference_engine, item_score, metric_config, sample_hash
+from .eee_terms import OUR_NAMESPACE, deployment, item_score, metric_config, sample_hash
 from .model_page import official_datasets
-from .public import check_publishable, local_replacements, named, public_results
+from .public import check_publishable, local_replacements, named, public_results, public_samples
 
 SCHEMAS = Path(__file__).parent / "eee_schemas"
 BENCHMARK = "evalita-llm"
@@ -187,13 +187,12 @@ def _model_info(run: RunResults, developer: str, model_id: str) -> dict:
     """The model as EEE names it: its name (naming.display_name), id, developer, and where and with what it ran
     (a local folder is ``inference_platform: local``, never the Hub's)."""
     local = is_local_model(run.model)
-    platform = "local" if local else "openai_compatible_api" if run.model.backend == "openai" else "huggingface"
+    platform, deployed, engine = deployment(run.model.backend, run.package_versions, local)
     info = {"name": display_name(run.model), "id": model_id, "developer": developer, "inference_platform": platform,
-            "additional_details": {"deployment_type": "externally_managed" if run.model.backend == "openai" else "self_deployed",
+            "additional_details": {"deployment_type": deployed,
                                    "model_availability": "unknown", **({"local_folder": "true"} if local else {}),
                                    **{k: str(v) for k in ("revision", "dtype", "backend", "files_sha256", "file_sha256")
                                       if (v := getattr(run.model, k)) is not None}}}
-    engine = inference_engine(run.model.backend, run.package_versions)
     return {**info, "inference_engine": engine} if engine else info
 
 
@@ -206,7 +205,8 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown", mode
     checked = load_results(path, partial=True)  # its checks and messages
     raw = path.read_bytes()
     named_run, doc = named(checked, json.loads(raw), model_name)
-    run = parse_results(path, public_results(named_run, doc, path.parent), partial=True)
+    public = public_results(named_run, doc, path.parent)
+    run = parse_results(path, public, partial=True, in_memory=public_samples(checked, public))
     developer, model, model_id = _ids(run)
     run_id = _uuid(run, raw)
     stamp = str(int(path.stat().st_mtime))

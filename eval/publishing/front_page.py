@@ -8,19 +8,22 @@ dataset viewer's YAML header: one config per run folder.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Mapping
 
 from ..reporting.runs import parse_results
 from ..reporting.settings_view import setting_label
-from ..reporting.tables import ScoresError, TextTable
+from ..reporting.tables import Markdown, ScoresError, TextTable
 from .model_page import model_page_refusal, yaml_str
 from .public import model_label
 
 
 def run_row(folder: str, doc: dict | None) -> list[str]:
     """One line of the front page; a results.json that cannot be read says so in the status."""
-    link = f"[`{folder}/`]({folder}/README.md)"
+    # A link only to a folder of naming.run_folder's path-safe characters (a peer's repository may hold any other).
+    safe = re.fullmatch(r"[\w.@-]+/[\w.@-]+", folder, re.ASCII)
+    link = Markdown(f"[`{folder}/`]({folder}/README.md)") if safe else folder
     if doc is None:
         return [link, "?", "?", "?", "?", "results.json unreadable", "?"]
     try:

@@ -20,14 +20,16 @@ from evalita_data.hub.push import (DEFAULT_BRANCH, RETRY_DELAYS, HubUnreachable,
                                 dry_plan, plan_repo, remote_state, with_retries)
 
 from ..naming import run_folder
+from ..record.read import json_document
 from ..reporting.runs import RunResults, load_results, parse_results
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
-from ..reporting.tables import TextTable, fmt
+from ..reporting.tables import TextTable, fmt, md_text
 from ..reporting.worth import small_n_note
 from .front_page import render_front_page
 from .model_page import model_id, model_page_files, model_page_refusal
-from .public import LocalPathLeft, check_publishable, local_replacements, model_label, named, public_bytes, public_results
+from .public import (LocalPathLeft, check_publishable, local_replacements, model_label, named, public_bytes,
+                     public_results, public_samples)
 from ..reporting.unparsed_flag import EXPLAIN, flag_mark, flag_notes, none_read, none_read_summary
 
 STAT_COLUMNS = ("MinP", "MaxP", "AvgP", "CPS")
@@ -46,7 +48,8 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
     ``run`` is the published form of the run (public.py: no local path); the repository's front page lists the other runs."""
     run.display = model_label(run.model)
     lines = [
-        f"# Evalita-LLM results: {run.display}" + (f" ({NOT_COMPARABLE})" if run.not_comparable_reasons else ""),
+        f"# Evalita-LLM results: {md_text(run.display)}"
+        + (f" ({NOT_COMPARABLE})" if run.not_comparable_reasons else ""),
         "",
         f"Written by `evalita-eval push-results` to `{repo_id}`. Files of this run are under `{folder}/`: "
         "`results.json` (scores as fractions, settings, data hashes, baselines, answer rules) and "
@@ -58,12 +61,11 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
                 ("data", run.data.source + (" (local folder)" if run.data.local_folder else "") if run.data.source else None)]
     settings += run_rows(run)
     settings += [("seed", run.config.seed), ("max_new_tokens", run.config.max_new_tokens)]
-    lines += [f"| {k} | {'–' if v is None else str(v).replace('|', '/')} |" for k, v in settings]
-    for repo, sha in sorted(run.data.revisions.items()):
-        lines.append(f"| data revision {repo} | {sha} |")
+    settings += [(f"data revision {repo}", sha) for repo, sha in sorted(run.data.revisions.items())]
     refusal = model_page_refusal(run)
-    lines.append("| model page files | " + ("`.eval_results/`, `model-index.yaml`" if refusal is None
-                                          else f"none: {refusal}").replace("|", "/") + " |")
+    lines += [f"| {md_text(k)} | {'–' if v is None else md_text(v)} |" for k, v in settings]
+    files = "`.eval_results/`, `model-index.yaml`" if refusal is None else md_text(f"none: {refusal}")
+    lines.append(f"| model page files | {files} |")
     lines += ["", "## Scores (percent)", "",
               "One row per task: its headline metric on every prompt, then the multi-prompt statistics: MinP, MaxP and "
               "AvgP (minimum, maximum, mean over prompts), CPS (combined performance score) and the Sharpe score "
@@ -91,7 +93,7 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
     notes += run.notes
     if run.partial:
         notes.append(f"{run.status_text}: the other tasks are missing")
-    lines += [""] + [f"Note: {n}" for n in notes]
+    lines += [""] + [f"Note: {md_text(n)}" for n in notes]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -106,7 +108,10 @@ def _public_run(results_dir: Path, model_name: str | None = None) -> tuple[RunRe
     run, doc = named(checked, original, model_name)
     public = public_results(run, doc, results_dir)
     data = path.read_bytes() if public == original else (json.dumps(public, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
-    return parse_results(path, public, partial=True), data, local_replacements(run, results_dir)
+    # The run id its published identity hashes to (public.py), in the samples' bytes too.
+    renamed = {checked.run_id: public["run_id"]} if public.get("run_id", checked.run_id) != checked.run_id else {}
+    return (parse_results(path, public, partial=True, in_memory=public_samples(checked, public)), data,
+            {**local_replacements(run, results_dir), **renamed})
 
 
 def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = print,
@@ -151,7 +156,7 @@ def run_folders(paths: Iterable[str]) -> list[str]:
 
 def _read_json(read: Callable[[], bytes]) -> dict | None:
     try:
-        doc = json.loads(read())
+        doc = json_document("results.json", read())  # a key given twice or nesting too deep: unreadable, not a crash
     except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None

@@ -331,7 +331,7 @@ def _samples(out: Path) -> dict[str, bytes]:
 
 
 def test_complete_means_the_recorded_identity_is_the_runs() -> None:
-    from evalita_eval.record import parse_record
+    from evalita_eval.record import RecordError, parse_record
     from evalita_eval.run_config import build_spec
     from evalita_eval.running.identity import run_id
     from evalita_eval.sweep_runs import entry_identity, identity_difference
@@ -347,7 +347,9 @@ def test_complete_means_the_recorded_identity_is_the_runs() -> None:
     assert identity_difference(record(), spec) is None
     assert identity_difference(record(status="partial"), spec) == "not complete"
     assert identity_difference(record(results={}), spec) == "tasks te not evaluated"
-    assert identity_difference(record(run_id="0" * 10), spec) == "no run identity matching its run id"
+    with pytest.raises(RecordError, match=f"key run_identity: hashes to {run_id(identity)}, not to the run id 0000000000"):
+        record(run_id="0" * 10)  # the reader re-hashes the identity: an edited one is never a finished run
+    assert identity_difference(record(run_identity=None, run_id=None), spec) == "no run identity"
     edited = build_spec({"model": "org/a", "tasks": "te", "limit": 3}, "s.yaml: run 1")[0]
     assert identity_difference(record(), edited) == "limit: 2 in the folder, 3 here"
     other = build_spec({"model": "org/a", "tasks": "te", "limit": 2, "backend_args": {"gguf_file": "x.gguf"}}, "s.yaml: run 1")[0]

@@ -184,3 +184,26 @@ def test_an_unparsed_generated_answer_is_exported_as_unparsed(tiny_model: Path, 
 
     if (python := eee_python()) is not None:  # EEE's own validator where it runs (else the test above it says it is skipped)
         _eees_validator_passes(python, files)
+
+
+@pytest.mark.parametrize("backend", ["openai-chat", "openai-completions"])
+def test_a_model_on_an_openai_compatible_server_is_labelled_as_served(backend: str, tiny_model: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 44: a run through an OpenAI-compatible server is exported as such (its engine is the server's, unknown),
+    never as run on Hugging Face or a local folder with transformers."""
+    from fake_openai_server import FakeServer
+
+    server = FakeServer()
+    monkeypatch.setenv("EVALITA_TEST_EEE_KEY", "sk-test")
+    try:
+        res = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(TEST_DATA / "build"), "--tasks", "wic",
+                                        "--prompts", "p1", "--limit", "2", "--setting", "ce", "--backend", backend,
+                                        "--base-url", server.url, "--api-key-env", "EVALITA_TEST_EEE_KEY", "--concurrency", "1",
+                                        "--max-retries", "0", "--no-progress", "--output-dir", str(tmp_path / "run")])
+    finally:
+        server.stop()
+    assert res.exit_code == 0, res.output
+    model_info = json.loads(_export(tmp_path / "run", tmp_path / "eee")[0].read_text("utf-8"))["model_info"]
+    assert (model_info["inference_platform"], model_info["additional_details"]["deployment_type"]) == (
+        "openai_compatible_api", "externally_managed")
+    assert "inference_engine" not in model_info and model_info["additional_details"]["backend"] == backend
