@@ -21,7 +21,7 @@ PY=${PYTHON:-python}
 WHEELS=${WHEELS:-.gpu-wheels}
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PIP_DISABLE_PIP_VERSION_CHECK=1
 
-if ! "$PY" -c "import evalita_eval, evalita_data, pydantic, jsonschema, datasets, lm_eval" 2>/dev/null; then
+if ! "$PY" -c "import evalita_eval, evalita_data, pydantic, jsonschema, datasets, lm_eval, accelerate" 2>/dev/null; then
   ls "$WHEELS"/*.whl >/dev/null 2>&1 || { echo "gpu_device.sh: modules missing and no wheels in $WHEELS: run bench/gpu_wheels.py here and carry $WHEELS" >&2; exit 2; }
   "$PY" -m pip install -q --no-index --no-deps "$WHEELS"/*.whl
 fi

@@ -81,7 +81,7 @@ def main() -> int:
     out = ROOT / ".gpu-wheels"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir()
-    need = (closure([("evalita-llm", ("eval",)), ("lm-eval", ())]) - closure([(n, ()) for n in GPU_HAS]) | set(GPU_LACKS)) - set(LEFT)
+    need = (closure([("evalita-llm", ("eval",)), ("lm-eval", ("hf",))]) - closure([(n, ()) for n in GPU_HAS]) | set(GPU_LACKS)) - set(LEFT)
     wheels = [repack(name, out) for name in sorted(need)]
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)], check=True)
     wheels += sorted(out.glob("evalita_llm-*.whl"))

@@ -102,7 +102,8 @@ def die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
 
 
-def run_one(config: str, log: str, cwd: str, board: Any = None, run: int = 0, paths: dict[str, str] | None = None) -> tuple[int, str, str | None]:
+def run_one(config: str, log: str, cwd: str, board: Any = None, run: int = 0,
+            paths: dict[str, str] | None = None) -> tuple[int, str, str | None]:
     """``run --config CONFIG`` in its own process (in ``cwd``, the driver's folder), its console appended
     to ``log``: (exit code, last line, the run's folder or None). Tells ``board`` (a ``Board`` actor)
     that it started, then where it stands as it goes. ``paths`` (what -> path) that this node cannot read: one line."""
@@ -116,9 +117,11 @@ def run_one(config: str, log: str, cwd: str, board: Any = None, run: int = 0, pa
     Path(log).parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a", encoding="utf-8") as out:
         child = subprocess.Popen([sys.executable, "-m", "evalita_eval.cli", "run", "--config", config, "--no-progress"],
-                                 stdout=out, stderr=subprocess.STDOUT, cwd=cwd if os.path.isdir(cwd) else None, preexec_fn=die_with_parent)
+                                 stdout=out, stderr=subprocess.STDOUT, cwd=cwd if os.path.isdir(cwd) else None,
+                                 preexec_fn=die_with_parent)
         if board is not None:  # waited for: the driver sees "started" before it sees the end
-            ray.get(board.report.remote(run, 0, f"started on {socket.gethostname()}, node {node_name()} (pid {child.pid})"))
+            started = f"started on {socket.gethostname()}, node {node_name()} (pid {child.pid})"
+            ray.get(board.report.remote(run, 0, started))
         cache, last, folder = None, "", None
         while True:
             try:
@@ -235,7 +238,8 @@ def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | 
                 lines.say(i, f"already complete in {done}")
                 continue
             log = (out / "logs" / f"{run.number}.log").resolve()
-            pending[task.options(**held[i]).remote(str(configs[i]), str(log), os.getcwd(), board, i, run_paths(run, configs[i]))] = i
+            paths = run_paths(run, configs[i])
+            pending[task.options(**held[i]).remote(str(configs[i]), str(log), os.getcwd(), board, i, paths)] = i
             lines.say(i, f"queued -> {run.output_dir or 'its run-id folder under results/'} (log {log})")
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=STATUS_POLL_S)
@@ -245,7 +249,8 @@ def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | 
                 try:
                     code, last, folder = ray.get(ref)
                 except ray.exceptions.RayError as err:  # its node lost NODE_RETRIES + 1 times: what it saved is kept
-                    code, last, folder = -1, f"its node was lost ({type(err).__name__}); rerun the sweep to resume it", None
+                    code, folder = -1, None
+                    last = f"its node was lost ({type(err).__name__}); rerun the sweep to resume it"
                 states[i] = ("complete" if code == 0 else f"failed (exit {code}): {last}", None if folder is None else Path(folder))
                 lines.say(i, f"{states[i][0]} ({len(runs) - len(pending)}/{len(runs)} done; in {folder})")
     finally:

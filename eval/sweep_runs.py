@@ -91,9 +91,11 @@ def run_reservation(spec: RunSpec, gpus_there: bool) -> dict[str, float]:
     from .backends import get_backend_class
     from .replicas import replica_settings
 
-    replicas, _, one = replica_settings(BackendOptions(model=spec.model, device=spec.device or ("cuda" if gpus_there else "cpu"),
-                                                       threads=spec.threads, extra=dict(spec.backend_args)))
-    return {"num_cpus": float(replicas), "num_gpus": get_backend_class(spec.backend).reservation(one)["num_gpus"] * replicas}
+    device = spec.device or ("cuda" if gpus_there else "cpu")
+    replicas, _, one = replica_settings(BackendOptions(model=spec.model, device=device, threads=spec.threads,
+                                                       extra=dict(spec.backend_args)))
+    gpus = get_backend_class(spec.backend).reservation(one)["num_gpus"]
+    return {"num_cpus": float(replicas), "num_gpus": gpus * replicas}
 
 
 def check_runs(path: Path, runs: list[SweepRun]) -> None:

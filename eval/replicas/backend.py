@@ -42,7 +42,8 @@ class Replica:
         from ..backends import create_backend
 
         began = time.time()
-        self.loaded, self.problem = (began, began), unreadable(paths)  # a node without the model folder: one line, said by the driver
+        # A node without the model folder: one line, said by the driver.
+        self.loaded, self.problem = (began, began), unreadable(paths)
         if self.problem is not None:
             return
         if threads is not None:
@@ -66,8 +67,8 @@ class Replica:
             pickle.dumps(tokenizer)
         except Exception:  # an engine's tokenizer that does not travel: the driver does without
             tokenizer = None
-        return {"identity": b.cache_identity(), "dtype": b.dtype, "capabilities": b.capabilities, "pid": os.getpid(), "tokenizer": tokenizer,
-                "requests_per_call": b.requests_per_call, "merges_units": self._prefix_cached,
+        return {"identity": b.cache_identity(), "dtype": b.dtype, "capabilities": b.capabilities, "pid": os.getpid(),
+                "tokenizer": tokenizer, "requests_per_call": b.requests_per_call, "merges_units": self._prefix_cached,
                 "mixes_prompts": b.mixes_prompts, "loaded": self.loaded, "node": node_name(), "problem": self.problem}
 
     @property
@@ -82,7 +83,8 @@ class Replica:
             return prefix_units(self.backend, kind, requests, replicas)
         return plan_units(self.backend, kind, requests)
 
-    def plan_calls(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]], replicas: int = 1) -> list[list[Unit]]:
+    def plan_calls(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]],
+                   replicas: int = 1) -> list[list[Unit]]:
         """The units of each of ``calls`` (request indices), planned as for a call of those
         requests alone, their indices those of ``requests``."""
         return [[Unit(tuple(tuple(call[i] for i in inner) for inner in unit.calls), unit.tokens)
@@ -92,7 +94,7 @@ class Replica:
         """The engine's own cumulative counters (vllm: prompt tokens, of them from the prefix cache...)."""
         return self.backend.engine_counters()
 
-    def run_unit(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]]) -> tuple[list[Any], float, float]:
+    def run_unit(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]]) -> tuple[list, float, float]:
         """The values of the unit's requests, call after call, in ``Unit.indices`` order; when it began and ended."""
         if self.problem is not None:
             raise RuntimeError(self.problem)
@@ -149,15 +151,21 @@ class ReplicaBackend(Backend):
                     ray.shutdown()
                 raise
         self.loads = 0  # replicas started (N, plus one per restart): each loads its model once
+        self.restarts = [0] * size
         self.units_done = [0] * size  # units each replica finished (the tests see the work spread)
         # Where the run's time goes (wall clock, logged at close; bench/replicas.py --time prints it).
         self.timeline: dict[str, Any] = {"began": began, "ray_ready": time.time(), "calls": []}
-        self.actors = [self._start() for _ in range(size)]  # every model loads at once, each in its replica
-        self._described = [actor.describe.remote() for actor in self.actors]
-        described = ray.get(self._described[0])  # the others go on loading while the runner plans the run
-        if described["problem"]:
+        self.actors: list[Any] = [None] * size
+        self._described: list[Any] = [None] * size  # each replica's describe(): done once its model is loaded
+        self._loading: dict[Any, int] = {}  # describe future -> replica, until it is known loaded
+        for replica in range(size):  # every model loads at once, each in its replica
+            self._start(replica)
+        # Replica 0 loaded (started again if it died loading); the others go on loading while the runner plans the run.
+        try:
+            described = self._call(lambda actor: actor.describe.remote())
+        except RuntimeError:  # a node that cannot read the model folder, a replica that keeps dying
             self.close()
-            raise RuntimeError(described["problem"])
+            raise
         self.timeline["first_ready"] = time.time()
         self._identity, self.dtype, self.capabilities = described["identity"], described["dtype"], described["capabilities"]
         # The replicas' tokenizer: the runner names the chat template with it, the estimate counts tokens.
@@ -176,7 +184,8 @@ class ReplicaBackend(Backend):
     def replicas(self) -> int:
         return self.size
 
-    def _start(self) -> Any:
+    def _start(self, replica: int) -> None:
+        """Start ``replica`` (again): its model loads; it takes units once its describe() is back (``_loaded``)."""
         import ray
 
         self.loads += 1
@@ -185,7 +194,34 @@ class ReplicaBackend(Backend):
             resources["runtime_env"] = {"env_vars": {"OMP_NUM_THREADS": str(self._threads)}}
         # The model folder the driver sees (a path, not a hub id): every replica must see it too.
         paths = {"model folder": self._inner_options.model} if os.path.exists(self._inner_options.model) else {}
-        return ray.remote(Replica).options(max_restarts=0, **resources).remote(self.name, self._inner_options, self._threads, paths)
+        actor = ray.remote(Replica).options(max_restarts=0, **resources).remote(self.name, self._inner_options,
+                                                                                 self._threads, paths)
+        self.actors[replica], self._described[replica] = actor, actor.describe.remote()
+        self._loading[self._described[replica]] = replica
+
+    def _loaded(self, futures: Sequence[Any]) -> list[int]:
+        """The replicas whose describe() among ``futures`` is back: loaded (one that died loading is started again)."""
+        import ray
+
+        done = []
+        for future in futures:
+            replica = self._loading.pop(future)
+            try:
+                problem = ray.get(future)["problem"]
+            except ray.exceptions.RayActorError:
+                self._restart(replica)
+                continue
+            if problem:
+                raise RuntimeError(problem)
+            done.append(replica)
+        return done
+
+    def _restart(self, replica: int) -> None:
+        self.restarts[replica] += 1
+        if self.restarts[replica] > MAX_RESTARTS:
+            raise RuntimeError(f"replica {replica} of backend {self.name!r} died {self.restarts[replica]} times; "
+                               "the run stops")
+        self._start(replica)
 
     def cache_identity(self) -> dict[str, Any]:
         return dict(self._identity)  # one replica's: replicas must not change a number
@@ -214,70 +250,79 @@ class ReplicaBackend(Backend):
         began = time.time()
         shared = ray.put(list(requests))
         whole = [list(c) for c in calls] if calls is not None else [list(range(len(requests)))]
-        units = self._plan(kind, shared, whole)
+        loaded = set(range(self.size)) - set(self._loading.values())
+        while not loaded:  # every replica (re)starting: the first loaded plans
+            loaded.update(self._loaded(ray.wait(list(self._loading), num_returns=1)[0]))
+        units = self._plan(kind, shared, whole, sorted(loaded))
         queues, planned = self._queues(units), time.time()
         out: list[Any] = [None] * len(requests)
         running: dict[Any, tuple[int, list[int]]] = {}  # future -> (replica, its units)
         busy, ends = [0.0] * self.size, [planned] * self.size
 
-        def feed(replica: int) -> None:
-            """Units to ``replica`` until it holds IN_FLIGHT: its own share first (an engine that merges), else the largest left."""
-            while sum(r == replica for r, _ in running.values()) < IN_FLIGHT and (queues[replica] or queues[-1]):
-                pack = (queues[replica] or queues[-1]).popleft()
-                calls = units[pack[0]].calls if len(pack) == 1 else (tuple(i for u in pack for i in units[u].indices),)
-                running[self.actors[replica].run_unit.remote(kind, shared, calls)] = (replica, pack)
+        def feed() -> None:
+            """Each loaded replica in turn a unit until it holds IN_FLIGHT: its own share first (an engine that merges
+            units), else the largest left in the shared queue. A replica still loading takes none: the others take its
+            work."""
+            for depth in range(1, IN_FLIGHT + 1):
+                for replica in sorted(loaded):
+                    if sum(r == replica for r, _ in running.values()) < depth and (queues[replica] or queues[-1]):
+                        pack = (queues[replica] or queues[-1]).popleft()
+                        merged = (tuple(i for u in pack for i in units[u].indices),)
+                        one = units[pack[0]].calls if len(pack) == 1 else merged
+                        running[self.actors[replica].run_unit.remote(kind, shared, one)] = (replica, pack)
 
-        for replica in range(self.size):
-            feed(replica)
-        restarts = [0] * self.size
-        while running:
-            [future], _ = ray.wait(list(running), num_returns=1)
+        feed()
+        while running or (self._loading and any(queues)):
+            [future], _ = ray.wait(list(running) + list(self._loading), num_returns=1)
+            if future in self._loading:  # a replica's model is loaded: it takes units
+                loaded.update(self._loaded([future]))
+                feed()
+                continue
             replica, pack = running.pop(future)
             try:
                 values, start, end = ray.get(future)
             except ray.exceptions.RayActorError:
                 # The replica died: its units without a result go back to the front of the queue, a new replica starts.
                 lost = [pack] + [running.pop(f)[1] for f in [f for f, (r, _) in running.items() if r == replica]]
-                restarts[replica] += 1
-                if restarts[replica] > MAX_RESTARTS:
-                    raise RuntimeError(f"replica {replica} of backend {self.name!r} died {restarts[replica]} times; the run stops") from None
                 queues[-1].extendleft(reversed(lost))
-                self.actors[replica] = self._start()
-                for other in range(self.size):
-                    feed(other)
+                loaded.discard(replica)
+                self._restart(replica)
+                feed()
                 continue
             except ray.exceptions.RayTaskError as err:
                 raise err.as_instanceof_cause() from None  # the backend's own error (a ValueError...), as one replica raises it
             self.units_done[replica] += len(pack)
             busy[replica], ends[replica] = busy[replica] + end - start, max(ends[replica], end)
-            feed(replica)
+            feed()
             for i, value in zip((i for u in pack for i in units[u].indices), values):
                 out[i] = value
                 if on_result is not None:
                     on_result(i, value)
-        self.timeline["calls"].append({"kind": kind, "units": len(units), "began": began, "planned": planned, "ended": time.time(),
-                                       "busy": busy, "ends": ends})
+        self.timeline["calls"].append({"kind": kind, "units": len(units), "began": began, "planned": planned,
+                                       "ended": time.time(), "busy": busy, "ends": ends})
         return out
 
-    def _plan(self, kind: str, shared: Any, whole: list[list[int]]) -> list[Unit]:
-        """The units of the calls ``whole``, each replica planning a share of the calls at once (the call order kept)."""
+    def _plan(self, kind: str, shared: Any, whole: list[list[int]], loaded: list[int]) -> list[Unit]:
+        """The units of the calls ``whole``, the ``loaded`` replicas each planning a share of the calls at once (the
+        call order kept); a replica that dies meanwhile leaves its share to the first one."""
         import ray
 
-        shares = [whole[r :: self.size] for r in range(self.size)]
-        futures = [actor.plan_calls.remote(kind, shared, share, self.size) for actor, share in zip(self.actors, shares)]
+        k, n = len(loaded), self.size
+        shares = [whole[i::k] for i in range(k)]
+        futures = [self.actors[r].plan_calls.remote(kind, shared, share, n) for r, share in zip(loaded, shares)]
         planned = []
-        for replica, (future, share) in enumerate(zip(futures, shares)):
+        for future, share in zip(futures, shares):
             try:
                 planned.append(ray.get(future))
             except ray.exceptions.RayActorError:
-                planned.append(self._call(replica, lambda actor, share=share: actor.plan_calls.remote(kind, shared, share, self.size)))
-        per_call = [planned[c % self.size][c // self.size] for c in range(len(whole))]  # call c is share c % N's (c // N)th
+                planned.append(self._call(lambda actor, part=share: actor.plan_calls.remote(kind, shared, part, n)))
+        per_call = [planned[c % k][c // k] for c in range(len(whole))]  # call c is share c % k's (c // k)th
         return [u for units in per_call for u in units]
 
     def _queues(self, units: Sequence[Unit]) -> list[deque[list[int]]]:
-        """Each replica's queue, then the shared one, of packs (unit lists) to run. An engine that merges units (vllm): each
-        replica's share (``assign``) merged into its calls; else every unit in the shared queue, largest first, taken by
-        whichever replica is free: the last units run are the small ones, and no replica idles while units wait."""
+        """Each replica's queue, then the shared one, of packs (unit lists) to run. An engine that merges units (vllm):
+        each replica's share (``assign``) merged into its calls; else every unit in the shared queue, largest first,
+        taken by whichever replica is free: the last units run are the small ones, no replica idles while units wait."""
         if self._merges_units:
             shares = assign([u.tokens for u in units], self.size)
             return [deque(self._packs(units, share)) for share in shares] + [deque()]
@@ -300,16 +345,19 @@ class ReplicaBackend(Backend):
             size += n
         return packs
 
-    def _call(self, replica: int, call: Callable[[Any], Any]) -> Any:
-        """``call(actor)`` on a replica, started again if it died (up to MAX_RESTARTS times)."""
+    def _call(self, call: Callable[[Any], Any]) -> Any:
+        """``call(actor)`` on replica 0, once loaded, started again if it died (up to MAX_RESTARTS times)."""
         import ray
 
-        for _ in range(MAX_RESTARTS):
+        while True:
+            if self._described[0] in self._loading:
+                ray.wait([self._described[0]])
+                self._loaded([self._described[0]])
+                continue
             try:
-                return ray.get(call(self.actors[replica]))
+                return ray.get(call(self.actors[0]))
             except ray.exceptions.RayActorError:
-                self.actors[replica] = self._start()
-        return ray.get(call(self.actors[replica]))
+                self._restart(0)
 
     def replica_engine_counters(self) -> list[dict[str, float]]:
         """Each replica's engine counters (vllm: ``VLLMBackend.engine_counters``)."""

@@ -100,7 +100,8 @@ def plan_units(backend: Any, kind: str, requests: Sequence[LLRequest | GenReques
     else:  # the runner's chunks, each one call, cut as the backend says
         step, everything = chunk_size(backend), list(range(len(requests)))
         chunks = [everything[s : s + step] for s in range(0, len(everything), step)]
-        calls = [[chunk[i] for i in batch] for chunk in chunks for batch in backend.call_batches(kind, [requests[i] for i in chunk])]
+        calls = [[chunk[i] for i in batch] for chunk in chunks
+                 for batch in backend.call_batches(kind, [requests[i] for i in chunk])]
     contexts = [r.context for r in requests]
     extra = [0 if kind == "loglikelihood" else r.max_new_tokens for r in requests]  # type: ignore[union-attr]
     return [Unit(tuple(tuple(c) for c in group), sum(lengths[i] + extra[i] for c in group for i in c))

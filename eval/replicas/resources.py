@@ -51,5 +51,6 @@ def unreadable(paths: dict[str, str]) -> str | None:
     else None: a cluster's nodes must see the models and data at the driver's paths (shared storage)."""
     for what, path in paths.items():
         if not os.access(path, os.R_OK):
-            return f"node {node_name()} cannot read the {what} {path}: every node of the cluster needs it at that path (shared storage)"
+            return (f"node {node_name()} cannot read the {what} {path}: every node of the cluster needs it at that path "
+                    "(shared storage)")
     return None
