@@ -161,7 +161,8 @@ class Lines:
             if run not in running:  # ended: its last report may arrive after its end
                 continue
             before = self.shown.get(run)
-            if before is None or (text != before[1] and (finished != before[0] or now - before[2] >= STATUS_EVERY_S)):
+            if before is None or (text != before[1] and (finished != before[0] or now - before[2] >= STATUS_EVERY_S
+                                                          or text.startswith("started"))):  # started again: always said
                 self.say(run, text)
                 self.shown[run] = (finished, text, now)
 
