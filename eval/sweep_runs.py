@@ -29,8 +29,6 @@ class SweepRun:
     number: int  # its place in the file, from 1
     spec: RunSpec
     output_dir: Path | None  # given, resolved; None: `run`'s default folder (named by the run id)
-    gpus: float  # GPUs its Ray task reserves
-    cpus: float  # CPUs its replicas take (one each)
     notes: tuple[str, ...] = ()
 
     @property
@@ -82,17 +80,22 @@ def sweep_run(spec: RunSpec, n: int, name: str | None, notes: tuple[str, ...] = 
 
     folder = Path(spec.output_dir).resolve() if spec.output_dir else None
     default_name = f"{spec.model} {folder.name if folder else setting_slug(spec.setting, spec.constrained, spec.num_fewshot, spec.split)}"
-    replicas = int(spec.backend_args.get("data_parallel_size", 1))
-    return SweepRun(name or default_name, n, spec, folder, run_gpus(spec, replicas), float(replicas), notes)
+    return SweepRun(name or default_name, n, spec, folder, notes)
 
 
-def run_gpus(spec: RunSpec, replicas: int) -> float:
-    """GPUs one run reserves: vllm's tensor x data parallel sizes, one per hf replica on CUDA, else none."""
-    if spec.backend == "vllm":
-        return float(int(spec.backend_args.get("tensor_parallel_size", 1)) * replicas)
-    if str(spec.device or "").startswith("cuda") or spec.device == "auto":
-        return float(replicas)
-    return 0.0
+def run_reservation(spec: RunSpec, gpus_there: bool) -> dict[str, float]:
+    """What a run's Ray task reserves: a CPU per replica and its replicas' GPUs as its backend declares them
+    (``Backend.reservation``). A run without ``device`` takes CUDA where there is one (``run``'s default), so it
+    reserves its GPUs wherever the Ray it runs on has GPUs (``gpus_there``)."""
+    from .api import BackendOptions
+    from .backends import get_backend_class
+    from .replicas import replica_settings
+
+    device = spec.device or ("cuda" if gpus_there else "cpu")
+    replicas, _, one = replica_settings(BackendOptions(model=spec.model, device=device, threads=spec.threads,
+                                                       extra=dict(spec.backend_args)))
+    gpus = get_backend_class(spec.backend).reservation(one)["num_gpus"]
+    return {"num_cpus": float(replicas), "num_gpus": gpus * replicas}
 
 
 def check_runs(path: Path, runs: list[SweepRun]) -> None:

@@ -21,6 +21,7 @@ import pytest
 
 from evalita_eval.running.identity import LOCKED, RUN_LOCK
 from evalita_eval.sweep import CacheLines, load_sweep, run_one, standing
+from evalita_eval.sweep_runs import run_reservation
 
 from paths import TEST_DATA
 
@@ -87,7 +88,14 @@ def test_sweep_file_errors(tmp_path: Path) -> None:
     ok = tmp_path / "ok.yaml"
     ok.write_text("defaults: {backend: vllm, backend_args: {tensor_parallel_size: 4, data_parallel_size: 2}}\nruns:\n- {model: org/a, num_fewshot: 5}\n", "utf-8")
     (run,) = load_sweep(ok)
-    assert run.gpus == 8.0 and run.output_dir is None and run.name == "org/a loglikelihood-5shot"
+    assert run_reservation(run.spec, gpus_there=True) == {"num_cpus": 2, "num_gpus": 8}  # vllm: 4 x 2 GPUs
+    assert run_reservation(run.spec, gpus_there=False) == {"num_cpus": 2, "num_gpus": 0}  # no GPU: vLLM's CPU build
+    # hf without a device takes CUDA where there is one (run's default): it reserves it; --device cpu never does
+    ok.write_text("- {model: org/a}\n", "utf-8")
+    (hf,) = load_sweep(ok)
+    assert run_reservation(hf.spec, gpus_there=True) == {"num_cpus": 1, "num_gpus": 1}
+    assert run_reservation(hf.spec.model_copy(update={"device": "cpu"}), gpus_there=True)["num_gpus"] == 0
+    assert run.output_dir is None and run.name == "org/a loglikelihood-5shot"
     assert run.spec.num_fewshot == 5 and run.spec.backend_args == {"tensor_parallel_size": 4, "data_parallel_size": 2}
 
 
