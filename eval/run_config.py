@@ -216,9 +216,27 @@ def build_spec(values: dict[str, Any], where: str | None) -> tuple[RunSpec, list
     except ValidationError as err:
         raise spec_error(err, where, list(RunSpec.model_fields)) from None
     folded, notes = fold_aliases(spec.model_dump(exclude_unset=True), where)
+    if spec.tasks:
+        folded, mapped = lm_eval_tasks(folded, where)
+        notes += mapped
     spec = RunSpec.model_validate(folded)
     check_backend_args(spec, where)
     return spec, notes
+
+
+def lm_eval_tasks(values: dict[str, Any], where: str | None) -> tuple[dict[str, Any], list[str]]:
+    """``values`` with lm-eval's task, group and tag names in ``tasks`` read as ours (reporting/lm_eval_tasks.py), a
+    prompt-level name's prompt as ``prompts``; a note per mapped name."""
+    from .reporting.lm_eval_tasks import from_lm_eval
+
+    try:
+        tasks, prompts, notes = from_lm_eval(values["tasks"])
+    except ValueError as err:
+        raise RunSpecError(f"{_at(where, 'tasks')}: {err}") from None
+    if prompts is not None and values.get("prompts") not in (None, prompts):
+        raise RunSpecError(f"{_at(where, 'tasks')}: its lm-eval names ask prompts {','.join(prompts)}, --prompts "
+                           f"{','.join(values['prompts'])}: give one")
+    return {**values, "tasks": tasks, **({"prompts": prompts} if prompts is not None else {})}, notes
 
 
 def check_backend_args(spec: RunSpec, where: str | None) -> None:

@@ -34,8 +34,9 @@ def parse_max_memory(value: str | None) -> int | None:
 def task_help() -> str:
     from evalita_data.registry import task_ids
 
-    return ("Comma-separated task ids or entries (e.g. te,sa,ner or ner_fic); the registered tasks: "
-            f"{', '.join(task_ids())}. Default: every task the data have.")
+    return ("Comma-separated task ids or entries (e.g. te,sa,ner or ner_fic), or lm-eval's evalita_llm task and group "
+            f"names (evalita-mp, evalita-mp_wic_prompt-1, ...); the registered tasks: {', '.join(task_ids())}. "
+            "Default: every task the data have.")
 
 
 RUN_OPTIONS = [

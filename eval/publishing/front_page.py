@@ -1,6 +1,6 @@
 """The results repository's front page (its root ``README.md``): every run pushed there.
 
-Each run keeps its own card (``<model>/<setting>/README.md``); the front page lists all of
+Each run keeps its own card (``<model>/<setting>-<run id>/README.md``); the front page lists all of
 them, read back from their ``results.json`` at every push, with the setting, split, limit,
 status and whether the run may go on a model page (and if not, why). It also carries the
 dataset viewer's YAML header: one config per run folder.
@@ -46,7 +46,8 @@ def render_front_page(repo_id: str, runs: Mapping[str, dict | None]) -> str:
         lines += [f"- config_name: {yaml_str(f.replace('/', '--'))}", f"  data_files: {yaml_str(f + '/results.json')}"]
     lines += ["---", "# Evalita-LLM results", "",
               f"Runs of `evalita-eval run` pushed to `{repo_id}` by `evalita-eval push-results`, one folder per model and "
-              "setting: `results.json` (scores, settings, data hashes), `samples/` (every prediction) and the run's card "
+              "setting and run (`<model>/<setting>-<run id>`, the run's default local folder: a second run of the same model "
+              "and setting is listed beside the first, never replaces it): `results.json` (scores, settings, data hashes), `samples/` (every prediction) and the run's card "
               "`README.md` with its per-task tables. Model page: whether the run's scores may be copied to the model's "
               "page (`.eval_results/*.yaml`, `model-index.yaml`): only complete runs of every item of the official splits.",
               "",

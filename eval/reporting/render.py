@@ -121,7 +121,8 @@ th, td { border: 1px solid #d0d7de; padding: .3rem .6rem; }
 th { background: #f3f5f7; text-align: center; }
 td { text-align: right; font-variant-numeric: tabular-nums; }
 td.text { text-align: left; }
-td:first-child { text-align: left; font-weight: 600; white-space: nowrap; }
+/* A row's name wraps (at a space, or after a '-') only where its table would not fit: "model [setting]" rows (issue 47). */
+td:first-child { text-align: left; font-weight: 600; }
 tr.summary td { background: #f7f9fb; }
 tr.first-summary td { border-top: 2px solid #8c959f; }
 .note { background: #fff8e1; border-left: 4px solid #f0b400; padding: .35rem .7rem; margin: .4rem 0; font-size: .9rem; }

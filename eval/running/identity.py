@@ -16,7 +16,7 @@ from typing import Any
 
 from evalita_data.cli.errors import one_line
 
-from ..naming import model_slug, setting_slug
+from ..naming import run_folder
 from ..record.build import ID_LENGTH, run_id  # noqa: F401  (one hash: the writer's and the reader's)
 from ..settings.thinking import DEFAULT_TRACE_BUDGET
 
@@ -76,11 +76,7 @@ def default_output_dir(identity: dict[str, Any]) -> Path:
     """``results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>][-thinking]-<run id>``: readable, and
     never shared by two identities (a chat template, a system instruction, a dtype or another
     model folder of the same name change the hash)."""
-    model = identity["model"]
-    name = model_slug(str(model.get("name_or_path") or "model"), model.get("revision"))
-    setting = setting_slug(identity["setting"], identity["constrained"], identity["num_fewshot"], identity["split"])
-    setting += "-thinking" if identity.get("thinking") else ""
-    return Path("results") / name / f"{setting}-{run_id(identity)}"
+    return Path("results") / run_folder(identity["model"], identity, run_id(identity))
 
 
 def _show(value: Any) -> str:
