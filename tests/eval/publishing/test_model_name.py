@@ -53,7 +53,9 @@ def test_model_name_is_recorded_and_every_output_uses_it(tiny_model: Path, tmp_p
     pushed = _cli("push-results", str(out), "--repo", "me/results", "--to-dir", str(tmp_path / "repo"), cwd=tmp_path)
     assert pushed.returncode == 0, pushed.stderr
     files = _published(tmp_path / "repo")
-    folder = f"Tiny_Test_1/loglikelihood-{doc['run_id']}"
+    # named by the run id its published identity hashes to (no local path in it: record/read.py, public.py)
+    [folder] = [k.removesuffix("/results.json") for k in files if k.endswith("/results.json")]
+    assert folder == f"Tiny_Test_1/loglikelihood-{json.loads(files[folder + '/results.json'])['run_id']}"
     assert files[f"{folder}/README.md"].decode().startswith(f"# Evalita-LLM results: {NAME} (local folder)")
     assert f"| {NAME} (local folder) |".encode() in files["README.md"]
     assert json.loads(files[f"{folder}/results.json"])["model"]["name"] == NAME
@@ -80,7 +82,9 @@ def test_a_local_model_without_a_name_is_its_folder_and_weights_hash_and_publish
     pushed = _cli("push-results", str(out), "--repo", "me/results", "--to-dir", str(tmp_path / "repo"), "--model-name", "Given Later",
                   cwd=tmp_path)
     assert pushed.returncode == 0, pushed.stderr
-    card = (tmp_path / "repo" / "Given_Later" / f"loglikelihood-{doc['run_id']}" / "README.md").read_text("utf-8")
+    [folder] = (tmp_path / "repo" / "Given_Later").iterdir()  # named by its published run id (no local path in it)
+    assert folder.name == f"loglikelihood-{json.loads((folder / 'results.json').read_text('utf-8'))['run_id']}" != f"loglikelihood-{doc['run_id']}"
+    card = (folder / "README.md").read_text("utf-8")
     assert card.startswith("# Evalita-LLM results: Given Later (local folder)")
     exported = CliRunner().invoke(main, ["export-eee", str(out), str(tmp_path / "eee"), "--model-name", "Given Later"])
     assert exported.exit_code == 0, exported.output
