@@ -55,7 +55,8 @@ class _StrictLoader(yaml.SafeLoader):
             except TypeError:  # an unhashable key: the constructor's own error follows
                 continue
             if first is not None:
-                raise _Refused(problem=f"key {short(key)} given twice (first on line {first})", problem_mark=key_node.start_mark)
+                raise _Refused(problem=f"key {short(key)} given twice (first on line {first})",
+                               problem_mark=key_node.start_mark)
             lines[key] = line
         return super().construct_mapping(node, deep=deep)
 

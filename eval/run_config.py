@@ -175,7 +175,8 @@ def spec_error(err: ValidationError, where: str | None, keys: list[str]) -> RunS
     if error["type"] == "extra_forbidden":
         close = difflib.get_close_matches(key, keys, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
-        return RunSpecError(f"{where + ': ' if where else ''}unknown key {short(key)}{hint}; the keys are those of `evalita-eval run --help`, "
+        return RunSpecError(f"{where + ': ' if where else ''}unknown key {short(key)}{hint}; "
+                            "the keys are those of `evalita-eval run --help`, "
                             "underscores for dashes")
     got = "" if error["type"] == "missing" else f", got {short(error.get('input'))}"
     return RunSpecError(f"{_at(where, key)}: {_expected(error)}{got}")
@@ -200,7 +201,8 @@ def fold_aliases(values: dict[str, Any], where: str | None) -> tuple[dict[str, A
             continue
         value = values.pop(key)
         if name in args and not _same(args[name], value):
-            raise RunSpecError(f"{_at(where, key)}: {short(value)} disagrees with backend_args {name}: {short(args[name])}; give one")
+            raise RunSpecError(f"{_at(where, key)}: {short(value)} disagrees with backend_args {name}: "
+                               f"{short(args[name])}; give one")
         args[name] = value
         notes.append(f"note: --{key.replace('_', '-')} ({key}: in a file) is an alias of --backend-arg {name}={value} "
                      f"(in a file: backend_args: {{{name}: {value}}}), kept for one release")
@@ -209,12 +211,13 @@ def fold_aliases(values: dict[str, Any], where: str | None) -> tuple[dict[str, A
     return values, notes
 
 
-def build_spec(values: dict[str, Any], where: str | None, given_args: frozenset[str] = frozenset()) -> tuple[RunSpec, list[str]]:
+def build_spec(values: dict[str, Any], where: str | None,
+               given_args: frozenset[str] = frozenset()) -> tuple[RunSpec, list[str]]:
     """The ``RunSpec`` of ``values`` (validated, engine flags folded into backend_args) and the notes
     on the aliases used; a ``RunSpecError`` naming ``where`` and the key otherwise. ``given_args``: the
     backend_args given as ``--backend-arg NAME=VALUE`` (strings to convert; a file's values are typed)."""
     try:
-        # Strict: a file's `limit: true` or `num_fewshot: "2"` is refused, never read as 1 or 2 (click's values are typed).
+        # Strict: a file's `limit: true` or `num_fewshot: "2"` is refused, never read as 1 or 2 (click's are typed).
         spec = RunSpec.model_validate(values, strict=True)  # every key typed, the aliases included
     except ValidationError as err:
         raise spec_error(err, where, list(RunSpec.model_fields)) from None
@@ -242,11 +245,13 @@ def check_backend_args(spec: RunSpec, where: str | None, given_args: frozenset[s
     typed = {**resolved.extra, "data_parallel_size": replicas}
     for name, value in spec.backend_args.items():
         if where and name not in given_args and isinstance(value, str) and not isinstance(typed.get(name), str | None):
-            raise RunSpecError(f"{where}: key backend_args.{name}: expected {type(typed[name]).__name__}, not the string {short(value)}")
+            raise RunSpecError(f"{where}: key backend_args.{name}: expected {type(typed[name]).__name__}, "
+                               f"not the string {short(value)}")
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
-    """A --config file: a YAML (or JSON) mapping, read by eval/config_file.py's rules; one line naming the file otherwise."""
+    """A --config file: a YAML (or JSON) mapping, read by eval/config_file.py's rules; one line naming the file
+    otherwise."""
     try:
         doc = load_file(path)
     except ConfigFileError as err:

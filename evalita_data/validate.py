@@ -54,7 +54,8 @@ def task_of(path: Path, root: Path | None = None) -> str:
     """The task a split file belongs to: the first folder under the build root named like a task."""
     resolved = path.resolve()
     if root is not None and not resolved.is_relative_to(root.resolve()):
-        raise UnsafePath(f"{path}: a symbolic link to {resolved}, outside the build {root}; not read (copy the file instead)")
+        raise UnsafePath(f"{path}: a symbolic link to {resolved}, outside the build {root}; "
+                         "not read (copy the file instead)")
     parts = resolved.relative_to(root.resolve()).parts if root else resolved.parts
     for part in parts:
         if part in task_ids():

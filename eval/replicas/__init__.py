@@ -28,7 +28,8 @@ def replica_settings(options: BackendOptions) -> tuple[int, str | None, BackendO
     except ValueError:
         size = 0
     if size < 1:
-        raise ValueError(f"--backend-arg data_parallel_size={short(raw)}: expected a whole number >= 1 (the replicas of the model)")
+        raise ValueError(f"--backend-arg data_parallel_size={short(raw)}: expected a whole number >= 1 "
+                         "(the replicas of the model)")
     return size, address, replace(options, extra=extra)
 
 

@@ -281,7 +281,8 @@ def local_plan(repo: TaskRepo, folder: Path) -> RepoPlan:
         for name in names:
             file = Path(top) / name
             path = file.relative_to(folder).as_posix()  # (not a regular file, a FIFO: never read, "changed")
-            present[path] = ("git", RepoFile(path, file.read_bytes()).git_oid if path in ours and file.is_file() else "")
+            readable = path in ours and file.is_file()
+            present[path] = ("git", RepoFile(path, file.read_bytes()).git_oid if readable else "")
     return compare(repo, folder.is_dir(), None, present)
 
 
@@ -306,7 +307,8 @@ def write_to_dir(build: Path, dest: Path, org: str = DEFAULT_ORG, tasks: list[st
         echo(f"{folder}: {'would write' if dry_run else 'writing'} {len(upload)} of {len(repo.files)} file(s), "
              f"{sum(len(f.data) for f in upload)} bytes")
         list_changes(plans[-1], echo)
-    edited = [dest / repo.repo_id.split("/")[1] / c.path for plan in plans for c in plan.changes if c.status == "changed"]
+    edited = [dest / plan.repo.repo_id.split("/")[1] / c.path for plan in plans for c in plan.changes
+              if c.status == "changed"]
     if edited:
         which = f" and {len(edited) - 1} other file(s) listed as changed differ" if len(edited) > 1 else " differs"
         raise PushError(f"{edited[0]}{which} from this build (a hand edit, or an older build's): nothing was written; "
