@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .backend_support.options import ENGINE_FLAGS
+from .config_file import ConfigFileError, load_file, short
 
 SETTINGS = ("loglikelihood", "ce", "ce-ni", "oe")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
@@ -90,11 +91,9 @@ class RunSpec(BaseModel):
     @field_validator("batch_size", mode="before")
     @classmethod
     def _batch_size(cls, value: Any) -> Any:
-        if isinstance(value, str) and value.strip() == "auto":
-            return None
-        if isinstance(value, str) and not value.strip().isdigit():
+        if isinstance(value, str) and value.strip() != "auto":  # a number in a file is written as one (strict types)
             raise ValueError("expected a positive integer or auto")
-        return value
+        return None if isinstance(value, str) else value
 
     @field_validator("max_memory", mode="before")
     @classmethod
@@ -174,9 +173,10 @@ def spec_error(err: ValidationError, where: str | None, keys: list[str]) -> RunS
     if error["type"] == "extra_forbidden":
         close = difflib.get_close_matches(key, keys, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
-        return RunSpecError(f"{where + ': ' if where else ''}unknown key {key!r}{hint}; the keys are those of `evalita-eval run --help`, "
+        return RunSpecError(f"{where + ': ' if where else ''}unknown key {short(key)}{hint}; "
+                            "the keys are those of `evalita-eval run --help`, "
                             "underscores for dashes")
-    got = "" if error["type"] == "missing" else f", got {error.get('input')!r}"
+    got = "" if error["type"] == "missing" else f", got {short(error.get('input'))}"
     return RunSpecError(f"{_at(where, key)}: {_expected(error)}{got}")
 
 
@@ -199,7 +199,8 @@ def fold_aliases(values: dict[str, Any], where: str | None) -> tuple[dict[str, A
             continue
         value = values.pop(key)
         if name in args and not _same(args[name], value):
-            raise RunSpecError(f"{_at(where, key)}: {value!r} disagrees with backend_args {name}: {args[name]!r}; give one")
+            raise RunSpecError(f"{_at(where, key)}: {short(value)} disagrees with backend_args {name}: "
+                               f"{short(args[name])}; give one")
         args[name] = value
         notes.append(f"note: --{key.replace('_', '-')} ({key}: in a file) is an alias of --backend-arg {name}={value} "
                      f"(in a file: backend_args: {{{name}: {value}}}), kept for one release")
@@ -208,11 +209,14 @@ def fold_aliases(values: dict[str, Any], where: str | None) -> tuple[dict[str, A
     return values, notes
 
 
-def build_spec(values: dict[str, Any], where: str | None) -> tuple[RunSpec, list[str]]:
+def build_spec(values: dict[str, Any], where: str | None,
+               given_args: frozenset[str] = frozenset()) -> tuple[RunSpec, list[str]]:
     """The ``RunSpec`` of ``values`` (validated, engine flags folded into backend_args) and the notes
-    on the aliases used; a ``RunSpecError`` naming ``where`` and the key otherwise."""
+    on the aliases used; a ``RunSpecError`` naming ``where`` and the key otherwise. ``given_args``: the
+    backend_args given as ``--backend-arg NAME=VALUE`` (strings to convert; a file's values are typed)."""
     try:
-        spec = RunSpec.model_validate(values)  # every key typed, the aliases included
+        # Strict: a file's `limit: true` or `num_fewshot: "2"` is refused, never read as 1 or 2 (click's are typed).
+        spec = RunSpec.model_validate(values, strict=True)  # every key typed, the aliases included
     except ValidationError as err:
         raise spec_error(err, where, list(RunSpec.model_fields)) from None
     folded, notes = fold_aliases(spec.model_dump(exclude_unset=True), where)
@@ -220,7 +224,7 @@ def build_spec(values: dict[str, Any], where: str | None) -> tuple[RunSpec, list
         folded, mapped = lm_eval_tasks(folded, where)
         notes += mapped
     spec = RunSpec.model_validate(folded)
-    check_backend_args(spec, where)
+    check_backend_args(spec, where, given_args)
     return spec, notes
 
 
@@ -239,8 +243,9 @@ def lm_eval_tasks(values: dict[str, Any], where: str | None) -> tuple[dict[str, 
     return {**values, "tasks": tasks, **({"prompts": prompts} if prompts is not None else {})}, notes
 
 
-def check_backend_args(spec: RunSpec, where: str | None) -> None:
-    """backend_args checked against the backend's declared options (typed), before anything starts."""
+def check_backend_args(spec: RunSpec, where: str | None, given_args: frozenset[str] = frozenset()) -> None:
+    """backend_args checked against the backend's declared options (typed), before anything starts; a
+    string from a file (not in ``given_args``) is refused where the option is no string."""
     from .api import BackendOptions
     from .backend_support.options import BackendOptionError, resolve_options
     from .backends import get_backend_class
@@ -248,21 +253,25 @@ def check_backend_args(spec: RunSpec, where: str | None) -> None:
 
     options = BackendOptions(model=spec.model, extra=dict(spec.backend_args))
     try:
-        replica_settings(options)
-        resolve_options(get_backend_class(spec.backend), BackendOptions(model=spec.model, extra={
-            k: v for k, v in spec.backend_args.items() if k not in REPLICA_OPTIONS}))
+        replicas = replica_settings(options)[0]
+        resolved = resolve_options(get_backend_class(spec.backend), BackendOptions(model=spec.model, extra={
+            k: v for k, v in spec.backend_args.items() if k not in REPLICA_OPTIONS}))[0]
     except (BackendOptionError, ValueError) as err:
         raise RunSpecError(f"{where}: key backend_args: {err}" if where else str(err)) from None
+    typed = {**resolved.extra, "data_parallel_size": replicas}
+    for name, value in spec.backend_args.items():
+        if where and name not in given_args and isinstance(value, str) and not isinstance(typed.get(name), str | None):
+            raise RunSpecError(f"{where}: key backend_args.{name}: expected {type(typed[name]).__name__}, "
+                               f"not the string {short(value)}")
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
-    """A --config file: a YAML (or JSON) mapping; one line naming the file otherwise."""
-    import yaml
-
+    """A --config file: a YAML (or JSON) mapping, read by eval/config_file.py's rules; one line naming the file
+    otherwise."""
     try:
-        doc = yaml.safe_load(Path(path).read_text("utf-8"))  # JSON is YAML too
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise RunSpecError(f"{path}: not a readable YAML or JSON file ({' '.join(str(err).split())[:200]})") from None
+        doc = load_file(path)
+    except ConfigFileError as err:
+        raise RunSpecError(str(err)) from None
     if not isinstance(doc, dict):
         raise RunSpecError(f"{path}: expected a mapping of run options (model: ..., limit: ...), got {type(doc).__name__}")
     return doc
@@ -301,17 +310,20 @@ PARAM_KEYS = {"data_dir": "data", "backend_name": "backend", "eval_split": "spli
 
 
 def cli_values(given: dict[str, Any], explicit: set[str], file_values: dict[str, Any]) -> dict[str, Any]:
-    """The values of a run: ``file_values`` (--config), overridden by the options in ``explicit``
-    (given on the command line); ``--backend-arg`` overrides backend_args key by key."""
-    values = dict(file_values)
-    for param, value in given.items():
-        if param == "backend_args":
-            bad = [a for a in value if "=" not in a]
-            if bad:
-                raise RunSpecError(f"--backend-arg: expected KEY=VALUE, got {bad[0]!r}")
-            base = values.get("backend_args") or {}
-            if value and isinstance(base, dict):  # (another type: the file's error, named by the validation)
-                values["backend_args"] = {**base, **dict(a.split("=", 1) for a in value)}
-        elif param in explicit:
-            values[PARAM_KEYS.get(param, param)] = value
-    return values
+    """The values of a run: ``file_values`` (--config), overridden by the options in ``explicit`` (given on the
+    command line) whatever the spelling: ``--base-url`` over the file's ``backend_args: {base_url: ...}`` as over its
+    ``base_url:``; ``--backend-arg NAME=VALUE`` over backend_args key by key and over the alias key of NAME."""
+    bad = [a for a in given.get("backend_args") or () if "=" not in a]
+    if bad:
+        raise RunSpecError(f"--backend-arg: expected KEY=VALUE, got {bad[0]!r}")
+    pairs = dict(a.split("=", 1) for a in given.get("backend_args") or ())
+    ours = {PARAM_KEYS.get(p, p): v for p, v in given.items() if p in explicit and p != "backend_args"}
+    fold_aliases({**ours, "backend_args": pairs}, None)  # --base-url X --backend-arg base_url=Y: named as the two flags
+    overridden = {ALIAS_KEYS[key] for key in ours if key in ALIAS_KEYS} | set(pairs)  # backend_args names set here
+    values = {key: v for key, v in file_values.items() if ALIAS_KEYS.get(key) not in overridden}
+    base = values.get("backend_args")
+    if isinstance(base, dict):  # (another type: the file's error, named by the validation)
+        values["backend_args"] = {name: v for name, v in base.items() if name not in overridden} | pairs
+    elif base is None and pairs:
+        values["backend_args"] = pairs
+    return {**values, **ours}

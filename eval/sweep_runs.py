@@ -38,12 +38,9 @@ class SweepRun:
 
 def _read(path: Path) -> tuple[dict[str, Any], list[Any]]:
     """(defaults, runs) of a sweep file; a ValueError naming the file otherwise."""
-    import yaml
+    from .config_file import load_file
 
-    try:
-        doc = yaml.safe_load(path.read_text("utf-8"))  # JSON is YAML too
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise ValueError(f"{path}: not a readable YAML or JSON file ({' '.join(str(err).split())[:200]})") from None
+    doc = load_file(path)  # its ConfigFileError is a ValueError naming the file
     defaults: Any = {}
     if isinstance(doc, dict) and set(doc) <= {"defaults", "runs"}:
         defaults, doc = doc.get("defaults") or {}, doc.get("runs")

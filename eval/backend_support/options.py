@@ -19,6 +19,7 @@ from dataclasses import MISSING, Field, asdict, dataclass, fields, replace
 from typing import Any
 
 from ..api import Backend, BackendOptions
+from ..config_file import short
 
 _NONE_WORDS = frozenset({"none", "null"})
 _TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
@@ -91,10 +92,11 @@ def _convert(value: Any, tp: Any, where: str) -> Any:
             try:
                 value = json.loads(value)
             except json.JSONDecodeError as err:
-                raise BackendOptionError(f"{where}: expected {_type_name(declared)} in JSON, got {value!r} ({err})") from None
+                raise BackendOptionError(f"{where}: expected {_type_name(declared)} in JSON, got {short(value)} "
+                                         f"({err})") from None
         if isinstance(value, origin):
             return value
-    raise BackendOptionError(f"{where}: expected {_type_name(declared)}, got {value!r}")
+    raise BackendOptionError(f"{where}: expected {_type_name(declared)}, got {short(value)}")
 
 
 def _hints(options_class: type) -> dict[str, Any]:
@@ -131,7 +133,8 @@ def resolve_options(backend: type[Backend], options: BackendOptions) -> tuple[Ba
     if unknown:
         # An engine flag given to a backend that does not take it would be silently ignored.
         flag = f" ({ENGINE_FLAGS[unknown[0]][0]})" if unknown[0] in ENGINE_FLAGS else ""
-        raise BackendOptionError(f"--backend-arg {unknown[0]}{flag}: backend {backend.name!r} has no such option (its options: {have}; "
+        raise BackendOptionError(f"--backend-arg {unknown[0][:60]}{flag}: backend {backend.name!r} has no such option "
+                                 f"(its options: {have}; "
                                  "`evalita-eval backends` lists them)")
     hints = _hints(backend.Options)
     values = {name: _convert(options.extra[name], hints[name], f"--backend-arg {name} (backend {backend.name!r})")

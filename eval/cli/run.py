@@ -5,6 +5,7 @@ model loads; eval/cli/__init__.py registers the command."""
 
 from __future__ import annotations
 
+import signal
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,6 +75,7 @@ def execute(backend_name: str, options, source, config, entries: list, output_di
         finally:
             backend.close()
     except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C (during the summary or the shutdown) is quiet
         click.echo("\ninterrupted: " + (runner.interrupt_summary() if runner is not None else "nothing was computed yet"), err=True)
         sys.exit(130)
     except (FileNotFoundError, ValueError, RuntimeError, OSError) as err:
@@ -96,7 +98,8 @@ def spec_of(ctx: click.Context, given: dict):
         values = cli_values(given, explicit, read_config_file(config) if config else {})
         if values.get("model") is None:
             raise click.UsageError("give --model (or model: in the --config file)")
-        spec, notes = build_spec(values, str(config) if config else None)  # None: the options name themselves
+        spec, notes = build_spec(values, str(config) if config else None,  # None: the options name themselves
+                                 frozenset(a.split("=", 1)[0] for a in given["backend_args"]))
     except RunSpecError as err:
         raise click.ClickException(str(err)) from None
     for note in notes:

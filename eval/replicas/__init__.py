@@ -11,6 +11,7 @@ import importlib.util
 from dataclasses import replace
 
 from ..api import Backend, BackendOptions
+from ..config_file import short
 
 # The options read here, taken out before the backend sees them: they change no number.
 REPLICA_OPTIONS = ("data_parallel_size", "ray_address")
@@ -27,7 +28,8 @@ def replica_settings(options: BackendOptions) -> tuple[int, str | None, BackendO
     except ValueError:
         size = 0
     if size < 1:
-        raise ValueError(f"--backend-arg data_parallel_size={raw!r}: expected a whole number >= 1 (the replicas of the model)")
+        raise ValueError(f"--backend-arg data_parallel_size={short(raw)}: expected a whole number >= 1 "
+                         "(the replicas of the model)")
     return size, address, replace(options, extra=extra)
 
 

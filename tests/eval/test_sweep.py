@@ -109,7 +109,7 @@ def _load_error(tmp_path: Path, text: str) -> str:
 
 @pytest.mark.parametrize("run, expected", [
     ("{name: x, model: m, limit: abc}", "run 2 (x): key limit: expected an integer, got 'abc'"),
-    ("{model: m, limit: 2.5}", "run 2: key limit: expected a whole number, got 2.5"),
+    ("{model: m, limit: 2.5}", "run 2: key limit: expected an integer, got 2.5"),
     ("{model: m, num_fewshot: -1}", "run 2: key num_fewshot: expected a number >= 0, got -1"),
     ("{model: m, gpu_memory_utilization: lots}", "run 2: key gpu_memory_utilization: expected a number, got 'lots'"),
     ("{model: m, gpu_memory_utilization: 1.5}", "run 2: key gpu_memory_utilization: expected a number <= 1, got 1.5"),
