@@ -62,7 +62,7 @@ def test_model_name_is_recorded_and_every_output_uses_it(tiny_model: Path, tmp_p
     assert exported.returncode == 0, exported.stderr
     eee = _published(tmp_path / "eee")
     [aggregate] = [json.loads(v) for k, v in eee.items() if k.endswith(".json")]
-    assert (aggregate["model_info"]["name"], aggregate["model_info"]["id"]) == (NAME, "local/Tiny_Test_1")
+    assert (aggregate["model_info"]["name"], aggregate["model_info"]["id"]) == (NAME, NAME)  # as its model-index names it
     # no published file names the model by its folder (nor holds its path); the local report names it by its
     # name, and shows the whole local path only in its "path" column
     for name, data in {**files, **eee}.items():
