@@ -180,6 +180,12 @@ def _instance_lines(run: RunResults, ids: dict) -> list[str]:
     return lines
 
 
+def _model_args(run: RunResults, model_id: str) -> str:
+    """How the model was loaded, in lm-eval's ``--model_args`` form (EEE's converter copies that string)."""
+    args = {"pretrained": model_id, "revision": run.model.revision, "dtype": run.model.dtype, **run.model.options}
+    return ",".join(f"{k}={v}" for k, v in args.items() if v is not None)
+
+
 def _model_info(run: RunResults, developer: str, model_id: str) -> dict:
     """The model as EEE names it: its name (naming.display_name), id, developer, and where and with what it ran
     (a local folder is ``inference_platform: local``, never the Hub's)."""
@@ -189,7 +195,7 @@ def _model_info(run: RunResults, developer: str, model_id: str) -> dict:
             "additional_details": {"deployment_type": deployed,
                                    "model_availability": "unknown", **({"local_folder": "true"} if local else {}),
                                    **{k: str(v) for k in ("revision", "dtype", "backend", "files_sha256", "file_sha256")
-                                      if (v := getattr(run.model, k)) is not None}}}
+                                      if (v := getattr(run.model, k)) is not None}, "model_args": _model_args(run, model_id)}}
     return {**info, "inference_engine": engine} if engine else info
 
 

@@ -75,6 +75,7 @@ def test_export_eee_of_a_local_run_names_no_path_and_errors_are_one_line(tmp_pat
     assert not [p for p in files if str(tmp_path).encode() in p.read_bytes()]
     aggregate = json.loads(files[0].read_text("utf-8"))
     assert aggregate["model_info"]["additional_details"]["files_sha256"] == "ab" * 32
+    assert aggregate["model_info"]["additional_details"]["model_args"] == "pretrained=my-model-abababab"  # lm-eval's form
     assert (aggregate["model_info"]["id"], aggregate["model_info"]["name"], aggregate["model_info"]["developer"],
             aggregate["model_info"]["inference_platform"]) == ("my-model-abababab", "my-model-abababab", "local", "local")
     with pytest.raises(ValueError, match=r"^x\.json: not valid against eval\.schema\.json at \(top\): 'schema_version' is a required"):
