@@ -25,7 +25,7 @@ from ..reporting.task_report import build_task_report, task_order
 from ..settings.thinking import UNFINISHED
 from ..naming import display_name, is_local_model
 from .eee_terms import OUR_NAMESPACE, deployment, item_score, metric_config, sample_hash
-from .model_page import official_datasets
+from .model_page import model_id as page_model_id, official_datasets
 from .public import check_publishable, local_replacements, named, public_results, public_samples
 
 SCHEMAS = Path(__file__).parent / "eee_schemas"
@@ -56,10 +56,9 @@ def _segment(text: str) -> str:
 
 def _ids(run: RunResults) -> tuple[str, str, str]:
     """(developer, model, model id): a Hub id's organisation, name and id; a local model "local", its name
-    (naming.display_name: --model-name, else folder and weights hash) and ``local/<name>``."""
+    (naming.display_name: --model-name, else folder and weights hash) and the id its model-index names it by."""
     if is_local_model(run.model):
-        name = _segment(display_name(run.model))
-        return "local", name, f"local/{name}"
+        return "local", _segment(display_name(run.model)), page_model_id(run)
     hub_id = run.model.name_or_path
     developer = hub_id.split("/", 1)[0] if "/" in hub_id else "unknown"
     return _segment(developer), _segment(hub_id.rsplit("/", 1)[-1]), hub_id
@@ -135,9 +134,7 @@ def _instance(run: RunResults, ids: dict, task: str, prompt: str, metric: str, s
     else:
         shown = str(sample.prediction)
     raw = sample.generation if isinstance(sample.generation, str) else shown
-    gold = sample.target
-    if mc and isinstance(gold, int) and 0 <= gold < len(sample.choices):
-        gold = sample.choices[gold]  # the gold answer's text, as the choices
+    gold = str(sample.gold) if mc else sample.target  # as EEE's lm-eval converter: a choice's gold index
     prompt_text = sample.prompt or ""
     # A generated answer no rule read (or whose trace never ended) is exported so: never as the class scored in its stead.
     unread = (str(sample.line.get("unparsed_reason") or "no rule read it") if "parsed" in sample.line and sample.line["parsed"] is None
@@ -183,6 +180,12 @@ def _instance_lines(run: RunResults, ids: dict) -> list[str]:
     return lines
 
 
+def _model_args(run: RunResults, model_id: str) -> str:
+    """How the model was loaded, in lm-eval's ``--model_args`` form (EEE's converter copies that string)."""
+    args = {"pretrained": model_id, "revision": run.model.revision, "dtype": run.model.dtype, **run.model.options}
+    return ",".join(f"{k}={v}" for k, v in args.items() if v is not None)
+
+
 def _model_info(run: RunResults, developer: str, model_id: str) -> dict:
     """The model as EEE names it: its name (naming.display_name), id, developer, and where and with what it ran
     (a local folder is ``inference_platform: local``, never the Hub's)."""
@@ -192,7 +195,7 @@ def _model_info(run: RunResults, developer: str, model_id: str) -> dict:
             "additional_details": {"deployment_type": deployed,
                                    "model_availability": "unknown", **({"local_folder": "true"} if local else {}),
                                    **{k: str(v) for k in ("revision", "dtype", "backend", "files_sha256", "file_sha256")
-                                      if (v := getattr(run.model, k)) is not None}}}
+                                      if (v := getattr(run.model, k)) is not None}, "model_args": _model_args(run, model_id)}}
     return {**info, "inference_engine": engine} if engine else info
 
 

@@ -52,18 +52,21 @@ def local_replacements(run: RunRecord, results_dir: Path | None = None) -> dict[
     if results_dir is not None:  # absolute only: a relative "." or "out" is no path of this machine
         form = str(results_dir.resolve())
         found[form] = _local_name(form)
-    for path in list(found):  # the resolved form of a relative or linked path, where it differs
-        if path.startswith(("/", ".", "~")):
-            resolved = str(Path(path).expanduser().resolve())
-            found.setdefault(resolved, found[path])
+    for path in list(found):  # the resolved form of a relative, bare or linked path, where it differs
+        found.setdefault(str(Path(path).expanduser().resolve()), found[path])
     # Never a bare root, home or dot: replacing those would rewrite every path-like text, not a local path.
     kept = {k: v for k, v in found.items() if k != v and Path(k).name not in ("", ".", "..", "~")}
     return dict(sorted(kept.items(), key=lambda kv: -len(kv[0])))
 
 
+def _bare(path: str) -> bool:
+    """A folder named bare (``--model tiny``): no path, only a name, replaced where a whole string is it."""
+    return "/" not in path and "\\" not in path
+
+
 def _scrub_text(text: str, replacements: dict[str, str]) -> str:
     for path, name in replacements.items():
-        text = text.replace(path, name)
+        text = (name if text == path else text) if _bare(path) else text.replace(path, name)
     return text
 
 
@@ -113,14 +116,15 @@ def public_bytes(data: bytes, replacements: dict[str, str]) -> bytes:
         return data
     text = data.decode("utf-8", errors="surrogateescape")
     for path, name in replacements.items():
-        text = text.replace(path, name).replace(json.dumps(path)[1:-1], name)
+        text = (text.replace(json.dumps(path), json.dumps(name)) if _bare(path)
+                else text.replace(path, name).replace(json.dumps(path)[1:-1], name))
     return text.encode("utf-8", errors="surrogateescape")
 
 
 def check_no_local_paths(files: Iterable[tuple[str, bytes]], replacements: dict[str, str]) -> None:
     """Refuse to publish a file still holding one of the local paths (a field this module does not know yet)."""
     for name, data in files:
-        for path in replacements:
+        for path in (p for p in replacements if not _bare(p)):  # a bare name inside words is no path
             if path.encode("utf-8") in data or json.dumps(path)[1:-1].encode("utf-8") in data:
                 raise LocalPathLeft(f"{name}: still contains the local path {path!r}; not published")
 

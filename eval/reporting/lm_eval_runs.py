@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from .lm_eval_folder import (LmEvalResults, chosen_run, gen_kwargs, is_results_file, item_limit, model_args,
                              read_results, results_files, samples_file)
@@ -111,6 +112,19 @@ def _shots(doc: LmEvalResults, tasks: list[str]) -> tuple[int | None, str | None
     return None, "few-shot count per task: " + ", ".join(f"{t} {'not recorded' if k is None else k}" for t, k in counts.items())
 
 
+def _other_rule(task: str, theirs: dict[str, Any], ours: dict[str, float]) -> list[str]:
+    """A note for each number lm-eval logged for ``task`` that the report shows otherwise: lm-eval's metric of the
+    same name, else the headline (first), recomputed by this tool's rule (WiC: lm-eval's f1 is binary F1, ours macro)."""
+    found, headline = [], next(iter(ours))
+    for key, value in sorted(theirs.items()):
+        name = key.split(",", 1)[0]
+        shown = name if name in ours else headline if name in headline else None  # f1: f1_macro, ner_f1
+        if shown and "stderr" not in name and isinstance(value, (int, float)) and abs(value - ours[shown]) > 1e-6:
+            found.append(f"{task}: lm-eval's own {name} is {100 * value:.2f}; the report shows {shown} "
+                         f"{100 * ours[shown]:.2f}, recomputed from the same samples by this tool's rule")
+    return found
+
+
 def _config(path: Path, doc: LmEvalResults, shots: int | None) -> dict:
     """What lm-eval ran with, under the keys of our results.json's config (each can change a number)."""
     generation = gen_kwargs(path, doc.config)
@@ -138,6 +152,7 @@ def lm_eval_record(root: Path, results_path: Path) -> tuple[dict, Samples, dict[
         samples[(entry, prompt)], results.setdefault(entry, {})[prompt] = read_task_samples(found, entry, prompt)
         sources[(entry, prompt)] = found
         used.append(task)
+        notes += _other_rule(task, doc.results.get(task, {}), results[entry][prompt])
     if missing:
         notes.append(f"{results_path.parent}: no samples_<task>_*.jsonl of {', '.join(missing)} of the run of {results_path.name} "
                      "(run lm-eval with --log_samples): those prompts are left out")

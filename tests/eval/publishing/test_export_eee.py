@@ -75,8 +75,9 @@ def test_export_eee_of_a_local_run_names_no_path_and_errors_are_one_line(tmp_pat
     assert not [p for p in files if str(tmp_path).encode() in p.read_bytes()]
     aggregate = json.loads(files[0].read_text("utf-8"))
     assert aggregate["model_info"]["additional_details"]["files_sha256"] == "ab" * 32
+    assert aggregate["model_info"]["additional_details"]["model_args"] == "pretrained=my-model-abababab"  # lm-eval's form
     assert (aggregate["model_info"]["id"], aggregate["model_info"]["name"], aggregate["model_info"]["developer"],
-            aggregate["model_info"]["inference_platform"]) == ("local/my-model-abababab", "my-model-abababab", "local", "local")
+            aggregate["model_info"]["inference_platform"]) == ("my-model-abababab", "my-model-abababab", "local", "local")
     with pytest.raises(ValueError, match=r"^x\.json: not valid against eval\.schema\.json at \(top\): 'schema_version' is a required"):
         validate({}, "eval.schema.json", "x.json")
     res = CliRunner().invoke(main, ["export-eee", str(tmp_path / "where"), str(tmp_path / "out")])
@@ -125,6 +126,7 @@ def test_export_eee_of_a_real_run_carries_how_each_task_was_asked(tiny_model: Pa
     wic = [r for r in lines if r["evaluation_name"] == "wic p1"]
     assert [json.loads(r["metadata"]["loglikelihoods"]) for r in wic] == [s["loglikelihoods"] for s in samples]
     assert [r["evaluation"]["is_correct"] for r in wic] == [s["prediction"] == s["gold"] for s in samples]
+    assert [r["input"]["reference"] for r in wic] == [[str(s["gold"])] for s in samples]  # the gold index, as EEE's converter
     assert [r["sample_hash"] for r in wic] == [
         hashlib.sha256(json.dumps({"raw": s["prompt"], "reference": str(s["gold"])}, sort_keys=True).encode()).hexdigest() for s in samples]
 

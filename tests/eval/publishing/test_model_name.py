@@ -64,7 +64,7 @@ def test_model_name_is_recorded_and_every_output_uses_it(tiny_model: Path, tmp_p
     assert exported.returncode == 0, exported.stderr
     eee = _published(tmp_path / "eee")
     [aggregate] = [json.loads(v) for k, v in eee.items() if k.endswith(".json")]
-    assert (aggregate["model_info"]["name"], aggregate["model_info"]["id"]) == (NAME, "local/Tiny_Test_1")
+    assert (aggregate["model_info"]["name"], aggregate["model_info"]["id"]) == (NAME, NAME)  # as its model-index names it
     # no published file names the model by its folder (nor holds its path); the local report names it by its
     # name, and shows the whole local path only in its "path" column
     for name, data in {**files, **eee}.items():
@@ -122,3 +122,29 @@ def test_a_hostile_name_is_text_in_every_markdown_and_plot(tiny_model: Path, tmp
         html = _rendered(text)
         assert "<script" not in html and "<img src=x" not in html and shown in html, name
 
+
+
+def test_a_bare_relative_or_absolute_model_folder_publishes_under_one_name(tiny_model: Path, tmp_path: Path) -> None:
+    """``--model tiny`` from its parent folder, ``./tiny``, ``../m/tiny`` and the absolute path all push and export
+    (a bare folder name inside words is no local path); a given name holding the folder name is never doubled."""
+    import shutil
+
+    shutil.copytree(tiny_model, tmp_path / "m" / "tiny")
+    (tmp_path / "w").mkdir()
+    cases = [("tiny", "m", None), ("./tiny", "m", None), ("../m/tiny", "w", None), (str(tmp_path / "m" / "tiny"), "w", None),
+             ("tiny", "m", "someorg/tiny-chat")]
+    for i, (model, cwd, given) in enumerate(cases):
+        out = tmp_path / f"run{i}"
+        named = ["--model-name", given] if given else []
+        proc = _cli("run", "--model", model, *named, *QUICK, "--output-dir", str(out), cwd=tmp_path / cwd)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        name = json.loads((out / "results.json").read_text("utf-8"))["model"]["name"]
+        assert name == given or name.startswith("tiny-") and len(name) == len("tiny-") + 8, name
+        pushed = _cli("push-results", str(out), "--repo", "me/results", "--to-dir", str(tmp_path / f"repo{i}"), cwd=tmp_path / cwd)
+        assert pushed.returncode == 0, (model, pushed.stderr)
+        exported = _cli("export-eee", str(out), str(tmp_path / f"eee{i}"), cwd=tmp_path / cwd)
+        assert exported.returncode == 0, (model, exported.stderr)
+        [aggregate] = [json.loads(v) for k, v in _published(tmp_path / f"eee{i}").items() if k.endswith(".json")]
+        assert aggregate["model_info"]["name"] == name, model
+        [results] = [json.loads(v) for k, v in _published(tmp_path / f"repo{i}").items() if k.endswith("results.json")]
+        assert results["model"]["name"] == name and str(tmp_path) not in json.dumps(results), model

@@ -172,3 +172,18 @@ def test_a_generation_that_is_no_text_is_one_line(tmp_path: Path) -> None:
     write_run(tmp_path / "lm", samples)
     assert one_line(report(tmp_path / "lm", tmp_path)[0]).endswith(
         f"samples_{NER}_{STAMP}.jsonl:1: doc_id 0: filtered_resps is not [the generated text]; not an lm-eval sample of ner_adg p1")
+
+
+def test_a_number_lm_eval_computes_by_another_rule_is_noted_beside_ours(tmp_path: Path) -> None:
+    """WiC: lm-eval logs binary F1 (here 50.00), the report shows macro F1 (66.67) and says both in a note."""
+    results = write_run(tmp_path / "lm", clean_samples())
+    doc = json.loads(results.read_text("utf-8"))
+    doc["results"][WIC]["f1,none"] = 0.5
+    results.write_text(json.dumps(doc), "utf-8")
+    proc, report_doc = report(tmp_path / "lm", tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert report_doc["tasks"]["wic"]["scores"] == [[pytest.approx(200 / 3)]]
+    note = (f"{WIC}: lm-eval's own f1 is 50.00; the report shows f1_macro 66.67, recomputed from the same samples "
+            "by this tool's rule")
+    assert note in report_doc["notes"]
+    assert note in (tmp_path / "report-lm" / "report.md").read_text("utf-8")
