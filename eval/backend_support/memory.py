@@ -93,11 +93,12 @@ def return_freed_memory() -> None:
     """Give the pages glibc holds free back to the system (``malloc_trim(0)``), once per forward
     pass on CPU: a pass's activations and logits chunks are freed into glibc's heap, which
     otherwise keeps them and fragments, the peak growing batch after batch (SmolLM2-135M, 8
-    rows of 1400 tokens, 2 layers: 1040 MiB after 7 passes, 872 MiB with the pages given
-    back). Once per pass, not per allocation: mapping every block of 1 MiB or more on its own
-    (``M_MMAP_THRESHOLD``, the former way) cost a fresh zeroed page at each first touch, 5.5M
-    page faults and 11 s of system time for 96 WiC requests where this takes 0.9M and 2 s
-    (issue 48). Nothing elsewhere than glibc."""
+    rows of 1400 tokens, 2 layers: 1040 MiB after 7 passes, 872 MiB with freed blocks
+    returned; FAQ's 2 longest items, one thread: 1173 MiB peak with this, bench/README.md).
+    Once per pass, not per allocation: mapping every block of 1 MiB or more on its own
+    (``M_MMAP_THRESHOLD``, the former way) paid a zeroed page at each first touch: scoring 96
+    WiC requests on one thread took 5.5M page faults and 11 s of system time, under 0.9M with
+    this (issue 48). Nothing elsewhere than glibc."""
     global _LIBC
     if _LIBC is None:
         import ctypes
