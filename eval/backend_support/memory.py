@@ -87,24 +87,17 @@ def memory_budget(max_memory: int | None, device: Any) -> int:
 
 
 _LIBC: Any = None  # glibc once loaded, False where there is none
-# glibc's mallopt parameters: blocks from 16 MiB on (a long pass's MLP activations, a logits
-# chunk) are mapped on their own and unmapped when freed; smaller ones are reused from the heap,
-# which is given back only by the trim after each pass (not at every free).
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-MMAP_THRESHOLD_BYTES = 16 << 20
-TRIM_THRESHOLD_BYTES = 1 << 40
 
 
 def return_freed_memory() -> None:
     """Give the pages glibc holds free back to the system (``malloc_trim(0)``), once per forward
-    pass on CPU, blocks of ``MMAP_THRESHOLD_BYTES`` or more at once: a heap that keeps what a
-    pass freed fragments, the peak growing batch after batch (SmolLM2-135M, 8 rows of 1400
-    tokens, 2 layers: 1040 MiB after 7 passes, 872 MiB with freed blocks returned). The former
-    way, every block of 1 MiB or more mapped on its own, paid a zeroed page at each first touch
+    pass on CPU: a heap that keeps what a pass freed fragments, the peak growing batch after
+    batch (SmolLM2-135M, 8 rows of 1400 tokens, 2 layers: 1040 MiB after 7 passes, 872 MiB with
+    freed blocks returned). Once per pass, not per allocation: mapping every block of 1 MiB or
+    more on its own (``M_MMAP_THRESHOLD``, the former way) paid a zeroed page at each first touch
     of every activation: scoring 96 WiC requests on one thread took 5.5M page faults and 11 s of
-    system time, under 0.9M with the trim alone (issue 48, bench/README.md). The trim alone let a
-    default-threads WiC + FAQ run peak at 1393 MiB (1267 before), hence the 16 MiB threshold for
-    the large blocks of long passes. Nothing elsewhere than glibc."""
+    system time, under 0.9M faults with this; also mapping blocks of 16 MiB or more took 2.2M
+    (issue 48, bench/README.md). Nothing elsewhere than glibc."""
     global _LIBC
     if _LIBC is None:
         import ctypes
@@ -112,8 +105,6 @@ def return_freed_memory() -> None:
         try:
             _LIBC = ctypes.CDLL("libc.so.6") if sys.platform.startswith("linux") else False
             _LIBC.malloc_trim  # noqa: B018  (musl has no malloc_trim)
-            _LIBC.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
-            _LIBC.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
         except (OSError, AttributeError):
             _LIBC = False
     if _LIBC:
