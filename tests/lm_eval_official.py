@@ -1,18 +1,21 @@
 """Runs lm-evaluation-harness's own evalita_llm task files, from a copy, by their own task names
 (a script for tests/data_side/hub/test_official_layout_lm_eval.py).
 
-Usage: python lm_eval_official.py OUT.json MODEL_DIR TASKS_DIR LIMIT MAX_GEN_TOKS K ENTRY:PROMPT...
+Usage: python lm_eval_official.py OUT.json MODEL_DIR TASKS_DIR LIMIT MAX_GEN_TOKS K ENTRY:PROMPT... [--batch-size N]
 
 TASKS_DIR is a copy of lm-eval's ``tasks/evalita_llm`` folder (YAMLs, utils.py, metrics.py) in
-which only ``dataset_path`` was changed. lm-eval indexes that folder alone
+which only ``dataset_path`` was changed (``task_copy``). lm-eval indexes that folder alone
 (``include_defaults=False``) and evaluates the task each file names (``task:``), with K shots,
-the "hf" model at batch size 1 on CPU. Writes per ENTRY:PROMPT the numeric metrics and the
-per-document responses. Run with HF_HUB_OFFLINE=1 and HF_DATASETS_OFFLINE=1.
+the "hf" model at batch size 1 (or N) on CPU. Writes per ENTRY:PROMPT the numeric metrics and the
+per-document responses. Run with HF_HUB_OFFLINE=1 and HF_DATASETS_OFFLINE=1. Also used by
+bench/hf_vs_lmeval.py.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -25,7 +28,23 @@ def task_name(folder: Path, entry: str, prompt: str) -> str:
     return next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("task:"))
 
 
+def task_copy(dest: Path, data: Path) -> Path:
+    """lm-eval's installed evalita_llm folder, copied, with only `dataset_path: evalitahf/X` -> DATA/X."""
+    import lm_eval
+
+    shutil.copytree(Path(lm_eval.__file__).parent / "tasks" / "evalita_llm", dest, ignore=shutil.ignore_patterns("__pycache__"))
+    for path in dest.iterdir():
+        if path.is_file() and "yaml" in path.name:
+            text = path.read_text("utf-8")
+            path.write_text(re.sub(r"(?m)^dataset_path: evalitahf/", f"dataset_path: {data}/", text), "utf-8")
+    return dest
+
+
 def main(argv: list[str]) -> None:
+    batch_size = 1
+    if "--batch-size" in argv:
+        at = argv.index("--batch-size")
+        batch_size, argv = int(argv[at + 1]), argv[:at] + argv[at + 2 :]
     out, model, folder, limit, max_gen, k, *pairs = argv
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
@@ -37,7 +56,7 @@ def main(argv: list[str]) -> None:
         tasks=list(names.values()),
         task_manager=TaskManager(include_path=folder, include_defaults=False),
         num_fewshot=int(k),
-        batch_size=1,
+        batch_size=batch_size,
         device="cpu",
         limit=int(limit),
         gen_kwargs={"max_gen_toks": int(max_gen)},

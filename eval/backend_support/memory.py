@@ -86,28 +86,29 @@ def memory_budget(max_memory: int | None, device: Any) -> int:
     return DEFAULT_CPU_BUDGET
 
 
-# glibc's M_MMAP_THRESHOLD: allocations from this size on are mapped on their own.
-_M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD_BYTES = 1 << 20
+_LIBC: Any = None  # glibc once loaded, False where there is none
 
 
 def return_freed_memory() -> None:
-    """Have glibc map every allocation of 1 MiB or more on its own (``mallopt``), so that a
-    freed activation or logits chunk goes back to the system at once. By default glibc raises
-    that threshold as large blocks are freed and then serves them from its heap, which
-    fragments: on CPU the process's peak grew batch after batch (SmolLM2-135M, 8 rows of
-    1400 tokens, 2 layers: 1040 MiB peak after 7 passes, 872 MiB with this). Process-wide,
-    idempotent; nothing elsewhere than glibc."""
-    import ctypes
-    import ctypes.util
+    """Give the pages glibc holds free back to the system (``malloc_trim(0)``), once per forward
+    pass on CPU: a heap that keeps what a pass freed fragments, the peak growing batch after
+    batch (SmolLM2-135M, 8 rows of 1400 tokens, 2 layers: 1040 MiB after 7 passes, 872 MiB with
+    freed blocks returned). Once per pass, not per allocation: mapping every block of 1 MiB or
+    more on its own (``M_MMAP_THRESHOLD``, the former way) paid a zeroed page at each first touch
+    of every activation: scoring 96 WiC requests on one thread took 5.5M page faults and 11 s of
+    system time, under 0.9M faults with this; also mapping blocks of 16 MiB or more took 2.2M
+    (issue 48, bench/README.md). Nothing elsewhere than glibc."""
+    global _LIBC
+    if _LIBC is None:
+        import ctypes
 
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
-    except (OSError, AttributeError):  # musl or another libc: nothing to set
-        pass
+        try:
+            _LIBC = ctypes.CDLL("libc.so.6") if sys.platform.startswith("linux") else False
+            _LIBC.malloc_trim  # noqa: B018  (musl has no malloc_trim)
+        except (OSError, AttributeError):
+            _LIBC = False
+    if _LIBC:
+        _LIBC.malloc_trim(0)
 
 
 def reset_peak_memory() -> None:

@@ -161,8 +161,6 @@ class HFBackend(OnHFModel, Backend):
         self.device = model.device
         self._itemsize = model.dtype.itemsize
         self._budget = memory_budget(max_memory, self.device) if batch_size is None else 0
-        if self.device.type == "cpu":
-            return_freed_memory()
         self._grammars: Any = None  # constrained.GrammarCache, built on the first constrained request
         self.generation_phases = GenerationPhases()  # prompt passes and decode steps timed apart (running/estimate.py)
 
@@ -200,7 +198,12 @@ class HFBackend(OnHFModel, Backend):
                 for i in (i for k in batch for i in groups[k]):
                     logprob, greedy = next(scores)
                     out[i] = LLResult(logprob, greedy, len(encoded[i][1]))
+                self._after_pass()
         return out  # type: ignore[return-value]
+
+    def _after_pass(self) -> None:
+        if self.device.type == "cpu":
+            return_freed_memory()  # what the pass freed, back to the system once (memory.py)
 
     def _scoring_passes(self, order: list[int], lengths: list[int], scored: list[int]) -> list[list[int]]:
         """The forward passes of ``_scoring_batches`` (items: groups of requests, one row each):
@@ -252,6 +255,7 @@ class HFBackend(OnHFModel, Backend):
                         use_cache=True,
                         streamer=PhaseClock(self.generation_phases, len(batch), ids.numel()),  # reads the clock only
                     )
+                self._after_pass()
                 for row, i in enumerate(batch):
                     text = self.tokenizer.decode(gen[row, ids.shape[1] :].tolist(), skip_special_tokens=True)
                     out[i] = cut_at_stop(text, until)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ pytest.importorskip("accelerate", reason="lm-eval's hf model needs accelerate (e
 
 from evalita_data.hub.benchmark import benchmark_task_ids, entry_task_ids, read_benchmark  # noqa: E402
 from evalita_data.registry import get_task  # noqa: E402
+from lm_eval_official import task_copy  # noqa: E402
 from lm_eval_reference import YAMLS  # noqa: E402
 from publish_fixtures import sample_build  # noqa: E402,F401 - fixture
 
@@ -56,16 +56,6 @@ def official(sample_build: Path, tmp_path_factory: pytest.TempPathFactory) -> tu
                            "--to-dir", str(out), "--layout", "official"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out, proc.stdout
-
-
-def task_copy(dest: Path, data: Path) -> Path:
-    """lm-eval's installed evalita_llm folder, copied, with only `dataset_path: evalitahf/X` -> DATA/X."""
-    shutil.copytree(Path(lm_eval.__file__).parent / "tasks" / "evalita_llm", dest, ignore=shutil.ignore_patterns("__pycache__"))
-    for path in dest.iterdir():
-        if path.is_file() and "yaml" in path.name:
-            text = path.read_text("utf-8")
-            path.write_text(re.sub(r"(?m)^dataset_path: evalitahf/", f"dataset_path: {data}/", text), "utf-8")
-    return dest
 
 
 def needed_splits(folder: Path) -> set[tuple[str, str, str]]:
