@@ -11,7 +11,16 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
 from typing import Any, ClassVar, Sequence
+
+
+class RequestKind(StrEnum):
+    """The kinds of request a backend serves; each value is the name of the ``Backend`` method serving it
+    (and the kind the resume cache keys a request by: a string, so keys written before the enum still hold)."""
+
+    LOGLIKELIHOOD = "loglikelihood"
+    GENERATE = "generate_until"
 
 
 @dataclass(frozen=True)
@@ -107,13 +116,17 @@ class Capabilities:
     constrained: bool = False  # honours a constraint on GenRequest (instruct settings)
     chat_messages: bool = False  # takes GenRequest.messages and applies the chat template itself (chat APIs)
 
+    def serves(self, kind: RequestKind) -> bool:
+        """Whether the backend serves requests of ``kind``."""
+        return self.loglikelihood if kind is RequestKind.LOGLIKELIHOOD else self.generate
+
 
 @dataclass
 class BackendOptions:
     """What a backend is built from: the options every backend shares, and ``engine``, the
     backend's own typed ``Options`` (``resolve_options`` fills it from ``extra`` before
     ``from_options`` is called; a backend reads its engine settings there only). ``run`` builds
-    it from its ``RunSpec`` (eval/run_config.py ``backend_options``), whose engine flags are folded into ``extra``."""
+    it from its ``RunSpec`` (eval/run_config.py ``backend_options``), its backend_args as ``extra``."""
 
     model: str
     revision: str | None = None
@@ -129,14 +142,13 @@ class BackendOptions:
     engine: Any = None  # the backend's ``Options`` instance (None until resolve_options)
 
 
-def backend_option(default: Any, help: str, *, changes_numbers: bool = True, flag: str | None = None) -> Any:
-    """A field of a backend's ``Options`` dataclass (filled from ``--backend-arg NAME=VALUE``).
+def backend_option(default: Any, help: str, *, changes_numbers: bool = True) -> Any:
+    """A field of a backend's ``Options`` dataclass (filled from ``--backend-arg NAME=VALUE``, validated by
+    pydantic against the field's type).
 
     ``help`` is what ``evalita-eval backends`` prints; ``changes_numbers``: whether another value
-    can change a number the backend returns (then it is part of the backend's cache identity);
-    ``flag``: the ``run`` option that is an alias of ``--backend-arg NAME=`` (kept for users who have
-    it; the value also fills the ``BackendOptions`` field of the same name)."""
-    return field(default=default, metadata={"help": help, "changes_numbers": changes_numbers, "flag": flag})
+    can change a number the backend returns (then it is part of the backend's cache identity)."""
+    return field(default=default, metadata={"help": help, "changes_numbers": changes_numbers})
 
 
 class BackendUnsupported(ValueError):
@@ -166,6 +178,15 @@ class Backend(ABC):
     # What the backend was built from (its typed ``Options`` in ``options.engine``);
     # ``create_backend`` sets it (None for one built directly).
     options: BackendOptions | None = None
+    # The model's tokenizer (a transformers tokenizer, picklable) where the backend has one: the runner counts
+    # tokens with it (estimates, trace lengths, time shares), renders chat templates and names the template by
+    # its hash. None: the backend has none here (a chat API renders its own template).
+    tokenizer: Any = None
+    # The request kinds whose method takes ``on_result(index, value)`` and calls it as each request finishes
+    # (then the runner hands it whole groups and saves each result at once); the others return a list at the end.
+    streams: ClassVar[frozenset[RequestKind]] = frozenset()
+    # Whether its methods take ``calls`` (the runner's calls, as request indices) and plan them itself (replicas).
+    plans_calls: ClassVar[bool] = False
 
     @property
     def engine_options(self) -> Any:
@@ -177,6 +198,10 @@ class Backend(ABC):
     def from_options(cls, options: BackendOptions) -> "Backend":
         """Build the backend from resolved options: the shared fields and ``options.engine``, its
         typed ``Options`` (import heavy libraries here, not at module level)."""
+
+    def serve(self, kind: RequestKind) -> Any:
+        """The method serving requests of ``kind`` (``loglikelihood`` or ``generate_until``)."""
+        return self.loglikelihood if kind is RequestKind.LOGLIKELIHOOD else self.generate_until
 
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
         raise BackendUnsupported(f"backend {self.name!r} cannot score log-likelihoods")

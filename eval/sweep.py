@@ -238,9 +238,6 @@ def report_sweep(runs: list[SweepRun], out: Path, address: str | None, echo: Cal
     of runs that are not complete."""
     from .reporting.report import write_report
 
-    for run in runs:
-        for note in run.notes:
-            echo(f"{run.where}: {note}")
     states = run_sweep(runs, echo, address, out)
     groups = report_groups(runs, states, out)
     if len(groups) > 1:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .record import RecordError, RunRecord, read_run
-from .run_config import RunSpec, RunSpecError, build_spec, runner_config
+from .run_config import RunSpec, RunSpecError, build_spec
 
 # Keys of a sweep run that are not `run` options.
 _OWN_KEYS = ("name",)
@@ -31,7 +31,6 @@ class SweepRun:
     output_dir: Path | None  # given, resolved; None: `run`'s default folder (named by the run id)
     gpus: float  # GPUs its Ray task reserves
     cpus: float  # CPUs its replicas take (one each)
-    notes: tuple[str, ...] = ()
 
     @property
     def where(self) -> str:
@@ -67,8 +66,7 @@ def load_sweep(path: Path) -> list[SweepRun]:
         where = f"{path}: run {n}" + (f" ({name})" if name is not None else "")
         if name is not None and not isinstance(name, str | int):
             raise RunSpecError(f"{where}: key name: expected a string, got {name!r}")
-        spec, notes = build_spec(values, where)
-        runs.append(sweep_run(spec, n, None if name is None else str(name), tuple(notes)))
+        runs.append(sweep_run(build_spec(values, where), n, None if name is None else str(name)))
     unnamed = [run.name for run, raw in zip(runs, doc) if "name" not in {**defaults, **raw}]
     # Runs without a name that would share one (same model and setting, other keys): told apart by their place.
     runs = [replace(run, name=f"{run.name} #{run.number}") if "name" not in {**defaults, **raw} and unnamed.count(run.name) > 1 else run
@@ -77,13 +75,13 @@ def load_sweep(path: Path) -> list[SweepRun]:
     return runs
 
 
-def sweep_run(spec: RunSpec, n: int, name: str | None, notes: tuple[str, ...] = ()) -> SweepRun:
+def sweep_run(spec: RunSpec, n: int, name: str | None) -> SweepRun:
     from .naming import setting_slug
 
     folder = Path(spec.output_dir).resolve() if spec.output_dir else None
     default_name = f"{spec.model} {folder.name if folder else setting_slug(spec.setting, spec.constrained, spec.num_fewshot, spec.split)}"
     replicas = int(spec.backend_args.get("data_parallel_size", 1))
-    return SweepRun(name or default_name, n, spec, folder, run_gpus(spec, replicas), float(replicas), notes)
+    return SweepRun(name or default_name, n, spec, folder, run_gpus(spec, replicas), float(replicas))
 
 
 def run_gpus(spec: RunSpec, replicas: int) -> float:
@@ -116,7 +114,7 @@ def entry_identity(spec: RunSpec) -> dict[str, Any]:
     """What the identity of a run of ``spec`` holds beyond its model (running/identity.py), from its keys."""
     from .running.identity import run_identity
 
-    identity = run_identity({}, runner_config(spec, "cpu", False), None)
+    identity = run_identity({}, spec, None)
     return {k: v for k, v in identity.items() if k not in _NOT_ENTRY_KEYS}
 
 
@@ -125,21 +123,11 @@ def entry_identity(spec: RunSpec) -> dict[str, Any]:
 _NOT_ENTRY_KEYS = ("model", "chat_template")
 
 
-def typed_backend_args(spec: RunSpec) -> dict[str, Any]:
-    """backend_args typed as the backend declares them (the replicas' options left out: they change no number)."""
-    from .api import BackendOptions
-    from .backend_support.options import resolve_options
-    from .backends import get_backend_class
-    from .replicas import REPLICA_OPTIONS
-
-    extra = {k: v for k, v in spec.backend_args.items() if k not in REPLICA_OPTIONS}
-    return resolve_options(get_backend_class(spec.backend), BackendOptions(model=spec.model, extra=extra))[0].extra
-
-
 def identity_difference(record: RunRecord, spec: RunSpec) -> str | None:
     """Why the checked run ``record`` (record/read.py) is not a complete run of ``spec`` (None: it is). Every input
     its identity records beyond the model (on both sides: a thinking or BERTScore entry only one side has differs)
     is compared with the one ``spec`` gives, and its run id recomputed; its status alone is never believed."""
+    from .replicas import REPLICA_OPTIONS
     from .running.identity import first_difference, run_id
 
     if record.partial:
@@ -154,7 +142,8 @@ def identity_difference(record: RunRecord, spec: RunSpec) -> str | None:
     difference = first_difference(recorded, entry_identity(spec))
     if difference:
         return difference
-    wanted = {"name_or_path": spec.model, "revision": spec.revision, "backend": spec.backend, **typed_backend_args(spec)}
+    own = {k: v for k, v in spec.backend_args.items() if k not in REPLICA_OPTIONS}
+    wanted = {"name_or_path": spec.model, "revision": spec.revision, "backend": spec.backend, **own}
     if spec.dtype != "auto":
         wanted["dtype"] = spec.dtype
     difference = first_difference({k: model.get(k) for k in wanted}, wanted, "model.")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Sequence
 
-from ..api import Backend, BackendOptions, GenRequest, LLRequest
+from ..api import Backend, BackendOptions, GenRequest, LLRequest, RequestKind
 from .plan import Unit, assign, plan_units
 from .prefix_groups import prefix_units
 from .ray_start import start_ray, use_token_if_present
@@ -46,7 +46,7 @@ class Replica:
         b = self.backend
         import pickle
 
-        tokenizer = getattr(b, "tokenizer", None)
+        tokenizer = b.tokenizer
         try:  # the driver counts tokens (estimates) and names the chat template with it
             pickle.dumps(tokenizer)
         except Exception:  # an engine's tokenizer that does not travel: the driver does without
@@ -80,7 +80,7 @@ class Replica:
 
     def run_unit(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]]) -> list[Any]:
         """The values of the unit's requests, call after call, in ``Unit.indices`` order."""
-        method = self.backend.loglikelihood if kind == "loglikelihood" else self.backend.generate_until
+        method = self.backend.serve(kind)
         values: list[Any] = []
         for call in calls:
             values += method([requests[i] for i in call])
@@ -116,6 +116,10 @@ def check_replicas_room(size: int, resources: dict[str, Any], have: dict[str, fl
 
 class ReplicaBackend(Backend):
     """The wrapped backend's name, identity and capabilities; its calls run on the replicas."""
+
+    # Every kind reported as each unit finishes; the runner's calls taken whole and shared out over the replicas.
+    streams = frozenset(RequestKind)
+    plans_calls = True
 
     def __init__(self, name: str, options: BackendOptions, size: int, address: str | None) -> None:
         use_token_if_present(address)  # before Ray reads its configuration
@@ -181,11 +185,11 @@ class ReplicaBackend(Backend):
     # every request). The replicas plan each as one replica would and share all their units.
     def loglikelihood(self, requests: Sequence[LLRequest], on_result: Callable[[int, Any], None] | None = None,
                       calls: Sequence[Sequence[int]] | None = None) -> list[Any]:
-        return self._dispatch("loglikelihood", requests, on_result, calls)
+        return self._dispatch(RequestKind.LOGLIKELIHOOD, requests, on_result, calls)
 
     def generate_until(self, requests: Sequence[GenRequest], on_result: Callable[[int, Any], None] | None = None,
                        calls: Sequence[Sequence[int]] | None = None) -> list[Any]:
-        return self._dispatch("generate_until", requests, on_result, calls)
+        return self._dispatch(RequestKind.GENERATE, requests, on_result, calls)
 
     def _dispatch(self, kind: str, requests: Sequence[Any], on_result: Callable[[int, Any], None] | None,
                   calls: Sequence[Sequence[int]] | None = None) -> list[Any]:

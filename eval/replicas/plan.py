@@ -23,11 +23,10 @@ each to the replica with the fewest counted tokens so far (``assign``).
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-from ..api import GenRequest, LLRequest, prompt_room
+from ..api import GenRequest, LLRequest, RequestKind, prompt_room
 
 # As running/stream.py: requests between two cache writes, and the batch taken under --batch-size auto.
 CHUNK_BATCHES = 4
@@ -44,15 +43,10 @@ class Unit:
         return [i for call in self.calls for i in call]
 
 
-def streams(method: Callable[..., Any]) -> bool:
-    """Whether a backend method reports results one by one (takes ``on_result``), as the runner tests it."""
-    return "on_result" in inspect.signature(method).parameters
-
-
 def chunk_size(backend: Any) -> int:
     """The requests the runner hands a non-streaming backend per call (``RunStream._calls``)."""
-    per_call = getattr(backend, "requests_per_call", None)
-    options = getattr(backend, "options", None)  # the run's --batch-size, as the runner reads it
+    per_call = backend.requests_per_call
+    options = backend.options  # the run's --batch-size, as the runner reads it
     batch = options.batch_size if options is not None else getattr(backend, "batch_size", None)
     return per_call or max(1, (batch or AUTO_BATCH) * CHUNK_BATCHES)
 
@@ -98,19 +92,18 @@ def _hf_generation_calls(backend: Any, requests: Sequence[GenRequest], lengths: 
 def request_tokens(backend: Any, kind: str, requests: Sequence[LLRequest | GenRequest]) -> list[int]:
     """Counted tokens per request with the backend's tokenizer (characters / 4 without one):
     a log-likelihood's context + continuation, a generation's context + its new-token limit."""
-    tokenizer = getattr(backend, "tokenizer", None)
+    tokenizer = backend.tokenizer
     count = (lambda text: len(tokenizer.encode(text))) if tokenizer is not None else (lambda text: max(1, len(text) // 4))
-    if kind == "loglikelihood":
+    if kind == RequestKind.LOGLIKELIHOOD:
         return [count(r.context + r.continuation) for r in requests]
     return [count(r.context) for r in requests]
 
 
 def plan_units(backend: Any, kind: str, requests: Sequence[LLRequest | GenRequest]) -> list[Unit]:
     """The units of one call of ``kind`` on ``backend`` (the wrapped backend, on a replica)."""
-    method = backend.loglikelihood if kind == "loglikelihood" else backend.generate_until
     lengths = request_tokens(backend, kind, requests)
     everything = list(range(len(requests)))
-    if kind == "generate_until" and streams(method):
+    if kind == RequestKind.GENERATE and kind in backend.streams:
         from ..backends.hf import HFBackend
 
         if isinstance(backend, HFBackend):
@@ -121,7 +114,7 @@ def plan_units(backend: Any, kind: str, requests: Sequence[LLRequest | GenReques
         step = chunk_size(backend)
         calls = [everything[s : s + step] for s in range(0, len(everything), step)]
     contexts = [r.context for r in requests]
-    extra = [0 if kind == "loglikelihood" else r.max_new_tokens for r in requests]  # type: ignore[union-attr]
+    extra = [0 if kind == RequestKind.LOGLIKELIHOOD else r.max_new_tokens for r in requests]  # type: ignore[union-attr]
     return [Unit(tuple(tuple(c) for c in group), sum(lengths[i] + extra[i] for c in group for i in c))
             for group in merge_shared_contexts(calls, contexts)]
 

@@ -21,7 +21,7 @@ from ..settings.thinking import TEMPLATE_SWITCH, ClosedTrace, Thinking, takes_th
 
 def template_source(backend: Any) -> str | None:
     """The source of the backend's local chat template (None: none here, e.g. a server's)."""
-    template = getattr(getattr(backend, "tokenizer", None), "chat_template", None)
+    template = getattr(backend.tokenizer, "chat_template", None)
     return template if isinstance(template, str) else None
 
 
@@ -39,7 +39,7 @@ def thinking_chat(backend: Any, thinking: Thinking, echo: Callable[[str], None])
 
 def token_counter(backend: Any) -> Callable[[str], int] | None:
     """Tokens of a trace by the backend's local tokenizer; None without one (a hosted model)."""
-    tokenizer = getattr(backend, "tokenizer", None)
+    tokenizer = backend.tokenizer
     if tokenizer is None or not hasattr(tokenizer, "encode"):
         return None
     return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
