@@ -199,10 +199,6 @@ class Backend(ABC):
         """Build the backend from resolved options: the shared fields and ``options.engine``, its
         typed ``Options`` (import heavy libraries here, not at module level)."""
 
-    def serve(self, kind: RequestKind) -> Any:
-        """The method serving requests of ``kind`` (``loglikelihood`` or ``generate_until``)."""
-        return self.loglikelihood if kind is RequestKind.LOGLIKELIHOOD else self.generate_until
-
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
         raise BackendUnsupported(f"backend {self.name!r} cannot score log-likelihoods")
 
@@ -242,6 +238,12 @@ class Backend(ABC):
                 f.name: getattr(self.engine_options, f.name) for f in fields(self.engine_options) if f.metadata.get("changes_numbers", True)
             }
         return identity
+
+
+def method_of(backend: Any, kind: RequestKind) -> Any:
+    """The method of ``backend`` serving requests of ``kind``: the one the kind names (``loglikelihood``,
+    ``generate_until``), looked up on the object handed over (a wrapper's own method included)."""
+    return getattr(backend, kind.value)
 
 
 def request_payload(request: LLRequest | GenRequest) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Sequence
 
-from ..api import Backend, BackendOptions, GenRequest, LLRequest, RequestKind
+from ..api import Backend, BackendOptions, GenRequest, LLRequest, RequestKind, method_of
 from .plan import Unit, assign, plan_units
 from .prefix_groups import prefix_units
 from .ray_start import start_ray, use_token_if_present
@@ -80,7 +80,7 @@ class Replica:
 
     def run_unit(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]]) -> list[Any]:
         """The values of the unit's requests, call after call, in ``Unit.indices`` order."""
-        method = self.backend.serve(kind)
+        method = method_of(self.backend, kind)
         values: list[Any] = []
         for call in calls:
             values += method([requests[i] for i in call])

@@ -38,7 +38,7 @@ from typing import Any, Callable, Sequence
 
 from tqdm import tqdm
 
-from ..api import request_payload
+from ..api import method_of, request_payload
 from .cache import ResultSaver, request_key
 from .estimate import LL
 from .plan import RunPlan
@@ -145,7 +145,7 @@ class RunStream:
         tasks = [s.task for s in segments for _ in s.requests]
         to_json = [s.to_json for s in segments for _ in s.requests]
         backend = self.runner.backend
-        compute, streams = backend.serve(kind), kind in backend.streams
+        compute, streams = method_of(backend, kind), kind in backend.streams
         calls = self._calls(segments, streams)
         if backend.plans_calls:  # every call in one invocation: the replicas share them all
             chunks, inner = ([list(range(len(requests)))], [calls]) if requests else ([], [])
