@@ -90,6 +90,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--vllm-eager", action="store_true", help="vLLM without CUDA graphs (shorter start-up)")
     ap.add_argument("--raw", type=Path, default=work.REPO / "raw")
     ap.add_argument("--markdown", action="store_true", help="also print the per-task table as Markdown")
+    ap.add_argument("--peak-tflops", type=float, default=None, help="the device's dense bf16 peak (default: known GPUs, gpu_report.PEAK_TFLOPS)")
     args = ap.parse_args(argv)
     import torch
 
@@ -134,6 +135,19 @@ def make_model(args: argparse.Namespace, tmp: Path) -> tuple[Path, str]:
     gc.collect()
     torch.cuda.empty_cache()  # the engines' processes get the whole GPU
     return out, "Llama-3.1-8B shape, random bfloat16 weights (seed 0), bench/tiny.py's 4096-id tokenizer"
+
+
+def matmul_params(model: Path) -> int:
+    """Weights one token's pass multiplies by (every parameter but the input embedding; a tied output head counted
+    once): model FLOPs are 2 x this per model token (attention scores left out, so MFU is a lower bound)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(model)
+    with torch.device("meta"):
+        net = AutoModelForCausalLM.from_config(config)
+    total = sum(p.numel() for p in net.parameters())  # shared (tied) tensors once
+    return total if getattr(config, "tie_word_embeddings", False) else total - net.get_input_embeddings().weight.numel()
 
 
 def make_rows(args: argparse.Namespace, tmp: Path) -> list[Row]:
@@ -247,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
             row.prompt_tokens = prompt_tokens(row, tokenizer, max_length)
             for engine in row.answers:
                 row.tokens[engine] = count_tokens(engine, row, tokenizer, max_length, args.batch_size)
+        args.matmul_params = matmul_params(model)
         report(args, described, max_length, rows, outcomes, time.perf_counter() - t0)
     return 0
 

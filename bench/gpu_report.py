@@ -6,6 +6,8 @@ import argparse
 from typing import Any
 
 LABELS = {"ours-vllm": "ours vllm", "ours-hf": "ours hf", "lmeval-hf": "lm-eval HF", "lmeval-vllm": "lm-eval vLLM"}
+# Dense bf16 peaks (TFLOPS, without sparsity) from the vendors' data sheets, by a part of torch's device name.
+PEAK_TFLOPS = {"H100 PCIe": 756.0, "H100 NVL": 835.0, "H100": 989.4, "H200": 989.4, "A100": 312.0, "L40S": 362.0, "A10": 125.0}
 # (numerator, denominator): how many times the first takes the second's wall time / model tokens.
 RATIOS = (("lmeval-hf", "ours-hf"), ("lmeval-vllm", "ours-vllm"), ("lmeval-hf", "ours-vllm"), ("ours-hf", "ours-vllm"))
 
@@ -51,7 +53,29 @@ def task_lines(rows: list, ran: list[str]) -> None:
               + (f" | same answers as {LABELS[ref]}: {same}" if same else ""))
 
 
-def engine_lines(rows: list, outcomes: dict[str, Any]) -> dict[str, tuple[float, int]]:
+def peak_tflops(args: argparse.Namespace) -> tuple[float | None, str]:
+    """(the device's dense bf16 peak in TFLOPS or None, where it comes from)."""
+    if args.peak_tflops:
+        return args.peak_tflops, "--peak-tflops"
+    if not args.device.startswith("cuda"):
+        return None, "no bf16 peak for a CPU"
+    import torch
+
+    name = torch.cuda.get_device_name()
+    known = next((k for k in PEAK_TFLOPS if k in name), None)
+    return (PEAK_TFLOPS[known], f"{name}'s dense bf16 peak") if known else (None, f"{name}: peak unknown, give --peak-tflops")
+
+
+def speed(args: argparse.Namespace, tokens: int, wall: float) -> str:
+    """Model tokens per second, and the model FLOPs utilisation against the device's bf16 peak."""
+    flops = 2.0 * args.matmul_params * tokens / wall
+    peak, source = peak_tflops(args)
+    mfu = f"MFU {100 * flops / (peak * 1e12):.2f} % of {peak:g} TFLOPS ({source})" if peak else f"MFU n/a ({source})"
+    return (f"{tokens} model tokens in {wall:.2f} s: {tokens / wall:.0f} tokens/s | {flops / 1e12:.4f} TFLOPS (2 x {args.matmul_params} "
+            f"weights a token) | {mfu}")
+
+
+def engine_lines(args: argparse.Namespace, rows: list, outcomes: dict[str, Any]) -> dict[str, tuple[float, int]]:
     totals = {}
     for engine, out in outcomes.items():
         if isinstance(out, str):
@@ -64,6 +88,11 @@ def engine_lines(rows: list, outcomes: dict[str, Any]) -> dict[str, tuple[float,
         print(f"engine {LABELS[engine]}: wall {wall:.2f} s (load and warm-up {out['load_s']:.1f} s, process {out['process_s']:.1f} s) "
               f"| model tokens {tokens} | peak memory {out['peak_bytes'] / 2**30:.2f} GiB ({out['peak_kind']}) "
               f"| projected to the whole splits of the entries run {projected / 3600:.3f} h")
+        for kind, label in (("ll", "log-likelihoods"), ("gen", "generations")):
+            part = [r for r in rows if r.kind == kind]
+            if part and sum(r.seconds[engine] for r in part) > 0:
+                print(f"engine {LABELS[engine]} speed on {label}: "
+                      f"{speed(args, sum(r.tokens[engine] for r in part), sum(r.seconds[engine] for r in part))}")
     return totals
 
 
@@ -99,7 +128,7 @@ def report(args: argparse.Namespace, described: str, max_length: int, rows: list
     ran = [e for e, out in outcomes.items() if isinstance(out, dict)]
     header(args, described, max_length, rows)
     task_lines(rows, ran)
-    ratio_lines(engine_lines(rows, outcomes))
+    ratio_lines(engine_lines(args, rows, outcomes))
     print(f"engines run: {', '.join(LABELS[e] for e in ran) or 'none'}; not available: "
           f"{', '.join(LABELS[e] for e, out in outcomes.items() if isinstance(out, str)) or 'none'}; whole command {elapsed:.1f} s")
     gpu_line(args)

@@ -76,23 +76,53 @@ def balance(backend, docs: dict, replicas: int, shots: tuple[int, ...]) -> list[
     return load
 
 
-def timed_run(model: str, args: argparse.Namespace, backend: str, replicas: int) -> tuple[float, float, dict]:
-    """One `evalita-eval run` in a fresh folder: (command wall seconds, the tasks' wall seconds, scores)."""
+# `evalita-eval run` with the replicas' timeline logged (eval/replicas/backend.py logs it at INFO when they close).
+RUN = ("import logging, sys; log = logging.getLogger('evalita_eval.replicas'); log.setLevel(logging.INFO); "
+       "log.addHandler(logging.StreamHandler()); from evalita_eval.cli import main; sys.argv[0] = 'evalita-eval'; main()")
+TIMELINE = "replica timeline: "
+
+
+def timed_run(model: str, args: argparse.Namespace, backend: str, replicas: int) -> tuple[float, float, dict, dict | None]:
+    """One `evalita-eval run` in a fresh folder: (command wall seconds, the tasks' wall seconds, scores, the replicas'
+    timeline with the command's start and end, or None for one replica)."""
     with tempfile.TemporaryDirectory() as out:
-        command = [sys.executable, "-m", "evalita_eval.cli", "run", "--model", model, "--data", args.build, "--tasks", args.tasks,
+        command = [sys.executable, "-c", RUN, "run", "--model", model, "--data", args.build, "--tasks", args.tasks,
                    "--limit", str(args.limit), "--max-new-tokens", str(args.max_new_tokens), "--threads", str(args.threads),
                    "--backend", backend, "--no-progress", "--output-dir", out, "--backend-arg", f"data_parallel_size={replicas}"]
-        began = time.perf_counter()
+        began = time.time()
         done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        ended = time.time()
         if done.returncode:
             raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-        seconds = time.perf_counter() - began
         doc = json.loads((Path(out) / "results.json").read_text("utf-8"))
-    return seconds, sum(t["wall_s"] for t in doc["timing"].values()), doc["results"]
+    said = [line[len(TIMELINE):] for line in done.stderr.splitlines() if line.startswith(TIMELINE)]
+    timeline = {**json.loads(said[-1]), "command": began, "exited": ended} if said else None
+    return ended - began, sum(t["wall_s"] for t in doc["timing"].values()), doc["results"], timeline
+
+
+def breakdown(t: dict) -> list[str]:
+    """Where a replicated run's wall time went (seconds from the command's start), from its timeline."""
+    calls, loads = t["calls"], t["loads"]
+    lines = [f"  before the replicas (interpreter, imports, options): {t['began'] - t['command']:.1f} s",
+             f"  Ray start: {t['ray_ready'] - t['began']:.1f} s",
+             "  model loads (in their replicas, at once): " + ", ".join(f"{b - a:.1f} s (ready at {b - t['command']:.1f} s)" for a, b in loads),
+             f"  driver until the first call (waits for replica 0, names the folder, plans the run): "
+             f"{(calls[0]['began'] if calls else t['closing']) - t['first_ready']:.1f} s after replica 0 was ready"]
+    for c in calls:
+        wall = c["ended"] - c["planned"]
+        idle = [wall - b for b in c["busy"]]
+        lines.append(f"  {c['kind']}: {c['units']} units, planned in {c['planned'] - c['began']:.1f} s, ran {wall:.1f} s; busy "
+                     + ", ".join(f"{b:.1f} s" for b in c["busy"]) + " (idle " + ", ".join(f"{i:.1f} s" for i in idle)
+                     + f"); tail (one replica alone at the end) {max(c['ends']) - min(c['ends']):.1f} s")
+    between = sum(b["began"] - a["ended"] for a, b in zip(calls, calls[1:]))
+    lines.append(f"  driver between calls {between:.1f} s; after the last call (scores, results, close, exit): "
+                 f"{t['exited'] - (calls[-1]['ended'] if calls else t['closing']):.1f} s")
+    return lines
 
 
 def time_replicas(args: argparse.Namespace) -> None:
-    """1 and 2 replicas alternating on each backend; a line per run, then the medians and ratios."""
+    """1 and 2 replicas alternating on each backend; a line per run (the 2-replica run's time breakdown), then the
+    medians and ratios."""
     print(f"{os.cpu_count()} CPUs; {args.tasks} --limit {args.limit} --max-new-tokens {args.max_new_tokens}, {args.threads} thread(s) a replica")
     for backend in args.backends.split(","):
         walls: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
@@ -100,10 +130,12 @@ def time_replicas(args: argparse.Namespace) -> None:
         for _ in range(args.rounds):
             for replicas in (1, 2):
                 before = os.getloadavg()[0]
-                wall, tasks, results = timed_run(args.time, args, backend, replicas)
+                wall, tasks, results, timeline = timed_run(args.time, args, backend, replicas)
                 walls[replicas].append((wall, tasks))
                 scores.append(results)
                 print(f"{backend} {replicas} replica(s): {wall:.1f} s wall, tasks {tasks:.1f} s (load {before:.2f} before, {os.getloadavg()[0]:.2f} after)")
+                if timeline is not None:
+                    print("\n".join(breakdown(timeline)), flush=True)
         one, two = ([statistics.median(w[k] for w in walls[n]) for k in (0, 1)] for n in (1, 2))
         same = all(s == scores[0] for s in scores)
         print(f"{backend}: median wall {one[0]:.1f} s (1 replica) vs {two[0]:.1f} s (2): x{one[0] / two[0]:.2f}; "
@@ -118,11 +150,11 @@ def main() -> None:
     ap.add_argument("--max-length", type=int, default=2048)
     ap.add_argument("--time", metavar="MODEL", default=None, help="time evalita-eval run with 1 and 2 replicas on MODEL (needs --build)")
     ap.add_argument("--backends", default="hf")
-    ap.add_argument("--tasks", default="wic,sa,ner")
-    ap.add_argument("--limit", type=int, default=10)
+    ap.add_argument("--tasks", default="wic,sa,faq,ner_adg")
+    ap.add_argument("--limit", type=int, default=4)
     ap.add_argument("--max-new-tokens", type=int, default=32)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (and Ray CPUs) of each replica")
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=1)
     args = ap.parse_args()
     if args.tokenizer:
         docs = benchmark_docs(Path(args.build) if args.build else None)

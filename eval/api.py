@@ -199,6 +199,20 @@ class Backend(ABC):
         """Build the backend from resolved options: the shared fields and ``options.engine``, its
         typed ``Options`` (import heavy libraries here, not at module level)."""
 
+    @classmethod
+    def reservation(cls, options: BackendOptions) -> dict[str, float]:
+        """What one instance built from ``options`` (its device resolved) holds while it runs, as Ray reserves it:
+        ``num_cpus`` (``--threads`` on a CPU) and ``num_gpus``. Replicas and sweep runs both reserve this."""
+        if options.device == "cpu":
+            return {"num_cpus": float(options.threads or 1), "num_gpus": 0.0}
+        return {"num_cpus": 1.0, "num_gpus": 1.0}  # cuda, cuda:N, auto (accelerate's spread: one GPU reserved)
+
+    def call_batches(self, kind: RequestKind, requests: Sequence[Any]) -> list[list[int]]:
+        """How one call of ``kind`` (``requests``, in order) is cut into batches whose numbers hang only on their own
+        requests (request indices): replicas run each batch whole, so it is computed as on one replica. The base:
+        the whole call is one batch."""
+        return [list(range(len(requests)))] if requests else []
+
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
         raise BackendUnsupported(f"backend {self.name!r} cannot score log-likelihoods")
 

@@ -37,11 +37,13 @@ NAME_FIELD = "name"
 WEIGHTS_DIGITS = 8  # hex digits of the weights fingerprint in a local folder's default name
 
 
-def check_given_name(name: str) -> str:
-    """A ``--model-name``: one line of printable text; refused (ValueError) otherwise."""
-    text = name.strip()
+def check_given_name(name: object, key: str = "--model-name") -> str:
+    """The one rule of a model's name, given (``--model-name``, RunSpec) or read back (results.json ``model.name``):
+    one line of printable text; refused (ValueError naming ``key``) otherwise. Markup in it is escaped where written
+    (reporting/tables.py md_text), never interpreted."""
+    text = name.strip() if isinstance(name, str) else ""
     if not text or not text.isprintable() or len(text) > 200:
-        raise ValueError(f"--model-name {name!r}: expected a non-empty name on one line (at most 200 characters)")
+        raise ValueError(f"{key} {str(name)[:60]!r}: expected a non-empty name on one line (at most 200 characters)")
     return text
 
 
@@ -90,7 +92,10 @@ def setting_slug(setting: str | None, constrained: bool = False, num_fewshot: in
     return "-".join(parts)
 
 
-def run_folder(model: dict, config: dict) -> str:
-    """``<model>[@rev]/<setting...>`` of a results.json's ``model`` and ``config`` objects."""
-    return (f"{model_slug(str(model.get('name_or_path') or 'model'), model.get('revision'))}/"
-            f"{setting_slug(config.get('setting'), bool(config.get('constrained')), int(config.get('num_fewshot') or 0), config.get('split'))}")
+def run_folder(model: dict, config: dict, rid: str) -> str:
+    """``<model>[@rev]/<setting>[-constrained][-<k>shot][-<split>][-thinking]-<run id>`` of a run identity or of a
+    results.json's ``model`` and ``config``: a local run's default folder and its folder in a results repository,
+    never shared by two runs that differ in anything that can change a number."""
+    setting = setting_slug(config.get("setting"), bool(config.get("constrained")), int(config.get("num_fewshot") or 0), config.get("split"))
+    thinking = "-thinking" if config.get("thinking") else ""
+    return f"{model_slug(str(model.get('name_or_path') or 'model'), model.get('revision'))}/{setting}{thinking}-{rid}"

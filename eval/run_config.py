@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from pydantic_core import PydanticCustomError
 
 from .backend_support.options import expected
+from .config_file import ConfigFileError, load_file, short
 from .settings.instruct import SETTINGS
 from .settings.thinking import DEFAULT_MARKERS, Thinking
-
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 # The engine flags that aliased --backend-arg NAME=VALUE, removed: flag -> NAME (one line names the spelling).
@@ -60,7 +60,8 @@ class RunSpec(BaseModel):
         "splits on the Hub (hf:evalitahf, as lm-eval's evalita_llm tasks)."))
     hub_org: str | None = Field(None, **_help("Read the datasets <ORG>/<task> from the Hub instead of --data."))
     tasks: list[str] | None = Field(None, **_help(
-        "Comma-separated task ids or entries (e.g. te,sa,ner or ner_fic). Default: every task the data have."))
+        "Comma-separated task ids or entries (e.g. te,sa,ner or ner_fic), or lm-eval's evalita_llm task and group "
+        "names (evalita-mp, evalita-mp_wic_prompt-1, ...). Default: every task the data have."))
     prompts: list[str] | None = Field(None, **_help(
         "Comma-separated prompt names (e.g. p1,p3). Default: every prompt."))
     num_fewshot: int = Field(0, ge=0, **_help("Few-shot examples per prompt."))
@@ -119,10 +120,11 @@ class RunSpec(BaseModel):
         "Default: off.",
         metavar="on|off"))
     think_markers: tuple[str, str] = Field(DEFAULT_MARKERS, **_help(
-        "The markers around a trace (default: <think>,</think>): the answer is what follows END.", metavar="START,END"))
+        "The markers around a trace (default: <think>,</think>): the answer is what follows the last END.",
+        metavar="START,END"))
     max_thinking_tokens: int | None = Field(None, ge=1, **_help(
         "With --thinking on: close the trace at N tokens and generate the answer after it with the task's own budget "
-        "(budget forcing; hf, vllm, openai-completions). Default: the answer budget plus 4096 trace tokens, never "
+        "(budget forcing; hf, vllm, openai-completions). Default: the answer budget plus 1024 trace tokens, never "
         "forced."))
     bertscore_model: str | None = Field(None, **_help(
         "Add BERTScore F1 to the OE and CE-NI settings, computed with this model (the bertscore extra); absent "
@@ -138,12 +140,19 @@ class RunSpec(BaseModel):
 
     @field_validator("batch_size", mode="before")
     @classmethod
-    def _batch_size(cls, value: Any) -> Any:
+    def _batch_size(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, str) and value.strip() == "auto":
             return None
-        if isinstance(value, str) and not value.strip().isdigit():
-            raise ValueError(f"expected a positive integer or auto, got {value!r}")
+        # A number in a file is written as one (``typed``: build_spec's strict pass); the command line's are strings.
+        if isinstance(value, str) and (not value.strip().isdigit() or (info.context or {}).get("typed")):
+            raise ValueError(f"expected a positive integer or auto, got {short(value)}")
         return value
+
+    @field_validator("thinking", mode="before")
+    @classmethod
+    def _thinking(cls, value: Any) -> Any:
+        """on|off as the command line spells it (a file's bare on/off is YAML's boolean already)."""
+        return {"on": True, "off": False}.get(value.strip().lower(), value) if isinstance(value, str) else value
 
     @field_validator("max_memory", mode="before")
     @classmethod
@@ -155,12 +164,10 @@ class RunSpec(BaseModel):
     @field_validator("think_markers", mode="before")
     @classmethod
     def _think_markers(cls, value: Any) -> Any:
-        """START,END as on the command line, or a list of the two."""
+        """START,END as on the command line, or a list of the two; two markers, neither inside the other."""
         from .settings.thinking import parse_markers
 
-        if isinstance(value, str):
-            return parse_markers(value)
-        return tuple(value) if isinstance(value, list) else value
+        return parse_markers(value) if isinstance(value, (str, list, tuple)) else value
 
     @field_validator("model_name")
     @classmethod
@@ -195,8 +202,11 @@ class RunSpec(BaseModel):
         return {name: typed[name] for name in value}
 
     @model_validator(mode="after")
-    def _rules(self) -> "RunSpec":
-        """The rules between options: each broken one names its key (``spec_error``)."""
+    def _rules(self, info: ValidationInfo) -> "RunSpec":
+        """The rules between options: each broken one names its key (``spec_error``); checked once a file's values
+        are read strictly (``build_spec``)."""
+        if (info.context or {}).get("fields_only"):
+            return self
         for key, broken, message in (
             ("data", (self.data is None) == (self.hub_org is None), "give exactly one of --data DIR or --hub-org ORG"),
             ("fewshot_as_multiturn", self.fewshot_as_multiturn and not self.apply_chat_template,
@@ -238,7 +248,7 @@ def spec_error(err: ValidationError, where: str | None) -> RunSpecError:
             return RunSpecError(f"{where + ': ' if where else ''}key {key}: " + removed_flag(flag))
         close = difflib.get_close_matches(key, list(RunSpec.model_fields), n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
-        return RunSpecError(f"{where + ': ' if where else ''}unknown key {key!r}{hint}; the keys are those of "
+        return RunSpecError(f"{where + ': ' if where else ''}unknown key {short(key)}{hint}; the keys are those of "
                             "`evalita-eval run --help`, underscores for dashes")
     said = expected(error)
     if where:
@@ -246,22 +256,53 @@ def spec_error(err: ValidationError, where: str | None) -> RunSpecError:
     return RunSpecError(said if said.startswith(("--", "give ")) else f"--{key.replace('_', '-')}: {said}")
 
 
-def build_spec(values: dict[str, Any], where: str | None) -> RunSpec:
-    """The ``RunSpec`` of ``values``; a ``RunSpecError`` naming ``where`` and the key otherwise."""
+def build_spec(values: dict[str, Any], where: str | None, given: frozenset[str] = frozenset(),
+               given_args: frozenset[str] = frozenset()) -> tuple[RunSpec, list[str]]:
+    """The ``RunSpec`` of ``values`` and a note per lm-eval task name read as ours; a ``RunSpecError`` naming
+    ``where`` and the key otherwise. ``given``, ``given_args``: the keys and backend_args given on the command line
+    (strings the spec reads); a file's values (``where``) are typed as written: ``limit: true`` or
+    ``num_fewshot: "2"`` is refused, never read as 1 or 2."""
     try:
-        return RunSpec.model_validate(values)
-    except ValidationError as err:
-        raise spec_error(err, where) from None
+        spec = RunSpec.model_validate(values, context={"fields_only": bool(where)})
+        if where:  # the file's keys again, strictly (the command line's as they were read), and the rules
+            for name, value in (values.get("backend_args") or {}).items():
+                typed_arg = spec.backend_args[name]
+                if name not in given_args and isinstance(value, str) and not isinstance(typed_arg, str | None):
+                    raise RunSpecError(f"{where}: key backend_args.{name}: expected {type(typed_arg).__name__}, "
+                                       f"not the string {short(value)}")
+            typed = {**values, **{key: getattr(spec, key) for key in given if key in values}}
+            spec = RunSpec.model_validate(typed, strict=True, context={"typed": True})
+    except ValidationError as err:  # a value given on the command line is named as its option (backend_args: merged)
+        loc = err.errors()[0]["loc"]
+        raise spec_error(err, None if loc and loc[0] in given - {"backend_args"} else where) from None
+    if not spec.tasks:
+        return spec, []
+    folded, notes = lm_eval_tasks(spec.model_dump(exclude_unset=True), where)
+    return RunSpec.model_validate(folded), notes
+
+
+def lm_eval_tasks(values: dict[str, Any], where: str | None) -> tuple[dict[str, Any], list[str]]:
+    """``values`` with lm-eval's task, group and tag names in ``tasks`` read as ours (reporting/lm_eval_tasks.py), a
+    prompt-level name's prompt as ``prompts``; a note per mapped name."""
+    from .reporting.lm_eval_tasks import from_lm_eval
+
+    try:
+        tasks, prompts, notes = from_lm_eval(values["tasks"])
+    except ValueError as err:
+        raise RunSpecError(f"{where + ': key tasks' if where else '--tasks'}: {err}") from None
+    if prompts is not None and values.get("prompts") not in (None, prompts):
+        raise RunSpecError(f"{where + ': key tasks' if where else '--tasks'}: its lm-eval names ask prompts "
+                           f"{','.join(prompts)}, --prompts {','.join(values['prompts'])}: give one")
+    return {**values, "tasks": tasks, **({"prompts": prompts} if prompts is not None else {})}, notes
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
-    """A --config file: a YAML (or JSON) mapping; one line naming the file otherwise."""
-    import yaml
-
+    """A --config file: a YAML (or JSON) mapping, read by eval/config_file.py's rules; one line naming the file
+    otherwise."""
     try:
-        doc = yaml.safe_load(Path(path).read_text("utf-8"))  # JSON is YAML too
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise RunSpecError(f"{path}: not a readable YAML or JSON file ({' '.join(str(err).split())[:200]})") from None
+        doc = load_file(path)
+    except ConfigFileError as err:
+        raise RunSpecError(str(err)) from None
     if not isinstance(doc, dict):
         raise RunSpecError(f"{path}: expected a mapping of run options (model: ..., limit: ...), got {type(doc).__name__}")
     return doc

@@ -17,6 +17,7 @@ never compute one run at once. What the runs reserve is compared with what there
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -25,13 +26,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .record import RecordError, read_run
-from .sweep_runs import SweepRun, complete_folder, load_sweep
+from .sweep_runs import SweepRun, complete_folder, load_sweep, run_reservation
 
 __all__ = ["load_sweep", "report_sweep", "run_one"]
 
 
 # Seconds between two looks at a running run's folder (its task) and at the runs' news (the driver).
 STATUS_POLL_S = 1.0
+# Times a run whose node is lost is started again elsewhere before it is reported failed.
+NODE_RETRIES = 2
 # A running run's line is printed again when a task finishes, else at most this often when its count moved.
 STATUS_EVERY_S = 60.0
 
@@ -90,18 +93,35 @@ def folder_of(log: Path, cwd: str) -> Path | None:
     return (Path(cwd) / said[-1]).resolve() if said else None
 
 
-def run_one(config: str, log: str, cwd: str, board: Any = None, run: int = 0) -> tuple[int, str, str | None]:
+def die_with_parent() -> None:
+    """In a run's process before it starts (Linux): killed when the Ray worker that started it dies (its node lost), so
+    the task's retry on another node holds the run folder's lock alone and resumes from the cache."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+
+
+def run_one(config: str, log: str, cwd: str, board: Any = None, run: int = 0,
+            paths: dict[str, str] | None = None) -> tuple[int, str, str | None]:
     """``run --config CONFIG`` in its own process (in ``cwd``, the driver's folder), its console appended
     to ``log``: (exit code, last line, the run's folder or None). Tells ``board`` (a ``Board`` actor)
-    that it started, then where it stands as it goes."""
+    that it started, then where it stands as it goes. ``paths`` (what -> path) that this node cannot read: one line."""
     import ray
 
+    from .replicas.resources import node_name, unreadable
+
+    problem = unreadable(paths or {})
+    if problem is not None:
+        return 1, problem, None
     Path(log).parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a", encoding="utf-8") as out:
         child = subprocess.Popen([sys.executable, "-m", "evalita_eval.cli", "run", "--config", config, "--no-progress"],
-                                 stdout=out, stderr=subprocess.STDOUT, cwd=cwd if os.path.isdir(cwd) else None)
+                                 stdout=out, stderr=subprocess.STDOUT, cwd=cwd if os.path.isdir(cwd) else None,
+                                 preexec_fn=die_with_parent)
         if board is not None:  # waited for: the driver sees "started" before it sees the end
-            ray.get(board.report.remote(run, 0, f"started on {socket.gethostname()} (pid {child.pid})"))
+            started = f"started on {socket.gethostname()}, node {node_name()} (pid {child.pid})"
+            ray.get(board.report.remote(run, 0, started))
         cache, last, folder = None, "", None
         while True:
             try:
@@ -141,19 +161,32 @@ class Lines:
             if run not in running:  # ended: its last report may arrive after its end
                 continue
             before = self.shown.get(run)
-            if before is None or (text != before[1] and (finished != before[0] or now - before[2] >= STATUS_EVERY_S)):
+            if before is None or (text != before[1] and (finished != before[0] or now - before[2] >= STATUS_EVERY_S
+                                                          or text.startswith("started"))):  # started again: always said
                 self.say(run, text)
                 self.shown[run] = (finished, text, now)
 
 
-def check_reservations(runs: list[SweepRun], address: str | None) -> None:
-    """Each run's GPUs (its Ray task's reservation) and its replicas' CPUs, against this machine's
-    (a local Ray) or the cluster's: one line naming the run before any run starts."""
+def reservations(runs: list[SweepRun], address: str | None) -> list[dict[str, float]]:
+    """Each run's Ray reservation (``run_reservation``), checked against this machine's CPUs and GPUs (a local Ray) or
+    the cluster's: one line naming the run before any run starts."""
     from .replicas.resources import check_room, cluster_resources, machine_resources
 
     have, where = (cluster_resources(), f"the Ray cluster at {address}") if address else (machine_resources(), "this machine")
-    for run in runs:
-        check_room(f"{run.where}: its replicas and GPUs", run.cpus, run.gpus, have, where)
+    held = [run_reservation(run.spec, have["GPU"] > 0) for run in runs]
+    for run, each in zip(runs, held):
+        check_room(f"{run.where}: its replicas and GPUs", each["num_cpus"], each["num_gpus"], have, where)
+    return held
+
+
+def run_paths(run: SweepRun, config: Path) -> dict[str, str]:
+    """What a run's node must read at the driver's paths: its config file, its data folder, a model folder."""
+    paths = {"run config": str(config)}
+    if run.spec.data:
+        paths["data folder"] = str(Path(run.spec.data).resolve())
+    if Path(run.spec.model).exists():
+        paths["model folder"] = str(Path(run.spec.model).resolve())
+    return paths
 
 
 def write_configs(runs: list[SweepRun], out: Path) -> list[Path]:
@@ -182,20 +215,23 @@ def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | 
     use_token_if_present(address)  # before Ray reads its configuration
     import ray
 
-    if address is None:  # checked before Ray starts here
-        check_reservations(runs, None)
+    held = reservations(runs, None) if address is None else []  # checked before Ray starts here
     started_ray = not ray.is_initialized()
     if started_ray:
         start_ray(address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    task = ray.remote(run_one)
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    # A run whose node is lost is started again on another (Ray retries the task; the run resumes from its cache).
+    task = ray.remote(max_retries=NODE_RETRIES)(run_one)
     states: dict[int, tuple[str, Path | None]] = {}
     pending: dict[Any, int] = {}
     lines = Lines(runs, echo)
     try:
-        if address is not None:
-            check_reservations(runs, address)
+        held = held or reservations(runs, address)
         configs = write_configs(runs, out)
-        board = ray.remote(Board).options(num_cpus=0).remote()
+        # On the driver's node: the news outlives any other node.
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        board = ray.remote(Board).options(num_cpus=0, scheduling_strategy=here).remote()
         for i, run in enumerate(runs):
             done = complete_folder(run)
             if done is not None:
@@ -203,14 +239,19 @@ def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | 
                 lines.say(i, f"already complete in {done}")
                 continue
             log = (out / "logs" / f"{run.number}.log").resolve()
-            pending[task.options(num_cpus=1, num_gpus=run.gpus).remote(str(configs[i]), str(log), os.getcwd(), board, i)] = i
+            paths = run_paths(run, configs[i])
+            pending[task.options(**held[i]).remote(str(configs[i]), str(log), os.getcwd(), board, i, paths)] = i
             lines.say(i, f"queued -> {run.output_dir or 'its run-id folder under results/'} (log {log})")
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=STATUS_POLL_S)
             lines.news(board, set(pending.values()))
             for ref in ready:
                 i = pending.pop(ref)
-                code, last, folder = ray.get(ref)
+                try:
+                    code, last, folder = ray.get(ref)
+                except ray.exceptions.RayError as err:  # its node lost NODE_RETRIES + 1 times: what it saved is kept
+                    code, folder = -1, None
+                    last = f"its node was lost ({type(err).__name__}); rerun the sweep to resume it"
                 states[i] = ("complete" if code == 0 else f"failed (exit {code}): {last}", None if folder is None else Path(folder))
                 lines.say(i, f"{states[i][0]} ({len(runs) - len(pending)}/{len(runs)} done; in {folder})")
     finally:
@@ -238,6 +279,9 @@ def report_sweep(runs: list[SweepRun], out: Path, address: str | None, echo: Cal
     of runs that are not complete."""
     from .reporting.report import write_report
 
+    for run in runs:
+        for note in run.notes:
+            echo(f"{run.where}: {note}")
     states = run_sweep(runs, echo, address, out)
     groups = report_groups(runs, states, out)
     if len(groups) > 1:

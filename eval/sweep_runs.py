@@ -29,8 +29,7 @@ class SweepRun:
     number: int  # its place in the file, from 1
     spec: RunSpec
     output_dir: Path | None  # given, resolved; None: `run`'s default folder (named by the run id)
-    gpus: float  # GPUs its Ray task reserves
-    cpus: float  # CPUs its replicas take (one each)
+    notes: tuple[str, ...] = ()  # said before the sweep starts (lm-eval task names read as ours)
 
     @property
     def where(self) -> str:
@@ -39,12 +38,9 @@ class SweepRun:
 
 def _read(path: Path) -> tuple[dict[str, Any], list[Any]]:
     """(defaults, runs) of a sweep file; a ValueError naming the file otherwise."""
-    import yaml
+    from .config_file import load_file
 
-    try:
-        doc = yaml.safe_load(path.read_text("utf-8"))  # JSON is YAML too
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise ValueError(f"{path}: not a readable YAML or JSON file ({' '.join(str(err).split())[:200]})") from None
+    doc = load_file(path)  # its ConfigFileError is a ValueError naming the file
     defaults: Any = {}
     if isinstance(doc, dict) and set(doc) <= {"defaults", "runs"}:
         defaults, doc = doc.get("defaults") or {}, doc.get("runs")
@@ -66,7 +62,8 @@ def load_sweep(path: Path) -> list[SweepRun]:
         where = f"{path}: run {n}" + (f" ({name})" if name is not None else "")
         if name is not None and not isinstance(name, str | int):
             raise RunSpecError(f"{where}: key name: expected a string, got {name!r}")
-        runs.append(sweep_run(build_spec(values, where), n, None if name is None else str(name)))
+        spec, notes = build_spec(values, where)
+        runs.append(sweep_run(spec, n, None if name is None else str(name), tuple(notes)))
     unnamed = [run.name for run, raw in zip(runs, doc) if "name" not in {**defaults, **raw}]
     # Runs without a name that would share one (same model and setting, other keys): told apart by their place.
     runs = [replace(run, name=f"{run.name} #{run.number}") if "name" not in {**defaults, **raw} and unnamed.count(run.name) > 1 else run
@@ -75,22 +72,27 @@ def load_sweep(path: Path) -> list[SweepRun]:
     return runs
 
 
-def sweep_run(spec: RunSpec, n: int, name: str | None) -> SweepRun:
+def sweep_run(spec: RunSpec, n: int, name: str | None, notes: tuple[str, ...] = ()) -> SweepRun:
     from .naming import setting_slug
 
     folder = Path(spec.output_dir).resolve() if spec.output_dir else None
     default_name = f"{spec.model} {folder.name if folder else setting_slug(spec.setting, spec.constrained, spec.num_fewshot, spec.split)}"
-    replicas = int(spec.backend_args.get("data_parallel_size", 1))
-    return SweepRun(name or default_name, n, spec, folder, run_gpus(spec, replicas), float(replicas))
+    return SweepRun(name or default_name, n, spec, folder, notes)
 
 
-def run_gpus(spec: RunSpec, replicas: int) -> float:
-    """GPUs one run reserves: vllm's tensor x data parallel sizes, one per hf replica on CUDA, else none."""
-    if spec.backend == "vllm":
-        return float(int(spec.backend_args.get("tensor_parallel_size", 1)) * replicas)
-    if str(spec.device or "").startswith("cuda") or spec.device == "auto":
-        return float(replicas)
-    return 0.0
+def run_reservation(spec: RunSpec, gpus_there: bool) -> dict[str, float]:
+    """What a run's Ray task reserves: a CPU per replica and its replicas' GPUs as its backend declares them
+    (``Backend.reservation``). A run without ``device`` takes CUDA where there is one (``run``'s default), so it
+    reserves its GPUs wherever the Ray it runs on has GPUs (``gpus_there``)."""
+    from .api import BackendOptions
+    from .backends import get_backend_class
+    from .replicas import replica_settings
+
+    device = spec.device or ("cuda" if gpus_there else "cpu")
+    replicas, _, one = replica_settings(BackendOptions(model=spec.model, device=device, threads=spec.threads,
+                                                       extra=dict(spec.backend_args)))
+    gpus = get_backend_class(spec.backend).reservation(one)["num_gpus"]
+    return {"num_cpus": float(replicas), "num_gpus": gpus * replicas}
 
 
 def check_runs(path: Path, runs: list[SweepRun]) -> None:
@@ -126,15 +128,15 @@ _NOT_ENTRY_KEYS = ("model", "chat_template")
 def identity_difference(record: RunRecord, spec: RunSpec) -> str | None:
     """Why the checked run ``record`` (record/read.py) is not a complete run of ``spec`` (None: it is). Every input
     its identity records beyond the model (on both sides: a thinking or BERTScore entry only one side has differs)
-    is compared with the one ``spec`` gives, and its run id recomputed; its status alone is never believed."""
+    is compared with the one ``spec`` gives; its status alone is never believed."""
     from .replicas import REPLICA_OPTIONS
-    from .running.identity import first_difference, run_id
+    from .running.identity import first_difference
 
     if record.partial:
         return "not complete"
-    identity = record.identity
-    if identity is None or record.run_id != run_id(identity):
-        return "no run identity matching its run id"
+    identity = record.identity  # hashes to the run id: the reader checks it (record/build.py check_identity)
+    if identity is None:
+        return "no run identity"
     model = identity["model"] if "model" in identity else None
     if not isinstance(model, dict):
         return "no model in its run identity"

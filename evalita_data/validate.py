@@ -9,6 +9,7 @@ from pathlib import Path
 from .jsonl import JsonlError, read_jsonl
 from .manifest import MANIFEST_FILE, BuildManifest, ManifestError
 from .registry import get_task, task_ids
+from .safepaths import UnsafePath
 from .schema_check import record_problems
 
 
@@ -51,7 +52,11 @@ def validate_file(path: Path, task_id: str) -> list[Violation]:
 
 def task_of(path: Path, root: Path | None = None) -> str:
     """The task a split file belongs to: the first folder under the build root named like a task."""
-    parts = path.resolve().relative_to(root.resolve()).parts if root else path.resolve().parts
+    resolved = path.resolve()
+    if root is not None and not resolved.is_relative_to(root.resolve()):
+        raise UnsafePath(f"{path}: a symbolic link to {resolved}, outside the build {root}; "
+                         "not read (copy the file instead)")
+    parts = resolved.relative_to(root.resolve()).parts if root else resolved.parts
     for part in parts:
         if part in task_ids():
             return part

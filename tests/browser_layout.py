@@ -57,14 +57,43 @@ def broken_words(report_html: Path, width: int, selector: str = ".models dt, .mo
     """(cells checked, words laid out on more than one line) of ``report_html`` at ``width`` px in headless Chromium."""
     import json
 
-    page = report_html.read_text("utf-8").replace("</body>", MEASURE % (json.dumps(selector), json.dumps(selector)) + "</body>")
+    result = measured(report_html, width, MEASURE % (json.dumps(selector), json.dumps(selector)), "broken-words")
+    return result["checked"], result["broken"]
+
+
+def measured(report_html: Path, width: int, script: str, found_id: str):
+    """What ``script`` (run in ``report_html`` once laid out at ``width`` px in headless Chromium) wrote as JSON into
+    the element ``found_id``."""
+    import json
+
+    page = report_html.read_text("utf-8").replace("</body>", script + "</body>")
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "report.html"
         copy.write_text(page, "utf-8")
         dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp}/profile", f"--window-size={width},1200",
                               "--virtual-time-budget=5000", "--dump-dom", f"file://{copy}"],
                              capture_output=True, text=True, timeout=120, check=True).stdout
-    found = re.search(r'<pre id="broken-words">(.*?)</pre>', dom, re.S)
+    found = re.search(rf'<pre id="{found_id}">(.*?)</pre>', dom, re.S)
     assert found, f"the measuring script did not run: {dom[-500:]}"
-    result = json.loads(html_lib.unescape(found.group(1)))
-    return result["checked"], result["broken"]
+    return json.loads(html_lib.unescape(found.group(1)))
+
+
+# Run in the page once laid out: per table box (``div.scroll``, after its section's heading), the width its table needs
+# and the width it is given; a table wider than its box is read behind a scrollbar.
+WIDTHS = """<script>
+window.addEventListener("load", () => {
+  const boxes = [...document.querySelectorAll("div.scroll")].map(box => {
+    let h = box.previousElementSibling;
+    while (h && !/^H[23]$/.test(h.tagName)) h = h.previousElementSibling;
+    return {heading: h ? h.textContent.trim() : "", needs: box.scrollWidth, given: box.clientWidth};
+  });
+  const out = document.createElement("pre"); out.id = "table-widths";
+  out.textContent = JSON.stringify(boxes);
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def table_widths(report_html: Path, width: int) -> list[dict]:
+    """Per table of ``report_html`` at ``width`` px in headless Chromium: its heading, the px it needs and is given."""
+    return measured(report_html, width, WIDTHS, "table-widths")

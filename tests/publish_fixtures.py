@@ -18,6 +18,15 @@ from paths import TEST_DATA
 from hub_stub import HubStub
 
 RAW_SAMPLES = TEST_DATA / "raw"
+
+
+def repo_folder(run: Path, model: str = "org-b__beta-8b@v1", setting: str = "loglikelihood") -> str:
+    """The repository folder push-results gives a run: ``<model>/<setting>-<run id>``, the run id hashed from its
+    identity (a results.json with none, as the committed beta run, from its whole content)."""
+    from evalita_eval.record import run_id
+
+    doc = json.loads((run / "results.json").read_text("utf-8"))
+    return f"{model}/{setting}-{run_id(doc['run_identity'] if doc.get('run_identity') else doc)}"
 TOKEN = "hf_stubSECRETtoken0123456789"
 
 

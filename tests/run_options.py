@@ -13,5 +13,5 @@ from evalita_eval.run_config import RunSpec, backend_options, build_spec
 
 def options_as_run_builds(backend: str, **values: Any) -> BackendOptions:
     args = {**values.pop("backend_args", {}), **{k: values.pop(k) for k in list(values) if k not in RunSpec.model_fields}}
-    spec = build_spec({"backend": backend, "data": "data", **values, "backend_args": args}, None)
+    spec = build_spec({"backend": backend, "data": "data", **values, "backend_args": args}, None)[0]
     return backend_options(spec, spec.device or "cpu")

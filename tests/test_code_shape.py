@@ -113,13 +113,6 @@ def test_only_the_task_kinds_branch_on_output_type_or_setting() -> None:
 REQUEST_KINDS = frozenset({"loglikelihood", "generate_until"})  # api.RequestKind's values (checked below)
 # The one module that tells the backends apart by name: the registry.
 BACKEND_REGISTRY = "backends/__init__.py"
-# Comparisons with a backend's name that other changes of issue 44 replace (item 3: the backend declares what a run
-# reserves; item 4: the EEE labels from the backend's declaration); each entry goes with its change.
-BACKEND_NAME_PENDING = {
-    "replicas/backend.py": "replica_resources: a vllm replica's GPUs (item 3, the backend's resources)",
-    "sweep_runs.py": "run_gpus: a sweep run's GPUs (item 3, the backend's resources)",
-    "publishing/export_eee.py": "the EEE platform label (item 4)",
-}
 # Classes named as options that are not a second options type of a run, and why.
 OPTIONS_TYPES_ALLOWED = {
     "RunSpec": "the one type of a run's options",
@@ -211,9 +204,8 @@ def test_only_the_registry_compares_backend_names() -> None:
 
     names = frozenset(backend_names())
     modules = eval_modules()
-    assert set(BACKEND_NAME_PENDING) <= set(modules)
     found = {path: hits for path, source in modules.items()
-             if path != BACKEND_REGISTRY and path not in BACKEND_NAME_PENDING and (hits := backend_name_comparisons(source, names))}
+             if path != BACKEND_REGISTRY and (hits := backend_name_comparisons(source, names))}
     assert found == {}
 
 

@@ -30,11 +30,14 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS: list[tuple[str, ...]] = [
     ("evalita_data",),  # the data toolkit: it imports nothing of the evaluator
     # The evaluator's foundations: the version, the backend contract, output-folder names, the
-    # text rules that read answers, the tiny test model.
-    ("evalita_eval", "evalita_eval.api", "evalita_eval.naming", "evalita_eval.settings.answers", "evalita_eval.tiny"),
-    # The tasks' metrics and the open-ended one (reads answers.normalize); the run record (results.json and
-    # samples: their schemas and their one reader, docs/run-record.md).
-    ("evalita_eval.metrics", "evalita_eval.record"),
+    # text rules that read answers, the tiny test model, the reader of option files (run --config, sweeps).
+    ("evalita_eval", "evalita_eval.api", "evalita_eval.naming", "evalita_eval.settings.answers", "evalita_eval.tiny",
+     "evalita_eval.config_file"),
+    # The tasks' metrics and the open-ended one (reads answers.normalize).
+    ("evalita_eval.metrics",),
+    # The run record (results.json and samples: their schemas and their one reader, docs/run-record.md): its reader
+    # recomputes each score from the samples with the metrics.
+    ("evalita_eval.record",),
     # What backends share about a model; what is sent to the model; where data come from; reports of
     # finished runs. None loads another: reports and data reading never load torch.
     ("evalita_eval.backend_support", "evalita_eval.settings", "evalita_eval.sources", "evalita_eval.reporting"),
@@ -304,15 +307,15 @@ def test_the_layer_check_sees_what_it_must_refuse(tmp_path: Path) -> None:
         modules = {**modules, name: path}
     found = layering_violations([i for i in explicit_imports(modules) if ".planted" in i.module], LAYERS)
     assert found == [
-        f"{tmp_path}/evalita_eval.reporting.planted.py:2: evalita_eval.reporting.planted (layer 3: evalita_eval.reporting) "
-        "imports evalita_eval.running.runner (layer 4: evalita_eval.running), a higher layer",
-        f"{tmp_path}/evalita_eval.sources.planted.py:2: evalita_eval.sources.planted (layer 3: evalita_eval.sources) "
-        "imports evalita_eval.backends.hf (layer 5: evalita_eval.backends), a higher layer",
+        f"{tmp_path}/evalita_eval.reporting.planted.py:2: evalita_eval.reporting.planted (layer 4: evalita_eval.reporting) "
+        "imports evalita_eval.running.runner (layer 5: evalita_eval.running), a higher layer",
+        f"{tmp_path}/evalita_eval.sources.planted.py:2: evalita_eval.sources.planted (layer 4: evalita_eval.sources) "
+        "imports evalita_eval.backends.hf (layer 6: evalita_eval.backends), a higher layer",
         f"{tmp_path}/evalita_data.planted.py:3: evalita_data.planted (layer 0: evalita_data) "
         "imports evalita_eval.metrics (layer 2: evalita_eval.metrics), a higher layer",
         f"{tmp_path}/evalita_eval.planted.py:1: evalita_eval.planted is in no layer of LAYERS: place it there",
-        f"{tmp_path}/evalita_eval.reporting.planted2.py:1: evalita_eval.reporting.planted2 (layer 3: evalita_eval.reporting) "
-        "imports evalita_eval.sources.base (layer 3: evalita_eval.sources), another room of its layer",
+        f"{tmp_path}/evalita_eval.reporting.planted2.py:1: evalita_eval.reporting.planted2 (layer 4: evalita_eval.reporting) "
+        "imports evalita_eval.sources.base (layer 4: evalita_eval.sources), another room of its layer",
     ]
 
 

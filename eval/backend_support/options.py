@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
 
 from ..api import Backend, BackendOptions
+from ..config_file import short
 
 # A command-line value meaning None, for an option that may be none.
 _NONE_WORDS = frozenset({"none", "null"})
@@ -64,7 +65,7 @@ def expected(error: dict) -> str:
         said = str(error["msg"]).removeprefix("Value error, ")
     if kind in ("missing", "rule", "value_error"):  # our validators' own words name the value
         return said
-    return f"{said}, got {error.get('input')!r}"
+    return f"{said}, got {short(error.get('input'))}"
 
 
 def _type_name(tp: Any) -> str:
@@ -87,7 +88,7 @@ def _from_text(value: Any, tp: Any) -> Any:
         try:
             return json.loads(value)
         except json.JSONDecodeError as err:
-            raise ValueError(f"expected {_type_name(tp)} in JSON, got {value!r} ({err})") from None
+            raise ValueError(f"expected {_type_name(tp)} in JSON, got {short(value)} ({err})") from None
     return value
 
 
@@ -114,7 +115,7 @@ def resolve_options(backend: type[Backend], options: BackendOptions) -> tuple[Ba
     declared = typing.get_type_hints(backend.Options)
     unknown = sorted(set(options.extra) - set(declared))
     if unknown:
-        raise BackendOptionError(f"--backend-arg {unknown[0]}: backend {backend.name!r} has no such option "
+        raise BackendOptionError(f"--backend-arg {unknown[0][:60]}: backend {backend.name!r} has no such option "
                                  f"(its options: {', '.join(declared) or 'none'}; `evalita-eval backends` lists them)")
     where = "--backend-arg {} (backend " + repr(backend.name) + ")"
     try:

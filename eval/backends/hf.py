@@ -230,15 +230,10 @@ class HFBackend(OnHFModel, Backend):
 
         eos = self.tokenizer.decode([self.tokenizer.eos_token_id], skip_special_tokens=False)
         out: list[str | None] = [None] * len(requests)
-        groups: dict[tuple, list[int]] = {}
-        for i, r in enumerate(requests):
-            groups.setdefault((r.stop, r.max_new_tokens, r.constraint is not None), []).append(i)
-        for (stop, max_new, constrained), idx in groups.items():
+        for (stop, max_new, constrained), batches in self._generation_plan(requests):
             until = list(stop) + ([eos] if eos not in stop else [])
             max_ctx = prompt_room(self.max_length, max_new)
-            lengths = {i: len(self.tokenizer.encode(requests[i].context)) for i in idx}
-            idx = sorted(idx, key=lambda i: -lengths[i])
-            for batch in self._generation_batches(idx, {i: min(n, max_ctx) + max_new for i, n in lengths.items()}):
+            for batch in batches:
                 contexts = [requests[i].context for i in batch]
                 special = default_add_special_tokens(self.tokenizer, contexts[0])
                 self.tokenizer.padding_side = "left"
@@ -265,6 +260,25 @@ class HFBackend(OnHFModel, Backend):
                     if on_result is not None:
                         on_result(i, out[i])
         return out  # type: ignore[return-value]
+
+    def call_batches(self, kind: RequestKind, requests: Sequence[Any]) -> list[list[int]]:
+        """Generations: the ``generate`` calls ``generate_until`` makes; log-likelihoods: the call whole."""
+        if kind != RequestKind.GENERATE:
+            return super().call_batches(kind, requests)
+        return [batch for _, batches in self._generation_plan(requests) for batch in batches]
+
+    def _generation_plan(self, requests: Sequence[GenRequest]) -> list[tuple[tuple, list[list[int]]]]:
+        """(stop strings, new-token limit, constrained) -> its ``generate`` batches, longest context first."""
+        groups: dict[tuple, list[int]] = {}
+        for i, r in enumerate(requests):
+            groups.setdefault((r.stop, r.max_new_tokens, r.constraint is not None), []).append(i)
+        plan = []
+        for key, idx in groups.items():
+            max_ctx = prompt_room(self.max_length, key[1])
+            lengths = {i: len(self.tokenizer.encode(requests[i].context)) for i in idx}
+            idx = sorted(idx, key=lambda i: -lengths[i])
+            plan.append((key, self._generation_batches(idx, {i: min(n, max_ctx) + key[1] for i, n in lengths.items()})))
+        return plan
 
     def _generation_batches(self, order: list[int], lengths: dict[int, int]) -> list[list[int]]:
         """``order`` cut into ``generate`` calls: ``batch_size`` requests each, or with

@@ -66,6 +66,10 @@ class ServerOptions:
 class _OpenAIBase(Backend):
     Options = ServerOptions
 
+    @classmethod
+    def reservation(cls, options: BackendOptions) -> dict[str, float]:
+        return {"num_cpus": 1.0, "num_gpus": 0.0}  # a client: the server holds the GPUs
+
     def __init__(self, options: BackendOptions) -> None:
         server: ServerOptions = engine_of(type(self), options)
         if not server.base_url:

@@ -170,6 +170,11 @@ class VLLMBackend(Backend):
         self.dtype = dtype
 
     @classmethod
+    def reservation(cls, options: BackendOptions) -> dict[str, float]:
+        held = super().reservation(options)  # on GPUs: tensor_parallel_size of them
+        return {**held, "num_gpus": float(engine_of(cls, options).tensor_parallel_size)} if held["num_gpus"] else held
+
+    @classmethod
     def from_options(cls, options: BackendOptions) -> "VLLMBackend":
         try:
             from vllm import LLM

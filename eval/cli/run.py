@@ -5,6 +5,7 @@ model loads; eval/cli/__init__.py registers the command."""
 
 from __future__ import annotations
 
+import signal
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,11 +53,13 @@ def execute(options, source, spec, entries: list):
     from ..running.estimate import announce
     from ..running.identity import default_output_dir, identity_of
     from ..running.runner import ModelInfo, Runner
+    from ..running.thinking_run import budget_line, refuse_thinking_without_traces
 
     runner = None
     try:
         backend = create_backend(spec.backend, options)
         try:
+            refuse_thinking_without_traces(backend, spec)  # before the folder and the plan
             model_info = ModelInfo(options.model, options.revision, backend.dtype, spec.backend,
                                    backend.cache_identity(), spec.model_name)
             # Named by the model and the run's identity unless given: two runs never share one.
@@ -69,10 +72,13 @@ def execute(options, source, spec, entries: list):
                 plan = runner.plan(entries)  # built once: printed, then executed
                 announce(runner, plan, backend, lambda text: click.echo(text, err=True),
                          every_s=300.0 if spec.progress else 60.0)
+                if spec.thinking:
+                    click.echo(budget_line(spec.max_thinking_tokens), err=True)
                 return runner.run(plan), runner
         finally:
             backend.close()
     except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C (during the summary or the shutdown) is quiet
         click.echo("\ninterrupted: " + (runner.interrupt_summary() if runner is not None else "nothing was computed yet"), err=True)
         sys.exit(130)
     except (FileNotFoundError, ValueError, RuntimeError, OSError) as err:
@@ -93,11 +99,15 @@ def spec_of(ctx: click.Context, given: dict):
     explicit = {p for p in given if ctx.get_parameter_source(p) not in (ParameterSource.DEFAULT, None)}
     try:
         values = cli_values(given, explicit, read_config_file(config) if config else {})
-        return build_spec(values, str(config) if config else None)  # None: the options name themselves
+        spec, notes = build_spec(values, str(config) if config else None,  # None: the options name themselves
+                                 frozenset(explicit), frozenset(a.split("=", 1)[0] for a in given["backend_args"]))
     except RunSpecError as err:
         if config is None:  # a bad option, as click's own errors: usage, exit 2
             raise click.UsageError(str(err)) from None
         raise click.ClickException(str(err)) from None
+    for note in notes:
+        click.echo(note, err=True)
+    return spec
 
 
 def _run(ctx: click.Context, **given) -> None:

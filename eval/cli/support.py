@@ -17,8 +17,8 @@ def require(command: str, modules: tuple[str, ...]) -> None:
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
         raise click.ClickException(
-            f"`evalita-eval {command}` needs {', '.join(missing)}, which `pip install evalita-llm` alone does not "
-            "install. Install the evaluator: pip install torch 'evalita-llm[eval]' (from a checkout: pip install torch '.[eval]')."
+            f"`evalita-eval {command}` needs {', '.join(missing)}, which `pip install .` alone does not install. "
+            "Install the evaluator from the clone: pip install torch -e '.[eval]'"
         )
 
 

@@ -28,8 +28,15 @@ CANONICAL_METRIC_IDS = {
 METRIC_KINDS = {"acc": "accuracy", "acc_norm": "accuracy", "accuracy": "accuracy", "f1": "f1",
                 "rouge1": "text_overlap", "rouge2": "text_overlap", "rougeL": "text_overlap", "rougeLsum": "text_overlap"}
 
-# results.json's model.backend -> the inference engine (name, the package whose version results.json records).
-ENGINES = {"hf": ("transformers", "transformers"), "fast": ("transformers", "transformers"), "vllm": ("vllm", "vllm")}
+# results.json's model.backend -> where EEE says the model ran: inference_platform, deployment_type and the engine
+# (name, the package whose version results.json records). A served model's engine is the server's, not known here; a
+# backend not listed (another package's; none recorded: an older run, of hf) is taken as run here on a Hub model.
+BACKENDS: dict[str, tuple[str, str, tuple[str, str] | None]] = {
+    "hf": ("huggingface", "self_deployed", ("transformers", "transformers")),
+    "vllm": ("huggingface", "self_deployed", ("vllm", "vllm")),
+    "openai-chat": ("openai_compatible_api", "externally_managed", None),
+    "openai-completions": ("openai_compatible_api", "externally_managed", None),
+}
 
 
 def metric_id(name: str, namespace: str = HARNESS_NAMESPACE) -> str:
@@ -56,14 +63,16 @@ def sample_hash(prompt: str, reference: object) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def inference_engine(backend: str | None, versions: dict) -> dict | None:
-    """``{name, version}`` of the engine (the run's backend) that ran the model (None for a served model: the server is not known)."""
-    engine = ENGINES.get(str(backend))  # none recorded: the engine is not known
+def deployment(backend: str | None, versions: dict, local: bool) -> tuple[str, str, dict | None]:
+    """``inference_platform``, ``deployment_type`` and ``inference_engine`` (``{name, version}``, None where not
+    known) of a run on ``backend``; ``local``: the weights are a local folder (``inference_platform: local`` unless
+    served)."""
+    platform, deployed, engine = BACKENDS.get(str(backend), ("huggingface", "self_deployed", None))
+    platform = "local" if local and deployed == "self_deployed" else platform
     if engine is None:
-        return None
-    name, package = engine
-    version = versions.get(package)
-    return {"name": name, **({"version": str(version)} if version else {})}
+        return platform, deployed, None
+    version = versions.get(engine[1])
+    return platform, deployed, {"name": engine[0], **({"version": str(version)} if version else {})}
 
 
 def item_score(metric: Any, sample: dict) -> float:

@@ -22,10 +22,11 @@ from pathlib import Path
 from ..record.model import SampleLine
 from ..reporting.runs import RunResults, load_results, parse_results
 from ..reporting.task_report import build_task_report, task_order
+from ..settings.thinking import UNFINISHED
 from ..naming import display_name, is_local_model
-from .eee_terms import OUR_NAMESPACE, inference_engine, item_score, metric_config, sample_hash
+from .eee_terms import OUR_NAMESPACE, deployment, item_score, metric_config, sample_hash
 from .model_page import official_datasets
-from .public import check_publishable, local_replacements, named, public_results
+from .public import check_publishable, local_replacements, named, public_results, public_samples
 
 SCHEMAS = Path(__file__).parent / "eee_schemas"
 BENCHMARK = "evalita-llm"
@@ -138,6 +139,9 @@ def _instance(run: RunResults, ids: dict, task: str, prompt: str, metric: str, s
     if mc and isinstance(gold, int) and 0 <= gold < len(sample.choices):
         gold = sample.choices[gold]  # the gold answer's text, as the choices
     prompt_text = sample.prompt or ""
+    # A generated answer no rule read (or whose trace never ended) is exported so: never as the class scored in its stead.
+    unread = (str(sample.line.get("unparsed_reason") or "no rule read it") if "parsed" in sample.line and sample.line["parsed"] is None
+              else UNFINISHED if sample.line.get("reasoning_unfinished") is True else None)
     record = {"schema_version": SCHEMA_VERSION, **ids, "evaluation_name": f"{task} {prompt}",
               "evaluation_result_id": f"{task}/{prompt}/{metric}", "sample_id": f"{task}/{sample.doc_id}",
               # as EEE's lm-eval converter hashes (prompt, target): a multiple-choice target is the gold index
@@ -146,9 +150,9 @@ def _instance(run: RunResults, ids: dict, task: str, prompt: str, metric: str, s
               "interaction_type": "single_turn",
               "input": {"raw": prompt_text, "reference": [json.dumps(gold, ensure_ascii=False) if not isinstance(gold, str) else gold]},
               "output": {"raw": [raw]},
-              "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": shown,
-                                      "extraction_method": sample.parsed_by or ("loglikelihood argmax" if mc else "generation"),
-                                      "is_terminal": True}],
+              "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": "" if unread else shown,
+                                      "extraction_method": f"unparsed: {unread}" if unread else
+                                      sample.parsed_by or ("loglikelihood argmax" if mc else "generation"), "is_terminal": True}],
               "evaluation": {"score": score, "is_correct": bool(correct)}}
     if mc:
         record["input"]["choices"] = [str(c) for c in sample.choices]
@@ -183,13 +187,12 @@ def _model_info(run: RunResults, developer: str, model_id: str) -> dict:
     """The model as EEE names it: its name (naming.display_name), id, developer, and where and with what it ran
     (a local folder is ``inference_platform: local``, never the Hub's)."""
     local = is_local_model(run.model)
-    platform = "local" if local else "openai_compatible_api" if run.model.backend == "openai" else "huggingface"
+    platform, deployed, engine = deployment(run.model.backend, run.package_versions, local)
     info = {"name": display_name(run.model), "id": model_id, "developer": developer, "inference_platform": platform,
-            "additional_details": {"deployment_type": "externally_managed" if run.model.backend == "openai" else "self_deployed",
+            "additional_details": {"deployment_type": deployed,
                                    "model_availability": "unknown", **({"local_folder": "true"} if local else {}),
                                    **{k: str(v) for k in ("revision", "dtype", "backend", "files_sha256", "file_sha256")
                                       if (v := getattr(run.model, k)) is not None}}}
-    engine = inference_engine(run.model.backend, run.package_versions)
     return {**info, "inference_engine": engine} if engine else info
 
 
@@ -202,7 +205,8 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown", mode
     checked = load_results(path, partial=True)  # its checks and messages
     raw = path.read_bytes()
     named_run, doc = named(checked, json.loads(raw), model_name)
-    run = parse_results(path, public_results(named_run, doc, path.parent), partial=True)
+    public = public_results(named_run, doc, path.parent)
+    run = parse_results(path, public, partial=True, in_memory=public_samples(checked, public))
     developer, model, model_id = _ids(run)
     run_id = _uuid(run, raw)
     stamp = str(int(path.stat().st_mtime))

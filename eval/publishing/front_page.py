@@ -1,6 +1,6 @@
 """The results repository's front page (its root ``README.md``): every run pushed there.
 
-Each run keeps its own card (``<model>/<setting>/README.md``); the front page lists all of
+Each run keeps its own card (``<model>/<setting>-<run id>/README.md``); the front page lists all of
 them, read back from their ``results.json`` at every push, with the setting, split, limit,
 status and whether the run may go on a model page (and if not, why). It also carries the
 dataset viewer's YAML header: one config per run folder.
@@ -8,19 +8,22 @@ dataset viewer's YAML header: one config per run folder.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Mapping
 
 from ..reporting.runs import parse_results
 from ..reporting.settings_view import setting_label
-from ..reporting.tables import ScoresError, TextTable
+from ..reporting.tables import Markdown, ScoresError, TextTable
 from .model_page import model_page_refusal, yaml_str
 from .public import model_label
 
 
 def run_row(folder: str, doc: dict | None) -> list[str]:
     """One line of the front page; a results.json that cannot be read says so in the status."""
-    link = f"[`{folder}/`]({folder}/README.md)"
+    # A link only to a folder of naming.run_folder's path-safe characters (a peer's repository may hold any other).
+    safe = re.fullmatch(r"[\w.@-]+/[\w.@-]+", folder, re.ASCII)
+    link = Markdown(f"[`{folder}/`]({folder}/README.md)") if safe else folder
     if doc is None:
         return [link, "?", "?", "?", "?", "results.json unreadable", "?"]
     try:
@@ -43,7 +46,8 @@ def render_front_page(repo_id: str, runs: Mapping[str, dict | None]) -> str:
         lines += [f"- config_name: {yaml_str(f.replace('/', '--'))}", f"  data_files: {yaml_str(f + '/results.json')}"]
     lines += ["---", "# Evalita-LLM results", "",
               f"Runs of `evalita-eval run` pushed to `{repo_id}` by `evalita-eval push-results`, one folder per model and "
-              "setting: `results.json` (scores, settings, data hashes), `samples/` (every prediction) and the run's card "
+              "setting and run (`<model>/<setting>-<run id>`, the run's default local folder: a second run of the same model "
+              "and setting is listed beside the first, never replaces it): `results.json` (scores, settings, data hashes), `samples/` (every prediction) and the run's card "
               "`README.md` with its per-task tables. Model page: whether the run's scores may be copied to the model's "
               "page (`.eval_results/*.yaml`, `model-index.yaml`): only complete runs of every item of the official splits.",
               "",

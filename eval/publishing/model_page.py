@@ -163,7 +163,7 @@ def model_index_yaml(run: RunResults, model: str, url: str, date: str) -> str:
 
 
 def model_page_files(run: RunResults, folder: str, repo_id: str, model: str) -> list[RepoFile]:
-    """``<folder>/.eval_results/evalita-llm_<setting>.yaml`` and ``<folder>/model-index.yaml``; none when refused."""
+    """``<folder>/.eval_results/evalita-llm_<setting>-<run id>.yaml`` and ``<folder>/model-index.yaml``; none when refused."""
     if model_page_refusal(run) is not None:
         return []
     url = f"https://huggingface.co/datasets/{repo_id}/tree/main/{folder}"

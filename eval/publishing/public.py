@@ -5,7 +5,8 @@ local folder (``/tmp/x/model``, ``/work/build``). Published (``push-results``, `
 a Hub id stays with its revision; a local model folder becomes its folder name, marked
 ``local_folder`` and identified by the weights' fingerprint (``files_sha256``, already in the
 record); a local data folder becomes its folder name (its splits are identified by
-``manifest_sha256``). Every other occurrence of those paths (and of the run folder) in any
+``manifest_sha256``); a run identity that held a local path gets the run id its published form hashes to (in
+results.json and every sample line). Every other occurrence of those paths (and of the run folder) in any
 published string is replaced by the same public name, and :func:`check_no_local_paths`
 refuses a file that still holds one.
 """
@@ -20,6 +21,7 @@ from dataclasses import replace
 from typing import Any, Iterable
 
 from ..naming import NAME_FIELD, display_name, is_local, is_local_model
+from ..record.build import run_id
 from ..record.model import ModelRecord, RunRecord
 
 # Sources ``run --data`` names that are not folders (eval/sources: hf://ORG, hf:ORG).
@@ -93,7 +95,16 @@ def public_results(run: RunRecord, doc: dict, results_dir: Path | None = None) -
         out["model"]["local_folder"] = True  # named by its folder; files_sha256 identifies the weights
     if run.data.source in replacements:
         out["data"]["local_folder"] = True
+    if out.get("run_identity") != doc.get("run_identity"):  # local paths replaced in it: the run id it hashes to
+        out["run_id"] = run_id(out["run_identity"])
     return out
+
+
+def public_samples(run: RunRecord, public: dict) -> dict[tuple[str, str], list[dict]] | None:
+    """The checked samples of ``run`` under the run id of its published record ``public`` (None: the same id)."""
+    if public.get("run_id", run.run_id) == run.run_id:
+        return None
+    return {key: [{**line, "run_id": public["run_id"]} for line in lines] for key, lines in run.samples.items()}
 
 
 def public_bytes(data: bytes, replacements: dict[str, str]) -> bytes:

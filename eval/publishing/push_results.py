@@ -1,7 +1,8 @@
 """``evalita-eval push-results``: one run's results, samples and a card as a Hub dataset.
 
-As lm-eval's ``--hf_hub_log_args``: the run goes under ``<model>/`` of the repository
-(``results.json``, ``samples/<task>_<prompt>.jsonl``), with a ``README.md`` card that shows
+As lm-eval's ``--hf_hub_log_args``: the run goes under ``<model>/<setting>-<run id>/`` of the repository, the name of
+its default local folder (``results.json``, ``samples/<task>_<prompt>.jsonl``), so a second run of the same model and
+setting never replaces the first; with a ``README.md`` card that shows
 the per-task tables (prompts x metric, MinP/MaxP/AvgP/CPS, Sharpe) and the run's settings.
 One commit, only additions and changes: nothing is ever deleted, other models' folders
 are left alone. The publishing mechanics (plan, retries, one commit, the token never
@@ -20,14 +21,17 @@ from evalita_data.hub.push import (DEFAULT_BRANCH, RETRY_DELAYS, HubUnreachable,
                                 dry_plan, plan_repo, remote_state, with_retries)
 
 from ..naming import run_folder
+from ..record import run_id
+from ..record.read import json_document
 from ..reporting.runs import RunResults, load_results, parse_results
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
-from ..reporting.tables import TextTable, fmt
+from ..reporting.tables import TextTable, fmt, md_text
 from ..reporting.worth import small_n_note
 from .front_page import render_front_page
 from .model_page import model_id, model_page_files, model_page_refusal
-from .public import LocalPathLeft, check_publishable, local_replacements, model_label, named, public_bytes, public_results
+from .public import (LocalPathLeft, check_publishable, local_replacements, model_label, named, public_bytes,
+                     public_results, public_samples)
 from ..reporting.unparsed_flag import EXPLAIN, flag_mark, flag_notes, none_read, none_read_summary
 
 STAT_COLUMNS = ("MinP", "MaxP", "AvgP", "CPS")
@@ -35,9 +39,12 @@ STAT_COLUMNS = ("MinP", "MaxP", "AvgP", "CPS")
 CARD = "README.md"
 
 
-def model_folder(run: RunResults) -> str:
-    """The repository folder of one run: ``<model>[@rev]/<setting>[-constrained][-<k>shot][-<split>]`` (naming.py)."""
-    return run_folder(run.raw["model"], run.raw["config"])  # the migrated document's objects (record/migrate.py)
+def model_folder(run: RunResults, doc: dict) -> str:
+    """The repository folder of one run (naming.run_folder): the run id its published identity hashes to (``doc``, the
+    published results.json), as the run's default folder name; a file with none (older) is named by its content's hash."""
+    identity = doc.get("run_identity")
+    rid = run_id(identity if isinstance(identity, dict) else doc)
+    return run_folder(run.raw["model"], run.raw["config"], rid)  # the migrated document's objects (record/migrate.py)
 
 
 def render_card(run: RunResults, folder: str, repo_id: str) -> str:
@@ -46,7 +53,8 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
     ``run`` is the published form of the run (public.py: no local path); the repository's front page lists the other runs."""
     run.display = model_label(run.model)
     lines = [
-        f"# Evalita-LLM results: {run.display}" + (f" ({NOT_COMPARABLE})" if run.not_comparable_reasons else ""),
+        f"# Evalita-LLM results: {md_text(run.display)}"
+        + (f" ({NOT_COMPARABLE})" if run.not_comparable_reasons else ""),
         "",
         f"Written by `evalita-eval push-results` to `{repo_id}`. Files of this run are under `{folder}/`: "
         "`results.json` (scores as fractions, settings, data hashes, baselines, answer rules) and "
@@ -58,12 +66,11 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
                 ("data", run.data.source + (" (local folder)" if run.data.local_folder else "") if run.data.source else None)]
     settings += run_rows(run)
     settings += [("seed", run.config.seed), ("max_new_tokens", run.config.max_new_tokens)]
-    lines += [f"| {k} | {'–' if v is None else str(v).replace('|', '/')} |" for k, v in settings]
-    for repo, sha in sorted(run.data.revisions.items()):
-        lines.append(f"| data revision {repo} | {sha} |")
+    settings += [(f"data revision {repo}", sha) for repo, sha in sorted(run.data.revisions.items())]
     refusal = model_page_refusal(run)
-    lines.append("| model page files | " + ("`.eval_results/`, `model-index.yaml`" if refusal is None
-                                          else f"none: {refusal}").replace("|", "/") + " |")
+    lines += [f"| {md_text(k)} | {'–' if v is None else md_text(v)} |" for k, v in settings]
+    files = "`.eval_results/`, `model-index.yaml`" if refusal is None else md_text(f"none: {refusal}")
+    lines.append(f"| model page files | {files} |")
     lines += ["", "## Scores (percent)", "",
               "One row per task: its headline metric on every prompt, then the multi-prompt statistics: MinP, MaxP and "
               "AvgP (minimum, maximum, mean over prompts), CPS (combined performance score) and the Sharpe score "
@@ -91,13 +98,13 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
     notes += run.notes
     if run.partial:
         notes.append(f"{run.status_text}: the other tasks are missing")
-    lines += [""] + [f"Note: {n}" for n in notes]
+    lines += [""] + [f"Note: {md_text(n)}" for n in notes]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _public_run(results_dir: Path, model_name: str | None = None) -> tuple[RunResults, bytes, dict[str, str]]:
+def _public_run(results_dir: Path, model_name: str | None = None) -> tuple[RunResults, bytes, dict[str, str], str]:
     """The run as published (no local path; the model named ``model_name``, else as recorded), its results.json
-    bytes and the replacements made."""
+    bytes, the replacements made and its folder in the repository."""
     path = results_dir / "results.json"
     if not path.is_file():
         raise PushError(f"{path}: no results.json; run `evalita-eval run --output-dir {results_dir}` first")
@@ -106,7 +113,10 @@ def _public_run(results_dir: Path, model_name: str | None = None) -> tuple[RunRe
     run, doc = named(checked, original, model_name)
     public = public_results(run, doc, results_dir)
     data = path.read_bytes() if public == original else (json.dumps(public, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
-    return parse_results(path, public, partial=True), data, local_replacements(run, results_dir)
+    # The run id its published identity hashes to (public.py), in the samples' bytes and the folder's name too.
+    renamed = {checked.run_id: public["run_id"]} if public.get("run_id", checked.run_id) != checked.run_id else {}
+    published = parse_results(path, public, partial=True, in_memory=public_samples(checked, public))
+    return published, data, {**local_replacements(run, results_dir), **renamed}, model_folder(published, public)
 
 
 def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = print,
@@ -114,8 +124,7 @@ def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = 
     """Every file to publish for one run folder (``evalita-eval run --output-dir``).
 
     ``other_runs``: the runs already in the repository (folder -> results.json), listed on the front page."""
-    run, results_bytes, replacements = _public_run(results_dir, model_name)
-    folder = model_folder(run)
+    run, results_bytes, replacements, folder = _public_run(results_dir, model_name)
     files = [RepoFile(CARD, render_front_page(repo_id, {**(other_runs or {}), folder: run.raw}).encode("utf-8")),
              RepoFile(f"{folder}/{CARD}", render_card(run, folder, repo_id).encode("utf-8")),
              RepoFile(f"{folder}/results.json", results_bytes)]
@@ -151,7 +160,7 @@ def run_folders(paths: Iterable[str]) -> list[str]:
 
 def _read_json(read: Callable[[], bytes]) -> dict | None:
     try:
-        doc = json.loads(read())
+        doc = json_document("results.json", read())  # a key given twice or nesting too deep: unreadable, not a crash
     except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None
@@ -208,6 +217,6 @@ def push_results(results_dir: Path, repo_id: str, private: bool = False, revisio
     plan = plan_repo(api, repo, revision, delays)
     describe_plan(plan, revision, dry_run, echo)
     if not dry_run:
-        run, _data, _replacements = _public_run(results_dir, model_name)
-        commit_plan(api, plan, revision, private, message or f"evalita-eval push-results: {model_folder(run)}", delays, echo)
+        folder = _public_run(results_dir, model_name)[3]
+        commit_plan(api, plan, revision, private, message or f"evalita-eval push-results: {folder}", delays, echo)
     return plan

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import reprlib
 from pathlib import Path
 from typing import Any
 
@@ -46,36 +48,92 @@ def trace_summaries(doc: dict) -> dict[str, TraceSummary]:
     return {prompt: TraceSummary(**_known(TraceSummary, t)) for prompt, t in doc.items()}
 
 
-def identity_reasons(identity: dict | None, budgets: dict | None, declared: dict) -> list[str]:
-    """The reasons the recorded run identity shows (the options as the run was started): an edited config shows none less."""
-    if not identity:
-        return []
-    limit, max_new_tokens = identity.get("limit"), identity.get("max_new_tokens")
-    return paper_reasons(identity.get("split") if isinstance(identity.get("split"), str) else None,
-                         limit if isinstance(limit, int) else None, max_new_tokens if isinstance(max_new_tokens, int) else None,
-                         None, budgets, declared)
-
-
-def derived_reasons(config: ConfigRecord, identity: dict | None, tasks: dict[str, TaskRecord], results: dict,
-                    source_tool: Any) -> list[str]:
-    """Why the run is not the paper's evaluation, from its recorded config and task records (comparable.py);
-    a run read from another tool adds what that tool recorded (its reader derives them, lm_eval_runs.py)."""
+def derived_reasons(config: ConfigRecord, tasks: dict[str, TaskRecord], results: dict, source_tool: Any) -> list[str]:
+    """Why the run is not the paper's evaluation, from its recorded config (checked against its identity:
+    ``check_identity``) and task records (comparable.py); a run read from another tool adds what that tool
+    recorded (its reader derives them, lm_eval_runs.py)."""
     scored = [tasks.get(t) for t in results]
     budgets = {t: r.max_new_tokens for t, r in zip(results, scored)} if all(r is not None and r.budget_recorded for r in scored) else None
     declared = {t: list(r.prompts) for t, r in zip(results, scored) if r is not None}
     reasons = paper_reasons(config.split, config.limit, config.max_new_tokens, config.prompts, budgets, declared)
-    for reason in identity_reasons(identity, budgets, declared):  # the identity the run id hashes says the same, or more
-        if reason not in reasons:
-            reasons.append(reason)
     extra = source_tool.get(NOT_COMPARABLE_KEY) if isinstance(source_tool, dict) else None
     return reasons + [str(r) for r in extra or [] if str(r) not in reasons]
+
+
+# The config keys the run identity holds too (running/identity.py run_identity): a reader takes them from the config.
+IDENTITY_CONFIG = ("setting", "num_fewshot", "limit", "split", "max_new_tokens", "seed", "apply_chat_template",
+                   "system_instruction", "fewshot_as_multiturn", "constrained")
+
+
+def check_identity(path: Path, doc: dict) -> None:
+    """The recorded run identity hashes to the run id (as the sweep checks a finished run), and the config and model
+    say what it says: an identity, a limit or a model edited after the run is refused, never believed."""
+    identity = doc["run_identity"]
+    if identity is None:  # an older file (format 0): nothing to check it against
+        return
+    if (hashed := run_id(identity)) != doc["run_id"]:
+        raise RecordError(f"{path}: key run_identity: hashes to {hashed}, not to the run id {doc['run_id']}: "
+                          "edited after the run")
+    model = identity.get("model") if isinstance(identity.get("model"), dict) else {}
+    pairs = [("config", k, identity.get(k)) for k in IDENTITY_CONFIG] + [("model", k, v) for k, v in model.items()]
+    for section, key, value in pairs:
+        if key in doc[section] and doc[section][key] != value:
+            raise RecordError(f"{path}: key {section}.{key}: {reprlib.repr(doc[section][key])}, but the run identity "
+                              f"(run {doc['run_id']}) records {reprlib.repr(value)}: edited after the run")
+
+
+def check_name(path: Path, model: dict) -> None:
+    """``model.name`` passes the rule of ``--model-name`` (naming.check_given_name): what outputs show is one line."""
+    from ..naming import check_given_name
+
+    if model.get("name") is not None:
+        try:
+            check_given_name(model["name"], "key model.name")
+        except ValueError as err:
+            raise RecordError(f"{path}: {err}") from None
+
+
+def check_scores(record: RunRecord) -> None:
+    """Each prompt's recorded scores recomputed from its samples as ``compare`` and the bootstrap score them
+    (metrics.metric_of): a metric its task does not declare, or a score its samples do not give, is refused."""
+    from ..metrics import metric_of
+
+    for task, prompts in record.results.items():
+        for prompt, scores in prompts.items():
+            lines, where = record.samples.get((task, prompt)), f"{record.path}: key results.{task}.{prompt}"
+            for name, value in scores.items():
+                if name in ("n", "unparsed"):  # n: the reader counts the lines
+                    continue
+                try:
+                    metric = metric_of(task, name)
+                except KeyError as err:
+                    raise RecordError(f"{where}.{name}: {err.args[0]}") from None
+                if lines is None:  # no samples file (push-results says so): nothing to recompute from
+                    continue
+                try:
+                    derived = metric(lines)
+                except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
+                    source = record.samples_path(task, prompt).name
+                    raise RecordError(f"{where}.{name}: cannot be recomputed from {source} "
+                                      f"({type(err).__name__}: {err})") from None
+                _agree(record, task, prompt, name, value, derived)
+            if "unparsed" in scores and lines is not None and all("parsed" in s for s in lines):  # generated answers
+                _agree(record, task, prompt, "unparsed", scores["unparsed"], sum(s["parsed"] is None for s in lines))
+
+
+def _agree(record: RunRecord, task: str, prompt: str, name: str, recorded: float, derived: float) -> None:
+    if not math.isclose(recorded, derived, rel_tol=1e-9, abs_tol=1e-12):  # beyond float rounding
+        raise RecordError(f"{record.path}: key results.{task}.{prompt}.{name}: recorded {recorded!r}, but "
+                          f"{record.samples_path(task, prompt).name} gives {derived!r}: a score edited after the run")
 
 
 def build_record(path: Path, doc: dict, written: int) -> RunRecord:
     """The record of a schema-valid, migrated ``doc``; ``written``: the format version of the file."""
     config = config_record(doc["config"], doc["run_identity"])
     tasks = {t: task_record(v) for t, v in (doc.get("task_versions") or {}).items()}
-    reasons = derived_reasons(config, doc["run_identity"], tasks, doc["results"], doc.get("source_tool"))
+    check_identity(path, doc)
+    check_name(path, doc["model"])
+    reasons = derived_reasons(config, tasks, doc["results"], doc.get("source_tool"))
     planned = (doc.get("tasks") or {}).get("planned")
     record = RunRecord(
         path=path, format_version=written, status=doc["status"], run_id=doc["run_id"], identity=doc["run_identity"], model=model_record(doc["model"]),

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from evalita_data.schema_check import fast_check, validator
 
-from .build import build_record, check_status
+from .build import build_record, check_scores, check_status
 from .migrate import RecordError, migrate_results, migrate_sample
 from .model import RunRecord
 
@@ -71,13 +71,43 @@ def read_run(path: Path, partial: bool = False, samples: bool = True) -> RunReco
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise RecordError(f"{path}: cannot be read ({err})") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise RecordError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
+    doc = json_document(str(path), text)
     if isinstance(doc, dict) and (key := non_finite(doc)) is not None:
         raise RecordError(f"{path}:{_constant_line(text)}: key {key}: not a finite number (NaN or Infinity)")
-    return parse_record(path, doc, partial, samples)
+    try:
+        return parse_record(path, doc, partial, samples)
+    except RecursionError:  # a document the JSON decoder took, too deep for the checks
+        raise RecordError(f"{path}: nested too deeply to be a run record") from None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object whose keys are all different: a key given twice would be read as its last value, in silence."""
+    doc = dict(pairs)
+    if len(doc) != len(pairs):
+        seen: set[str] = set()
+        raise _DuplicateKey(next(k for k, _v in pairs if k in seen or seen.add(k)))
+    return doc
+
+
+class _DuplicateKey(ValueError):
+    """A JSON object that names one key twice."""
+
+
+def json_document(where: str, text: str | bytes, decoder: json.JSONDecoder | None = None,
+                  one_line: bool = False) -> Any:
+    """The JSON of ``text`` (read from ``where``; ``one_line``: a JSONL line), a key given twice or nesting too deep for
+    the decoder refused in one line."""
+    try:
+        return (decoder or UNIQUE_JSON).decode(text if isinstance(text, str) else text.decode("utf-8"))
+    except _DuplicateKey as err:
+        raise RecordError(f"{where}: key {err.args[0]}: given twice in one object (read, the last would win in silence); "
+                          "each key is given once") from None
+    except RecursionError:
+        raise RecordError(f"{where}: nested too deeply to be read (arrays or objects inside each other)") from None
+    except json.JSONDecodeError as err:
+        raise RecordError(f"{where}{'' if one_line else f':{err.lineno}'}: not valid JSON ({err.msg})") from None
+    except UnicodeDecodeError as err:
+        raise RecordError(f"{where}: not UTF-8 text ({err.reason})") from None
 
 
 # A JSON string (skipped), a non-finite constant, or a number with an exponent (1e999 reads as infinity).
@@ -120,8 +150,10 @@ def _finite_float(text: str) -> float:
     raise _NonFinite(text)
 
 
+UNIQUE_JSON = json.JSONDecoder(object_pairs_hook=_unique_keys)
 # Reads only finite numbers: the hooks run for NaN/Infinity and for numbers with a fraction or exponent only.
-FINITE_JSON = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+FINITE_JSON = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float,
+                               object_pairs_hook=_unique_keys)
 
 
 def checked_sample(where: str, line: object, finite: bool = False) -> None:
@@ -148,6 +180,7 @@ def parse_record(path: Path, doc: object, partial: bool = False, samples: bool =
     found = read_samples(record, written) if in_memory is None else memory_samples(record, written, in_memory)
     for (task, prompt), lines in found:
         record.samples[(task, prompt)] = lines
+    check_scores(record)
     return record
 
 
@@ -220,10 +253,12 @@ def sample_lines(path: Path, written: int, run_id: str | None, version: dict | N
             if not text.strip():
                 continue
             try:
-                line = FINITE_JSON.decode(text)
+                line = json_document(f"{path}:{number}", text, FINITE_JSON, one_line=True)
             except _NonFinite:  # the key of the number, read again as Python's json reads it
                 raise RecordError(f"{path}:{number}: key {non_finite(json.loads(text))}: not a finite number (NaN or Infinity)") from None
-            except json.JSONDecodeError as err:
-                raise RecordError(f"{path}:{number}: not valid JSON ({err.msg})") from None
-            lines.append(checked_line(f"{path}:{number}", line, written, run_id, number, first_line, finite=True, version=version))
+            try:
+                lines.append(checked_line(f"{path}:{number}", line, written, run_id, number, first_line, finite=True,
+                                          version=version))
+            except RecursionError:
+                raise RecordError(f"{path}:{number}: nested too deeply to be a sample line") from None
     return lines

@@ -14,25 +14,39 @@ are reported once, so nothing is lost or counted twice.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import time
+from collections import deque
 from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendOptions, GenRequest, LLRequest, RequestKind, method_of
 from .plan import Unit, assign, plan_units
 from .prefix_groups import prefix_units
 from .ray_start import start_ray, use_token_if_present
-from .resources import NotEnoughResources, check_room, cluster_resources, machine_resources
+from .resources import (NotEnoughResources, check_replicas_room, cluster_resources, driver_threads, machine_resources,
+                        node_name, replica_resources, unreadable)
 
 # Restarts of one replica within a run before the run fails (a replica that keeps dying is a bug, not bad luck).
 MAX_RESTARTS = 3
+# Units a replica holds at once: the next one waits at the replica while one runs (no idle round trip), and every
+# other unit stays in the driver's queue for whichever replica is free first.
+IN_FLIGHT = 2
+LOG = logging.getLogger(__name__)
 
 
 class Replica:
     """One replica (a Ray actor): the wrapped backend and the units it runs."""
 
-    def __init__(self, name: str, options: BackendOptions, threads: int | None) -> None:
+    def __init__(self, name: str, options: BackendOptions, threads: int | None, paths: dict[str, str]) -> None:
         from ..backends import create_backend
 
+        began = time.time()
+        # A node without the model folder: one line, said by the driver.
+        self.loaded, self.problem = (began, began), unreadable(paths)
+        if self.problem is not None:
+            return
         if threads is not None:
             import torch
 
@@ -40,9 +54,12 @@ class Replica:
             # thread count, so a replica takes the driver's: the numbers of one replica.
             torch.set_num_threads(threads)
         self.backend = create_backend(name, options)
+        self.loaded = (began, time.time())  # wall clock: the driver's timeline of the run (``ReplicaBackend.timeline``)
 
     def describe(self) -> dict[str, Any]:
         """What the driver shows of the backend: identity, dtype, capabilities, chat template, pid."""
+        if self.problem is not None:
+            return {"problem": self.problem}
         b = self.backend
         import pickle
 
@@ -51,9 +68,9 @@ class Replica:
             pickle.dumps(tokenizer)
         except Exception:  # an engine's tokenizer that does not travel: the driver does without
             tokenizer = None
-        return {"identity": b.cache_identity(), "dtype": b.dtype, "capabilities": b.capabilities, "pid": os.getpid(), "tokenizer": tokenizer,
-                "requests_per_call": b.requests_per_call, "merges_units": self._prefix_cached,
-                "mixes_prompts": b.mixes_prompts}
+        return {"identity": b.cache_identity(), "dtype": b.dtype, "capabilities": b.capabilities, "pid": os.getpid(),
+                "tokenizer": tokenizer, "requests_per_call": b.requests_per_call, "merges_units": self._prefix_cached,
+                "mixes_prompts": b.mixes_prompts, "loaded": self.loaded, "node": node_name(), "problem": self.problem}
 
     @property
     def _prefix_cached(self) -> bool:
@@ -61,57 +78,40 @@ class Replica:
         return hasattr(self.backend, "prefix_block_size")
 
     def plan(self, kind: str, requests: Sequence[Any], replicas: int = 1) -> list[Unit]:
+        if self.problem is not None:  # a replica the driver did not ask first: its line at its first call
+            raise RuntimeError(self.problem)
         if self._prefix_cached:
             return prefix_units(self.backend, kind, requests, replicas)
         return plan_units(self.backend, kind, requests)
 
-    def plan_calls(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]], replicas: int = 1) -> list[Unit]:
+    def plan_calls(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]],
+                   replicas: int = 1) -> list[list[Unit]]:
         """The units of each of ``calls`` (request indices), planned as for a call of those
-        requests alone, their indices those of ``requests``: the units of the whole run."""
-        units: list[Unit] = []
-        for call in calls:
-            for unit in self.plan(kind, [requests[i] for i in call], replicas):
-                units.append(Unit(tuple(tuple(call[i] for i in inner) for inner in unit.calls), unit.tokens))
-        return units
+        requests alone, their indices those of ``requests``."""
+        return [[Unit(tuple(tuple(call[i] for i in inner) for inner in unit.calls), unit.tokens)
+                 for unit in self.plan(kind, [requests[i] for i in call], replicas)] for call in calls]
 
     def engine_counters(self) -> dict[str, float]:
         """The engine's own cumulative counters (vllm: prompt tokens, of them from the prefix cache...)."""
         return self.backend.engine_counters()
 
-    def run_unit(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]]) -> list[Any]:
-        """The values of the unit's requests, call after call, in ``Unit.indices`` order."""
+    def run_unit(self, kind: RequestKind, requests: Sequence[Any],
+                 calls: Sequence[Sequence[int]]) -> tuple[list, float, float]:
+        """The values of the unit's requests, call after call, in ``Unit.indices`` order; when it began and ended."""
+        if self.problem is not None:
+            raise RuntimeError(self.problem)
+        began = time.time()
         method = method_of(self.backend, kind)
         values: list[Any] = []
         for call in calls:
             values += method([requests[i] for i in call])
-        return values
+        return values, began, time.time()
 
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
         return self.backend.apply_chat_template(messages)
 
     def close(self) -> None:
         self.backend.close()
-
-
-def replica_resources(name: str, options: BackendOptions) -> dict[str, Any]:
-    """Ray resources of one replica: ``tensor_parallel_size`` GPUs (vllm) or one GPU (a CUDA
-    device), else (``--device cpu``) one CPU, or ``--threads`` CPUs when given."""
-    if options.device != "cpu":
-        gpus = _tensor_parallel_size(options) if name == "vllm" else 1
-        return {"num_cpus": 1, "num_gpus": gpus}
-    return {"num_cpus": options.threads or 1, "num_gpus": 0}
-
-
-def _tensor_parallel_size(options: BackendOptions) -> int:
-    """vllm's GPUs per replica, typed as its Options declare it (``--backend-arg tensor_parallel_size``)."""
-    from ..backends import engine_settings
-
-    return engine_settings("vllm", options).tensor_parallel_size
-
-
-def check_replicas_room(size: int, resources: dict[str, Any], have: dict[str, float], where: str) -> None:
-    """N replicas need a CPU each (CPU replicas share --threads cores) and their GPUs."""
-    check_room(f"data_parallel_size={size}: {size} replicas", float(size), float(size * resources["num_gpus"]), have, where)
 
 
 class ReplicaBackend(Backend):
@@ -125,8 +125,9 @@ class ReplicaBackend(Backend):
         use_token_if_present(address)  # before Ray reads its configuration
         import ray
 
+        began = time.time()
         self.name, self.size, self._inner_options = name, size, options
-        self._threads = options.threads or _driver_threads() if options.device == "cpu" else None
+        self._threads = options.threads or driver_threads() if options.device == "cpu" else None
         self._started_ray = not ray.is_initialized()
         resources = replica_resources(name, options)
         if self._started_ray and not address:  # checked before Ray starts: a local Ray sized to the request would spawn them
@@ -144,9 +145,22 @@ class ReplicaBackend(Backend):
                     ray.shutdown()
                 raise
         self.loads = 0  # replicas started (N, plus one per restart): each loads its model once
+        self.restarts = [0] * size
         self.units_done = [0] * size  # units each replica finished (the tests see the work spread)
-        self.actors = [self._start() for _ in range(size)]
-        described = ray.get(self.actors[0].describe.remote())
+        # Where the run's time goes (wall clock, logged at close; bench/replicas.py --time prints it).
+        self.timeline: dict[str, Any] = {"began": began, "ray_ready": time.time(), "calls": []}
+        self.actors: list[Any] = [None] * size
+        self._described: list[Any] = [None] * size  # each replica's describe(): done once its model is loaded
+        self._loading: dict[Any, int] = {}  # describe future -> replica, until it is known loaded
+        for replica in range(size):  # every model loads at once, each in its replica
+            self._start(replica)
+        # Replica 0 loaded (started again if it died loading); the others go on loading while the runner plans the run.
+        try:
+            described = self._call(lambda actor: actor.describe.remote())
+        except RuntimeError:  # a node that cannot read the model folder, a replica that keeps dying
+            self.close()
+            raise
+        self.timeline["first_ready"] = time.time()
         self._identity, self.dtype, self.capabilities = described["identity"], described["dtype"], described["capabilities"]
         # The replicas' tokenizer: the runner names the chat template with it, the estimate counts tokens.
         self.tokenizer = described["tokenizer"]
@@ -164,14 +178,44 @@ class ReplicaBackend(Backend):
     def replicas(self) -> int:
         return self.size
 
-    def _start(self) -> Any:
+    def _start(self, replica: int) -> None:
+        """Start ``replica`` (again): its model loads; it takes units once its describe() is back (``_loaded``)."""
         import ray
 
         self.loads += 1
         resources = replica_resources(self.name, self._inner_options)
         if self._threads is not None:  # before torch loads: OpenMP reads it once (Ray sets 1)
             resources["runtime_env"] = {"env_vars": {"OMP_NUM_THREADS": str(self._threads)}}
-        return ray.remote(Replica).options(max_restarts=0, **resources).remote(self.name, self._inner_options, self._threads)
+        # The model folder the driver sees (a path, not a hub id): every replica must see it too.
+        paths = {"model folder": self._inner_options.model} if os.path.exists(self._inner_options.model) else {}
+        actor = ray.remote(Replica).options(max_restarts=0, **resources).remote(self.name, self._inner_options,
+                                                                                 self._threads, paths)
+        self.actors[replica], self._described[replica] = actor, actor.describe.remote()
+        self._loading[self._described[replica]] = replica
+
+    def _loaded(self, futures: Sequence[Any]) -> list[int]:
+        """The replicas whose describe() among ``futures`` is back: loaded (one that died loading is started again)."""
+        import ray
+
+        done = []
+        for future in futures:
+            replica = self._loading.pop(future)
+            try:
+                problem = ray.get(future)["problem"]
+            except ray.exceptions.RayActorError:
+                self._restart(replica)
+                continue
+            if problem:
+                raise RuntimeError(problem)
+            done.append(replica)
+        return done
+
+    def _restart(self, replica: int) -> None:
+        self.restarts[replica] += 1
+        if self.restarts[replica] > MAX_RESTARTS:
+            raise RuntimeError(f"replica {replica} of backend {self.name!r} died {self.restarts[replica]} times; "
+                               "the run stops")
+        self._start(replica)
 
     def cache_identity(self) -> dict[str, Any]:
         return dict(self._identity)  # one replica's: replicas must not change a number
@@ -197,44 +241,87 @@ class ReplicaBackend(Backend):
 
         if not requests:
             return []
+        began = time.time()
         shared = ray.put(list(requests))
         whole = [list(c) for c in calls] if calls is not None else [list(range(len(requests)))]
-        units = self._call(0, lambda actor: actor.plan_calls.remote(kind, shared, whole, self.size))
-        shards = assign([u.tokens for u in units], self.size)
+        loaded = set(range(self.size)) - set(self._loading.values())
+        while not loaded:  # every replica (re)starting: the first loaded plans
+            loaded.update(self._loaded(ray.wait(list(self._loading), num_returns=1)[0]))
+        units = self._plan(kind, shared, whole, sorted(loaded))
+        queues, planned = self._queues(units), time.time()
         out: list[Any] = [None] * len(requests)
         running: dict[Any, tuple[int, list[int]]] = {}  # future -> (replica, its units)
+        busy, ends = [0.0] * self.size, [planned] * self.size
 
-        def submit(replica: int, todo: Sequence[int]) -> None:
-            for pack in self._packs(units, todo):
-                calls = units[pack[0]].calls if len(pack) == 1 else (tuple(i for u in pack for i in units[u].indices),)
-                running[self.actors[replica].run_unit.remote(kind, shared, calls)] = (replica, pack)
+        def feed() -> None:
+            """Each loaded replica in turn a unit until it holds IN_FLIGHT: its own share first (an engine that merges
+            units), else the largest left in the shared queue. A replica still loading takes none: the others take its
+            work."""
+            for depth in range(1, IN_FLIGHT + 1):
+                for replica in sorted(loaded):
+                    if sum(r == replica for r, _ in running.values()) < depth and (queues[replica] or queues[-1]):
+                        pack = (queues[replica] or queues[-1]).popleft()
+                        merged = (tuple(i for u in pack for i in units[u].indices),)
+                        one = units[pack[0]].calls if len(pack) == 1 else merged
+                        running[self.actors[replica].run_unit.remote(kind, shared, one)] = (replica, pack)
 
-        for replica, todo in enumerate(shards):
-            submit(replica, todo)
-        restarts = [0] * self.size
-        while running:
-            [future], _ = ray.wait(list(running), num_returns=1)
+        feed()
+        while running or (self._loading and any(queues)):
+            [future], _ = ray.wait(list(running) + list(self._loading), num_returns=1)
+            if future in self._loading:  # a replica's model is loaded: it takes units
+                loaded.update(self._loaded([future]))
+                feed()
+                continue
             replica, pack = running.pop(future)
             try:
-                values = ray.get(future)
+                values, start, end = ray.get(future)
             except ray.exceptions.RayActorError:
-                # The replica died: a new one takes every unit of it still without a result.
-                lost = [f for f, (r, _) in running.items() if r == replica]
-                left = sorted(pack + [u for f in lost for u in running.pop(f)[1]])
-                restarts[replica] += 1
-                if restarts[replica] > MAX_RESTARTS:
-                    raise RuntimeError(f"replica {replica} of backend {self.name!r} died {restarts[replica]} times; the run stops") from None
-                self.actors[replica] = self._start()
-                submit(replica, left)
+                # The replica died: its units without a result go back to the front of the queue, a new replica starts.
+                lost = [pack] + [running.pop(f)[1] for f in [f for f, (r, _) in running.items() if r == replica]]
+                queues[-1].extendleft(reversed(lost))
+                loaded.discard(replica)
+                self._restart(replica)
+                feed()
                 continue
             except ray.exceptions.RayTaskError as err:
                 raise err.as_instanceof_cause() from None  # the backend's own error (a ValueError...), as one replica raises it
             self.units_done[replica] += len(pack)
+            busy[replica], ends[replica] = busy[replica] + end - start, max(ends[replica], end)
+            feed()
             for i, value in zip((i for u in pack for i in units[u].indices), values):
                 out[i] = value
                 if on_result is not None:
                     on_result(i, value)
+        self.timeline["calls"].append({"kind": kind, "units": len(units), "began": began, "planned": planned,
+                                       "ended": time.time(), "busy": busy, "ends": ends})
         return out
+
+    def _plan(self, kind: str, shared: Any, whole: list[list[int]], loaded: list[int]) -> list[Unit]:
+        """The units of the calls ``whole``, the ``loaded`` replicas each planning a share of the calls at once (the
+        call order kept); a replica that dies meanwhile leaves its share to the first one."""
+        import ray
+
+        k, n = len(loaded), self.size
+        shares = [whole[i::k] for i in range(k)]
+        futures = [self.actors[r].plan_calls.remote(kind, shared, share, n) for r, share in zip(loaded, shares)]
+        planned = []
+        for future, share in zip(futures, shares):
+            try:
+                planned.append(ray.get(future))
+            except ray.exceptions.RayActorError:
+                planned.append(self._call(lambda actor, part=share: actor.plan_calls.remote(kind, shared, part, n)))
+        per_call = [planned[c % k][c // k] for c in range(len(whole))]  # call c is share c % k's (c // k)th
+        return [u for units in per_call for u in units]
+
+    def _queues(self, units: Sequence[Unit]) -> list[deque[list[int]]]:
+        """Each replica's queue, then the shared one, of packs (unit lists) to run. An engine that merges units (vllm):
+        each replica's share (``assign``) merged into its calls; else every unit in the shared queue, largest first,
+        taken by whichever replica is free: the last units run are the small ones, no replica idles while units wait."""
+        if self._merges_units:
+            shares = assign([u.tokens for u in units], self.size)
+            return [deque(self._packs(units, share)) for share in shares] + [deque()]
+        order = sorted(range(len(units)), key=lambda u: (-units[u].tokens, u))
+        return [deque() for _ in range(self.size)] + [deque([u] for u in order)]
 
     def _packs(self, units: Sequence[Unit], todo: Sequence[int]) -> list[list[int]]:
         """A replica's units as submitted: one by one, or (an engine that batches what it is
@@ -252,16 +339,19 @@ class ReplicaBackend(Backend):
             size += n
         return packs
 
-    def _call(self, replica: int, call: Callable[[Any], Any]) -> Any:
-        """``call(actor)`` on a replica, started again if it died (up to MAX_RESTARTS times)."""
+    def _call(self, call: Callable[[Any], Any]) -> Any:
+        """``call(actor)`` on replica 0, once loaded, started again if it died (up to MAX_RESTARTS times)."""
         import ray
 
-        for _ in range(MAX_RESTARTS):
+        while True:
+            if self._described[0] in self._loading:
+                ray.wait([self._described[0]])
+                self._loaded([self._described[0]])
+                continue
             try:
-                return ray.get(call(self.actors[replica]))
+                return ray.get(call(self.actors[0]))
             except ray.exceptions.RayActorError:
-                self.actors[replica] = self._start()
-        return ray.get(call(self.actors[replica]))
+                self._restart(0)
 
     def replica_engine_counters(self) -> list[dict[str, float]]:
         """Each replica's engine counters (vllm: ``VLLMBackend.engine_counters``)."""
@@ -274,11 +364,30 @@ class ReplicaBackend(Backend):
         each = self.replica_engine_counters()
         return {name: sum(c[name] for c in each) for name in each[0]}
 
+    def nodes(self) -> list[str]:
+        """The Ray node of each replica as started (IP and id), once its model is loaded."""
+        import ray
+
+        return [d["node"] for d in ray.get(self._described)]
+
+    def _log_timeline(self) -> None:
+        """The run's timeline as one JSON line at INFO (``evalita_eval.replicas.backend``; bench/replicas.py --time)."""
+        import ray
+
+        loads = []
+        for future in self._described:
+            try:
+                loads.append(ray.get(future, timeout=0)["loaded"])
+            except (ray.exceptions.RayError, TimeoutError):
+                pass  # a replica that died or never loaded: no load to show
+        LOG.info("replica timeline: %s", json.dumps({**self.timeline, "loads": loads, "closing": time.time()}))
+
     def close(self) -> None:
         import ray
 
         if not ray.is_initialized():
             return
+        self._log_timeline()
         for actor in self.actors:
             try:
                 ray.get(actor.close.remote())
@@ -288,13 +397,3 @@ class ReplicaBackend(Backend):
         self.actors = []
         if self._started_ray:
             ray.shutdown()
-
-
-
-def _driver_threads() -> int | None:
-    """torch's intra-op threads in this process (what one replica run here would use)."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch.get_num_threads()

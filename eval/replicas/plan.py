@@ -8,13 +8,12 @@ requests, as on one replica: the numbers are bitwise those of one replica.
 - a method that does not stream (``hf`` log-likelihoods): the runner's chunks,
   ``requests_per_call`` or ``batch_size x CHUNK_BATCHES`` requests in the runner's order
   (running/stream.py ``RunStream._calls``), each run as one call;
-- ``hf`` generations: the backend's own batches (grouped by stop strings, limit and
-  constraint, longest context first, cut by ``_generation_batches``), each run as one call;
+- a method that streams (``hf`` generations): the batches the backend says it forms
+  (``Backend.call_batches``), each run as one call;
 - ``vllm``: prefix families (``replicas/prefix_groups.py``: the contexts whose prompts share a
   first KV block stay on one replica, so vLLM's prefix cache is reused as on one), which the
   replica backend merges into large calls; vLLM's kernels round by batch, so log-likelihoods
   equal one replica's within float rounding, not bitwise (docs/parallel.md);
-- any other streaming backend: the whole call, one unit.
 
 Calls that share a context (all choices of one document) are merged into one unit, so a
 prefix group never spans two replicas. Units are then given to replicas largest first,
@@ -26,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..api import GenRequest, LLRequest, RequestKind, prompt_room
+from ..api import GenRequest, LLRequest, RequestKind
 
 # As running/stream.py: requests between two cache writes, and the batch taken under --batch-size auto.
 CHUNK_BATCHES = 4
@@ -76,19 +75,6 @@ def merge_shared_contexts(calls: Sequence[Sequence[int]], contexts: Sequence[str
     return list(groups.values())
 
 
-def _hf_generation_calls(backend: Any, requests: Sequence[GenRequest], lengths: Sequence[int]) -> list[list[int]]:
-    """The ``generate`` batches ``HFBackend.generate_until`` forms for these requests (backends/hf.py)."""
-    groups: dict[tuple, list[int]] = {}
-    for i, r in enumerate(requests):
-        groups.setdefault((r.stop, r.max_new_tokens, r.constraint is not None), []).append(i)
-    calls: list[list[int]] = []
-    for (_stop, max_new, _constrained), idx in groups.items():
-        room = prompt_room(backend.max_length, max_new)
-        idx = sorted(idx, key=lambda i: -lengths[i])
-        calls += backend._generation_batches(idx, {i: min(lengths[i], room) + max_new for i in idx})
-    return calls
-
-
 def request_tokens(backend: Any, kind: str, requests: Sequence[LLRequest | GenRequest]) -> list[int]:
     """Counted tokens per request with the backend's tokenizer (characters / 4 without one):
     a log-likelihood's context + continuation, a generation's context + its new-token limit."""
@@ -102,17 +88,13 @@ def request_tokens(backend: Any, kind: str, requests: Sequence[LLRequest | GenRe
 def plan_units(backend: Any, kind: str, requests: Sequence[LLRequest | GenRequest]) -> list[Unit]:
     """The units of one call of ``kind`` on ``backend`` (the wrapped backend, on a replica)."""
     lengths = request_tokens(backend, kind, requests)
-    everything = list(range(len(requests)))
-    if kind == RequestKind.GENERATE and kind in backend.streams:
-        from ..backends.hf import HFBackend
-
-        if isinstance(backend, HFBackend):
-            calls = _hf_generation_calls(backend, requests, lengths)  # type: ignore[arg-type]
-        else:
-            calls = [everything] if requests else []  # an unknown continuous batching: the whole call
-    else:
-        step = chunk_size(backend)
-        calls = [everything[s : s + step] for s in range(0, len(everything), step)]
+    if kind in backend.streams:  # the call whole (hf generations): the batches the backend says it forms
+        calls = backend.call_batches(kind, requests)
+    else:  # the runner's chunks, each one call, cut as the backend says
+        step, everything = chunk_size(backend), list(range(len(requests)))
+        chunks = [everything[s : s + step] for s in range(0, len(everything), step)]
+        calls = [[chunk[i] for i in batch] for chunk in chunks
+                 for batch in backend.call_batches(kind, [requests[i] for i in chunk])]
     contexts = [r.context for r in requests]
     extra = [0 if kind == RequestKind.LOGLIKELIHOOD else r.max_new_tokens for r in requests]  # type: ignore[union-attr]
     return [Unit(tuple(tuple(c) for c in group), sum(lengths[i] + extra[i] for c in group for i in c))

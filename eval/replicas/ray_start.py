@@ -107,6 +107,8 @@ def start_ray(address: str | None, **init_kwargs: Any) -> None:
     import ray
 
     wait_s, started = start_wait_s(), time.monotonic()
+    if address is None:  # Ray starts its workers 15 nicer than the driver: on a busy machine, replicas would lose
+        init_kwargs.setdefault("_system_config", {"worker_niceness": 0})  # to one replica run in the driver itself
     while True:
         try:
             # "local": a Ray of our own, never one that another process left running here (its address in /tmp/ray).

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from typing import Any
+
+from ..api import BackendOptions
 
 
 class NotEnoughResources(ValueError):
@@ -37,3 +40,42 @@ def check_room(what: str, cpus: float, gpus: float, have: dict[str, float], wher
     short = [f"{need:g} {kind}s ({where} has {have[kind]:g})" for kind, need in (("CPU", cpus), ("GPU", gpus)) if need > have[kind]]
     if short:
         raise NotEnoughResources(f"{what} need {' and '.join(short)}; nothing was started")
+
+
+def node_name() -> str:
+    """The Ray node this process runs on: its IP and the start of its id."""
+    import ray
+
+    return f"{ray.util.get_node_ip_address()} {ray.get_runtime_context().get_node_id()[:8]}"
+
+
+def unreadable(paths: dict[str, str]) -> str | None:
+    """One line naming this Ray node and the first of ``paths`` (what -> path, as the driver sees it) it cannot read,
+    else None: a cluster's nodes must see the models and data at the driver's paths (shared storage)."""
+    for what, path in paths.items():
+        if not os.access(path, os.R_OK):
+            return (f"node {node_name()} cannot read the {what} {path}: every node of the cluster needs it at that path "
+                    "(shared storage)")
+    return None
+
+
+def replica_resources(name: str, options: BackendOptions) -> dict[str, Any]:
+    """Ray resources of one replica: what its backend declares (``Backend.reservation``)."""
+    from ..backends import get_backend_class
+
+    return get_backend_class(name).reservation(options)
+
+
+def check_replicas_room(size: int, resources: dict[str, Any], have: dict[str, float], where: str) -> None:
+    """N replicas need a CPU each (CPU replicas share --threads cores) and their GPUs."""
+    check_room(f"data_parallel_size={size}: {size} replicas", float(size), float(size * resources["num_gpus"]), have,
+               where)
+
+
+def driver_threads() -> int | None:
+    """torch's intra-op threads in this process (what one replica run here would use)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch.get_num_threads()

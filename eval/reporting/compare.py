@@ -31,7 +31,7 @@ from .runs import RunResults
 from ..record.model import SampleLine
 from .task_report import headline_metric, task_order
 from .settings_view import setting_label
-from .tables import ScoresError, TextTable, fmt
+from .tables import ScoresError, TextTable, fmt, md_text
 from .worth import MIN_ITEMS, NOT_A_MEASUREMENT, NOT_COMPARABLE
 from .unparsed_flag import none_read, untested_avgp_reason, untested_reason
 
@@ -253,7 +253,7 @@ def write_comparison(path_a: Path, path_b: Path, out: Path | None, k: int = 1000
     text = "\n".join([f"A = {resolve_run(path_a)}", f"B = {resolve_run(path_b)}", "",
                       "Scores in percent; p < 0.05: the difference is unlikely to be chance on these items. A prompt with "
                       "10 % or more unparsed answers on either side is not tested (its score rests on the others). " + AVGP_EXPLAIN, "",
-                      comparison_table(rows, "A", "B").markdown(), ""] + [f"> note: {n}" for n in notes])
+                      comparison_table(rows, "A", "B").markdown(), ""] + [f"> note: {md_text(n)}" for n in notes])
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "compare.md").write_text(text + "\n", "utf-8")

@@ -8,7 +8,7 @@ An lm-eval run's tasks are the Evalita-LLM prompts under one of two names: lm-ev
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Callable, Sequence
 
 # The task names `evalita-eval export-lm-eval` writes: evalita-llm_<entry>_<prompt>.
 LM_EVAL_PREFIX = "evalita-llm"
@@ -22,6 +22,48 @@ _OFFICIAL = (
     (re.compile(r"^evalita-mp_ner_(adg|fic|wn)_p(\d+)$"), "ner"),
     (re.compile(r"^evalita-[ms]p_sum_task_fp(?:-small)?_p(\d+)$"), "sum"),
 )
+
+
+# lm-eval's group and tag names (tasks/evalita_llm/*.yaml) -> our task ids or entries. Its `evalita-mp_sum_fp` reads
+# all of ARTeLab/fanpage's test split, our sum its 100-article sample (lm-eval's `evalita-mp_sum_fp_small`).
+_MC, _GEN = ("te", "sa", "wic", "hs", "at", "faq"), ("sum", "ls", "ner", "rel")
+_GROUPS = {"evalita-mp": _MC + _GEN, "evalita-mp_mc": _MC, "evalita-mp_gen": _GEN, "evalita-mp_ner_group": ("ner",),
+           "evalita-mp_re": ("rel",), "evalita-mp_re_tasks": ("rel",), "evalita-mp_sum_fp": ("sum",),
+           "evalita-mp_sum_fp_tasks": ("sum",), "evalita-mp_sum_fp_small": ("sum",), "evalita-mp_sum_fp-small_tasks": ("sum",),
+           **{f"evalita-mp_{t}{tail}": (t,) for t in _MC + ("ls",) for tail in ("", "_tasks")},
+           **{f"evalita-mp_ner_tasks_{d}": (f"ner_{d}",) for d in ("adg", "fic", "wn")}}
+FANPAGE_NOTE = "lm-eval's evalita-mp_sum_fp reads all of ARTeLab/fanpage test; our sum is its 100-article sample (evalita-mp_sum_fp_small)"
+
+
+def from_lm_eval(names: Sequence[str]) -> tuple[list[str], list[str] | None, list[str]]:
+    """--tasks with lm-eval's task, group and tag names read as ours: (task names, the prompts their prompt-level
+    names ask, or None for every prompt; the notes saying each mapping). Our own names pass through unchanged.
+    One run asks the same prompts of every task, so names asking different prompts of different tasks are refused."""
+    out: dict[str, set[str] | None] = {}
+    notes: list[str] = []
+    for name in names:
+        hit = entry_and_prompt(name)
+        if hit is None and name in _GROUPS:
+            mapped: list[tuple[str, str | None]] = [(t, None) for t in _GROUPS[name]]
+        elif hit is not None:
+            mapped = [hit]
+        elif name.startswith("evalita-mp_ner-v2") or re.match(r"^evalita-mp_ner_(adg|fic|wn)_group$", name):
+            raise ValueError(f"unknown task {name!r}: lm-eval's NER v2 prompts are not Evalita-LLM's; "
+                             "its evalita-mp_ner_group (or ner, ner_adg) asks ours")
+        else:
+            out.setdefault(name, None)
+            continue
+        for task, prompt in mapped:
+            asked = out.get(task, set())
+            out[task] = None if prompt is None or asked is None else asked | {prompt}
+        notes.append(f"--tasks: lm-eval's {name} = our {' '.join(f'{t} {p}' if p else t for t, p in mapped)}"
+                     + (f" ({FANPAGE_NOTE})" if name in ("evalita-mp", "evalita-mp_gen") or "sum_fp" in name else ""))
+    prompts = {frozenset(p) if p is not None else None for p in out.values()}
+    if len(prompts) > 1:
+        raise ValueError(f"{','.join(names)} ask different prompts of different tasks; one run asks the same "
+                         "prompts of every task (--prompts): run them apart")
+    only = next(iter(prompts), None)
+    return list(out), sorted(only) if only is not None else None, notes
 
 
 def is_choice_task(entry_name: str) -> bool:

@@ -14,6 +14,7 @@ def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # labels are names given by users ($x^{ is text, not mathtext)
     import matplotlib.pyplot as plt
 
     return plt

@@ -6,7 +6,7 @@ import base64
 import re
 
 from .summary import ci_table, euroeval_table, measurement_notes, runs_table, summary_table
-from .tables import paper_table, transposed
+from .tables import md_text, paper_table, transposed
 
 
 def slug(text: str) -> str:
@@ -72,7 +72,7 @@ EUROEVAL_EXPLAIN = (
 
 def to_markdown(c: dict) -> str:
     out = ["# Evalita-LLM report", "", EXPLAIN, ""]
-    out += [f"> note: {n}" for n in c["notes"]]
+    out += [f"> note: {md_text(n)}" for n in c["notes"]]
     out += ["", "## Models", "", c["runs"].markdown(), "", "## Summary", "",
             "Per-task CPS of each task's headline metric; AvgP, MaxP, CPS and Sharpe averaged over the model's tasks.",
             "", c["summary"].markdown(), ""]
@@ -81,14 +81,14 @@ def to_markdown(c: dict) -> str:
     if c["rank_plot"]:
         out += [f"![rank versus alpha](plots/{c['rank_plot']})", ""]
     for s in c["sections"]:
-        out += [f"## {s['task']} ({s['metric']})", "", s["table"].markdown(), ""]
-        out += [f"> note: {n}" for n in s["notes"]]
+        out += [f"## {md_text(s['task'])} ({md_text(s['metric'])})", "", s["table"].markdown(), ""]
+        out += [f"> note: {md_text(n)}" for n in s["notes"]]
         if s["items_table"] is not None:
             out += ["", ITEMS_EXPLAIN, "", s["items_table"].markdown(), ""]
-        out += ["", f"![{s['task']} heatmap](plots/{s['heatmap']})", ""]
+        out += ["", f"![{md_text(s['task'])} heatmap](plots/{s['heatmap']})", ""]
         if s["ci"]:
             out += [interval_explain(c["k"], c["seed"]), "", s["ci"].markdown(), "", EUROEVAL_EXPLAIN, "", s["euroeval"].markdown(), ""]
-        out += [f"Rank score basis: {s['rank_basis']}.", ""] if s["rank_basis"] else []
+        out += [f"Rank score basis: {md_text(s['rank_basis'])}.", ""] if s["rank_basis"] else []
     return "\n".join(out)
 
 
@@ -121,7 +121,8 @@ th, td { border: 1px solid #d0d7de; padding: .3rem .6rem; }
 th { background: #f3f5f7; text-align: center; }
 td { text-align: right; font-variant-numeric: tabular-nums; }
 td.text { text-align: left; }
-td:first-child { text-align: left; font-weight: 600; white-space: nowrap; }
+/* A row's name wraps (at a space, or after a '-') only where its table would not fit: "model [setting]" rows (issue 47). */
+td:first-child { text-align: left; font-weight: 600; }
 tr.summary td { background: #f7f9fb; }
 tr.first-summary td { border-top: 2px solid #8c959f; }
 .note { background: #fff8e1; border-left: 4px solid #f0b400; padding: .35rem .7rem; margin: .4rem 0; font-size: .9rem; }

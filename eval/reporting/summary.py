@@ -47,13 +47,18 @@ def summarize(reports: Sequence[TaskReport], models: list[str]) -> Summary:
 
 
 def summary_table(reports: Sequence[TaskReport], summary: Summary, alpha: float) -> TextTable:
-    headers = ["model"] + [f"{r.table.task} CPS" for r in reports] + ["AvgP", "MaxP", "CPS", f"Sharpe α={alpha:g}", "rank score"]
+    # One column per task: a row is one model in one setting ("m [ce]"), so the reports of a task's settings share its
+    # column (each row finds its own), and two settings of twelve models stay within 1,280 px (issue 47).
+    by_task: dict[str, list[TaskReport]] = {}
+    for rep in reports:
+        by_task.setdefault(rep.table.task.split(" [")[0], []).append(rep)
+    headers = ["model"] + list(by_task) + ["AvgP", "MaxP", "CPS", f"Sharpe α={alpha:g}", "rank score"]  # a task: its CPS
     rows = []
     for m in summary.models:
         per_task, avg, mx, cps, sharpe = [], [], [], [], []
-        for rep in reports:
-            t = rep.table
-            if m not in t.models:
+        for same_task in by_task.values():
+            t = next((rep.table for rep in same_task if m in rep.table.models), None)
+            if t is None:
                 per_task.append("–")
                 continue
             st = t.stats(alpha)

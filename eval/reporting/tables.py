@@ -165,6 +165,21 @@ def build_tables(rows: Iterable[ScoreRow], scale: float) -> list[TaskTable]:
 # ---------------------------------------------------------------- rendering
 
 
+class Markdown(str):
+    """Text that is Markdown already (our own markup around safe parts: a link to a run folder), written as it is."""
+
+
+_MARKUP = re.compile(r"[\\<|]")
+
+
+def md_text(text: object) -> str:
+    """``text`` (a name or any text read from a record or given by a user) as literal Markdown text, the one escape
+    of every Markdown we write: on one line (no heading, list or table row of its own), no raw HTML or autolink
+    (``<``), no link or image (``](``), no cell break (``|``); CommonMark backslash escapes: it renders as it reads."""
+    line = " ".join(str(text).splitlines())
+    return _MARKUP.sub(lambda m: "\\" + m.group(), line).replace("](", "]\\(")
+
+
 @dataclass
 class TextTable:
     """A rendered table: the same cells go to Markdown and to HTML."""
@@ -178,7 +193,7 @@ class TextTable:
 
     def markdown(self) -> str:
         def line(cells: Sequence[str]) -> str:
-            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+            return "| " + " | ".join(c if isinstance(c, Markdown) else md_text(c) for c in cells) + " |"
 
         align = ["---"] * self.text_cols + ["---:"] * (len(self.headers) - self.text_cols)
         return "\n".join([line(self.headers), line(align)] + [line(r) for r in self.rows])

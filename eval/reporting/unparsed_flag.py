@@ -6,9 +6,11 @@ about the answer format than about the task. Every place that shows a prompt's s
 it: results.json (``unparsed_flags``), the report (Markdown and HTML), the console summary,
 ``compare`` (which then does not test the difference) and the push-results card.
 
-A prompt none of whose answers could be read (issue 40) still counts them all as wrong (the
-paper's rule), but its score rests on no answer at all: each of those places says "no answer
-read (k/k unparsed)" beside it, and the summaries that average it say how many such prompts they include.
+A prompt none of whose answers could be read (issues 40, 47) keeps the score lm-eval's rule gives such answers (a
+choice task: each a wrong choice; a generative task: each scored as generated, read as empty where nothing fits, so
+right on an item whose gold is empty: NER's 50.00 on two sentences, one without entities): each of those places says
+"no answer read (k/k unparsed)" beside it, the legend says what the number then is, and the summaries that average it
+say how many such prompts they include.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ MARK = "(!)"
 NONE_READ = "no answer read"
 EXPLAIN = (f"{MARK}: 10 % or more of the prompt's answers could not be read (unparsed, scored as wrong); "
            "the score rests on the others")
-NONE_READ_WHY = "none of its answers could be read (each scored as a wrong answer): the score rests on no answer read"
+NONE_READ_WHY = ("none of its answers could be read in the task's answer format; the score is lm-eval's rule for such answers "
+                 "(a choice task: each a wrong choice; a generative task: each scored as generated, read as empty where "
+                 "nothing fits, right on an item whose gold is empty), not a measure of answers read")
 
 
 def _count(value: object) -> float | None:
@@ -111,7 +115,7 @@ def untested_reason(prompt: str, scores_a: Mapping | None, scores_b: Mapping | N
     if not sides:
         return None
     if any(s is not None and none_read(s) for s in (scores_a, scores_b)):
-        return f"{prompt} has >= 10 % unparsed answers ({', '.join(sides)}): a score that rests on no answer read is not tested"
+        return f"{prompt} has >= 10 % unparsed answers ({', '.join(sides)}): a score of unread answers alone is not tested"
     return f"{prompt} has >= 10 % unparsed answers ({', '.join(sides)}): its score rests on the others"
 
 

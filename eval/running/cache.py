@@ -174,7 +174,6 @@ class ResultSaver:
                 self.written[i] = True
                 if self.tasks is not None:
                     self.counts[f"computed:{self.tasks[i]}"] += 1
-            self.counts[f"saved_{self.kind}"] += len(items)
             self.counts["computed"] += len(items)
             self.bar.update(len(items))
             now = time.monotonic()

@@ -16,8 +16,9 @@ from typing import Any
 
 from evalita_data.cli.errors import one_line
 
-from ..naming import model_slug, setting_slug
+from ..naming import run_folder
 from ..record.build import ID_LENGTH, run_id  # noqa: F401  (one hash: the writer's and the reader's)
+from ..settings.thinking import DEFAULT_TRACE_BUDGET
 
 RESULTS_FILE = "results.json"
 # What results.json calls the identity and its hash.
@@ -56,7 +57,9 @@ def run_identity(model_record: dict[str, Any], config: Any, chat_template: dict 
         "max_new_tokens": config.max_new_tokens,
         "constrained": config.constrained,
         # Only when on: the identities (and folders) of the runs made before --thinking existed are unchanged.
-        **({"thinking": {"on": True, "think_markers": list(config.think_markers), "max_thinking_tokens": config.max_thinking_tokens}}
+        **({"thinking": {"on": True, "think_markers": list(config.think_markers),
+                         "max_thinking_tokens": config.max_thinking_tokens,
+                         "trace_budget": config.max_thinking_tokens or DEFAULT_TRACE_BUDGET}}  # the default's value too
            if config.thinking else {}),
         **({"bertscore_model": config.bertscore_model} if config.bertscore_model else {}),  # adds a score
     }
@@ -73,11 +76,7 @@ def default_output_dir(identity: dict[str, Any]) -> Path:
     """``results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>][-thinking]-<run id>``: readable, and
     never shared by two identities (a chat template, a system instruction, a dtype or another
     model folder of the same name change the hash)."""
-    model = identity["model"]
-    name = model_slug(str(model.get("name_or_path") or "model"), model.get("revision"))
-    setting = setting_slug(identity["setting"], identity["constrained"], identity["num_fewshot"], identity["split"])
-    setting += "-thinking" if identity.get("thinking") else ""
-    return Path("results") / name / f"{setting}-{run_id(identity)}"
+    return Path("results") / run_folder(identity["model"], identity, run_id(identity))
 
 
 def _show(value: Any) -> str:

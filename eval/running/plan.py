@@ -51,14 +51,17 @@ class EntryPlan:
         """The entry's requests, tokens read and new-token budget, and what the cache already holds."""
         kind = self.asked.request_kind
         plan = TaskPlan(self.name, kind, 0, 0, 0, counted=count.exact)
+        # Budget forcing sends each request twice: its trace, then the answer after it (running/thinking_run.py).
+        sent, trace_budget = (2, self.asked.thinking.trace_budget) if self.asked.forcing else (1, 0)
         for prompt in self.prompts:
             for request, cached in zip(prompt.requests, prompt.cached):
                 texts = (request.context, request.continuation) if kind == LL else (request.context,)  # type: ignore[union-attr]
                 tokens, chars = sum(count(x) for x in texts), sum(len(x) for x in texts)
-                plan.requests += 1
-                plan.prompt_tokens += tokens
-                plan.prompt_chars += chars
-                plan.max_new_tokens = max(plan.max_new_tokens, 0 if kind == LL else request.max_new_tokens)  # type: ignore[union-attr]
+                plan.requests += sent
+                plan.prompt_tokens += tokens * sent
+                plan.prompt_chars += chars * sent
+                budget = 0 if kind == LL else request.max_new_tokens  # type: ignore[union-attr]
+                plan.max_new_tokens = max(plan.max_new_tokens, trace_budget, budget)
                 if cached:
                     plan.cached += 1
                     plan.cached_tokens += tokens

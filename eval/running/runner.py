@@ -318,9 +318,9 @@ class Runner:
         path = self.cache.path
         self.cache.close()
         # Counted from the file as it is now: Ctrl-C may land between a line's write and the count.
-        values = RequestCache(path).values.values() if path.is_file() else []
+        values = list(RequestCache(path).values.values()) if path.is_file() else []
         generations = sum(isinstance(v, str) for v in values) - self.earlier_generations
-        loglikelihoods = self._counts["saved_loglikelihood"]
+        loglikelihoods = len(values) - generations - self.earlier_generations - self.earlier_loglikelihoods
         if (loglikelihoods or self._computing == RequestKind.LOGLIKELIHOOD) and not generations:
             text = f"{loglikelihoods} log-likelihoods of this run were saved in {path} ({self.earlier_loglikelihoods} from earlier runs)"
         else:

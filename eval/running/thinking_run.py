@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 from ..api import GenRequest
 from ..backend_support.tokenization import render_chat
-from ..settings.thinking import TEMPLATE_SWITCH, ClosedTrace, Thinking, takes_thinking
+from ..settings.thinking import DEFAULT_TRACE_BUDGET, TEMPLATE_SWITCH, ClosedTrace, Thinking, takes_thinking
 
 
 def template_source(backend: Any) -> str | None:
@@ -35,6 +35,30 @@ def thinking_chat(backend: Any, thinking: Thinking, echo: Callable[[str], None])
         echo(f"note: the chat template takes no {TEMPLATE_SWITCH} switch: the prompts are rendered as without --thinking on "
              "(a model that always thinks still has its trace kept apart)")
     return backend.apply_chat_template
+
+
+def refuse_thinking_without_traces(backend: Any, spec: Any) -> None:
+    """--thinking on where the prompts are rendered here, with a chat template that has no switch and a tokenizer
+    without the trace's markers: nothing asks the model to think nor shows that it writes a trace (issue 47); one
+    line, unless --think-markers was given (set on the ``RunSpec``, not its default)."""
+    tokenizer = backend.tokenizer
+    if (not spec.thinking or "think_markers" in spec.model_fields_set or backend.capabilities.chat_messages
+            or tokenizer is None or takes_thinking(template_source(backend))):
+        return
+    if not set(spec.think_markers) <= set(getattr(tokenizer, "get_vocab", dict)()):
+        markers = "/".join(spec.think_markers)
+        raise ValueError(f"--thinking on: the model's chat template has no {TEMPLATE_SWITCH} switch and its tokenizer "
+                         f"no {markers} tokens: it is neither asked to think nor known to write a trace; run with "
+                         "--thinking off, or give --think-markers START,END if it writes one")
+
+
+def budget_line(max_thinking_tokens: int | None) -> str:
+    """The plan's line on the trace budget (forcing sends each item twice: the trace, then the answer after it)."""
+    if max_thinking_tokens is None:
+        return (f"thinking: each trace may take {DEFAULT_TRACE_BUDGET:,} tokens on top of the answer's (the default); "
+                "--max-thinking-tokens N closes it at N instead")
+    return (f"thinking: each trace closed at {max_thinking_tokens:,} tokens (--max-thinking-tokens), then the answer "
+            "generated after it: two requests per item")
 
 
 def token_counter(backend: Any) -> Callable[[str], int] | None:

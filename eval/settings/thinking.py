@@ -1,16 +1,17 @@
 """Reasoning models (``--thinking on|off``, docs/settings.md): the trace kept apart from the answer.
 
 A thinking model writes a trace, then its answer: ``<think>…</think> B``. The answer rules
-(settings/answers.py) and the generative tasks' metrics read only what follows the end of the
-trace (``</think>``, or the markers of ``--think-markers START,END``); the trace is stored in the
-sample (``reasoning``, ``reasoning_tokens``) and read by nothing else. A server that returns the
-trace in a field of its own (``reasoning_content``/``reasoning``) has it joined back with the
-markers by the backend, so one rule splits every reply.
+(settings/answers.py) and the generative tasks' metrics read only what follows the *last* end
+marker of the reply (``</think>``, or the markers of ``--think-markers START,END``): a nested trace
+or a second one is trace too. The trace is stored in the sample (``reasoning``, ``reasoning_tokens``)
+and read by nothing else. A server that returns the trace in a field of its own
+(``reasoning_content``/``reasoning``) has it joined back with the markers by the backend, before the
+content and whatever traces the content holds inline, so one rule splits every reply.
 
 A reply whose trace never ends (the budget ran out inside it) has no answer: it is unparsed with
-the reason ``reasoning_unfinished``. A trace is open when the reply holds the start marker but no
-end marker, or when the prompt itself ends with the start marker (templates that open the trace
-for the model); a reply with neither marker is all answer (the model did not think).
+the reason ``reasoning_unfinished``. A trace is open when a start marker follows the last end
+marker (or the reply has no end marker), or when the prompt itself ends with the start marker
+(templates that open the trace for the model); a reply with neither marker is all answer.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 DEFAULT_MARKERS = ("<think>", "</think>")
 # A thinking run without --max-thinking-tokens may write this many tokens of trace on top of the
-# task's answer budget (a CE letter's 16 tokens would never hold a trace).
-DEFAULT_TRACE_BUDGET = 4096
+# task's answer budget (a CE letter's 16 tokens would never hold a trace): a short task's trace, and
+# about a minute a request for a small model on a CPU (issue 47); longer ones with --max-thinking-tokens.
+DEFAULT_TRACE_BUDGET = 1024
 UNFINISHED = "reasoning_unfinished"  # the unparsed reason of a reply whose trace never ends
 TEMPLATE_SWITCH = "enable_thinking"  # the chat templates' variable (Qwen3 and its kin)
 
@@ -40,12 +42,18 @@ class Thinking:
         return self.max_tokens if self.max_tokens is not None else DEFAULT_TRACE_BUDGET
 
 
-def parse_markers(value: str) -> tuple[str, str]:
-    """``--think-markers START,END`` -> (START, END); a ValueError naming what was expected."""
-    parts = value.split(",")
-    if len(parts) != 2 or not all(p.strip() for p in parts):
-        raise ValueError(f"--think-markers {value!r}: expected START,END, two non-empty markers separated by one comma (e.g. <think>,</think>)")
-    return parts[0].strip(), parts[1].strip()
+def parse_markers(value: str | Sequence[str]) -> tuple[str, str]:
+    """``--think-markers START,END`` (or the two as a list) -> (START, END); a ValueError naming what was expected.
+    Neither marker may hold the other: an end read as a start (or the reverse) would credit the trace."""
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    if len(parts) != 2 or not all(isinstance(p, str) and p.strip() for p in parts):
+        raise ValueError(f"--think-markers {str(value)[:80]!r}: expected START,END, two non-empty markers separated by one comma "
+                         "(e.g. <think>,</think>)")
+    start, end = parts[0].strip(), parts[1].strip()
+    if start in end or end in start:
+        raise ValueError(f"--think-markers {start},{end}: the start and end markers must differ, neither inside the other "
+                         "(e.g. <think>,</think>)")
+    return start, end
 
 
 class Trace(NamedTuple):
@@ -57,12 +65,11 @@ class Trace(NamedTuple):
 def split_trace(text: str, markers: Sequence[str] = DEFAULT_MARKERS, prompt_opens: bool = False) -> Trace:
     """The reply's trace and its answer (module docstring)."""
     start, end = markers
-    if end in text:
-        trace, answer = text.split(end, 1)
-        trace = trace.split(start, 1)[1] if start in trace else trace
-        return Trace(trace.strip(), answer.strip(), True)
-    if start in text:
+    trace, closed, answer = text.rpartition(end)
+    if start in answer:  # a trace opened after the last end marker (or never closed): it never ends
         return Trace(text.split(start, 1)[1].strip(), "", False)
+    if closed:
+        return Trace(trace.split(start, 1)[-1].strip(), answer.strip(), True)
     if prompt_opens:
         return Trace(text.strip(), "", False)
     return Trace(None, text, True)

@@ -63,8 +63,9 @@ class OfficialSource:
     def __init__(self, org: str) -> None:
         if not org:
             raise ValueError(f"hf:ORG needs a Hub organisation name, got {org!r}")
-        # A path (an organisation name never holds a '/'): the official layout in a local folder.
-        self.local: Path | None = Path(org).expanduser() if "/" in org else None
+        # A path (an organisation name never holds a '/'): the official layout in a local folder, resolved, so that a
+        # dataset folder it lacks is never looked up as a Hub id ("./hub/faq" is "hub/faq" to datasets).
+        self.local: Path | None = Path(org).expanduser().resolve() if "/" in org else None
         if self.local is not None and not self.local.is_dir():
             raise ValueError(f"hf:{org}: {self.local} is not a folder (expected the official layout, "
                              "as 'evalita-data push --layout official --to-dir' writes it)")

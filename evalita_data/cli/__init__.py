@@ -94,7 +94,7 @@ def validate(path: Path, task: str | None) -> None:
 
     try:
         violations, nfiles = validate_path(path, task)
-    except ValueError as err:
+    except (ValueError, EvalitaDataError) as err:  # a file it cannot tell the task of; a link leaving the build
         click.echo(f"error: {err}", err=True)
         sys.exit(2)
     for v in violations:
@@ -166,7 +166,8 @@ def push(build_dir: Path, org: str, tasks: tuple[str, ...], private: bool, revis
 
     try:
         if to_dir is not None:
-            write_to_dir(build_dir, to_dir, org, list(tasks) or None, jsonl=jsonl, echo=click.echo, layout=layout)
+            write_to_dir(build_dir, to_dir, org, list(tasks) or None, jsonl=jsonl, echo=click.echo, layout=layout,
+                         dry_run=dry_run)
             return
         run_push(build_dir, org, list(tasks) or None, private=private, revision=revision, message=message,
                  dry_run=dry_run, jsonl=jsonl, layout=layout, echo=click.echo)

@@ -8,6 +8,7 @@ traceback only with ``--debug``. Ctrl-C exits 130 with one line.
 from __future__ import annotations
 
 import errno
+import signal
 import sys
 
 import click
@@ -44,6 +45,7 @@ class FriendlyGroup(click.Group):
         except KeyboardInterrupt:
             if ctx.meta.get("evalita.debug"):
                 raise
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C during the shutdown is quiet
             click.echo("interrupted (Ctrl-C)", err=True)
             sys.exit(INTERRUPTED)
         except Exception as err:  # noqa: BLE001 - the last resort: one line, the traceback with --debug

@@ -90,7 +90,8 @@ def _why_absent(spec: TaskSpec, entry: BuiltTask, official: str) -> str:
         return f"{hub.fewshot_not_ours}; lm-eval's tasks read it as their few-shot split and stop (KeyError) without it"
     ours = spec.eval_split if official == hub.test else spec.fewshot_split
     hints = [m.hint for m in entry.missing_parts() if m.hint and ours in (m.splits or [])]
-    return f"our {ours} split is not in the build" + (f" ({hints[0]})" if hints else "")
+    named = f"; {EVAL_YAML} names it, as the official benchmark" if official == hub.test else ""
+    return f"our {ours} split is not in the build" + (f" ({hints[0]})" if hints else "") + named
 
 
 def missing_splits(spec: TaskSpec, entry: BuiltTask, repo_id: str, renamed: dict[str, tuple[str, str]]) -> list[MissingSplit]:
@@ -138,10 +139,9 @@ def official_repo(build: Path, task: str, entry: BuiltTask, org: str = DEFAULT_O
     missing = missing_splits(spec, entry, repo_id, renamed)
     files = [RepoFile(CARD, _card(task, entry, org, hub.dataset, paths, renamed, missing)),
              RepoFile(REPO_MANIFEST, dumps(entry.published_json(task)).encode("utf-8"))]
-    evals = {(c if spec.configs else None): s for c, s in renamed.values() if s == hub.test}
-    benchmark = eval_yaml(task, evals)
-    if benchmark is not None:
-        files.append(RepoFile(EVAL_YAML, benchmark))
+    # The benchmark is the official one (every config on the official test split, as lm-eval's tasks read it), also
+    # where this build lacks that split: the missing line says so, and a later push with it completes the repository.
+    files.append(RepoFile(EVAL_YAML, eval_yaml(task, {c: hub.test for c in spec.configs or [None]})))
     for key, split in entry.splits.items():
         source = build / task / split.file
         files.append(RepoFile(paths[key], parquet_bytes(task, [rec for _, rec in read_jsonl(source)])))

@@ -9,6 +9,7 @@ and is never printed.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,7 +129,11 @@ def remote_state(api: HfApi, repo_id: str, revision: str, delays: Sequence[float
 
 
 def plan_repo(api: HfApi, repo: TaskRepo, revision: str, delays: Sequence[float]) -> RepoPlan:
-    exists, parent, remote = remote_state(api, repo.repo_id, revision, delays)
+    return compare(repo, *remote_state(api, repo.repo_id, revision, delays))
+
+
+def compare(repo: TaskRepo, exists: bool, parent: str | None, remote: dict[str, tuple[str, str]]) -> RepoPlan:
+    """The plan of ``repo`` against the files a repository holds ({path: ("sha256"|"git", digest)})."""
     changes = []
     for f in repo.files:
         have = remote.get(f.path)
@@ -255,26 +260,59 @@ def describe_plan(plan: RepoPlan, revision: str, dry_run: bool, echo: Callable[[
     else:
         verb = "would commit" if dry_run else "committing"
         echo(f"{where}{state}: {verb} {len(upload)} of {len(plan.changes)} file(s)")
+    list_changes(plan, echo)
+
+
+def list_changes(plan: RepoPlan, echo: Callable[[str], None]) -> None:
+    """A line per file of the plan: new, changed, unchanged (or local), and those kept (not from this build)."""
     for c in plan.changes:
         echo(f"  {c.status:<9} {c.size:>10}  {c.path}")
     for p in plan.others:
         echo(f"  kept      {'':>10}  {p} (not from this build; left alone)")
 
 
-def write_to_dir(build: Path, dest: Path, org: str = DEFAULT_ORG, tasks: list[str] | None = None,
-                 jsonl: bool = False, echo: Callable[[str], None] = print, layout: str = "ours") -> list[TaskRepo]:
+def local_plan(repo: TaskRepo, folder: Path) -> RepoPlan:
+    """The plan of writing ``repo`` into ``folder`` (``push --to-dir``), compared as the Hub push compares:
+    the folder's files (followed into no linked folder) by their git blob id."""
+    ours = {f.path for f in repo.files}
+    present = {}
+    for top, dirs, names in os.walk(folder):  # nothing when the folder is not there yet
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in names:
+            file = Path(top) / name
+            path = file.relative_to(folder).as_posix()  # (not a regular file, a FIFO: never read, "changed")
+            readable = path in ours and file.is_file()
+            present[path] = ("git", RepoFile(path, file.read_bytes()).git_oid if readable else "")
+    return compare(repo, folder.is_dir(), None, present)
+
+
+def write_to_dir(build: Path, dest: Path, org: str = DEFAULT_ORG, tasks: list[str] | None = None, jsonl: bool = False,
+                 echo: Callable[[str], None] = print, layout: str = "ours", dry_run: bool = False) -> list[TaskRepo]:
     """``push --to-dir``: the exact repository layout of every task under ``dest/<name>/``, the
-    repository's name (ours: the task id; official: ``word_in_context``, ``faq``...)."""
+    repository's name (ours: the task id; official: ``word_in_context``, ``faq``...). Each folder's
+    files are listed as the Hub push lists them (new, changed, unchanged, kept); a file of the folder
+    that differs from this build (a hand edit, or an older build's) refuses the push before anything is
+    written: a local folder keeps no history to recover it from."""
     from .layout import write_repo_dir
 
     check_hub_name(org)
     check_output_apart(dest, {"--build": build}, out_flag="--to-dir")
     manifest, chosen = load_checked_manifest(build, tasks)
     repos = [layout_repo(build, task, manifest.tasks[task], org, jsonl, layout, echo) for task in chosen]
+    plans = []
     for repo in repos:  # a repository folder that is a link out of DEST refuses the push before anything is written
-        check_inside(dest / repo.repo_id.split("/")[1], dest)
-    for repo in repos:
-        folder = dest / repo.repo_id.split("/")[1]
-        write_repo_dir(repo, folder, root=dest)
-        echo(f"{folder}: {len(repo.files)} file(s), {sum(len(f.data) for f in repo.files)} bytes")
+        folder = check_inside(dest / repo.repo_id.split("/")[1], dest)
+        plans.append(local_plan(repo, folder))
+        upload = plans[-1].to_upload()
+        echo(f"{folder}: {'would write' if dry_run else 'writing'} {len(upload)} of {len(repo.files)} file(s), "
+             f"{sum(len(f.data) for f in upload)} bytes")
+        list_changes(plans[-1], echo)
+    edited = [dest / plan.repo.repo_id.split("/")[1] / c.path for plan in plans for c in plan.changes
+              if c.status == "changed"]
+    if edited:
+        which = f" and {len(edited) - 1} other file(s) listed as changed differ" if len(edited) > 1 else " differs"
+        raise PushError(f"{edited[0]}{which} from this build (a hand edit, or an older build's): nothing was written; "
+                        "move away what you want to keep (or remove it), then push again")
+    for repo in [] if dry_run else repos:
+        write_repo_dir(repo, dest / repo.repo_id.split("/")[1], root=dest)
     return repos

@@ -1,4 +1,5 @@
-"""bench/gpu.py, the one GPU command (issue 38), end to end on the CPU with a tiny random model."""
+"""bench/gpu.py, the one GPU command (issue 38), end to end on the CPU with a tiny random model, through
+bench/gpu_device.sh, the script the GPU machine runs (issue 46; here every module is installed: no wheel is)."""
 
 from __future__ import annotations
 
@@ -11,19 +12,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU = ROOT / "bench" / "gpu.py"
+DEVICE = ROOT / "bench" / "gpu_device.sh"
 NUMBER = r"(\d+(?:\.\d+)?)"
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    return subprocess.run([sys.executable, str(GPU), *args], capture_output=True, text=True, env=env, timeout=300)
+def run(*args: str, script: Path = GPU) -> subprocess.CompletedProcess:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHON=sys.executable)
+    command = ["bash", str(script)] if script.suffix == ".sh" else [sys.executable, str(script)]
+    return subprocess.run([*command, *args], capture_output=True, text=True, env=env, timeout=300)
 
 
 def test_tiny_shape_runs_every_engine_it_can_and_says_which_it_cannot() -> None:
-    proc = run("--shape", "tiny", "--device", "cpu", "--limit", "1", "--max-new", "4", "--threads", "1",
-               "--tasks", "wic,faq,ner_adg", "--markdown")
+    # gpu_device.sh passes --engines ours-hf,lmeval-hf --limit 1 --budget-s 480 --markdown, then these
+    proc = run("--shape", "tiny", "--device", "cpu", "--max-new", "4", "--threads", "1", "--tasks", "wic,faq,ner_adg",
+               "--engines", "ours-hf,lmeval-hf,ours-vllm,lmeval-vllm", "--peak-tflops", "0.5", script=DEVICE)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout
+    assert re.search(r"^gpu_device\.sh \| Python 3\.\d+\.\d+ \| torch \S+ \| transformers \S+ .*\| lm_eval 0\.4\.\d+ .* \| no GPU$", out, re.M)
+    assert re.search(r"^gpu_device\.sh \| bench/gpu\.py took \d+ s$", out, re.M)
     assert "limit: 1 documents per task entry and setting (--limit)" in out
     # One document per entry: WiC 6 prompts x 2 choices, FAQ 6 prompts x 4 answers, NER 2 prompts x 1 generation.
     expected = {"wic 0-shot": 12, "wic 5-shot": 12, "faq 0-shot": 24, "faq 5-shot": 24, "ner_adg 0-shot": 2, "ner_adg 5-shot": 2}
@@ -41,6 +47,20 @@ def test_tiny_shape_runs_every_engine_it_can_and_says_which_it_cannot() -> None:
     # both HF schedulers group a context's choices alike: the same counted model tokens
     assert engines["ours hf"][3] == engines["lm-eval HF"][3] and int(engines["ours hf"][3]) > 0
     assert all(float(engines[e][4]) > 0 for e in engines)
+    # Speed per request kind: the tokens and seconds of its rows; TFLOPS = 2 x weights x tokens / s; MFU against --peak-tflops.
+    speed = rf"^engine (ours hf|lm-eval HF) speed on (log-likelihoods|generations): (\d+) model tokens in {NUMBER} s: (\d+) tokens/s " \
+            rf"\| {NUMBER} TFLOPS \(2 x (\d+) weights a token\) \| MFU {NUMBER} % of 0\.5 TFLOPS \(--peak-tflops\)$"
+    speeds = re.findall(speed, out, re.M)
+    assert len(speeds) == 4, out
+    label = {"ours hf": "ours hf", "lm-eval HF": "lm-eval HF"}
+    for engine, kind, tokens, wall, per_s, tflops, weights, mfu in speeds:
+        rows = [t for t in tasks if (t[1] == "ll") == (kind == "log-likelihoods")]
+        assert abs(float(wall) - sum(float(t[4 if label[engine] == "ours hf" else 5]) for t in rows)) < 0.01 * len(rows) + 0.01
+        # the seconds are printed to 0.01, the tokens per second to 1, the TFLOPS to 1e-4, the MFU to 0.01 %
+        assert int(weights) > 0 and int(tokens) / (float(wall) + 0.005) - 1 <= int(per_s) <= int(tokens) / (float(wall) - 0.005) + 1
+        assert abs(float(tflops) - 2 * int(weights) * int(per_s) / 1e12) <= 1e-4 + 2 * int(weights) / 1e12
+        assert abs(float(mfu) - 100 * float(tflops) / 0.5) <= 0.03
+    assert sum(int(t) for e, k, t, *_ in speeds if e == "ours hf") == int(engines["ours hf"][3])  # the kinds make up the whole
     walls = {e: float(v[0]) for e, v in engines.items()}
     ratio = re.search(rf"^ratio lm-eval HF / ours hf: wall {NUMBER}x, model tokens 1\.00x$", out, re.M)
     assert ratio and abs(float(ratio[1]) / (walls["lm-eval HF"] / walls["ours hf"]) - 1) < 0.05  # the walls are printed to 0.01 s

@@ -182,4 +182,4 @@ def test_missing_evaluator_extra_is_an_install_hint(monkeypatch) -> None:
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "transformers" else real(name, *a))
     result = CliRunner().invoke(main, ["run", "--model", "x", "--data", "."])
     assert result.exit_code == 1
-    assert "needs transformers" in result.output and "evalita-llm[eval]" in result.output
+    assert "needs transformers" in result.output and "pip install torch -e '.[eval]'" in result.output

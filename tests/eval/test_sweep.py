@@ -21,6 +21,7 @@ import pytest
 
 from evalita_eval.running.identity import LOCKED, RUN_LOCK
 from evalita_eval.sweep import CacheLines, load_sweep, run_one, standing
+from evalita_eval.sweep_runs import run_reservation
 
 from paths import TEST_DATA
 
@@ -87,7 +88,14 @@ def test_sweep_file_errors(tmp_path: Path) -> None:
     ok = tmp_path / "ok.yaml"
     ok.write_text("defaults: {data: d, backend: vllm, backend_args: {tensor_parallel_size: 4, data_parallel_size: 2}}\nruns:\n- {model: org/a, num_fewshot: 5}\n", "utf-8")
     (run,) = load_sweep(ok)
-    assert run.gpus == 8.0 and run.output_dir is None and run.name == "org/a loglikelihood-5shot"
+    assert run_reservation(run.spec, gpus_there=True) == {"num_cpus": 2, "num_gpus": 8}  # vllm: 4 x 2 GPUs
+    assert run_reservation(run.spec, gpus_there=False) == {"num_cpus": 2, "num_gpus": 0}  # no GPU: vLLM's CPU build
+    # hf without a device takes CUDA where there is one (run's default): it reserves it; --device cpu never does
+    ok.write_text("- {model: org/a, data: d}\n", "utf-8")
+    (hf,) = load_sweep(ok)
+    assert run_reservation(hf.spec, gpus_there=True) == {"num_cpus": 1, "num_gpus": 1}
+    assert run_reservation(hf.spec.model_copy(update={"device": "cpu"}), gpus_there=True)["num_gpus"] == 0
+    assert run.output_dir is None and run.name == "org/a loglikelihood-5shot"
     assert run.spec.num_fewshot == 5 and run.spec.backend_args == {"tensor_parallel_size": 4, "data_parallel_size": 2}
 
 
@@ -350,7 +358,7 @@ def _samples(out: Path) -> dict[str, bytes]:
 
 
 def test_complete_means_the_recorded_identity_is_the_runs() -> None:
-    from evalita_eval.record import parse_record
+    from evalita_eval.record import RecordError, parse_record
     from evalita_eval.run_config import build_spec
     from evalita_eval.running.identity import run_id
     from evalita_eval.sweep_runs import entry_identity, identity_difference
@@ -360,29 +368,31 @@ def test_complete_means_the_recorded_identity_is_the_runs() -> None:
                "model": {"name_or_path": "org/a"}, "config": {}, "data": {}, "results": {"te": {}}, **changed}
         return parse_record(Path("r/results.json"), doc, partial=True, samples=False)
 
-    spec = build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 2, "backend_args": {"gguf_file": "none"}}, "s.yaml: run 1")
+    spec = build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 2, "backend_args": {"gguf_file": "none"}}, "s.yaml: run 1")[0]
     identity = {**entry_identity(spec), "chat_template": None,
                 "model": {"name_or_path": "org/a", "revision": None, "backend": "hf", "dtype": "float32", "gguf_file": None}}
     assert identity_difference(record(), spec) is None
     assert identity_difference(record(status="partial"), spec) == "not complete"
     assert identity_difference(record(results={}), spec) == "tasks te not evaluated"
-    assert identity_difference(record(run_id="0" * 10), spec) == "no run identity matching its run id"
-    edited = build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 3}, "s.yaml: run 1")
+    with pytest.raises(RecordError, match=f"key run_identity: hashes to {run_id(identity)}, not to the run id 0000000000"):
+        record(run_id="0" * 10)  # the reader re-hashes the identity: an edited one is never a finished run
+    assert identity_difference(record(run_identity=None, run_id=None), spec) == "no run identity"
+    edited = build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 3}, "s.yaml: run 1")[0]
     assert identity_difference(record(), edited) == "limit: 2 in the folder, 3 here"
-    other = build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 2, "backend_args": {"gguf_file": "x.gguf"}}, "s.yaml: run 1")
+    other = build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 2, "backend_args": {"gguf_file": "x.gguf"}}, "s.yaml: run 1")[0]
     assert identity_difference(record(), other) == 'model.gguf_file: null in the folder, "x.gguf" here'
-    assert identity_difference(record(), build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 2, "dtype": "bfloat16"}, "s")) == (
+    assert identity_difference(record(), build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 2, "dtype": "bfloat16"}, "s")[0]) == (
         'model.dtype: "float32" in the folder, "bfloat16" here')
     # Thinking and the BERTScore scorer change numbers: recorded on one side only, or with another budget, they differ.
     thinking = build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 2, "thinking": "on", "max_thinking_tokens": 8,
-                           "backend_args": {"gguf_file": "none"}}, "s")
+                           "backend_args": {"gguf_file": "none"}}, "s")[0]
     assert identity_difference(record(), thinking).startswith('thinking: null in the folder, {"max_thinking_tokens": 8, "on": true, ')
     identity = {**entry_identity(thinking), "chat_template": None, "model": identity["model"]}
     assert identity_difference(record(), thinking) is None
     assert identity_difference(record(), spec).startswith('thinking: {"max_thinking_tokens": 8, "on": true, ')  # on in the folder, off here
     longer = build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 2, "thinking": "on", "max_thinking_tokens": 16,
-                         "backend_args": {"gguf_file": "none"}}, "s")
+                         "backend_args": {"gguf_file": "none"}}, "s")[0]
     assert identity_difference(record(), longer) == "thinking.max_thinking_tokens: 8 in the folder, 16 here"
-    scored = build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 2, "bertscore_model": "org/bert", "backend_args": {"gguf_file": "none"}}, "s")
+    scored = build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 2, "bertscore_model": "org/bert", "backend_args": {"gguf_file": "none"}}, "s")[0]
     identity = {**entry_identity(scored), "chat_template": None, "model": identity["model"]}
     assert identity_difference(record(), spec) == 'bertscore_model: "org/bert" in the folder, null here'

@@ -93,7 +93,8 @@ def test_an_identity_edited_by_hand_is_not_complete(tiny_model: Path, tmp_path: 
 
 
 def test_a_sweep_edited_in_its_thinking_settings_computes_the_change(tiny_model: Path, tmp_path: Path) -> None:
-    keys = {**_keys(tiny_model, 1), "tasks": "te", "setting": "ce", "thinking": "on", "max_thinking_tokens": 4}
+    # the tiny model has no <think> token: its markers given (issue 47), else the run is refused
+    keys = {**_keys(tiny_model, 1), "tasks": "te", "setting": "ce", "thinking": "on", "max_thinking_tokens": 4, "think_markers": "<think>,</think>"}
     first = _sweep(tmp_path, [{"name": "think", **keys}])
     assert first.returncode == 0, first.stdout + first.stderr
     folder = _folder(first.stdout, "[1/1] think: complete (1/1 done; in ")
@@ -105,7 +106,8 @@ def test_a_sweep_edited_in_its_thinking_settings_computes_the_change(tiny_model:
         new_folder = _folder(edited.stdout, "[1/1] think: complete (1/1 done; in ")
         identity = json.loads((new_folder / "results.json").read_text("utf-8"))["run_identity"]
         assert new_folder != folder and identity.get("thinking", {"on": False}) == (
-            {"on": True, "think_markers": ["<think>", "</think>"], "max_thinking_tokens": 8} if edit.get("thinking") != "off" else {"on": False})
+            {"on": True, "think_markers": ["<think>", "</think>"], "max_thinking_tokens": 8, "trace_budget": 8}
+            if edit.get("thinking") != "off" else {"on": False})
     again = _sweep(tmp_path, [{"name": "think", **keys}])  # the first entry again: its folder is complete
     assert f"[1/1] think: already complete in {folder.relative_to(tmp_path.resolve())}" in again.stdout, again.stdout + again.stderr
 

@@ -23,7 +23,7 @@ from paths import TESTS
 lm_eval = pytest.importorskip("lm_eval", reason="lm-evaluation-harness (lm-eval==0.4.13, extra 'all') is not installed")
 pytest.importorskip("accelerate", reason="lm-eval's hf model needs accelerate (extra 'all')")
 
-from evalita_data.hub.benchmark import benchmark_task_ids, entry_task_ids  # noqa: E402
+from evalita_data.hub.benchmark import benchmark_task_ids, entry_task_ids, read_benchmark  # noqa: E402
 from evalita_data.registry import get_task  # noqa: E402
 from lm_eval_reference import YAMLS  # noqa: E402
 from publish_fixtures import sample_build  # noqa: E402,F401 - fixture
@@ -85,6 +85,25 @@ def needed_splits(folder: Path) -> set[tuple[str, str, str]]:
     return needed
 
 
+def test_lm_evals_sum_tasks_read_what_the_docs_say() -> None:
+    """lm-eval's own sum files: `evalita-mp` (through evalita-mp_sum_fp) reads all of ARTeLab/fanpage's test split, which
+    no layout of ours publishes; only evalita-mp_sum_fp_small reads our official sum (summarization-fp test_100, few-shot
+    dev). docs/publishing.md and docs/official-splits.md say so."""
+    folder = Path(lm_eval.__file__).parent / "tasks" / "evalita_llm"
+    read = {}
+    for name in ("_evalita-mp_sum_fp_p1.yaml", "_evalita-mp_sum_fp-small_p1.yaml"):
+        merged = {**_plain_yaml(folder / _include(folder / name)), **_plain_yaml(folder / name)}
+        read[merged["task"]] = (merged["dataset_path"], merged["test_split"], merged.get("fewshot_split"))
+    assert read == {"evalita-sp_sum_task_fp_p1": ("ARTeLab/fanpage", "test", None),
+                    "evalita-sp_sum_task_fp-small_p1": ("evalitahf/summarization-fp", "test_100", "dev")}
+    assert "evalita-mp_sum_fp" in _plain_yaml(folder / "_evalita-mp.yaml")["task"]
+    spec = get_task("sum")
+    assert (spec.hub_splits.dataset, spec.hub_splits.test, spec.paper_splits["test"]) == ("summarization-fp", "test_100", 100)
+    for doc in ("publishing.md", "official-splits.md"):
+        text = " ".join((TESTS.parent / "docs" / doc).read_text("utf-8").split())
+        assert "lm-eval's `evalita-mp` group reads `ARTeLab/fanpage` `test`" in text, doc
+
+
 def _include(path: Path) -> str:
     return next(line.split(":", 1)[1].strip() for line in path.read_text("utf-8").splitlines() if line.startswith("include:"))
 
@@ -116,7 +135,12 @@ def test_what_lm_eval_reads_is_published_or_listed_as_missing(official: tuple[Pa
     assert benchmark_task_ids(out / "entity_recognition") == sum(entry_task_ids("ner").values(), [])
     splits = {t["split"] for t in yaml.safe_load((out / "entity_recognition" / "eval.yaml").read_text("utf-8"))["tasks"]}
     assert splits == {"reduced_test"}
-    assert not (out / "relation_extraction" / "eval.yaml").exists()  # no test split built: no benchmark task
+    # Every repository has one, the official benchmark, also where the build lacks its split (said in the missing line).
+    assert sorted(p.parent.name for p in out.glob("*/eval.yaml")) == sorted(p.parent.name for p in out.glob("*/README.md"))
+    for repo, split in (("relation_extraction", "test"), ("hatespeech_detection", "test_all")):
+        assert {(t["config"], t["split"]) for t in read_benchmark(out / repo / "eval.yaml")} == {("default", split)}
+        assert re.search(rf"^missing: evalita-llm/{repo} \[default\]: no split {split}: .*; eval.yaml names it, as the official "
+                         "benchmark$", stdout, re.M), stdout
 
 
 @pytest.mark.parametrize("shots, prompts", [(0, PROMPTS), (1, ["p1"])])

@@ -139,8 +139,71 @@ def test_eees_own_validator_passes_our_exports(tiny_model: Path, tmp_path: Path)
     res = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(TEST_DATA / "build"), "--tasks", "wic,ls",
                                     "--prompts", "p1", "--limit", "2", "--max-new-tokens", "3", "--no-progress", "--output-dir", str(run)])
     assert res.exit_code == 0, res.output
-    files = _export(RUN, tmp_path / "eee") + _export(run, tmp_path / "eee")
+    _export(RUN, tmp_path / "eee")
+    files = _export(run, tmp_path / "eee")  # both runs' files
+    assert len(files) == 4
+    _eees_validator_passes(python, files)
+
+
+def _eees_validator_passes(python: str, files: list[Path]) -> None:
     proc = subprocess.run([python, "-m", "every_eval_ever", "validate", "--format", "json", *map(str, files)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads(proc.stdout)
-    assert len(report) == 4 and all(r["valid"] and r["errors"] == [] for r in report), report
+    assert len(report) == len(files) and all(r["valid"] and r["errors"] == [] for r in report), report
+
+
+def test_an_unparsed_generated_answer_is_exported_as_unparsed(tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 45: a CE answer no rule read, or whose trace never ended, has no extracted value and says why; never the
+    wrong class the scoring counts in its stead, never "loglikelihood argmax" for a generated setting."""
+    from fake_openai_server import FakeServer
+
+    replies = {"banca": ("<think>Vediamo.</think>A", "stop"), "pianta": ("<think>Vediamo.</think>Non saprei proprio.", "stop"),
+               "parte": ("<think>Vediamo, forse B", "length")}
+    server = FakeServer()
+    server.chat_script = lambda body: next({"message": {"role": "assistant", "content": text}, "finish_reason": finish}
+                                           for lemma, (text, finish) in replies.items() if f"'{lemma}'" in body["messages"][-1]["content"])
+    monkeypatch.setenv("EVALITA_TEST_EEE_KEY", "sk-test")
+    try:
+        res = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(TEST_DATA / "build"), "--tasks", "wic",
+                                        "--setting", "ce", "--prompts", "p1", "--backend", "openai-chat", "--backend-arg", f"base_url={server.url}",
+                                        "--backend-arg", "api_key_env=EVALITA_TEST_EEE_KEY", "--backend-arg", "concurrency=1", "--backend-arg", "max_retries=0",
+                                        "--thinking", "on", "--no-progress", "--output-dir", str(tmp_path / "run")])
+    finally:
+        server.stop()
+    assert res.exit_code == 0, res.output
+    files = _export(tmp_path / "run", tmp_path / "eee")
+    lines = sorted((json.loads(x) for x in files[1].read_text("utf-8").splitlines()), key=lambda r: r["sample_id"])
+    instance = _schema("instance_level_eval.schema.json")
+    assert all(list(instance.iter_errors(r)) == [] for r in lines)
+    assert [(r["sample_id"], r["answer_attribution"][0]["extracted_value"], r["answer_attribution"][0]["extraction_method"],
+             r["output"]["raw"], r["evaluation"]["is_correct"]) for r in lines] == [
+        ("wic/0", "A", "letter", ["A"], True),
+        ("wic/1", "", "unparsed: no_option", ["Non saprei proprio."], False),
+        ("wic/2", "", "unparsed: reasoning_unfinished", [""], False)]
+    from eee_python import eee_python
+
+    if (python := eee_python()) is not None:  # EEE's own validator where it runs (else the test above it says it is skipped)
+        _eees_validator_passes(python, files)
+
+
+@pytest.mark.parametrize("backend", ["openai-chat", "openai-completions"])
+def test_a_model_on_an_openai_compatible_server_is_labelled_as_served(backend: str, tiny_model: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 44: a run through an OpenAI-compatible server is exported as such (its engine is the server's, unknown),
+    never as run on Hugging Face or a local folder with transformers."""
+    from fake_openai_server import FakeServer
+
+    server = FakeServer()
+    monkeypatch.setenv("EVALITA_TEST_EEE_KEY", "sk-test")
+    try:
+        res = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(TEST_DATA / "build"), "--tasks", "wic",
+                                        "--prompts", "p1", "--limit", "2", "--setting", "ce", "--backend", backend,
+                                        "--backend-arg", f"base_url={server.url}", "--backend-arg", "api_key_env=EVALITA_TEST_EEE_KEY", "--backend-arg", "concurrency=1",
+                                        "--backend-arg", "max_retries=0", "--no-progress", "--output-dir", str(tmp_path / "run")])
+    finally:
+        server.stop()
+    assert res.exit_code == 0, res.output
+    model_info = json.loads(_export(tmp_path / "run", tmp_path / "eee")[0].read_text("utf-8"))["model_info"]
+    assert (model_info["inference_platform"], model_info["additional_details"]["deployment_type"]) == (
+        "openai_compatible_api", "externally_managed")
+    assert "inference_engine" not in model_info and model_info["additional_details"]["backend"] == backend

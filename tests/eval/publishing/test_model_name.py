@@ -53,7 +53,9 @@ def test_model_name_is_recorded_and_every_output_uses_it(tiny_model: Path, tmp_p
     pushed = _cli("push-results", str(out), "--repo", "me/results", "--to-dir", str(tmp_path / "repo"), cwd=tmp_path)
     assert pushed.returncode == 0, pushed.stderr
     files = _published(tmp_path / "repo")
-    folder = "Tiny_Test_1/loglikelihood"
+    # named by the run id its published identity hashes to (no local path in it: record/read.py, public.py)
+    [folder] = [k.removesuffix("/results.json") for k in files if k.endswith("/results.json")]
+    assert folder == f"Tiny_Test_1/loglikelihood-{json.loads(files[folder + '/results.json'])['run_id']}"
     assert files[f"{folder}/README.md"].decode().startswith(f"# Evalita-LLM results: {NAME} (local folder)")
     assert f"| {NAME} (local folder) |".encode() in files["README.md"]
     assert json.loads(files[f"{folder}/results.json"])["model"]["name"] == NAME
@@ -80,10 +82,43 @@ def test_a_local_model_without_a_name_is_its_folder_and_weights_hash_and_publish
     pushed = _cli("push-results", str(out), "--repo", "me/results", "--to-dir", str(tmp_path / "repo"), "--model-name", "Given Later",
                   cwd=tmp_path)
     assert pushed.returncode == 0, pushed.stderr
-    card = (tmp_path / "repo" / "Given_Later" / "loglikelihood" / "README.md").read_text("utf-8")
+    [folder] = (tmp_path / "repo" / "Given_Later").iterdir()  # named by its published run id (no local path in it)
+    assert folder.name == f"loglikelihood-{json.loads((folder / 'results.json').read_text('utf-8'))['run_id']}" != f"loglikelihood-{doc['run_id']}"
+    card = (folder / "README.md").read_text("utf-8")
     assert card.startswith("# Evalita-LLM results: Given Later (local folder)")
     exported = CliRunner().invoke(main, ["export-eee", str(out), str(tmp_path / "eee"), "--model-name", "Given Later"])
     assert exported.exit_code == 0, exported.output
     assert (tmp_path / "eee" / "data" / "evalita-llm" / "local" / "Given_Later").is_dir()
     bad = _cli("run", "--model", str(tiny_model), "--model-name", " ", *QUICK, cwd=tmp_path)
     assert bad.returncode == 1 and "--model-name ' ': expected a non-empty name on one line" in bad.stderr
+
+
+# Raw HTML, a script and matplotlib's mathtext in one name (issue 45).
+HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)> $x^{"
+
+
+def _rendered(markdown: str) -> str:
+    """The HTML a CommonMark renderer that passes raw HTML through makes of ``markdown`` (GFM tables on)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
+
+
+def test_a_hostile_name_is_text_in_every_markdown_and_plot(tiny_model: Path, tmp_path: Path) -> None:
+    """The name reaches report.md, the run card and the front page escaped: rendered, no tag of it is HTML, and the
+    reader sees it as given; the plots draw it as text (no mathtext), so report writes its report."""
+    out = tmp_path / "run"
+    proc = _cli("run", "--model", str(tiny_model), "--model-name", HOSTILE, *QUICK, "--output-dir", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = _cli("report", str(out), "--out", str(tmp_path / "report"), "--bootstrap", "0", "--no-progress", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr[-2000:]
+    pushed = _cli("push-results", str(out), "--repo", "me/results", "--to-dir", str(tmp_path / "repo"), cwd=tmp_path)
+    assert pushed.returncode == 0, pushed.stderr
+    markdowns = {"report.md": (tmp_path / "report" / "report.md").read_text("utf-8"),
+                 **{k: v.decode() for k, v in _published(tmp_path / "repo").items() if k.endswith(".md")}}
+    assert len(markdowns) == 3  # report.md, the run card, the front page
+    shown = "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt; $x^{"
+    for name, text in markdowns.items():
+        html = _rendered(text)
+        assert "<script" not in html and "<img src=x" not in html and shown in html, name
+

@@ -19,11 +19,11 @@ from huggingface_hub.repocard_data import model_index_to_eval_results
 from evalita_eval.publishing.model_page import BENCHMARK_TASK_IDS, benchmark_task_id, official_location
 
 from paths import TEST_DATA
+from publish_fixtures import repo_folder
 
 RUN = TEST_DATA / "results" / "beta"
 OFFICIAL = {"evalitahf/textual_entailment": "c0ffee", "evalitahf/hatespeech_detection": "beef01", "evalitahf/entity_recognition": "d00d02"}
 RUN_DAY = 1_780_000_000  # 2026-05-28 (UTC)
-FOLDER = "org-b__beta-8b@v1/loglikelihood"
 
 
 def _official_run(tmp: Path) -> Path:
@@ -58,7 +58,9 @@ def test_eval_results_and_model_index_parse_with_huggingface_hub(tmp_path: Path)
     proc = subprocess.run([sys.executable, "-m", "evalita_eval.cli", "push-results", str(run), "--repo", "me/results",
                            "--to-dir", str(out)], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stderr
-    entries = parse_eval_result_entries(yaml.safe_load((out / FOLDER / ".eval_results" / "evalita-llm_loglikelihood.yaml").read_text("utf-8")))
+    folder = repo_folder(run)
+    entries = parse_eval_result_entries(yaml.safe_load((out / folder / ".eval_results" / f"evalita-llm_{folder.split('/')[1]}.yaml")
+                                                       .read_text("utf-8")))
     assert [(e.dataset_id, e.task_id, e.dataset_revision, e.date) for e in entries] == [
         ("evalitahf/textual_entailment", "te", "c0ffee", "2026-05-28"), ("evalitahf/hatespeech_detection", "hs", "beef01", "2026-05-28"),
         ("evalitahf/entity_recognition", "ner_adg", "d00d02", "2026-05-28")]
@@ -71,7 +73,7 @@ def test_eval_results_and_model_index_parse_with_huggingface_hub(tmp_path: Path)
     assert entries[0].value == 62.11  # te acc of beta: MaxP 65.00, AvgP 60.556 -> (1 - (65.00 - 60.556) / 100) * 65.00
     assert entries[0].notes.endswith("complete run on the official split (default/test), evaluated 2026-05-28 (evalita-eval)")
     # model-index: pasted in a card's YAML header, read back by huggingface_hub's card parser
-    header = (out / FOLDER / "model-index.yaml").read_text("utf-8")
+    header = (out / folder / "model-index.yaml").read_text("utf-8")
     card = ModelCard(f"---\n{header}---\n# card\n")
     name, results = model_index_to_eval_results(card.data.to_dict()["model-index"])
     assert name == "org-b/beta-8b"  # the model's id, no @revision

@@ -17,9 +17,9 @@ from evalita_eval.cli import main
 from evalita_eval.publishing.public import local_trace
 
 from paths import TEST_DATA
+from publish_fixtures import repo_folder
 
 RUN = TEST_DATA / "results" / "beta"
-FOLDER = "org-b__beta-8b@v1/loglikelihood"
 
 
 def _run_with(tmp: Path, edit) -> Path:
@@ -43,7 +43,7 @@ def test_a_local_path_in_any_field_is_refused_naming_the_field(tmp_path: Path, f
     proc = subprocess.run([sys.executable, "-m", "evalita_eval.cli", "push-results", str(run), "--repo", "me/results", "--to-dir", str(out)],
                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 1
-    assert proc.stderr.strip() == (f"error: {FOLDER}/results.json: {field} holds {trace!r}, a local path or user name; "
+    assert proc.stderr.strip() == (f"error: {repo_folder(run)}/results.json: {field} holds {trace!r}, a local path or user name; "
                                    "remove it from the run's results.json, then publish again")
     assert not out.exists()  # nothing written
     # EEE exports none of these fields: written, and the trace is in none of its files

@@ -15,10 +15,10 @@ pytest.importorskip("huggingface_hub")
 
 from paths import TEST_DATA
 from hub_stub import StoredFile  # noqa: E402
-from publish_fixtures import TOKEN, hub, hub_env, sample_build  # noqa: E402,F401 - fixture
+from publish_fixtures import TOKEN, hub, hub_env, repo_folder, sample_build  # noqa: E402,F401 - fixture
 
 RUN = TEST_DATA / "results" / "beta"
-FOLDER = "org-b__beta-8b@v1/loglikelihood"  # <model>@<revision>/<setting>
+FOLDER = repo_folder(RUN)  # <model>@<revision>/<setting>-<run id>
 
 
 def push_results(args: list[str], env: dict) -> subprocess.CompletedProcess:
@@ -101,18 +101,19 @@ def test_push_results_keeps_every_setting_of_a_model(tmp_path: Path) -> None:
         proc = push_results([str(run), "--repo", "me/results", "--to-dir", str(out)], env)
         assert proc.returncode == 0, proc.stderr
     assert (out / FOLDER / "results.json").read_bytes() == (RUN / "results.json").read_bytes()
-    assert (out / "org-b__beta-8b@v1/ce-constrained/results.json").read_bytes() == (ce / "results.json").read_bytes()
+    ce_folder = repo_folder(ce, setting="ce-constrained")
+    assert (out / ce_folder / "results.json").read_bytes() == (ce / "results.json").read_bytes()
     front = (out / "README.md").read_text("utf-8")
     assert front.startswith("---\npretty_name: Evalita-LLM results\n")
-    assert '- config_name: "org-b__beta-8b@v1--ce-constrained"\n  data_files: "org-b__beta-8b@v1/ce-constrained/results.json"' in front
-    assert '- config_name: "org-b__beta-8b@v1--loglikelihood"' in front
+    assert f'- config_name: "{ce_folder.replace("/", "--")}"\n  data_files: "{ce_folder}/results.json"' in front
+    assert f'- config_name: "{FOLDER.replace("/", "--")}"' in front
     # the front page lists both runs, whichever was pushed last, with setting and status
     no_page = "no: data not read from the official Hub datasets (run --data hf:ORG): no dataset id and revision to name"
     assert (f"| [`{FOLDER}/`]({FOLDER}/README.md) | org-b/beta-8b@v1 | loglikelihood, 0-shot | official | all | "
             f"complete, 3 task(s) | {no_page} |") in front
-    assert ("| [`org-b__beta-8b@v1/ce-constrained/`](org-b__beta-8b@v1/ce-constrained/README.md) | org-b/beta-8b@v1 | "
+    assert (f"| [`{ce_folder}/`]({ce_folder}/README.md) | org-b/beta-8b@v1 | "
             "ce constrained, 0-shot | official | all | complete, 3 task(s) |") in front
-    card = (out / "org-b__beta-8b@v1/ce-constrained/README.md").read_text("utf-8")
+    card = (out / ce_folder / "README.md").read_text("utf-8")
     assert "# Evalita-LLM results: org-b/beta-8b@v1\n" in card
     for row in ("| setting | ce constrained |", "| constrained | yes |", "| system instruction | Sei un esperto. |",
                 f"| chat template | yes, sha256 {'ab' * 6} |", "| few-shot | 0 |", "| revision | v1 |", "| split | official |",
@@ -120,6 +121,24 @@ def test_push_results_keeps_every_setting_of_a_model(tmp_path: Path) -> None:
         assert row in card, row
     assert "Other runs" not in card  # the front page lists them: no list here to go stale
     assert (out / FOLDER / "README.md").read_text("utf-8").count("| setting | loglikelihood |") == 1
+
+
+def test_a_second_run_of_the_same_model_and_setting_is_kept_beside_the_first(tmp_path: Path) -> None:
+    """Issue 47: two runs of one model and setting that differ in a number-changing option (the seed) each keep their
+    folder, the front page lists both; pushing the first again changes nothing."""
+    env = {"PATH": "/usr/bin:/bin", "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+    out = tmp_path / "repo"
+    other = _variant(tmp_path, "seed7", seed=7)
+    for run in (RUN, other, RUN):
+        proc = push_results([str(run), "--repo", "me/results", "--to-dir", str(out)], env)
+        assert proc.returncode == 0, proc.stderr
+    folders = sorted(str(p.parent.relative_to(out)) for p in out.rglob("results.json"))
+    assert folders == sorted([FOLDER, repo_folder(other)]) and FOLDER != repo_folder(other)
+    assert (out / FOLDER / "results.json").read_bytes() == (RUN / "results.json").read_bytes()
+    assert (out / repo_folder(other) / "results.json").read_bytes() == (other / "results.json").read_bytes()
+    front = (out / "README.md").read_text("utf-8")
+    assert front.count("| org-b/beta-8b@v1 | loglikelihood, 0-shot | official | all | complete, 3 task(s) |") == 2
+    assert all(f"| [`{f}/`]({f}/README.md) |" in front for f in folders)
 
 
 def test_push_results_card_of_a_local_model_and_a_dev_split(tmp_path: Path) -> None:
@@ -131,12 +150,13 @@ def test_push_results_card_of_a_local_model_and_a_dev_split(tmp_path: Path) -> N
     out = tmp_path / "repo"
     proc = push_results([str(run), "--repo", "me/results", "--to-dir", str(out)], {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stderr
-    card = (out / "tiny/loglikelihood-dev/README.md").read_text("utf-8")
+    folder = repo_folder(run, "tiny", "loglikelihood-dev")
+    card = (out / folder / "README.md").read_text("utf-8")
     assert "# Evalita-LLM results: tiny (local folder) (not comparable with the paper)\n" in card
     assert not [p for p in out.rglob("*") if p.is_file() and str(tmp_path).encode() in p.read_bytes()]
     assert "| model page files | none: evaluated on split 'dev', not the official one |" in card
     assert "| revision | – (local folder) |" in card and "| split | dev (not comparable with the paper) |" in card
-    assert (out / "tiny/loglikelihood-dev/results.json").is_file()
+    assert (out / folder / "results.json").is_file()
 
 
 OFFICIAL = {"evalitahf/textual_entailment": "c0ffee", "evalitahf/hatespeech_detection": "beef01", "evalitahf/entity_recognition": "d00d02"}
@@ -170,11 +190,13 @@ def test_model_page_files_only_for_a_complete_official_run(hub, tmp_path: Path) 
         printed[run.name] = proc.stdout
     files = hub.files("me/model-page")
     pages = sorted(p for p in files if ".eval_results/" in p or p.endswith("model-index.yaml"))
-    assert pages == ["org-b__beta-8b@v1/ce/.eval_results/evalita-llm_ce.yaml", "org-b__beta-8b@v1/ce/model-index.yaml",
-                     f"{FOLDER}/.eval_results/evalita-llm_loglikelihood.yaml", f"{FOLDER}/model-index.yaml"]
+    ce_folder, folder = repo_folder(ce, setting="ce"), repo_folder(full)
+    ce_id, full_id = ce_folder.rsplit("-", 1)[1], folder.rsplit("-", 1)[1]
+    assert pages == [f"{ce_folder}/.eval_results/evalita-llm_ce-{ce_id}.yaml", f"{ce_folder}/model-index.yaml",
+                     f"{folder}/.eval_results/evalita-llm_loglikelihood-{full_id}.yaml", f"{folder}/model-index.yaml"]
     import yaml
 
-    entries = yaml.safe_load(files[f"{FOLDER}/.eval_results/evalita-llm_loglikelihood.yaml"])
+    entries = yaml.safe_load(files[f"{folder}/.eval_results/evalita-llm_loglikelihood-{full_id}.yaml"])
     assert [(e["dataset"]["id"], e["dataset"]["task_id"], e["dataset"]["revision"]) for e in entries] == [
         ("evalitahf/textual_entailment", "te", "c0ffee"), ("evalitahf/hatespeech_detection", "hs", "beef01"),
         ("evalitahf/entity_recognition", "ner_adg", "d00d02")]
@@ -184,12 +206,12 @@ def test_model_page_files_only_for_a_complete_official_run(hub, tmp_path: Path) 
     assert te["notes"] == ("Evalita-LLM loglikelihood, 0-shot: CPS (combined performance score) of acc over 6 prompts, "
                            "n=60 items per prompt, complete run on the official split (default/test), evaluated 2026-05-28 (evalita-eval)")
     assert "n=80 items per prompt" in entries[1]["notes"] and "of f1_macro over" in entries[1]["notes"]
-    index = yaml.safe_load(files[f"{FOLDER}/model-index.yaml"])["model-index"]
+    index = yaml.safe_load(files[f"{folder}/model-index.yaml"])["model-index"]
     assert index[0]["name"] == "org-b/beta-8b"  # the model's id, as the Hub wants it
     assert [(r["dataset"]["type"], r["metrics"][0]["type"], r["metrics"][0]["value"]) for r in index[0]["results"]][0] == (
         "evalitahf/textual_entailment", "cps", 62.11)
     assert "no .eval_results" not in printed["full"]
-    assert ("note: no .eval_results or model-index.yaml for org-b__beta-8b@v1/loglikelihood-5shot: run with --limit 4: "
+    assert (f"note: no .eval_results or model-index.yaml for {repo_folder(limited, setting='loglikelihood-5shot')}: run with --limit 4: "
             "a score on the first items, not on the test set") in printed["limited"]
     assert "partial run: 3 of 4 tasks finished: a model page carries complete runs only" in printed["partial"]
     front = files["README.md"].decode("utf-8")
@@ -222,11 +244,12 @@ def test_a_run_made_under_a_temporary_folder_publishes_no_path_of_it(hub, sample
     assert len([p for p in files if "/samples/" in p]) == 12
     leaks = [p for p, data in files.items() if str(tmp_path).encode() in data or b"machine-local-work" in data]
     assert leaks == []
-    published = json.loads(files[f"{name}/loglikelihood/results.json"])
+    rid = json.loads(written)["run_id"]  # the run's own id: its default local folder's name, and its repository folder's
+    published = json.loads(files[f"{name}/loglikelihood-{rid}/results.json"])
     assert (published["model"]["name_or_path"], published["model"]["name"], published["model"]["local_folder"],
             published["model"]["files_sha256"]) == (name, name, True, sha)
     assert (published["data"]["source"], published["data"]["local_folder"]) == ("data", True)
-    card = files[f"{name}/loglikelihood/README.md"].decode("utf-8")
+    card = files[f"{name}/loglikelihood-{rid}/README.md"].decode("utf-8")
     assert f"| model | {name} (local folder) |" in card and "| data | data (local folder) |" in card
 
 

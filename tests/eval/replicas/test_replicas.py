@@ -147,7 +147,7 @@ def test_replica_settings_and_errors() -> None:
 
 
 def test_a_replica_takes_the_gpus_of_its_tensor_parallel_size() -> None:
-    from evalita_eval.replicas.backend import replica_resources
+    from evalita_eval.replicas.resources import replica_resources
 
     assert replica_resources("vllm", BackendOptions("m", device="cuda", extra={"tensor_parallel_size": "2"})) == {"num_cpus": 1, "num_gpus": 2}
     assert replica_resources("vllm", options_as_run_builds("vllm", model="m", device="cuda", tensor_parallel_size=4)) == {"num_cpus": 1, "num_gpus": 4}

@@ -70,10 +70,12 @@ def test_compare_fixture_runs_hand_computed() -> None:
 
 
 def _keep_lines(run: Path, task: str, prompt: str, lines: list[str]) -> None:
-    """Samples of ``task`` ``prompt`` cut to ``lines``, and results.json's n with them (the reader checks they agree)."""
+    """Samples of ``task`` (te: acc) ``prompt`` cut to ``lines``, and results.json's n and acc with them (the reader
+    checks they agree)."""
     (run / "samples" / f"{task}_{prompt}.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
     doc = json.loads((run / "results.json").read_text("utf-8"))
-    doc["results"][task][prompt]["n"] = len(lines)
+    samples = [json.loads(line) for line in lines]
+    doc["results"][task][prompt].update(n=len(lines), acc=sum(s["prediction"] == s["gold"] for s in samples) / len(lines))
     (run / "results.json").write_text(json.dumps(doc), "utf-8")
 
 

@@ -32,8 +32,13 @@ def copy_run(name: str, tmp_path: Path, te_record: dict | None) -> Path:
     doc = json.loads((folder / "results.json").read_text("utf-8"))
     if te_record is not None:
         doc["task_versions"] = {"te": te_record}
-    for i, scores in enumerate(doc["results"]["te"].values()):  # a second metric, acc_norm = i / 10
-        scores["acc_norm"] = i / 10
+    for prompt, scores in doc["results"]["te"].items():  # a second metric, from log-likelihoods: acc_norm = gold 1's share
+        path = folder / "samples" / f"te_{prompt}.jsonl"
+        lines = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+        # argmax: the prediction (acc as before); per character, always the second, longer choice
+        lines = [{**s, "choices": ["a", "b" * 10], "loglikelihoods": [-1.0, -2.0][:: 1 - 2 * s["prediction"]]} for s in lines]
+        path.write_text("".join(json.dumps(s) + "\n" for s in lines), "utf-8")
+        scores["acc_norm"] = sum(s["gold"] == 1 for s in lines) / len(lines)
     (folder / "results.json").write_text(json.dumps(doc), "utf-8")
     return folder
 
@@ -47,7 +52,8 @@ def test_the_report_shows_the_headline_the_run_recorded_not_the_installed_one(tm
     run = load_results(copy_run("alpha", tmp_path, te_record(metrics=[metric("acc_norm"), metric("acc")])) / "results.json")
     rep = build_task_report("te", [run])
     assert rep.metric == "acc_norm" and rep.higher_is_better is True
-    assert rep.table.model_scores(run.display) == pytest.approx([0, 10, 20, 30, 40, 50])
+    gold = [json.loads(line)["gold"] for line in (RESULTS / "alpha" / "samples" / "te_p1.jsonl").read_text("utf-8").splitlines()]
+    assert rep.table.model_scores(run.display) == pytest.approx([100 * gold.count(1) / len(gold)] * 6)  # not acc's
     # A file written before the record: the installed declaration (acc), as before.
     old = load_results(copy_run("alpha", tmp_path / "old", None) / "results.json")
     assert build_task_report("te", [old]).metric == "acc"

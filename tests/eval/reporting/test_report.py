@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -219,6 +220,39 @@ def test_run_details_break_no_word_in_headless_chromium(tmp_path, models):
     for width in (1280, 1920):
         checked, broken = broken_words(tmp_path / "report" / "report.html", width)
         assert checked == models * (1 + 2 * (facts - 1)) and broken == [], (width, broken)
+
+
+def test_two_settings_of_twelve_models_fit_1280_px_in_headless_chromium(tmp_path):
+    """Issue 47: with two settings the Summary had a column per task and setting (te [loglikelihood] CPS, te [ce] CPS),
+    half of them empty, and its AvgP/CPS/Sharpe lay behind a scrollbar at 1,280 px; now one column per task (each
+    row, one model in one setting, finds its own), and the row names wrap where needed, no word broken."""
+    require_chromium()
+    from browser_layout import broken_words, table_widths
+
+    paths = []
+    for i in range(12):
+        for setting in ("loglikelihood", "ce"):
+            run = tmp_path / "runs" / f"m{i}-{setting}"
+            shutil.copytree(RESULTS / "alpha", run)
+            doc = json.loads((run / "results.json").read_text("utf-8"))
+            doc["model"]["name_or_path"] = f"some-organisation/Llama-3.1-8B-Instruct-variant-{i:02d}"
+            doc["config"]["setting"] = setting
+            for task in ("wic", "sa", "at", "faq", "ls", "rel", "sum"):  # the ten tasks: te's scores under seven more names
+                doc["results"][task] = doc["results"]["te"]
+            (run / "results.json").write_text(json.dumps(doc), "utf-8")
+            paths.append(run / "results.json")
+    proc = subprocess.run([sys.executable, "-m", "evalita_eval.cli", "report", *map(str, paths), "--out", str(tmp_path / "report"),
+                           "--bootstrap", "0", "--no-progress"], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    md = (tmp_path / "report" / "report.md").read_text("utf-8")
+    assert ("| model | wic | te | sa | hs | faq | at | ls | ner | rel | sum | AvgP | MaxP | CPS | Sharpe α=1 | rank score |"
+            in md)
+    assert md.count("| Llama-3.1-8B-Instruct-variant-00 [ce] | 72.92 | 72.92 |") == 1
+    widths = {w["heading"]: w for w in table_widths(tmp_path / "report" / "report.html", 1280)}
+    for heading in ("Summary", "Settings side by side"):
+        assert widths[heading]["needs"] <= widths[heading]["given"], widths[heading]
+    checked, broken = broken_words(tmp_path / "report" / "report.html", 1280, "td:first-child")
+    assert checked > 24 and broken == []
 
 
 def test_one_model_task_tables_drop_the_columns_that_repeat_its_score(tmp_path):

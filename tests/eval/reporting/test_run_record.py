@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 
 from evalita_eval.api import LOGPROB_ROUNDING
 from evalita_eval.cli import main
-from evalita_eval.record import FORMAT_VERSION, RESULTS_SCHEMA, SAMPLE_SCHEMA, read_run
+from evalita_eval.record import FORMAT_VERSION, RESULTS_SCHEMA, SAMPLE_SCHEMA, read_run, run_id
 
 from paths import TEST_DATA
 
@@ -172,9 +172,61 @@ def damage_count(folder: Path, other: Path) -> str:
     return f"{folder / 'results.json'}: key results.te.p1.n: '3' is not of type 'integer'"
 
 
+def damage_edited_score(folder: Path, other: Path) -> str:
+    """A score edited by hand, its samples unchanged (issue 45): recomputed from them as compare does, it disagrees."""
+    recorded = json.loads((folder / "results.json").read_text("utf-8"))["results"]["te"]["p1"]["acc"]
+    _results(folder, lambda d: d["results"]["te"]["p1"].update(acc=0.99))
+    return f"{folder / 'results.json'}: key results.te.p1.acc: recorded 0.99, but te_p1.jsonl gives {recorded!r}: a score edited after the run"
+
+
+def damage_undeclared_metric(folder: Path, other: Path) -> str:
+    _results(folder, lambda d: d["results"]["te"]["p1"].update(zzz_acc=0.5))
+    return f"{folder / 'results.json'}: key results.te.p1.zzz_acc: task te declares no metric 'zzz_acc'; it declares acc, acc_norm, acc_bytes"
+
+
+def damage_edited_identity(folder: Path, other: Path) -> str:
+    """config.limit and run_identity.limit both edited to null: believed, the 3-item run would be the paper's evaluation."""
+    doc = json.loads((folder / "results.json").read_text("utf-8"))
+    _results(folder, lambda d: [d["config"].update(limit=None), d["run_identity"].update(limit=None)])
+    edited = run_id({**doc["run_identity"], "limit": None})
+    return f"{folder / 'results.json'}: key run_identity: hashes to {edited}, not to the run id {doc['run_id']}: edited after the run"
+
+
+def damage_edited_config(folder: Path, other: Path) -> str:
+    rid = json.loads((folder / "results.json").read_text("utf-8"))["run_id"]
+    _results(folder, lambda d: d["config"].update(limit=None))
+    return f"{folder / 'results.json'}: key config.limit: None, but the run identity (run {rid}) records 3: edited after the run"
+
+
+def damage_duplicate_key(folder: Path, other: Path) -> str:
+    path = folder / "results.json"
+    path.write_text(path.read_text("utf-8").replace('"limit": 3', '"limit": 3, "limit": null', 1), "utf-8")
+    return f"{path}: key limit: given twice in one object (read, the last would win in silence); each key is given once"
+
+
+def damage_deep_results(folder: Path, other: Path) -> str:
+    path = folder / "results.json"
+    path.write_text(path.read_text("utf-8").replace('"status"', f'"deep": {"[" * 100_000}{"]" * 100_000}, "status"', 1), "utf-8")
+    return f"{path}: nested too deeply to be read (arrays or objects inside each other)"
+
+
+def damage_deep_sample(folder: Path, other: Path) -> str:
+    path = folder / "samples" / "te_p2.jsonl"
+    _edit_line(path, 2, lambda line: line[:-1] + f', "deep": {"[" * 100_000}{"]" * 100_000}}}')
+    return f"{path}:2: nested too deeply to be read (arrays or objects inside each other)"
+
+
+def damage_name_with_a_heading(folder: Path, other: Path) -> str:
+    _results(folder, lambda d: d["model"].update(name="tiny\n# Best model | 99.00 |"))
+    return (f"{folder / 'results.json'}: key model.name 'tiny\\n# Best model | 99.00 |': expected a non-empty name on one line "
+            "(at most 200 characters)")
+
+
 @pytest.mark.parametrize("damage", [damage_nan, damage_infinity, damage_overflow, damage_positive_loglik, damage_duplicate_doc,
                                     damage_other_runs_samples, damage_other_task_version, damage_link_out, damage_newer_version, damage_missing_key,
-                                    damage_nan_score, damage_count])
+                                    damage_nan_score, damage_count, damage_edited_score, damage_undeclared_metric, damage_edited_identity,
+                                    damage_edited_config, damage_duplicate_key, damage_deep_results, damage_deep_sample,
+                                    damage_name_with_a_heading])
 def test_a_damaged_record_is_one_line_and_exit_1(runs: tuple[Path, Path], tmp_path: Path, damage) -> None:
     folder = _copy(runs[0], tmp_path)
     expected = damage(folder, runs[1])
@@ -190,6 +242,34 @@ def test_compare_and_export_eee_refuse_the_same_damage(runs: tuple[Path, Path], 
     assert proc.returncode == 1 and proc.stderr == f"error: {expected}\n", proc.stderr
     proc = cli("export-eee", str(folder), str(tmp_path / "eee"))
     assert proc.returncode == 1 and proc.stderr == f"error: {expected}\n", proc.stderr
+
+
+@pytest.mark.parametrize("damage", [damage_edited_score, damage_undeclared_metric, damage_edited_identity, damage_name_with_a_heading])
+def test_every_reader_refuses_what_the_record_does_not_rest_on(runs: tuple[Path, Path], tmp_path: Path, damage) -> None:
+    """Scores derived from the samples, the identity re-hashed, the name checked: compare, push-results (card, front page)
+    and export-eee refuse as report does, and write nothing (issue 45)."""
+    folder = _copy(runs[0], tmp_path)
+    expected = damage(folder, runs[1])
+    for command in (["compare", str(folder), str(runs[1])], ["export-eee", str(folder), str(tmp_path / "eee")],
+                    ["push-results", str(folder), "--repo", "me/results", "--to-dir", str(tmp_path / "repo")]):
+        proc = cli(*command)
+        assert proc.returncode == 1 and proc.stderr == f"error: {expected}\n", (command[0], proc.stderr)
+    assert not (tmp_path / "eee").exists() and not (tmp_path / "repo").exists()
+
+
+def test_a_published_run_is_read_back_with_its_own_run_id(runs: tuple[Path, Path], tmp_path: Path) -> None:
+    """Published, a local model's identity holds its name, not its path: its run id is that identity's hash, in
+    results.json and every sample line, so the published run reads back as any other."""
+    proc = cli("push-results", str(runs[0]), "--repo", "me/results", "--to-dir", str(tmp_path / "repo"))
+    assert proc.returncode == 0, proc.stderr
+    folder = next((tmp_path / "repo").glob("*/*/results.json")).parent
+    doc = json.loads((folder / "results.json").read_text("utf-8"))
+    local = json.loads((runs[0] / "results.json").read_text("utf-8"))
+    assert doc["run_identity"] != local["run_identity"] and doc["run_id"] == run_id(doc["run_identity"]) != local["run_id"]
+    assert {json.loads(line)["run_id"] for path in (folder / "samples").glob("*.jsonl") for line in path.read_text("utf-8").splitlines()} == {doc["run_id"]}
+    record = read_run(folder)
+    assert record.results == read_run(runs[0]).results
+    assert cli("report", str(folder), "--out", str(tmp_path / "rep"), "--bootstrap", "0").returncode == 0
 
 
 def test_an_older_record_is_read_through_its_migration(runs: tuple[Path, Path], tmp_path: Path) -> None:

@@ -67,8 +67,11 @@ def test_console_says_no_answer_read() -> None:
 
     lines = summary_table(NONE_READ_RESULTS).splitlines()
     assert lines[2] == "ner_fic  p2      2  ner_f1=50.00 (!) no answer read (2/2 unparsed)"
-    assert lines[4] == ("no answer read: none of its answers could be read (each scored as a wrong answer): "
-                        "the score rests on no answer read")
+    assert lines[4] == ("no answer read: none of its answers could be read in the task's answer format; the score is "
+                        "lm-eval's rule for such answers (a choice task: each a wrong choice; a generative task: each scored "
+                        "as generated, read as empty where nothing fits, right on an item whose gold is empty), not a measure "
+                        "of answers read")
+    assert "rests on no answer" not in "\n".join(lines)  # never beside a score of 50.00
     task_line = task_summary_table(NONE_READ_RESULTS).splitlines()[1]
     assert task_line.endswith("not a measurement: fewer than 30 items; includes 1 prompt with no answer read (p2)")
     assert "no answer read" not in task_summary_table({"ner_fic": {"p1": NONE_READ_RESULTS["ner_fic"]["p1"]}})
@@ -93,8 +96,9 @@ def test_report_and_card_say_no_answer_read(tmp_path: Path) -> None:
     md = (tmp_path / "report" / "report.md").read_text("utf-8")
     assert "| p2 | 70.00 no answer read (60/60 unparsed) |" in md
     assert "> note: alpha-7b: the Summary's averages include 1 prompt with no answer read (te p2)" in md
-    assert ("> note: alpha-7b: te p2 (!) no answer read (60/60 unparsed): none of its answers could be read "
-            "(each scored as a wrong answer): the score rests on no answer read") in md
+    assert ("> note: alpha-7b: te p2 (!) no answer read (60/60 unparsed): none of its answers could be read in the task's "
+            "answer format; the score is lm-eval's rule for such answers (a choice task: each a wrong choice;") in md
+    assert "rests on no answer" not in md
     html = (tmp_path / "report" / "report.html").read_text("utf-8")
     assert "70.00 no answer read (60/60 unparsed)</td>" in html
 
@@ -108,6 +112,24 @@ def test_compare_does_not_test_a_prompt_with_no_answer_read() -> None:
 
     unread, fine = {"acc": 0.7, "unparsed": 60, "n": 60}, {"acc": 0.7, "unparsed": 0, "n": 60}
     assert untested_reason("p2", unread, fine) == (
-        "p2 has >= 10 % unparsed answers (A (!) no answer read (60/60 unparsed)): a score that rests on no answer read is not tested")
+        "p2 has >= 10 % unparsed answers (A (!) no answer read (60/60 unparsed)): a score of unread answers alone is not tested")
     assert untested_avgp_reason(["p2"], ["p2"]) == (
         "p2 has >= 10 % unparsed answers (their rows say where); the AvgP includes 1 prompt with no answer read (p2)")
+
+
+def test_report_cli_says_what_a_score_of_unread_answers_is(tmp_path: Path) -> None:
+    """Issue 47: a prompt none of whose answers was read shows lm-eval's score (70.00), marked, and the text beside it
+    says what that number is; never that it "rests on no answer read"."""
+    import subprocess
+    import sys
+
+    run = _alpha_with_te_p2_unread(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "evalita_eval.cli", "report", str(run), "--out", str(tmp_path / "report"),
+                           "--bootstrap", "0", "--no-progress"], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    md = (tmp_path / "report" / "report.md").read_text("utf-8")
+    assert "| p2 | 70.00 no answer read (60/60 unparsed) |" in md
+    assert ("te p2 (!) no answer read (60/60 unparsed): none of its answers could be read in the task's answer format; "
+            "the score is lm-eval's rule for such answers") in md
+    html = (tmp_path / "report" / "report.html").read_text("utf-8")
+    assert "rests on no answer" not in md + html

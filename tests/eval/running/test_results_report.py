@@ -250,7 +250,8 @@ def test_run_folder_names(tmp_path: Path) -> None:
     assert model_slug(str(tmp_path / "my model") + "/") == "my_model"  # a local folder: its own name, never the path
     assert model_slug("..") == "model"
     assert setting_slug("ce", True, 5, "dev") == "ce-constrained-5shot-dev" and setting_slug(None) == "loglikelihood"
-    assert run_folder({"name_or_path": "org/m", "revision": None}, {"setting": "oe", "num_fewshot": 0}) == "org__m/oe"
+    assert run_folder({"name_or_path": "org/m", "revision": None}, {"setting": "oe", "num_fewshot": 0}, "0123abcdef") == "org__m/oe-0123abcdef"
+    assert run_folder({"name_or_path": "m"}, {"setting": "oe", "thinking": True, "split": "dev"}, "1") == "m/oe-dev-thinking-1"
 
 
 def test_interrupted_task_keeps_its_time(tiny_model: Path, tmp_path: Path, monkeypatch) -> None:

@@ -51,13 +51,30 @@ def test_official_push_reads_back_from_the_hub_and_from_the_folder(sample_build:
     assert set(hub_run["data"]["manifest_sha256"]["sum"]) == {"test", "train"}  # SUM's few-shot: our train, no dev
     assert hub_run["data"]["revisions"] == {r: shas[r] for r in ("mirror/faq", "mirror/entity_recognition", "mirror/summarization-fp")}
     assert folder_run["data"]["source"] == f"hf:{folder}"
-    assert not (folder / "relation_extraction" / "eval.yaml").exists()  # no test split: no benchmark task
+    # no test split built: the official benchmark all the same (evalita_data/hub/official.py)
+    assert benchmark_task_ids(folder / "relation_extraction") == ["rel", "rel_p1", "rel_p2"]
     # The eval.yaml pushed is the --to-dir one, byte for byte.
     with hub.state.lock:
         repo = hub.state.repos["mirror/faq"]
         files = repo.resolve("main").files
     assert files["eval.yaml"].data == (folder / "faq" / "eval.yaml").read_bytes()
     assert files["data/default/test_1-00000-of-00001.parquet"].data == (folder / "faq" / "data" / "default" / "test_1-00000-of-00001.parquet").read_bytes()
+
+
+def test_a_relative_folder_is_read_as_the_absolute_one_never_from_the_hub(sample_build: Path, tmp_path: Path) -> None:  # noqa: F811
+    """Issue 47: `--data hf:./official` lacking a dataset folder looked `official/entity_recognition` up on the Hub."""
+    env = {**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path / "hf")}  # nothing listens there
+    written = run_cli(["push", "--build", str(sample_build), "--layout", "official", "--to-dir", str(tmp_path / "official"),
+                       "--task", "faq"], env)
+    assert written.returncode == 0, written.stderr
+    errors = {}
+    for data in ("hf:./official", f"hf:{tmp_path}/official"):
+        proc = subprocess.run([sys.executable, "-m", "evalita_eval.cli", "run", "--model", "m", "--data", data, "--tasks", "ner_wn"],
+                              env=env, capture_output=True, text=True, cwd=tmp_path)
+        assert proc.returncode == 1 and "Hub" not in proc.stderr and "127.0.0.1" not in proc.stderr, proc.stderr
+        errors[data] = proc.stderr.strip().splitlines()[-1]
+    assert errors["hf:./official"] == errors[f"hf:{tmp_path}/official"]
+    assert errors["hf:./official"].startswith(f"Error: ner_wn: cannot read {tmp_path}/official/entity_recognition config wn ")
 
 
 def test_a_folder_that_is_not_one_is_refused_in_one_line(tiny_model: Path, tmp_path: Path) -> None:
