@@ -37,12 +37,14 @@ def engine_args(args: argparse.Namespace) -> dict[str, Any]:
 def counted_run(args: argparse.Namespace, backend: Any, out: Path) -> dict[str, Any]:
     """The run of ``args`` on ``backend`` (closed after): its wall seconds, vLLM's counters over it, the
     computed prompt tokens (prompt tokens less those from the prefix cache), the load before and after."""
-    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.running.runner import ModelInfo, Runner
+    from evalita_eval.run_config import RunSpec
     from evalita_eval.sources.entries import select_entries
     from evalita_eval.sources.folder import FolderSource
 
     try:
-        config = RunConfig(progress=False, limit=args.limit, num_fewshot=args.num_fewshot, max_new_tokens=args.max_new_tokens)
+        config = RunSpec(model=args.model, data=str(args.build), backend="vllm", tasks=args.tasks.split(","), progress=False,
+                         limit=args.limit, num_fewshot=args.num_fewshot, max_new_tokens=args.max_new_tokens)
         runner = Runner(backend, ModelInfo(args.model, None, backend.dtype, "vllm"), FolderSource(args.build), config, out, echo=lambda s: None)
         load_before, before, start = os.getloadavg()[0], backend.engine_counters(), time.perf_counter()
         result = runner.run(select_entries(args.tasks.split(",")))

@@ -11,7 +11,16 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
 from typing import Any, ClassVar, Sequence
+
+
+class RequestKind(StrEnum):
+    """The kinds of request a backend serves; each value is the name of the ``Backend`` method serving it
+    (and the kind the resume cache keys a request by: a string, so keys written before the enum still hold)."""
+
+    LOGLIKELIHOOD = "loglikelihood"
+    GENERATE = "generate_until"
 
 
 @dataclass(frozen=True)
@@ -107,13 +116,17 @@ class Capabilities:
     constrained: bool = False  # honours a constraint on GenRequest (instruct settings)
     chat_messages: bool = False  # takes GenRequest.messages and applies the chat template itself (chat APIs)
 
+    def serves(self, kind: RequestKind) -> bool:
+        """Whether the backend serves requests of ``kind``."""
+        return self.loglikelihood if kind is RequestKind.LOGLIKELIHOOD else self.generate
+
 
 @dataclass
 class BackendOptions:
     """What a backend is built from: the options every backend shares, and ``engine``, the
     backend's own typed ``Options`` (``resolve_options`` fills it from ``extra`` before
     ``from_options`` is called; a backend reads its engine settings there only). ``run`` builds
-    it from its ``RunSpec`` (eval/run_config.py ``backend_options``), whose engine flags are folded into ``extra``."""
+    it from its ``RunSpec`` (eval/run_config.py ``backend_options``), its backend_args as ``extra``."""
 
     model: str
     revision: str | None = None
@@ -129,14 +142,13 @@ class BackendOptions:
     engine: Any = None  # the backend's ``Options`` instance (None until resolve_options)
 
 
-def backend_option(default: Any, help: str, *, changes_numbers: bool = True, flag: str | None = None) -> Any:
-    """A field of a backend's ``Options`` dataclass (filled from ``--backend-arg NAME=VALUE``).
+def backend_option(default: Any, help: str, *, changes_numbers: bool = True) -> Any:
+    """A field of a backend's ``Options`` dataclass (filled from ``--backend-arg NAME=VALUE``, validated by
+    pydantic against the field's type).
 
     ``help`` is what ``evalita-eval backends`` prints; ``changes_numbers``: whether another value
-    can change a number the backend returns (then it is part of the backend's cache identity);
-    ``flag``: the ``run`` option that is an alias of ``--backend-arg NAME=`` (kept for users who have
-    it; the value also fills the ``BackendOptions`` field of the same name)."""
-    return field(default=default, metadata={"help": help, "changes_numbers": changes_numbers, "flag": flag})
+    can change a number the backend returns (then it is part of the backend's cache identity)."""
+    return field(default=default, metadata={"help": help, "changes_numbers": changes_numbers})
 
 
 class BackendUnsupported(ValueError):
@@ -166,6 +178,15 @@ class Backend(ABC):
     # What the backend was built from (its typed ``Options`` in ``options.engine``);
     # ``create_backend`` sets it (None for one built directly).
     options: BackendOptions | None = None
+    # The model's tokenizer (a transformers tokenizer, picklable) where the backend has one: the runner counts
+    # tokens with it (estimates, trace lengths, time shares), renders chat templates and names the template by
+    # its hash. None: the backend has none here (a chat API renders its own template).
+    tokenizer: Any = None
+    # The request kinds whose method takes ``on_result(index, value)`` and calls it as each request finishes
+    # (then the runner hands it whole groups and saves each result at once); the others return a list at the end.
+    streams: ClassVar[frozenset[RequestKind]] = frozenset()
+    # Whether its methods take ``calls`` (the runner's calls, as request indices) and plan them itself (replicas).
+    plans_calls: ClassVar[bool] = False
 
     @property
     def engine_options(self) -> Any:
@@ -186,7 +207,7 @@ class Backend(ABC):
             return {"num_cpus": float(options.threads or 1), "num_gpus": 0.0}
         return {"num_cpus": 1.0, "num_gpus": 1.0}  # cuda, cuda:N, auto (accelerate's spread: one GPU reserved)
 
-    def call_batches(self, kind: str, requests: Sequence[Any]) -> list[list[int]]:
+    def call_batches(self, kind: RequestKind, requests: Sequence[Any]) -> list[list[int]]:
         """How one call of ``kind`` (``requests``, in order) is cut into batches whose numbers hang only on their own
         requests (request indices): replicas run each batch whole, so it is computed as on one replica. The base:
         the whole call is one batch."""
@@ -231,6 +252,12 @@ class Backend(ABC):
                 f.name: getattr(self.engine_options, f.name) for f in fields(self.engine_options) if f.metadata.get("changes_numbers", True)
             }
         return identity
+
+
+def method_of(backend: Any, kind: RequestKind) -> Any:
+    """The method of ``backend`` serving requests of ``kind``: the one the kind names (``loglikelihood``,
+    ``generate_until``), looked up on the object handed over (a wrapper's own method included)."""
+    return getattr(backend, kind.value)
 
 
 def request_payload(request: LLRequest | GenRequest) -> dict[str, Any]:

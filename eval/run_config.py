@@ -1,12 +1,10 @@
-"""One typed description of a run's options (``RunSpec``), built and validated in one place from
-the command line of ``evalita-eval run`` (eval/cli/run.py), from ``run --config FILE`` (a YAML or
-JSON mapping of the same keys, underscores for dashes; options given on the command line override
-it, as lm-eval's ``--config``) and from each run of a sweep file (eval/sweep.py).
+"""The one type of a run's options (``RunSpec``): ``evalita-eval run``'s options are its fields
+(eval/cli/run_options.py derives them), ``run --config FILE`` a mapping of its keys (options given on
+the command line override it, as lm-eval's ``--config``), each run of a sweep file (eval/sweep.py) one
+of them, and the runner reads it (``with_resolved``: the device and progress bars decided).
 
-Every error is one line naming where the values came from (the file, and the run of a sweep), the
-key and what was expected. The engine flags that alias ``--backend-arg NAME=VALUE``
-(``--tensor-parallel-size``, ``--base-url`` ...; ``backend_support.options.ENGINE_FLAGS``) are
-typed keys here too, folded into ``backend_args`` with a note naming the ``--backend-arg`` spelling.
+Every value and every rule between values is checked here, once; each error is one line naming where
+the values came from (the file, and the run of a sweep), the key and what was expected.
 """
 
 from __future__ import annotations
@@ -15,70 +13,122 @@ import difflib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
-from .backend_support.options import ENGINE_FLAGS
+from .backend_support.options import expected
 from .config_file import ConfigFileError, load_file, short
+from .settings.instruct import SETTINGS
+from .settings.thinking import DEFAULT_MARKERS, Thinking
 
-SETTINGS = ("loglikelihood", "ce", "ce-ni", "oe")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
-# The file key of each engine flag: its flag without dashes (--timeout -> timeout), and its option name.
-ALIAS_KEYS: dict[str, str] = {flag.removeprefix("--").replace("-", "_"): name for name, (flag, _) in ENGINE_FLAGS.items()}
+# The engine flags that aliased --backend-arg NAME=VALUE, removed: flag -> NAME (one line names the spelling).
+REMOVED_FLAGS = {"--tensor-parallel-size": "tensor_parallel_size", "--data-parallel-size": "data_parallel_size",
+                 "--gpu-memory-utilization": "gpu_memory_utilization", "--max-model-len": "max_model_len",
+                 "--base-url": "base_url", "--api-key-env": "api_key_env", "--concurrency": "concurrency",
+                 "--timeout": "timeout_s", "--max-retries": "max_retries"}
+
+
+def removed_flag(flag: str) -> str:
+    """The one line of a removed engine flag: its ``--backend-arg`` spelling (and its file key)."""
+    name = REMOVED_FLAGS[flag]
+    return (f"{flag} was removed: give --backend-arg {name}=VALUE (in a file: backend_args: {{{name}: VALUE}}); "
+            "`evalita-eval backends` lists each backend's options")
 
 
 class RunSpecError(ValueError):
     """A run's options that are not what ``run`` takes: one line naming the file, the run and the key."""
 
 
+def _help(text: str, **extra: Any) -> Any:
+    """A field's ``--help`` text (and ``metavar``, ``flag``: how eval/cli/run_options.py spells its option)."""
+    return {"description": text, "json_schema_extra": extra or None}
+
+
 class RunSpec(BaseModel):
-    """Everything ``evalita-eval run`` takes, typed; None means the option's default (resolved by ``run``)."""
+    """Everything ``evalita-eval run`` takes, typed, in ``--help`` order; None means the option's default."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    model: str
-    revision: str | None = None
-    model_name: str | None = None  # --model-name: how outputs name the model (naming.py); not in the run identity
-    data: str | None = None
-    hub_org: str | None = None
-    tasks: list[str] | None = None
-    prompts: list[str] | None = None
-    num_fewshot: int = Field(0, ge=0)
-    limit: int | None = Field(None, ge=1)
-    batch_size: int | None = Field(8, ge=1)  # None: auto (batches sized by tokens)
-    max_memory: int | None = Field(None, ge=1)  # bytes; a size such as 4GiB is read as bytes
-    backend: str = "hf"
-    device: str | None = None
-    dtype: Literal[DTYPES] = "auto"  # type: ignore[valid-type]
-    max_length: int | None = Field(None, ge=1)
-    threads: int | None = Field(None, ge=1)
-    backend_args: dict[str, Any] = Field(default_factory=dict)
-    apply_chat_template: bool = False
-    trust_remote_code: bool = False
-    max_new_tokens: int | None = Field(None, ge=1)
-    seed: int = 1234
-    setting: Literal[SETTINGS] = "loglikelihood"  # type: ignore[valid-type]
-    constrained: bool = False
-    system_instruction: str | None = None
-    fewshot_as_multiturn: bool | None = None
-    split: str | None = None
-    output_dir: str | None = None
-    overwrite: bool = False
-    progress: bool | None = None
+    model: str = Field(**_help("Local folder or Hub id of a causal language model (required, here or in --config)."))
+    revision: str | None = Field(None, **_help("Model revision (branch, tag or commit) on the Hub."))
+    model_name: str | None = Field(None, **_help(
+        "How results, reports, cards and exports name the model (recorded as model.name; changes no number). "
+        "Default: the Hub id, or a local folder's name and its weights hash (plain-3f2a9c1e)."))
+    data: str | None = Field(None, **_help(
+        "Local build folder (evalita-data build), a folder in the Hub layout, or hf:ORG for the official Evalita-LLM "
+        "splits on the Hub (hf:evalitahf, as lm-eval's evalita_llm tasks)."))
+    hub_org: str | None = Field(None, **_help("Read the datasets <ORG>/<task> from the Hub instead of --data."))
+    tasks: list[str] | None = Field(None, **_help(
+        "Comma-separated task ids or entries (e.g. te,sa,ner or ner_fic), or lm-eval's evalita_llm task and group "
+        "names (evalita-mp, evalita-mp_wic_prompt-1, ...). Default: every task the data have."))
+    prompts: list[str] | None = Field(None, **_help(
+        "Comma-separated prompt names (e.g. p1,p3). Default: every prompt."))
+    num_fewshot: int = Field(0, ge=0, **_help("Few-shot examples per prompt."))
+    limit: int | None = Field(None, ge=1, **_help("Evaluate only the first N documents of each task."))
+    batch_size: int | None = Field(8, ge=1, **_help(
+        "Requests per batch (hf backend), or auto: batches sized by tokens to fit --max-memory (docs/evaluator.md).",
+        metavar="N|auto"))  # None: auto
+    max_memory: int | None = Field(None, ge=1, **_help(
+        "Memory one forward pass may take, e.g. 4GiB (--batch-size auto). "
+        "Default: 80% of the free GPU memory on CUDA, 1GiB on CPU.", metavar="SIZE"))  # bytes
+    backend: str = Field("hf", **_help(
+        "The engine (the modules of evalita_eval/backends/ and the evalita_llm.backends entry points of installed "
+        "packages register them; `evalita-eval backends` lists them and each one's options). hf: batched plain "
+        "path, parity-tested against lm-eval; vllm: vLLM's engine, see docs/engines.md."))
+    device: str | None = Field(None, **_help(
+        "cpu, cuda, cuda:N, or auto: spread a model larger than one device over all GPUs (device_map=auto, needs "
+        "accelerate). Default: cuda when torch sees a GPU, else cpu."))
+    dtype: Literal[DTYPES] = Field("auto", **_help("The weights' dtype."))  # type: ignore[valid-type]
+    max_length: int | None = Field(None, ge=1, **_help(
+        "Context length in tokens; default: the model's own (lm-eval's rule)."))
+    threads: int | None = Field(None, ge=1, **_help("torch intra-op threads (CPU); default: torch's."))
+    # Typed by the backend's own Options (and the replicas' options) when validated: ``_backend_args``.
+    backend_args: dict[str, Any] = Field(default_factory=dict, **_help(
+        "An option of the chosen backend (repeatable), typed and checked: `evalita-eval backends` lists each "
+        "backend's options (e.g. base_url, concurrency for openai-*; tensor_parallel_size for vllm).",
+        metavar="KEY=VALUE", flag="--backend-arg"))
+    apply_chat_template: bool = Field(False, **_help(
+        "Render prompts with the tokenizer's chat template (instruction-tuned models)."))
+    trust_remote_code: bool = Field(False, **_help("Allow model code from the Hub to run (off by default)."))
+    max_new_tokens: int | None = Field(None, ge=1, **_help(
+        "Override the generative tasks' limit (256, lm-eval's default), e.g. for a quick check."))
+    seed: int = Field(1234, **_help("Seed of the few-shot sampler (lm-eval's default)."))
+    setting: Literal[SETTINGS] = Field("loglikelihood", **_help(  # type: ignore[valid-type]
+        "How MC tasks are asked: log-likelihood of each choice, or a generated answer: ce (lettered options), "
+        "ce-ni (options without letters), oe (no options). See docs/settings.md."))
+    constrained: bool = Field(False, **_help(
+        "Constrained decoding (xgrammar): answers limited to the choices or the task's output format."))
+    system_instruction: str | None = Field(None, **_help("System instruction (as lm-eval's --system_instruction)."))
+    fewshot_as_multiturn: bool | None = Field(None, **_help(
+        "Few-shot examples as user/assistant turns (default with --apply-chat-template, as lm-eval) or in one "
+        "user turn."))
+    split: str | None = Field(None, **_help(
+        "Evaluate this split instead of the task's official one (e.g. dev for hs, train for rel); recorded in "
+        "results.json and marked 'not comparable with the paper' in reports and cards."))
+    output_dir: str | None = Field(None, **_help(
+        "Where results.json, samples/ and the resume cache go. Default: results/<model>[@revision]/<setting>"
+        "[-constrained][-<k>shot][-<split>][-thinking]-<run id>, the run id being a hash of every input that can "
+        "change a number; a folder holding another run's results is refused."))
+    overwrite: bool = Field(False, **_help(
+        "Replace the results of another run in --output-dir (its resume cache is kept)."))
+    progress: bool | None = Field(None, **_help("A progress bar per task (default: on a terminal only)."))
     # Reasoning models (docs/settings.md): thinking on or off, the trace's markers and budget; the BERTScore scorer.
-    thinking: Literal["on", "off"] = "off"
-    think_markers: tuple[str, str] = ("<think>", "</think>")
-    max_thinking_tokens: int | None = Field(None, ge=1)
-    bertscore_model: str | None = None
-    # The engine flags (aliases of backend_args; folded into it by ``fold_aliases``).
-    tensor_parallel_size: int | None = Field(None, ge=1)
-    data_parallel_size: int | None = Field(None, ge=1)
-    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
-    max_model_len: int | None = Field(None, ge=1)
-    base_url: str | None = None
-    api_key_env: str | None = None
-    concurrency: int | None = Field(None, ge=1)
-    timeout: float | None = Field(None, gt=0)
-    max_retries: int | None = Field(None, ge=0)
+    thinking: bool = Field(False, **_help(
+        "on: let a reasoning model think before it answers (generated settings and generative tasks): the chat "
+        "template's enable_thinking, the server's switch on openai-chat; the trace is kept apart from the answer. "
+        "Default: off.",
+        metavar="on|off"))
+    think_markers: tuple[str, str] = Field(DEFAULT_MARKERS, **_help(
+        "The markers around a trace (default: <think>,</think>): the answer is what follows the last END.",
+        metavar="START,END"))
+    max_thinking_tokens: int | None = Field(None, ge=1, **_help(
+        "With --thinking on: close the trace at N tokens and generate the answer after it with the task's own budget "
+        "(budget forcing; hf, vllm, openai-completions). Default: the answer budget plus 1024 trace tokens, never "
+        "forced."))
+    bertscore_model: str | None = Field(None, **_help(
+        "Add BERTScore F1 to the OE and CE-NI settings, computed with this model (the bertscore extra); absent "
+        "without it.", metavar="PATH_OR_ID"))
 
     @field_validator("tasks", "prompts", mode="before")
     @classmethod
@@ -90,10 +140,19 @@ class RunSpec(BaseModel):
 
     @field_validator("batch_size", mode="before")
     @classmethod
-    def _batch_size(cls, value: Any) -> Any:
-        if isinstance(value, str) and value.strip() != "auto":  # a number in a file is written as one (strict types)
-            raise ValueError("expected a positive integer or auto")
-        return None if isinstance(value, str) else value
+    def _batch_size(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, str) and value.strip() == "auto":
+            return None
+        # A number in a file is written as one (``typed``: build_spec's strict pass); the command line's are strings.
+        if isinstance(value, str) and (not value.strip().isdigit() or (info.context or {}).get("typed")):
+            raise ValueError(f"expected a positive integer or auto, got {short(value)}")
+        return value
+
+    @field_validator("thinking", mode="before")
+    @classmethod
+    def _thinking(cls, value: Any) -> Any:
+        """on|off as the command line spells it (a file's bare on/off is YAML's boolean already)."""
+        return {"on": True, "off": False}.get(value.strip().lower(), value) if isinstance(value, str) else value
 
     @field_validator("max_memory", mode="before")
     @classmethod
@@ -101,12 +160,6 @@ class RunSpec(BaseModel):
         from .backend_support.memory import parse_memory
 
         return parse_memory(value) if isinstance(value, str) else value
-
-    @field_validator("thinking", mode="before")
-    @classmethod
-    def _thinking(cls, value: Any) -> Any:
-        """YAML reads a bare on/off as a boolean."""
-        return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
 
     @field_validator("think_markers", mode="before")
     @classmethod
@@ -132,100 +185,100 @@ class RunSpec(BaseModel):
             raise ValueError(f"expected one of {', '.join(backend_names())}")
         return value
 
-    @property
-    def tasks_option(self) -> str | None:
-        """--tasks as the command line spells it."""
-        return ",".join(self.tasks) if self.tasks else None
+    @field_validator("backend_args")
+    @classmethod
+    def _backend_args(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        """The values typed as the backend declares them (a wrong backend: its own error, above)."""
+        from .api import BackendOptions
+        from .backend_support.options import resolve_options
+        from .backends import get_backend_class
+        from .replicas import replica_args
+
+        if "backend" not in info.data:
+            return value
+        replicas, own = replica_args(value)
+        own = resolve_options(get_backend_class(info.data["backend"]), BackendOptions("", extra=own))[0].extra
+        typed = {**replicas, **own}
+        return {name: typed[name] for name in value}
+
+    @model_validator(mode="after")
+    def _rules(self, info: ValidationInfo) -> "RunSpec":
+        """The rules between options: each broken one names its key (``spec_error``); checked once a file's values
+        are read strictly (``build_spec``)."""
+        if (info.context or {}).get("fields_only"):
+            return self
+        for key, broken, message in (
+            ("data", (self.data is None) == (self.hub_org is None), "give exactly one of --data DIR or --hub-org ORG"),
+            ("fewshot_as_multiturn", self.fewshot_as_multiturn and not self.apply_chat_template,
+             "--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)"),
+            ("max_thinking_tokens", self.max_thinking_tokens is not None and not self.thinking,
+             "--max-thinking-tokens bounds a trace: it needs --thinking on"),
+            # A grammar would forbid the trace: the constraint applies to the answer generated after it is closed.
+            ("constrained", self.constrained and self.thinking and self.max_thinking_tokens is None,
+             "--constrained with --thinking on needs --max-thinking-tokens N: the constraint applies to the answer "
+             "generated after the trace is closed"),
+        ):
+            if broken:
+                raise PydanticCustomError("rule", message, {"key": key})
+        return self
 
     @property
-    def prompts_option(self) -> str | None:
-        return ",".join(self.prompts) if self.prompts else None
+    def reasoning(self) -> Thinking:
+        """The thinking options as the runner's task kinds read them (settings/thinking.py)."""
+        return Thinking(self.thinking, self.think_markers, self.max_thinking_tokens)
+
+    @property
+    def skip_missing(self) -> bool:
+        """A run over every task (no --tasks) skips, with a note, the tasks whose split the data lack."""
+        return self.tasks is None
+
+    def with_resolved(self, device: str, progress: bool) -> "RunSpec":
+        """The spec a run reads: the device it runs on and whether it shows progress bars decided."""
+        return self.model_copy(update={"device": device, "progress": progress})
 
 
-def _expected(error: dict) -> str:
-    """What a pydantic error says was expected, in words."""
-    kind, ctx = error["type"], error.get("ctx") or {}
-    words = {
-        "int_parsing": "an integer", "int_type": "an integer", "int_from_float": "a whole number", "float_parsing": "a number",
-        "float_type": "a number", "bool_parsing": "true or false", "bool_type": "true or false", "string_type": "a string",
-        "dict_type": "a mapping of NAME: VALUE", "list_type": "a list (or a comma-separated string)", "missing": "a value (it is required)",
-    }
-    if kind in words:
-        return "expected " + words[kind]
-    if kind == "literal_error":
-        return "expected one of " + ctx.get("expected", "").replace("'", "")
-    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
-        sign = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[kind]
-        bound = next(iter(ctx.values()), "")
-        return f"expected a number {sign} {bound:g}" if isinstance(bound, int | float) else f"expected a number {sign} {bound}"
-    return str(error["msg"]).removeprefix("Value error, ")
-
-
-def _at(where: str | None, key: str) -> str:
-    """``FILE: run N: key K``, or the option ``--k`` for values given on the command line alone (``where`` None)."""
-    return f"{where}: key {key}" if where else f"--{key.replace('_', '-')}"
-
-
-def spec_error(err: ValidationError, where: str | None, keys: list[str]) -> RunSpecError:
-    """The first error of a validation as one line: ``WHERE: key K: expected ..., got V``."""
+def spec_error(err: ValidationError, where: str | None) -> RunSpecError:
+    """The first error of a validation as one line: ``WHERE: key K: expected ..., got V``; given on the
+    command line alone (``where`` None), named by its option: ``--k: expected ...``."""
     error = err.errors()[0]
-    key = ".".join(str(part) for part in error["loc"]) or "?"
+    key = ".".join(str(part) for part in error["loc"]) or (error.get("ctx") or {}).get("key", "?")
     if error["type"] == "extra_forbidden":
-        close = difflib.get_close_matches(key, keys, n=1)
+        flag = "--" + key.replace("_", "-")
+        if flag in REMOVED_FLAGS:
+            return RunSpecError(f"{where + ': ' if where else ''}key {key}: " + removed_flag(flag))
+        close = difflib.get_close_matches(key, list(RunSpec.model_fields), n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
-        return RunSpecError(f"{where + ': ' if where else ''}unknown key {short(key)}{hint}; "
-                            "the keys are those of `evalita-eval run --help`, "
-                            "underscores for dashes")
-    got = "" if error["type"] == "missing" else f", got {short(error.get('input'))}"
-    return RunSpecError(f"{_at(where, key)}: {_expected(error)}{got}")
+        return RunSpecError(f"{where + ': ' if where else ''}unknown key {short(key)}{hint}; the keys are those of "
+                            "`evalita-eval run --help`, underscores for dashes")
+    said = expected(error)
+    if where:
+        return RunSpecError(f"{where}: key {key}: {said}")
+    return RunSpecError(said if said.startswith(("--", "give ")) else f"--{key.replace('_', '-')}: {said}")
 
 
-def _same(given: Any, value: Any) -> bool:
-    """Whether a backend_args value (a string from --backend-arg, or typed) means the alias's ``value``."""
-    try:
-        return given == value or str(given).strip() == str(value) or float(str(given)) == float(value)
-    except (TypeError, ValueError):
-        return False
-
-
-def fold_aliases(values: dict[str, Any], where: str | None) -> tuple[dict[str, Any], list[str]]:
-    """``values`` with each engine-flag key moved into ``backend_args`` (a different value there is an
-    error), and a note per key naming the ``--backend-arg`` spelling."""
-    values, notes = dict(values), []
-    args = dict(values.get("backend_args") or {})  # validated: a mapping
-    for key, name in ALIAS_KEYS.items():
-        if values.get(key) is None:
-            values.pop(key, None)
-            continue
-        value = values.pop(key)
-        if name in args and not _same(args[name], value):
-            raise RunSpecError(f"{_at(where, key)}: {short(value)} disagrees with backend_args {name}: "
-                               f"{short(args[name])}; give one")
-        args[name] = value
-        notes.append(f"note: --{key.replace('_', '-')} ({key}: in a file) is an alias of --backend-arg {name}={value} "
-                     f"(in a file: backend_args: {{{name}: {value}}}), kept for one release")
-    if args:
-        values["backend_args"] = args
-    return values, notes
-
-
-def build_spec(values: dict[str, Any], where: str | None,
+def build_spec(values: dict[str, Any], where: str | None, given: frozenset[str] = frozenset(),
                given_args: frozenset[str] = frozenset()) -> tuple[RunSpec, list[str]]:
-    """The ``RunSpec`` of ``values`` (validated, engine flags folded into backend_args) and the notes
-    on the aliases used; a ``RunSpecError`` naming ``where`` and the key otherwise. ``given_args``: the
-    backend_args given as ``--backend-arg NAME=VALUE`` (strings to convert; a file's values are typed)."""
+    """The ``RunSpec`` of ``values`` and a note per lm-eval task name read as ours; a ``RunSpecError`` naming
+    ``where`` and the key otherwise. ``given``, ``given_args``: the keys and backend_args given on the command line
+    (strings the spec reads); a file's values (``where``) are typed as written: ``limit: true`` or
+    ``num_fewshot: "2"`` is refused, never read as 1 or 2."""
     try:
-        # Strict: a file's `limit: true` or `num_fewshot: "2"` is refused, never read as 1 or 2 (click's are typed).
-        spec = RunSpec.model_validate(values, strict=True)  # every key typed, the aliases included
-    except ValidationError as err:
-        raise spec_error(err, where, list(RunSpec.model_fields)) from None
-    folded, notes = fold_aliases(spec.model_dump(exclude_unset=True), where)
-    if spec.tasks:
-        folded, mapped = lm_eval_tasks(folded, where)
-        notes += mapped
-    spec = RunSpec.model_validate(folded)
-    check_backend_args(spec, where, given_args)
-    return spec, notes
+        spec = RunSpec.model_validate(values, context={"fields_only": bool(where)})
+        if where:  # the file's keys again, strictly (the command line's as they were read), and the rules
+            for name, value in (values.get("backend_args") or {}).items():
+                typed_arg = spec.backend_args[name]
+                if name not in given_args and isinstance(value, str) and not isinstance(typed_arg, str | None):
+                    raise RunSpecError(f"{where}: key backend_args.{name}: expected {type(typed_arg).__name__}, "
+                                       f"not the string {short(value)}")
+            typed = {**values, **{key: getattr(spec, key) for key in given if key in values}}
+            spec = RunSpec.model_validate(typed, strict=True, context={"typed": True})
+    except ValidationError as err:  # a value given on the command line is named as its option (backend_args: merged)
+        loc = err.errors()[0]["loc"]
+        raise spec_error(err, None if loc and loc[0] in given - {"backend_args"} else where) from None
+    if not spec.tasks:
+        return spec, []
+    folded, notes = lm_eval_tasks(spec.model_dump(exclude_unset=True), where)
+    return RunSpec.model_validate(folded), notes
 
 
 def lm_eval_tasks(values: dict[str, Any], where: str | None) -> tuple[dict[str, Any], list[str]]:
@@ -236,33 +289,11 @@ def lm_eval_tasks(values: dict[str, Any], where: str | None) -> tuple[dict[str, 
     try:
         tasks, prompts, notes = from_lm_eval(values["tasks"])
     except ValueError as err:
-        raise RunSpecError(f"{_at(where, 'tasks')}: {err}") from None
+        raise RunSpecError(f"{where + ': key tasks' if where else '--tasks'}: {err}") from None
     if prompts is not None and values.get("prompts") not in (None, prompts):
-        raise RunSpecError(f"{_at(where, 'tasks')}: its lm-eval names ask prompts {','.join(prompts)}, --prompts "
-                           f"{','.join(values['prompts'])}: give one")
+        raise RunSpecError(f"{where + ': key tasks' if where else '--tasks'}: its lm-eval names ask prompts "
+                           f"{','.join(prompts)}, --prompts {','.join(values['prompts'])}: give one")
     return {**values, "tasks": tasks, **({"prompts": prompts} if prompts is not None else {})}, notes
-
-
-def check_backend_args(spec: RunSpec, where: str | None, given_args: frozenset[str] = frozenset()) -> None:
-    """backend_args checked against the backend's declared options (typed), before anything starts; a
-    string from a file (not in ``given_args``) is refused where the option is no string."""
-    from .api import BackendOptions
-    from .backend_support.options import BackendOptionError, resolve_options
-    from .backends import get_backend_class
-    from .replicas import REPLICA_OPTIONS, replica_settings
-
-    options = BackendOptions(model=spec.model, extra=dict(spec.backend_args))
-    try:
-        replicas = replica_settings(options)[0]
-        resolved = resolve_options(get_backend_class(spec.backend), BackendOptions(model=spec.model, extra={
-            k: v for k, v in spec.backend_args.items() if k not in REPLICA_OPTIONS}))[0]
-    except (BackendOptionError, ValueError) as err:
-        raise RunSpecError(f"{where}: key backend_args: {err}" if where else str(err)) from None
-    typed = {**resolved.extra, "data_parallel_size": replicas}
-    for name, value in spec.backend_args.items():
-        if where and name not in given_args and isinstance(value, str) and not isinstance(typed.get(name), str | None):
-            raise RunSpecError(f"{where}: key backend_args.{name}: expected {type(typed[name]).__name__}, "
-                               f"not the string {short(value)}")
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -279,51 +310,31 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
 def spec_file_values(spec: RunSpec) -> dict[str, Any]:
     """The keys of ``spec`` given (not defaults), as a --config file holds them."""
-    return spec.model_dump(exclude_unset=True)
-
-
-def runner_config(spec: RunSpec, device: str, progress: bool) -> Any:
-    """The runner's ``RunConfig`` of ``spec`` (``device``: resolved; ``progress``: bars or not)."""
-    from .running.runner import RunConfig
-
-    return RunConfig(progress=progress, num_fewshot=spec.num_fewshot, limit=spec.limit, batch_size=spec.batch_size, max_memory=spec.max_memory,
-                     apply_chat_template=spec.apply_chat_template, seed=spec.seed, device=device, prompts=spec.prompts,
-                     max_new_tokens=spec.max_new_tokens, skip_missing=spec.tasks is None, setting=spec.setting, constrained=spec.constrained,
-                     system_instruction=spec.system_instruction, fewshot_as_multiturn=spec.fewshot_as_multiturn, split=spec.split,
-                     overwrite=spec.overwrite,
-                     # They change numbers: in the identity a sweep compares (sweep_runs.py) as in the run's.
-                     thinking=spec.thinking == "on", think_markers=tuple(spec.think_markers), max_thinking_tokens=spec.max_thinking_tokens,
-                     bertscore_model=spec.bertscore_model)
+    return spec.model_dump(mode="json", exclude_unset=True)
 
 
 def backend_options(spec: RunSpec, device: str) -> Any:
     """The ``BackendOptions`` of ``spec``: the options every backend reads, and backend_args as ``extra``."""
     from .api import BackendOptions
 
-    return BackendOptions(model=spec.model, revision=spec.revision, device=device, dtype=spec.dtype, batch_size=spec.batch_size,
-                          trust_remote_code=spec.trust_remote_code, max_length=spec.max_length, max_memory=spec.max_memory,
-                          threads=spec.threads, seed=spec.seed, extra=dict(spec.backend_args))
-
-
-# `run`'s parameters whose key differs from the parameter's name (the key: the flag, underscores for dashes).
-PARAM_KEYS = {"data_dir": "data", "backend_name": "backend", "eval_split": "split", "timeout_s": "timeout"}
+    return BackendOptions(model=spec.model, revision=spec.revision, device=device, dtype=spec.dtype,
+                          batch_size=spec.batch_size, trust_remote_code=spec.trust_remote_code,
+                          max_length=spec.max_length, max_memory=spec.max_memory, threads=spec.threads, seed=spec.seed,
+                          extra=dict(spec.backend_args))
 
 
 def cli_values(given: dict[str, Any], explicit: set[str], file_values: dict[str, Any]) -> dict[str, Any]:
-    """The values of a run: ``file_values`` (--config), overridden by the options in ``explicit`` (given on the
-    command line) whatever the spelling: ``--base-url`` over the file's ``backend_args: {base_url: ...}`` as over its
-    ``base_url:``; ``--backend-arg NAME=VALUE`` over backend_args key by key and over the alias key of NAME."""
-    bad = [a for a in given.get("backend_args") or () if "=" not in a]
-    if bad:
-        raise RunSpecError(f"--backend-arg: expected KEY=VALUE, got {bad[0]!r}")
-    pairs = dict(a.split("=", 1) for a in given.get("backend_args") or ())
-    ours = {PARAM_KEYS.get(p, p): v for p, v in given.items() if p in explicit and p != "backend_args"}
-    fold_aliases({**ours, "backend_args": pairs}, None)  # --base-url X --backend-arg base_url=Y: named as the two flags
-    overridden = {ALIAS_KEYS[key] for key in ours if key in ALIAS_KEYS} | set(pairs)  # backend_args names set here
-    values = {key: v for key, v in file_values.items() if ALIAS_KEYS.get(key) not in overridden}
-    base = values.get("backend_args")
-    if isinstance(base, dict):  # (another type: the file's error, named by the validation)
-        values["backend_args"] = {name: v for name, v in base.items() if name not in overridden} | pairs
-    elif base is None and pairs:
-        values["backend_args"] = pairs
-    return {**values, **ours}
+    """The values of a run: ``file_values`` (--config), overridden by the options in ``explicit``
+    (given on the command line); ``--backend-arg`` overrides backend_args key by key."""
+    values = dict(file_values)
+    for param, value in given.items():
+        if param == "backend_args":
+            bad = [a for a in value if "=" not in a]
+            if bad:
+                raise RunSpecError(f"--backend-arg: expected KEY=VALUE, got {bad[0]!r}")
+            base = values.get("backend_args") or {}
+            if value and isinstance(base, dict):  # (another type: the file's error, named by the validation)
+                values["backend_args"] = {**base, **dict(a.split("=", 1) for a in value)}
+        elif param in explicit:
+            values[param] = value
+    return values

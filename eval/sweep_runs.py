@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .record import RecordError, RunRecord, read_run
-from .run_config import RunSpec, RunSpecError, build_spec, runner_config
+from .run_config import RunSpec, RunSpecError, build_spec
 
 # Keys of a sweep run that are not `run` options.
 _OWN_KEYS = ("name",)
@@ -29,7 +29,7 @@ class SweepRun:
     number: int  # its place in the file, from 1
     spec: RunSpec
     output_dir: Path | None  # given, resolved; None: `run`'s default folder (named by the run id)
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # said before the sweep starts (lm-eval task names read as ours)
 
     @property
     def where(self) -> str:
@@ -116,7 +116,7 @@ def entry_identity(spec: RunSpec) -> dict[str, Any]:
     """What the identity of a run of ``spec`` holds beyond its model (running/identity.py), from its keys."""
     from .running.identity import run_identity
 
-    identity = run_identity({}, runner_config(spec, "cpu", False), None)
+    identity = run_identity({}, spec, None)
     return {k: v for k, v in identity.items() if k not in _NOT_ENTRY_KEYS}
 
 
@@ -125,21 +125,11 @@ def entry_identity(spec: RunSpec) -> dict[str, Any]:
 _NOT_ENTRY_KEYS = ("model", "chat_template")
 
 
-def typed_backend_args(spec: RunSpec) -> dict[str, Any]:
-    """backend_args typed as the backend declares them (the replicas' options left out: they change no number)."""
-    from .api import BackendOptions
-    from .backend_support.options import resolve_options
-    from .backends import get_backend_class
-    from .replicas import REPLICA_OPTIONS
-
-    extra = {k: v for k, v in spec.backend_args.items() if k not in REPLICA_OPTIONS}
-    return resolve_options(get_backend_class(spec.backend), BackendOptions(model=spec.model, extra=extra))[0].extra
-
-
 def identity_difference(record: RunRecord, spec: RunSpec) -> str | None:
     """Why the checked run ``record`` (record/read.py) is not a complete run of ``spec`` (None: it is). Every input
     its identity records beyond the model (on both sides: a thinking or BERTScore entry only one side has differs)
     is compared with the one ``spec`` gives; its status alone is never believed."""
+    from .replicas import REPLICA_OPTIONS
     from .running.identity import first_difference
 
     if record.partial:
@@ -154,7 +144,8 @@ def identity_difference(record: RunRecord, spec: RunSpec) -> str | None:
     difference = first_difference(recorded, entry_identity(spec))
     if difference:
         return difference
-    wanted = {"name_or_path": spec.model, "revision": spec.revision, "backend": spec.backend, **typed_backend_args(spec)}
+    own = {k: v for k, v in spec.backend_args.items() if k not in REPLICA_OPTIONS}
+    wanted = {"name_or_path": spec.model, "revision": spec.revision, "backend": spec.backend, **own}
     if spec.dtype != "auto":
         wanted["dtype"] = spec.dtype
     difference = first_difference({k: model.get(k) for k in wanted}, wanted, "model.")

@@ -158,8 +158,8 @@ def probe_server(work: Path, model: Path, env: dict[str, str]) -> tuple[dict[str
     def run(out: Path, backend: str, *extra: str) -> tuple[subprocess.CompletedProcess | None, dict[str, str]]:
         tasks = "sum" if backend == "openai-chat" else "te,sum"
         cmd = evaluate("run", "--model", model, "--data", ROOT / "tests" / "data" / "build", "--tasks", tasks, "--limit", "2",
-                       "--max-new-tokens", "4", "--backend", backend, "--base-url", server.url, "--api-key-env", "EVALITA_PROBE_KEY",
-                       "--batch-size", "2", "--concurrency", "2", "--timeout", "2", "--output-dir", out, "--no-progress", *extra)
+                       "--max-new-tokens", "4", "--backend", backend, "--backend-arg", f"base_url={server.url}", "--backend-arg", "api_key_env=EVALITA_PROBE_KEY",
+                       "--batch-size", "2", "--backend-arg", "concurrency=2", "--backend-arg", "timeout_s=2", "--output-dir", out, "--no-progress", *extra)
         try:
             proc: subprocess.CompletedProcess | None = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
         except subprocess.TimeoutExpired:
@@ -181,8 +181,8 @@ def probe_server(work: Path, model: Path, env: dict[str, str]) -> tuple[dict[str
             for mode, first, count, retries in modes:
                 server.lie(fault, first, count)
                 # The bound, not the deadline, must stop a huge body: time enough to send 64 MiB on a loaded machine.
-                timeout = ["--timeout", "60"] if fault.startswith("huge") else []
-                proc, got = run(work / "server" / f"{fault}-{mode.replace(' ', '-')}", backend, "--max-retries", retries, *timeout)
+                timeout = ["--backend-arg", "timeout_s=60"] if fault.startswith("huge") else []
+                proc, got = run(work / "server" / f"{fault}-{mode.replace(' ', '-')}", backend, "--backend-arg", f"max_retries={retries}", *timeout)
                 counts["tried"] += 1
                 if proc is None:
                     counts["hangs"] += 1

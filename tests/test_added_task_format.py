@@ -105,14 +105,15 @@ def test_a_run_over_every_task_records_which_ones_were_constrained(added: Path, 
     pytest.importorskip("xgrammar")
     from evalita_eval.api import BackendOptions
     from evalita_eval.backends import create_backend
-    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.running.runner import ModelInfo, Runner
+    from evalita_eval.run_config import RunSpec
     from evalita_eval.sources.entries import select_entries
     from evalita_eval.sources.folder import FolderSource
 
     backend = create_backend("hf", BackendOptions(str(tiny_model), dtype="float32", threads=1))
     said: list[str] = []
     runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, "hf"), FolderSource(added),
-                    RunConfig(limit=2, progress=False, constrained=True, skip_missing=True), tmp_path, echo=said.append)
+                    RunSpec(model="m", data="data", limit=2, progress=False, constrained=True), tmp_path, echo=said.append)
     runner.run(select_entries(["capitals", "capitals_gen", TASK]))
     doc = json.loads((tmp_path / "results.json").read_text("utf-8"))
     assert doc["config"]["constrained"] is True

@@ -107,3 +107,131 @@ def test_only_the_task_kinds_branch_on_output_type_or_setting() -> None:
     assert found == {}
     # The allowed place does branch (else its entry is stale and should go).
     assert kind_branches(modules["running/task_kinds.py"]) != []
+
+
+# -- the engine contract (eval/api.py) and the one options type (eval/run_config.py) ----------------------------
+REQUEST_KINDS = frozenset({"loglikelihood", "generate_until"})  # api.RequestKind's values (checked below)
+# The one module that tells the backends apart by name: the registry.
+BACKEND_REGISTRY = "backends/__init__.py"
+# Classes named as options that are not a second options type of a run, and why.
+OPTIONS_TYPES_ALLOWED = {
+    "RunSpec": "the one type of a run's options",
+    "BackendOptions": "what a backend is built from (api.py), made from a RunSpec by run_config.backend_options only",
+    "LmEvalConfig": "lm-eval's own task config.yaml, read from an lm-eval folder (reporting/lm_eval_folder.py)",
+}
+_OPTIONS_NAME = ("Config", "Options", "Spec")
+
+
+def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+
+def _about_setting(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Whether a constant stands for the setting named loglikelihood: in a statement, comparison, ``or`` or
+    dict entry about a ``setting`` (the name of a target, an operand, a key or a keyword)."""
+    def names(n: ast.AST) -> list[str]:
+        found = [x.id for x in ast.walk(n) if isinstance(x, ast.Name)] + [x.attr for x in ast.walk(n) if isinstance(x, ast.Attribute)]
+        return found + [x.arg for x in ast.walk(n) if isinstance(x, ast.keyword) and x.arg]
+    while node in parents:
+        parent = parents[node]
+        if isinstance(parent, ast.Dict):
+            keys = [k.value for k, v in zip(parent.keys, parent.values) if v is node and isinstance(k, ast.Constant)]
+            return any(k == "setting" for k in keys)
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)):
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            return any("setting" in n.lower() for t in targets for n in names(t))
+        if isinstance(parent, (ast.BoolOp, ast.Compare)):
+            return any("setting" in n.lower() for n in names(parent))
+        if isinstance(parent, ast.stmt):
+            return False
+        node = parent
+    return False
+
+
+def request_kind_literals(source: str) -> list[str]:
+    """``line: 'literal'`` of every request kind written as a string (not the setting named loglikelihood)."""
+    tree = ast.parse(source)
+    parents = _parents(tree)
+    return [f"{n.lineno}: {n.value!r}" for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and n.value in REQUEST_KINDS and not _about_setting(n, parents)]
+
+
+def backend_name_comparisons(source: str, names: frozenset[str]) -> list[str]:
+    """``line: code`` of every comparison of something with a backend's name (or an ``openai*`` one)."""
+    def is_name(n: ast.expr) -> bool:
+        if isinstance(n, (ast.Tuple, ast.List, ast.Set)):
+            return any(is_name(e) for e in n.elts)
+        return isinstance(n, ast.Constant) and isinstance(n.value, str) and (n.value in names or n.value.startswith("openai"))
+    return [f"{n.lineno}: {ast.unparse(n)}" for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.Compare) and any(is_name(side) for side in [n.left, *n.comparators])]
+
+
+def options_types(source: str) -> list[str]:
+    """Classes named ``*Config``, ``*Options`` or ``*Spec`` that are not a backend's ``Options`` (``Options = X``)."""
+    tree = ast.parse(source)
+    backend_options = {a.value.id for a in ast.walk(tree) if isinstance(a, ast.Assign) and isinstance(a.value, ast.Name)
+                       and any(isinstance(t, ast.Name) and t.id == "Options" for t in a.targets)}
+    return [n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name.endswith(_OPTIONS_NAME)
+            and n.name not in backend_options]
+
+
+def test_the_contract_checks_see_what_they_must_refuse() -> None:
+    assert request_kind_literals(
+        "kind = 'generate_until'\n"
+        "if kind == 'loglikelihood': pass\n"
+        "f('loglikelihood')\n"
+        "SETTINGS = ('loglikelihood', 'ce')\n"  # the setting: allowed
+        "label = config.setting or 'loglikelihood'\n"
+        "d = {'setting': 'loglikelihood'}\n"
+        "class C:\n    setting: str = 'loglikelihood'\n"
+    ) == ["1: 'generate_until'", "2: 'loglikelihood'", "3: 'loglikelihood'"]
+    names = frozenset({"hf", "vllm"})
+    assert backend_name_comparisons("a = b.name == 'vllm'\nc = x in ('hf', 'y')\nd = run.backend != 'openai'\ne = s == 'other'\n", names) == [
+        "1: b.name == 'vllm'", "2: x in ('hf', 'y')", "3: run.backend != 'openai'"]
+    assert options_types("class RunConfig: pass\nclass VOptions: pass\nclass B:\n    Options = VOptions\nclass Thing: pass\n") == ["RunConfig"]
+
+
+def test_request_kinds_are_written_only_in_the_contract() -> None:
+    from evalita_eval.api import RequestKind
+
+    assert {k.value for k in RequestKind} == REQUEST_KINDS
+    found = {path: hits for path, source in eval_modules().items() if path != "api.py" and (hits := request_kind_literals(source))}
+    assert found == {}
+
+
+def test_only_the_registry_compares_backend_names() -> None:
+    from evalita_eval.backends import backend_names
+
+    names = frozenset(backend_names())
+    modules = eval_modules()
+    found = {path: hits for path, source in modules.items()
+             if path != BACKEND_REGISTRY and (hits := backend_name_comparisons(source, names))}
+    assert found == {}
+
+
+def test_run_spec_is_the_one_options_type() -> None:
+    found = sorted(name for source in eval_modules().values() for name in options_types(source) if name not in OPTIONS_TYPES_ALLOWED)
+    assert found == []
+    every = {name for source in eval_modules().values() for name in options_types(source)}
+    assert set(OPTIONS_TYPES_ALLOWED) <= every, "an allowed class is gone: update OPTIONS_TYPES_ALLOWED"
+
+
+def contract_reads(source: str) -> list[str]:
+    """``line: code`` of a ``getattr``/``hasattr`` of a declared Backend attribute (the contract declares it: read it),
+    and of a backend method's signature inspected (streaming is declared: ``Backend.streams``)."""
+    declared = {"tokenizer", "streams", "plans_calls", "requests_per_call", "mixes_prompts", "capabilities"}
+    out = []
+    for n in ast.walk(ast.parse(source)):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("getattr", "hasattr") and len(n.args) > 1:
+            if isinstance(n.args[1], ast.Constant) and n.args[1].value in declared:
+                out.append(f"{n.lineno}: {ast.unparse(n)}")
+        if isinstance(n, ast.Attribute) and n.attr == "signature" and "on_result" in source:
+            out.append(f"{n.lineno}: {ast.unparse(n)}")
+    return out
+
+
+def test_the_backend_contract_is_read_not_probed() -> None:
+    assert contract_reads("t = getattr(b, 'tokenizer', None)\nx = b.tokenizer\ns = inspect.signature(f)  # on_result\n") == [
+        "1: getattr(b, 'tokenizer', None)", "3: inspect.signature"]
+    found = {path: hits for path, source in eval_modules().items() if (hits := contract_reads(source))}
+    assert found == {}

@@ -139,7 +139,8 @@ def test_evaluate_every_task_with_every_backend(task_id: str, backend_name: str,
                                                 tiny_model: Path, tmp_path: Path) -> None:
     import re
 
-    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.running.runner import ModelInfo, Runner
+    from evalita_eval.run_config import RunSpec
     from evalita_eval.sources.entries import select_entries
     from evalita_eval.sources.folder import FolderSource
 
@@ -152,7 +153,7 @@ def test_evaluate_every_task_with_every_backend(task_id: str, backend_name: str,
     data = built if all(FolderSource(built).has_split(e, spec.eval_split) for e in entries) else EVAL_FIXTURES
     source = FolderSource(data)
     runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, backend_name), source,
-                    RunConfig(limit=LIMIT, max_new_tokens=4, progress=False), tmp_path, echo=lambda _m: None)
+                    RunSpec(model="m", data="data", limit=LIMIT, max_new_tokens=4, progress=False), tmp_path, echo=lambda _m: None)
     result = runner.run(entries)
     assert list(result.results) == [name for name, _config in spec.entries()]
     for entry in entries:
@@ -177,7 +178,8 @@ def test_evaluate_every_task_with_every_backend(task_id: str, backend_name: str,
 def test_a_generative_setting_on_every_instruct_task(backend_name: str, extra_registry, built: Path, tiny_model: Path, tmp_path: Path) -> None:
     """--setting ce --constrained on every registered MC task that declares instruct prompts: answers
     generated under the letter constraint, so every one parses; an MC task without them is refused."""
-    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.running.runner import ModelInfo, Runner
+    from evalita_eval.run_config import RunSpec
     from evalita_eval.settings.instruct import setting_metrics
     from evalita_eval.sources.entries import select_entries
     from evalita_eval.sources.folder import FolderSource
@@ -185,7 +187,7 @@ def test_a_generative_setting_on_every_instruct_task(backend_name: str, extra_re
     backend = _backend(backend_name, tiny_model)
     if not (backend.capabilities.generate and backend.capabilities.constrained):
         pytest.skip(f"backend {backend_name!r} cannot do constrained generation")
-    config = RunConfig(limit=LIMIT, max_new_tokens=4, progress=False, setting="ce", constrained=True)
+    config = RunSpec(model="m", data="data", limit=LIMIT, max_new_tokens=4, progress=False, setting="ce", constrained=True)
     ids = [t for t, spec in extra_registry.items() if spec.output_type == "multiple_choice" and spec.instruct is not None]
     assert ids == ["wic", "te", "sa", "hs", "faq", "at"]
     for task_id in ids:
@@ -213,7 +215,7 @@ def test_a_generative_setting_on_every_instruct_task(backend_name: str, extra_re
     # A run over every task (skip_missing) goes on without it, with a note.
     notes: list[str] = []
     runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, backend_name), FolderSource(built),
-                    replace(config, skip_missing=True), tmp_path / "all", echo=notes.append)
+                    replace(config), tmp_path / "all", echo=notes.append)
     assert runner.run([entry]).results == {}
     assert notes == ["capitals: skipped, the task declares no instruct prompts for --setting ce"]
 

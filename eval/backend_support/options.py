@@ -1,13 +1,11 @@
-"""Each backend's own settings (``Backend.Options``): filled from ``--backend-arg NAME=VALUE``
-(and the engine flags that are aliases of them), converted to their declared types, listed
-by ``evalita-eval backends``.
+"""Each backend's own settings (``Backend.Options``, a dataclass of ``backend_option`` fields): filled
+from ``--backend-arg NAME=VALUE`` (``backend_args`` in a file), validated by pydantic against their
+declared types, listed by ``evalita-eval backends``.
 
-``resolve_options`` is what ``create_backend`` calls: it returns the ``BackendOptions`` the
-backend is built from (``engine``: the typed ``Options`` instance, which ``from_options``
-reads; ``extra`` set to the typed values) and the ``Options`` instance, or fails with one
-line naming the backend, the option and what was expected. The engine flags (``ENGINE_FLAGS``) are
-folded into ``extra`` by ``run_config.fold_aliases`` (``run``, ``run --config`` and sweep entries
-alike), so ``BackendOptions`` holds only what every backend reads.
+``resolve_options`` is what ``create_backend`` and ``RunSpec`` call: it returns the ``BackendOptions``
+the backend is built from (``engine``: the typed ``Options`` instance, which ``from_options`` reads;
+``extra`` set to the typed values) and the ``Options`` instance, or fails with one line naming the
+backend, the option and what was expected.
 """
 
 from __future__ import annotations
@@ -18,20 +16,13 @@ import typing
 from dataclasses import MISSING, Field, asdict, dataclass, fields, replace
 from typing import Any
 
+from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
+
 from ..api import Backend, BackendOptions
 from ..config_file import short
 
+# A command-line value meaning None, for an option that may be none.
 _NONE_WORDS = frozenset({"none", "null"})
-_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
-_FALSE_WORDS = frozenset({"0", "false", "no", "off"})
-# The hidden flags of ``run`` that alias ``--backend-arg NAME=VALUE``: NAME -> (flag, the flag's
-# default, which means "not given"). The backends declaring NAME name the same flag in their Options.
-ENGINE_FLAGS: dict[str, tuple[str, Any]] = {
-    "tensor_parallel_size": ("--tensor-parallel-size", 1),
-    "data_parallel_size": ("--data-parallel-size", 1), "gpu_memory_utilization": ("--gpu-memory-utilization", None),
-    "max_model_len": ("--max-model-len", None), "base_url": ("--base-url", None), "api_key_env": ("--api-key-env", None),
-    "concurrency": ("--concurrency", 4), "timeout_s": ("--timeout", 120.0), "max_retries": ("--max-retries", 5),
-}
 
 
 class BackendOptionError(ValueError):
@@ -47,7 +38,34 @@ class OptionInfo:
     default: Any
     help: str
     changes_numbers: bool
-    flag: str | None
+
+
+_WORDS = {
+    "int_parsing": "an integer", "int_type": "an integer", "int_from_float": "a whole number",
+    "float_parsing": "a number", "float_type": "a number", "finite_number": "a finite number",
+    "bool_parsing": "true or false", "bool_type": "true or false", "string_type": "a string",
+    "dict_type": "a mapping of NAME: VALUE", "list_type": "a list (or a comma-separated string)",
+    "missing": "a value (it is required)",
+}
+_SIGNS = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
+
+
+def expected(error: dict) -> str:
+    """What a pydantic error says was expected, in words: ``expected an integer, got 'x'``."""
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind in _WORDS:
+        said = "expected " + _WORDS[kind]
+    elif kind == "literal_error":
+        said = "expected one of " + ctx.get("expected", "").replace("'", "")
+    elif kind in _SIGNS:
+        bound = next(iter(ctx.values()), "")
+        said = f"expected a number {_SIGNS[kind]} {bound:g}" if isinstance(bound, int | float) else \
+            f"expected a number {_SIGNS[kind]} {bound}"
+    else:
+        said = str(error["msg"]).removeprefix("Value error, ")
+    if kind in ("missing", "rule", "value_error"):  # our validators' own words name the value
+        return said
+    return f"{said}, got {short(error.get('input'))}"
 
 
 def _type_name(tp: Any) -> str:
@@ -58,61 +76,29 @@ def _type_name(tp: Any) -> str:
     return {int: "int", float: "float", bool: "bool", str: "str", dict: "JSON object", list: "JSON list"}.get(origin, str(tp))
 
 
-def _convert(value: Any, tp: Any, where: str) -> Any:
-    """``value`` (a command-line string, or a Python value given through the API) as type ``tp``."""
-    declared, args = tp, typing.get_args(tp)
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        if value is None or (isinstance(value, str) and value.strip().lower() in _NONE_WORDS):
-            return None
-        (tp,) = [a for a in args if a is not type(None)]
-    origin = typing.get_origin(tp) or tp
-    if origin is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in _TRUE_WORDS | _FALSE_WORDS:
-            return value.strip().lower() in _TRUE_WORDS
-    elif origin in (int, float):
-        if isinstance(value, origin) and not isinstance(value, bool):
-            return value
-        if isinstance(value, int) and not isinstance(value, bool) and origin is float:
-            return float(value)
-        if isinstance(value, str):
-            try:
-                number = origin(value.strip())
-            except ValueError:
-                pass
-            else:
-                if origin is int or number == number and abs(number) != float("inf"):  # a finite float
-                    return number
-    elif origin is str:
-        if isinstance(value, str):
-            return value
-    elif origin in (dict, list):
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as err:
-                raise BackendOptionError(f"{where}: expected {_type_name(declared)} in JSON, got {short(value)} "
-                                         f"({err})") from None
-        if isinstance(value, origin):
-            return value
-    raise BackendOptionError(f"{where}: expected {_type_name(declared)}, got {short(value)}")
-
-
-def _hints(options_class: type) -> dict[str, Any]:
-    return typing.get_type_hints(options_class)
+def _from_text(value: Any, tp: Any) -> Any:
+    """A command-line string as the value it spells for pydantic: none for an option that may be none,
+    JSON for a mapping or a list; anything else as given (pydantic reads '2' as an int where one is due)."""
+    if not isinstance(value, str):
+        return value
+    args = typing.get_args(tp)
+    if type(None) in args and value.strip().lower() in _NONE_WORDS:
+        return None
+    if {typing.get_origin(a) or a for a in (args or (tp,))} & {dict, list}:
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"expected {_type_name(tp)} in JSON, got {short(value)} ({err})") from None
+    return value
 
 
 def describe_options(backend: type[Backend]) -> list[OptionInfo]:
     """The options of a backend, in declaration order (none for a backend without ``Options``)."""
     if backend.Options is None:
         return []
-    hints = _hints(backend.Options)
-    return [
-        OptionInfo(f.name, _type_name(hints[f.name]), _default(f), f.metadata.get("help", ""), f.metadata.get("changes_numbers", True),
-                   f.metadata.get("flag"))
-        for f in fields(backend.Options)
-    ]
+    hints = typing.get_type_hints(backend.Options)
+    return [OptionInfo(f.name, _type_name(hints[f.name]), _default(f), f.metadata.get("help", ""),
+                       f.metadata.get("changes_numbers", True)) for f in fields(backend.Options)]
 
 
 def _default(f: Field) -> Any:
@@ -122,25 +108,32 @@ def _default(f: Field) -> Any:
 def resolve_options(backend: type[Backend], options: BackendOptions) -> tuple[BackendOptions, Any]:
     """(the BackendOptions to build ``backend`` from, its ``Options`` instance or None).
 
-    A field of ``Options`` takes its ``--backend-arg`` (or the flag alias folded into ``extra``
-    by ``options_from_cli``), else its default. An unknown name (an engine flag that ``backend``
-    does not take is named by its flag too) or a value of the wrong type is an error."""
+    A field of ``Options`` takes its ``--backend-arg``, else its default. An unknown name or a value of
+    the wrong type is an error."""
     if backend.Options is None:  # an older backend reads options.extra itself
         return options, None
-    declared = {f.name: f for f in fields(backend.Options)}
-    have = ", ".join(declared) or "none"
+    declared = typing.get_type_hints(backend.Options)
     unknown = sorted(set(options.extra) - set(declared))
     if unknown:
-        # An engine flag given to a backend that does not take it would be silently ignored.
-        flag = f" ({ENGINE_FLAGS[unknown[0]][0]})" if unknown[0] in ENGINE_FLAGS else ""
-        raise BackendOptionError(f"--backend-arg {unknown[0][:60]}{flag}: backend {backend.name!r} has no such option "
-                                 f"(its options: {have}; "
-                                 "`evalita-eval backends` lists them)")
-    hints = _hints(backend.Options)
-    values = {name: _convert(options.extra[name], hints[name], f"--backend-arg {name} (backend {backend.name!r})")
-              for name in declared if name in options.extra}
-    engine = backend.Options(**values)
+        raise BackendOptionError(f"--backend-arg {unknown[0][:60]}: backend {backend.name!r} has no such option "
+                                 f"(its options: {', '.join(declared) or 'none'}; `evalita-eval backends` lists them)")
+    where = "--backend-arg {} (backend " + repr(backend.name) + ")"
+    try:
+        given = {}
+        for name, value in options.extra.items():
+            given[name] = _from_text(value, declared[name])
+        engine = _adapter(backend.Options).validate_python(given)
+    except ValueError as err:  # a ValidationError, or a JSON value that does not parse (named)
+        if isinstance(err, ValidationError):
+            error = err.errors()[0]
+            raise BackendOptionError(f"{where.format(error['loc'][0])}: {expected(error)}") from None
+        raise BackendOptionError(f"{where.format(name)}: {err}") from None
     return replace(options, extra={name: getattr(engine, name) for name in options.extra}, engine=engine), engine
+
+
+def _adapter(options_class: type) -> TypeAdapter:
+    """pydantic's validator of a backend's ``Options`` dataclass: finite numbers, no other keys."""
+    return TypeAdapter(with_config(ConfigDict(allow_inf_nan=False, extra="forbid"))(options_class))
 
 
 def engine_of(backend: type[Backend], options: BackendOptions) -> Any:
@@ -158,9 +151,10 @@ def engine_fields(backend: Backend) -> dict[str, Any] | None:
 def options_table(backend: type[Backend]) -> str:
     """A backend's options as ``evalita-eval backends`` prints them: name, type, default, help."""
     rows = [(o.name, o.type, f"default {o.default!r}" if o.default is not None else "default none",
-             o.help + (f" (alias {o.flag})" if o.flag else "") + ("" if o.changes_numbers else " [cannot change a number: not in the cache key]"))
+             o.help + ("" if o.changes_numbers else " [cannot change a number: not in the cache key]"))
             for o in describe_options(backend)]
     if not rows:
-        return "    no options of its own" if backend.Options is not None else "    any --backend-arg KEY=VALUE, as strings (no Options declared)"
+        return "    no options of its own" if backend.Options is not None else \
+            "    any --backend-arg KEY=VALUE, as strings (no Options declared)"
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     return "\n".join(f"    {r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}" for r in rows)

@@ -80,7 +80,7 @@ def engine_settings(name: str, options: BackendOptions) -> Any:
 
 def create_backend(name: str, options: BackendOptions) -> Backend:
     """The backend ``name`` built from ``options``; its ``Options`` filled from ``options.extra``
-    (``--backend-arg``, and the alias flags ``run_config.fold_aliases`` folded in), typed (``backend_options.resolve_options``)."""
+    (``--backend-arg``), typed (``backend_support.options.resolve_options``)."""
     cls = get_backend_class(name)
     options, _ = resolve_options(cls, options)
     backend = cls.from_options(options)  # options.engine: its typed Options

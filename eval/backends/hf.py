@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, cut_at_stop, prompt_room, scoring_input
+from ..api import (Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, RequestKind, cut_at_stop,
+                   prompt_room, scoring_input)
 from ..backend_support.memory import CPU_PASS_TOKENS, forward_bytes, kv_bytes_per_token, memory_budget, return_freed_memory
 from ..backend_support.tokenization import default_add_special_tokens, encode_pair, encode_request, render_chat  # noqa: F401  (encode_pair: re-exported)
 from ..backend_support.logits import logits_at, plain_head
@@ -145,6 +146,7 @@ class HFBackend(OnHFModel, Backend):
 
     # Constrained requests: an xgrammar logits processor in generate (eval/settings/constrained.py).
     capabilities = Capabilities(constrained=True)
+    streams = frozenset({RequestKind.GENERATE})  # generate_until reports each generation as it finishes
     Options = HFOptions
 
     def __init__(self, model: Any, tokenizer: Any, *, max_length: int, batch_size: int | None = 8, name_or_path: str = "",
@@ -263,9 +265,9 @@ class HFBackend(OnHFModel, Backend):
                         on_result(i, out[i])
         return out  # type: ignore[return-value]
 
-    def call_batches(self, kind: str, requests: Sequence[Any]) -> list[list[int]]:
+    def call_batches(self, kind: RequestKind, requests: Sequence[Any]) -> list[list[int]]:
         """Generations: the ``generate`` calls ``generate_until`` makes; log-likelihoods: the call whole."""
-        if kind != "generate_until":
+        if kind != RequestKind.GENERATE:
             return super().call_batches(kind, requests)
         return [batch for _, batches in self._generation_plan(requests) for batch in batches]
 

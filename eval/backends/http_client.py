@@ -211,7 +211,7 @@ class OpenAIClient:
                         location = self._scrub(str(err.headers.get("Location")))[:200]
                         raise ServerError(f"server {url} redirected the request to {location!r} (HTTP {err.code}); redirects are "
                                           f"not followed, so that the API key goes to no other address: give the final "
-                                          f"address as --base-url [{request}]") from None
+                                          f"address as --backend-arg base_url [{request}]") from None
                     answer = err.code, _read_body(err, self.max_body_bytes), err.headers.get("Retry-After")
         except _TooLarge as err:
             raise ServerError(f"server {url} sent an answer larger than the {self.max_body_bytes}-byte bound ({err}) "

@@ -39,7 +39,8 @@ def _api_key(server: "ServerOptions") -> str | None:
         return None
     key = os.environ.get(server.api_key_env)
     if not key:
-        raise ValueError(f"--api-key-env names the environment variable {server.api_key_env}, which is not set or empty")
+        raise ValueError(f"--backend-arg api_key_env names the environment variable {server.api_key_env}, "
+                         "which is not set or empty")
     return key
 
 
@@ -51,13 +52,13 @@ def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
 class ServerOptions:
     """The server and how it is asked; only the URL and how answers are decoded can change a number."""
 
-    base_url: str | None = backend_option(None, "the server's URL, e.g. http://127.0.0.1:8000/v1", flag="--base-url")
+    base_url: str | None = backend_option(None, "the server's URL, e.g. http://127.0.0.1:8000/v1")
     api_key_env: str | None = backend_option(None, "NAME of the environment variable holding the API key (never the key)",
-                                             changes_numbers=False, flag="--api-key-env")
-    concurrency: int = backend_option(4, "requests in flight at once", changes_numbers=False, flag="--concurrency")
-    timeout_s: float = backend_option(120.0, "deadline of each request in seconds (to its last byte, not per read)", changes_numbers=False,
-                                      flag="--timeout")
-    max_retries: int = backend_option(5, "retries of a failed request", changes_numbers=False, flag="--max-retries")
+                                             changes_numbers=False)
+    concurrency: int = backend_option(4, "requests in flight at once", changes_numbers=False)
+    timeout_s: float = backend_option(120.0, "deadline of each request in seconds (to its last byte, not per read)",
+                                      changes_numbers=False)
+    max_retries: int = backend_option(5, "retries of a failed request", changes_numbers=False)
     server_token_ids: bool = backend_option(True, "ask for the generated token ids (vLLM's return_token_ids) and decode them "
                                                   "locally; false for servers that refuse unknown fields")
 
@@ -72,7 +73,7 @@ class _OpenAIBase(Backend):
     def __init__(self, options: BackendOptions) -> None:
         server: ServerOptions = engine_of(type(self), options)
         if not server.base_url:
-            raise ValueError(f"--backend {self.name} needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+            raise ValueError(f"--backend {self.name} needs --backend-arg base_url=URL (e.g. http://127.0.0.1:8000/v1)")
         self.model_name = options.model
         if options.batch_size is None:
             raise ValueError("--batch-size auto sizes batches by the model's memory; a server backend takes a number (requests per HTTP request)")

@@ -86,7 +86,7 @@ def gguf_engine_source(options: BackendOptions) -> dict[str, str]:
 
 def engine_max_length(options: BackendOptions, tokenizer: Any, gguf: GGUFModel | None = None) -> int:
     """The most tokens the model reads (lm-eval's max_length): the option, else what
-    --max-model-len leaves room for, else lm-eval's rule on the model's config."""
+    max_model_len leaves room for, else lm-eval's rule on the model's config."""
     if options.max_length is not None:
         return options.max_length
     if engine_of(VLLMBackend, options).max_model_len is not None:
@@ -132,12 +132,12 @@ class VLLMOptions:
     Data parallelism, the memory fraction and the engine's context length only change which
     requests share a batch (float rounding, as the hf backend's batch size): out of the cache identity."""
 
-    tensor_parallel_size: int = backend_option(1, "GPUs per model replica", flag="--tensor-parallel-size")
-    data_parallel_size: int = backend_option(1, "model replicas", changes_numbers=False, flag="--data-parallel-size")
-    gpu_memory_utilization: float | None = backend_option(None, "fraction of GPU memory the engine may take", changes_numbers=False,
-                                                          flag="--gpu-memory-utilization")
-    max_model_len: int | None = backend_option(None, "engine context length; default: the max length + 1", changes_numbers=False,
-                                               flag="--max-model-len")
+    tensor_parallel_size: int = backend_option(1, "GPUs per model replica")
+    data_parallel_size: int = backend_option(1, "model replicas", changes_numbers=False)
+    gpu_memory_utilization: float | None = backend_option(None, "fraction of GPU memory the engine may take",
+                                                          changes_numbers=False)
+    max_model_len: int | None = backend_option(None, "engine context length; default: the max length + 1",
+                                               changes_numbers=False)
     vllm_engine_args: dict | None = backend_option(None, 'other vllm.LLM arguments, a JSON object (e.g. {"enforce_eager": true})')
     gguf_file: str | None = gguf_file_option()
     # Equal numbers within float rounding either way, but not the same bits: in the identity.
@@ -188,7 +188,8 @@ class VLLMBackend(Backend):
         max_length = engine_max_length(options, tokenizer, gguf)
         kwargs = engine_kwargs(options, max_length, scoring)
         if kwargs["max_model_len"] < max_length + 1:
-            raise ValueError(f"--max-model-len {kwargs['max_model_len']} must be at least the maximum length {max_length} + 1")
+            raise ValueError(f"--backend-arg max_model_len={kwargs['max_model_len']} must be at least the maximum "
+                             f"length {max_length} + 1")
         with _scoped_env(construction_env(options, scoring)):
             llm = LLM(**kwargs)
         dtype = str(llm.llm_engine.model_config.dtype).removeprefix("torch.")

@@ -16,7 +16,7 @@ import click
 from evalita_data.cli.errors import one_line
 
 from .run_inputs import check_data, check_data_dir, entries_and_prompts, open_data
-from .run_options import run_options
+from .run_options import run_command
 from .support import RUN_NEEDS, check_model_name, default_device, require
 from ..naming import NAME_FIELD, display_name
 
@@ -46,7 +46,7 @@ def folder_lock(out: Path) -> Iterator[None]:
         lock.release()
 
 
-def execute(backend_name: str, options, source, config, entries: list, output_dir: str | None, given_name: str | None = None):
+def execute(options, source, spec, entries: list):
     """Load the backend, name the output folder by the run's identity (unless --output-dir), announce
     the plan and run it; (the RunResult, the Runner). Ctrl-C: what was kept, exit 130."""
     from ..replicas import create_backend  # the backend, or its replicas on Ray (data_parallel_size)
@@ -57,20 +57,23 @@ def execute(backend_name: str, options, source, config, entries: list, output_di
 
     runner = None
     try:
-        backend = create_backend(backend_name, options)
+        backend = create_backend(spec.backend, options)
         try:
-            refuse_thinking_without_traces(backend, config)  # before the folder and the plan
-            model_info = ModelInfo(options.model, options.revision, backend.dtype, backend_name, backend.cache_identity(), given_name)
-            if output_dir is None:  # named by the model and the run's identity: two runs never share one
-                output_dir = str(default_output_dir(identity_of(backend, model_info.record, config)))
-            click.echo(f"{WRITING_TO}{output_dir}" + (f" (split {config.split}: not comparable with the paper)" if config.split else ""), err=True)
+            refuse_thinking_without_traces(backend, spec)  # before the folder and the plan
+            model_info = ModelInfo(options.model, options.revision, backend.dtype, spec.backend,
+                                   backend.cache_identity(), spec.model_name)
+            # Named by the model and the run's identity unless given: two runs never share one.
+            output_dir = spec.output_dir or str(default_output_dir(identity_of(backend, model_info.record, spec)))
+            split = f" (split {spec.split}: not comparable with the paper)" if spec.split else ""
+            click.echo(f"{WRITING_TO}{output_dir}{split}", err=True)
             with folder_lock(Path(output_dir)):
-                runner = Runner(backend, model_info, source, config, output_dir, echo=click.echo)
+                runner = Runner(backend, model_info, source, spec, output_dir, echo=click.echo)
                 # Without a terminal (no progress bars) the estimate is a progress line for the logs, once a minute.
                 plan = runner.plan(entries)  # built once: printed, then executed
-                announce(runner, plan, backend, lambda text: click.echo(text, err=True), every_s=300.0 if config.progress else 60.0)
-                if config.thinking:
-                    click.echo(budget_line(config.max_thinking_tokens), err=True)
+                announce(runner, plan, backend, lambda text: click.echo(text, err=True),
+                         every_s=300.0 if spec.progress else 60.0)
+                if spec.thinking:
+                    click.echo(budget_line(spec.max_thinking_tokens), err=True)
                 return runner.run(plan), runner
         finally:
             backend.close()
@@ -87,7 +90,7 @@ def execute(backend_name: str, options, source, config, entries: list, output_di
 
 def spec_of(ctx: click.Context, given: dict):
     """The run's ``RunSpec`` (eval/run_config.py): --config FILE's keys, overridden by the options given
-    on the command line; a note per engine-flag alias; one line naming the file and the key otherwise."""
+    on the command line; one line naming the file (or the option) and the key otherwise."""
     from click.core import ParameterSource
 
     from ..run_config import RunSpecError, build_spec, cli_values, read_config_file
@@ -96,59 +99,43 @@ def spec_of(ctx: click.Context, given: dict):
     explicit = {p for p in given if ctx.get_parameter_source(p) not in (ParameterSource.DEFAULT, None)}
     try:
         values = cli_values(given, explicit, read_config_file(config) if config else {})
-        if values.get("model") is None:
-            raise click.UsageError("give --model (or model: in the --config file)")
         spec, notes = build_spec(values, str(config) if config else None,  # None: the options name themselves
-                                 frozenset(a.split("=", 1)[0] for a in given["backend_args"]))
+                                 frozenset(explicit), frozenset(a.split("=", 1)[0] for a in given["backend_args"]))
     except RunSpecError as err:
+        if config is None:  # a bad option, as click's own errors: usage, exit 2
+            raise click.UsageError(str(err)) from None
         raise click.ClickException(str(err)) from None
     for note in notes:
         click.echo(note, err=True)
     return spec
 
 
-def thinking_config(config, spec):
-    """``config`` with the reasoning options checked together, and whether --think-markers was given."""
-    from dataclasses import replace
-
-    if spec.max_thinking_tokens is not None and spec.thinking != "on":
-        raise click.UsageError("--max-thinking-tokens bounds a trace: it needs --thinking on")
-    if config.constrained and config.thinking and spec.max_thinking_tokens is None:  # a grammar would forbid the trace
-        raise click.UsageError("--constrained with --thinking on needs --max-thinking-tokens N: the constraint applies to the "
-                               "answer generated after the trace is closed")
-    return replace(config, think_markers_given="think_markers" in spec.model_fields_set)
-
-
-@click.command()
-@run_options
-@click.pass_context
-def run(ctx: click.Context, **given) -> None:
+def _run(ctx: click.Context, **given) -> None:
     """Evaluate MODEL on every task and prompt; rerun the same command to resume."""
     require("run", RUN_NEEDS)
-    spec = spec_of(ctx, given)
-    run_spec(spec)
+    run_spec(spec_of(ctx, given))
+
+
+run = run_command(_run)
 
 
 def run_spec(spec) -> None:
     """``run`` of a checked ``RunSpec``: its inputs checked before the model loads, the run, its tables."""
-    from ..run_config import backend_options, runner_config
+    from ..run_config import backend_options
     from ..running.console import run_counts, summary_table, task_summary_table
     from ..running.selection import nothing_evaluated
 
-    if (spec.data is None) == (spec.hub_org is None):
-        raise click.UsageError("give exactly one of --data DIR or --hub-org ORG")
     check_data_dir(spec.data)  # before any heavy import: a wrong folder fails at once
-    check_model_name(spec.model, tuple(f"{k}={v}" for k, v in spec.backend_args.items()))
-    device = spec.device or default_device()
-    entries, prompt_names = entries_and_prompts(spec.tasks_option, spec.prompts_option, spec.setting)
+    check_model_name(spec.model, tuple(f"{k}={v}" for k, v in spec.backend_args.items() if v is not None))
+    progress = sys.stderr.isatty() if spec.progress is None else spec.progress
+    spec = spec.with_resolved(spec.device or default_device(), progress)
+    entries, prompt_names = entries_and_prompts(spec.tasks, spec.prompts, spec.setting)
     import datasets
 
     datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
     source = open_data(spec.data, spec.hub_org)
-    config = runner_config(spec, device, sys.stderr.isatty() if spec.progress is None else spec.progress)
-    config = thinking_config(config, spec)
-    check_data(entries, source, config, named_tasks=spec.tasks is not None)
-    result, runner = execute(spec.backend, backend_options(spec, device), source, config, entries, spec.output_dir, spec.model_name)
+    check_data(entries, source, spec, named_tasks=spec.tasks is not None)
+    result, runner = execute(backend_options(spec, spec.device), source, spec, entries)
     if result.status == "empty":  # every task skipped by the runner (e.g. none declares the --setting's prompts)
         raise click.ClickException(nothing_evaluated(result.skipped, source))
     click.echo(f"model: {display_name({**runner.model.record, NAME_FIELD: spec.model_name})}")

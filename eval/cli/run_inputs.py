@@ -11,7 +11,8 @@ import click
 from evalita_data.cli.errors import one_line
 
 
-def entries_and_prompts(tasks: str | None, prompts: str | None, setting: str) -> tuple[list, list[str] | None]:
+def entries_and_prompts(tasks: list[str] | None, prompt_names: list[str] | None,
+                        setting: str) -> tuple[list, list[str] | None]:
     """--tasks and --prompts checked against the registry (every template compiled) before any model work;
     the prompts known are those each task kind declares under --setting (running/task_kinds.py)."""
     from evalita_data.prompts import PromptError
@@ -19,9 +20,8 @@ def entries_and_prompts(tasks: str | None, prompts: str | None, setting: str) ->
     from ..running.task_kinds import task_kind
     from ..sources.entries import select_entries
 
-    split = lambda s: [x.strip() for x in s.split(",") if x.strip()] if s else None  # noqa: E731
     try:
-        entries = select_entries(split(tasks))
+        entries = select_entries(tasks)
     except KeyError as err:
         raise click.BadParameter(err.args[0], param_hint="--tasks") from None
     try:
@@ -29,7 +29,6 @@ def entries_and_prompts(tasks: str | None, prompts: str | None, setting: str) ->
             entry.compiled  # every template checked against the schema before any model work
     except PromptError as err:
         raise click.ClickException(str(err)) from err
-    prompt_names = split(prompts)
     if prompt_names:
         known = {name for e in entries for name in task_kind(e, setting).declared_prompts()}
         unknown = sorted(set(prompt_names) - known)

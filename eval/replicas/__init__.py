@@ -9,28 +9,36 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import replace
+from typing import Annotated, Any
+
+from pydantic import Field, TypeAdapter, ValidationError
 
 from ..api import Backend, BackendOptions
-from ..config_file import short
 
-# The options read here, taken out before the backend sees them: they change no number.
-REPLICA_OPTIONS = ("data_parallel_size", "ray_address")
+# The options read here, taken out before the backend sees them (they change no number), and their types.
+REPLICA_OPTIONS: dict[str, Any] = {"data_parallel_size": Annotated[int, Field(ge=1)], "ray_address": str | None}
+
+
+def replica_args(extra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the replicas' options of ``extra`` typed, the backend's own); a ValueError naming a wrong value."""
+    from ..backend_support.options import expected
+
+    ours = {}
+    for name, kind in REPLICA_OPTIONS.items():
+        if name in extra:
+            try:
+                ours[name] = TypeAdapter(kind).validate_python(extra[name])
+            except ValidationError as err:
+                said = expected(err.errors()[0])
+                raise ValueError(f"--backend-arg {name}: {said} (the replicas of the model)") from None
+    return ours, {k: v for k, v in extra.items() if k not in REPLICA_OPTIONS}
 
 
 def replica_settings(options: BackendOptions) -> tuple[int, str | None, BackendOptions]:
     """(replicas, Ray address or None, the options of one replica) from ``--backend-arg
-    data_parallel_size=N`` / ``--data-parallel-size N`` and ``ray_address=ADDRESS``."""
-    extra = dict(options.extra)
-    raw = extra.pop("data_parallel_size", 1)
-    address = extra.pop("ray_address", None) or None
-    try:
-        size = int(str(raw).strip())
-    except ValueError:
-        size = 0
-    if size < 1:
-        raise ValueError(f"--backend-arg data_parallel_size={short(raw)}: expected a whole number >= 1 "
-                         "(the replicas of the model)")
-    return size, address, replace(options, extra=extra)
+    data_parallel_size=N`` and ``ray_address=ADDRESS``."""
+    ours, extra = replica_args(options.extra)
+    return ours.get("data_parallel_size", 1), ours.get("ray_address") or None, replace(options, extra=extra)
 
 
 def create_backend(name: str, options: BackendOptions) -> Backend:

@@ -21,11 +21,12 @@ import time
 from collections import deque
 from typing import Any, Callable, Sequence
 
-from ..api import Backend, BackendOptions, GenRequest, LLRequest
+from ..api import Backend, BackendOptions, GenRequest, LLRequest, RequestKind, method_of
 from .plan import Unit, assign, plan_units
 from .prefix_groups import prefix_units
 from .ray_start import start_ray, use_token_if_present
-from .resources import NotEnoughResources, check_room, cluster_resources, machine_resources, node_name, unreadable
+from .resources import (NotEnoughResources, check_replicas_room, cluster_resources, driver_threads, machine_resources,
+                        node_name, replica_resources, unreadable)
 
 # Restarts of one replica within a run before the run fails (a replica that keeps dying is a bug, not bad luck).
 MAX_RESTARTS = 3
@@ -62,7 +63,7 @@ class Replica:
         b = self.backend
         import pickle
 
-        tokenizer = getattr(b, "tokenizer", None)
+        tokenizer = b.tokenizer
         try:  # the driver counts tokens (estimates) and names the chat template with it
             pickle.dumps(tokenizer)
         except Exception:  # an engine's tokenizer that does not travel: the driver does without
@@ -94,12 +95,13 @@ class Replica:
         """The engine's own cumulative counters (vllm: prompt tokens, of them from the prefix cache...)."""
         return self.backend.engine_counters()
 
-    def run_unit(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]]) -> tuple[list, float, float]:
+    def run_unit(self, kind: RequestKind, requests: Sequence[Any],
+                 calls: Sequence[Sequence[int]]) -> tuple[list, float, float]:
         """The values of the unit's requests, call after call, in ``Unit.indices`` order; when it began and ended."""
         if self.problem is not None:
             raise RuntimeError(self.problem)
         began = time.time()
-        method = self.backend.loglikelihood if kind == "loglikelihood" else self.backend.generate_until
+        method = method_of(self.backend, kind)
         values: list[Any] = []
         for call in calls:
             values += method([requests[i] for i in call])
@@ -112,20 +114,12 @@ class Replica:
         self.backend.close()
 
 
-def replica_resources(name: str, options: BackendOptions) -> dict[str, Any]:
-    """Ray resources of one replica: what its backend declares (``Backend.reservation``)."""
-    from ..backends import get_backend_class
-
-    return get_backend_class(name).reservation(options)
-
-
-def check_replicas_room(size: int, resources: dict[str, Any], have: dict[str, float], where: str) -> None:
-    """N replicas need a CPU each (CPU replicas share --threads cores) and their GPUs."""
-    check_room(f"data_parallel_size={size}: {size} replicas", float(size), float(size * resources["num_gpus"]), have, where)
-
-
 class ReplicaBackend(Backend):
     """The wrapped backend's name, identity and capabilities; its calls run on the replicas."""
+
+    # Every kind reported as each unit finishes; the runner's calls taken whole and shared out over the replicas.
+    streams = frozenset(RequestKind)
+    plans_calls = True
 
     def __init__(self, name: str, options: BackendOptions, size: int, address: str | None) -> None:
         use_token_if_present(address)  # before Ray reads its configuration
@@ -133,7 +127,7 @@ class ReplicaBackend(Backend):
 
         began = time.time()
         self.name, self.size, self._inner_options = name, size, options
-        self._threads = options.threads or _driver_threads() if options.device == "cpu" else None
+        self._threads = options.threads or driver_threads() if options.device == "cpu" else None
         self._started_ray = not ray.is_initialized()
         resources = replica_resources(name, options)
         if self._started_ray and not address:  # checked before Ray starts: a local Ray sized to the request would spawn them
@@ -235,11 +229,11 @@ class ReplicaBackend(Backend):
     # every request). The replicas plan each as one replica would and share all their units.
     def loglikelihood(self, requests: Sequence[LLRequest], on_result: Callable[[int, Any], None] | None = None,
                       calls: Sequence[Sequence[int]] | None = None) -> list[Any]:
-        return self._dispatch("loglikelihood", requests, on_result, calls)
+        return self._dispatch(RequestKind.LOGLIKELIHOOD, requests, on_result, calls)
 
     def generate_until(self, requests: Sequence[GenRequest], on_result: Callable[[int, Any], None] | None = None,
                        calls: Sequence[Sequence[int]] | None = None) -> list[Any]:
-        return self._dispatch("generate_until", requests, on_result, calls)
+        return self._dispatch(RequestKind.GENERATE, requests, on_result, calls)
 
     def _dispatch(self, kind: str, requests: Sequence[Any], on_result: Callable[[int, Any], None] | None,
                   calls: Sequence[Sequence[int]] | None = None) -> list[Any]:
@@ -403,13 +397,3 @@ class ReplicaBackend(Backend):
         self.actors = []
         if self._started_ray:
             ray.shutdown()
-
-
-
-def _driver_threads() -> int | None:
-    """torch's intra-op threads in this process (what one replica run here would use)."""
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch.get_num_threads()

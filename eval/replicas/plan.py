@@ -22,11 +22,10 @@ each to the replica with the fewest counted tokens so far (``assign``).
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-from ..api import GenRequest, LLRequest
+from ..api import GenRequest, LLRequest, RequestKind
 
 # As running/stream.py: requests between two cache writes, and the batch taken under --batch-size auto.
 CHUNK_BATCHES = 4
@@ -43,15 +42,10 @@ class Unit:
         return [i for call in self.calls for i in call]
 
 
-def streams(method: Callable[..., Any]) -> bool:
-    """Whether a backend method reports results one by one (takes ``on_result``), as the runner tests it."""
-    return "on_result" in inspect.signature(method).parameters
-
-
 def chunk_size(backend: Any) -> int:
     """The requests the runner hands a non-streaming backend per call (``RunStream._calls``)."""
-    per_call = getattr(backend, "requests_per_call", None)
-    options = getattr(backend, "options", None)  # the run's --batch-size, as the runner reads it
+    per_call = backend.requests_per_call
+    options = backend.options  # the run's --batch-size, as the runner reads it
     batch = options.batch_size if options is not None else getattr(backend, "batch_size", None)
     return per_call or max(1, (batch or AUTO_BATCH) * CHUNK_BATCHES)
 
@@ -84,18 +78,17 @@ def merge_shared_contexts(calls: Sequence[Sequence[int]], contexts: Sequence[str
 def request_tokens(backend: Any, kind: str, requests: Sequence[LLRequest | GenRequest]) -> list[int]:
     """Counted tokens per request with the backend's tokenizer (characters / 4 without one):
     a log-likelihood's context + continuation, a generation's context + its new-token limit."""
-    tokenizer = getattr(backend, "tokenizer", None)
+    tokenizer = backend.tokenizer
     count = (lambda text: len(tokenizer.encode(text))) if tokenizer is not None else (lambda text: max(1, len(text) // 4))
-    if kind == "loglikelihood":
+    if kind == RequestKind.LOGLIKELIHOOD:
         return [count(r.context + r.continuation) for r in requests]
     return [count(r.context) for r in requests]
 
 
 def plan_units(backend: Any, kind: str, requests: Sequence[LLRequest | GenRequest]) -> list[Unit]:
     """The units of one call of ``kind`` on ``backend`` (the wrapped backend, on a replica)."""
-    method = backend.loglikelihood if kind == "loglikelihood" else backend.generate_until
     lengths = request_tokens(backend, kind, requests)
-    if streams(method):  # the call whole (hf generations): the batches the backend says it forms
+    if kind in backend.streams:  # the call whole (hf generations): the batches the backend says it forms
         calls = backend.call_batches(kind, requests)
     else:  # the runner's chunks, each one call, cut as the backend says
         step, everything = chunk_size(backend), list(range(len(requests)))
@@ -103,7 +96,7 @@ def plan_units(backend: Any, kind: str, requests: Sequence[LLRequest | GenReques
         calls = [[chunk[i] for i in batch] for chunk in chunks
                  for batch in backend.call_batches(kind, [requests[i] for i in chunk])]
     contexts = [r.context for r in requests]
-    extra = [0 if kind == "loglikelihood" else r.max_new_tokens for r in requests]  # type: ignore[union-attr]
+    extra = [0 if kind == RequestKind.LOGLIKELIHOOD else r.max_new_tokens for r in requests]  # type: ignore[union-attr]
     return [Unit(tuple(tuple(c) for c in group), sum(lengths[i] + extra[i] for c in group for i in c))
             for group in merge_shared_contexts(calls, contexts)]
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..api import GenRequest, LLRequest
+from ..api import GenRequest, LLRequest, RequestKind
 from .plan import Unit, merge_shared_contexts
 
 # The most a family's cut may recompute, as a fraction of its counted tokens (the summed
@@ -38,7 +38,7 @@ def engine_tokens(backend: Any, kind: str, request: LLRequest | GenRequest) -> t
     from ..backends.engine_common import generation_prompt, ll_windows
 
     try:
-        if kind == "loglikelihood":
+        if kind == RequestKind.LOGLIKELIHOOD:
             window = ll_windows(backend.tokenizer, [request], backend.max_length)[0]
             return window.context, window.ids
         prompt = tuple(generation_prompt(backend.tokenizer, request, backend.max_length))  # type: ignore[arg-type]
@@ -81,7 +81,7 @@ def prefix_units(backend: Any, kind: str, requests: Sequence[LLRequest | GenRequ
     # A refused request is a context of its own (keyed by its index: it shares nothing).
     contexts = [s[0] if s is not None else i for i, s in enumerate(seen)]
     firsts = [s[1][:block] if s is not None else i for i, s in enumerate(seen)]
-    extra = [0 if kind == "loglikelihood" else r.max_new_tokens for r in requests]  # type: ignore[union-attr]
+    extra = [0 if kind == RequestKind.LOGLIKELIHOOD else r.max_new_tokens for r in requests]  # type: ignore[union-attr]
     tokens = [(len(s[1]) if s is not None else 1) + extra[i] for i, s in enumerate(seen)]
     by_context = [sum(group, []) for group in merge_shared_contexts([[i] for i in range(len(requests))], contexts)]  # type: ignore[arg-type]
     families = merge_shared_contexts(by_context, firsts)  # type: ignore[arg-type]

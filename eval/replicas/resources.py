@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from typing import Any
+
+from ..api import BackendOptions
 
 
 class NotEnoughResources(ValueError):
@@ -54,3 +57,25 @@ def unreadable(paths: dict[str, str]) -> str | None:
             return (f"node {node_name()} cannot read the {what} {path}: every node of the cluster needs it at that path "
                     "(shared storage)")
     return None
+
+
+def replica_resources(name: str, options: BackendOptions) -> dict[str, Any]:
+    """Ray resources of one replica: what its backend declares (``Backend.reservation``)."""
+    from ..backends import get_backend_class
+
+    return get_backend_class(name).reservation(options)
+
+
+def check_replicas_room(size: int, resources: dict[str, Any], have: dict[str, float], where: str) -> None:
+    """N replicas need a CPU each (CPU replicas share --threads cores) and their GPUs."""
+    check_room(f"data_parallel_size={size}: {size} replicas", float(size), float(size * resources["num_gpus"]), have,
+               where)
+
+
+def driver_threads() -> int | None:
+    """torch's intra-op threads in this process (what one replica run here would use)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch.get_num_threads()

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from ..api import RequestKind
+
 # Finished requests reported one by one (on_result) are fsynced at most this often.
 SYNC_INTERVAL_S = 0.5
 
@@ -34,9 +36,9 @@ def _is_logprob(x: object) -> bool:
 
 def value_fits(kind: str, value: object) -> bool:
     """Whether a cached value has the shape the runner reads for requests of ``kind``."""
-    if kind == "loglikelihood":  # [log-probability of the continuation, is it the greedy answer]
+    if kind == RequestKind.LOGLIKELIHOOD:  # [log-probability of the continuation, is it the greedy answer]
         return isinstance(value, list) and len(value) == 2 and _is_logprob(value[0]) and isinstance(value[1], bool)
-    if kind == "generate_until":
+    if kind == RequestKind.GENERATE:
         return isinstance(value, str)
     raise ValueError(f"unknown request kind {kind!r}")
 

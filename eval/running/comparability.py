@@ -24,7 +24,7 @@ from .task_kinds import task_kind
 
 
 def not_comparable_reasons(config: Any, entries: Iterable[TaskEntry]) -> list[str]:
-    """Why a run of ``config`` (a RunConfig) over ``entries`` is not the paper's evaluation; [] when it is.
+    """Why a run of ``config`` (a RunSpec) over ``entries`` is not the paper's evaluation; [] when it is.
     The rule is record/comparable.py's, which every reader applies again to the recorded config."""
     kinds = {e.name: task_kind(e, config.setting) for e in entries}
     return paper_reasons(config.split, config.limit, config.max_new_tokens, config.prompts,

@@ -29,11 +29,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..api import GenRequest, LLRequest
+from ..api import GenRequest, LLRequest, RequestKind
 from ..backend_support.phase_clock import GenerationPhases
 
-LL = "loglikelihood"
-GEN = "generate_until"
+LL, GEN = RequestKind.LOGLIKELIHOOD, RequestKind.GENERATE
 CHARS_PER_TOKEN = 4  # without a tokenizer (chat APIs): the usual rough rate
 BATCH_GAP_S = 0.05  # results of one generation batch arrive closer together than this
 
@@ -243,7 +242,7 @@ class TimeEstimate:
 def announce(runner: Any, plan: Any, backend: Any, echo: Callable[[str], None], every_s: float = 300.0) -> TimeEstimate:
     """Print the run's plan (``running/plan.py``: the one ``Runner.run`` executes) and have the runner
     report its finished requests to the estimator (returned)."""
-    plans = plan.work(getattr(backend, "tokenizer", None))
+    plans = plan.work(backend.tokenizer)
     echo(plan_table(plans))
     estimate = TimeEstimate(plans, echo, every_s=every_s, phases=getattr(backend, "generation_phases", None))
     runner.timer = estimate.record

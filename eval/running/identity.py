@@ -31,7 +31,7 @@ LOCKED = 75  # the exit code of a run whose folder another process holds (EX_TEM
 
 def chat_template_identity(backend: Any) -> dict:
     """Which chat template renders the prompts: the tokenizer's (with its sha256) or the server's (unknown here)."""
-    template = getattr(getattr(backend, "tokenizer", None), "chat_template", None)
+    template = getattr(backend.tokenizer, "chat_template", None)
     if isinstance(template, dict):  # named templates (tokenizers that ship several)
         template = json.dumps(template, sort_keys=True, ensure_ascii=False)
     if not isinstance(template, str):
@@ -41,7 +41,7 @@ def chat_template_identity(backend: Any) -> dict:
 
 def run_identity(model_record: dict[str, Any], config: Any, chat_template: dict | None) -> dict[str, Any]:
     """Every input of a run that can change a number: the model and backend (``ModelInfo.record``,
-    the backend's ``cache_identity()``) and the run's options (``RunConfig``)."""
+    the backend's ``cache_identity()``) and the run's options (its ``RunSpec``)."""
     return {
         "model": model_record,
         "setting": config.setting,
@@ -60,8 +60,8 @@ def run_identity(model_record: dict[str, Any], config: Any, chat_template: dict 
         **({"thinking": {"on": True, "think_markers": list(config.think_markers),
                          "max_thinking_tokens": config.max_thinking_tokens,
                          "trace_budget": config.max_thinking_tokens or DEFAULT_TRACE_BUDGET}}  # the default's value too
-           if getattr(config, "thinking", False) else {}),
-        **({"bertscore_model": config.bertscore_model} if getattr(config, "bertscore_model", None) else {}),  # adds a score
+           if config.thinking else {}),
+        **({"bertscore_model": config.bertscore_model} if config.bertscore_model else {}),  # adds a score
     }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..api import GenRequest, LLRequest
+from ..api import GenRequest, LLRequest, RequestKind
 from ..sources.entries import TaskEntry
 from .estimate import LL, TaskPlan, TokenCounter
 from .selection import Selection
@@ -25,7 +25,7 @@ class PromptPlan:
 
     name: str
     contexts: list[str]
-    kind: str  # LL ("loglikelihood") or GEN ("generate_until"): the backend method called
+    kind: RequestKind  # the backend method called
     requests: list[LLRequest] | list[GenRequest]
     cached: list[bool]  # per request: the resume cache holds it (read back, not computed)
 

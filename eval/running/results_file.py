@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from ..api import RequestKind
 from ..naming import NAME_FIELD, display_name
 from ..record import FORMAT_VERSION
 from ..record.read import checked_document, checked_sample
@@ -21,7 +22,7 @@ from ..sources.entries import TaskEntry
 from ..reporting.unparsed_flag import flagged_prompts
 from .comparability import comparability_record
 from .identity import ID_FIELD, IDENTITY_FIELD, RESULTS_FILE, run_id
-from .task_kinds import GENERATE, kind_for_run, task_kind
+from .task_kinds import kind_for_run, task_kind
 from ..settings.thinking import DEFAULT_TRACE_BUDGET
 
 VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score", "jinja2")
@@ -121,7 +122,7 @@ def thinking_config(c: Any) -> dict:
 
 
 def config_json(c: Any) -> dict:
-    """results.json ``config``: the run's options as given (``RunConfig``)."""
+    """results.json ``config``: the run's options as given (its ``RunSpec``)."""
     return {
         "num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": "auto" if c.batch_size is None else c.batch_size,
         "max_memory": c.max_memory,
@@ -137,9 +138,9 @@ def config_json(c: Any) -> dict:
 def asked_record(kind: Any) -> dict:
     """How a task kind asks the model: ``generate_until`` with its token budget and the stop strings its
     requests carry (none when thinking without forcing), or ``loglikelihood``."""
-    if kind.request_kind != GENERATE:
-        return {"request": kind.request_kind}
-    return {"request": GENERATE, "max_new_tokens": kind.max_new_tokens, "until": list(kind.sent_stops)}
+    if kind.request_kind is not RequestKind.GENERATE:
+        return {"request": str(kind.request_kind)}
+    return {"request": str(RequestKind.GENERATE), "max_new_tokens": kind.max_new_tokens, "until": list(kind.sent_stops)}
 
 
 def results_document(runner: Any, result: Any, manifest: dict) -> dict:

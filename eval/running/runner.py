@@ -14,12 +14,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, request_payload
+from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, RequestKind, request_payload
 from .cache import RequestCache, request_key
-from .config import RunConfig  # noqa: F401  (the runner's options: imported from here by the CLI and the tests)
 from .plan import EntryPlan, RunPlan, build_plan
 from .stream import RunStream
-from .task_kinds import TaskKind, as_turns, kind_for_run, thinking_of
+from .task_kinds import TaskKind, as_turns, kind_for_run
 from .thinking_run import forced_values, refuse_forcing_on_chat_messages, thinking_chat, token_counter
 from ..settings.thinking import trace_summary
 from .selection import eval_split, select
@@ -75,7 +74,9 @@ class RunResult:
 
 
 class Runner:
-    def __init__(self, backend: Backend, model: ModelInfo, source: Source, config: RunConfig, output_dir: str | Path, echo: Callable[[str], None] = print) -> None:
+    def __init__(self, backend: Backend, model: ModelInfo, source: Source, config: Any, output_dir: str | Path,
+                 echo: Callable[[str], None] = print) -> None:
+        """``config``: the run's ``RunSpec`` (eval/run_config.py, above this layer: the runner only reads it)."""
         self.backend = backend
         self.model = model if model.identity is not None else replace(model, identity=backend.cache_identity())
         self.source = source
@@ -105,8 +106,6 @@ class Runner:
         self._entries: dict[str, TaskEntry] = {}  # name -> entry of the run (results.json task_config)
         self._task_versions: dict[str, dict] = {}  # tasks carried over from an earlier invocation: their versions
         self.chat = None
-        if config.fewshot_as_multiturn and not config.apply_chat_template:
-            raise ValueError("--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)")
         if config.constrained and not backend.capabilities.constrained:
             raise BackendUnsupported(f"backend {backend.name!r} cannot do constrained decoding (--constrained)")
         # Chat APIs take the turns themselves and render them with the server's template.
@@ -114,8 +113,8 @@ class Runner:
         if config.apply_chat_template and not self.chat_messages:
             if not backend.capabilities.chat_template:
                 raise BackendUnsupported(f"backend {backend.name!r} cannot apply a chat template; run without --apply-chat-template")
-            self.chat = thinking_chat(backend, thinking_of(config), echo)  # enable_thinking where the template reads it
-        refuse_forcing_on_chat_messages(thinking_of(config), backend.capabilities.chat_messages, backend.name)
+            self.chat = thinking_chat(backend, config.reasoning, echo)  # enable_thinking where the template reads it
+        refuse_forcing_on_chat_messages(config.reasoning, backend.capabilities.chat_messages, backend.name)
 
     # -- one task entry ----------------------------------------------------------------
     def eval_split(self, entry: TaskEntry) -> str:
@@ -203,11 +202,10 @@ class Runner:
     # -- everything --------------------------------------------------------------------
     def check_capabilities(self, entries: Sequence[TaskEntry]) -> None:
         """Refuse, before any work, entries whose request kind the backend cannot serve."""
-        caps = self.backend.capabilities
-        needs = {e.name: self.entry_kind(e).capability for e in entries}
-        for capability, what in (("loglikelihood", "score log-likelihoods"), ("generate", "generate")):
-            names = [name for name, need in needs.items() if need == capability]
-            if names and not getattr(caps, capability):
+        needs = {e.name: self.entry_kind(e).request_kind for e in entries}
+        for kind, what in ((RequestKind.LOGLIKELIHOOD, "score log-likelihoods"), (RequestKind.GENERATE, "generate")):
+            names = [name for name, need in needs.items() if need == kind]
+            if names and not self.backend.capabilities.serves(kind):
                 raise BackendUnsupported(f"backend {self.backend.name!r} cannot {what}, which {', '.join(names)} need(s)")
 
     def _check_formats(self, entries: Sequence[TaskEntry]) -> None:
@@ -323,7 +321,7 @@ class Runner:
         values = list(RequestCache(path).values.values()) if path.is_file() else []
         generations = sum(isinstance(v, str) for v in values) - self.earlier_generations
         loglikelihoods = len(values) - generations - self.earlier_generations - self.earlier_loglikelihoods
-        if (loglikelihoods or self._computing == "loglikelihood") and not generations:
+        if (loglikelihoods or self._computing == RequestKind.LOGLIKELIHOOD) and not generations:
             text = f"{loglikelihoods} log-likelihoods of this run were saved in {path} ({self.earlier_loglikelihoods} from earlier runs)"
         else:
             text = f"{generations} generations of this run were saved in {path} ({self.earlier_generations} from earlier runs)"

@@ -30,7 +30,6 @@ several tasks cannot be timed per task.
 
 from __future__ import annotations
 
-import inspect
 import os
 import time
 from collections import Counter, defaultdict
@@ -39,7 +38,7 @@ from typing import Any, Callable, Sequence
 
 from tqdm import tqdm
 
-from ..api import request_payload
+from ..api import method_of, request_payload
 from .cache import ResultSaver, request_key
 from .estimate import LL
 from .plan import RunPlan
@@ -72,7 +71,7 @@ class RunStream:
         self.keys: dict[tuple[str, str], list[str]] = {}  # (task, prompt) -> the key of each of its requests
         self.counts: Counter = runner._counts  # requests, cached, computed (also per task: "KEY:TASK")
         self.seconds: dict[str, float] = defaultdict(float)  # task -> backend seconds attributed to it
-        self.tokens = plan.token_counter(getattr(runner.backend, "tokenizer", None))  # the plan's: each text encoded once
+        self.tokens = plan.token_counter(runner.backend.tokenizer)  # the plan's: each text encoded once
 
     def run(self) -> None:
         kinds = dict.fromkeys(p.kind for e in self.plan.entries.values() if not e.asked.forcing for p in e.prompts)
@@ -132,11 +131,11 @@ class RunStream:
         for s in segments:
             groups.append(list(range(start, start + len(s.requests))))
             start += len(s.requests)
-        if getattr(backend, "mixes_prompts", False) and not os.environ.get(PER_PROMPT_ENV):
+        if backend.mixes_prompts and not os.environ.get(PER_PROMPT_ENV):
             groups = [list(range(start))]
         if streams:
             return [g for g in groups if g]
-        step = getattr(backend, "requests_per_call", None) or max(1, (self.runner.config.batch_size or AUTO_BATCH) * CHUNK_BATCHES)
+        step = backend.requests_per_call or max(1, (self.runner.config.batch_size or AUTO_BATCH) * CHUNK_BATCHES)
         return [g[i : i + step] for g in groups for i in range(0, len(g), step)]
 
     def _run_kind(self, kind: str, segments: list[Segment], bar: tqdm) -> None:
@@ -145,14 +144,13 @@ class RunStream:
         keys = [k for s in segments for k in s.keys]
         tasks = [s.task for s in segments for _ in s.requests]
         to_json = [s.to_json for s in segments for _ in s.requests]
-        compute = getattr(self.runner.backend, kind)
-        params = inspect.signature(compute).parameters
-        calls = self._calls(segments, "on_result" in params)
-        if "calls" in params:  # every call in one invocation: the replicas share them all
+        backend = self.runner.backend
+        compute, streams = method_of(backend, kind), kind in backend.streams
+        calls = self._calls(segments, streams)
+        if backend.plans_calls:  # every call in one invocation: the replicas share them all
             chunks, inner = ([list(range(len(requests)))], [calls]) if requests else ([], [])
             run = lambda sent, saver, call: compute(sent, on_result=saver, calls=call)  # noqa: E731
         else:
-            streams = "on_result" in params
             run = lambda sent, saver, call: compute(sent, on_result=saver) if streams else compute(sent)  # noqa: E731
             chunks, inner = calls, [None] * len(calls)
         for chunk, call in zip(chunks, inner):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any, Callable, Sequence
 
-from ..api import GenRequest, LLRequest, check_ll_result, cut_at_stop
+from ..api import GenRequest, LLRequest, RequestKind, check_ll_result, cut_at_stop
 from ..metrics import BERTSCORE_F1, SETTING_METRICS, mc_prediction
 from .bertscore import bertscore_f1
 from ..settings import instruct as st
@@ -25,16 +25,14 @@ from ..settings import thinking as th
 from ..reporting.baselines import generative_baselines, task_baselines
 from ..sources.entries import TaskEntry
 
-LOGLIKELIHOOD = "loglikelihood"  # the scoring setting, and the request kind (backend method) of MC scoring
-GENERATE = "generate_until"
+LOGLIKELIHOOD_SETTING = "loglikelihood"  # the setting that scores each choice (by requests of that kind)
 Turns = Sequence["tuple[dict, ...] | None"]
 
 
 class TaskKind:
     """What every kind shares; ``request_kind`` is also the name of the backend method called."""
 
-    request_kind = GENERATE
-    capability = "generate"  # the backend capability it needs (BackendCapabilities field)
+    request_kind = RequestKind.GENERATE  # what it asks the backend (Capabilities.serves says whether it can)
 
     def __init__(self, entry: TaskEntry, setting: str, constrained: bool = False, max_new_tokens: int | None = None,
                  thinking: th.Thinking = th.Thinking(), count_tokens: Callable[[str], int] | None = None) -> None:
@@ -65,7 +63,7 @@ class TaskKind:
     @property
     def stops(self) -> tuple[str, ...]:
         """The stop strings of its generations (none when it generates nothing)."""
-        return tuple(self.spec.stop) if self.request_kind == GENERATE else ()
+        return tuple(self.spec.stop) if self.request_kind is RequestKind.GENERATE else ()
 
     @property
     def sent_stops(self) -> tuple[str, ...]:
@@ -142,8 +140,7 @@ class TaskKind:
 
 
 class ScoredChoice(TaskKind):
-    request_kind = LOGLIKELIHOOD
-    capability = "loglikelihood"
+    request_kind = RequestKind.LOGLIKELIHOOD
 
     @property
     def budget(self) -> int | None:
@@ -267,23 +264,18 @@ def task_kind(entry: TaskEntry, setting: str, constrained: bool = False, max_new
               thinking: th.Thinking = th.Thinking(), count_tokens: Callable[[str], int] | None = None) -> TaskKind:
     """The kind of ``entry`` under ``setting`` (``--constrained``, ``--max-new-tokens`` and ``--thinking`` as given)."""
     if entry.spec.output_type != "multiple_choice":
-        return Generation(entry, LOGLIKELIHOOD, constrained, max_new_tokens, thinking, count_tokens)
-    if setting == LOGLIKELIHOOD and thinking.on:
+        return Generation(entry, LOGLIKELIHOOD_SETTING, constrained, max_new_tokens, thinking, count_tokens)
+    if setting == LOGLIKELIHOOD_SETTING and thinking.on:
         raise ValueError(f"--thinking on: {entry.name} is scored by log-likelihood, where a model writes no trace; "
                          "ask it in a generated setting (--setting ce, ce-ni or oe) or run with --thinking off")
-    kind = ScoredChoice if setting == LOGLIKELIHOOD else InstructChoice
+    kind = ScoredChoice if setting == LOGLIKELIHOOD_SETTING else InstructChoice
     return kind(entry, setting, constrained, max_new_tokens, thinking, count_tokens)
 
 
-def thinking_of(config: Any) -> th.Thinking:
-    """The thinking options of a RunConfig."""
-    return th.Thinking(config.thinking, tuple(config.think_markers), config.max_thinking_tokens)  # type: ignore[arg-type]
-
-
 def kind_for_run(entry: TaskEntry, config: Any, count_tokens: Callable[[str], int] | None = None) -> TaskKind:
-    """The kind of ``entry`` in a run of ``config`` (a RunConfig); ``count_tokens``: the backend's, for trace lengths."""
-    kind = task_kind(entry, config.setting, config.constrained, config.max_new_tokens, thinking_of(config), count_tokens)
-    kind.bertscore_model = getattr(config, "bertscore_model", None)
+    """The kind of ``entry`` in a run of ``config`` (a RunSpec); ``count_tokens``: the backend's, for trace lengths."""
+    kind = task_kind(entry, config.setting, config.constrained, config.max_new_tokens, config.reasoning, count_tokens)
+    kind.bertscore_model = config.bertscore_model
     return kind
 
 

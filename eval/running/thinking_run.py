@@ -21,7 +21,7 @@ from ..settings.thinking import DEFAULT_TRACE_BUDGET, TEMPLATE_SWITCH, ClosedTra
 
 def template_source(backend: Any) -> str | None:
     """The source of the backend's local chat template (None: none here, e.g. a server's)."""
-    template = getattr(getattr(backend, "tokenizer", None), "chat_template", None)
+    template = getattr(backend.tokenizer, "chat_template", None)
     return template if isinstance(template, str) else None
 
 
@@ -37,16 +37,16 @@ def thinking_chat(backend: Any, thinking: Thinking, echo: Callable[[str], None])
     return backend.apply_chat_template
 
 
-def refuse_thinking_without_traces(backend: Any, config: Any) -> None:
+def refuse_thinking_without_traces(backend: Any, spec: Any) -> None:
     """--thinking on where the prompts are rendered here, with a chat template that has no switch and a tokenizer
     without the trace's markers: nothing asks the model to think nor shows that it writes a trace (issue 47); one
-    line, unless --think-markers was given."""
-    tokenizer = getattr(backend, "tokenizer", None)
-    if (not config.thinking or config.think_markers_given or backend.capabilities.chat_messages or tokenizer is None
-            or takes_thinking(template_source(backend))):
+    line, unless --think-markers was given (set on the ``RunSpec``, not its default)."""
+    tokenizer = backend.tokenizer
+    if (not spec.thinking or "think_markers" in spec.model_fields_set or backend.capabilities.chat_messages
+            or tokenizer is None or takes_thinking(template_source(backend))):
         return
-    if not set(config.think_markers) <= set(getattr(tokenizer, "get_vocab", dict)()):
-        markers = "/".join(config.think_markers)
+    if not set(spec.think_markers) <= set(getattr(tokenizer, "get_vocab", dict)()):
+        markers = "/".join(spec.think_markers)
         raise ValueError(f"--thinking on: the model's chat template has no {TEMPLATE_SWITCH} switch and its tokenizer "
                          f"no {markers} tokens: it is neither asked to think nor known to write a trace; run with "
                          "--thinking off, or give --think-markers START,END if it writes one")
@@ -63,7 +63,7 @@ def budget_line(max_thinking_tokens: int | None) -> str:
 
 def token_counter(backend: Any) -> Callable[[str], int] | None:
     """Tokens of a trace by the backend's local tokenizer; None without one (a hosted model)."""
-    tokenizer = getattr(backend, "tokenizer", None)
+    tokenizer = backend.tokenizer
     if tokenizer is None or not hasattr(tokenizer, "encode"):
         return None
     return lambda text: len(tokenizer.encode(text, add_special_tokens=False))

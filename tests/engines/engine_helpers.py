@@ -55,12 +55,13 @@ API_KEY = "sk-evalita-test-7d1c0e9f"  # what the test server demands; must never
 
 def run_in_process(backend: Any, backend_name: str, model: Path, out: Path, tasks: list[str] | None = None, **config: Any) -> dict:
     """The Runner over every prompt of the test build's tasks (default: all); returns results.json."""
-    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.running.runner import ModelInfo, Runner
+    from evalita_eval.run_config import RunSpec
     from evalita_eval.sources.entries import select_entries
     from evalita_eval.sources.folder import FolderSource
 
     runner = Runner(backend, ModelInfo(str(model), None, backend.dtype, backend_name), FolderSource(str(DATA)),
-                    RunConfig(progress=False, **config), out, echo=lambda s: None)
+                    RunSpec(model="m", data="data", progress=False, **config), out, echo=lambda s: None)
     runner.run(select_entries(tasks))
     return json.loads((out / "results.json").read_text("utf-8"))
 

@@ -122,7 +122,7 @@ def test_cli_vllm_same_scores_as_hf(tiny32: Path, hf_cli_run, tmp_path: Path) ->
 
 def test_cli_openai_completions_same_scores_as_hf(tiny32: Path, hf_cli_run, vllm_server: str, tmp_path: Path) -> None:
     hf_dir, ref = hf_cli_run
-    got = _cli_run(tmp_path / "api", str(tiny32), "--backend", "openai-completions", "--base-url", vllm_server,
-                   "--api-key-env", KEY_ENV, env={KEY_ENV: API_KEY})
+    got = _cli_run(tmp_path / "api", str(tiny32), "--backend", "openai-completions", "--backend-arg", f"base_url={vllm_server}",
+                   "--backend-arg", f"api_key_env={KEY_ENV}", env={KEY_ENV: API_KEY})
     assert got["model"]["backend"] == "openai-completions" and got["status"] == "complete"
     assert_same_run(hf_dir, tmp_path / "api")

@@ -188,5 +188,5 @@ def test_missing_key_variable_and_base_url_are_clear_errors(tiny_model: Path, mo
     monkeypatch.delenv(KEY_ENV, raising=False)
     with pytest.raises(ValueError, match=f"names the environment variable {KEY_ENV}, which is not set"):
         _backend("openai-completions", tiny_model, "http://127.0.0.1:1/v1")
-    with pytest.raises(ValueError, match="needs --base-url"):
+    with pytest.raises(ValueError, match="needs --backend-arg base_url=URL"):
         create_backend("openai-chat", BackendOptions(model=str(tiny_model)))

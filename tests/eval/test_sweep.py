@@ -82,16 +82,16 @@ def test_sweep_file_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"bad.yaml: run 1 is not a mapping with a model"):
         load_sweep(bad)
     twice = tmp_path / "twice.yaml"
-    twice.write_text("- {model: org/a}\n- {model: org/a}\n", "utf-8")
+    twice.write_text("- {model: org/a, data: d}\n- {model: org/a, data: d}\n", "utf-8")
     with pytest.raises(ValueError, match=r"twice.yaml: runs 1 and 2 are the same run \(the same keys\)"):
         load_sweep(twice)
     ok = tmp_path / "ok.yaml"
-    ok.write_text("defaults: {backend: vllm, backend_args: {tensor_parallel_size: 4, data_parallel_size: 2}}\nruns:\n- {model: org/a, num_fewshot: 5}\n", "utf-8")
+    ok.write_text("defaults: {data: d, backend: vllm, backend_args: {tensor_parallel_size: 4, data_parallel_size: 2}}\nruns:\n- {model: org/a, num_fewshot: 5}\n", "utf-8")
     (run,) = load_sweep(ok)
     assert run_reservation(run.spec, gpus_there=True) == {"num_cpus": 2, "num_gpus": 8}  # vllm: 4 x 2 GPUs
     assert run_reservation(run.spec, gpus_there=False) == {"num_cpus": 2, "num_gpus": 0}  # no GPU: vLLM's CPU build
     # hf without a device takes CUDA where there is one (run's default): it reserves it; --device cpu never does
-    ok.write_text("- {model: org/a}\n", "utf-8")
+    ok.write_text("- {model: org/a, data: d}\n", "utf-8")
     (hf,) = load_sweep(ok)
     assert run_reservation(hf.spec, gpus_there=True) == {"num_cpus": 1, "num_gpus": 1}
     assert run_reservation(hf.spec.model_copy(update={"device": "cpu"}), gpus_there=True)["num_gpus"] == 0
@@ -109,34 +109,53 @@ def _load_error(tmp_path: Path, text: str) -> str:
 
 @pytest.mark.parametrize("run, expected", [
     ("{name: x, model: m, limit: abc}", "run 2 (x): key limit: expected an integer, got 'abc'"),
-    ("{model: m, limit: 2.5}", "run 2: key limit: expected an integer, got 2.5"),
+    ("{model: m, limit: 2.5}", "run 2: key limit: expected a whole number, got 2.5"),
     ("{model: m, num_fewshot: -1}", "run 2: key num_fewshot: expected a number >= 0, got -1"),
-    ("{model: m, gpu_memory_utilization: lots}", "run 2: key gpu_memory_utilization: expected a number, got 'lots'"),
-    ("{model: m, gpu_memory_utilization: 1.5}", "run 2: key gpu_memory_utilization: expected a number <= 1, got 1.5"),
+    ("{model: m, backend: vllm, backend_args: {gpu_memory_utilization: lots}}",
+     "run 2: key backend_args: --backend-arg gpu_memory_utilization (backend 'vllm'): expected a number, got 'lots'"),
+    ("{model: m, gpu_memory_utilization: 0.5}", "run 2: key gpu_memory_utilization: --gpu-memory-utilization was removed: give "
+     "--backend-arg gpu_memory_utilization=VALUE (in a file: backend_args: {gpu_memory_utilization: VALUE})"),
+    ("{model: m, hub_org: org}", "run 2: key data: give exactly one of --data DIR or --hub-org ORG"),
+    ("{model: m, fewshot_as_multiturn: true}",
+     "run 2: key fewshot_as_multiturn: --fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)"),
+    ("{model: m, max_thinking_tokens: 8}", "run 2: key max_thinking_tokens: --max-thinking-tokens bounds a trace: it needs --thinking on"),
     ("{model: m, apply_chat_template: maybe}", "run 2: key apply_chat_template: expected true or false, got 'maybe'"),
     ("{model: m, setting: mc}", "run 2: key setting: expected one of loglikelihood, ce, ce-ni or oe, got 'mc'"),
     ("{model: m, dtype: float8}", "run 2: key dtype: expected one of auto, float32, float16 or bfloat16, got 'float8'"),
     ("{model: m, tasks: 3}", "run 2: key tasks: expected a list (or a comma-separated string), got 3"),
     ("{model: m, backend_args: [gguf_file]}", "run 2: key backend_args: expected a mapping of NAME: VALUE, got ['gguf_file']"),
     ("{model: m, backend_args: {gguf: x}}", "run 2: key backend_args: --backend-arg gguf: backend 'hf' has no such option (its options: gguf_file;"),
-    ("{model: m, backend_args: {data_parallel_size: two}}", "run 2: key backend_args: --backend-arg data_parallel_size='two': expected a whole number"),
+    ("{model: m, backend_args: {data_parallel_size: two}}", "run 2: key backend_args: --backend-arg data_parallel_size: expected an integer"),
     ("{model: m, batch_size: big}", "run 2: key batch_size: expected a positive integer or auto, got 'big'"),
     ("{model: m, limt: 3}", "run 2: unknown key 'limt' (did you mean limit?);"),
     ("{model: m, backend: nope}", "run 2: key backend: expected one of hf, openai-chat,"),
 ])
 def test_a_bad_value_names_the_file_the_run_and_the_key(tmp_path: Path, run: str, expected: str) -> None:
-    said = _load_error(tmp_path, f"- {{model: m, name: first}}\n- {run}\n")
+    said = _load_error(tmp_path, f"defaults: {{data: d}}\nruns:\n- {{model: m, name: first}}\n- {run}\n")
     assert said.startswith(f"{tmp_path / 'sweep.yaml'}: {expected}"), said
     assert "\n" not in said
 
 
+@pytest.mark.parametrize("entry, key, message", [
+    ("{model: m, data: d, hub_org: org}", "data", "give exactly one of --data DIR or --hub-org ORG"),
+    ("{model: m, data: d, fewshot_as_multiturn: true}", "fewshot_as_multiturn",
+     "--fewshot-as-multiturn needs --apply-chat-template (as in lm-eval)"),
+])
+def test_a_sweep_entry_breaking_a_rule_is_refused_at_load_through_the_cli(tmp_path: Path, entry: str, key: str, message: str) -> None:
+    file = tmp_path / "sweep.yaml"
+    file.write_text(f"- {{model: m, data: d, name: fine}}\n- {entry}\n", "utf-8")
+    said = _sweep(file, tmp_path / "report")
+    assert said.returncode == 1 and said.stderr.strip().splitlines() == [f"Error: {file}: run 2: key {key}: {message}"], said.stderr
+    assert said.stdout == "" and not (tmp_path / "report").exists()  # no run queued, nothing written
+
+
 def test_runs_that_are_one_run_are_refused_before_anything_starts(tmp_path: Path) -> None:
     (tmp_path / "x").mkdir()
-    same = _load_error(tmp_path, f"- {{model: m, output_dir: {tmp_path}/o/same}}\n- {{model: m, setting: ce, output_dir: {tmp_path}/o/x/../same}}\n")
+    same = _load_error(tmp_path, f"defaults: {{data: d}}\nruns:\n- {{model: m, output_dir: {tmp_path}/o/same}}\n- {{model: m, setting: ce, output_dir: {tmp_path}/o/x/../same}}\n")
     assert same == f"{tmp_path / 'sweep.yaml'}: runs 1 and 2 both write to {tmp_path / 'o' / 'same'}; give them different names, output_dir or keys"
-    named = _load_error(tmp_path, "- {model: m, name: dup}\n- {model: m, limit: 3, name: dup}\n")
+    named = _load_error(tmp_path, "defaults: {data: d}\nruns:\n- {model: m, name: dup}\n- {model: m, limit: 3, name: dup}\n")
     assert named == f"{tmp_path / 'sweep.yaml'}: runs 1 and 2 are both named 'dup'; give them different names, output_dir or keys"
-    keys = _load_error(tmp_path, "- {model: m, name: a, tasks: te}\n- {model: m, name: b, tasks: [te]}\n")
+    keys = _load_error(tmp_path, "defaults: {data: d}\nruns:\n- {model: m, name: a, tasks: te}\n- {model: m, name: b, tasks: [te]}\n")
     assert keys == f"{tmp_path / 'sweep.yaml'}: runs 1 and 2 are the same run (the same keys); give them different names, output_dir or keys"
 
 
@@ -349,7 +368,7 @@ def test_complete_means_the_recorded_identity_is_the_runs() -> None:
                "model": {"name_or_path": "org/a"}, "config": {}, "data": {}, "results": {"te": {}}, **changed}
         return parse_record(Path("r/results.json"), doc, partial=True, samples=False)
 
-    spec, _ = build_spec({"model": "org/a", "tasks": "te", "limit": 2, "backend_args": {"gguf_file": "none"}}, "s.yaml: run 1")
+    spec = build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 2, "backend_args": {"gguf_file": "none"}}, "s.yaml: run 1")[0]
     identity = {**entry_identity(spec), "chat_template": None,
                 "model": {"name_or_path": "org/a", "revision": None, "backend": "hf", "dtype": "float32", "gguf_file": None}}
     assert identity_difference(record(), spec) is None
@@ -358,22 +377,22 @@ def test_complete_means_the_recorded_identity_is_the_runs() -> None:
     with pytest.raises(RecordError, match=f"key run_identity: hashes to {run_id(identity)}, not to the run id 0000000000"):
         record(run_id="0" * 10)  # the reader re-hashes the identity: an edited one is never a finished run
     assert identity_difference(record(run_identity=None, run_id=None), spec) == "no run identity"
-    edited = build_spec({"model": "org/a", "tasks": "te", "limit": 3}, "s.yaml: run 1")[0]
+    edited = build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 3}, "s.yaml: run 1")[0]
     assert identity_difference(record(), edited) == "limit: 2 in the folder, 3 here"
-    other = build_spec({"model": "org/a", "tasks": "te", "limit": 2, "backend_args": {"gguf_file": "x.gguf"}}, "s.yaml: run 1")[0]
+    other = build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 2, "backend_args": {"gguf_file": "x.gguf"}}, "s.yaml: run 1")[0]
     assert identity_difference(record(), other) == 'model.gguf_file: null in the folder, "x.gguf" here'
-    assert identity_difference(record(), build_spec({"model": "org/a", "tasks": "te", "limit": 2, "dtype": "bfloat16"}, "s")[0]) == (
+    assert identity_difference(record(), build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 2, "dtype": "bfloat16"}, "s")[0]) == (
         'model.dtype: "float32" in the folder, "bfloat16" here')
     # Thinking and the BERTScore scorer change numbers: recorded on one side only, or with another budget, they differ.
-    thinking = build_spec({"model": "org/a", "tasks": "te", "limit": 2, "thinking": "on", "max_thinking_tokens": 8,
+    thinking = build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 2, "thinking": "on", "max_thinking_tokens": 8,
                            "backend_args": {"gguf_file": "none"}}, "s")[0]
     assert identity_difference(record(), thinking).startswith('thinking: null in the folder, {"max_thinking_tokens": 8, "on": true, ')
     identity = {**entry_identity(thinking), "chat_template": None, "model": identity["model"]}
     assert identity_difference(record(), thinking) is None
     assert identity_difference(record(), spec).startswith('thinking: {"max_thinking_tokens": 8, "on": true, ')  # on in the folder, off here
-    longer = build_spec({"model": "org/a", "tasks": "te", "limit": 2, "thinking": "on", "max_thinking_tokens": 16,
+    longer = build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 2, "thinking": "on", "max_thinking_tokens": 16,
                          "backend_args": {"gguf_file": "none"}}, "s")[0]
     assert identity_difference(record(), longer) == "thinking.max_thinking_tokens: 8 in the folder, 16 here"
-    scored = build_spec({"model": "org/a", "tasks": "te", "limit": 2, "bertscore_model": "org/bert", "backend_args": {"gguf_file": "none"}}, "s")[0]
+    scored = build_spec({"model": "org/a", "data": "d", "tasks": "te", "limit": 2, "bertscore_model": "org/bert", "backend_args": {"gguf_file": "none"}}, "s")[0]
     identity = {**entry_identity(scored), "chat_template": None, "model": identity["model"]}
     assert identity_difference(record(), spec) == 'bertscore_model: "org/bert" in the folder, null here'

@@ -112,12 +112,10 @@ def test_a_sweep_edited_in_its_thinking_settings_computes_the_change(tiny_model:
     assert f"[1/1] think: already complete in {folder.relative_to(tmp_path.resolve())}" in again.stdout, again.stdout + again.stderr
 
 
-def test_options_given_override_the_config_file_and_an_alias_flag_says_its_backend_arg(tiny_model: Path, tmp_path: Path) -> None:
+def test_options_given_override_the_config_file(tiny_model: Path, tmp_path: Path) -> None:
     (tmp_path / "run.yaml").write_text(json.dumps({**_keys(tiny_model, 1), "backend": "hf", "backend_args": {}, "output_dir": "out"}), "utf-8")
-    ran = _cli(tmp_path, "run", "--config", "run.yaml", "--limit", "2", "--data-parallel-size", "1", "--no-progress")
+    ran = _cli(tmp_path, "run", "--config", "run.yaml", "--limit", "2", "--backend-arg", "data_parallel_size=1", "--no-progress")
     assert ran.returncode == 0, ran.stderr[-2000:]
-    assert ("note: --data-parallel-size (data_parallel_size: in a file) is an alias of --backend-arg data_parallel_size=1 "
-            "(in a file: backend_args: {data_parallel_size: 1}), kept for one release") in ran.stderr.splitlines()
     doc = json.loads((tmp_path / "out" / "results.json").read_text("utf-8"))
     assert doc["config"]["limit"] == 2 and doc["config"]["batch_size"] == 2 and doc["results"]["wic"]["p1"]["n"] == 2
     bad = _cli(tmp_path, "run", "--config", "run.yaml", "--num-fewshot", "1", "--backend-arg", "nope=1")

@@ -162,10 +162,10 @@ def test_server_url_and_backend_args_are_in_the_key(two_servers: list[str], tiny
     first, second = two_servers
     out = tmp_path / "out"
     common = ("--backend", "openai-completions", "--overwrite")  # each server its own run: its results replaced, the cache kept
-    assert _run(out, tiny_model, *common, "--base-url", first) == (TE_REQUESTS, 0)
-    assert _run(out, tiny_model, *common, "--base-url", first + "/", "--concurrency", "1", "--timeout", "30") == (0, TE_REQUESTS)
-    assert _run(out, tiny_model, *common, "--base-url", second) == (TE_REQUESTS, 0)
-    assert _run(out, tiny_model, *common, "--base-url", first, "--backend-arg", "server_token_ids=false") == (TE_REQUESTS, 0)
+    assert _run(out, tiny_model, *common, "--backend-arg", f"base_url={first}") == (TE_REQUESTS, 0)
+    assert _run(out, tiny_model, *common, "--backend-arg", f"base_url={first}/", "--backend-arg", "concurrency=1", "--backend-arg", "timeout_s=30") == (0, TE_REQUESTS)
+    assert _run(out, tiny_model, *common, "--backend-arg", f"base_url={second}") == (TE_REQUESTS, 0)
+    assert _run(out, tiny_model, *common, "--backend-arg", f"base_url={first}", "--backend-arg", "server_token_ids=false") == (TE_REQUESTS, 0)
     model = json.loads((out / "results.json").read_text("utf-8"))["model"]
     assert (model["base_url"], model["served_model"], model["dtype"]) == (first, str(tiny_model), "server")
     assert "device" not in model and model["options"] == {"server_token_ids": False}  # not the key's variable, concurrency...

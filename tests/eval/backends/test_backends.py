@@ -90,14 +90,15 @@ class _GenerateOnly(Backend):
 
 
 def test_capabilities_are_checked_before_any_work(tmp_path: Path) -> None:
-    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.running.runner import ModelInfo, Runner
+    from evalita_eval.run_config import RunSpec
     from evalita_eval.sources.entries import select_entries
     from evalita_eval.sources.folder import FolderSource
 
     out = tmp_path / "res"
-    runner = Runner(_GenerateOnly(), ModelInfo("m", None, "none", "generate-only"), FolderSource(DATA), RunConfig(progress=False), out)
+    runner = Runner(_GenerateOnly(), ModelInfo("m", None, "none", "generate-only"), FolderSource(DATA), RunSpec(model="m", data="data", progress=False), out)
     with pytest.raises(BackendUnsupported, match="backend 'generate-only' cannot score log-likelihoods, which te, sa need"):
         runner.run(select_entries(["te", "sum", "sa"]))
     assert not (out / "results.json").exists()
     with pytest.raises(BackendUnsupported, match="cannot apply a chat template"):
-        Runner(_GenerateOnly(), ModelInfo("m", None, "none"), FolderSource(DATA), RunConfig(apply_chat_template=True), tmp_path / "c")
+        Runner(_GenerateOnly(), ModelInfo("m", None, "none"), FolderSource(DATA), RunSpec(model="m", data="data", apply_chat_template=True), tmp_path / "c")

@@ -186,7 +186,7 @@ def test_run_auto_batches_and_records_peak_memory(tiny_model: Path, tmp_path: Pa
         for prompt, scores in prompts.items():
             assert doc["results"][task][prompt] == pytest.approx(scores, abs=1e-9)
     bad = CliRunner().invoke(main, [*common, "--batch-size", "many", "--output-dir", str(tmp_path / "x")])
-    assert bad.exit_code == 2 and "neither a positive integer nor auto" in bad.output
+    assert bad.exit_code == 2 and "--batch-size: expected a positive integer or auto, got 'many'" in bad.output
 
 
 def test_server_backends_refuse_auto_batches():

@@ -73,7 +73,7 @@ def test_a_redirect_is_not_followed_and_the_key_goes_nowhere_else(tiny_model: Pa
         backend = make_backend("openai-completions", tiny_model, server.url, max_retries=3)
         text = fails_with(lambda: backend.generate_until([GenRequest("ciao", (), 2)]),
                           f"server {server.url}/completions redirected the request to '{elsewhere.url}/completions' (HTTP 302)",
-                          "give the final address as --base-url [generation batch 1/1, 1 prompts]")
+                          "give the final address as --backend-arg base_url [generation batch 1/1, 1 prompts]")
         assert elsewhere.seen == []  # not followed at all: no key, no request
         assert len(server.seen) == 1, text  # and not retried
         chat = make_backend("openai-chat", tiny_model, server.url)
@@ -170,12 +170,13 @@ class _NaNBackend(Backend):
 
 
 def test_the_runner_caches_and_scores_no_non_finite_log_prob(tmp_path: Path) -> None:
-    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.running.runner import ModelInfo, Runner
+    from evalita_eval.run_config import RunSpec
     from evalita_eval.sources.entries import select_entries
     from evalita_eval.sources.folder import FolderSource
 
     out = tmp_path / "res"
-    runner = Runner(_NaNBackend(), ModelInfo("m", None, "none", "nan-stub"), FolderSource(str(DATA)), RunConfig(progress=False, limit=2), out)
+    runner = Runner(_NaNBackend(), ModelInfo("m", None, "none", "nan-stub"), FolderSource(str(DATA)), RunSpec(model="m", data="data", progress=False, limit=2), out)
     with pytest.raises(ValueError, match="backend 'nan-stub' returned the log-prob nan, not a finite number <= 0"):
         runner.run(select_entries(["te"]))
     cached = [json.loads(x)["value"] for x in (out / "cache.jsonl").read_text("utf-8").splitlines()]
@@ -190,7 +191,7 @@ def test_the_runner_caches_and_scores_no_non_finite_log_prob(tmp_path: Path) -> 
 def test_timeout_is_a_deadline_per_request_not_per_read(tiny_model: Path, server: FakeServer, key_in_env, fault: str) -> None:
     """One byte a second never trips a per-read timeout of 1.5 s; the request's deadline does."""
     server.lie(fault)
-    backend = make_backend("openai-completions", tiny_model, server.url, timeout=1.5, batch_size=1)
+    backend = make_backend("openai-completions", tiny_model, server.url, timeout_s=1.5, batch_size=1)
     fails_with(lambda: backend.generate_until([GenRequest("ciao", (), 2)]),
                f"server {server.url}/completions failed 1 time; last error: TimeoutError: no complete answer within --timeout 1.5 s",
                "[generation batch 1/1, 1 prompts]")
@@ -276,8 +277,8 @@ def cli(tiny_model: Path, server: FakeServer, key_in_env, monkeypatch: pytest.Mo
     def run(out: Path, *extra: str) -> Any:
         return CliRunner().invoke(main, [
             "run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te,sum", "--limit", "3", "--max-new-tokens", "6",
-            "--backend", "openai-completions", "--base-url", server.url, "--api-key-env", KEY_ENV, "--batch-size", "2",
-            "--concurrency", "1", "--output-dir", str(out), "--no-progress", *extra,
+            "--backend", "openai-completions", "--backend-arg", f"base_url={server.url}", "--backend-arg", f"api_key_env={KEY_ENV}", "--batch-size", "2",
+            "--backend-arg", "concurrency=1", "--output-dir", str(out), "--no-progress", *extra,
         ])
 
     return run
@@ -310,7 +311,7 @@ def _same_run(a: dict[str, str], b: dict[str, str]) -> None:
 def test_run_against_a_lying_server_stops_with_one_line_and_keeps_nothing_of_the_lie(
         cli: Callable[..., Any], server: FakeServer, clean_run: dict[str, str], tmp_path: Path, fault: str) -> None:
     server.lie(fault, first=3)  # three honest answers, then the lie for good
-    result = cli(tmp_path / "lied", "--max-retries", "2")
+    result = cli(tmp_path / "lied", "--backend-arg", "max_retries=2")
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
     assert lines[-1].startswith(f"Error: ServerError: server {server.url}/completions failed 3 times; last error: malformed answer: "), lines[-1]
@@ -331,6 +332,6 @@ def test_run_against_a_lying_server_stops_with_one_line_and_keeps_nothing_of_the
 def test_run_after_transient_lies_equals_a_clean_run(cli: Callable[..., Any], server: FakeServer, clean_run: dict[str, str], tmp_path: Path,
                                                      fault: str) -> None:
     server.lie(fault, first=1, count=2)  # the 2nd and 3rd requests lie, retries get the truth
-    result = cli(tmp_path / "retried", "--max-retries", "2", "--timeout", "1.5")
+    result = cli(tmp_path / "retried", "--backend-arg", "max_retries=2", "--backend-arg", "timeout_s=1.5")
     assert result.exit_code == 0, result.output
     _same_run(clean_run, _files(tmp_path / "retried"))

@@ -167,8 +167,8 @@ def test_an_unparsed_generated_answer_is_exported_as_unparsed(tiny_model: Path, 
     monkeypatch.setenv("EVALITA_TEST_EEE_KEY", "sk-test")
     try:
         res = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(TEST_DATA / "build"), "--tasks", "wic",
-                                        "--setting", "ce", "--prompts", "p1", "--backend", "openai-chat", "--base-url", server.url,
-                                        "--api-key-env", "EVALITA_TEST_EEE_KEY", "--concurrency", "1", "--max-retries", "0",
+                                        "--setting", "ce", "--prompts", "p1", "--backend", "openai-chat", "--backend-arg", f"base_url={server.url}",
+                                        "--backend-arg", "api_key_env=EVALITA_TEST_EEE_KEY", "--backend-arg", "concurrency=1", "--backend-arg", "max_retries=0",
                                         "--thinking", "on", "--no-progress", "--output-dir", str(tmp_path / "run")])
     finally:
         server.stop()
@@ -200,8 +200,8 @@ def test_a_model_on_an_openai_compatible_server_is_labelled_as_served(backend: s
     try:
         res = CliRunner().invoke(main, ["run", "--model", str(tiny_model), "--data", str(TEST_DATA / "build"), "--tasks", "wic",
                                         "--prompts", "p1", "--limit", "2", "--setting", "ce", "--backend", backend,
-                                        "--base-url", server.url, "--api-key-env", "EVALITA_TEST_EEE_KEY", "--concurrency", "1",
-                                        "--max-retries", "0", "--no-progress", "--output-dir", str(tmp_path / "run")])
+                                        "--backend-arg", f"base_url={server.url}", "--backend-arg", "api_key_env=EVALITA_TEST_EEE_KEY", "--backend-arg", "concurrency=1",
+                                        "--backend-arg", "max_retries=0", "--no-progress", "--output-dir", str(tmp_path / "run")])
     finally:
         server.stop()
     assert res.exit_code == 0, res.output

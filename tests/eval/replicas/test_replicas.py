@@ -89,7 +89,8 @@ class _KillingReplicas:
 
 
 def test_killed_replica_is_restarted_and_the_run_is_the_same(local_ray, tiny_model: Path, tmp_path: Path) -> None:
-    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.running.runner import ModelInfo, Runner
+    from evalita_eval.run_config import RunSpec
     from evalita_eval.sources import open_source
     from evalita_eval.sources.entries import select_entries
 
@@ -101,7 +102,7 @@ def test_killed_replica_is_restarted_and_the_run_is_the_same(local_ray, tiny_mod
     # The runner hands the replicas every call of a request kind at once (``calls``: running/stream.py).
     backend.loglikelihood = lambda requests, on_result=None, calls=None: plain_ll(requests, killer.wrap(on_result), calls)
     backend.generate_until = lambda requests, on_result=None, calls=None: plain_gen(requests, killer.wrap(on_result), calls)
-    config = RunConfig(limit=5, batch_size=2, max_new_tokens=4, progress=False)
+    config = RunSpec(model="m", data="data", device="cpu", limit=5, batch_size=2, max_new_tokens=4, progress=False)
     try:
         runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, "hf"), open_source(str(DATA), None), config, tmp_path / "two")
         runner.run(select_entries(["te", "sa", "ls"]))
@@ -117,11 +118,12 @@ def test_small_calls_of_the_whole_run_are_shared(local_ray, tiny_model: Path, tm
     """One document per task and prompt: each prompt's log-likelihoods are one unit and its
     generation another. Handed every call of the run at once, both replicas work; one call at a
     time, each unit went to the first replica and the second idled."""
-    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.running.runner import ModelInfo, Runner
+    from evalita_eval.run_config import RunSpec
     from evalita_eval.sources import open_source
     from evalita_eval.sources.entries import select_entries
 
-    config = RunConfig(limit=1, batch_size=2, max_new_tokens=4, prompts=["p1", "p2"], progress=False)
+    config = RunSpec(model="m", data="data", device="cpu", limit=1, batch_size=2, max_new_tokens=4, prompts=["p1", "p2"], progress=False)
     outs = {}
     for size in (1, 2):
         backend = create_backend("hf", BackendOptions(model=str(tiny_model), batch_size=2, extra={"data_parallel_size": str(size)}))
@@ -139,13 +141,13 @@ def test_small_calls_of_the_whole_run_are_shared(local_ray, tiny_model: Path, tm
 def test_replica_settings_and_errors() -> None:
     size, address, one = replica_settings(BackendOptions(model="m", extra={"data_parallel_size": "3", "ray_address": "10.0.0.1:6379", "gguf_file": "x"}))
     assert (size, address, one.extra) == (3, "10.0.0.1:6379", {"gguf_file": "x"})
-    assert replica_settings(options_as_run_builds("hf", model="m", data_parallel_size=2))[0] == 2  # --data-parallel-size 2
-    with pytest.raises(ValueError, match="data_parallel_size='two': expected a whole number >= 1"):
+    assert replica_settings(options_as_run_builds("hf", model="m", data_parallel_size=2))[0] == 2  # --backend-arg data_parallel_size=2
+    with pytest.raises(ValueError, match=r"--backend-arg data_parallel_size: expected an integer, got 'two' \(the replicas of the model\)"):
         replica_settings(BackendOptions(model="m", extra={"data_parallel_size": "two"}))
 
 
 def test_a_replica_takes_the_gpus_of_its_tensor_parallel_size() -> None:
-    from evalita_eval.replicas.backend import replica_resources
+    from evalita_eval.replicas.resources import replica_resources
 
     assert replica_resources("vllm", BackendOptions("m", device="cuda", extra={"tensor_parallel_size": "2"})) == {"num_cpus": 1, "num_gpus": 2}
     assert replica_resources("vllm", options_as_run_builds("vllm", model="m", device="cuda", tensor_parallel_size=4)) == {"num_cpus": 1, "num_gpus": 4}
@@ -187,13 +189,14 @@ def _ls_data(root: Path, docs: int) -> Path:
 def _generate(name: str, model: Path, data: Path, out: Path, extra: dict[str, str]) -> list[int]:
     """The ls task (12 documents x 2 prompts, 4 new tokens) through the runner on ``name`` with
     ``extra`` backend args, contexts cut to 64 tokens; the units each replica ran (one replica: [])."""
-    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.running.runner import ModelInfo, Runner
+    from evalita_eval.run_config import RunSpec
     from evalita_eval.sources import open_source
     from evalita_eval.sources.entries import select_entries
 
     backend = create_backend(name, BackendOptions(model=str(model), batch_size=2, max_length=64, extra=dict(extra)))
     try:
-        config = RunConfig(batch_size=2, max_new_tokens=4, progress=False)
+        config = RunSpec(model="m", data="data", device="cpu", batch_size=2, max_new_tokens=4, progress=False)
         Runner(backend, ModelInfo(str(model), None, backend.dtype, name), open_source(str(data), None), config, out).run(select_entries(["ls"]))
         return list(getattr(backend, "units_done", []))
     finally:

@@ -46,11 +46,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _runner_run(backend, model: Path, out: Path) -> dict:
-    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.run_config import RunSpec
+    from evalita_eval.running.runner import ModelInfo, Runner
     from evalita_eval.sources import open_source
     from evalita_eval.sources.entries import select_entries
 
-    config = RunConfig(limit=2, batch_size=2, max_new_tokens=4, prompts=["p1", "p2"], progress=False)
+    config = RunSpec(model="m", data="data", device="cpu", limit=2, batch_size=2, max_new_tokens=4, prompts=["p1", "p2"],
+                     progress=False)
     Runner(backend, ModelInfo(str(model), None, backend.dtype, "hf"), open_source(str(DATA), None), config, out).run(select_entries(["te", "ls"]))
     return json.loads((out / "results.json").read_text("utf-8"))
 

@@ -11,7 +11,7 @@ import pytest
 from evalita_eval.record import parse_record
 from evalita_eval.reporting.worth import comparability_text, n_text
 from evalita_eval.running.comparability import comparability_record, not_comparable_reasons
-from evalita_eval.running.runner import RunConfig
+from evalita_eval.run_config import RunSpec
 from evalita_eval.sources.entries import select_entries
 
 from paths import TEST_DATA
@@ -20,32 +20,32 @@ TE_NER = select_entries(["te", "ner_adg"])
 
 
 def test_the_papers_evaluation_is_comparable() -> None:
-    assert comparability_record(RunConfig(), TE_NER) == {"comparable_with_paper": True, "not_comparable_with_paper": []}
+    assert comparability_record(RunSpec(model="m", data="data"), TE_NER) == {"comparable_with_paper": True, "not_comparable_with_paper": []}
     # every prompt named, and the task's own budget: still the paper's evaluation
-    same = RunConfig(prompts=["p1", "p2", "p3", "p4", "p5", "p6"], max_new_tokens=256)
+    same = RunSpec(model="m", data="data", prompts=["p1", "p2", "p3", "p4", "p5", "p6"], max_new_tokens=256)
     assert not_comparable_reasons(same, TE_NER) == []
     # a budget override on log-likelihood tasks only changes nothing
-    assert not_comparable_reasons(RunConfig(max_new_tokens=32), select_entries(["te"])) == []
+    assert not_comparable_reasons(RunSpec(model="m", data="data", max_new_tokens=32), select_entries(["te"])) == []
 
 
 @pytest.mark.parametrize("config, reasons", [
-    (RunConfig(limit=2), ["--limit 2: only the first 2 items of each task"]),
-    (RunConfig(limit=10_000), ["--limit 10000: only the first 10000 items of each task"]),
-    (RunConfig(split="dev"), ["--split dev: not the tasks' evaluation split"]),
-    (RunConfig(max_new_tokens=32), ["--max-new-tokens 32: the paper's budget is ner_adg 256"]),
-    (RunConfig(prompts=["p1"]), ["--prompts p1: leaves out ner_adg p2, te p2, te p3, te p4, te p5, te p6"]),
+    (RunSpec(model="m", data="data", limit=2), ["--limit 2: only the first 2 items of each task"]),
+    (RunSpec(model="m", data="data", limit=10_000), ["--limit 10000: only the first 10000 items of each task"]),
+    (RunSpec(model="m", data="data", split="dev"), ["--split dev: not the tasks' evaluation split"]),
+    (RunSpec(model="m", data="data", max_new_tokens=32), ["--max-new-tokens 32: the paper's budget is ner_adg 256"]),
+    (RunSpec(model="m", data="data", prompts=["p1"]), ["--prompts p1: leaves out ner_adg p2, te p2, te p3, te p4, te p5, te p6"]),
     # the quickstart's run: both reasons, in this order
-    (RunConfig(limit=2, max_new_tokens=32), ["--limit 2: only the first 2 items of each task",
+    (RunSpec(model="m", data="data", limit=2, max_new_tokens=32), ["--limit 2: only the first 2 items of each task",
                                               "--max-new-tokens 32: the paper's budget is ner_adg 256"]),
 ])
-def test_each_departure_is_a_reason(config: RunConfig, reasons: list[str]) -> None:
+def test_each_departure_is_a_reason(config: RunSpec, reasons: list[str]) -> None:
     assert comparability_record(config, TE_NER) == {"comparable_with_paper": False, "not_comparable_with_paper": reasons}
 
 
 def test_instruct_settings_have_their_own_prompts_and_budgets() -> None:
     te = select_entries(["te"])
-    assert not_comparable_reasons(RunConfig(setting="ce", prompts=["p1", "p2"], max_new_tokens=16), te) == []
-    assert not_comparable_reasons(RunConfig(setting="ce", prompts=["p1"], max_new_tokens=32), te) == [
+    assert not_comparable_reasons(RunSpec(model="m", data="data", setting="ce", prompts=["p1", "p2"], max_new_tokens=16), te) == []
+    assert not_comparable_reasons(RunSpec(model="m", data="data", setting="ce", prompts=["p1"], max_new_tokens=32), te) == [
         "--max-new-tokens 32: the paper's budget is te 16", "--prompts p1: leaves out te p2"]
 
 

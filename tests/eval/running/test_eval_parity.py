@@ -23,7 +23,8 @@ pytest.importorskip("accelerate", reason="lm-eval's hf model needs accelerate (e
 
 from evalita_eval.api import BackendOptions  # noqa: E402
 from evalita_eval.backends import create_backend  # noqa: E402
-from evalita_eval.running.runner import ModelInfo, RunConfig, Runner  # noqa: E402
+from evalita_eval.running.runner import ModelInfo, Runner  # noqa: E402
+from evalita_eval.run_config import RunSpec  # noqa: E402
 from evalita_eval.sources.entries import select_entries  # noqa: E402
 from evalita_eval.sources.folder import FolderSource  # noqa: E402
 
@@ -68,7 +69,7 @@ def _ours(tmp: Path, model: Path, pairs: list[str], chat: bool = False) -> dict[
         entry, prompt, k = pair.split(":")[:3]
         folder = tmp / pair.replace(":", "_")
         runner = Runner(backend, ModelInfo(str(model), None, "float32"), FolderSource(DATA),
-                        RunConfig(num_fewshot=int(k), limit=LIMIT, prompts=[prompt], progress=False,
+                        RunSpec(model="m", data="data", num_fewshot=int(k), limit=LIMIT, prompts=[prompt], progress=False,
                                   max_new_tokens=MAX_NEW_TOKENS, apply_chat_template=chat), folder, echo=lambda _m: None)
         res = runner.run(select_entries([entry]))
         samples = [json.loads(line) for line in open(folder / "samples" / f"{entry}_{prompt}.jsonl", encoding="utf-8")]

@@ -18,7 +18,8 @@ from evalita_eval.api import BackendOptions
 from evalita_eval.backends import create_backend
 from evalita_eval.running.cache import RequestCache
 from evalita_eval.cli import main
-from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+from evalita_eval.running.runner import ModelInfo, Runner
+from evalita_eval.run_config import RunSpec
 from evalita_eval.sources.entries import select_entries
 from evalita_eval.sources.folder import FolderSource
 
@@ -199,7 +200,7 @@ def test_generations_finished_before_the_end_of_a_call_are_saved(tiny_model: Pat
     """Within one call (all of a prompt's requests), each generation is saved as it finishes."""
     backend = create_backend("hf", BackendOptions(str(tiny_model), dtype="float32", max_length=384, batch_size=1))
     entries = select_entries(["ner_fic"])
-    config = RunConfig(max_new_tokens=48, progress=False)
+    config = RunSpec(model="m", data="data", max_new_tokens=48, progress=False)
     runner = Runner(Interrupted(backend, after=2), ModelInfo(str(tiny_model), None, "float32", "hf"), FolderSource(DATA), config, tmp_path)
     with pytest.raises(KeyboardInterrupt):
         runner.run(entries)

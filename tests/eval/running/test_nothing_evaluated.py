@@ -84,7 +84,8 @@ class _Scorer(Backend):
 
 
 def test_results_of_a_run_that_evaluated_nothing_say_empty_with_the_reasons(tmp_path: Path) -> None:
-    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.running.runner import ModelInfo, Runner
+    from evalita_eval.run_config import RunSpec
     from evalita_eval.sources.entries import select_entries
     from evalita_eval.sources.folder import FolderSource
 
@@ -92,7 +93,7 @@ def test_results_of_a_run_that_evaluated_nothing_say_empty_with_the_reasons(tmp_
     build.mkdir()
     (build / "manifest.json").write_text('{"tasks": {}}', "utf-8")
     out = tmp_path / "o"
-    result = Runner(_Scorer(), ModelInfo("m", None, "none", "scorer"), FolderSource(build), RunConfig(progress=False, skip_missing=True),
+    result = Runner(_Scorer(), ModelInfo("m", None, "none", "scorer"), FolderSource(build), RunSpec(model="m", data="data", progress=False),
                     out, echo=lambda _m: None).run(select_entries(["te", "wic"]))
     doc = json.loads((out / "results.json").read_text("utf-8"))
     assert result.status == doc["status"] == "empty" and doc["results"] == {}

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from evalita_eval.api import BackendOptions
 from evalita_eval.backends import create_backend
-from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+from evalita_eval.running.runner import ModelInfo, Runner
+from evalita_eval.run_config import RunSpec
 from evalita_eval.sources.entries import select_entries
 from evalita_eval.sources.folder import FolderSource
 
@@ -19,7 +20,7 @@ DATA = TEST_DATA / "build"
 
 def _runner(model: Path, out: Path) -> Runner:
     backend = create_backend("hf", BackendOptions(str(model), dtype="float32", batch_size=4))
-    config = RunConfig(limit=2, prompts=["p1", "p2"], progress=False)
+    config = RunSpec(model="m", data="data", limit=2, prompts=["p1", "p2"], progress=False)
     return Runner(backend, ModelInfo(str(model), None, "float32", "hf"), FolderSource(str(DATA)), config, out)
 
 

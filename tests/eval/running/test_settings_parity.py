@@ -20,7 +20,8 @@ from test_eval_parity import DATA, LIMIT, MAX_NEW_TOKENS, _compare, _lm_eval  # 
 
 from evalita_eval.api import BackendOptions  # noqa: E402
 from evalita_eval.backends import create_backend  # noqa: E402
-from evalita_eval.running.runner import ModelInfo, RunConfig, Runner  # noqa: E402
+from evalita_eval.running.runner import ModelInfo, Runner  # noqa: E402
+from evalita_eval.run_config import RunSpec  # noqa: E402
 from evalita_eval.sources.entries import select_entries  # noqa: E402
 from evalita_eval.sources.folder import FolderSource  # noqa: E402
 
@@ -30,7 +31,7 @@ PAIRS = ["te:p1:2:sys", "te:p1:2:chat:sys", "te:p1:2:chat:sys:single", "te:p1:2:
 def _ours(tmp: Path, model: Path, pair: str) -> dict:
     entry, prompt, k, *modes = pair.split(":")
     chat = "chat" in modes
-    config = RunConfig(num_fewshot=int(k), limit=LIMIT, prompts=[prompt], progress=False, max_new_tokens=MAX_NEW_TOKENS,
+    config = RunSpec(model="m", data="data", num_fewshot=int(k), limit=LIMIT, prompts=[prompt], progress=False, max_new_tokens=MAX_NEW_TOKENS,
                        apply_chat_template=chat, system_instruction=SYSTEM_INSTRUCTION if "sys" in modes else None,
                        fewshot_as_multiturn=(False if "single" in modes else None) if chat else None)
     folder = tmp / pair.replace(":", "_")

@@ -16,7 +16,8 @@ from evalita_eval.api import BackendOptions, GenRequest, LLRequest
 from evalita_eval.backends import create_backend
 from evalita_eval.cli import main
 from evalita_eval.running.plan import RunPlan
-from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+from evalita_eval.running.runner import ModelInfo, Runner
+from evalita_eval.run_config import RunSpec
 from evalita_eval.running.stream import PER_PROMPT_ENV, RunStream
 from evalita_eval.sources.entries import select_entries
 from evalita_eval.sources.folder import FolderSource
@@ -89,7 +90,7 @@ def _stream_calls(model: Path, out: Path, mixes: bool) -> list[tuple[str, int]]:
     backend = create_backend("hf", BackendOptions(str(model), dtype="float32", batch_size=2))
     recorder = _Recorder(backend)
     backend.mixes_prompts = mixes
-    config = RunConfig(limit=3, batch_size=2, prompts=PROMPTS, max_new_tokens=4, progress=False)
+    config = RunSpec(model="m", data="data", limit=3, batch_size=2, prompts=PROMPTS, max_new_tokens=4, progress=False)
     runner = Runner(backend, ModelInfo(str(model), None, "float32", "hf"), FolderSource(str(DATA)), config, out)
     result = runner.run(select_entries(TASKS))
     assert result.status == "complete" and result.computed == sum(n for _, n, _ in recorder.calls)
@@ -101,7 +102,7 @@ def test_hf_gets_each_prompt_alone_and_a_mixing_engine_the_whole_run(tiny_model:
     # The requests of each prompt, from the plan (no request repeats within or across these prompts).
     runner = Runner(create_backend("hf", BackendOptions(str(tiny_model), dtype="float32", batch_size=2)),
                     ModelInfo(str(tiny_model), None, "float32", "hf"), FolderSource(str(DATA)),
-                    RunConfig(limit=3, batch_size=2, prompts=PROMPTS, max_new_tokens=4, progress=False), tmp_path / "plan")
+                    RunSpec(model="m", data="data", limit=3, batch_size=2, prompts=PROMPTS, max_new_tokens=4, progress=False), tmp_path / "plan")
     plan = runner.plan(select_entries(TASKS))
     per_prompt = [(p.kind, len(p.requests)) for e in plan.entries.values() for p in e.prompts]
     assert len(per_prompt) == 6 and len({r for e in plan.entries.values() for p in e.prompts for r in p.requests}) == sum(n for _, n in per_prompt)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from evalita_eval.api import GenRequest, LLRequest
+from evalita_eval.api import RequestKind
 from evalita_eval.running.task_kinds import Generation, InstructChoice, ScoredChoice, task_kind
 from evalita_eval.sources.entries import select_entries
 from evalita_eval.sources.folder import FolderSource
@@ -21,8 +22,9 @@ def test_each_entry_has_one_kind_per_setting() -> None:
     te, ner = _entry("te"), _entry("ner_fic")
     scored, instruct, generation = task_kind(te, "loglikelihood"), task_kind(te, "ce", constrained=True), task_kind(ner, "ce", constrained=True)
     assert (type(scored), type(instruct), type(generation)) == (ScoredChoice, InstructChoice, Generation)
-    assert [(k.request_kind, k.capability) for k in (scored, instruct, generation)] == [
-        ("loglikelihood", "loglikelihood"), ("generate_until", "generate"), ("generate_until", "generate")]
+    assert [k.request_kind for k in (scored, instruct, generation)] == [RequestKind.LOGLIKELIHOOD, RequestKind.GENERATE, RequestKind.GENERATE]
+    from evalita_eval.api import Capabilities  # what each kind needs of a backend: Capabilities.serves
+    assert [Capabilities(loglikelihood=False).serves(k.request_kind) for k in (scored, instruct)] == [False, True]
     # The paper's budget: none for scoring, the setting's for CE (16), the task's for a generative task.
     assert (scored.budget, instruct.budget, generation.budget) == (None, 16, ner.spec.max_new_tokens)
     assert task_kind(te, "ce", max_new_tokens=5).max_new_tokens == 5

@@ -433,7 +433,8 @@ def test_docs_show_the_renderers_output() -> None:
 
 def test_constrained_needs_a_backend_that_honours_it(tmp_path: Path) -> None:
     from evalita_eval.api import Backend
-    from evalita_eval.running.runner import ModelInfo, RunConfig, Runner
+    from evalita_eval.running.runner import ModelInfo, Runner
+    from evalita_eval.run_config import RunSpec
     from evalita_eval.sources.folder import FolderSource
 
     class Plain(Backend):
@@ -444,8 +445,8 @@ def test_constrained_needs_a_backend_that_honours_it(tmp_path: Path) -> None:
             return cls()
 
     with pytest.raises(ValueError, match="backend .plain. cannot do constrained decoding"):
-        Runner(Plain(), ModelInfo("m", None, "float32"), FolderSource(DATA), RunConfig(constrained=True), tmp_path)
-    Runner(Plain(), ModelInfo("m", None, "float32"), FolderSource(DATA), RunConfig(), tmp_path)  # unconstrained: fine
+        Runner(Plain(), ModelInfo("m", None, "float32"), FolderSource(DATA), RunSpec(model="m", data="data", constrained=True), tmp_path)
+    Runner(Plain(), ModelInfo("m", None, "float32"), FolderSource(DATA), RunSpec(model="m", data="data"), tmp_path)  # unconstrained: fine
 
 
 def test_rouge_l_answer_folds_accents() -> None:

@@ -70,7 +70,7 @@ def run_oe(tiny_model: Path, server: FakeServer, monkeypatch: pytest.MonkeyPatch
     def run(out: Path, *extra: str) -> Any:
         return CliRunner().invoke(main, [
             "run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te", "--setting", "oe", "--backend", "openai-chat",
-            "--base-url", server.url, "--api-key-env", KEY_ENV, "--concurrency", "1", "--max-retries", "0", "--no-progress",
+            "--backend-arg", f"base_url={server.url}", "--backend-arg", f"api_key_env={KEY_ENV}", "--backend-arg", "concurrency=1", "--backend-arg", "max_retries=0", "--no-progress",
             "--output-dir", str(out), *extra])
 
     return run

@@ -121,7 +121,7 @@ def run_cli(tiny_model: Path, server: FakeServer, monkeypatch: pytest.MonkeyPatc
     def run(*extra: str) -> Any:
         return CliRunner().invoke(main, [
             "run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te", "--setting", "ce", "--backend", "openai-chat",
-            "--base-url", server.url, "--api-key-env", KEY_ENV, "--concurrency", "1", "--max-retries", "0", "--no-progress", *extra])
+            "--backend-arg", f"base_url={server.url}", "--backend-arg", f"api_key_env={KEY_ENV}", "--backend-arg", "concurrency=1", "--backend-arg", "max_retries=0", "--no-progress", *extra])
 
     return run
 
@@ -220,7 +220,7 @@ def test_wic_with_the_gold_letter_only_in_traces_scores_zero(shape: str, tiny_mo
     out = tmp_path / "wic"
     result = CliRunner().invoke(main, [
         "run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "wic", "--setting", "ce", "--backend", "openai-chat",
-        "--base-url", server.url, "--api-key-env", KEY_ENV, "--concurrency", "1", "--max-retries", "0", "--no-progress",
+        "--backend-arg", f"base_url={server.url}", "--backend-arg", f"api_key_env={KEY_ENV}", "--backend-arg", "concurrency=1", "--backend-arg", "max_retries=0", "--no-progress",
         "--thinking", "on", "--output-dir", str(out)])
     assert result.exit_code == 0, result.output
     doc = json.loads((out / "results.json").read_text("utf-8"))
@@ -368,7 +368,7 @@ def test_a_generative_task_scores_the_answer_after_the_trace(tiny_model: Path, s
                                                    "content": "Il testo."}, "finish_reason": "stop"}
     result = CliRunner().invoke(main, [
         "run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "sum", "--limit", "2", "--backend", "openai-chat",
-        "--base-url", server.url, "--api-key-env", KEY_ENV, "--concurrency", "1", "--max-retries", "0", "--no-progress",
+        "--backend-arg", f"base_url={server.url}", "--backend-arg", f"api_key_env={KEY_ENV}", "--backend-arg", "concurrency=1", "--backend-arg", "max_retries=0", "--no-progress",
         "--thinking", "on", "--output-dir", str(tmp_path / "sum")])
     assert result.exit_code == 0, result.output
     samples = [json.loads(line) for f in sorted((tmp_path / "sum" / "samples").glob("*.jsonl")) for line in f.read_text("utf-8").splitlines()]
