@@ -150,7 +150,8 @@ def test_push_results_card_of_a_local_model_and_a_dev_split(tmp_path: Path) -> N
     out = tmp_path / "repo"
     proc = push_results([str(run), "--repo", "me/results", "--to-dir", str(out)], {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stderr
-    folder = repo_folder(run, "tiny", "loglikelihood-dev")
+    [folder] = (out / "tiny").glob("loglikelihood-dev-*")  # the run id its published identity hashes to (no local path)
+    assert folder.name.endswith(json.loads((folder / "results.json").read_text("utf-8"))["run_id"])
     card = (out / folder / "README.md").read_text("utf-8")
     assert "# Evalita-LLM results: tiny (local folder) (not comparable with the paper)\n" in card
     assert not [p for p in out.rglob("*") if p.is_file() and str(tmp_path).encode() in p.read_bytes()]
@@ -244,8 +245,10 @@ def test_a_run_made_under_a_temporary_folder_publishes_no_path_of_it(hub, sample
     assert len([p for p in files if "/samples/" in p]) == 12
     leaks = [p for p, data in files.items() if str(tmp_path).encode() in data or b"machine-local-work" in data]
     assert leaks == []
-    rid = json.loads(written)["run_id"]  # the run's own id: its default local folder's name, and its repository folder's
-    published = json.loads(files[f"{name}/loglikelihood-{rid}/results.json"])
+    # the repository folder: the run id its published identity hashes to (no local path in it), which it carries
+    [path] = [p for p in files if p.startswith(f"{name}/loglikelihood-") and p.endswith("/results.json")]
+    published = json.loads(files[path])
+    assert path == f"{name}/loglikelihood-{published['run_id']}/results.json" and published["run_id"] != json.loads(written)["run_id"]
     assert (published["model"]["name_or_path"], published["model"]["name"], published["model"]["local_folder"],
             published["model"]["files_sha256"]) == (name, name, True, sha)
     assert (published["data"]["source"], published["data"]["local_folder"]) == ("data", True)
