@@ -252,7 +252,7 @@ def test_a_run_made_under_a_temporary_folder_publishes_no_path_of_it(hub, sample
     assert (published["model"]["name_or_path"], published["model"]["name"], published["model"]["local_folder"],
             published["model"]["files_sha256"]) == (name, name, True, sha)
     assert (published["data"]["source"], published["data"]["local_folder"]) == ("data", True)
-    card = files[f"{name}/loglikelihood-{rid}/README.md"].decode("utf-8")
+    card = files[path.replace("results.json", "README.md")].decode("utf-8")
     assert f"| model | {name} (local folder) |" in card and "| data | data (local folder) |" in card
 
 
