@@ -207,8 +207,8 @@ def test_a_generative_setting_on_every_instruct_task(backend_name: str, extra_re
             assert scores["acc"] == sum(s["parsed"] == s["gold"] for s in samples) / n
     # The extra MC task declares no instruct prompts: refused before any request, naming it.
     [entry] = select_entries(["capitals"])
-    runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, backend_name), FolderSource(built), config,
-                    tmp_path / "capitals", echo=lambda _m: None)
+    runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, backend_name), FolderSource(built),
+                    config.model_copy(update={"tasks": ["capitals"]}), tmp_path / "capitals", echo=lambda _m: None)
     with pytest.raises(ValueError, match="--setting ce needs the instruct prompts .* capitals do"):
         runner.run([entry])
     assert not (tmp_path / "capitals").exists()

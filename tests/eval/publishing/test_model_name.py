@@ -90,7 +90,7 @@ def test_a_local_model_without_a_name_is_its_folder_and_weights_hash_and_publish
     assert exported.exit_code == 0, exported.output
     assert (tmp_path / "eee" / "data" / "evalita-llm" / "local" / "Given_Later").is_dir()
     bad = _cli("run", "--model", str(tiny_model), "--model-name", " ", *QUICK, cwd=tmp_path)
-    assert bad.returncode == 1 and "--model-name ' ': expected a non-empty name on one line" in bad.stderr
+    assert bad.returncode == 2 and "--model-name ' ': expected a non-empty name on one line" in bad.stderr
 
 
 # Raw HTML, a script and matplotlib's mathtext in one name (issue 45).

@@ -200,6 +200,8 @@ def _generate(name: str, model: Path, data: Path, out: Path, extra: dict[str, st
 
     backend = create_backend(name, BackendOptions(model=str(model), batch_size=2, max_length=64, extra=dict(extra)))
     try:
+        if "data_parallel_size" in extra:
+            backend.nodes()  # every replica loaded: one still loading takes no unit (the spread would be the load's)
         config = RunSpec(model="m", data="data", device="cpu", batch_size=2, max_new_tokens=4, progress=False)
         Runner(backend, ModelInfo(str(model), None, backend.dtype, name), open_source(str(data), None), config, out).run(select_entries(["ls"]))
         return list(getattr(backend, "units_done", []))

@@ -30,8 +30,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
     """(the cluster, its GPU node, its CPU node); Ray's token under a temporary HOME, as in test_replicas.py."""
     from ray.cluster_utils import Cluster
 
+    from ray._private.authentication_test_utils import reset_auth_token_state
+
     with pytest.MonkeyPatch.context() as env:
         env.setenv("HOME", str(tmp_path_factory.mktemp("ray-home")))
+        # A local ray.init earlier in this process (test_replicas.py, a sweep) turned on token auth for the process
+        # (RAY_AUTH_MODE=token in os.environ, its token under that test's HOME): this cluster on 127.0.0.1 starts
+        # without, as Ray's own tests switch it (else its GCS finds no token and the start times out).
+        env.setenv("RAY_AUTH_MODE", "disabled")
+        reset_auth_token_state()
         for attempt in range(3):  # a loaded machine can miss Ray's fixed start-up waits (as ray_start.py says)
             try:
                 nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
@@ -43,6 +50,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
             yield nodes, nodes.add_node(num_cpus=1, num_gpus=1), nodes.add_node(num_cpus=1)
         finally:
             nodes.shutdown()
+    reset_auth_token_state()  # the process's own mode again (the env restored)
 
 
 def _runner_run(backend, model: Path, out: Path) -> dict:

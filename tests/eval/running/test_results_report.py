@@ -261,11 +261,11 @@ def test_interrupted_task_keeps_its_time(tiny_model: Path, tmp_path: Path, monke
     real = HFBackend.generate_until
     calls: list[int] = []
 
-    def interrupted_on_second_call(self, requests):
+    def interrupted_on_second_call(self, requests, **streamed):
         calls.append(len(requests))
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real(self, requests)
+        return real(self, requests, **streamed)
 
     args = ["run", "--model", str(tiny_model), "--data", str(DATA), "--tasks", "te", "--setting", "ce", "--max-new-tokens", "2",
             "--batch-size", "1", "--output-dir", str(tmp_path)]
