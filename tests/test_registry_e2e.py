@@ -6,7 +6,6 @@ documents with the tiny model through every registered backend that runs here.""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -215,7 +214,7 @@ def test_a_generative_setting_on_every_instruct_task(backend_name: str, extra_re
     # A run over every task (skip_missing) goes on without it, with a note.
     notes: list[str] = []
     runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, backend_name), FolderSource(built),
-                    replace(config), tmp_path / "all", echo=notes.append)
+                    config, tmp_path / "all", echo=notes.append)
     assert runner.run([entry]).results == {}
     assert notes == ["capitals: skipped, the task declares no instruct prompts for --setting ce"]
 
