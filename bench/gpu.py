@@ -43,7 +43,7 @@ import work  # noqa: E402
 from evalita_eval.api import GenRequest  # noqa: E402
 from evalita_eval.sources.entries import select_entries  # noqa: E402
 
-ENGINES = {"ours-vllm": "ours vllm", "ours-hf": "ours hf", "lmeval-hf": "lm-eval HF", "lmeval-vllm": "lm-eval vLLM"}
+ENGINES = {"ours-vllm": "ours vllm", "ours-hf": "ours hf", "ours-hf-auto": "ours hf, batch size auto", "lmeval-hf": "lm-eval HF", "lmeval-vllm": "lm-eval vLLM"}
 GPU_LIMIT = 2  # documents per entry and setting on a GPU: four engines of an 8B model in 10 minutes (an estimate)
 BLOCK_SIZE = 16  # vLLM's KV block size on GPUs, for the counted model tokens
 LLAMA8B_MAX_LENGTH = 8192  # every engine reads at most this many tokens (Llama 3's original context)
@@ -184,7 +184,7 @@ def unavailable(engine: str, device: str) -> str | None:
 
 def run_engine(engine: str, args: argparse.Namespace, model: Path, max_length: int, rows: list[Row], tmp: Path, timeout: float | None) -> dict | str:
     """The worker's answer, or one line saying why there is none."""
-    job = {"engine": engine, "model": str(model), "device": args.device, "dtype": args.dtype, "batch_size": args.batch_size,
+    job = {"engine": engine, "model": str(model), "device": args.device, "dtype": args.dtype, "batch_size": None if engine.endswith("-auto") else args.batch_size,
            "max_length": max_length, "threads": args.threads, "vllm_eager": args.vllm_eager, "rows": [r.payload() for r in rows]}
     job_file, out_file = tmp / f"{engine}.job.json", tmp / f"{engine}.out.json"
     job_file.write_text(json.dumps(job), "utf-8")
@@ -210,7 +210,8 @@ def count_tokens(engine: str, row: Row, tokenizer: Any, max_length: int, batch: 
         from evalita_eval.backend_support.tokenization import encode_requests
 
         pairs = encode_requests(tokenizer, row.requests)
-        counters = {"ours-hf": lambda: work.ours_hf(pairs, max_length, batch), "lmeval-hf": lambda: work.lmeval_hf(pairs, max_length, batch),
+        counters = {"ours-hf": lambda: work.ours_hf(pairs, max_length, batch), "ours-hf-auto": lambda: work.ours_hf(pairs, max_length, batch),
+                    "lmeval-hf": lambda: work.lmeval_hf(pairs, max_length, batch),
                     "ours-vllm": lambda: work.ours_vllm(pairs, max_length, BLOCK_SIZE), "lmeval-vllm": lambda: work.lmeval_vllm(pairs, max_length)}
         return counters[engine]().tokens
     prompts = work.gen_prompts(tokenizer, row.requests, max_length)

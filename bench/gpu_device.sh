@@ -17,19 +17,34 @@
 # --budget-s 480: no engine is started after 8 minutes. Arguments given are passed to bench/gpu.py after these.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python}
+PY=${PYTHON:-$(command -v python3 || command -v python)}
 WHEELS=${WHEELS:-.gpu-wheels}
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PIP_DISABLE_PIP_VERSION_CHECK=1
 
 if ! "$PY" -c "import evalita_eval, evalita_data, pydantic, jsonschema, datasets, lm_eval, accelerate" 2>/dev/null; then
   ls "$WHEELS"/*.whl >/dev/null 2>&1 || { echo "gpu_device.sh: modules missing and no wheels in $WHEELS: run bench/gpu_wheels.py here and carry $WHEELS" >&2; exit 2; }
-  "$PY" -m pip install -q --no-index --no-deps "$WHEELS"/*.whl
+  # Into a folder of their own, first on the path: the machine's own packages stay as they are.
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/gpu-bench-site "$WHEELS"/*.whl
+  export PYTHONPATH=/tmp/gpu-bench-site${PYTHONPATH:+:$PYTHONPATH}
 fi
 "$PY" - <<'EOF'
 import importlib.metadata as md, sys, torch
 names = ("torch", "transformers", "tokenizers", "evalita-llm", "lm_eval", "pydantic", "datasets")
 print(f"gpu_device.sh | Python {sys.version.split()[0]} | " + " | ".join(f"{n} {md.version(n)}" for n in names)
       + f" | CUDA {torch.version.cuda} | " + (torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"), flush=True)
+EOF
+"$PY" - <<'EOF'
+import time, torch
+if torch.cuda.is_available():  # the reachable bf16 matrix rate, beside the data sheet's peak bench/gpu.py divides by
+    a, b = (torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    for _ in range(3):
+        a @ b
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(10):
+        a @ b
+    torch.cuda.synchronize()
+    print(f"gpu_device.sh | bf16 matrix product 8192^3, random data: {10 * 2 * 8192**3 / (time.perf_counter() - t) / 1e12:.0f} TFLOP/s", flush=True)
 EOF
 start=$(date +%s)
 "$PY" bench/gpu.py --engines ours-hf,lmeval-hf --limit 1 --budget-s 480 --markdown "$@"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-LABELS = {"ours-vllm": "ours vllm", "ours-hf": "ours hf", "lmeval-hf": "lm-eval HF", "lmeval-vllm": "lm-eval vLLM"}
+LABELS = {"ours-vllm": "ours vllm", "ours-hf": "ours hf", "ours-hf-auto": "ours hf (batch auto)", "lmeval-hf": "lm-eval HF", "lmeval-vllm": "lm-eval vLLM"}
 # Dense bf16 peaks (TFLOPS, without sparsity) from the vendors' data sheets, by a part of torch's device name.
 PEAK_TFLOPS = {"H100 PCIe": 756.0, "H100 NVL": 835.0, "H100": 989.4, "H200": 989.4, "A100": 312.0, "L40S": 362.0, "A10": 125.0}
 # (numerator, denominator): how many times the first takes the second's wall time / model tokens.
-RATIOS = (("lmeval-hf", "ours-hf"), ("lmeval-vllm", "ours-vllm"), ("lmeval-hf", "ours-vllm"), ("ours-hf", "ours-vllm"))
+RATIOS = (("lmeval-hf", "ours-hf"), ("lmeval-hf", "ours-hf-auto"), ("lmeval-vllm", "ours-vllm"), ("lmeval-hf", "ours-vllm"), ("ours-hf", "ours-vllm"))
 
 
 def agreement(row: Any, engine: str, ref: str) -> tuple[int, int]:

@@ -1,13 +1,13 @@
-"""The wheels bench/gpu_device.sh installs on the GPU machine, made here without a network (issue 46).
+"""The wheels bench/gpu_device.sh installs on the GPU machine, made here (issue 46).
 
     .venv/bin/python bench/gpu_wheels.py            # -> .gpu-wheels/: evalita-llm and what the GPU machine lacks
 
-The GPU machine has PyTorch with CUDA, transformers, tokenizers, pandas, pyarrow and sacrebleu (``GPU_HAS``), reaches
-no package index, and takes at most 64 MiB with a command (this checkout's tracked files included). So: every
-distribution that this project (with its ``eval`` extra) and lm-eval need, less what ``GPU_HAS`` brings, less ``LEFT``
-(large, and never imported by bench/gpu.py's path: the run's statistics, lm-eval's metrics), each repacked from the
-files this venv installed (the same version and files, a new RECORD), and evalita-llm built as a wheel. Prints each
-wheel's size and the total; exits 1 past ``MAX_MIB``.
+The GPU machine (``GPU_HAS``: its image's packages; Python 3.12 there) reaches no package index and takes at most
+64 MiB with a command (this checkout's tracked files included). So: every distribution that this project (``eval``
+extra) and lm-eval (``hf`` extra) need, less what the machine has: each pure-Python one repacked from the files this
+venv installed (the same version and files, a new RECORD); each one built for one Python version (a compiled
+extension, a ``py311`` tag) downloaded from PyPI for ``TARGET_PYTHON`` at the same version; evalita-llm built as a
+wheel. Prints each wheel's size and the total; exits 1 past ``MAX_MIB``.
 """
 
 from __future__ import annotations
@@ -25,11 +25,31 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
-GPU_HAS = ("torch", "transformers", "tokenizers", "pandas", "pyarrow", "sacrebleu")
-# The issue says the GPU machine lacks these even where GPU_HAS's closure here holds them (pydantic: huggingface_hub's CLI).
-GPU_LACKS = ("pydantic", "pydantic-core", "annotated-types", "typing-inspection")
-LEFT = ("scipy", "scikit-learn", "matplotlib", "contourpy", "fonttools", "kiwisolver", "pillow", "cycler", "pyparsing", "joblib",
-        "threadpoolctl", "evalita-llm")
+# The GPU machine's image, as the device tool's KINDS.md listed it on 2026-11-17 (python3 3.12.3 there).
+GPU_HAS = """
+absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs botorch build certifi
+charset-normalizer chex click cloudpickle cmake colorama contourpy coverage cuda-bindings cuda-core
+cuda-pathfinder cuda-toolkit cupy-cuda13x cycler cython diffrax e3nn einops equinox etils execnet filelock
+flatbuffers flax fonttools formulaic frozenlist fsspec gpytorch grpcio h11 h5py hf-xet httpcore httpx
+huggingface-hub humanize hypothesis idna imageio iniconfig interface-meta jax jax-cuda13-pjrt jax-cuda13-plugin
+jaxlib jaxtyping jinja2 joblib kiwisolver lazy-loader lightning lightning-utilities linear-operator lineax
+llvmlite lxml markdown markdown-it-py markupsafe matplotlib mdurl meson ml-dtypes mpi4py mpmath msgpack
+multidict multipledispatch mypy-extensions nanobind narwhals networkx ninja numba numba-cuda numpy numpyro
+nvidia-cublas nvidia-cuda-cupti nvidia-cuda-nvrtc nvidia-cuda-runtime nvidia-cudnn-cu13 nvidia-cufft
+nvidia-cufile nvidia-curand nvidia-cusolver nvidia-cusparse nvidia-cusparselt-cu13 nvidia-ml-py
+nvidia-nccl-cu13 nvidia-nvjitlink nvidia-nvshmem-cu13 nvidia-nvtx onnx onnx-ir onnxruntime onnxscript
+opencv-python-headless optax opt-einsum opt-einsum-fx optimistix orbax-checkpoint packaging pandas pathspec
+patsy peft pillow pip pluggy portalocker prometheus-client propcache protobuf psutil pyarrow pybind11
+py-cpuinfo pygments pyparsing pyproject-hooks pyre-extensions pytest pytest-benchmark pytest-cov pytest-mock
+pytest-timeout pytest-xdist python-dateutil pytorch-lightning pyyaml regex requests rich sacrebleu safetensors
+scikit-build-core scikit-image scikit-learn scipy seaborn sentencepiece sentence-transformers setuptools
+shellingham simplejson six sortedcontainers statsmodels sympy tabulate tensorboard tensorboard-data-server
+tensorstore threadpoolctl tifffile tiktoken timm tokenizers toolz torch torchaudio torchdiffeq torch-geometric
+torchmetrics torchvision tqdm transformers treescope triton typer typing-extensions typing-inspect urllib3
+uvloop wadler-lindig werkzeug wheel wrapt xarray xxhash yarl zipp
+""".split()
+LEFT = ("evalita-llm",)  # built from this checkout, not repacked
+TARGET_PYTHON = "3.12"
 MAX_MIB = 40.0  # the tracked files take about 18 MiB of the 64 a command carries
 
 
@@ -77,19 +97,32 @@ def repack(name: str, out: Path) -> Path:
     return wheel
 
 
+def pure(name: str) -> bool:
+    """Whether the installed distribution's wheel runs on any Python 3 (else it is fetched for ``TARGET_PYTHON``)."""
+    tags = [line.split(": ", 1)[1] for line in DISTS[name].read_text("WHEEL").splitlines() if line.startswith("Tag: ")]
+    return all(t.endswith("-none-any") and t.split("-")[0] in ("py2", "py3") for t in tags)
+
+
+def download(name: str, out: Path) -> None:
+    """The distribution's wheel, same version, for ``TARGET_PYTHON`` on x86-64 Linux (PyPI)."""
+    platforms = [a for p in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64") for a in ("--platform", p)]
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", TARGET_PYTHON,
+                    "--implementation", "cp", *platforms, "-d", str(out), f"{name}=={DISTS[name].version}"], check=True)
+
+
 def main() -> int:
     out = ROOT / ".gpu-wheels"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir()
-    need = (closure([("evalita-llm", ("eval",)), ("lm-eval", ("hf",))]) - closure([(n, ()) for n in GPU_HAS]) | set(GPU_LACKS)) - set(LEFT)
-    wheels = [repack(name, out) for name in sorted(need)]
+    need = closure([("evalita-llm", ("eval",)), ("lm-eval", ("hf",))]) - {norm(n) for n in GPU_HAS} - set(LEFT)
+    for name in sorted(need):
+        repack(name, out) if pure(name) else download(name, out)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)], check=True)
-    wheels += sorted(out.glob("evalita_llm-*.whl"))
+    wheels = sorted(out.glob("*.whl"))
     for wheel in wheels:
         print(f"{wheel.stat().st_size / 2**20:7.2f} MiB  {wheel.name}")
     total = sum(w.stat().st_size for w in wheels) / 2**20
-    print(f"{total:.2f} MiB in {len(wheels)} wheels ({out}); left out: {', '.join(LEFT[:-1])}; Python {sys.version.split()[0]} "
-          "(the compiled wheels need the same minor version on the GPU machine)")
+    print(f"{total:.2f} MiB in {len(wheels)} wheels ({out}), for Python {TARGET_PYTHON}")
     return 0 if total <= MAX_MIB else 1
 
 

@@ -82,6 +82,7 @@ def lmeval_vllm(job: dict[str, Any]) -> tuple[Answer, Answer]:
 LOADERS: dict[str, Callable[[dict[str, Any]], tuple[Answer, Answer]]] = {
     "ours-vllm": lambda job: ours(job, "vllm"),
     "ours-hf": lambda job: ours(job, "hf"),
+    "ours-hf-auto": lambda job: ours(job, "hf"),  # the job's batch size is None: batches sized by tokens
     "lmeval-hf": lmeval_hf,
     "lmeval-vllm": lmeval_vllm,
 }
