@@ -31,7 +31,7 @@ DATA = TEST_DATA / "build"
 
 @pytest.fixture(scope="module")
 def two_models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    from evalita_eval.tiny import build_tiny_model
+    from tiny_model import build_tiny_model
 
     return [build_tiny_model(tmp_path_factory.mktemp(f"tiny{seed}"), seed=seed) for seed in (0, 1)]
 
