@@ -26,9 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .record import RecordError, read_run
-from .sweep_runs import SweepRun, complete_folder, load_sweep, run_reservation
-
-__all__ = ["load_sweep", "report_sweep", "run_one"]
+from .sweep_runs import SweepRun, complete_folder, run_reservation
 
 
 # Seconds between two looks at a running run's folder (its task) and at the runs' news (the driver).

@@ -52,7 +52,8 @@ def sweep(sweep_file: Path, out: Path, ray_address: str | None) -> None:
     """Run every run of SWEEP_FILE (YAML/JSON list: model, backend, backend_args, setting, tasks...) as Ray tasks,
     each into its own run folder; rerun to resume; then one report of them all (docs/parallel.md)."""
     require("sweep", RUN_NEEDS + STATS_NEEDS)
-    from ..sweep import load_sweep, report_sweep
+    from ..sweep import report_sweep
+    from ..sweep_runs import load_sweep
 
     try:
         runs = load_sweep(sweep_file)

@@ -12,7 +12,6 @@ task is assembled. A call's time is split among its tasks in proportion to their
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -29,9 +28,6 @@ from .plan import RunPlan
 CHUNK_BATCHES = 4
 # The batch size taken for the chunk size under --batch-size auto.
 AUTO_BATCH = 64
-# Set (to anything): every backend gets each prompt's requests as calls of their own, as before the
-# stream mixed prompts; only for bench/vllm_stream.py and its test, which compare the two paths.
-PER_PROMPT_ENV = "EVALITA_PER_PROMPT_CALLS"
 
 
 @dataclass
@@ -117,7 +113,7 @@ class RunStream:
         for s in segments:
             groups.append(list(range(start, start + len(s.requests))))
             start += len(s.requests)
-        if backend.mixes_prompts and not os.environ.get(PER_PROMPT_ENV):
+        if backend.mixes_prompts:
             groups = [list(range(start))]
         if streams:
             return [g for g in groups if g]

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from evalita_eval.running.identity import LOCKED, RUN_LOCK
-from evalita_eval.sweep import CacheLines, load_sweep, run_one, standing
+from evalita_eval.sweep import CacheLines, run_one, standing
+from evalita_eval.sweep_runs import load_sweep
 from evalita_eval.sweep_runs import run_reservation
 
 from paths import TEST_DATA
