@@ -5,8 +5,8 @@
 
 The same multi-task run (``--backend vllm``, float32, eager, KV blocks of ``--block-size`` tokens,
 stats on, 1 GiB of KV cache), each side in a fresh interpreter (one vLLM engine per process) and a
-fresh output folder: ``per-prompt`` (``EVALITA_PER_PROMPT_CALLS`` set: one call per task and prompt,
-the calls before the stream) and ``stream`` (the run's requests of a kind in calls of
+fresh output folder: ``per-prompt`` (the backend's ``mixes_prompts`` off: one call per task and
+prompt, the calls before the stream) and ``stream`` (the run's requests of a kind in calls of
 ``requests_per_call``), alternating ``--rounds`` times. Per run: the runner's wall time, vLLM's
 counters (prompt tokens, of them from the prefix cache, the computed prompt tokens: the difference),
 the load average before and after; then whether every sample file of the two sides is byte for byte
@@ -32,11 +32,12 @@ SIDES = ("per-prompt", "stream")
 
 
 def side(args: argparse.Namespace, name: str, out: Path) -> dict[str, Any]:
-    """One run in this process (the switch already in the environment): wall, counters, samples."""
+    """One run in this process (``per-prompt``: one call per task and prompt): wall, counters, samples."""
     from evalita_eval.api import BackendOptions
     from evalita_eval.backends import create_backend
 
     backend = create_backend("vllm", BackendOptions(model=args.model, dtype="float32", extra={"vllm_engine_args": engine_args(args)}))
+    backend.mixes_prompts = name != "per-prompt"
     run = counted_run(args, backend, out)
     samples = {p.name: p.read_text("utf-8") for p in sorted((out / "samples").iterdir())}
     return {"side": name, "counters": run["counters"], "computed": run["computed"], "seconds": run["seconds"], "load_1min": run["load_1min"],
@@ -88,11 +89,7 @@ def main() -> None:
     if args.side:
         write_side(args, side)
         return
-    from evalita_eval.running.stream import PER_PROMPT_ENV
-
-    base = {k: v for k, v in os.environ.items() if k != PER_PROMPT_ENV}
-    rows = run_sides(__file__, [(name, {**base, PER_PROMPT_ENV: "1"} if name == "per-prompt" else base)
-                                for _ in range(args.rounds) for name in SIDES])
+    rows = run_sides(__file__, [(name, dict(os.environ)) for _ in range(args.rounds) for name in SIDES])
     print(f"{args.tasks}, --limit {args.limit}, {args.num_fewshot}-shot, --max-new-tokens {args.max_new_tokens}, "
           f"KV blocks of {args.block_size}, {os.cpu_count()} cores, {args.rounds} round(s)")
     print("| path | requests | prompt tokens | from the prefix cache | computed prompt tokens | wall s | load (1 min) before, after |")

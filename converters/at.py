@@ -101,7 +101,8 @@ def sheet_year(file_name: str, sheet: str, path: object) -> str:
         raise SourceError(str(path), where, f"several years {in_sheet} in the sheet name; expected one exam year")
     if in_sheet:
         if len(in_file) == 1 and in_file != in_sheet:
-            raise SourceError(str(path), where, f"sheet name says {in_sheet[0]} but file name says {in_file[0]}; expected one exam year")
+            raise SourceError(str(path), where,
+                              f"sheet name says {in_sheet[0]} but file name says {in_file[0]}; expected one exam year")
         return in_sheet[0]
     if len(in_file) == 1:
         return in_file[0]
@@ -121,7 +122,8 @@ def header_roles(header: tuple, path: object, sheet: str) -> dict[int, tuple]:
         where = f"sheet {sheet!r}, cell {get_column_letter(col + 1)}1"
         if role is None:
             raise SourceError(str(path), where, f"unknown column {value!r}; expected the header of raw/at/README.md "
-                              "(Domanda/Question, Risposta 1-5/Answer 1-5 or Risposta corretta + Risposta errata 1-4, optional N/Immagine)")
+                              "(Domanda/Question, Risposta 1-5/Answer 1-5 or Risposta corretta + Risposta errata 1-4, "
+                              "optional N/Immagine)")
         if role in taken and role != ("ignored",):
             raise SourceError(str(path), where, f"column {value!r} has the same role as column {taken[role]!r}")
         taken[role] = str(value)
@@ -129,8 +131,11 @@ def header_roles(header: tuple, path: object, sheet: str) -> dict[int, tuple]:
     needed = [("question",)] + [("option", k) for k in range(5)]
     absent = [r for r in needed if r not in taken]
     if absent:
-        names = ["Domanda/Question" if r == ("question",) else f"option {r[1] + 1} ({'correct' if r[1] == 0 else 'wrong'})" for r in absent]
-        raise SourceError(str(path), f"sheet {sheet!r}, row 1", f"missing column(s): {', '.join(names)}; header is {[v for v in header if v is not None]}")
+        names = ["Domanda/Question"
+                 if r == ("question",) else f"option {r[1] + 1} ({'correct' if r[1] == 0 else 'wrong'})"
+                 for r in absent]
+        raise SourceError(str(path), f"sheet {sheet!r}, row 1",
+                          f"missing column(s): {', '.join(names)}; header is {[v for v in header if v is not None]}")
     return roles
 
 
@@ -157,7 +162,8 @@ def read_sheet(ws, path: object, file_name: str, year: str, report: ConversionRe
             role = roles.get(col)
             text = cell_text(value, path, f"sheet {ws.title!r}, cell {get_column_letter(col + 1)}{rownum}")
             if role is None and text.strip():
-                raise SourceError(str(path), f"sheet {ws.title!r}, cell {get_column_letter(col + 1)}{rownum}", f"value {text[:40]!r} in a column without a header")
+                raise SourceError(str(path), f"sheet {ws.title!r}, cell {get_column_letter(col + 1)}{rownum}",
+                                  f"value {text[:40]!r} in a column without a header")
             if role is not None:
                 row[role] = text
         number = row.get(("number",), "").strip() or str(ordinal)
@@ -178,7 +184,8 @@ def read_sheet(ws, path: object, file_name: str, year: str, report: ConversionRe
         for k in range(5):
             text = clean_text(row.get(("option", k), ""), report, f"{src} option {k + 1}")
             if not text:
-                raise SourceError(str(path), where, f"empty {'correct answer' if k == 0 else f'wrong answer {k}'}; expected five non-empty options")
+                raise SourceError(str(path), where, f"empty {'correct answer' if k == 0 else f'wrong answer {k}'}; "
+                                                    "expected five non-empty options")
             options.append(text)
         if not question:
             raise SourceError(str(path), where, "empty question; expected text")
@@ -225,7 +232,8 @@ def read_questions(source: RawSource, report: ConversionReport) -> tuple[list[Qu
                     continue
                 year = sheet_year(name, ws.title, path)
                 if year in years:
-                    raise SourceError(path, f"sheet {ws.title!r}", f"year {year} already read from {years[year]}; expected one sheet per exam year")
+                    raise SourceError(path, f"sheet {ws.title!r}",
+                                      f"year {year} already read from {years[year]}; expected one sheet per exam year")
                 years[year] = f"{name} [{ws.title}]"
                 for q in read_sheet(ws, path, name, year, report):
                     if q.excluded:
@@ -242,7 +250,8 @@ def read_questions(source: RawSource, report: ConversionReport) -> tuple[list[Qu
 def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[tuple[str, dict]]:
     others = [n for n in source.glob("*") if n.lower().endswith((".xls", ".xlsm", ".xlsb", ".ods", ".csv"))]
     if others:
-        raise SourceError(source.root / others[0], None, "not an .xlsx workbook; save it as .xlsx (Excel workbook) to use it")
+        raise SourceError(source.root / others[0], None,
+                          "not an .xlsx workbook; save it as .xlsx (Excel workbook) to use it")
     if not workbook_names(source, ConversionReport()):
         raise MissingSource(["*.xlsx"])
     questions, excluded = read_questions(source, report)
@@ -250,7 +259,8 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
         raise SourceError(source.root, None, "no usable question in the workbooks")
     n_dev = min(DEV_SIZE, len(questions) // 2)
     n_test = min(TEST_CAP, len(questions) - n_dev)
-    split_of = seeded_split([q.id for q in questions], {"dev": n_dev, "test": n_test}, seeded_rng("at-split", SPLIT_SEED))
+    split_of = seeded_split([q.id for q in questions], {"dev": n_dev, "test": n_test},
+                            seeded_rng("at-split", SPLIT_SEED))
     unplaced = [q for q in questions if q.id not in split_of]
     for q in unplaced:
         report.drop(f"beyond the {TEST_CAP}-question test cap (not drawn)", q.where)
@@ -266,11 +276,11 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
             yield split, {"Id": q.id, "Question": q.question, **dict(zip(LETTERS, options)), "Correct": LETTERS[pos]}
 
     report.note("construction", (
-        "One record per question with five options; the sheet lists the correct answer first. The correct answer "
-        "is placed at a letter balanced over A-E within each split and the four wrong answers fill the other "
-        f"letters in a per-question seeded order (task seed). dev = min({DEV_SIZE}, N // 2) and test = "
-        f"min({TEST_CAP}, N - dev) questions drawn with split seed {SPLIT_SEED} (independent of --seed); questions "
-        "that need an image or have two equal options are excluded; anything not placed in a split is reported."
+        "One record per question with five options; the sheet lists the correct answer first. The correct answer is "
+        "placed at a letter balanced over A-E within each split and the four wrong answers fill the other letters in a "
+        f"per-question seeded order (task seed). dev = min({DEV_SIZE}, N // 2) and test = min({TEST_CAP}, N - dev) "
+        f"questions drawn with split seed {SPLIT_SEED} (independent of --seed); questions that need an image or have "
+        "two equal options are excluded; anything not placed in a split is reported."
     ))
     report.note("construction seed", seed)
     report.note("split seed", SPLIT_SEED)

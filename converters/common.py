@@ -119,7 +119,8 @@ def require_fields(obj: dict, spec: dict[str, type], path: object, where: int | 
         value = obj[key]
         # bool is an int subclass in Python but never a valid label or offset here.
         if not isinstance(value, typ) or isinstance(value, bool):
-            raise SourceError(str(path), where, f"field {key!r} is {value!r}; expected {_TYPE_NAMES.get(typ, typ.__name__)}")
+            raise SourceError(str(path), where,
+                              f"field {key!r} is {value!r}; expected {_TYPE_NAMES.get(typ, typ.__name__)}")
     if exact:
         extra = [k for k in obj if k not in spec]
         if extra:
@@ -151,7 +152,8 @@ def parse_xml(source: RawSource, name: str) -> Element:
         reason = str(err).split(": line")[0]  # the position is given separately
         raise SourceError(path, line, f"malformed XML ({reason} at column {col}); expected well-formed XML") from None
     except DefusedXmlException as err:
-        raise SourceError(path, None, f"refused XML construct: {err}; entity declarations and external references are not allowed") from None
+        raise SourceError(path, None, f"refused XML construct: {err}; entity declarations and external references are "
+                                      "not allowed") from None
 
 
 def iter_blocks(source: RawSource, name: str) -> Iterator[list[tuple[int, str]]]:

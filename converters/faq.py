@@ -26,7 +26,8 @@ from typing import Iterator, NamedTuple
 from ..errors import MissingSource, SourceError
 from ..building.rawsource import RawSource
 from ..building.conversion_report import ConversionReport
-from .common import balanced_positions, clean_text, iter_csv, option_key, parse_xml, place_at, require_text, seeded_rng, seeded_split
+from .common import (balanced_positions, clean_text, iter_csv, option_key, parse_xml, place_at, require_text,
+                     seeded_rng, seeded_split)
 
 CSV_NAME = "faqs_uft8_QA.csv"
 XML_NAME = "faqs_uft8_QA.xml"
@@ -74,7 +75,8 @@ def check_xml(source: RawSource, faqs: list[Faq]) -> None:
     path = source.root / XML_NAME
     elems = list(parse_xml(source, XML_NAME).iter("faq"))
     if len(elems) != len(faqs):
-        raise SourceError(path, None, f"{len(elems)} <faq> elements, but {CSV_NAME} has {len(faqs)} records; expected the same FAQs")
+        raise SourceError(path, None, f"{len(elems)} <faq> elements, but {CSV_NAME} has {len(faqs)} records; expected "
+                                      "the same FAQs")
     for n, (elem, faq) in enumerate(zip(elems, faqs), 1):
         values = []
         for field in HEADER:
@@ -85,7 +87,8 @@ def check_xml(source: RawSource, faqs: list[Faq]) -> None:
         for field, xml_value, csv_value in zip(HEADER, values, faq):
             if xml_value != csv_value:
                 raise SourceError(path, f"<faq> {n}, id={values[0]}",
-                                  f"{field} differs from {CSV_NAME} (id={faq.id}): {xml_value[:60]!r} vs {csv_value[:60]!r}; expected identical values")
+                                  f"{field} differs from {CSV_NAME} (id={faq.id}): {xml_value[:60]!r} vs "
+                                  f"{csv_value[:60]!r}; expected identical values")
 
 
 def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[tuple[str, dict]]:
@@ -109,9 +112,11 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
     shared = Counter(option_key(a) for a in answers.values())
     groups = [[f.id for f in faqs if option_key(answers[f.id]) == key] for key, n in shared.items() if n > 1]
     if len(distinct) < len(LETTERS):
-        raise SourceError(path, None, f"only {len(distinct)} distinct answer texts; expected at least {len(LETTERS)} to build 4 options")
+        raise SourceError(path, None, f"only {len(distinct)} distinct answer texts; expected at least {len(LETTERS)} "
+                                      "to build 4 options")
     if len(faqs) <= DEV_SIZE:
-        raise SourceError(path, None, f"{len(faqs)} FAQs; expected more than {DEV_SIZE} ({DEV_SIZE} go to the few-shot dev split)")
+        raise SourceError(path, None,
+                          f"{len(faqs)} FAQs; expected more than {DEV_SIZE} ({DEV_SIZE} go to the few-shot dev split)")
 
     split_of = seeded_split([f.id for f in faqs], {"dev": DEV_SIZE}, seeded_rng("faq-split", SPLIT_SEED))
     by_split = {s: [f for f in faqs if split_of.get(f.id, "test") == s] for s in ("dev", "test")}
@@ -122,15 +127,17 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
         for faq, pos in zip(items, positions):
             own = option_key(answers[faq.id])
             pool = [text for key, text in distinct.items() if key != own]
-            options = place_at(seeded_rng("faq-distractors", seed, faq.id).sample(pool, len(LETTERS) - 1), pos, answers[faq.id])
-            yield split, {"id": faq.id, "question": questions[faq.id], "correct_answer": LETTERS[pos], **dict(zip(LETTERS, options))}
+            options = place_at(seeded_rng("faq-distractors", seed, faq.id).sample(pool, len(LETTERS) - 1), pos,
+                               answers[faq.id])
+            yield split, {"id": faq.id, "question": questions[faq.id], "correct_answer": LETTERS[pos],
+                          **dict(zip(LETTERS, options))}
 
     report.note("construction", (
-        "One item per FAQ: its question; its own answer as the correct option; 3 distractors drawn without "
-        "replacement from the distinct answer texts of the other FAQs (whitespace/case-insensitive), so no item "
-        "repeats an option and FAQs sharing an answer text are never each other's distractors. The correct "
-        f"letter is balanced over A-D within each split. dev = {DEV_SIZE} FAQs drawn with split seed {SPLIT_SEED} "
-        "(independent of --seed); test = all other FAQs. Distractors and letters use the task seed."
+        "One item per FAQ: its question; its own answer as the correct option; 3 distractors drawn without replacement "
+        "from the distinct answer texts of the other FAQs (whitespace/case-insensitive), so no item repeats an option "
+        "and FAQs sharing an answer text are never each other's distractors. The correct letter is balanced over A-D "
+        f"within each split. dev = {DEV_SIZE} FAQs drawn with split seed {SPLIT_SEED} (independent of --seed); test = "
+        "all other FAQs. Distractors and letters use the task seed."
     ))
     report.note("construction seed", seed)
     report.note("split seed", SPLIT_SEED)

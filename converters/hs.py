@@ -70,10 +70,12 @@ def _test_split(source: RawSource, part: str) -> list[dict]:
         if rid not in gold:
             raise SourceError(path, lineno, f"id {rid} has no label in {GOLD[part]}")
         _gl, grec = gold.pop(rid)
-        out.append({"id": rid, "full_text": require_text(text, path, lineno, "text"), "hs": grec["hs"], "stereotype": grec["stereotype"]})
+        out.append({"id": rid, "full_text": require_text(text, path, lineno, "text"), "hs": grec["hs"],
+                    "stereotype": grec["stereotype"]})
     if gold:
         lineno, rec = min(gold.values(), key=lambda v: v[0])
-        raise SourceError(source.root / GOLD[part], lineno, f"id {rec['id']} is not in {TEST[part]} ({len(gold)} such ids)")
+        raise SourceError(source.root / GOLD[part], lineno,
+                          f"id {rec['id']} is not in {TEST[part]} ({len(gold)} such ids)")
     return out
 
 

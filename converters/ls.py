@@ -46,7 +46,8 @@ def read_instances(source: RawSource, name: str) -> dict[Key, dict]:
             if not iid:
                 raise SourceError(path, where, "instance without an id attribute")
             if iid in ids:
-                raise SourceError(path, where, f"instance id {iid} also under lexelt {ids[iid]}; expected unique instance ids")
+                raise SourceError(path, where,
+                                  f"instance id {iid} also under lexelt {ids[iid]}; expected unique instance ids")
             ids[iid] = item
             contexts = inst.findall("context")
             if len(contexts) != 1:
@@ -54,7 +55,8 @@ def read_instances(source: RawSource, name: str) -> dict[Key, dict]:
             ctx = contexts[0]
             heads = list(ctx)
             if len(heads) != 1 or heads[0].tag != "head" or len(heads[0]):
-                raise SourceError(path, where, f"<context> holds {[h.tag for h in heads]}; expected exactly one <head> with text only")
+                raise SourceError(path, where, f"<context> holds {[h.tag for h in heads]}; expected exactly one <head> "
+                                               "with text only")
             head = heads[0].text or ""
             if not head.strip():
                 raise SourceError(path, where, "empty <head>; expected the target word")
@@ -78,7 +80,8 @@ def parse_substitutes(text: str, path: object, lineno: int, report: ConversionRe
             raise SourceError(str(path), lineno, f"substitute {part!r} has no count; expected 'word count'")
         word, count = m.groups()
         if not count.isdigit() or int(count) < 1:
-            raise SourceError(str(path), lineno, f"substitute {word!r} has count {count!r}; expected a positive integer")
+            raise SourceError(str(path), lineno,
+                              f"substitute {word!r} has count {count!r}; expected a positive integer")
         if word in counts:
             report.repair("substitute listed twice on one gold line: counts summed", f"{name or path}:{lineno} {word}")
         counts[word] = counts.get(word, 0) + int(count)

@@ -178,7 +178,8 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
         with_entities = [rec for rec in dev if rec["entities"]]
         if len(with_entities) < TRIAL_SIZE:
             raise SourceError(source.root / file_name(domain, "dev"), None,
-                              f"{len(with_entities)} sentences with entities; expected at least {TRIAL_SIZE} to draw the trial split")
+                              f"{len(with_entities)} sentences with entities; expected at least {TRIAL_SIZE} to draw "
+                              "the trial split")
         for i in seeded_sample(len(with_entities), TRIAL_SIZE, TRIAL_SEED, f"ner/{domain}/trial"):
             yield f"{domain}/trial", with_entities[i]
         test = file_name(domain, "test")

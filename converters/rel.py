@@ -67,7 +67,8 @@ class Document:
 def _span_in(text: str, value: str, path: object, lineno: int, docid: str, what: str) -> Span:
     start, end = parse_span(value, path, lineno, f"document {docid}: {what} offsets")
     if end > len(text):
-        raise SourceError(path, lineno, f"document {docid}: {what} offsets {start}-{end} are outside the document (length {len(text)})")
+        raise SourceError(path, lineno, f"document {docid}: {what} offsets {start}-{end} are outside the document "
+                                        f"(length {len(text)})")
     return start, end
 
 
@@ -79,7 +80,8 @@ def read_documents(source: RawSource, name: str) -> list[Document]:
         lineno, head = block[0]
         docid, sep, text = head.partition("|t|")
         if not sep or not DOCID.fullmatch(docid):
-            raise SourceError(path, lineno, f"expected '<docid>|t|<text>' with a docid of letters, digits, '_', '.', '-'; found {head[:60]!r}")
+            raise SourceError(path, lineno, "expected '<docid>|t|<text>' with a docid of letters, digits, '_', '.', "
+                                            f"'-'; found {head[:60]!r}")
         if docid in seen:
             raise SourceError(path, lineno, f"document {docid} appears twice")
         seen.add(docid)
@@ -87,16 +89,21 @@ def read_documents(source: RawSource, name: str) -> list[Document]:
         for rel_lineno, line in block[1:]:
             fields = line.split("\t")
             if len(fields) not in (4, 6) or fields[0] != docid or fields[1] != "REL":
-                raise SourceError(path, rel_lineno, f"document {docid}: expected '{docid} TAB REL TAB <start>-<end> TAB <start>-<end>' "
-                                  f"and optionally TAB <rml text> TAB <event text>; found {len(fields)} fields {fields[:2]}")
+                raise SourceError(path, rel_lineno,
+                                  f"document {docid}: expected '{docid} TAB REL TAB <start>-<end> TAB <start>-<end>' "
+                                  f"and optionally TAB <rml text> TAB <event text>; found {len(fields)} fields "
+                                  f"{fields[:2]}")
             rml = _span_in(text, fields[2], path, rel_lineno, docid, "RML")
             event = _span_in(text, fields[3], path, rel_lineno, docid, "EVENT")
             for what, (start, end) in (("RML", rml), ("EVENT", event)):
                 if text[start:end] != text[start:end].strip():
-                    raise SourceError(path, rel_lineno, f"document {docid}: {what} offsets {start}-{end} hold {text[start:end]!r}; expected a mention without surrounding whitespace")
+                    raise SourceError(path, rel_lineno, f"document {docid}: {what} offsets {start}-{end} hold "
+                                                        f"{text[start:end]!r}; expected a mention without surrounding "
+                                                        "whitespace")
             for what, (start, end), given in zip(("RML", "EVENT"), (rml, event), fields[4:]):
                 if text[start:end] != given:
-                    raise SourceError(path, rel_lineno, f"document {docid}: {what} text is {given!r} but offsets {start}-{end} hold {text[start:end]!r}")
+                    raise SourceError(path, rel_lineno, f"document {docid}: {what} text is {given!r} but offsets "
+                                                        f"{start}-{end} hold {text[start:end]!r}")
             doc.relations.append(Relation(rel_lineno, rml, event))
         docs.append(doc)
     return docs
@@ -111,22 +118,28 @@ def read_sentence_spans(source: RawSource, name: str, doc: Document) -> list[Spa
         for lineno, line in block:
             fields = line.split("\t")
             if len(fields) != 3:
-                raise SourceError(path, lineno, f"document {doc.docid}: expected 3 TAB-separated fields (<sent>-<tok>, <start>-<end>, token), found {len(fields)}")
+                raise SourceError(path, lineno, f"document {doc.docid}: expected 3 TAB-separated fields (<sent>-<tok>, "
+                                                f"<start>-<end>, token), found {len(fields)}")
             number = SENT_TOK.fullmatch(fields[0])
             if not number:
-                raise SourceError(path, lineno, f"document {doc.docid}: token number is {fields[0]!r}; expected <sent>-<tok>")
+                raise SourceError(path, lineno,
+                                  f"document {doc.docid}: token number is {fields[0]!r}; expected <sent>-<tok>")
             start, end = _span_in(doc.text, fields[1], path, lineno, doc.docid, "token")
             if doc.text[start:end] != fields[2]:
-                raise SourceError(path, lineno, f"document {doc.docid}: token is {fields[2]!r} but offsets {start}-{end} hold {doc.text[start:end]!r}")
+                raise SourceError(path, lineno, f"document {doc.docid}: token is {fields[2]!r} but offsets "
+                                                f"{start}-{end} hold {doc.text[start:end]!r}")
             if sent_no is None:
                 sent_no, first = number[1], start
             elif number[1] != sent_no:
-                raise SourceError(path, lineno, f"document {doc.docid}: token of sentence {number[1]} inside sentence {sent_no}; expected an empty line between sentences")
+                raise SourceError(path, lineno, f"document {doc.docid}: token of sentence {number[1]} inside sentence "
+                                                f"{sent_no}; expected an empty line between sentences")
             elif start < last:
-                raise SourceError(path, lineno, f"document {doc.docid}: token starts at {start}, before the previous token ends ({last})")
+                raise SourceError(path, lineno, f"document {doc.docid}: token starts at {start}, before the previous "
+                                                f"token ends ({last})")
             last = end
         if spans and first < spans[-1][1]:
-            raise SourceError(path, block[0][0], f"document {doc.docid}: sentence starts at {first}, before the previous sentence ends ({spans[-1][1]})")
+            raise SourceError(path, block[0][0], f"document {doc.docid}: sentence starts at {first}, before the "
+                                                 f"previous sentence ends ({spans[-1][1]})")
         spans.append((first, last))
     return spans
 
@@ -166,13 +179,15 @@ def read_part(source: RawSource, part: str, report: ConversionReport) -> list[di
     known = {doc.docid for doc in docs}
     orphans = [n for n in source.glob(f"{folder}/*.tsv") if n[len(folder) + 1:-4] not in known]
     if orphans:
-        raise SourceError(source.root / orphans[0], None, f"no document with this id in {part}.txt ({len(orphans)} such files)")
+        raise SourceError(source.root / orphans[0], None,
+                          f"no document with this id in {part}.txt ({len(orphans)} such files)")
     records: list[dict] = []
     unplaced: Counter = Counter()
     for doc in docs:
         name = f"{folder}/{doc.docid}.tsv"
         if not source.exists(name):
-            raise SourceError(source.root / name, None, f"document {doc.docid} of {part}.txt (line {doc.lineno}) has no tokenised file")
+            raise SourceError(source.root / name, None,
+                              f"document {doc.docid} of {part}.txt (line {doc.lineno}) has no tokenised file")
         before = report.dropped[CROSS] + report.dropped[OUTSIDE]
         records.extend(sentence_records(doc, read_sentence_spans(source, name, doc), report))
         dropped = report.dropped[CROSS] + report.dropped[OUTSIDE] - before
@@ -186,13 +201,15 @@ def read_part(source: RawSource, part: str, report: ConversionReport) -> list[di
 def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[tuple[str, dict]]:
     if not source.exists("training.txt"):
         raise MissingSource(["training.txt", "training_tokenized/"],
-                            "Put training.txt and training_tokenized/ of the CLinkaRT training release (v1.1) in raw/rel/.")
+                            "Put training.txt and training_tokenized/ of the CLinkaRT training release (v1.1) in "
+                            "raw/rel/.")
     train = read_part(source, PARTS["train"], report)
     yield from (("train", rec) for rec in train)
     with_relations = [rec for rec in train if rec["relations"]]
     if len(with_relations) < TRIAL_SIZE:
         raise SourceError(source.root / "training.txt", None,
-                          f"{len(with_relations)} sentences with relations; expected at least {TRIAL_SIZE} to draw the trial split")
+                          f"{len(with_relations)} sentences with relations; expected at least {TRIAL_SIZE} to draw the "
+                          "trial split")
     for i in seeded_sample(len(with_relations), TRIAL_SIZE, TRIAL_SEED, "rel/trial"):
         yield "trial", with_relations[i]
     if source.exists("test.txt"):

@@ -68,7 +68,8 @@ def _gold(source: RawSource) -> dict[str, list[str]]:
     for lineno, line in iter_lines(source, TEST_GOLD):
         m = _GOLD_LINE.match(line)
         if not m:
-            raise SourceError(source.root / TEST_GOLD, lineno, 'expected "id" and 7 quoted labels, e.g. "123","1","0","1","0","1","0","0"')
+            raise SourceError(source.root / TEST_GOLD, lineno,
+                              'expected "id" and 7 quoted labels, e.g. "123","1","0","1","0","1","0","0"')
         if m.group(1) in gold:
             raise SourceError(source.root / TEST_GOLD, lineno, f"duplicate id {m.group(1)}")
         gold[m.group(1)] = list(m.groups()[1:])
@@ -84,7 +85,8 @@ def _test(source: RawSource, report: ConversionReport) -> Iterator[dict]:
     for lineno, line in iter_lines(source, TEST_TEXT):
         m = _TEST_LINE.match(line)
         if not m:
-            raise SourceError(path, lineno, 'expected "id","subj","opos","oneg","iro","lpos","lneg","top","text" with quoted 0/1 labels (top 0-3)')
+            raise SourceError(path, lineno, 'expected "id","subj","opos","oneg","iro","lpos","lneg","top","text" with '
+                                            'quoted 0/1 labels (top 0-3)')
         values = list(m.groups())
         if values[0] in seen:
             raise SourceError(path, lineno, f"duplicate id {values[0]}")
@@ -97,7 +99,8 @@ def _test(source: RawSource, report: ConversionReport) -> Iterator[dict]:
         yield _record(values[:8], require_text(unescape_test_text(values[8]), path, lineno, "text"))
     if gold is not None and set(gold) - seen:
         extra = sorted(set(gold) - seen)
-        raise SourceError(source.root / TEST_GOLD, None, f"{len(extra)} id(s) without text in {TEST_TEXT}, e.g. {extra[:3]}")
+        raise SourceError(source.root / TEST_GOLD, None,
+                          f"{len(extra)} id(s) without text in {TEST_TEXT}, e.g. {extra[:3]}")
 
 
 def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[tuple[str, dict]]:

@@ -41,7 +41,8 @@ def _rows(source: RawSource, name: str) -> Iterator[tuple[int, str, str]]:
         if cols is None:
             header = [h.lstrip("\ufeff").strip().lower() for h in row]
             if "source" not in header or "target" not in header:
-                raise SourceError(path, lineno, f"header is {row}; expected a header row with columns 'source' and 'target'")
+                raise SourceError(path, lineno,
+                                  f"header is {row}; expected a header row with columns 'source' and 'target'")
             if header.count("source") > 1 or header.count("target") > 1:
                 raise SourceError(path, lineno, f"header {row} names 'source' or 'target' twice")
             cols, width = (header.index("source"), header.index("target")), len(row)
@@ -50,7 +51,8 @@ def _rows(source: RawSource, name: str) -> Iterator[tuple[int, str, str]]:
             raise SourceError(path, lineno, f"{len(row)} fields; expected {width} as in the header")
         yield lineno, row[cols[0]], row[cols[1]]
     if cols is None:
-        raise SourceError(path, None, "empty file; expected a header with 'source' and 'target' and one row per article")
+        raise SourceError(path, None,
+                          "empty file; expected a header with 'source' and 'target' and one row per article")
 
 
 def _digest(text: str) -> bytes:
@@ -78,7 +80,8 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
             else:
                 key = _digest(article)
                 if key in first_seen:
-                    report.drop("duplicate article (same source text as an earlier row; the first is kept)", f"{where} = {first_seen[key]}")
+                    report.drop("duplicate article (same source text as an earlier row; the first is kept)",
+                                f"{where} = {first_seen[key]}")
                 else:
                     first_seen[key] = where
                     usable.append(total)
@@ -99,10 +102,10 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
                               "target": clean_text(summary, report, f"{where} target")}
 
     report.note("construction", (
-        f"Rows of {', '.join(names)} with an empty article or summary, or a duplicate article, are skipped. "
-        f"Of the N usable rows, test = min({TEST_SIZE}, N - N // {TRAIN_FRACTION}) and train = N // {TRAIN_FRACTION} "
-        f"(few-shot pool) are drawn without overlap with sample seed {SAMPLE_SEED} (independent of --seed); "
-        "records keep source order."
+        f"Rows of {', '.join(names)} with an empty article or summary, or a duplicate article, are skipped. Of the N "
+        f"usable rows, test = min({TEST_SIZE}, N - N // {TRAIN_FRACTION}) and train = N // {TRAIN_FRACTION} (few-shot "
+        f"pool) are drawn without overlap with sample seed {SAMPLE_SEED} (independent of --seed); records keep source "
+        "order."
     ))
     report.note("sample seed", SAMPLE_SEED)
     report.note("rows read", total)

@@ -26,7 +26,8 @@ def split_files(source: RawSource) -> dict[str, str]:
         for split in ("dev", "test"):
             if split in base:
                 if split in files:
-                    raise SourceError(source.root / name, None, f"a second {split} file beside {files[split]}; expected one XML file per split")
+                    raise SourceError(source.root / name, None,
+                                      f"a second {split} file beside {files[split]}; expected one XML file per split")
                 files[split] = name
     return files
 
@@ -63,4 +64,5 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
                 texts[tag] = text
             yield split, {"id": pid, "entailment": label, "text1": texts["t"], "text2": texts["h"]}
         if not seen:
-            raise SourceError(path, None, "no <pair> elements; expected <pair id=.. entailment=..><t>..</t><h>..</h></pair>")
+            raise SourceError(path, None,
+                              "no <pair> elements; expected <pair id=.. entailment=..><t>..</t><h>..</h></pair>")

@@ -47,17 +47,21 @@ def convert(source: RawSource, report: ConversionReport, seed: int) -> Iterator[
             c1 += bool(_C1.search(rec["sentence1"] + rec["sentence2"]))
             yield split, rec
     if not (source.exists("binary/test.jsonl") and source.exists(GOLD_TEST)):
-        report.missing_part(["binary/test.jsonl", GOLD_TEST], ["test"], "Both come with https://github.com/wic-ita/data.")
+        report.missing_part(["binary/test.jsonl", GOLD_TEST], ["test"],
+                            "Both come with https://github.com/wic-ita/data.")
     else:
         texts = list(iter_jsonl(source, "binary/test.jsonl"))
         gold = list(iter_jsonl(source, GOLD_TEST))
         if len(texts) != len(gold):
-            raise SourceError(source.root / GOLD_TEST, None, f"{len(gold)} records, but binary/test.jsonl has {len(texts)}; expected the same records")
+            raise SourceError(source.root / GOLD_TEST, None,
+                              f"{len(gold)} records, but binary/test.jsonl has {len(texts)}; expected the same records")
         for (lineno, obj), (glineno, gobj) in zip(texts, gold):
             require_fields(obj, FIELDS, source.root / "binary/test.jsonl", lineno)
             require_fields(gobj, LABELLED, source.root / GOLD_TEST, glineno)
             if any(obj[k] != gobj[k] for k in FIELDS):
-                raise SourceError(source.root / GOLD_TEST, glineno, f"record {gobj['id']!r} differs from line {lineno} of binary/test.jsonl; expected the same record plus its label")
+                raise SourceError(source.root / GOLD_TEST, glineno, f"record {gobj['id']!r} differs from line {lineno} "
+                                                                    "of binary/test.jsonl; expected the same record "
+                                                                    "plus its label")
             rec = _record(obj, source.root / GOLD_TEST, glineno, gobj["label"])
             c1 += bool(_C1.search(rec["sentence1"] + rec["sentence2"]))
             yield "test", rec

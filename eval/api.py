@@ -58,7 +58,8 @@ def check_ll_result(result: Any, backend: str) -> LLResult:
     elif isinstance(result.n_tokens, bool) or not isinstance(result.n_tokens, int) or result.n_tokens <= 0:
         problem = f"n_tokens {result.n_tokens!r}, not an int > 0"
     if problem is not None:
-        raise ValueError(f"backend {backend!r} returned {problem} for a log-likelihood request; nothing of it was cached or scored")
+        raise ValueError(f"backend {backend!r} returned {problem} for a log-likelihood request; nothing of it was "
+                         "cached or scored")
     return result
 
 
@@ -135,7 +136,8 @@ class BackendOptions:
     batch_size: int | None = 8  # None: --batch-size auto, batches sized by tokens to fit max_memory
     trust_remote_code: bool = False
     max_length: int | None = None  # None: the model's own (lm-eval's rule)
-    max_memory: int | None = None  # bytes one forward pass may take (eval/backend_support/memory.py); None: the device's free memory (CUDA) or 1 GiB
+    # bytes one forward pass may take (eval/backend_support/memory.py); None: the device's free memory (CUDA) or 1 GiB
+    max_memory: int | None = None
     threads: int | None = None  # torch intra-op threads on CPU; None: torch's default
     seed: int | None = None  # the run's --seed, for engines that sample (vLLM's engine seed)
     extra: dict[str, Any] = field(default_factory=dict)  # --backend-arg NAME=VALUE as given; typed once resolved
@@ -173,7 +175,7 @@ class Backend(ABC):
     dtype: str = "unknown"
     # The backend's own settings: a dataclass of ``backend_option`` fields, filled from
     # ``--backend-arg NAME=VALUE`` (typed, unknown names refused) and listed by
-    # ``evalita-eval backends``. None: any --backend-arg is accepted as a string (older backends).
+    # ``evalita-eval backends``. None: the backend has no options of its own.
     Options: ClassVar[type | None] = None
     # What the backend was built from (its typed ``Options`` in ``options.engine``);
     # ``create_backend`` sets it (None for one built directly).
@@ -240,16 +242,16 @@ class Backend(ABC):
         options = self.options
         if options is not None:
             identity.update({
-                "name_or_path": options.model, "revision": options.revision, "trust_remote_code": options.trust_remote_code,
+                "name_or_path": options.model, "revision": options.revision,
+                "trust_remote_code": options.trust_remote_code,
                 "max_length": options.max_length, "device": options.device,
             })
             if self.dtype == "unknown":
                 identity["dtype"] = options.dtype
-            if self.engine_options is None:
-                identity["backend_args"] = {k: options.extra[k] for k in sorted(options.extra)}
         if self.engine_options is not None:
             identity["options"] = {
-                f.name: getattr(self.engine_options, f.name) for f in fields(self.engine_options) if f.metadata.get("changes_numbers", True)
+                f.name: getattr(self.engine_options, f.name)
+                for f in fields(self.engine_options) if f.metadata.get("changes_numbers", True)
             }
         return identity
 
@@ -289,7 +291,8 @@ def scoring_input(ctx: list[int], cont: list[int], max_length: int, continuation
     if not cont:
         raise ValueError(f"continuation {continuation!r} encodes to no tokens")
     if len(cont) > max_length:
-        raise ValueError(f"continuation {continuation[:40]!r}... has {len(cont)} tokens, more than the model's maximum length {max_length}")
+        raise ValueError(f"continuation {continuation[:40]!r}... has {len(cont)} tokens, more than the model's maximum "
+                         f"length {max_length}")
     return (ctx + cont)[-(max_length + 1):][:-1]
 
 

@@ -1,6 +1,6 @@
-"""The evaluator's metrics: those of the task declarations (``evalita_data.scoring.metrics``,
-re-exported here for code written against this module), the one of the open-ended setting
-(``ROUGE_L_ANSWER``), and the lookup of a metric by name through a task's own declaration.
+"""The evaluator's metrics: those the generative settings add (``ROUGE_L_ANSWER``...) beside the task
+declarations' own (``evalita_data.scoring.metrics``), and the lookup of a metric by name through a
+task's own declaration.
 
 There is no table of metric names: ``metric_of(task, name)`` reads the ``Metric`` objects
 the task's ``TaskSpec`` lists (an added task's own metrics included), so that ``evalita-eval
@@ -11,11 +11,7 @@ from __future__ import annotations
 
 from evalita_data.registry import task_of_entry, tasks
 from evalita_data.scoring.metric import Metric
-from evalita_data.scoring.metrics import (  # noqa: F401  (re-exported)
-    ACC, ACC_BYTES, ACC_NORM, F1_BINARY, F1_MACRO, LS_F1, MC_ACCURACIES, NER_F1, NER_F1_STRICT, REL_F1,
-    REL_F1_STRICT, ROUGE1, ROUGE2, ROUGE_L, ROUGE_LSUM, SENTIPOLC_F1, Samples, f1_binary, f1_macro, ls_f1,
-    ls_item, macro_f1, mc_prediction, ner_f1, ner_labels, ner_pairs, per_label_f1, rel_f1, rel_labels, rel_pairs,
-    rouge_metric, sentipolc_f1)
+from evalita_data.scoring.metrics import rouge_metric
 
 from .settings.answers import normalize
 
@@ -58,7 +54,8 @@ def metric_of(task: str | None, name: str) -> Metric:
     if task is not None:
         spec = task_of_entry(task.split(" [", 1)[0])  # a report table's "te [ce]" is task te
         if spec is None:
-            raise KeyError(f"unknown task {task!r}: no registered task declares it (is EVALITA_TASK_PATH set as for the run?)")
+            raise KeyError(f"unknown task {task!r}: no registered task declares it (is EVALITA_TASK_PATH set as for "
+                           "the run?)")
         for m in spec.metrics:
             if m.name == name:
                 return m
@@ -81,5 +78,6 @@ def higher_is_better(task: str, name: str) -> bool:
 
 
 def score_samples(metric: str, samples: list[dict], task: str | None = None) -> float:
-    """The corpus-level ``metric`` (a name, resolved by ``metric_of``) over ``samples`` (the dicts of samples/*.jsonl)."""
+    """The corpus-level ``metric`` (a name, resolved by ``metric_of``) over ``samples`` (the dicts of samples/*.jsonl).
+    """
     return metric_of(task, metric)(samples)

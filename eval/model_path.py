@@ -24,7 +24,8 @@ GGUF_INSTALL = "pip install -e '.[gguf]' (in a clone of evalita-llm)"
 
 
 class ModelPathError(ValueError):
-    """A --model that cannot be a model; ``usage``: the fault is the argument itself (exit 2), else an install (exit 1)."""
+    """A --model that cannot be a model; ``usage``: the fault is the argument itself (exit 2), else an install (exit 1).
+    """
 
     def __init__(self, message: str, usage: bool = True) -> None:
         super().__init__(message)
@@ -60,7 +61,8 @@ def _require_gguf(model: str) -> None:
     if "gguf" in missing:  # the message of backend_support/gguf.py's require_gguf, which tests and users know
         raise ModelPathError(f"--model {model} needs the gguf package: {GGUF_INSTALL}", usage=False)
     if missing:
-        raise ModelPathError(f"--model {model} needs {', '.join(missing)} (transformers loads GGUF files with it): {GGUF_INSTALL}",
+        raise ModelPathError(f"--model {model} needs {', '.join(missing)} (transformers loads GGUF files with it): "
+                             f"{GGUF_INSTALL}",
                              usage=False)
 
 
@@ -69,14 +71,16 @@ def _file_advice(model: str, path: Path) -> str:
     folder = path.parent
     if (folder / CONFIG).is_file():
         return f"{model} is a file: pass the model folder that holds it and its {CONFIG}: --model {Path(model).parent}"
-    return f"{model} is a file, not a model: pass a model folder (with {CONFIG} and the weights), a .gguf file or a Hub id"
+    return (f"{model} is a file, not a model: pass a model folder (with {CONFIG} and the weights), a .gguf file or a "
+            "Hub id")
 
 
 def _check_folder(model: str, path: Path) -> None:
     config = path / CONFIG
     if config.is_file():
         if config.stat().st_size > CONFIG_MAX_BYTES:
-            raise ModelPathError(f"{config}: {config.stat().st_size} bytes, not a model's {CONFIG}: is --model the right folder?")
+            raise ModelPathError(f"{config}: {config.stat().st_size} bytes, not a model's {CONFIG}: is --model the "
+                                 "right folder?")
         try:
             ok = isinstance(json.loads(config.read_text("utf-8")), dict)
         except (UnicodeDecodeError, json.JSONDecodeError):

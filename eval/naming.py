@@ -96,6 +96,7 @@ def run_folder(model: dict, config: dict, rid: str) -> str:
     """``<model>[@rev]/<setting>[-constrained][-<k>shot][-<split>][-thinking]-<run id>`` of a run identity or of a
     results.json's ``model`` and ``config``: a local run's default folder and its folder in a results repository,
     never shared by two runs that differ in anything that can change a number."""
-    setting = setting_slug(config.get("setting"), bool(config.get("constrained")), int(config.get("num_fewshot") or 0), config.get("split"))
+    setting = setting_slug(config.get("setting"), bool(config.get("constrained")), int(config.get("num_fewshot") or 0),
+                           config.get("split"))
     thinking = "-thinking" if config.get("thinking") else ""
     return f"{model_slug(str(model.get('name_or_path') or 'model'), model.get('revision'))}/{setting}{thinking}-{rid}"

@@ -304,7 +304,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
     except ConfigFileError as err:
         raise RunSpecError(str(err)) from None
     if not isinstance(doc, dict):
-        raise RunSpecError(f"{path}: expected a mapping of run options (model: ..., limit: ...), got {type(doc).__name__}")
+        raise RunSpecError(f"{path}: expected a mapping of run options (model: ..., limit: ...), got "
+                           f"{type(doc).__name__}")
     return doc
 
 

@@ -26,9 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .record import RecordError, read_run
-from .sweep_runs import SweepRun, complete_folder, load_sweep, run_reservation
-
-__all__ = ["load_sweep", "report_sweep", "run_one"]
+from .sweep_runs import SweepRun, complete_folder, run_reservation
 
 
 # Seconds between two looks at a running run's folder (its task) and at the runs' news (the driver).
@@ -172,7 +170,8 @@ def reservations(runs: list[SweepRun], address: str | None) -> list[dict[str, fl
     the cluster's: one line naming the run before any run starts."""
     from .replicas.resources import check_room, cluster_resources, machine_resources
 
-    have, where = (cluster_resources(), f"the Ray cluster at {address}") if address else (machine_resources(), "this machine")
+    have, where = (cluster_resources(), f"the Ray cluster at {address}") if address else (machine_resources(),
+                                                                                          "this machine")
     held = [run_reservation(run.spec, have["GPU"] > 0) for run in runs]
     for run, each in zip(runs, held):
         check_room(f"{run.where}: its replicas and GPUs", each["num_cpus"], each["num_gpus"], have, where)
@@ -207,7 +206,8 @@ def write_configs(runs: list[SweepRun], out: Path) -> list[Path]:
     return paths
 
 
-def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | None, out: Path) -> dict[int, tuple[str, Path | None]]:
+def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | None,
+              out: Path) -> dict[int, tuple[str, Path | None]]:
     """Every run not yet complete as a Ray task; a line per run as it is queued, starts, goes on and
     ends. Returns run index -> (state, its folder)."""
     from .replicas.ray_start import start_ray, use_token_if_present
@@ -252,7 +252,8 @@ def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | 
                 except ray.exceptions.RayError as err:  # its node lost NODE_RETRIES + 1 times: what it saved is kept
                     code, folder = -1, None
                     last = f"its node was lost ({type(err).__name__}); rerun the sweep to resume it"
-                states[i] = ("complete" if code == 0 else f"failed (exit {code}): {last}", None if folder is None else Path(folder))
+                states[i] = ("complete" if code == 0 else f"failed (exit {code}): {last}",
+                             None if folder is None else Path(folder))
                 lines.say(i, f"{states[i][0]} ({len(runs) - len(pending)}/{len(runs)} done; in {folder})")
     finally:
         if started_ray:
@@ -260,7 +261,8 @@ def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | 
     return states
 
 
-def report_groups(runs: list[SweepRun], states: dict[int, tuple[str, Path | None]], out: Path) -> dict[Path, list[Path]]:
+def report_groups(runs: list[SweepRun], states: dict[int, tuple[str, Path | None]],
+                  out: Path) -> dict[Path, list[Path]]:
     """The results files of the complete runs, by the folder of their report: one report in OUT when the
     runs evaluate the same prompts, else one per prompt set (OUT/prompts-p1-p3, OUT/prompts-all): a
     report compares every model on every prompt of a task."""

@@ -66,7 +66,8 @@ def load_sweep(path: Path) -> list[SweepRun]:
         runs.append(sweep_run(spec, n, None if name is None else str(name), tuple(notes)))
     unnamed = [run.name for run, raw in zip(runs, doc) if "name" not in {**defaults, **raw}]
     # Runs without a name that would share one (same model and setting, other keys): told apart by their place.
-    runs = [replace(run, name=f"{run.name} #{run.number}") if "name" not in {**defaults, **raw} and unnamed.count(run.name) > 1 else run
+    runs = [replace(run, name=f"{run.name} #{run.number}") if "name" not in {**defaults, **raw}
+            and unnamed.count(run.name) > 1 else run
             for run, raw in zip(runs, doc)]
     check_runs(path, runs)
     return runs
@@ -76,7 +77,8 @@ def sweep_run(spec: RunSpec, n: int, name: str | None, notes: tuple[str, ...] = 
     from .naming import setting_slug
 
     folder = Path(spec.output_dir).resolve() if spec.output_dir else None
-    default_name = f"{spec.model} {folder.name if folder else setting_slug(spec.setting, spec.constrained, spec.num_fewshot, spec.split)}"
+    slug = folder.name if folder else setting_slug(spec.setting, spec.constrained, spec.num_fewshot, spec.split)
+    default_name = f"{spec.model} {slug}"
     return SweepRun(name or default_name, n, spec, folder, notes)
 
 
@@ -164,7 +166,8 @@ def identity_difference(record: RunRecord, spec: RunSpec) -> str | None:
 
 
 def candidate_folders(run: SweepRun) -> list[Path]:
-    """Where a complete run of ``run`` can be: its output_dir, else ``run``'s default folders of its model and setting."""
+    """Where a complete run of ``run`` can be: its output_dir, else ``run``'s default folders of its model and setting.
+    """
     from .naming import model_slug, setting_slug
 
     if run.output_dir is not None:

@@ -173,7 +173,8 @@ def _inputs_lines(inputs: dict) -> list[str]:
         return []
     if len(inputs) > MAX_LISTED_INPUTS:
         total = sum(v["bytes"] for v in inputs.values())
-        return ["", f"Raw files read: {len(inputs)} files, {total} bytes in all; the sha256 of each is in `{MANIFEST_FILE}`."]
+        return ["", f"Raw files read: {len(inputs)} files, {total} bytes in all; the sha256 of each is in "
+                    f"`{MANIFEST_FILE}`."]
     lines = ["", "Raw files read:", "", "| file | bytes | sha256 |", "|---|---|---|"]
     return lines + [f"| `{name}` | {v['bytes']} | `{v['sha256']}` |" for name, v in inputs.items()]
 
@@ -213,10 +214,9 @@ def render_card(task_id: str, entry: BuiltTask, split_paths: dict[str, str], org
     out = ["---", yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000).rstrip(), "---", ""]
     out += [f"# Evalita-LLM {spec.id.upper()}: {spec.title}", ""]
     out += [
-        f"The **{spec.id}** task of the Evalita-LLM benchmark for Italian language models "
-        f"(Magnini et al., 2025), converted from the original Evalita distribution by "
-        f"`evalita-data` {tool_version}. Evaluation split: `{spec.eval_split}`; "
-        f"few-shot examples from `{spec.fewshot_split}`; "
+        f"The **{spec.id}** task of the Evalita-LLM benchmark for Italian language models (Magnini et al., 2025), "
+        f"converted from the original Evalita distribution by `evalita-data` {tool_version}. Evaluation split: "
+        f"`{spec.eval_split}`; few-shot examples from `{spec.fewshot_split}`; "
         f"{'multiple-choice scoring' if spec.output_type == 'multiple_choice' else 'greedy generation'}.",
         "",
         "```python",
@@ -231,20 +231,22 @@ def render_card(task_id: str, entry: BuiltTask, split_paths: dict[str, str], org
             "", "Please cite the original work:", ""] + _fence(spec.citation)
     out += ["", "## Conversion", "",
             f"Built by `evalita-data build` (tool {'evalita-data' if entry.tool is None else entry.tool} "
-            f"{tool_version}, converter `{spec.converter_name}`, seed {entry.seed}). "
-            "Every random choice uses this seed; the same raw files give byte-identical splits."]
+            f"{tool_version}, converter `{spec.converter_name}`, seed {entry.seed}). Every random choice uses this "
+            "seed; the same raw files give byte-identical splits."]
     doc = _conversion_doc(spec)
     if doc:
         out += ["", doc]
     out += _inputs_lines(entry.inputs or {})
     out += ["", "## Record schema", "", f"Every record has exactly these fields (`{spec.schema_label}`):", ""]
     out += _schema_rows(spec)
-    out += ["", "## Splits", "", f"Files are {data_format}.", "", "| split | rows | rows in the paper | file |", "|---|---|---|---|"]
+    out += ["", "## Splits", "", f"Files are {data_format}.", "", "| split | rows | rows in the paper | file |",
+            "|---|---|---|---|"]
     for key in ordered_splits(spec, entry.splits):
         split, paper = entry.splits[key], spec.paper_splits.get(key, "")
         out.append(f"| {key} | {split.rows} | {paper} | `{split_paths[key]}` |")
     for m in entry.missing_parts():
-        out += ["", f"Not included: splits {', '.join(m.splits or [])} (missing originals {', '.join(m.files or [])}). {m.hint}"]
+        out += ["", f"Not included: splits {', '.join(m.splits or [])} (missing originals {', '.join(m.files or [])}). "
+                    f"{m.hint}"]
     out += ["", "## Dropped and repaired records", "",
             "Nothing is dropped or changed silently; the counts below come from the build manifest.", ""]
     out += _counts_table("Dropped", report.dropped or {}) + [""] + _counts_table("Repaired", report.repaired or {})

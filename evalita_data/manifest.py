@@ -26,7 +26,8 @@ class ManifestError(EvalitaDataError, ValueError):
 
 def _expect(value: Any, kind: type | tuple[type, ...], where: str, field_name: str, expected: str) -> Any:
     # bool is an int in Python; no manifest field that is a number may be a boolean.
-    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))):
+    if not isinstance(value,
+                      kind) or (isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))):
         raise ManifestError(f"{where}: field {field_name}: expected {expected}, found {json.dumps(value)[:60]}")
     return value
 
@@ -75,7 +76,8 @@ class MissingPart:
                 lists[key] = [_expect(item, str, where, f"{name}.{key}", "a list of strings")
                               for item in _expect(data[key], list, where, f"{name}.{key}", "a list of strings")]
         hint = _expect(data["hint"], str, where, f"{name}.hint", "a string") if "hint" in data else None
-        return cls(lists.get("files"), lists.get("splits"), hint, {k: v for k, v in data.items() if k not in ("files", "splits", "hint")})
+        return cls(lists.get("files"), lists.get("splits"), hint,
+                   {k: v for k, v in data.items() if k not in ("files", "splits", "hint")})
 
     def to_json(self) -> dict:
         known = {"files": self.files, "splits": self.splits, "hint": self.hint}
@@ -98,10 +100,12 @@ class BuildReport:
     @classmethod
     def from_json(cls, data: Any, where: str, name: str) -> "BuildReport":
         _expect(data, dict, where, name, "an object")
-        known = {key: _expect(data[key], dict, where, f"{name}.{key}", "an object") for key in _REPORT_OBJECTS if key in data}
+        known = {key: _expect(data[key], dict, where, f"{name}.{key}", "an object")
+                 for key in _REPORT_OBJECTS if key in data}
         if "missing" in data:
             parts = _expect(data["missing"], list, where, f"{name}.missing", "a list")
-            known["missing"] = [MissingPart.from_json(part, where, f"{name}.missing[{i}]") for i, part in enumerate(parts)]
+            known["missing"] = [MissingPart.from_json(part, where, f"{name}.missing[{i}]")
+                                for i, part in enumerate(parts)]
         return cls(**known, other={k: v for k, v in data.items() if k not in _REPORT_OBJECTS and k != "missing"})
 
     def to_json(self) -> dict:
@@ -138,10 +142,14 @@ class BuiltTask:
         if "splits" not in data:
             raise ManifestError(f"{where}: field {prefix}splits: missing")
         splits = _expect(data["splits"], dict, where, f"{prefix}splits", "an object of splits")
-        known = {key: _expect(data[key], kind, where, prefix + key, what) for key, (kind, what) in _OPTIONAL.items() if key in data}
+        known = {key: _expect(data[key], kind, where, prefix + key, what)
+                 for key, (kind, what) in _OPTIONAL.items() if key in data}
         report = BuildReport.from_json(data["report"], where, f"{prefix}report") if "report" in data else None
-        return cls(splits={key: SplitEntry.from_json(split, where, f"{prefix}splits.{key}") for key, split in splits.items()},
-                   report=report, other={k: v for k, v in data.items() if k not in ("splits", "report") and k not in _OPTIONAL}, **known)
+        return cls(splits={key: SplitEntry.from_json(split, where, f"{prefix}splits.{key}")
+                           for key, split in splits.items()},
+                   report=report,
+                   other={k: v for k, v in data.items() if k not in ("splits", "report") and k not in _OPTIONAL},
+                   **known)
 
     def to_json(self) -> dict:
         out = {key: getattr(self, key) for key in _OPTIONAL if getattr(self, key) is not None}

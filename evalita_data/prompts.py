@@ -43,8 +43,8 @@ def _check_names(spec: TaskSpec, what: str, source: str, allowed: set[str]) -> N
     unknown = sorted(used - allowed)
     if unknown:
         raise PromptError(
-            f"task {spec.id}, {what}: uses {', '.join(unknown)}, which the record does not have "
-            f"(fields of {spec.schema_label} and derived: {', '.join(sorted(allowed))})"
+            f"task {spec.id}, {what}: uses {', '.join(unknown)}, which the record does not have (fields of "
+            f"{spec.schema_label} and derived: {', '.join(sorted(allowed))})"
         )
 
 
@@ -115,7 +115,8 @@ def _choices_fn(spec: TaskSpec, p: MCPrompt, allowed: set[str]) -> Callable[[dic
     def choices(env: dict) -> list[str]:
         value = expr(**env)
         if not isinstance(value, (list, tuple)) or not all(isinstance(c, str) for c in value):
-            raise PromptError(f"task {spec.id} prompt {p.name}: choices {p.choices!r} gave {value!r}, not a list of strings")
+            raise PromptError(f"task {spec.id} prompt {p.name}: choices {p.choices!r} gave {value!r}, not a list of "
+                              "strings")
         return list(value)
 
     return choices

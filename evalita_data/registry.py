@@ -75,7 +75,8 @@ def _folder_modules(folder: Path) -> list[ModuleType]:
         spec = ModuleSpec(package, None, is_package=True)
         spec.submodule_search_locations = [str(folder.resolve())]
         sys.modules[package] = importlib.util.module_from_spec(spec)
-    return [importlib.import_module(f"{package}.{p.stem}") for p in sorted(folder.glob("*.py")) if not p.name.startswith("_")]
+    return [importlib.import_module(f"{package}.{p.stem}")
+            for p in sorted(folder.glob("*.py")) if not p.name.startswith("_")]
 
 
 def _entry_point_modules() -> list[ModuleType]:
@@ -85,7 +86,8 @@ def _entry_point_modules() -> list[ModuleType]:
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         module = ep.load()
         if not isinstance(module, ModuleType) or not (hasattr(module, "TASK") or hasattr(module, "TASKS")):
-            raise TaskRegistryError(f"entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP}) must name a module defining TASK or TASKS")
+            raise TaskRegistryError(f"entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP}) must name a module "
+                                    "defining TASK or TASKS")
         modules.append(module)
     return modules
 
@@ -127,8 +129,10 @@ def _check(found: _Found) -> None:
         if isinstance(ref, str) and re.fullmatch(r"[\w.]+:\w+", ref) is None:
             raise fail(f"{what} {ref!r}: expected a function or \"module:function\"")
     unparsed_as = spec.instruct.unparsed_as if spec.instruct is not None else None
-    if unparsed_as is not None and isinstance(spec.instruct.answers, list) and sorted(unparsed_as) != list(range(len(spec.instruct.answers))):
-        raise fail(f"instruct.unparsed_as {unparsed_as} must give one class per answer ({len(spec.instruct.answers)} answers)")
+    if unparsed_as is not None and isinstance(spec.instruct.answers,
+                                              list) and sorted(unparsed_as) != list(range(len(spec.instruct.answers))):
+        raise fail(f"instruct.unparsed_as {unparsed_as} must give one class per answer ({len(spec.instruct.answers)} "
+                   "answers)")
 
 
 def _check_output_format(spec: TaskSpec, fail: Callable[[str], TaskRegistryError]) -> None:
@@ -160,7 +164,8 @@ def discover() -> dict[str, TaskSpec]:
     for module in modules:
         for f in _specs_of(module):
             if f.spec.id in found:
-                raise TaskRegistryError(f"{f.origin}: task id {f.spec.id!r} is already declared in {found[f.spec.id].origin}")
+                raise TaskRegistryError(f"{f.origin}: task id {f.spec.id!r} is already declared in "
+                                        f"{found[f.spec.id].origin}")
             _check(f)
             found[f.spec.id] = f
     ordered = sorted(found.values(), key=lambda f: (f.spec.order, f.spec.id))

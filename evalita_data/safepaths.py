@@ -31,11 +31,14 @@ def check_output_apart(out: Path, inputs: dict[str, Path], out_flag: str = "--ou
     for flag, path in inputs.items():
         i = Path(path).resolve()
         if o == i:
-            raise UnsafePath(f"{out_flag} {out} is the same folder as {flag} {path}; inputs are never written: choose another {out_flag}")
+            raise UnsafePath(f"{out_flag} {out} is the same folder as {flag} {path}; inputs are never written: choose "
+                             f"another {out_flag}")
         if i in o.parents:
-            raise UnsafePath(f"{out_flag} {out} is inside {flag} {path}; inputs are never written: choose a folder outside it")
+            raise UnsafePath(f"{out_flag} {out} is inside {flag} {path}; inputs are never written: choose a folder "
+                             "outside it")
         if o in i.parents:
-            raise UnsafePath(f"{out_flag} {out} contains {flag} {path}; replacing it would destroy the inputs: choose another {out_flag}")
+            raise UnsafePath(f"{out_flag} {out} contains {flag} {path}; replacing it would destroy the inputs: choose "
+                             f"another {out_flag}")
 
 
 def check_split_key(key: object, where: str) -> str:
@@ -49,15 +52,16 @@ def check_split_key(key: object, where: str) -> str:
 def check_hub_name(name: object, what: str = "--org") -> str:
     """A Hub user/organisation or repository name, checked before use in a path or URL."""
     if not isinstance(name, str) or not HUB_NAME.fullmatch(name) or ".." in name or "--" in name:
-        raise UnsafePath(f"{what} {name!r} is not a valid Hub name; expected letters, digits, '-', '_' or '.' "
-                         "(at most 96, not starting or ending with '-' or '.', no '..' or '--')")
+        raise UnsafePath(f"{what} {name!r} is not a valid Hub name; expected letters, digits, '-', '_' or '.' (at most "
+                         "96, not starting or ending with '-' or '.', no '..' or '--')")
     return name
 
 
 def check_inside(path: Path, root: Path) -> Path:
-    """``path`` if it resolves inside ``root`` (every symbolic link on the way followed); refuses anything that would escape it."""
+    """``path`` if it resolves inside ``root`` (every symbolic link on the way followed); refuses anything that would
+    escape it."""
     p, r = Path(path).resolve(), Path(root).resolve()
     if p != r and r not in p.parents:
-        raise UnsafePath(f"{path} resolves to {p}, outside {root} (through a symbolic link or '..'); refused: "
-                         f"nothing is written outside {root}")
+        raise UnsafePath(f"{path} resolves to {p}, outside {root} (through a symbolic link or '..'); refused: nothing "
+                         f"is written outside {root}")
     return path

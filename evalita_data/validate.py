@@ -39,7 +39,8 @@ def validate_file(path: Path, task_id: str) -> list[Violation]:
                 key = rec[spec.id_field]
                 if key in seen:
                     out.append(
-                        Violation(str(path), lineno, f"{spec.id_field}: duplicate id {key!r} (first on line {seen[key]})")
+                        Violation(str(path), lineno,
+                                  f"{spec.id_field}: duplicate id {key!r} (first on line {seen[key]})")
                     )
                 else:
                     seen[key] = lineno
@@ -54,8 +55,8 @@ def task_of(path: Path, root: Path | None = None) -> str:
     """The task a split file belongs to: the first folder under the build root named like a task."""
     resolved = path.resolve()
     if root is not None and not resolved.is_relative_to(root.resolve()):
-        raise UnsafePath(f"{path}: a symbolic link to {resolved}, outside the build {root}; "
-                         "not read (copy the file instead)")
+        raise UnsafePath(f"{path}: a symbolic link to {resolved}, outside the build {root}; not read (copy the file "
+                         "instead)")
     parts = resolved.relative_to(root.resolve()).parts if root else resolved.parts
     for part in parts:
         if part in task_ids():
@@ -97,10 +98,12 @@ def manifest_violations(build_dir: Path, files: list[Path]) -> list[Violation]:
     try:
         manifest = BuildManifest.read(manifest_path)
     except ManifestError as err:
-        return [Violation(str(manifest_path), 0, f"not a build manifest: {str(err).removeprefix(f'{manifest_path}: ')}")]
+        return [Violation(str(manifest_path), 0,
+                          f"not a build manifest: {str(err).removeprefix(f'{manifest_path}: ')}")]
     listed = {(build_dir / tid / split.file).resolve(): (tid, key, split) for tid, entry in manifest.tasks.items()
               for key, split in entry.splits.items()}
-    out = [Violation(str(f), 0, f"not in {manifest_path}: the build did not write it") for f in files if f.resolve() not in listed]
+    out = [Violation(str(f), 0, f"not in {manifest_path}: the build did not write it")
+           for f in files if f.resolve() not in listed]
     for resolved, (tid, key, split) in listed.items():
         path = build_dir / tid / split.file
         if not path.is_file():
@@ -110,9 +113,11 @@ def manifest_violations(build_dir: Path, files: list[Path]) -> list[Violation]:
         # Records are "\n"-terminated lines (a U+2028 inside a text is no line break: no str.splitlines).
         rows = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
         if rows != split.rows:
-            out.append(Violation(str(path), 0, f"{rows} rows, {manifest_path} says {split.rows}: the file changed after the build"))
+            out.append(Violation(str(path), 0,
+                                 f"{rows} rows, {manifest_path} says {split.rows}: the file changed after the build"))
         digest = hashlib.sha256(data).hexdigest()
         if digest != split.sha256:
-            out.append(Violation(str(path), 0, f"sha256 {digest[:16]}… differs from {manifest_path} ({split.sha256[:16]}…): "
-                                               "the file changed after the build; rebuild it (evalita-data build)"))
+            out.append(Violation(str(path), 0,
+                                 f"sha256 {digest[:16]}… differs from {manifest_path} ({split.sha256[:16]}…): the file "
+                                 "changed after the build; rebuild it (evalita-data build)"))
     return out

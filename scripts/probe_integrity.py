@@ -212,7 +212,7 @@ def probe_server(work: Path, model: Path, env: dict[str, str]) -> tuple[dict[str
 def tiny_model(work: Path, env: dict[str, str]) -> Path:
     model = work / "tiny"
     if not model.exists():
-        subprocess.run([PY, "-c", f"from evalita_eval.tiny import build_tiny_model; build_tiny_model({str(model)!r})"], check=True,
+        subprocess.run([PY, "-c", f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); from tiny_model import build_tiny_model; build_tiny_model({str(model)!r})"], check=True,
                        capture_output=True, env=env)
     return model
 

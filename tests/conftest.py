@@ -90,6 +90,6 @@ def raw_copy(tmp_path: Path):
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer, hidden-64 random Llama with a BPE tokenizer trained on Italian, saved locally."""
     pytest.importorskip("torch")
-    from evalita_eval.tiny import build_tiny_model
+    from tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))

@@ -25,7 +25,7 @@ def tiny_lm(tmp_path_factory):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from evalita_eval.tiny import build_tiny_model
+    from tiny_model import build_tiny_model
 
     path = build_tiny_model(tmp_path_factory.mktemp("tiny"), layers=2, hidden=64, seed=0, kv_heads=2)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()

@@ -30,9 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS: list[tuple[str, ...]] = [
     ("evalita_data",),  # the data toolkit: it imports nothing of the evaluator
     # The evaluator's foundations: the version, the backend contract, output-folder names, the
-    # text rules that read answers, the tiny test model, the reader of option files (run --config, sweeps).
-    ("evalita_eval", "evalita_eval.api", "evalita_eval.naming", "evalita_eval.settings.answers", "evalita_eval.tiny",
-     "evalita_eval.config_file"),
+    # text rules that read answers, the reader of option files (run --config, sweeps).
+    ("evalita_eval", "evalita_eval.api", "evalita_eval.naming", "evalita_eval.settings.answers", "evalita_eval.config_file"),
     # The tasks' metrics and the open-ended one (reads answers.normalize).
     ("evalita_eval.metrics",),
     # The run record (results.json and samples: their schemas and their one reader, docs/run-record.md): its reader

@@ -15,7 +15,7 @@ from paths import ROOT
 
 import pytest
 
-from evalita_eval.cli import RUN_NEEDS, STATS_NEEDS
+from evalita_eval.cli.support import RUN_NEEDS, STATS_NEEDS
 from evalita_eval.model_path import GGUF_NEEDS
 
 

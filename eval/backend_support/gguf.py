@@ -1,12 +1,11 @@
 """GGUF model files (llama.cpp's single-file format) as ``--model``.
 
 ``--model path/to/file.gguf``, or a folder or Hub id with ``--backend-arg gguf_file=NAME``:
-transformers' GGUF support dequantizes the weights (float32 unless ``--dtype`` says otherwise)
-and builds the tokenizer and chat template from the file's metadata, on the ``hf``
-backend; vLLM loads the file itself (``--backend vllm``, with vLLM's GGUF plugin). The file's
-sha256 identifies the model (``gguf_identity``): a file replaced under the same name is another
-model (a local file's is ``identity.model_source_identity``'s ``file_sha256``, a Hub file's
-``gguf_identity``'s ``gguf_sha256``). Needs the ``gguf`` package (``pip install -e '.[gguf]' (in a clone of evalita-llm)``).
+transformers' GGUF support dequantizes the weights (float32 unless ``--dtype`` says otherwise) and builds the tokenizer
+and chat template from the file's metadata, on the ``hf`` backend; vLLM loads the file itself (``--backend vllm``, with
+vLLM's GGUF plugin). The file's sha256 identifies the model (``gguf_identity``): a file replaced under the same name is
+another model (a local file's is ``identity.model_source_identity``'s ``file_sha256``, a Hub file's ``gguf_identity``'s
+``gguf_sha256``). Needs the ``gguf`` package (``pip install -e '.[gguf]' (in a clone of evalita-llm)``).
 """
 
 from __future__ import annotations
@@ -72,7 +71,8 @@ def pretrained_source(model: str, gguf: GGUFModel | None) -> tuple[str, dict[str
 def require_gguf(model: str) -> None:
     """Stop with the install hint, not transformers' error about a config file, when ``gguf`` is missing."""
     if importlib.util.find_spec("gguf") is None:
-        raise RuntimeError(f"--model {model} needs the gguf package: pip install -e '.[gguf]' (in a clone of evalita-llm)")
+        raise RuntimeError(f"--model {model} needs the gguf package: pip install -e '.[gguf]' (in a clone of "
+                           "evalita-llm)")
 
 
 def gguf_identity(model: str, revision: str | None, extra: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
@@ -94,4 +94,5 @@ def gguf_identity(model: str, revision: str | None, extra: Mapping[str, Any] | N
 
 def gguf_file_option() -> Any:
     """The ``gguf_file`` field of the ``Options`` of the backends that load GGUF (hf, vllm)."""
-    return backend_option(None, "a .gguf file inside --model (a folder or Hub id) to load; --model X.gguf names one directly")
+    return backend_option(None,
+                          "a .gguf file inside --model (a folder or Hub id) to load; --model X.gguf names one directly")

@@ -101,7 +101,8 @@ class Sha256Memo:
 
 def _memo_entry_ok(value: Any) -> bool:
     return (isinstance(value, list) and len(value) == 2 and isinstance(value[0], list) and len(value[0]) == 5
-            and all(type(x) is int for x in value[0]) and isinstance(value[1], str) and re.fullmatch(r"[0-9a-f]{64}", value[1]) is not None)
+            and all(type(x) is int for x in value[0]) and isinstance(value[1], str)
+            and re.fullmatch(r"[0-9a-f]{64}", value[1]) is not None)
 
 
 def folder_fingerprint(folder: str | Path, memo: Sha256Memo | None = None) -> str:
@@ -113,11 +114,13 @@ def folder_fingerprint(folder: str | Path, memo: Sha256Memo | None = None) -> st
     memo = memo or Sha256Memo()
     files = sorted(
         p for p in root.rglob("*")
-        if p.is_file() and p.suffix in MODEL_FILE_SUFFIXES and not any(part.startswith(".") for part in p.relative_to(root).parts)
+        if p.is_file() and p.suffix in MODEL_FILE_SUFFIXES
+        and not any(part.startswith(".") for part in p.relative_to(root).parts)
     )
     total = hashlib.sha256()
     for path in files:
-        total.update(f"{path.relative_to(root).as_posix()}\0{path.stat().st_size}\0{memo.sha256(path)}\n".encode("utf-8"))
+        line = f"{path.relative_to(root).as_posix()}\0{path.stat().st_size}\0{memo.sha256(path)}\n"
+        total.update(line.encode("utf-8"))
     memo.save()
     return total.hexdigest()
 
@@ -162,5 +165,7 @@ def tokenizer_identity(tokenizer: Any, model_name_or_path: str) -> dict[str, Any
     if name and name != model_name_or_path and Path(name).expanduser().is_dir():
         out["tokenizer_files_sha256"] = folder_fingerprint(Path(name).expanduser())
     template = getattr(tokenizer, "chat_template", None)
-    out["chat_template_sha256"] = text_sha256(template if isinstance(template, str) else json.dumps(template, sort_keys=True) if template else None)
+    out["chat_template_sha256"] = text_sha256(template
+                                              if isinstance(template, str) else json.dumps(template, sort_keys=True)
+                                              if template else None)
     return out

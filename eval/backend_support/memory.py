@@ -2,17 +2,13 @@
 memory a run records in results.json.
 
 A batch of ``rows`` sequences padded to ``width`` tokens, ``scored`` of whose positions are
-projected onto the vocabulary, is taken to need
+projected onto the vocabulary, is taken to need (docs/evaluator.md explains each term; an upper
+estimate for inference, since no activation outlives its layer)
 
     rows x width x itemsize x (6 x hidden + 3 x intermediate + (heads + 1) x width)
     + scored x vocab x (itemsize + 8)
 
-bytes beyond the weights: the residual stream, its normalised copy, queries/keys/values and
-the attention output (6 x hidden), the MLP's gate, up and product (3 x intermediate), one
-row of attention scores per head plus the mask (``(heads + 1) x width``, what an attention
-that materialises its scores needs), and per scored position the logits in the model's
-dtype and two float32 copies (the upcast and the log-softmax). It is an upper estimate for
-inference (no activation outlives its layer); ``--max-memory`` is the budget it must fit.
+bytes beyond the weights; ``--max-memory`` is the budget it must fit.
 """
 
 from __future__ import annotations
@@ -24,7 +20,8 @@ from typing import Any
 # The budget on CPU when --max-memory is not given (a laptop runs other things too).
 DEFAULT_CPU_BUDGET = 1 << 30
 # Padded tokens (rows x longest row) of one scoring forward pass on CPU at most: hf cuts each
-# batch of --batch-size requests into passes of at most this many. A pass's activations grow with its tokens (SmolLM2-135M, float32: about 25 KB per
+# batch of --batch-size requests into passes of at most this many. A pass's activations grow with its tokens
+# (SmolLM2-135M, float32: about 25 KB per
 # token in the MLP), and on CPU a wider pass is not faster: 8 paragraph-long FAQ requests
 # (8 x 1303 tokens) in one pass took a run to 1306 MiB RSS with 1 thread, 1473 MiB with 2.
 CPU_PASS_TOKENS = 4096
@@ -40,7 +37,8 @@ def parse_memory(text: str) -> int:
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
     unit = match.group(2).lower() if match else ""
     if not match or unit not in _UNITS:
-        raise ValueError(f"memory size {text!r}: expected a number with an optional unit (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB), e.g. 4GiB")
+        raise ValueError(f"memory size {text!r}: expected a number with an optional unit (B, KiB, MiB, GiB, TiB, KB, "
+                         "MB, GB, TB), e.g. 4GiB")
     value = int(float(match.group(1)) * _UNITS[unit])
     if value <= 0:
         raise ValueError(f"memory size {text!r} must be more than 0 bytes")
@@ -60,7 +58,8 @@ def token_bytes(config: Any, itemsize: int, width: int) -> int:
 
 def forward_bytes(config: Any, itemsize: int, rows: int, width: int, scored: int) -> int:
     """Working memory of one forward pass (the formula of this module's docstring)."""
-    return rows * width * token_bytes(config, itemsize, width) + scored * _text_config(config).vocab_size * (itemsize + 8)
+    return rows * width * token_bytes(config, itemsize,
+                                      width) + scored * _text_config(config).vocab_size * (itemsize + 8)
 
 
 def kv_bytes_per_token(model: Any) -> int:

@@ -73,7 +73,8 @@ def _type_name(tp: Any) -> str:
     if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1:
         return f"{_type_name(args[0])} or none"
     origin = typing.get_origin(tp) or tp
-    return {int: "int", float: "float", bool: "bool", str: "str", dict: "JSON object", list: "JSON list"}.get(origin, str(tp))
+    return {int: "int", float: "float", bool: "bool", str: "str", dict: "JSON object", list: "JSON list"}.get(origin,
+                                                                                                              str(tp))
 
 
 def _from_text(value: Any, tp: Any) -> Any:
@@ -108,15 +109,15 @@ def _default(f: Field) -> Any:
 def resolve_options(backend: type[Backend], options: BackendOptions) -> tuple[BackendOptions, Any]:
     """(the BackendOptions to build ``backend`` from, its ``Options`` instance or None).
 
-    A field of ``Options`` takes its ``--backend-arg``, else its default. An unknown name or a value of
-    the wrong type is an error."""
-    if backend.Options is None:  # an older backend reads options.extra itself
-        return options, None
-    declared = typing.get_type_hints(backend.Options)
+    A field of ``Options`` takes its ``--backend-arg``, else its default. An unknown name (any, for a backend
+    without ``Options``) or a value of the wrong type is an error."""
+    declared = typing.get_type_hints(backend.Options) if backend.Options is not None else {}
     unknown = sorted(set(options.extra) - set(declared))
     if unknown:
-        raise BackendOptionError(f"--backend-arg {unknown[0][:60]}: backend {backend.name!r} has no such option "
-                                 f"(its options: {', '.join(declared) or 'none'}; `evalita-eval backends` lists them)")
+        raise BackendOptionError(f"--backend-arg {unknown[0][:60]}: backend {backend.name!r} has no such option (its "
+                                 f"options: {', '.join(declared) or 'none'}; `evalita-eval backends` lists them)")
+    if backend.Options is None:
+        return options, None
     where = "--backend-arg {} (backend " + repr(backend.name) + ")"
     try:
         given = {}
@@ -154,7 +155,6 @@ def options_table(backend: type[Backend]) -> str:
              o.help + ("" if o.changes_numbers else " [cannot change a number: not in the cache key]"))
             for o in describe_options(backend)]
     if not rows:
-        return "    no options of its own" if backend.Options is not None else \
-            "    any --backend-arg KEY=VALUE, as strings (no Options declared)"
+        return "    no options of its own"
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     return "\n".join(f"    {r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}" for r in rows)

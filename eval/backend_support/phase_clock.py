@@ -1,13 +1,10 @@
 """Where a generation batch's time goes: the pass over its prompts, then one step per new token.
 
-A padded batch's time is not proportional to its budget tokens: the prompt pass reads hundreds
-of tokens per second, a decode step writes one token per row and costs nearly a whole forward
-of the model. Measured on a CE run of SmolLM2-135M-Instruct (wic, sa, faq at 16 new tokens
-first, the NER tasks at 256 after them), budget tokens per second of the first batch said
-59 s for 140 s of work (bench/README.md). ``PhaseClock`` is a transformers streamer (the public
-``BaseStreamer`` interface ``generate(streamer=...)`` calls: once with the prompt's ids before
-the prompt pass, then once per new token) that only reads the clock; ``GenerationPhases`` adds
-up what it measured, and running/estimate.py prices the prompts and the steps left apart.
+A batch's time is not proportional to its budget tokens (a decode step costs nearly a whole forward
+for one token per row; bench/README.md measured 59 s said for 140 s of work). ``PhaseClock`` is a
+transformers streamer (``generate(streamer=...)`` calls it with the prompt's ids, then once per new
+token) that only reads the clock; ``GenerationPhases`` adds up what it measured, and
+running/estimate.py prices the prompts and the steps left apart.
 """
 
 from __future__ import annotations
@@ -43,7 +40,8 @@ class PhaseClock:
     the two methods of transformers' ``BaseStreamer`` (``generate`` calls nothing else, and checks
     no type), so this module needs no transformers import."""
 
-    def __init__(self, phases: GenerationPhases, rows: int, prompt_tokens: int, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(self, phases: GenerationPhases, rows: int, prompt_tokens: int,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self.phases, self.rows, self.prompt_tokens, self.clock = phases, rows, prompt_tokens, clock
         self._marks: list[float] = []  # the prompt's put, the first new token's, the last one's
         self._steps = 0

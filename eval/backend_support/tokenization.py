@@ -54,7 +54,8 @@ def _pair_keys(tokenizer: Any, context: str, continuation: str, add_special_toke
     return (context, add_special_tokens), (context + continuation, add_special_tokens)
 
 
-def encode_pair(tokenizer: Any, context: str, continuation: str, add_special_tokens: bool | None = None) -> tuple[list[int], list[int]]:
+def encode_pair(tokenizer: Any, context: str, continuation: str,
+                add_special_tokens: bool | None = None) -> tuple[list[int], list[int]]:
     """(context ids, continuation ids) as lm-evaluation-harness 0.4.x computes them.
 
     ``add_special_tokens=None`` follows lm-eval's default (``default_add_special_tokens``).
@@ -65,7 +66,8 @@ def encode_pair(tokenizer: Any, context: str, continuation: str, add_special_tok
     return ctx, list(ids[whole_key][len(ctx):])
 
 
-def encode_requests(tokenizer: Any, requests: Sequence[LLRequest], encode_texts: EncodeTexts | None = None) -> list[tuple[list[int], list[int]]]:
+def encode_requests(tokenizer: Any, requests: Sequence[LLRequest],
+                    encode_texts: EncodeTexts | None = None) -> list[tuple[list[int], list[int]]]:
     """(context ids, continuation ids) per request: ``encode_pair``, and an empty context
     becomes lm-eval's prefix token. ``encode_texts`` (default: one text at a time) encodes
     every distinct text the requests need in one call."""

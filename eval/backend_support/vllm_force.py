@@ -34,10 +34,13 @@ class ForceTokens(LogitsProcessor):
         tokens = (params.extra_args or {}).get(FORCE_KEY)
         if tokens is None:
             return
-        if not isinstance(tokens, list) or not tokens or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in tokens):
+        if not isinstance(tokens,
+                          list) or not tokens or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0
+                                                         for t in tokens):
             raise ValueError(f"extra_args[{FORCE_KEY!r}] must be a non-empty list of token ids, got {tokens!r}")
         if params.max_tokens != len(tokens):
-            raise ValueError(f"extra_args[{FORCE_KEY!r}] forces {len(tokens)} tokens but max_tokens is {params.max_tokens}")
+            raise ValueError(f"extra_args[{FORCE_KEY!r}] forces {len(tokens)} tokens but max_tokens is "
+                             f"{params.max_tokens}")
 
     def __init__(self, vllm_config: Any, device: torch.device, is_pin_memory: bool) -> None:
         self.rows: dict[int, tuple[list[int], list[int]]] = {}

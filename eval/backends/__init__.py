@@ -11,10 +11,9 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from types import ModuleType
-from typing import Any
 
 from ..api import Backend, BackendOptions
-from ..backend_support.options import engine_of, resolve_options
+from ..backend_support.options import resolve_options
 
 ENTRY_POINT_GROUP = "evalita_llm.backends"
 _REGISTRY: dict[str, type[Backend]] = {}
@@ -26,7 +25,8 @@ def register_backend(name: str):
 
     def wrap(cls: type[Backend]) -> type[Backend]:
         if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise RuntimeError(f"backend name {name!r} is registered twice: {_REGISTRY[name].__module__} and {cls.__module__}")
+            raise RuntimeError(f"backend name {name!r} is registered twice: {_REGISTRY[name].__module__} and "
+                               f"{cls.__module__}")
         cls.name = name
         _REGISTRY[name] = cls
         return cls
@@ -56,7 +56,8 @@ def _discover() -> None:
             if loaded not in _REGISTRY.values():
                 register_backend(ep.name)(loaded)
         elif not isinstance(loaded, ModuleType):
-            raise RuntimeError(f"{where} must name a module that registers backends or a Backend subclass, not {type(loaded).__name__}")
+            raise RuntimeError(f"{where} must name a module that registers backends or a Backend subclass, not "
+                               f"{type(loaded).__name__}")
     _DISCOVERED = True
 
 
@@ -71,11 +72,6 @@ def get_backend_class(name: str) -> type[Backend]:
         return _REGISTRY[name]
     except KeyError:
         raise KeyError(f"unknown backend {name!r}; available: {', '.join(sorted(_REGISTRY))}") from None
-
-
-def engine_settings(name: str, options: BackendOptions) -> Any:
-    """The typed ``Options`` that backend ``name`` would be built with from ``options`` (before building it)."""
-    return engine_of(get_backend_class(name), options)
 
 
 def create_backend(name: str, options: BackendOptions) -> Backend:

@@ -40,7 +40,8 @@ def ll_windows(tokenizer: Any, requests: Sequence[LLRequest], max_length: int) -
         if not cont:
             raise ValueError(f"continuation {req.continuation!r} encodes to no tokens")
         if len(cont) > max_length:
-            raise ValueError(f"continuation {req.continuation[:40]!r}... has {len(cont)} tokens, more than the model's maximum length {max_length}")
+            raise ValueError(f"continuation {req.continuation[:40]!r}... has {len(cont)} tokens, more than the model's "
+                             f"maximum length {max_length}")
         out.append(LLWindow(tuple((ctx + cont)[-(max_length + 1) :]), len(cont)))
     return out
 
@@ -59,12 +60,14 @@ def generation_prompt(tokenizer: Any, req: GenRequest, max_length: int) -> list[
     """The prompt ids of a generation request, left-truncated to leave room for ``max_new_tokens``."""
     max_ctx = max_length - req.max_new_tokens
     if max_ctx <= 0:
-        raise ValueError(f"max_new_tokens {req.max_new_tokens} leaves no room for the prompt in max length {max_length}")
+        raise ValueError(f"max_new_tokens {req.max_new_tokens} leaves no room for the prompt in max length "
+                         f"{max_length}")
     ids = tokenizer.encode(req.context, add_special_tokens=default_add_special_tokens(tokenizer, req.context))
     return ids[-max_ctx:]
 
 
-def model_max_length(model: str, tokenizer: Any, revision: str | None, trust_remote_code: bool, gguf: GGUFModel | None = None) -> int:
+def model_max_length(model: str, tokenizer: Any, revision: str | None, trust_remote_code: bool,
+                     gguf: GGUFModel | None = None) -> int:
     """lm-eval's rule (config, else tokenizer, else 2048), as the HF backend resolves it."""
     from transformers import AutoConfig
 

@@ -1,16 +1,10 @@
-"""Constrained decoding on a local model (the ``hf`` backend): an
-``api.Constraint`` compiled by xgrammar and enforced as a ``transformers`` logits processor.
+"""Constrained decoding on a local model (the ``hf`` backend): an ``api.Constraint`` compiled by
+xgrammar and enforced as a ``transformers`` logits processor.
 
-Why xgrammar: vLLM 0.32 (our ``vllm`` backend's engine) depends on xgrammar 0.2.8 and
-uses it by default for structured outputs (``backend="auto"``), and xgrammar ships a
-``transformers`` logits-processor path; pinning the same version makes the hf and
-the vLLM backends enforce one grammar with one library. outlines-core and llguidance
-are also vLLM dependencies but have no maintained ``transformers`` integration of the
-same version; lm-format-enforcer is slower (character-level parsing per token).
-
-The budget rule (docs/settings.md) reads the closings the constraint carries
-(``Constraint.closings``, ``Constraint.empty_answer``), never the task registry. Which
-constraint a task or setting asks for is eval/settings/constrained.py's business.
+Why xgrammar: vLLM (our ``vllm`` backend) uses the same pinned version for structured outputs, so
+both backends enforce one grammar with one library; outlines-core and llguidance lack a maintained
+``transformers`` path of that version, lm-format-enforcer is slower. The budget rule
+(docs/settings.md) reads the closings the constraint carries, never the task registry.
 """
 
 from __future__ import annotations
@@ -83,7 +77,8 @@ class GrammarCache:
         given ``max_new_tokens``, it closes each answer within that budget."""
         closings = [self.closings(c) for c in constraints] if max_new_tokens is not None else None
         return _GrammarLogitsProcessor(self._xgr, [self.compiled(c) for c in constraints], self.vocab_size,
-                                       closings=closings, max_new_tokens=max_new_tokens, eos_token_id=self.tokenizer.eos_token_id)
+                                       closings=closings, max_new_tokens=max_new_tokens,
+                                       eos_token_id=self.tokenizer.eos_token_id)
 
 
 class _GrammarLogitsProcessor:
@@ -99,7 +94,8 @@ class _GrammarLogitsProcessor:
     accepting state within ``max_new_tokens``.
     """
 
-    def __init__(self, xgr: Any, grammars: list[Any], vocab_size: int, closings: list[tuple[list[list[int]], int]] | None = None,
+    def __init__(self, xgr: Any, grammars: list[Any], vocab_size: int,
+                 closings: list[tuple[list[list[int]], int]] | None = None,
                  max_new_tokens: int | None = None, eos_token_id: int | None = None) -> None:
         self.xgr = xgr
         self.matchers = [xgr.GrammarMatcher(g) for g in grammars]
@@ -115,7 +111,8 @@ class _GrammarLogitsProcessor:
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         if self.started:
             for row, matcher in enumerate(self.matchers):
-                if not self.done[row] and (matcher.is_terminated() or not matcher.accept_token(int(input_ids[row, -1]))):
+                if not self.done[row] and (matcher.is_terminated()
+                                           or not matcher.accept_token(int(input_ids[row, -1]))):
                     self.done[row] = True
         self.started = True
         self.bitmask.fill_(-1)  # all bits set: every token allowed (finished rows)
@@ -166,12 +163,3 @@ def _shortest_closing(matcher: Any, candidates: list[list[int]], eos_token_id: i
         if ok:
             return list(tokens)
     return None
-
-
-def accepts(cache: GrammarCache, constraint: Constraint, text: str, tokenizer: Any) -> bool:
-    """Whether ``text`` (tokenized as the model would write it) is a complete, allowed answer."""
-    matcher = cache._xgr.GrammarMatcher(cache.compiled(constraint))
-    for token in tokenizer.encode(text, add_special_tokens=False):
-        if not matcher.accept_token(token):
-            return False
-    return matcher.is_completed() if hasattr(matcher, "is_completed") else matcher.accept_token(tokenizer.eos_token_id)

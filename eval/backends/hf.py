@@ -1,13 +1,12 @@
 """The plain Hugging Face transformers backend (``--backend hf``).
 
-Log-likelihoods: requests that read the same input (the one-token choices of one context)
-grouped into one row (``hf_batches.scoring_groups``), rows sorted by length (longest first),
-right-padded, one forward pass per batch, left-truncated to the model's maximum length,
-exactly as lm-eval's ``HFLM._loglikelihood_tokens``; only the continuation positions are projected onto the
-vocabulary (``continuation_scores``), and ``batch_size=None`` (``--batch-size auto``)
-sizes batches by tokens to fit a memory budget (eval/backend_support/memory.py). Generation: greedy, left-padded batches, context
-left-truncated to ``max_length - max_new_tokens``, output cut at the first stop string
-(the EOS string included), as ``HFLM.generate_until``.
+Log-likelihoods: requests that read the same input (the one-token choices of one context) grouped into one row
+(``hf_batches.scoring_groups``), rows sorted by length (longest first), right-padded, one forward pass per batch,
+left-truncated to the model's maximum length, exactly as lm-eval's ``HFLM._loglikelihood_tokens``; only the continuation
+positions are projected onto the vocabulary (``continuation_scores``), and ``batch_size=None`` (``--batch-size auto``)
+sizes batches by tokens to fit a memory budget (eval/backend_support/memory.py). Generation: greedy, left-padded
+batches, context left-truncated to ``max_length - max_new_tokens``, output cut at the first stop string (the EOS string
+included), as ``HFLM.generate_until``.
 
 Requests are tokenised by eval/backend_support/tokenization.py (lm-eval's rules, shared by every
 token-level backend). ``plain_loglikelihood`` is the reference: one request at a time, full
@@ -18,18 +17,20 @@ forward pass, no cache; every faster path is tested against it. ``load_hf``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Sequence
 
 from ..api import (Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, RequestKind, cut_at_stop,
                    prompt_room, scoring_input)
-from ..backend_support.memory import CPU_PASS_TOKENS, forward_bytes, kv_bytes_per_token, memory_budget, return_freed_memory
-from ..backend_support.tokenization import default_add_special_tokens, encode_pair, encode_request, render_chat  # noqa: F401  (encode_pair: re-exported)
+from ..backend_support.memory import (CPU_PASS_TOKENS, forward_bytes, kv_bytes_per_token, memory_budget,
+                                      return_freed_memory)
+from ..backend_support.tokenization import default_add_special_tokens, encode_request, render_chat
 from ..backend_support.logits import logits_at, plain_head
 from ..backend_support.gguf import gguf_file_option
 from ..backend_support.phase_clock import GenerationPhases, PhaseClock
 from . import register_backend
 from .hf_batches import longest_first, scoring_groups, token_budget_batches
-from .hf_loading import LoadedModel, load_hf, resolve_max_length  # noqa: F401  (the loader of every HF-based backend, re-exported)
+from .hf_loading import load_hf
 
 
 def plain_loglikelihood(model: Any, tokenizer: Any, requests: Sequence[LLRequest], max_length: int) -> list[LLResult]:
@@ -55,7 +56,8 @@ def plain_loglikelihood(model: Any, tokenizer: Any, requests: Sequence[LLRequest
 LOGIT_CHUNK_ELEMENTS = 1 << 23
 
 
-def continuation_scores(model: Any, ids: Any, keep: Any, targets: Sequence[Sequence[Sequence[int]]]) -> list[tuple[float, bool]]:
+def continuation_scores(model: Any, ids: Any, keep: Any,
+                        targets: Sequence[Sequence[Sequence[int]]]) -> list[tuple[float, bool]]:
     """(sum of log p(target), every target the argmax) of each continuation of each group in
     turn. Group k owns the k-th run of True positions of ``keep`` (rows x width, row-major), as
     long as its first (longest) continuation; every continuation of the group is scored at the
@@ -69,7 +71,10 @@ def continuation_scores(model: Any, ids: Any, keep: Any, targets: Sequence[Seque
     import torch
 
     head = plain_head(model)
-    rows = logits_at(model, keep, input_ids=ids) if head is None else model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state[keep]
+    if head is None:
+        rows = logits_at(model, keep, input_ids=ids)
+    else:
+        rows = model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state[keep]
     step = max(1, LOGIT_CHUNK_ELEMENTS // (rows.shape[-1] if head is None else head.out_features))
     out, first = [], 0
     for group in targets:
@@ -149,8 +154,8 @@ class HFBackend(OnHFModel, Backend):
     streams = frozenset({RequestKind.GENERATE})  # generate_until reports each generation as it finishes
     Options = HFOptions
 
-    def __init__(self, model: Any, tokenizer: Any, *, max_length: int, batch_size: int | None = 8, name_or_path: str = "",
-                 max_memory: int | None = None) -> None:
+    def __init__(self, model: Any, tokenizer: Any, *, max_length: int, batch_size: int | None = 8,
+                 name_or_path: str = "", max_memory: int | None = None) -> None:
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch size must be at least 1, got {batch_size}")
         self.model = model
@@ -169,8 +174,8 @@ class HFBackend(OnHFModel, Backend):
     @classmethod
     def from_options(cls, options: BackendOptions) -> "HFBackend":
         loaded = load_hf(options)
-        return cls(loaded.model, loaded.tokenizer, max_length=loaded.max_length, batch_size=options.batch_size, name_or_path=options.model,
-                   max_memory=options.max_memory)
+        return cls(loaded.model, loaded.tokenizer, max_length=loaded.max_length, batch_size=options.batch_size,
+                   name_or_path=options.model, max_memory=options.max_memory)
 
     # -- log-likelihood -----------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
@@ -179,12 +184,14 @@ class HFBackend(OnHFModel, Backend):
         import torch
 
         encoded = [encode_request(self.tokenizer, r) for r in requests]
-        inputs_of = [scoring_input(ctx, cont, self.max_length, r.continuation) for r, (ctx, cont) in zip(requests, encoded)]
+        inputs_of = [scoring_input(ctx, cont, self.max_length, r.continuation)
+                     for r, (ctx, cont) in zip(requests, encoded)]
         groups = scoring_groups(encoded)
         lengths = [len(inputs_of[g[0]]) for g in groups]
         out: list[LLResult | None] = [None] * len(requests)
         with torch.inference_mode():
-            for batch in self._scoring_passes(longest_first(groups, encoded), lengths, [len(encoded[g[0]][1]) for g in groups]):
+            for batch in self._scoring_passes(longest_first(groups, encoded), lengths,
+                                              [len(encoded[g[0]][1]) for g in groups]):
                 # Right padding without an attention mask: a causal model's logits at the
                 # real positions do not depend on what follows them (lm-eval does the same).
                 ids = torch.zeros((len(batch), max(lengths[k] for k in batch)), dtype=torch.long)
@@ -209,24 +216,28 @@ class HFBackend(OnHFModel, Backend):
 
     def _scoring_passes(self, order: list[int], lengths: list[int], scored: list[int]) -> list[list[int]]:
         """The forward passes of ``_scoring_batches`` (items: groups of requests, one row each):
-        on CPU a batch of ``batch_size`` rows is cut, in order, into passes of at most
-        ``CPU_PASS_TOKENS`` padded tokens (a row alone over it is a pass of its own). Each row's log-likelihood depends on that row
-        only, so this moves float rounding, not results (as the batch size does, see
+        on CPU a batch of ``batch_size`` rows is cut, in order, into passes of at most ``CPU_PASS_TOKENS`` padded tokens
+        (a row alone over it is a pass of its own). Each row's log-likelihood depends on that row only, so this moves
+        float rounding, not results (as the batch size does, see
         ``cache_identity``), and bounds the activations of paragraph-long requests."""
         batches = self._scoring_batches(order, lengths, scored)
         if self.batch_size is None or self.device.type != "cpu":
             return batches
-        return [p for b in batches for p in token_budget_batches(b, lengths, lengths, lambda rows, width, _n: rows * width, CPU_PASS_TOKENS)]
+        return [p for b in batches
+                for p in token_budget_batches(b, lengths, lengths, lambda rows, width, _n: rows * width,
+                                              CPU_PASS_TOKENS)]
 
     def _scoring_batches(self, order: list[int], lengths: list[int], scored: list[int]) -> list[list[int]]:
         """``order`` cut into forward passes: ``batch_size`` rows each, or with
         ``batch_size=None`` as many as fit the memory budget (eval/backend_support/memory.py's formula)."""
         if self.batch_size is not None:
             return [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
-        return token_budget_batches(order, lengths, scored, lambda rows, width, n: forward_bytes(self.model.config, self._itemsize, rows, width, n), self._budget)
+        need = partial(forward_bytes, self.model.config, self._itemsize)  # bytes of (rows, width, scored)
+        return token_budget_batches(order, lengths, scored, need, self._budget)
 
     # -- generation ---------------------------------------------------------------------
-    def generate_until(self, requests: Sequence[GenRequest], on_result: Callable[[int, str], None] | None = None) -> list[str]:
+    def generate_until(self, requests: Sequence[GenRequest],
+                       on_result: Callable[[int, str], None] | None = None) -> list[str]:
         """Greedy generations in request order; ``on_result(index, text)`` is called for every
         request as soon as its batch is finished (the runner's resume cache writes it then)."""
         import torch
@@ -243,7 +254,8 @@ class HFBackend(OnHFModel, Backend):
                 enc = self.tokenizer(contexts, padding="longest", return_tensors="pt", add_special_tokens=special)
                 ids = enc["input_ids"][:, -max_ctx:].to(self.device)
                 mask = enc["attention_mask"][:, -max_ctx:].to(self.device)
-                processors = [self._grammar_processor([requests[i].constraint for i in batch], max_new)] if constrained else None
+                processors = [self._grammar_processor([requests[i].constraint for i in batch],
+                                                      max_new)] if constrained else None
                 with torch.inference_mode():
                     gen = self.model.generate(
                         logits_processor=processors,

@@ -34,7 +34,8 @@ def longest_first(groups: Sequence[Sequence[int]], encoded: Sequence[tuple[Seque
     return sorted(range(len(groups)), key=lambda g: -(len(encoded[groups[g][0]][0]) + len(encoded[groups[g][0]][1])))
 
 
-def token_budget_batches(order: Sequence[int], lengths: Any, scored: Any, cost: Callable[[int, int, int], int], budget: int) -> list[list[int]]:
+def token_budget_batches(order: Sequence[int], lengths: Any, scored: Any, cost: Callable[[int, int, int], int],
+                         budget: int) -> list[list[int]]:
     """``order`` cut, in order, into batches whose ``cost(rows, width, scored tokens)`` stays
     within ``budget`` bytes (width: the longest ``lengths[i]`` of the batch; scored: the sum
     of its ``scored[i]``; both indexed by the items of ``order``). An item that alone exceeds

@@ -145,7 +145,8 @@ def parse_json_answer(data: bytes) -> dict:
     try:
         payload = json.loads(text)  # NaN and Infinity parse: the checks of each value say where they were
     except json.JSONDecodeError as err:
-        raise MalformedAnswer(f"not JSON ({err.msg} at line {err.lineno} column {err.colno}): {excerpt(text)}") from None
+        raise MalformedAnswer(f"not JSON ({err.msg} at line {err.lineno} column {err.colno}): "
+                              f"{excerpt(text)}") from None
     except RecursionError:
         raise MalformedAnswer("JSON nested too deeply to be an answer") from None
     if not isinstance(payload, dict):
@@ -159,7 +160,8 @@ def excerpt(text: str, n: int = 80) -> str:
 
 
 def json_type(value: Any) -> str:
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
+             float: "a number"}
     return names.get(type(value), type(value).__name__)
 
 
@@ -200,7 +202,8 @@ class OpenAIClient:
             headers["Authorization"] = f"Bearer {self._secret}"
         req = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST")
         deadline = _Deadline(self.timeout_s)
-        opener = urllib.request.build_opener(_RefuseRedirects(), _DeadlineHTTPHandler(deadline), _DeadlineHTTPSHandler(deadline))
+        opener = urllib.request.build_opener(_RefuseRedirects(), _DeadlineHTTPHandler(deadline),
+                                             _DeadlineHTTPSHandler(deadline))
         try:
             try:
                 with opener.open(req, timeout=self.timeout_s) as resp:
@@ -209,9 +212,9 @@ class OpenAIClient:
                 with err:
                     if 300 <= err.code < 400:
                         location = self._scrub(str(err.headers.get("Location")))[:200]
-                        raise ServerError(f"server {url} redirected the request to {location!r} (HTTP {err.code}); redirects are "
-                                          f"not followed, so that the API key goes to no other address: give the final "
-                                          f"address as --backend-arg base_url [{request}]") from None
+                        raise ServerError(f"server {url} redirected the request to {location!r} (HTTP {err.code}); "
+                                          "redirects are not followed, so that the API key goes to no other address: "
+                                          f"give the final address as --backend-arg base_url [{request}]") from None
                     answer = err.code, _read_body(err, self.max_body_bytes), err.headers.get("Retry-After")
         except _TooLarge as err:
             raise ServerError(f"server {url} sent an answer larger than the {self.max_body_bytes}-byte bound ({err}) "

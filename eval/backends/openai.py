@@ -1,18 +1,11 @@
-"""Backends on an OpenAI-compatible HTTP server (vLLM, SGLang, TGI, llama.cpp, hosted APIs).
+"""Backends on an OpenAI-compatible HTTP server (vLLM, SGLang, TGI, llama.cpp, hosted APIs; docs/engines.md).
 
-``openai-completions`` (``/v1/completions``): log-likelihoods from the prompt's own
-token log-probs (``echo: true, logprobs: 1, max_tokens: 0``) and greedy generation.
-Prompts are sent as token ids, tokenised locally with the HF path's rules
-(``engine_common``), so the server scores exactly the tokens the HF backend would;
-several prompts go in one HTTP request (the endpoint takes a list).
-``openai-chat`` (``/v1/chat/completions``): generation only; the server applies its
-own chat template to the messages.
-
-The API key is read from the environment variable named by ``api_key_env`` and only
-ever put in the ``Authorization`` header: never logged, never in an error message,
-results.json or the cache. Requests run ``concurrency`` at a time; 429, 5xx and
-connection errors or timeouts are retried with exponential backoff (the client:
-eval/backends/http_client.py, on the standard library only).
+``openai-completions``: log-likelihoods from the prompt's own token log-probs (``echo: true,
+logprobs: 1, max_tokens: 0``) and greedy generation, prompts sent as token ids tokenised locally
+with the HF path's rules, several per HTTP request. ``openai-chat``: generation only, under the
+server's own chat template. The API key (from the variable ``api_key_env`` names) only ever goes in
+the ``Authorization`` header. Requests run ``concurrency`` at a time, retried with backoff
+(eval/backends/http_client.py).
 """
 
 from __future__ import annotations
@@ -24,10 +17,11 @@ from functools import partial
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence, TypeVar
 
-from ..api import (LOGPROB_ROUNDING, Backend, BackendOptions, BackendUnsupported, Capabilities, Constraint, GenRequest, LLRequest, LLResult,
-                   backend_option, cut_at_stop)
+from ..api import (LOGPROB_ROUNDING, Backend, BackendOptions, BackendUnsupported, Capabilities, Constraint, GenRequest,
+                   LLRequest, LLResult, backend_option, cut_at_stop)
 from . import register_backend
-from .http_client import BACKOFF_BASE_S, MAX_BODY_BYTES, MalformedAnswer, OpenAIClient, ServerError, excerpt, json_type  # noqa: F401  (ServerError: re-exported)
+from .http_client import (BACKOFF_BASE_S, MAX_BODY_BYTES, MalformedAnswer, OpenAIClient, ServerError, excerpt,
+                          json_type)
 from .engine_common import generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
 from ..backend_support.options import engine_of
 from ..backend_support.tokenization import render_chat
@@ -39,8 +33,8 @@ def _api_key(server: "ServerOptions") -> str | None:
         return None
     key = os.environ.get(server.api_key_env)
     if not key:
-        raise ValueError(f"--backend-arg api_key_env names the environment variable {server.api_key_env}, "
-                         "which is not set or empty")
+        raise ValueError(f"--backend-arg api_key_env names the environment variable {server.api_key_env}, which is not "
+                         "set or empty")
     return key
 
 
@@ -53,13 +47,15 @@ class ServerOptions:
     """The server and how it is asked; only the URL and how answers are decoded can change a number."""
 
     base_url: str | None = backend_option(None, "the server's URL, e.g. http://127.0.0.1:8000/v1")
-    api_key_env: str | None = backend_option(None, "NAME of the environment variable holding the API key (never the key)",
+    api_key_env: str | None = backend_option(None,
+                                             "NAME of the environment variable holding the API key (never the key)",
                                              changes_numbers=False)
     concurrency: int = backend_option(4, "requests in flight at once", changes_numbers=False)
     timeout_s: float = backend_option(120.0, "deadline of each request in seconds (to its last byte, not per read)",
                                       changes_numbers=False)
     max_retries: int = backend_option(5, "retries of a failed request", changes_numbers=False)
-    server_token_ids: bool = backend_option(True, "ask for the generated token ids (vLLM's return_token_ids) and decode them "
+    server_token_ids: bool = backend_option(True,
+                                            "ask for the generated token ids (vLLM's return_token_ids) and decode them "
                                                   "locally; false for servers that refuse unknown fields")
 
 
@@ -76,11 +72,12 @@ class _OpenAIBase(Backend):
             raise ValueError(f"--backend {self.name} needs --backend-arg base_url=URL (e.g. http://127.0.0.1:8000/v1)")
         self.model_name = options.model
         if options.batch_size is None:
-            raise ValueError("--batch-size auto sizes batches by the model's memory; a server backend takes a number (requests per HTTP request)")
+            raise ValueError("--batch-size auto sizes batches by the model's memory; a server backend takes a number "
+                             "(requests per HTTP request)")
         self.batch_size = options.batch_size
         # The answer bound and the backoff are read here, at construction (module settings tests lower).
-        self.client = OpenAIClient(server.base_url, _api_key(server), server.timeout_s, server.max_retries, server.concurrency,
-                                   MAX_BODY_BYTES, BACKOFF_BASE_S)
+        self.client = OpenAIClient(server.base_url, _api_key(server), server.timeout_s, server.max_retries,
+                                   server.concurrency, MAX_BODY_BYTES, BACKOFF_BASE_S)
         self.dtype = "server"  # the server's choice
         self.base_url = server.base_url.rstrip("/")
         # vLLM's `return_token_ids`: the generated ids, decoded here as the HF path decodes
@@ -95,7 +92,8 @@ class _OpenAIBase(Backend):
             return text
         vocab = len(self.tokenizer)
         if not isinstance(ids, list) or not all(type(t) is int and 0 <= t < vocab for t in ids):
-            raise MalformedAnswer(f"{where}: 'token_ids' is {excerpt(json.dumps(ids))}, not a list of token ids below {vocab}")
+            raise MalformedAnswer(f"{where}: 'token_ids' is {excerpt(json.dumps(ids))}, not a list of token ids below "
+                                  f"{vocab}")
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     def _extra_body(self, constraint: Constraint | None = None) -> dict:
@@ -128,7 +126,8 @@ class _OpenAIBase(Backend):
         identity.pop("device", None)  # the server's device, not ours
         identity.update(model_source_identity(self.model_name, identity.get("revision")))
         identity.update(tokenizer_identity(self.tokenizer, self.model_name))
-        identity.update(base_url=self.base_url, served_model=self.model_name, max_length=getattr(self, "max_length", None))
+        identity.update(base_url=self.base_url, served_model=self.model_name,
+                        max_length=getattr(self, "max_length", None))
         identity.get("options", {}).pop("base_url", None)  # normalised above: a trailing "/" is the same server
         return identity
 
@@ -148,7 +147,8 @@ class OpenAICompletionsBackend(_OpenAIBase):
         super().__init__(options)
         # Our tokenisation, not the server's: the same token ids as the HF path.
         self.tokenizer = load_tokenizer(options.model, options.revision, options.trust_remote_code)
-        self.max_length = options.max_length or model_max_length(options.model, self.tokenizer, options.revision, options.trust_remote_code)
+        self.max_length = options.max_length or model_max_length(options.model, self.tokenizer, options.revision,
+                                                                 options.trust_remote_code)
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> "OpenAICompletionsBackend":
@@ -169,7 +169,8 @@ class OpenAICompletionsBackend(_OpenAIBase):
                 return [_echo_result(c, w.n_cont, len(w.ids), f"prompt {i} of the batch")
                         for i, (c, w) in enumerate(zip(_choices(payload, len(batch)), batch))]
 
-            return self.client.post("completions", body, parse, f"log-likelihood batch {number}/{len(batches)}, {len(batch)} prompts")
+            return self.client.post("completions", body, parse,
+                                    f"log-likelihood batch {number}/{len(batches)}, {len(batch)} prompts")
 
         return [r for part in self.client.map(score, list(enumerate(batches, 1))) for r in part]
 
@@ -184,18 +185,21 @@ class OpenAICompletionsBackend(_OpenAIBase):
             number, part = job
             batch = [requests[i] for i in part]
             until = stop_strings(self.tokenizer, batch[0].stop)
-            body = {"model": self.model_name, "prompt": [generation_prompt(self.tokenizer, r, self.max_length) for r in batch],
-                    "max_tokens": batch[0].max_new_tokens, "temperature": 0, "stop": [s for s in until if s][:4] or None,
-                    **self._extra_body(batch[0].constraint)}
+            body = {"model": self.model_name,
+                    "prompt": [generation_prompt(self.tokenizer, r, self.max_length) for r in batch],
+                    "max_tokens": batch[0].max_new_tokens, "temperature": 0,
+                    "stop": [s for s in until if s][:4] or None, **self._extra_body(batch[0].constraint)}
 
             def parse(payload: dict) -> list[str]:
                 texts = []
                 for i, choice in enumerate(_choices(payload, len(batch))):
                     where = f"prompt {i} of the batch"
-                    texts.append(cut_at_stop(self._generated_text(choice, _field(choice, "text", str, where), where), until))
+                    texts.append(cut_at_stop(self._generated_text(choice, _field(choice, "text", str, where), where),
+                                             until))
                 return texts
 
-            return self._post("completions", body, parse, f"generation batch {number}/{len(order)}, {len(batch)} prompts")
+            return self._post("completions", body, parse,
+                              f"generation batch {number}/{len(order)}, {len(batch)} prompts")
 
         out: list[str] = [""] * len(requests)
         for part, texts in zip(order, self.client.map(gen, list(enumerate(order, 1)))):
@@ -210,7 +214,8 @@ def _field(obj: dict, key: str, kind: type, where: str) -> Any:
     if value is None:
         raise MalformedAnswer(f"{where}: no {key!r}" if key not in obj else f"{where}: {key!r} is null")
     if not isinstance(value, kind):
-        raise MalformedAnswer(f"{where}: {key!r} is {json_type(value)}, not {json_type(kind())}: {excerpt(json.dumps(value))}")
+        raise MalformedAnswer(f"{where}: {key!r} is {json_type(value)}, not {json_type(kind())}: "
+                              f"{excerpt(json.dumps(value))}")
     return value
 
 
@@ -233,7 +238,8 @@ def _choices(payload: dict, n: int) -> list[dict]:
 
 def _logprob(value: Any, where: str) -> float:
     """A log-prob as a server may send it: a finite number <= 0 (within rounding)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value > LOGPROB_ROUNDING:
+    if isinstance(value, bool) or not isinstance(value,
+                                                 (int, float)) or not math.isfinite(value) or value > LOGPROB_ROUNDING:
         raise MalformedAnswer(f"{where} is {excerpt(json.dumps(value))}, not a finite log-prob <= 0")
     return float(value)
 
@@ -256,7 +262,8 @@ def _echo_result(choice: dict, n_cont: int, n_prompt: int, where: str) -> LLResu
         lp = _logprob(token_lp[pos], f"{where}: token_logprobs[{pos}]")
         alternatives = top[pos]
         if not isinstance(alternatives, dict) or not alternatives:
-            raise MalformedAnswer(f"{where}: top_logprobs[{pos}] is {excerpt(json.dumps(alternatives))}, not a non-empty object")
+            raise MalformedAnswer(f"{where}: top_logprobs[{pos}] is {excerpt(json.dumps(alternatives))}, not a "
+                                  "non-empty object")
         best = max(_logprob(v, f"{where}: top_logprobs[{pos}][{k!r}]") for k, v in alternatives.items())
         total += lp
         greedy = greedy and lp >= best
@@ -267,7 +274,8 @@ def _echo_result(choice: dict, n_cont: int, n_prompt: int, where: str) -> LLResu
 class OpenAIChatBackend(_OpenAIBase):
     """Generation through ``/v1/chat/completions``; no log-likelihoods (the chat API returns no prompt log-probs)."""
 
-    capabilities = Capabilities(loglikelihood=False, generate=True, chat_template=False, chat_messages=True, constrained=True)
+    capabilities = Capabilities(loglikelihood=False, generate=True, chat_template=False, chat_messages=True,
+                                constrained=True)
 
     def __init__(self, options: BackendOptions) -> None:
         super().__init__(options)
@@ -282,27 +290,32 @@ class OpenAIChatBackend(_OpenAIBase):
 
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
         raise BackendUnsupported(
-            "--backend openai-chat cannot score multiple-choice tasks: the chat API returns no log-probabilities of given "
-            "answers. Use --backend openai-completions, or a generative setting for multiple choice when one is available."
+            "--backend openai-chat cannot score multiple-choice tasks: the chat API returns no log-probabilities of "
+            "given answers. Use --backend openai-completions, or a generative setting for multiple choice when one is "
+            "available."
         )
 
     def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
         def gen(job: tuple[int, GenRequest]) -> str:
             number, req = job
-            messages = [dict(m) for m in req.messages] if req.messages is not None else [{"role": "user", "content": req.context}]
+            messages = [dict(m)
+                        for m in req.messages] if req.messages is not None else [{"role": "user",
+                                                                                  "content": req.context}]
             stop = [s for s in req.stop if s][:4]
             body = {"model": self.model_name, "messages": messages, "max_tokens": req.max_new_tokens, "temperature": 0,
                     "stop": stop or None, **self._extra_body(req.constraint)}
-            if req.thinking is not None or self.server_token_ids:  # vLLM's switch of the template (off is sent where vLLM's fields are)
+            # vLLM's switch of the template (off is sent where vLLM's fields are)
+            if req.thinking is not None or self.server_token_ids:
                 body["chat_template_kwargs"] = {"enable_thinking": req.thinking is not None}
             parse = partial(self._chat_text, markers=req.thinking)
-            return cut_at_stop(self._post("chat/completions", body, parse, f"chat request {number}/{len(requests)}"), req.stop)
+            return cut_at_stop(self._post("chat/completions", body, parse, f"chat request {number}/{len(requests)}"),
+                               req.stop)
 
         return self.client.map(gen, list(enumerate(requests, 1)))
 
     def _chat_text(self, payload: dict, markers: tuple[str, str] | None = None) -> str:
-        """The one choice's message text; a null ``content`` (the API's "no text", e.g. a refusal) is the empty generation.
-        Thinking (``markers``): the server's separate trace (``reasoning_content`` or ``reasoning``, vLLM's
+        """The one choice's message text; a null ``content`` (the API's "no text", e.g. a refusal) is the empty
+        generation. Thinking (``markers``): the server's separate trace (``reasoning_content`` or ``reasoning``, vLLM's
         --reasoning-parser) joined before the text within the markers, to be split off as an inline trace is."""
         choice = _choices(payload, 1)[0]
         message = _field(choice, "message", dict, "the choice")
@@ -314,6 +327,7 @@ class OpenAIChatBackend(_OpenAIBase):
             raise MalformedAnswer(f"the choice: 'message.reasoning_content' is {json_type(reasoning)}, not a string")
         if markers is None or not reasoning:
             return self._generated_text(choice, content or "", "the choice")
-        # The server's text (its token ids would hold the trace too); no text and the budget spent: the trace never ended.
+        # The server's text (its token ids would hold the trace too); no text and the budget spent: the trace never
+        # ended.
         unfinished = not content and choice.get("finish_reason") == "length"
         return markers[0] + reasoning + ("" if unfinished else markers[1] + (content or ""))

@@ -1,19 +1,11 @@
 """``--backend vllm``: the model in vLLM's engine (continuous batching, paged attention,
-tensor and data parallelism), with the HF path's tokenisation and stop rules.
+tensor and data parallelism), with the HF path's tokenisation and stop rules (docs/engines.md).
 
-Log-likelihoods: every request is tokenised by the HF path's own function
-(``engine_common.ll_windows``: lm-eval's split, left-truncated to ``max_length``) and
-sent to vLLM as token ids, so that both score the same tokens. Identical windows are
-scored once; each distinct context is computed once and reused from vLLM's prefix cache
-by all its choices: the first token of every choice read at the position after it, the
-rest of a longer one as prompt log-probs of a request that reads the cached context
-(``vllm_scoring``: the requests). ``--backend-arg vllm_loglikelihood=prefix`` generates
-the longer choices instead, through a logits processor that forces their tokens
-(``evalita_eval.backend_support.vllm_force``; one decode step per token), ``prompt_logprobs`` keeps the
-former path (prompt log-probs, no prefix reuse for choices of several tokens).
-Generation: one ``generate`` call for all prompts (vLLM batches them continuously),
-greedy, prompt left-truncated to ``max_length - max_new_tokens``, stop strings plus the
-EOS string, the tokens decoded and cut as the HF path does.
+Log-likelihood windows are tokenised as the HF path does (``engine_common.ll_windows``) and sent
+as token ids; identical windows are scored once, and ``vllm_scoring`` plans the requests
+(``--backend-arg vllm_loglikelihood=prefill|prefix|prompt_logprobs``). Generation: one
+``generate`` call for all prompts, greedy, prompt left-truncated to ``max_length -
+max_new_tokens``, stop strings plus the EOS string, decoded and cut as the HF path does.
 """
 
 from __future__ import annotations
@@ -119,8 +111,8 @@ def construction_env(options: BackendOptions, scoring: str) -> dict[str, str]:
         # ForceTokens is written against the V1 model runner's logits-processor interface
         # (vLLM 0.32 takes Model Runner V2 on GPUs by default, whose interface differs).
         if os.environ.get("VLLM_USE_V2_MODEL_RUNNER", "0").lower() in ("1", "true"):
-            raise ValueError("VLLM_USE_V2_MODEL_RUNNER=1: the forced continuations of --backend vllm need the V1 model runner; "
-                             "unset it, or pass --backend-arg vllm_loglikelihood=prompt_logprobs")
+            raise ValueError("VLLM_USE_V2_MODEL_RUNNER=1: the forced continuations of --backend vllm need the V1 model "
+                             "runner; unset it, or pass --backend-arg vllm_loglikelihood=prompt_logprobs")
         env["VLLM_USE_V2_MODEL_RUNNER"] = "0"
     return env
 
@@ -138,12 +130,16 @@ class VLLMOptions:
                                                           changes_numbers=False)
     max_model_len: int | None = backend_option(None, "engine context length; default: the max length + 1",
                                                changes_numbers=False)
-    vllm_engine_args: dict | None = backend_option(None, 'other vllm.LLM arguments, a JSON object (e.g. {"enforce_eager": true})')
+    vllm_engine_args: dict | None = backend_option(None, 'other vllm.LLM arguments, a JSON object (e.g. '
+                                                         '{"enforce_eager": true})')
     gguf_file: str | None = gguf_file_option()
     # Equal numbers within float rounding either way, but not the same bits: in the identity.
-    vllm_loglikelihood: str = backend_option("prefill", "log-likelihood requests: prefill (each context computed once, each "
-                                              "choice's tokens as prompt log-probs after it), prefix (the same, choices forced "
-                                              "token by token: decode steps) or prompt_logprobs (the former path, no prefix reuse)")
+    vllm_loglikelihood: str = backend_option("prefill",
+                                             "log-likelihood requests: prefill (each context computed once, each "
+                                              "choice's tokens as prompt log-probs after it), prefix (the same, "
+                                              "choices forced "
+                                              "token by token: decode steps) or prompt_logprobs (the former path, no "
+                                              "prefix reuse)")
 
 
 class EngineMissing(ImportError, RuntimeError):
@@ -161,7 +157,8 @@ class VLLMBackend(Backend):
     mixes_prompts = True
     Options = VLLMOptions
 
-    def __init__(self, llm: Any, tokenizer: Any, name_or_path: str, max_length: int, dtype: str, scoring: str = "prefill") -> None:
+    def __init__(self, llm: Any, tokenizer: Any, name_or_path: str, max_length: int, dtype: str,
+                 scoring: str = "prefill") -> None:
         self.scoring = check_mode(scoring)  # how log-likelihoods are requested (vllm_scoring.MODES)
         self.llm = llm
         self.tokenizer = tokenizer
@@ -179,7 +176,8 @@ class VLLMBackend(Backend):
         try:
             from vllm import LLM
         except ImportError as err:
-            raise EngineMissing("--backend vllm needs vLLM: pip install -e '.[vllm]' in a clone of evalita-llm (CPU build), or pip install vllm (GPU)") from err
+            raise EngineMissing("--backend vllm needs vLLM: pip install -e '.[vllm]' in a clone of evalita-llm (CPU "
+                                "build), or pip install vllm (GPU)") from err
         scoring = check_mode(engine_of(cls, options).vllm_loglikelihood)  # before the engine loads
         gguf = gguf_model(options.model, asdict(engine_of(cls, options)))
         if gguf is not None:
@@ -261,7 +259,8 @@ class VLLMBackend(Backend):
                     for w, part in call.results(scores, out).items():
                         # "prefill" scores a longer choice in two calls: the parts add up.
                         before = scored.get(w)
-                        scored[w] = part if before is None else LLResult(before.logprob + part.logprob, before.is_greedy and part.is_greedy,
+                        scored[w] = part if before is None else LLResult(before.logprob + part.logprob,
+                                                                         before.is_greedy and part.is_greedy,
                                                                          before.n_tokens + part.n_tokens)
                 wave = resend
         return [scored[w] for w in windows]
@@ -276,8 +275,10 @@ class VLLMBackend(Backend):
         for req in requests:
             until = stop_strings(self.tokenizer, req.stop)
             prompts.append(TokensPrompt(prompt_token_ids=generation_prompt(self.tokenizer, req, self.max_length)))
-            structured = StructuredOutputsParams(**req.constraint.as_structured_outputs()) if req.constraint is not None else None
-            params.append(SamplingParams(max_tokens=req.max_new_tokens, temperature=0.0, stop=[s for s in until if s], structured_outputs=structured))
+            structured = (StructuredOutputsParams(**req.constraint.as_structured_outputs())
+                          if req.constraint is not None else None)
+            params.append(SamplingParams(max_tokens=req.max_new_tokens, temperature=0.0, stop=[s for s in until if s],
+                                         structured_outputs=structured))
             untils.append(until)
         out = []
         for result, until in zip(self.llm.generate(prompts, params, use_tqdm=False), untils):

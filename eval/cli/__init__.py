@@ -14,9 +14,7 @@ from evalita_data.cli.errors import FriendlyGroup
 
 from .. import __version__
 from .run import run as run_command
-from .support import RUN_NEEDS, STATS_NEEDS, backend_names, default_device, require
-
-__all__ = ["RUN_NEEDS", "STATS_NEEDS", "default_device", "main", "require"]  # what tests and scripts import from here
+from .support import RUN_NEEDS, STATS_NEEDS, backend_names, require
 
 
 @click.group(cls=FriendlyGroup)
@@ -46,21 +44,24 @@ def backends() -> None:
 
 @main.command()
 @click.argument("sweep_file", type=click.Path(path_type=Path, exists=True, dir_okay=False))
-@click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=Path("sweep-report"), show_default=True,
-              help="Folder of the one report of every complete run (as `evalita-eval report`).")
-@click.option("--ray-address", default=None, help="A running Ray cluster (e.g. HEAD:6379); default: a local Ray for the sweep.")
+@click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=Path("sweep-report"),
+              show_default=True, help="Folder of the one report of every complete run (as `evalita-eval report`).")
+@click.option("--ray-address", default=None,
+              help="A running Ray cluster (e.g. HEAD:6379); default: a local Ray for the sweep.")
 def sweep(sweep_file: Path, out: Path, ray_address: str | None) -> None:
     """Run every run of SWEEP_FILE (YAML/JSON list: model, backend, backend_args, setting, tasks...) as Ray tasks,
     each into its own run folder; rerun to resume; then one report of them all (docs/parallel.md)."""
     require("sweep", RUN_NEEDS + STATS_NEEDS)
-    from ..sweep import load_sweep, report_sweep
+    from ..sweep import report_sweep
+    from ..sweep_runs import load_sweep
 
     try:
         runs = load_sweep(sweep_file)
     except ValueError as err:
         raise click.ClickException(str(err)) from None
     if importlib.util.find_spec("ray") is None:
-        raise click.ClickException("`evalita-eval sweep` runs on Ray, which is not installed: pip install -e '.[ray]' (in a clone of evalita-llm)")
+        raise click.ClickException("`evalita-eval sweep` runs on Ray, which is not installed: pip install -e '.[ray]' "
+                                   "(in a clone of evalita-llm)")
     from ..replicas.resources import NotEnoughResources
 
     try:
@@ -68,7 +69,8 @@ def sweep(sweep_file: Path, out: Path, ray_address: str | None) -> None:
     except NotEnoughResources as err:
         raise click.ClickException(f"{sweep_file}: {err}") from None
     if failed:
-        raise click.ClickException(f"{failed} of {len(runs)} runs failed (see each one's log in {out / 'logs'}); rerun the sweep to resume them")
+        raise click.ClickException(f"{failed} of {len(runs)} runs failed (see each one's log in {out / 'logs'}); rerun "
+                                   "the sweep to resume them")
 
 
 # ---------------------------------------------------------------- aggregate / report
@@ -104,17 +106,20 @@ def aggregate(scores: Path, scale: str, alpha: float, out: Path) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap resampling.")
 @click.option("--alpha", type=float, default=1.0, show_default=True, help="Variance penalty of the Sharpe score.")
 @click.option("--progress/--no-progress", default=None, help="Progress bars (default: on a terminal only).")
-@click.option("--partial", is_flag=True, help="Report the finished tasks of unfinished runs (marked 'partial run: N of M tasks finished').")
-def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float, progress: bool | None, partial: bool) -> None:
-    """Markdown + HTML report with plots from results.json files or run folders of `evalita-eval run`, or lm-eval output folders
-    (one run each: a folder holding several is named by its run's results_<time>.json)."""
+@click.option("--partial", is_flag=True,
+              help="Report the finished tasks of unfinished runs (marked 'partial run: N of M tasks finished').")
+def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float, progress: bool | None,
+           partial: bool) -> None:
+    """Markdown + HTML report with plots from results.json files or run folders of `evalita-eval run`, or lm-eval
+    output folders (one run each: a folder holding several is named by its run's results_<time>.json)."""
     require("report", STATS_NEEDS)
     from ..reporting.report import write_report
 
     if progress is None:
         progress = sys.stderr.isatty()
     try:
-        written = write_report(list(results), out, k=k, seed=seed, alpha=alpha, progress=progress, echo=click.echo, partial=partial)
+        written = write_report(list(results), out, k=k, seed=seed, alpha=alpha, progress=progress, echo=click.echo,
+                               partial=partial)
     except ValueError as err:
         click.echo(f"error: {err}", err=True)
         sys.exit(1)
@@ -130,8 +135,8 @@ def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float
 @click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Also write compare.md and compare.json into this folder.")
 def compare(run_a: Path, run_b: Path, k: int, seed: int, out: Path | None) -> None:
-    """Per task and prompt, A minus B with a paired test on the same items (results.json, run folders, lm-eval output folders
-    or one lm-eval run's results_<time>.json)."""
+    """Per task and prompt, A minus B with a paired test on the same items (results.json, run folders, lm-eval
+    output folders or one lm-eval run's results_<time>.json)."""
     require("compare", STATS_NEEDS)
     from ..reporting.compare import write_comparison
     from ..reporting.tables import ScoresError
@@ -160,7 +165,8 @@ def _given_name(name: str | None) -> str | None:
 @click.argument("results_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--repo", "repo_id", required=True, help="Hub dataset ORG/NAME to publish to (created if missing).")
 @click.option("--private", is_flag=True, help="Create the repository as private.")
-@click.option("--revision", default="main", show_default=True, help="Branch to commit to (created from main if missing).")
+@click.option("--revision", default="main", show_default=True,
+              help="Branch to commit to (created from main if missing).")
 @click.option("--message", default=None, help="Commit message.")
 @click.option("--dry-run", is_flag=True, help="Show the files and what would change; commit nothing.")
 @click.option("--to-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
@@ -189,11 +195,13 @@ def push_results(results_dir: Path, repo_id: str, private: bool, revision: str, 
 
 @main.command("export-lm-eval")
 @click.argument("out_dir", type=click.Path(path_type=Path, file_okay=False))
-@click.option("--org", default=None, help="Read the datasets ORG/<task> from the Hub (as `evalita-data push` publishes them).")
+@click.option("--org", default=None,
+              help="Read the datasets ORG/<task> from the Hub (as `evalita-data push` publishes them).")
 @click.option("--data-dir", type=click.Path(path_type=Path, exists=True, file_okay=False), default=None,
               help="Read the datasets from DIR/<task>, a folder written by `evalita-data push --to-dir DIR`.")
 @click.option("--official", is_flag=True,
-              help="Read the Evalita-LLM copies ORG/<dataset> with their split names (--org evalitahf), as `run --data hf:ORG`.")
+              help="Read the Evalita-LLM copies ORG/<dataset> with their split names (--org evalitahf), as `run --data "
+                   "hf:ORG`.")
 def export_lm_eval(out_dir: Path, org: str | None, data_dir: Path | None, official: bool) -> None:
     """Write lm-evaluation-harness task YAMLs (a group per task, a task per task x prompt) and their utils.py.
 
@@ -212,7 +220,8 @@ def export_lm_eval(out_dir: Path, org: str | None, data_dir: Path | None, offici
 @main.command("export-eee")
 @click.argument("run_dir", type=click.Path(path_type=Path, exists=True))
 @click.argument("out_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("eee"))
-@click.option("--organization", default="unknown", show_default=True, help="Who ran the evaluation (source_organization_name).")
+@click.option("--organization", default="unknown", show_default=True,
+              help="Who ran the evaluation (source_organization_name).")
 @click.option("--model-name", default=None,
               help="Name the model so in every published file (default: model.name of results.json, else the Hub id or "
                    "a local folder's name and weights hash).")

@@ -33,7 +33,8 @@ def entries_and_prompts(tasks: list[str] | None, prompt_names: list[str] | None,
         known = {name for e in entries for name in task_kind(e, setting).declared_prompts()}
         unknown = sorted(set(prompt_names) - known)
         if unknown:
-            raise click.BadParameter(f"unknown prompt(s) {', '.join(unknown)}; the tasks have {', '.join(sorted(known))}", param_hint="--prompts")
+            raise click.BadParameter(f"unknown prompt(s) {', '.join(unknown)}; the tasks have "
+                                     f"{', '.join(sorted(known))}", param_hint="--prompts")
     return entries, prompt_names
 
 
@@ -85,7 +86,8 @@ def check_data(entries: list, source, config, named_tasks: bool) -> None:
             source.load(entry, config.split or entry.spec.eval_split)
     except (FileNotFoundError, ValueError) as err:
         raise click.ClickException(one_line(err)) from None
-    if selection.missing and len(selection.missing) == len(entries):  # nothing to evaluate: say why, before loading the model
+    # nothing to evaluate: say why, before loading the model
+    if selection.missing and len(selection.missing) == len(entries):
         for name, why in selection.missing.items():
             click.echo(f"{name}: skipped, {' '.join(why.split())}", err=True)
         raise click.ClickException(nothing_evaluated(selection.missing, source))

@@ -36,7 +36,8 @@ def add_bootstrap(rep: TaskReport, runs: Sequence[RunResults], score_samples: Sc
             t.notes.append(f"bootstrap omitted: no samples file {run.samples_path(t.task, prompt)}")
             return
         try:
-            res = stats.bootstrap(samples, lambda s: PERCENT * score_samples(rep.metric, s, task=t.task), k=k, seed=seed)
+            res = stats.bootstrap(samples, lambda s: PERCENT * score_samples(rep.metric, s, task=t.task), k=k,
+                                  seed=seed)
         except (KeyError, ValueError, NotImplementedError) as err:
             t.notes.append(f"bootstrap omitted: cannot recompute {rep.metric!r} from samples ({err})")
             return

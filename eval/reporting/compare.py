@@ -1,18 +1,10 @@
 """``evalita-eval compare A B``: per task and prompt, the score difference of two runs and a paired test.
 
-The items both runs scored are compared (paired by ``doc_id``; with a run read from lm-eval
-output, by the document as the prompt renders it), and must have the same gold answers; items
-only one run scored (another ``--limit``) are left out with a note. The test depends on the metric (docs/statistics.md):
-
-* accuracies (``acc``, ``acc_norm``, ``acc_bytes``): each item is right or wrong on each side,
-  so the exact McNemar test on the discordant items (``b``: only A right, ``c``: only B right);
-* every other metric (F1, ROUGE: corpus-level, not a mean of item scores): a paired
-  bootstrap, the same resampled items for both runs, ``k`` resamples from
-  ``numpy.random.default_rng(seed)``; two-sided p-value and the 95 % percentile interval of
-  the difference.
-
-Per task, a last row ``AvgP`` compares the mean over the prompts by the same paired
-bootstrap, each resample taking the same items for every prompt and both runs.
+The items both runs scored are compared (paired by ``doc_id``, or for lm-eval output by the
+rendered document) and must have the same gold answers; items only one run scored are left out
+with a note. Accuracies: the exact McNemar test on the discordant items; any other metric: a paired
+bootstrap (``k`` resamples, ``numpy.random.default_rng(seed)``); per task a last row ``AvgP``
+compares the mean over the prompts the same way (docs/statistics.md).
 """
 
 from __future__ import annotations
@@ -91,7 +83,8 @@ def _item_key(run: RunResults, by_document: bool):
     return key
 
 
-def paired_samples(a: RunResults, b: RunResults, task: str, prompt: str) -> tuple[list[SampleLine], list[SampleLine], str | None]:
+def paired_samples(a: RunResults, b: RunResults, task: str,
+                   prompt: str) -> tuple[list[SampleLine], list[SampleLine], str | None]:
     """The two runs' samples of one task and prompt on the items both scored, in the same order, and a note when
     one run scored items the other did not (another --limit); refused where an item's gold differs."""
     by_document = any(r.source_tool is not None for r in (a, b))
@@ -113,18 +106,21 @@ def paired_samples(a: RunResults, b: RunResults, task: str, prompt: str) -> tupl
     (path_a, ia), (path_b, ib) = sides
     common = set(ia) & set(ib)
     if not common:
-        raise ScoresError(f"{task} {prompt}: the runs scored no item in common ({len(ia)} in {path_a}, {len(ib)} in {path_b}"
-                          f"{'; matched by the prompted document, so the few-shot examples and chat template must match too' if by_document else ''}"
-                          "): not the same data")
+        why = "; matched by the prompted document, so the few-shot examples and chat template must match too"
+        raise ScoresError(f"{task} {prompt}: the runs scored no item in common ({len(ia)} in {path_a}, {len(ib)} in "
+                          f"{path_b}{why if by_document else ''}): not the same data")
     note = None
     if len(common) != len(ia) or len(common) != len(ib):
-        note = (f"{task} {prompt}: compared on the {len(common)} item(s) both runs scored ({len(ia)} in A, {len(ib)} in B: "
+        note = (f"{task} {prompt}: compared on the {len(common)} item(s) both runs scored ({len(ia)} in A, {len(ib)} "
+                "in B: "
                 "another --limit or data); the scores in this table are over those items")
     ids = sorted(common, key=lambda x: (str(type(x)), x))
     for i in ids:
         if ia[i].gold != ib[i].gold:
-            name = f"doc_id {i!r}" if not by_document else f"doc_id {ia[i].doc_id!r} of A (doc_id {ib[i].doc_id!r} of B)"
-            raise ScoresError(f"{task} {prompt}: {name} has different gold answers in {path_a} and {path_b}: not the same data")
+            name = f"doc_id {i!r}" if not by_document else (f"doc_id {ia[i].doc_id!r} of A (doc_id {ib[i].doc_id!r} of "
+                                                            "B)")
+            raise ScoresError(f"{task} {prompt}: {name} has different gold answers in {path_a} and {path_b}: not the "
+                              "same data")
     return [ia[i] for i in ids], [ib[i] for i in ids], note
 
 
@@ -132,8 +128,8 @@ def _differing(sa: list[SampleLine], sb: list[SampleLine]) -> int:
     return sum(1 for x, y in zip(sa, sb) if x.prediction != y.prediction)
 
 
-def compare_prompt(task: str, prompt: str, metric: str, lines_a: list[SampleLine], lines_b: list[SampleLine], metric_fn, k: int,
-                   seed: int, kind: str | None = None) -> Comparison:
+def compare_prompt(task: str, prompt: str, metric: str, lines_a: list[SampleLine], lines_b: list[SampleLine],
+                   metric_fn, k: int, seed: int, kind: str | None = None) -> Comparison:
     """A against B on one prompt; ``kind``: the metric's kind as the runs recorded it (else the function's own)."""
     sa, sb = [s.line for s in lines_a], [s.line for s in lines_b]  # the scoring functions read samples as dicts
     score_a, score_b = metric_fn(sa), metric_fn(sb)
@@ -142,15 +138,18 @@ def compare_prompt(task: str, prompt: str, metric: str, lines_a: list[SampleLine
         only_a = sum(1 for x, y in zip(hits_a, hits_b) if x and not y)
         only_b = sum(1 for x, y in zip(hits_a, hits_b) if y and not x)
         return Comparison(task, prompt, metric, len(sa), score_a, score_b, score_a - score_b, "mcnemar",
-                          stats.mcnemar_exact_pvalue(only_a, only_b), f"b={only_a} c={only_b}", differing=_differing(lines_a, lines_b))
+                          stats.mcnemar_exact_pvalue(only_a, only_b), f"b={only_a} c={only_b}",
+                          differing=_differing(lines_a, lines_b))
     res = stats.paired_bootstrap(sa, sb, metric_fn, k=k, seed=seed)
-    return Comparison(task, prompt, metric, len(sa), score_a, score_b, res.difference, f"paired bootstrap (k={k}, seed {seed})",
-                      res.p_value, f"95% CI [{fmt(res.ci_low * PERCENT, PERCENT)}, {fmt(res.ci_high * PERCENT, PERCENT)}]", k,
+    return Comparison(task, prompt, metric, len(sa), score_a, score_b, res.difference,
+                      f"paired bootstrap (k={k}, seed {seed})",
+                      res.p_value,
+                      f"95% CI [{fmt(res.ci_low * PERCENT, PERCENT)}, {fmt(res.ci_high * PERCENT, PERCENT)}]", k,
                       _differing(lines_a, lines_b))
 
 
-def compare_avgp(task: str, metric: str, paired: dict[str, tuple[list[SampleLine], list[SampleLine]]], metric_fn, k: int,
-                 seed: int) -> Comparison:
+def compare_avgp(task: str, metric: str, paired: dict[str, tuple[list[SampleLine], list[SampleLine]]], metric_fn,
+                 k: int, seed: int) -> Comparison:
     """AvgP (the mean over prompts) of A minus B: a paired bootstrap resampling the same items for every prompt."""
     prompts = list(paired)
     sizes = {len(sa) for sa, _sb in paired.values()}
@@ -175,19 +174,22 @@ def _untested(c: Comparison, why: str | None) -> Comparison:
 
 def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
                  metric_of: Callable[[str, str], object] | None = None) -> tuple[list[Comparison], list[str]]:
-    """Every task and prompt both runs have: the comparisons, and notes (tasks or prompts only one run has, setting mismatch)."""
+    """Every task and prompt both runs have: the comparisons, and notes (what only one run has, setting mismatch)."""
     a, b = load_run(path_a, partial=True), load_run(path_b, partial=True)
     if metric_of is None:
         from ..metrics import metric_of  # (task, name) -> the task's own declaration of the metric
     a.display, b.display = "A", "B"
     notes = lm_eval_notes([a, b])
     thinking = ["on" if r.config.thinking else "off" for r in (a, b)]
-    if setting_label(replace(a.config, thinking=False)) == setting_label(replace(b.config, thinking=False)) and thinking[0] != thinking[1]:
-        notes.append(f"the runs differ in thinking (A {thinking[0]}, B {thinking[1]}): the same prompts and items, paired by document")
+    if setting_label(replace(a.config, thinking=False)) == setting_label(replace(b.config, thinking=False)) \
+            and thinking[0] != thinking[1]:
+        notes.append(f"the runs differ in thinking (A {thinking[0]}, B {thinking[1]}): the same prompts and items, "
+                     "paired by document")
     elif setting_label(a.config) != setting_label(b.config):
-        notes.append(f"the runs differ in setting ({setting_label(a.config)} vs {setting_label(b.config)}): "
-                     "their prompts of the same name are different prompts")
-    notes += [f"{side}: {NOT_COMPARABLE}: {'; '.join(why)}" for side, run in (("A", a), ("B", b)) if (why := run.not_comparable_reasons)]
+        notes.append(f"the runs differ in setting ({setting_label(a.config)} vs {setting_label(b.config)}): their "
+                     "prompts of the same name are different prompts")
+    notes += [f"{side}: {NOT_COMPARABLE}: {'; '.join(why)}"
+              for side, run in (("A", a), ("B", b)) if (why := run.not_comparable_reasons)]
     notes += [f"{side}: {note}" for side, run in (("A", a), ("B", b)) for note in run.notes]
     only = sorted(set(a.results) ^ set(b.results))
     if only:
@@ -210,20 +212,23 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
             notes += [note] if note else []
         try:
             fn = metric_of(task, metric)
-            why = {p: (CHANGED_PROMPT if p in changed else untested_reason(p, a.results[task].get(p), b.results[task].get(p)))
+            why = {p: (CHANGED_PROMPT
+                       if p in changed else untested_reason(p, a.results[task].get(p), b.results[task].get(p)))
                    for p in paired}
             kind = recorded.kind if recorded is not None else None
-            rows += [_untested(compare_prompt(task, p, metric, sa, sb, fn, k, seed, kind), why[p]) for p, (sa, sb) in paired.items()]
+            rows += [_untested(compare_prompt(task, p, metric, sa, sb, fn, k, seed, kind), why[p])
+                     for p, (sa, sb) in paired.items()]
             if len({len(sa) for sa, _sb in paired.values()}) > 1:
                 notes.append(f"{task} AvgP: not compared, its prompts were compared on different numbers of items")
             elif len(paired) > 1:
                 edited = [p for p in paired if p in changed]
                 avgp_why = f"{', '.join(edited)}: {CHANGED_PROMPT}" if edited else untested_avgp_reason(
-                    [p for p in paired if why[p]], [p for p in paired if any(none_read(r.results[task].get(p, {})) for r in (a, b))])
+                    [p for p in paired if why[p]],
+                    [p for p in paired if any(none_read(r.results[task].get(p, {})) for r in (a, b))])
                 rows.append(_untested(compare_avgp(task, metric, paired, fn, k, seed), avgp_why))
         except (KeyError, TypeError, ValueError) as err:  # samples without the fields the metric reads
-            raise ScoresError(f"{task}: cannot score {metric} from the samples of {a.path.parent} and "
-                              f"{b.path.parent} ({type(err).__name__}: {err})") from None
+            raise ScoresError(f"{task}: cannot score {metric} from the samples of {a.path.parent} and {b.path.parent} "
+                              f"({type(err).__name__}: {err})") from None
     if small := [f"{r.task} {r.prompt}" for r in rows if r.n < MIN_ITEMS]:
         notes.append(f"{NOT_A_MEASUREMENT}: {', '.join(small)}")
     return rows, notes
@@ -239,7 +244,8 @@ AVGP_EXPLAIN = (f"{AVGP_LABEL}: the mean over the prompts both runs scored, on t
 def comparison_table(rows: Sequence[Comparison], name_a: str, name_b: str) -> TextTable:
     return TextTable(
         ["task", "prompt", "metric", "n", name_a, name_b, "A − B", "test", "p", "detail"],
-        [[r.task, AVGP_LABEL if r.prompt == "AvgP" else r.prompt, r.metric, str(r.n), fmt(r.score_a * PERCENT, PERCENT), fmt(r.score_b * PERCENT, PERCENT),
+        [[r.task, AVGP_LABEL if r.prompt == "AvgP" else r.prompt, r.metric, str(r.n),
+          fmt(r.score_a * PERCENT, PERCENT), fmt(r.score_b * PERCENT, PERCENT),
           fmt(r.difference * PERCENT, PERCENT), r.test, p_text(r), r.detail] for r in rows],
         text_cols=3)
 
@@ -251,8 +257,9 @@ def write_comparison(path_a: Path, path_b: Path, out: Path | None, k: int = 1000
     notes.append(f"items with another prediction in A than in B: {sum(r.differing for r in per_prompt)} of "
                  f"{sum(r.n for r in per_prompt)} (over {len(per_prompt)} task-prompt pair(s))")
     text = "\n".join([f"A = {resolve_run(path_a)}", f"B = {resolve_run(path_b)}", "",
-                      "Scores in percent; p < 0.05: the difference is unlikely to be chance on these items. A prompt with "
-                      "10 % or more unparsed answers on either side is not tested (its score rests on the others). " + AVGP_EXPLAIN, "",
+                      "Scores in percent; p < 0.05: the difference is unlikely to be chance on these items. A prompt "
+                      "with 10 % or more unparsed answers on either side is not tested (its score rests on the "
+                      "others). " + AVGP_EXPLAIN, "",
                       comparison_table(rows, "A", "B").markdown(), ""] + [f"> note: {md_text(n)}" for n in notes])
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

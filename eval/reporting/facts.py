@@ -78,7 +78,8 @@ def limit_text(config: ConfigRecord) -> str:
 
 
 def evaluated_n(results: dict) -> str:
-    """Items per prompt over the run's tasks: one number, or the range (``n`` is a count: record/results.schema.json)."""
+    """Items per prompt over the run's tasks: one number, or the range (``n`` is a count: record/results.schema.json).
+    """
     ns = sorted({p["n"] for prompts in results.values() for p in prompts.values()})
     if not ns:
         return "–"
@@ -114,7 +115,8 @@ def run_rows(run: RunRecord) -> list[tuple[str, str]]:
 
 def unparsed_cell(prompts: dict) -> str:
     """'p1 3 / 10, p2 0 / 10' (answers no rule read, per prompt), or '–' where the task has no count."""
-    cells = [f"{p} {s['unparsed']} / {s['n']}" + (f" {MARK}" if is_flagged(s) else "") for p, s in prompts.items() if "unparsed" in s]
+    cells = [f"{p} {s['unparsed']} / {s['n']}" + (f" {MARK}" if is_flagged(s) else "")
+             for p, s in prompts.items() if "unparsed" in s]
     return ", ".join(cells) if cells else "–"
 
 
@@ -122,12 +124,13 @@ def rules_cell(parsed_by: dict) -> str:
     """'p1: exact 7, start 1; p2: ...' from results.json parsed_by.<task>."""
     if not parsed_by:
         return "–"
-    return "; ".join(f"{p}: " + ", ".join(f"{rule} {n}" for rule, n in counts.items()) for p, counts in parsed_by.items())
+    return "; ".join(f"{p}: " + ", ".join(f"{rule} {n}" for rule, n in counts.items())
+                     for p, counts in parsed_by.items())
 
 
 def trace_cell(traces: dict[str, TraceSummary] | None) -> str:
-    """'p1: mean 412.5 tokens, forced 2, unfinished 1; p2: ...' from results.json reasoning.<task> (--thinking on; checked
-    by the record's schema), '–' without."""
+    """'p1: mean 412.5 tokens, forced 2, unfinished 1; p2: ...' from results.json reasoning.<task> (--thinking on;
+    checked by the record's schema), '–' without."""
     if not traces:
         return "–"
     cells = []
@@ -161,7 +164,8 @@ def class_label(run: RunRecord, task: str, cls: Any) -> str:
 
 
 def items_table(task: str, metric: str, runs: Sequence[RunRecord]) -> TextTable:
-    """Per model: n, limit, the chance and majority baselines of the headline metric, unparsed k / n per prompt, the answer rules."""
+    """Per model: n, limit, the chance and majority baselines of the headline metric, unparsed k / n per prompt, the
+    answer rules."""
     rows = []
     thinking = any(task in r.reasoning for r in runs)
     for r in runs:
@@ -169,12 +173,14 @@ def items_table(task: str, metric: str, runs: Sequence[RunRecord]) -> TextTable:
             continue
         base = r.baselines.get(task)
         majority = baseline_cell(base, "majority", metric)
-        if isinstance(base, dict) and "majority_class" in base and majority not in ("–",) and not majority.startswith("n/a"):
+        if (isinstance(base, dict) and "majority_class" in base and majority not in ("–",)
+                and not majority.startswith("n/a")):
             majority += f" ({class_label(r, task, base['majority_class'])})"
         rows.append([r.display, evaluated_n({task: r.results[task]}), limit_text(r.config),
                      baseline_cell(base, "chance", metric), majority,
                      unparsed_cell(r.results[task]), rules_cell(r.parsed_by.get(task) or {})]
                     + ([trace_cell(r.reasoning.get(task))] if thinking else []))
     traces = ["traces (--thinking on)"] if thinking else []
-    return TextTable(["model", "n", "limit", f"chance {metric}", f"majority {metric}", "unparsed k / n", "parsed by rule", *traces],
+    return TextTable(["model", "n", "limit", f"chance {metric}", f"majority {metric}", "unparsed k / n",
+                      "parsed by rule", *traces],
                      rows, text_cols=7 + len(traces))

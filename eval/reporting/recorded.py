@@ -44,7 +44,8 @@ def recorded_headline(task: str, runs: Sequence[Any], available: Sequence[str]) 
         notes.append(f"{task}: the runs recorded different headline metrics "
                      f"({'; '.join(f'{name}: {len(rs)} run(s)' for name, rs in heads.items())}); shown: {chosen}")
     if chosen not in available:
-        raise ScoresError(f"task {task!r}: the recorded headline metric {chosen!r} is not in the results (has {', '.join(available)})")
+        raise ScoresError(f"task {task!r}: the recorded headline metric {chosen!r} is not in the results (has "
+                          f"{', '.join(available)})")
     return chosen, notes
 
 
@@ -53,8 +54,8 @@ def recorded_metric(task: str, metric: str, runs: Sequence[Any]) -> RecordedMetr
     differently (another kind or direction) are an error: their numbers do not mean the same."""
     found = {m for run in runs for m in (recorded_metrics(run, task) or []) if m.name == metric}
     if len(found) > 1:
-        raise ScoresError(f"{task}: metric {metric!r} was recorded differently by the runs "
-                          f"({'; '.join(f'kind {m.kind}, higher_is_better {m.higher_is_better}' for m in sorted(found, key=repr))})")
+        ways = "; ".join(f"kind {m.kind}, higher_is_better {m.higher_is_better}" for m in sorted(found, key=repr))
+        raise ScoresError(f"{task}: metric {metric!r} was recorded differently by the runs ({ways})")
     return next(iter(found), None)
 
 
@@ -68,8 +69,8 @@ def version_notes(task: str, runs: Sequence[Any]) -> list[str]:
         notes.append(f"{task}: the runs were made with different versions of the task "
                      f"({', '.join(f'{name}: {v}' for name, v in versions)})")
     if changed := differing_prompts([rec for _run, rec in records]):
-        notes.append(f"{task}: prompt(s) {', '.join(changed)} differ between the runs (another definition "
-                     "under the same name): their scores are not of the same prompt")
+        notes.append(f"{task}: prompt(s) {', '.join(changed)} differ between the runs (another definition under the "
+                     "same name): their scores are not of the same prompt")
     return notes
 
 

@@ -26,7 +26,8 @@ def render_context(runs, reports, summary, alpha, k, seed, notes) -> dict:
         })
     runs_rows = runs_table(runs)
     return {
-        "runs": transposed(runs_rows), "run_facts": [(row[0], list(zip(runs_rows.headers[1:], row[1:]))) for row in runs_rows.rows],
+        "runs": transposed(runs_rows),
+        "run_facts": [(row[0], list(zip(runs_rows.headers[1:], row[1:]))) for row in runs_rows.rows],
         "summary": summary_table(reports, summary, alpha), "sections": sections,
         "alpha": alpha, "k": k, "seed": seed, "notes": notes, "common_tasks": summary.common_tasks,
         "rank_plot": "rank_vs_alpha.png" if len(runs) > 1 and summary.common_tasks else None,
@@ -44,7 +45,8 @@ EXPLAIN = (
 
 
 ITEMS_EXPLAIN = (
-    "Items evaluated per prompt (n) and the limit; baselines of the headline metric on the same gold labels, in percent: "
+    "Items evaluated per prompt (n) and the limit; baselines of the headline metric on the same gold labels, in "
+    "percent: "
     "chance (uniform random choice) and majority (always the most frequent gold class); generated answers that no rule "
     "could parse (counted wrong) as k / n per prompt, and how many each answer rule read (docs/settings.md)."
 )
@@ -57,10 +59,10 @@ SETTINGS_EXPLAIN = (
 
 
 def interval_explain(k: int, seed: int) -> str:
-    return (f"Score and 95% percentile interval (bootstrap, k={k}, seed {seed}): the score on the evaluated items (n per "
-            "model in the header) and, in brackets, the 2.5th–97.5th percentiles of the scores of k resamples of those "
-            "items: the spread a different test set of the same size could give. AvgP: the mean over the prompts, "
-            "resampled with the same items for every prompt.")
+    return (f"Score and 95% percentile interval (bootstrap, k={k}, seed {seed}): the score on the evaluated items (n "
+            "per model in the header) and, in brackets, the 2.5th–97.5th percentiles of the scores of k resamples of "
+            "those items: the spread a different test set of the same size could give. AvgP: the mean over the "
+            "prompts, resampled with the same items for every prompt.")
 
 
 EUROEVAL_EXPLAIN = (
@@ -87,7 +89,8 @@ def to_markdown(c: dict) -> str:
             out += ["", ITEMS_EXPLAIN, "", s["items_table"].markdown(), ""]
         out += ["", f"![{md_text(s['task'])} heatmap](plots/{s['heatmap']})", ""]
         if s["ci"]:
-            out += [interval_explain(c["k"], c["seed"]), "", s["ci"].markdown(), "", EUROEVAL_EXPLAIN, "", s["euroeval"].markdown(), ""]
+            out += [interval_explain(c["k"], c["seed"]), "", s["ci"].markdown(), "", EUROEVAL_EXPLAIN, "",
+                    s["euroeval"].markdown(), ""]
         out += [f"Rank score basis: {md_text(s['rank_basis'])}.", ""] if s["rank_basis"] else []
     return "\n".join(out)
 
@@ -104,7 +107,9 @@ def to_html(c: dict, images: dict[str, bytes]) -> str:
 
 TABLE_MACRO = """{% macro table(t) -%}
 <table><thead><tr>{% for h in t.headers %}<th>{{ h }}</th>{% endfor %}</tr></thead><tbody>
-{% for row in t.rows %}<tr{% if t.summary_from is not none and loop.index0 >= t.summary_from %} class="summary{% if loop.index0 == t.summary_from %} first-summary{% endif %}"{% endif %}>{% for cell in row %}<td{% if loop.index0 < t.text_cols %} class="text"{% endif %}>{{ cell }}</td>{% endfor %}</tr>
+{% for row in t.rows %}<tr{% if t.summary_from is not none and loop.index0 >= t.summary_from %} class="summary
+{%- if loop.index0 == t.summary_from %} first-summary{% endif %}"{% endif %}>
+{%- for cell in row %}<td{% if loop.index0 < t.text_cols %} class="text"{% endif %}>{{ cell }}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table>
 {%- endmacro %}"""
 
@@ -114,14 +119,16 @@ HTML_TEMPLATE = """<!DOCTYPE html>
 <style>
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2rem auto; max-width: 1300px;
        padding: 0 1.5rem; color: #1d2327; line-height: 1.45; }
-h1 { font-size: 1.8rem; margin-bottom: .3rem; } h2 { margin-top: 2.4rem; border-bottom: 2px solid #dde3e8; padding-bottom: .2rem; }
+h1 { font-size: 1.8rem; margin-bottom: .3rem; }
+{#- #} h2 { margin-top: 2.4rem; border-bottom: 2px solid #dde3e8; padding-bottom: .2rem; }
 p.explain { color: #444; font-size: .92rem; max-width: 70rem; }
 table { border-collapse: collapse; margin: .8rem 0 1rem; font-size: .9rem; }
 th, td { border: 1px solid #d0d7de; padding: .3rem .6rem; }
 th { background: #f3f5f7; text-align: center; }
 td { text-align: right; font-variant-numeric: tabular-nums; }
 td.text { text-align: left; }
-/* A row's name wraps (at a space, or after a '-') only where its table would not fit: "model [setting]" rows (issue 47). */
+/* A row's name wraps (at a space, or after a '-') only where its table would not fit: "model [setting]" rows
+{#- #} (issue 47). */
 td:first-child { text-align: left; font-weight: 600; }
 tr.summary td { background: #f7f9fb; }
 tr.first-summary td { border-top: 2px solid #8c959f; }
@@ -131,7 +138,8 @@ img { max-width: 100%; display: block; margin: .6rem 0 1rem; }
 .scroll { overflow-x: auto; }
 /* The run details: one definition list per model (not a 17-column table that breaks words at 1,400 px). */
 .models { display: grid; grid-template-columns: repeat(auto-fill, minmax(26rem, 1fr)); gap: .8rem; }
-dl.facts { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .1rem .9rem; margin: 0; padding: .5rem .8rem;
+dl.facts { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .1rem .9rem; margin: 0;
+{#- #} padding: .5rem .8rem;
            border: 1px solid #d0d7de; border-radius: 4px; font-size: .85rem; overflow-x: auto; }
 dl.facts h3 { grid-column: 1 / -1; margin: 0 0 .3rem; font-size: 1rem; }
 dl.facts dt { color: #555; white-space: nowrap; } dl.facts dd { margin: 0; overflow-wrap: normal; word-break: normal; }
@@ -143,17 +151,21 @@ dl.facts dt { color: #555; white-space: nowrap; } dl.facts dd { margin: 0; overf
 <div class="models">{% for model, facts in c.run_facts %}<dl class="facts"><h3>{{ model }}</h3>
 {% for name, value in facts %}<dt>{{ name }}</dt><dd>{{ value }}</dd>{% endfor %}</dl>
 {% endfor %}</div>
-{% if c.settings %}<h2>Settings side by side</h2><p>{{ settings_explain }}</p><div class="scroll">{{ table(c.settings) }}</div>{% endif %}
+{% if c.settings %}<h2>Settings side by side</h2><p>{{ settings_explain }}</p>
+{#- #}<div class="scroll">{{ table(c.settings) }}</div>{% endif %}
 <h2>Summary</h2>
-<p class="small">Per-task CPS of each task's headline metric; AvgP, MaxP, CPS and Sharpe averaged over the model's tasks.</p>
+<p class="small">Per-task CPS of each task's headline metric; AvgP, MaxP, CPS and Sharpe averaged over the model's
+{#- #} tasks.</p>
 <div class="scroll">{{ table(c.summary) }}</div>
 {% if c.rank_plot %}<img alt="rank versus alpha" src="data:image/png;base64,{{ img[c.rank_plot] }}">
-<p class="small">Ranks by the mean Sharpe score over the tasks every model has ({{ c.common_tasks | join(', ') }}).</p>{% endif %}
+<p class="small">Ranks by the mean Sharpe score over the tasks every model has ({{ c.common_tasks | join(', ') }}).</p>
+{%- endif %}
 {% for s in c.sections %}
 <h2>{{ s.task }} <span class="small">({{ s.metric }})</span></h2>
 {% for n in s.notes %}<div class="note">{{ n }}</div>{% endfor %}
 <div class="scroll">{{ table(s.table) }}</div>
-{% if s.items_table %}<p class="small">{{ items_explain }}</p><div class="scroll">{{ table(s.items_table) }}</div>{% endif %}
+{% if s.items_table %}<p class="small">{{ items_explain }}</p>
+{#- #}<div class="scroll">{{ table(s.items_table) }}</div>{% endif %}
 <img alt="{{ s.task }} heatmap" src="data:image/png;base64,{{ img[s.heatmap] }}">
 {% if s.ci %}<p class="small">{{ interval_explain(c.k, c.seed) }}</p>
 <div class="scroll">{{ table(s.ci) }}</div>

@@ -34,8 +34,10 @@ def base_name(run: Any) -> str:
     return run.display.rsplit(" [", 1)[0]
 
 
-def settings_table(runs: Sequence[Any], tasks: Sequence[str], headline: Callable[[str, Sequence[str], Sequence[Any]], tuple[str, Any]]) -> TextTable | None:
-    """Rows (model, task), columns per setting label: 'AvgP [MinP–MaxP] CPS (unparsed k / n)', n over the prompts; None for a single label."""
+def settings_table(runs: Sequence[Any], tasks: Sequence[str],
+                   headline: Callable[[str, Sequence[str], Sequence[Any]], tuple[str, Any]]) -> TextTable | None:
+    """Rows (model, task), columns per setting label: 'AvgP [MinP–MaxP] CPS (unparsed k / n)', n over the prompts;
+    None for a single label."""
     labels = labels_of(runs)
     if len(labels) < 2:
         return None
@@ -45,18 +47,22 @@ def settings_table(runs: Sequence[Any], tasks: Sequence[str], headline: Callable
         for task in tasks:
             cells, found = [], False
             for label in labels:
-                run = next((r for r in runs if base_name(r) == model and setting_label(r.config) == label and task in r.results), None)
+                run = next((r
+                            for r in runs if base_name(r) == model and setting_label(r.config) == label
+                            and task in r.results), None)
                 if run is None:
                     cells.append("–")
                     continue
                 found = True
                 prompts = run.results[task]
-                metric, _ = headline(task, [m for p in prompts.values() for m in p if m not in ("n", "unparsed")], [run])
+                metric, _ = headline(task, [m for p in prompts.values() for m in p if m not in ("n", "unparsed")],
+                                     [run])
                 s = stats.spread_stats([float(p[metric]) * PERCENT for p in prompts.values()], PERCENT)
                 unparsed = sum(p["unparsed"] for p in prompts.values() if "unparsed" in p)
                 answers = sum(p["n"] for p in prompts.values())
                 cell = f"{s.avg:.1f} [{s.min:.1f}–{s.max:.1f}] CPS {s.cps:.1f}"
-                cells.append(cell + (f" (unparsed {unparsed} / {answers})" if "unparsed" in next(iter(prompts.values())) else ""))
+                cells.append(cell + (f" (unparsed {unparsed} / {answers})"
+                                     if "unparsed" in next(iter(prompts.values())) else ""))
             if found:
                 rows.append([model, task] + cells)
     return TextTable(["model", "task"] + labels, rows, text_cols=2)

@@ -94,7 +94,8 @@ def rank_descending(values: Sequence[float], higher_is_better: bool = True) -> l
 def sharpe_ranks(per_model_scores: Sequence[Sequence[float]], alphas: Sequence[float] = ALPHAS,
                  scale: float = 1.0, higher_is_better: bool = True) -> np.ndarray:
     """ranks[a, m]: rank of model m by Sharpe score at alphas[a] (1 = best in the metric's direction)."""
-    return np.array([rank_descending([sharpe_score(s, a, scale) for s in per_model_scores], higher_is_better) for a in alphas])
+    return np.array([rank_descending([sharpe_score(s, a, scale) for s in per_model_scores], higher_is_better)
+                     for a in alphas])
 
 
 # ---------------------------------------------------------------- bootstrap
@@ -192,7 +193,9 @@ def dataset_rank_scores(model_scores: Mapping[str, Sequence[float]], significanc
             ranks[model] = 1.0
         else:
             step = 0.0
-            better, worse = (model_scores[prev], model_scores[model]) if higher_is_better else (model_scores[model], model_scores[prev])
+            better, worse = model_scores[prev], model_scores[model]
+            if not higher_is_better:
+                better, worse = worse, better
             if spread > 0 and welch_greater_pvalue(better, worse) < significance:
                 step = abs(means[prev] - means[model]) / spread
             ranks[model] = ranks[prev] + step
@@ -243,7 +246,8 @@ def mcnemar_exact_pvalue(b: int, c: int) -> float:
 @dataclass(frozen=True)
 class PairedBootstrap:
     difference: float  # metric(a) - metric(b) on the original items
-    p_value: float  # two-sided: 2 * the share of resamples whose difference is on the other side of 0 (or 0), capped at 1
+    # two-sided: 2 * the share of resamples whose difference is on the other side of 0 (or 0), capped at 1
+    p_value: float
     ci_low: float  # 2.5th / 97.5th percentiles of the resampled differences
     ci_high: float
 
@@ -256,11 +260,13 @@ def paired_bootstrap(a: Sequence[T], b: Sequence[T], metric: Callable[[list[T]],
     if len(a) != len(b):
         raise ValueError(f"paired bootstrap needs the same items on both sides, got {len(a)} and {len(b)}")
     observed = float(metric(list(a)) - metric(list(b)))
-    diffs = np.array([metric([a[i] for i in row]) - metric([b[i] for i in row]) for row in bootstrap_indices(len(a), k, seed)])
+    diffs = np.array([metric([a[i] for i in row]) - metric([b[i] for i in row])
+                      for row in bootstrap_indices(len(a), k, seed)])
     if observed > 0:
         other = float(np.mean(diffs <= 0))
     elif observed < 0:
         other = float(np.mean(diffs >= 0))
     else:
         other = 0.5  # no observed difference: p = 1
-    return PairedBootstrap(observed, min(1.0, 2.0 * other), float(np.percentile(diffs, 2.5)), float(np.percentile(diffs, 97.5)))
+    return PairedBootstrap(observed, min(1.0, 2.0 * other), float(np.percentile(diffs, 2.5)),
+                           float(np.percentile(diffs, 97.5)))

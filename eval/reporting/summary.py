@@ -38,7 +38,8 @@ def summarize(reports: Sequence[TaskReport], models: list[str]) -> Summary:
     if common:
         sign = {rep.table.task: 1.0 if direction[rep.table.task] else -1.0 for rep in common}
         ranks = np.array([
-            stats.rank_descending([np.mean([sign[rep.table.task] * stats.sharpe_score(rep.table.model_scores(m), a, PERCENT) for rep in common])
+            stats.rank_descending([np.mean([sign[rep.table.task] * stats.sharpe_score(rep.table.model_scores(m), a,
+                                                                                      PERCENT) for rep in common])
                                    for m in models])
             for a in stats.ALPHAS])
     else:
@@ -52,7 +53,8 @@ def summary_table(reports: Sequence[TaskReport], summary: Summary, alpha: float)
     by_task: dict[str, list[TaskReport]] = {}
     for rep in reports:
         by_task.setdefault(rep.table.task.split(" [")[0], []).append(rep)
-    headers = ["model"] + list(by_task) + ["AvgP", "MaxP", "CPS", f"Sharpe α={alpha:g}", "rank score"]  # a task: its CPS
+    # a task: its CPS
+    headers = ["model"] + list(by_task) + ["AvgP", "MaxP", "CPS", f"Sharpe α={alpha:g}", "rank score"]
     rows = []
     for m in summary.models:
         per_task, avg, mx, cps, sharpe = [], [], [], [], []
@@ -104,7 +106,8 @@ def _bootstrap_table(rep: TaskReport, cell) -> TextTable:
     t = rep.table
     items = model_items(rep)
     rows = [[p] + [t.cell(p, m, cell(rep.cells[(m, p)])) for m in t.models] for p in t.prompts]
-    avg = {m: stats.summarize_bootstrap(rep.avg_scores[m], point=float(np.mean([rep.cells[(m, p)].point for p in t.prompts])))
+    avg = {m: stats.summarize_bootstrap(rep.avg_scores[m],
+                                        point=float(np.mean([rep.cells[(m, p)].point for p in t.prompts])))
            for m in t.models}
     rows.append(["AvgP"] + [cell(avg[m]) for m in t.models])
     headers = ["prompt"] + [f"{m} (n={items[m]})" if m in items else m for m in t.models]
@@ -134,9 +137,13 @@ def runs_table(runs: Sequence[RunResults]) -> TextTable:
 
 
 def run_notes(runs: Sequence[RunResults]) -> list[str]:
-    """Report-wide warnings: unfinished runs, non-official splits, the Summary's averages over prompts with no answer read."""
+    """Report-wide warnings: unfinished runs, non-official splits, the Summary's averages over prompts with no answer
+    read."""
     notes = [f"{r.display}: {r.status_text} (report --partial): its other tasks are missing" for r in runs if r.partial]
-    notes += [f"{r.display}: the Summary's averages include {text}" for r in runs if (text := none_read_summary(none_read_prompts(r.results)))]
-    notes += [f"{r.display}: {NOT_COMPARABLE}: {'; '.join(r.not_comparable_reasons)}" for r in runs if r.not_comparable_reasons]
-    notes += [f"{r.display}: {note}" for r in runs for note in r.notes]  # what the reader found (a hand-edited comparability flag)
+    notes += [f"{r.display}: the Summary's averages include {text}"
+              for r in runs if (text := none_read_summary(none_read_prompts(r.results)))]
+    notes += [f"{r.display}: {NOT_COMPARABLE}: {'; '.join(r.not_comparable_reasons)}"
+              for r in runs if r.not_comparable_reasons]
+    # what the reader found (a hand-edited comparability flag)
+    notes += [f"{r.display}: {note}" for r in runs for note in r.notes]
     return notes

@@ -54,8 +54,8 @@ def _read_csv_scores(path: Path) -> list[ScoreRow]:
         reader = csv.DictReader(fh)
         missing = [c for c in SCORE_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
-            raise ScoresError(f"{path}:1: header {reader.fieldnames} lacks column(s) {missing}; "
-                              f"expected a header with {', '.join(SCORE_COLUMNS)}")
+            raise ScoresError(f"{path}:1: header {reader.fieldnames} lacks column(s) {missing}; expected a header with "
+                              f"{', '.join(SCORE_COLUMNS)}")
         return [_make_row(rec, f"{path}:{reader.line_num}") for rec in reader]
 
 
@@ -67,7 +67,8 @@ def _read_json_scores(path: Path) -> list[ScoreRow]:
     if isinstance(data, dict) and "rows" in data:
         data = data["rows"]
     if not isinstance(data, list):
-        raise ScoresError(f"{path}: expected a JSON list of {{model, task, prompt, score}} objects (or {{\"rows\": [...]}})")
+        raise ScoresError(f"{path}: expected a JSON list of {{model, task, prompt, score}} objects (or "
+                          f"{{\"rows\": [...]}})")
     rows = []
     for i, rec in enumerate(data):
         if not isinstance(rec, dict):
@@ -146,8 +147,8 @@ def build_tables(rows: Iterable[ScoreRow], scale: float) -> list[TaskTable]:
         task_cells = cells.setdefault(r.task, {})
         if (r.prompt, r.model) in task_cells:
             first = task_cells[(r.prompt, r.model)]
-            raise ScoresError(f"{r.where}: second score for model {r.model!r}, task {r.task!r}, "
-                              f"prompt {r.prompt!r} (first at {first.where})")
+            raise ScoresError(f"{r.where}: second score for model {r.model!r}, task {r.task!r}, prompt {r.prompt!r} "
+                              f"(first at {first.where})")
         task_cells[(r.prompt, r.model)] = r
     tables = []
     for task, task_cells in cells.items():
@@ -155,8 +156,8 @@ def build_tables(rows: Iterable[ScoreRow], scale: float) -> list[TaskTable]:
         prompts = sorted({p for p, _ in task_cells}, key=natural_key)
         missing = [f"{m}/{p}" for p in prompts for m in models if (p, m) not in task_cells]
         if missing:
-            raise ScoresError(f"task {task!r}: no score for model/prompt {', '.join(missing)}; "
-                              "every model needs a score for every prompt of the task")
+            raise ScoresError(f"task {task!r}: no score for model/prompt {', '.join(missing)}; every model needs a "
+                              "score for every prompt of the task")
         scores = np.array([[task_cells[(p, m)].score for m in models] for p in prompts])
         tables.append(TaskTable(task, prompts, models, scores, scale))
     return tables

@@ -28,7 +28,8 @@ def headline_metric(task: str, available: Sequence[str], runs: Sequence[RunResul
         declared = spec.metrics[0].name
         if declared in available:
             return declared, None
-        return available[0], f"headline metric {declared!r} of task {spec.id} not in the results; using {available[0]!r}"
+        return available[0], (f"headline metric {declared!r} of task {spec.id} not in the results; using "
+                              f"{available[0]!r}")
     return available[0], f"task {task!r} is not in the registry; headline metric = first reported, {available[0]!r}"
 
 
@@ -60,7 +61,8 @@ class TaskReport:
 
 def build_task_report(task: str, runs: Sequence[RunResults]) -> TaskReport:
     task_runs = [r for r in runs if task in r.results]
-    available = list(dict.fromkeys(m for r in task_runs for p in r.results[task].values() for m in p if m not in ("n", "unparsed")))
+    available = list(dict.fromkeys(m for r in task_runs for p in r.results[task].values()
+                                   for m in p if m not in ("n", "unparsed")))
     if not available:
         raise ScoresError(f"task {task!r}: no metric in any results file")
     metric, note = headline_metric(task, available, task_runs)
@@ -69,7 +71,8 @@ def build_task_report(task: str, runs: Sequence[RunResults]) -> TaskReport:
         for prompt, metrics in r.results[task].items():
             if metric not in metrics:
                 raise ScoresError(f"{r.path}: results.{task}.{prompt} has no {metric!r} (has {sorted(metrics)})")
-            rows.append(ScoreRow(r.display, task, prompt, float(metrics[metric]), f"{r.path}: results.{task}.{prompt}.{metric}"))
+            rows.append(ScoreRow(r.display, task, prompt, float(metrics[metric]),
+                                 f"{r.path}: results.{task}.{prompt}.{metric}"))
     resolve_scale(rows, "fraction")  # results.json holds fractions: check, then show percent
     table = build_tables([ScoreRow(x.model, x.task, x.prompt, x.score * PERCENT, x.where) for x in rows], PERCENT)[0]
     if note:
@@ -77,15 +80,19 @@ def build_task_report(task: str, runs: Sequence[RunResults]) -> TaskReport:
     _check_comparable(task, task_runs, table)
     table.notes += version_notes(task, task_runs)
     recorded = recorded_metric(task, metric, task_runs)
-    return TaskReport(table, metric, higher_is_better=recorded.higher_is_better if recorded is not None else higher_is_better(task, metric))
+    return TaskReport(table, metric,
+                      higher_is_better=recorded.higher_is_better
+                      if recorded is not None else higher_is_better(task, metric))
 
 
 def _check_comparable(task: str, runs: Sequence[RunResults], table: TaskTable) -> None:
     """Scores of different data or settings are not comparable: say so in the report."""
     shas = {json.dumps(r.data.manifest_sha256.get(task), sort_keys=True) for r in runs}
     if len(shas) > 1:
-        table.notes.append("the models were evaluated on different data (manifest_sha256 differs): scores are not comparable")
+        table.notes.append("the models were evaluated on different data (manifest_sha256 differs): scores are not "
+                           "comparable")
     for key in ("num_fewshot", "limit", "apply_chat_template"):
         values = {json.dumps(getattr(r.config, key)) for r in runs}
         if len(values) > 1:
-            table.notes.append(f"config.{key} differs between models: {', '.join(f'{r.display}={getattr(r.config, key)}' for r in runs)}")
+            table.notes.append(f"config.{key} differs between models: "
+                               f"{', '.join(f'{r.display}={getattr(r.config, key)}' for r in runs)}")

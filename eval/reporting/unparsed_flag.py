@@ -1,16 +1,10 @@
 """The flag of a score that rests on few parsed answers (issue 28; EuroEval flags the same share).
 
-A prompt is flagged when 10 % or more of its answers could not be read (``unparsed`` / ``n``
-of its scores in results.json). Those answers are scored as wrong, so the score says more
-about the answer format than about the task. Every place that shows a prompt's score marks
-it: results.json (``unparsed_flags``), the report (Markdown and HTML), the console summary,
-``compare`` (which then does not test the difference) and the push-results card.
-
-A prompt none of whose answers could be read (issues 40, 47) keeps the score lm-eval's rule gives such answers (a
-choice task: each a wrong choice; a generative task: each scored as generated, read as empty where nothing fits, so
-right on an item whose gold is empty: NER's 50.00 on two sentences, one without entities): each of those places says
-"no answer read (k/k unparsed)" beside it, the legend says what the number then is, and the summaries that average it
-say how many such prompts they include.
+A prompt is flagged when 10 % or more of its answers could not be read (``unparsed`` / ``n``); those
+are scored as wrong, so the score says more about the answer format than the task. Every place
+that shows a prompt's score marks it (results.json ``unparsed_flags``, the reports, the console,
+``compare``, the push-results card). A prompt none of whose answers could be read keeps lm-eval's
+score for such answers, shown with "no answer read (k/k unparsed)" beside it (issues 40, 47).
 """
 
 from __future__ import annotations
@@ -21,11 +15,11 @@ from typing import Mapping
 FLAG_SHARE = 0.10  # flagged at this share of unparsed answers or more
 MARK = "(!)"
 NONE_READ = "no answer read"
-EXPLAIN = (f"{MARK}: 10 % or more of the prompt's answers could not be read (unparsed, scored as wrong); "
-           "the score rests on the others")
-NONE_READ_WHY = ("none of its answers could be read in the task's answer format; the score is lm-eval's rule for such answers "
-                 "(a choice task: each a wrong choice; a generative task: each scored as generated, read as empty where "
-                 "nothing fits, right on an item whose gold is empty), not a measure of answers read")
+EXPLAIN = (f"{MARK}: 10 % or more of the prompt's answers could not be read (unparsed, scored as wrong); the score "
+           "rests on the others")
+NONE_READ_WHY = ("none of its answers could be read in the task's answer format; the score is lm-eval's rule for such "
+                 "answers (a choice task: each a wrong choice; a generative task: each scored as generated, read as "
+                 "empty where nothing fits, right on an item whose gold is empty), not a measure of answers read")
 
 
 def _count(value: object) -> float | None:
@@ -54,11 +48,13 @@ def none_read_text(scores: Mapping) -> str:
 
 def none_read_prompts(results: Mapping[str, Mapping[str, Mapping]]) -> list[str]:
     """'task prompt' of every prompt of ``results`` none of whose answers was read."""
-    return [f"{task} {prompt}" for task, prompts in results.items() for prompt, scores in prompts.items() if none_read(scores)]
+    return [f"{task} {prompt}" for task, prompts in results.items()
+            for prompt, scores in prompts.items() if none_read(scores)]
 
 
 def none_read_summary(prompts: list[str]) -> str:
-    """What a summary that averages such prompts says it includes: '1 prompt with no answer read (ner_fic p2)', or ''."""
+    """What a summary that averages such prompts says it includes: '1 prompt with no answer read (ner_fic p2)', or ''.
+    """
     if not prompts:
         return ""
     return f"{len(prompts)} prompt{'s' if len(prompts) > 1 else ''} with {NONE_READ} ({', '.join(prompts)})"
@@ -105,17 +101,20 @@ def flagged_prompts(results: Mapping[str, Mapping[str, Mapping]]) -> dict[str, d
 def flag_notes(task: str, prompts: Mapping[str, Mapping], label: str = "") -> list[str]:
     """One note per flagged prompt of a task: '<label>: sa p1 (!) 6/8 unparsed: ...'."""
     return [f"{label + ': ' if label else ''}{task} {prompt} {flag_text(scores)}: "
-            + (NONE_READ_WHY if none_read(scores) else "10 % or more of its answers could not be read (scored as wrong); the score rests on the others")
+            + (NONE_READ_WHY if none_read(scores) else "10 % or more of its answers could not be read (scored as "
+                                                       "wrong); the score rests on the others")
             for prompt, scores in prompts.items() if is_flagged(scores)]
 
 
 def untested_reason(prompt: str, scores_a: Mapping | None, scores_b: Mapping | None) -> str | None:
     """Why ``compare`` does not test a prompt's difference (a side is flagged), or None."""
-    sides = [f"{side} {flag_text(s)}" for side, s in (("A", scores_a), ("B", scores_b)) if s is not None and is_flagged(s)]
+    sides = [f"{side} {flag_text(s)}"
+             for side, s in (("A", scores_a), ("B", scores_b)) if s is not None and is_flagged(s)]
     if not sides:
         return None
     if any(s is not None and none_read(s) for s in (scores_a, scores_b)):
-        return f"{prompt} has >= 10 % unparsed answers ({', '.join(sides)}): a score of unread answers alone is not tested"
+        return (f"{prompt} has >= 10 % unparsed answers ({', '.join(sides)}): a score of unread answers alone is not "
+                "tested")
     return f"{prompt} has >= 10 % unparsed answers ({', '.join(sides)}): its score rests on the others"
 
 
@@ -124,5 +123,6 @@ def untested_avgp_reason(flagged: list[str], unread: list[str] = ()) -> str | No
     with no answer read on a side), or None."""
     if not flagged:
         return None
-    text = f"{', '.join(flagged)} {'has' if len(flagged) == 1 else 'have'} >= 10 % unparsed answers (their rows say where)"
+    text = (f"{', '.join(flagged)} {'has' if len(flagged) == 1 else 'have'} >= 10 % unparsed answers (their rows say "
+            "where)")
     return text + (f"; the AvgP includes {none_read_summary(list(unread))}" if unread else "")

@@ -30,7 +30,8 @@ def n_text(n: Any) -> str:
 
 
 def small_n_note(label: str, prompts: dict) -> str | None:
-    """'label: n=2, not a measurement: ...' when a prompt of a task's results (prompt -> {"n", ...}) has fewer than MIN_ITEMS items."""
+    """'label: n=2, not a measurement: ...' when a prompt of a task's results (prompt -> {"n", ...}) has fewer than
+    MIN_ITEMS items."""
     ns = [p["n"] for p in prompts.values()]  # counts: record/results.schema.json
     if not ns or min(ns) >= MIN_ITEMS:
         return None

@@ -31,13 +31,15 @@ def _scorer(model: str) -> Any:
     try:
         from bert_score import BERTScorer
     except ImportError:
-        raise ValueError("--bertscore-model needs the bert-score package: pip install -e '.[bertscore]' (in a clone of evalita-llm)") from None
+        raise ValueError("--bertscore-model needs the bert-score package: pip install -e '.[bertscore]' (in a clone of "
+                         "evalita-llm)") from None
     from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(model)  # the last layer: bert-score's table knows only its own models
     scorer = BERTScorer(model_type=model, num_layers=config.num_hidden_layers, batch_size=16, device="cpu")
     # A tokenizer that declares no length (transformers' huge placeholder) overflows bert-score's truncation.
-    scorer._tokenizer.model_max_length = min(scorer._tokenizer.model_max_length, getattr(config, "max_position_embeddings", 512))
+    scorer._tokenizer.model_max_length = min(scorer._tokenizer.model_max_length,
+                                             getattr(config, "max_position_embeddings", 512))
     return scorer
 
 

@@ -150,10 +150,12 @@ class ResultSaver:
     ``to_json[i]`` turns request i's result into what the cache stores, and ``tasks[i]`` names
     the task it is counted to (``counts["computed:TASK"]``): a call may hold several tasks' requests."""
 
-    def __init__(self, cache: RequestCache, keys: list[str], requests: list[Any], to_json: Sequence[Callable[[Any], Any]], bar: Any,
+    def __init__(self, cache: RequestCache, keys: list[str], requests: list[Any],
+                 to_json: Sequence[Callable[[Any], Any]], bar: Any,
                  counts: Any, kind: str, timer: Callable[[str, list[Any], float], None] | None = None,
                  tasks: Sequence[str] | None = None) -> None:
-        self.cache, self.keys, self.requests, self.to_json, self.bar, self.counts, self.kind = cache, keys, requests, to_json, bar, counts, kind
+        self.cache, self.keys, self.requests, self.to_json = cache, keys, requests, to_json
+        self.bar, self.counts, self.kind = bar, counts, kind
         self.timer = timer
         self.tasks = tasks
         self.written = [False] * len(keys)
@@ -161,7 +163,8 @@ class ResultSaver:
 
     def __call__(self, index: int, value: Any) -> None:
         if not (isinstance(index, int) and 0 <= index < len(self.keys)) or self.written[index]:
-            raise RuntimeError(f"backend reported result {index!r} of a call with {len(self.keys)} requests twice or out of range")
+            raise RuntimeError(f"backend reported result {index!r} of a call with {len(self.keys)} requests twice or "
+                               "out of range")
         self._write([(index, value)], sync=time.monotonic() - self.last_sync >= SYNC_INTERVAL_S)
 
     def finish(self, values: list[Any]) -> None:

@@ -20,7 +20,8 @@ Results = dict[str, dict[str, dict[str, float]]]
 def _columns(rows: Sequence[Sequence[str]], text: set[int]) -> str:
     """Rows as aligned columns: those in ``text`` left-aligned, the numbers right-aligned; no trailing blanks."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) if i in text else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+    return "\n".join("  ".join(c.ljust(w) if i in text else c.rjust(w)
+                               for i, (c, w) in enumerate(zip(r, widths))).rstrip()
                      for r in rows)
 
 
@@ -33,7 +34,8 @@ def summary_table(results: Results) -> str:
                                 for m, v in scores.items() if m != "n" and not (m == UNPARSED and none_read(scores)))
             rows.append((task, prompt, str(scores.get("n", "")), metrics + flag_mark(scores)))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}".rstrip() for r in rows) + flag_legend(results)
+    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}".rstrip()
+                     for r in rows) + flag_legend(results)
 
 
 def _items(prompts: dict[str, dict[str, float]]) -> tuple[str, int | None]:
@@ -54,8 +56,10 @@ def baseline_text(baselines: dict[str, Any] | None, kind: str, metric: str) -> s
 
 
 def task_summary_table(results: Results, baselines: dict[str, dict] | None = None) -> str:
-    """Per task, the headline metric over its prompts: AvgP, MaxP and CPS (SPEC: CPS = (1 - (MaxP - AvgP)) * MaxP), in %,
-    with its items n, the chance and majority baselines (reporting/baselines.py), and a note below ``MIN_ITEMS`` items."""
+    """Per task, the headline metric over its prompts: AvgP, MaxP and CPS (SPEC: CPS = (1 - (MaxP - AvgP)) * MaxP), in
+    %,
+    with its items n, the chance and majority baselines (reporting/baselines.py), and a note below ``MIN_ITEMS`` items.
+    """
     from evalita_data.registry import task_of_entry
 
     from ..reporting.stats import spread_stats
@@ -73,9 +77,11 @@ def task_summary_table(results: Results, baselines: dict[str, dict] | None = Non
         n_text, n_min = _items(prompts)
         base = (baselines or {}).get(name)
         unread = [p for p, scores in prompts.items() if none_read(scores)]
-        notes = [NOT_A_MEASUREMENT if n_min is None or n_min < MIN_ITEMS else "", f"includes {none_read_summary(unread)}" if unread else ""]
+        notes = [NOT_A_MEASUREMENT if n_min is None or n_min < MIN_ITEMS else "",
+                 f"includes {none_read_summary(unread)}" if unread else ""]
         note = "; ".join(n for n in notes if n)
-        rows.append((name, metric, n_text, str(len(values)), f"{100 * s.avg:.2f}", f"{100 * s.max:.2f}", f"{100 * s.cps:.2f}",
+        rows.append((name, metric, n_text, str(len(values)), f"{100 * s.avg:.2f}", f"{100 * s.max:.2f}",
+                     f"{100 * s.cps:.2f}",
                      baseline_text(base, "chance", metric), baseline_text(base, "majority", metric), note))
     return _columns(rows, text={0, 1, len(rows[0]) - 1})
 

@@ -108,10 +108,11 @@ def earlier_run(out: Path) -> dict | None:
     try:
         doc = json.loads(path.read_text("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise FolderOfAnotherRun(f"{path} is unreadable ({one_line(err)}); pass --overwrite to replace it, "
-                                 "or choose another --output-dir") from None
+        raise FolderOfAnotherRun(f"{path} is unreadable ({one_line(err)}); pass --overwrite to replace it, or choose "
+                                 "another --output-dir") from None
     if not isinstance(doc, dict):
-        raise FolderOfAnotherRun(f"{path} is not a results.json object; pass --overwrite to replace it, or choose another --output-dir")
+        raise FolderOfAnotherRun(f"{path} is not a results.json object; pass --overwrite to replace it, or choose "
+                                 "another --output-dir")
     return doc
 
 
@@ -129,10 +130,10 @@ def claim_folder(out: Path, identity: dict[str, Any], overwrite: bool) -> dict |
         return None
     theirs = doc.get(IDENTITY_FIELD)
     if not isinstance(theirs, dict):
-        raise FolderOfAnotherRun(f"{out / RESULTS_FILE} records no run identity (an older evalita-eval); "
-                                 "pass --overwrite to replace it, or choose another --output-dir")
+        raise FolderOfAnotherRun(f"{out / RESULTS_FILE} records no run identity (an older evalita-eval); pass "
+                                 "--overwrite to replace it, or choose another --output-dir")
     difference = first_difference(theirs, identity)
     if difference is not None:
-        raise FolderOfAnotherRun(f"{out} holds the results of another run ({difference}); "
-                                 "choose another --output-dir, or pass --overwrite to replace them")
+        raise FolderOfAnotherRun(f"{out} holds the results of another run ({difference}); choose another --output-dir, "
+                                 "or pass --overwrite to replace them")
     return doc

@@ -55,7 +55,8 @@ class EntryPlan:
         sent, trace_budget = (2, self.asked.thinking.trace_budget) if self.asked.forcing else (1, 0)
         for prompt in self.prompts:
             for request, cached in zip(prompt.requests, prompt.cached):
-                texts = (request.context, request.continuation) if kind == LL else (request.context,)  # type: ignore[union-attr]
+                texts = (request.context, request.continuation) if kind == LL else (request.context,
+                                                                                    )  # type: ignore[union-attr]
                 tokens, chars = sum(count(x) for x in texts), sum(len(x) for x in texts)
                 plan.requests += sent
                 plan.prompt_tokens += tokens * sent
@@ -102,6 +103,7 @@ def build_plan(runner: Any, entries: Sequence[TaskEntry], selection: Selection) 
         for name in runner.prompt_names(asked):
             contexts, messages = runner.prompt_contexts(entry, asked.task, name, docs, pool)
             requests = runner.prompt_requests(asked, name, docs, contexts, messages)
-            prompts.append(PromptPlan(name, contexts, asked.request_kind, requests, [runner.is_cached(asked.request_kind, r) for r in requests]))
+            prompts.append(PromptPlan(name, contexts, asked.request_kind, requests,
+                                      [runner.is_cached(asked.request_kind, r) for r in requests]))
         plan.entries[entry.name] = EntryPlan(entry, asked, docs, prompts)
     return plan

@@ -41,7 +41,9 @@ def select(entries: Sequence[TaskEntry], source: Source, config: Any) -> Selecti
     if unaskable and not config.skip_missing:
         raise ValueError(f"--setting {config.setting} needs the instruct prompts (TaskSpec.instruct) that "
                          f"{', '.join(e.name for e in unaskable)} do(es) not declare")
-    out = Selection([], {e.name: f"the task declares no instruct prompts for --setting {config.setting}" for e in unaskable})
+    out = Selection([],
+                    {e.name: f"the task declares no instruct prompts for --setting {config.setting}"
+                     for e in unaskable})
     for entry in entries:
         if entry in unaskable:
             continue
@@ -55,14 +57,17 @@ def select(entries: Sequence[TaskEntry], source: Source, config: Any) -> Selecti
 def nothing_evaluated(skipped: dict[str, str], source: Source) -> str:
     """The one-line error of a run that evaluated nothing (the reasons per task are printed before it);
     a local folder's task folders that no registered task reads are named."""
-    text = f"nothing was evaluated: every one of the {len(skipped)} task entries was skipped ({'; '.join(sorted(set(skipped.values())))[:300]})"
+    text = (f"nothing was evaluated: every one of the {len(skipped)} task entries was skipped "
+            f"({'; '.join(sorted(set(skipped.values())))[:300]})")
     folder = source.folder
     if folder is not None and Path(folder).is_dir():
         from evalita_data.registry import task_ids
 
         known = set(task_ids())
-        unknown = sorted(p.name for p in Path(folder).iterdir() if p.is_dir() and not p.name.startswith(".") and p.name not in known)
+        unknown = sorted(p.name
+                         for p in Path(folder).iterdir() if p.is_dir() and not p.name.startswith(".")
+                         and p.name not in known)
         if unknown:
-            text += (f"; {folder} holds folders of tasks that are not registered here: {', '.join(unknown)} "
-                     "(an out-of-tree task is registered by EVALITA_TASK_PATH or its installed package)")
+            text += (f"; {folder} holds folders of tasks that are not registered here: {', '.join(unknown)} (an "
+                     "out-of-tree task is registered by EVALITA_TASK_PATH or its installed package)")
     return text

@@ -1,36 +1,17 @@
 """The run's work as one stream: every request of the plan that the resume cache lacks, computed
-before any task is assembled, one request kind after the other.
+before any task is assembled, one request kind after the other (docs/evaluator.md).
 
-Per kind, the pending requests of every task and prompt are taken in the plan's order (entry by
-entry, prompt by prompt; within a prompt longest context first, so the choices of one document,
-which share their context, stay side by side). A request that an earlier prompt of the run also
-sends is computed once, for the first. The calls the backend gets:
-
-- a backend that mixes prompts (``Backend.mixes_prompts``: vllm, which schedules what it is
-  given) gets the whole kind at once, or in calls of ``requests_per_call`` across tasks and
-  prompts: few submissions instead of one per task and prompt;
-- any other (hf) gets each prompt's requests as a call of their own (a non-streaming method:
-  chunks of ``requests_per_call`` or ``batch_size x 4``), the calls a run of that prompt makes:
-  its padded batches, and so its float rounding, are unchanged;
-- a backend that takes ``calls`` (the data-parallel replicas, replicas/backend.py) gets every
-  call of the kind in one invocation: the replicas plan the units of each call as one replica
-  would, and share all the run's units, small calls included.
-
-Every finished request is written to the resume cache as it arrives (``ResultSaver``), so a
-killed run loses only the requests in flight. The runner then assembles each task's samples and
-scores from the cache.
-
-Prompts under budget forcing (``--max-thinking-tokens``, ``TaskKind.forcing``) need two rounds, the
-traces then the answers written after them: they are left out of the stream and computed when their
-task is assembled, prompt by prompt, each round through ``cached`` (the same cache, calls and
-counts), as before the stream. Time spent in a call is attributed to its tasks in proportion to their
-prompt tokens (counted with the backend's tokenizer, else characters / 4): a call shared by
-several tasks cannot be timed per task.
+Per kind, pending requests go in the plan's order (longest context first within a prompt); a
+request an earlier prompt also sends is computed once. A backend that mixes prompts (vllm) gets
+calls across tasks and prompts; any other (hf) one prompt's requests per call, so its padded
+batches and float rounding are those of a run of that prompt; one that takes ``calls`` (replicas)
+gets every call of the kind at once. Each finished request is saved as it arrives
+(``ResultSaver``). Budget-forced prompts (``TaskKind.forcing``) are left out and computed when their
+task is assembled. A call's time is split among its tasks in proportion to their prompt tokens.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -47,9 +28,6 @@ from .plan import RunPlan
 CHUNK_BATCHES = 4
 # The batch size taken for the chunk size under --batch-size auto.
 AUTO_BATCH = 64
-# Set (to anything): every backend gets each prompt's requests as calls of their own, as before the
-# stream mixed prompts; only for bench/vllm_stream.py and its test, which compare the two paths.
-PER_PROMPT_ENV = "EVALITA_PER_PROMPT_CALLS"
 
 
 @dataclass
@@ -77,14 +55,16 @@ class RunStream:
         kinds = dict.fromkeys(p.kind for e in self.plan.entries.values() if not e.asked.forcing for p in e.prompts)
         for kind in kinds:
             segments = self._segments(kind)
-            total = sum(len(p.requests) for e in self.plan.entries.values() if not e.asked.forcing for p in e.prompts if p.kind == kind)
+            total = sum(len(p.requests) for e in self.plan.entries.values() if not e.asked.forcing
+                        for p in e.prompts if p.kind == kind)
             # One bar per request kind for the whole stream; the CLI turns it off when stderr is not a
             # terminal or with --no-progress.
             with self._bar(total, "log-likelihoods" if kind == LL else "generations") as bar:
                 bar.update(total - sum(len(s.requests) for s in segments))
                 self._run_kind(kind, segments, bar)
 
-    def cached(self, kind: str, task: str, requests: Sequence[Any], to_json: Callable[[Any], Any], label: str) -> tuple[list[Any], int]:
+    def cached(self, kind: str, task: str, requests: Sequence[Any], to_json: Callable[[Any], Any],
+               label: str) -> tuple[list[Any], int]:
         """Values of ``requests`` (one prompt of ``task``, out of the stream: budget forcing) from the
         resume cache, the others computed as the stream computes one prompt, and written to it:
         (values, requests computed)."""
@@ -112,11 +92,13 @@ class RunStream:
                 out.append(self._segment(kind, planned.name, prompt.requests, keys, to_json, seen))
         return out
 
-    def _segment(self, kind: str, task: str, requests: Sequence[Any], keys: list[str], to_json: Callable[[Any], Any], seen: set[str]) -> Segment:
+    def _segment(self, kind: str, task: str, requests: Sequence[Any], keys: list[str], to_json: Callable[[Any], Any],
+                 seen: set[str]) -> Segment:
         """The requests the cache lacks, longest context first, each once (``seen``: the keys an
         earlier prompt of the stream sends); counts the requests and those read back."""
         hits = [k in seen or self.runner.cache.get(k, kind) is not None for k in keys]  # shape-checked once per request
-        pending = sorted({k: i for i, (k, hit) in enumerate(zip(keys, hits)) if not hit}.values(), key=lambda i: -len(requests[i].context))
+        pending = sorted({k: i for i, (k, hit) in enumerate(zip(keys, hits)) if not hit}.values(),
+                         key=lambda i: -len(requests[i].context))
         seen.update(keys)
         for name, n in (("requests", len(keys)), ("cached", sum(hits))):
             self.counts[name] += n
@@ -131,7 +113,7 @@ class RunStream:
         for s in segments:
             groups.append(list(range(start, start + len(s.requests))))
             start += len(s.requests)
-        if backend.mixes_prompts and not os.environ.get(PER_PROMPT_ENV):
+        if backend.mixes_prompts:
             groups = [list(range(start))]
         if streams:
             return [g for g in groups if g]
@@ -155,15 +137,16 @@ class RunStream:
             chunks, inner = calls, [None] * len(calls)
         for chunk, call in zip(chunks, inner):
             sent = [requests[i] for i in chunk]
-            saver = ResultSaver(self.runner.cache, [keys[i] for i in chunk], sent, [to_json[i] for i in chunk], bar, self.counts, kind,
-                                self.runner.timer, [tasks[i] for i in chunk])
+            saver = ResultSaver(self.runner.cache, [keys[i] for i in chunk], sent, [to_json[i] for i in chunk], bar,
+                                self.counts, kind, self.runner.timer, [tasks[i] for i in chunk])
             began = time.perf_counter()
             try:  # an interrupted call still counts its time: the resume adds to it
                 values = run(sent, saver, call)
             finally:
                 self._attribute(kind, sent, [tasks[i] for i in chunk], time.perf_counter() - began)
             if len(values) != len(chunk):
-                raise RuntimeError(f"backend {self.runner.backend.name!r} returned {len(values)} results for {len(chunk)} requests")
+                raise RuntimeError(f"backend {self.runner.backend.name!r} returned {len(values)} results for "
+                                   f"{len(chunk)} requests")
             saver.finish(values)
 
     def _attribute(self, kind: str, requests: Sequence[Any], tasks: Sequence[str], seconds: float) -> None:

@@ -16,8 +16,10 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any, Callable, Sequence
 
+from evalita_data.scoring.metrics import mc_prediction
+
 from ..api import GenRequest, LLRequest, RequestKind, check_ll_result, cut_at_stop
-from ..metrics import BERTSCORE_F1, SETTING_METRICS, mc_prediction
+from ..metrics import BERTSCORE_F1, SETTING_METRICS
 from .bertscore import bertscore_f1
 from ..settings import instruct as st
 from ..settings.constrained import format_failures, task_constraint
@@ -38,7 +40,8 @@ class TaskKind:
                  thinking: th.Thinking = th.Thinking(), count_tokens: Callable[[str], int] | None = None) -> None:
         self.entry, self.spec, self.setting = entry, entry.spec, setting
         self._constrained, self._max_new_override = constrained, max_new_tokens
-        self.thinking, self.count_tokens = thinking, count_tokens  # --thinking (settings/thinking.py); trace token counts
+        # --thinking (settings/thinking.py); trace token counts
+        self.thinking, self.count_tokens = thinking, count_tokens
         self.bertscore_model: str | None = None  # --bertscore-model (running/bertscore.py)
 
     @cached_property
@@ -95,7 +98,8 @@ class TaskKind:
     def answer_of(self, context: str, generation: str, stop: Sequence[str]) -> tuple[str, dict[str, Any]]:
         """The answer the rules and metrics read (the reply after its trace, cut at the stop strings), and
         the sample's trace fields (none when the reply has no trace and thinking is off)."""
-        trace = th.split_trace(generation, self.thinking.markers, self.thinking.on and th.prompt_opens_trace(context, self.thinking.markers))
+        trace = th.split_trace(generation, self.thinking.markers,
+                               self.thinking.on and th.prompt_opens_trace(context, self.thinking.markers))
         if trace.reasoning is None and not self.thinking.on:
             return generation, {}
         return cut_at_stop(trace.answer, stop), th.trace_fields(trace, self.count_tokens, generation)
@@ -135,7 +139,8 @@ class TaskKind:
             return generative_baselines(len(docs))
         golds = [self.task.target(d) for d in docs]
         n_choices = [len(self.task.choices(prompts[0], d)) for d in docs]
-        label_metrics = [m for m in metrics if m not in SETTING_METRICS]  # ROUGE-L, BLEU, BERTScore compare texts: no class baseline
+        # ROUGE-L, BLEU, BERTScore compare texts: no class baseline
+        label_metrics = [m for m in metrics if m not in SETTING_METRICS]
         return task_baselines(label_metrics, golds, n_choices)
 
 
@@ -146,7 +151,8 @@ class ScoredChoice(TaskKind):
     def budget(self) -> int | None:
         return None
 
-    def requests(self, prompt: str, docs: list[dict], contexts: list[str], turns: Turns, delimiter: str) -> list[LLRequest]:
+    def requests(self, prompt: str, docs: list[dict], contexts: list[str], turns: Turns,
+                 delimiter: str) -> list[LLRequest]:
         return [LLRequest(ctx, delimiter + c) for ctx, d in zip(contexts, docs) for c in self.task.choices(prompt, d)]
 
     def value_json(self, value: Any, backend_name: str) -> Any:
@@ -191,10 +197,13 @@ class InstructChoice(TaskKind):
         return self._constrained
 
     def declared_prompts(self) -> dict[str, Any]:
-        return {name: (name, self.setting, self.spec.instruct) for name in ("p1", "p2")}  # the instruct settings' prompts
+        # the instruct settings' prompts
+        return {name: (name, self.setting, self.spec.instruct) for name in ("p1", "p2")}
 
-    def requests(self, prompt: str, docs: list[dict], contexts: list[str], turns: Turns, delimiter: str) -> list[GenRequest]:
-        return [self.gen_request(ctx, self.stops, st.answer_constraint(self.task.choices(prompt, d)) if self._constrained else None, tt)
+    def requests(self, prompt: str, docs: list[dict], contexts: list[str], turns: Turns,
+                 delimiter: str) -> list[GenRequest]:
+        return [self.gen_request(ctx, self.stops,
+                                 st.answer_constraint(self.task.choices(prompt, d)) if self._constrained else None, tt)
                 for ctx, d, tt in zip(contexts, docs, turns)]
 
     def samples(self, prompt: str, docs: list[dict], contexts: list[str], values: list[Any]) -> list[dict]:
@@ -204,16 +213,20 @@ class InstructChoice(TaskKind):
             cs = self.task.choices(prompt, doc)
             answer_texts = st.setting_task(self.entry.task_id, "oe").choices(prompt, doc)
             answer, trace = self.answer_of(ctx, gen, st.STOP)  # the trace never reaches the answer rules
-            parsed, rule = (None, th.UNFINISHED) if trace.get("reasoning_unfinished") else st.parse_answer_rule(self.setting, answer, cs, answer_texts)
+            parsed, rule = ((None, th.UNFINISHED) if trace.get("reasoning_unfinished")
+                            else st.parse_answer_rule(self.setting, answer, cs, answer_texts))
             gold = self.task.target(doc)
             samples.append({
-                "doc_id": i, "prompt": ctx, "choices": cs, "generation": answer, **trace, "parsed": parsed, **st.reading_fields(parsed, rule),
+                "doc_id": i, "prompt": ctx, "choices": cs, "generation": answer, **trace, "parsed": parsed,
+                **st.reading_fields(parsed, rule),
                 "parsed_answer": None if parsed is None else cs[parsed],
                 "prediction": st.scored_prediction(parsed, gold, len(cs), unparsed_as), "gold": gold,
                 "gold_answer": answer_texts[gold],
             })
         if self.added_metrics:  # --bertscore-model: each answer's F1, their mean the prompt's score
-            for s, f1 in zip(samples, bertscore_f1(self.bertscore_model, [s["generation"] for s in samples], [s["gold_answer"] for s in samples])):
+            for s, f1 in zip(samples,
+                             bertscore_f1(self.bertscore_model, [s["generation"] for s in samples],
+                                          [s["gold_answer"] for s in samples])):
                 s["bertscore_f1"] = f1
         return samples
 
@@ -241,7 +254,8 @@ class Generation(TaskKind):
     def unformatted(self) -> bool:
         return self.spec.output_pattern is None
 
-    def requests(self, prompt: str, docs: list[dict], contexts: list[str], turns: Turns, delimiter: str) -> list[GenRequest]:
+    def requests(self, prompt: str, docs: list[dict], contexts: list[str], turns: Turns,
+                 delimiter: str) -> list[GenRequest]:
         constraint = task_constraint(self.spec) if self._constrained else None
         return [self.gen_request(ctx, self.spec.stop, constraint, tt) for ctx, tt in zip(contexts, turns)]
 
@@ -266,8 +280,8 @@ def task_kind(entry: TaskEntry, setting: str, constrained: bool = False, max_new
     if entry.spec.output_type != "multiple_choice":
         return Generation(entry, LOGLIKELIHOOD_SETTING, constrained, max_new_tokens, thinking, count_tokens)
     if setting == LOGLIKELIHOOD_SETTING and thinking.on:
-        raise ValueError(f"--thinking on: {entry.name} is scored by log-likelihood, where a model writes no trace; "
-                         "ask it in a generated setting (--setting ce, ce-ni or oe) or run with --thinking off")
+        raise ValueError(f"--thinking on: {entry.name} is scored by log-likelihood, where a model writes no trace; ask "
+                         "it in a generated setting (--setting ce, ce-ni or oe) or run with --thinking off")
     kind = ScoredChoice if setting == LOGLIKELIHOOD_SETTING else InstructChoice
     return kind(entry, setting, constrained, max_new_tokens, thinking, count_tokens)
 

@@ -1,11 +1,11 @@
 """What a run does differently with ``--thinking on`` (settings/thinking.py, docs/settings.md): the chat
 template's ``enable_thinking`` switch, the trace's token count, and budget forcing.
 
-Budget forcing (``--max-thinking-tokens N``, as s1 and NeMo Evaluator): the trace is generated first,
-up to N tokens or the end marker; then every trace is closed with the end marker and the answer is generated after it with the task's own answer budget, its
-stop strings and its constraint. A trace the model did not close within N tokens (or ended without the
-end marker) is *forced* closed. Both steps are ordinary generation requests on a rendered prompt, so
-every backend that takes prompts (hf, vllm, openai-completions) does it, through the resume cache.
+Budget forcing (``--max-thinking-tokens N``, as s1 and NeMo Evaluator): the trace is generated first, up to N tokens or
+the end marker; then every trace is closed with the end marker and the answer is generated after it with the task's own
+answer budget, its stop strings and its constraint. A trace the model did not close within N tokens (or ended without
+the end marker) is *forced* closed. Both steps are ordinary generation requests on a rendered prompt, so every backend
+that takes prompts (hf, vllm, openai-completions) does it, through the resume cache.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def thinking_chat(backend: Any, thinking: Thinking, echo: Callable[[str], None])
         name = getattr(backend, "name_or_path", "") or getattr(backend, "model_name", "")
         return partial(render_chat, backend.tokenizer, name, **{TEMPLATE_SWITCH: thinking.on})
     if thinking.on:
-        echo(f"note: the chat template takes no {TEMPLATE_SWITCH} switch: the prompts are rendered as without --thinking on "
-             "(a model that always thinks still has its trace kept apart)")
+        echo(f"note: the chat template takes no {TEMPLATE_SWITCH} switch: the prompts are rendered as without "
+             "--thinking on (a model that always thinks still has its trace kept apart)")
     return backend.apply_chat_template
 
 
@@ -71,8 +71,9 @@ def token_counter(backend: Any) -> Callable[[str], int] | None:
 
 def refuse_forcing_on_chat_messages(thinking: Thinking, chat_messages: bool, backend_name: str) -> None:
     if thinking.on and thinking.max_tokens is not None and chat_messages:
-        raise ValueError(f"--max-thinking-tokens needs a rendered prompt to close the trace in; backend {backend_name!r} "
-                         "sends chat messages to a server that renders them (use openai-completions, hf or vllm)")
+        raise ValueError("--max-thinking-tokens needs a rendered prompt to close the trace in; backend "
+                         f"{backend_name!r} sends chat messages to a server that renders them (use openai-completions, "
+                         "hf or vllm)")
 
 
 def forced_values(cached: Callable[[Sequence[GenRequest]], tuple[list[Any], int]], requests: Sequence[GenRequest],
@@ -82,7 +83,8 @@ def forced_values(cached: Callable[[Sequence[GenRequest]], tuple[list[Any], int]
     The trace is generated without stop strings, so that whether the model wrote the end marker is read
     from the text (what it wrote after it is dropped: the answer is generated again with its own budget)."""
     end = thinking.markers[1]
-    firsts, computed = cached([replace(r, stop=(), max_new_tokens=thinking.trace_budget, constraint=None) for r in requests])
+    firsts, computed = cached([replace(r, stop=(), max_new_tokens=thinking.trace_budget, constraint=None)
+                               for r in requests])
     traces = [t.split(end, 1)[0] for t in firsts]
     answers, more = cached([replace(r, context=r.context + t + end) for r, t in zip(requests, traces)])
     return [ClosedTrace(t + end + a, forced=end not in f) for t, a, f in zip(traces, answers, firsts)], computed + more

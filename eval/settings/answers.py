@@ -1,46 +1,11 @@
 """Matching a generated answer to the options of a multiple-choice item (instruct settings).
 
-One declared procedure (docs/settings.md, with examples from real outputs): a reply is
-credited only when it names exactly one option and nothing in it contradicts that. The
-rules read what the model *answered*, not what it repeated from the prompt, and never
-raise on any input. Both rules return ``(index, rule)`` for a credited reply and
-``(None, reason)`` for an unparsed one, the reason one of ``UNPARSED_REASONS``.
-
-Shared by both rules, in order:
-
-1. **Echo.** An *option line* is a line that starts with an option label (an uppercase
-   letter of the options followed by ``:``, ``)``, ``.``, ``]`` or ``-``, or that letter
-   alone: a label cut by the token budget), a line whose text is an option's text, or the
-   last line when its text starts an option's text (an option cut by the budget). A reply
-   with two or more option lines repeats the option list: ``echo``; so does one with a
-   labelled line after a line that is not a cue ending in ``:`` (``Risposta:``).
-2. **Label.** A labelled line (``B: Sì``) names its letter's option; the text after the
-   label must agree with that option (equal, or one a prefix of the other, after
-   ``normalize``; the option's text a whole-word prefix of it), and must not be another
-   option's text: otherwise ``label_contradicts_text``.
-3. **Mentions.** Every option the rest of the reply names: CE, an uppercase letter of the
-   options standing alone (not a sentence-initial ``A``/``E``/``I``/``O`` opening an
-   Italian phrase unless it joins another letter, ``A e B``; not a letter before an
-   apostrophe), and beside a letter an option's text (``Positivo, quindi B``); CE-NI/OE, every whole-word
-   occurrence of an option's text (an occurrence inside a longer option's occurrence
-   dropped; an option of one accented word, ``Sì``, found inside a text only with its
-   accent, the pronoun *si* is not ``Sì``), and the reply's first segment (its first
-   line cut at ``,;.!?``) or what follows a colon in it equal to an option. A mention is
-   *negated* when ``non``, ``né``, ``neanche``, ``nemmeno``, ``neppure`` or ``not`` precedes
-   it in the same clause, or ``sbagliata``, ``errata``, ``falsa``, ``scorretta`` (either
-   gender) or ``wrong``, ``incorrect`` follows it there (clauses end at ``,;.!?:``, a line
-   end, ``ma``, ``bensì``, ``però``, ``invece``).
-4. **Verdict.** A reply that is, whole, an option's text is that option. Otherwise
-   ``entrambe``/``entrambi``/``ambedue`` outside the options' own words, or two or more distinct options
-   named and not negated: ``several``; exactly one: credited, unless it is also negated
-   (``negated``); none named but one negated: ``negated``, two or more negated
-   (``né A né B``): ``several``; nothing: ``no_option``. A text answer in CE (``Sì``) is
-   ``no_option``: CE asks for the letter, CE-NI scores texts.
-
-The rule that credited a reply: CE ``letter`` (the whole reply is one letter), ``label``
-(from its labelled line), ``in_text``; CE-NI/OE ``exact`` (the whole reply, its label's
-text, its first segment or what follows a colon in it equals the option), ``start`` (the
-first segment starts with the option), ``in_text``.
+One declared procedure, written out with examples from real outputs in docs/settings.md ("Matching
+answers"): a reply is credited only when it names exactly one option and nothing in it contradicts
+that; the rules read what the model *answered*, not what it repeated from the prompt, and never raise.
+Both rules return ``(index, rule)`` for a credited reply (CE ``letter``, ``label``, ``in_text``;
+CE-NI/OE ``exact``, ``start``, ``in_text``) and ``(None, reason)`` for an unparsed one, the reason
+one of ``UNPARSED_REASONS``. The steps, in order: echo, label, mentions (negated or not), verdict.
 """
 
 from __future__ import annotations
@@ -62,7 +27,8 @@ _WORD_LETTERS = "AEIO"
 _CONJUNCTION_LETTER = re.compile(r" *(?:e|ed|o|oppure|né|,) *[(\[]?[A-Z](?![^\W_])")
 _NEGATIONS = frozenset({"non", "né", "neanche", "nemmeno", "neppure", "not"})
 # said of an option after it, in its clause: "la B è sbagliata", "Positivo is wrong"
-_WRONG = frozenset({"sbagliata", "sbagliato", "errata", "errato", "falsa", "falso", "scorretta", "scorretto", "wrong", "incorrect"})
+_WRONG = frozenset({"sbagliata", "sbagliato", "errata", "errato", "falsa", "falso", "scorretta", "scorretto", "wrong",
+                    "incorrect"})
 _CLAUSE_BREAKS = frozenset({",", ";", ".", "!", "?", ":", "\n", "ma", "bensì", "bensi", "però", "pero", "invece"})
 _BOTH = frozenset({"entrambe", "entrambi", "ambedue", "both"})
 LETTER_RULES = ("letter", "label", "in_text")
@@ -122,7 +88,8 @@ def _is_option_line(line: str, last: bool, letters: Sequence[str], texts: Sequen
 def _echo(lines: list[str], letters: Sequence[str], texts: Sequence[str]) -> bool:
     """Two or more option lines; or a labelled line after text that is no cue ending in ':' (the prompt
     restated, then its option list begun: 'Cosa è il deposito cauzionale?\nA:')."""
-    if any(_label(line, letters) is not None and not lines[i - 1].rstrip().endswith(":") for i, line in enumerate(lines) if i):
+    if any(_label(line, letters) is not None and not lines[i - 1].rstrip().endswith(":")
+           for i, line in enumerate(lines) if i):
         return True
     return sum(_is_option_line(line, i == len(lines) - 1, letters, texts) for i, line in enumerate(lines)) >= 2
 
@@ -138,7 +105,8 @@ def _label_contradicts(text: str, index: int, texts: Sequence[str]) -> bool:
     if not text.strip(_EDGE_PUNCT) or index >= len(texts):
         return False
     said = normalize(text)
-    other = any(said == normalize(t) for j, t in enumerate(texts) if j != index and normalize(t) != normalize(texts[index]))
+    other = any(said == normalize(t)
+                for j, t in enumerate(texts) if j != index and normalize(t) != normalize(texts[index]))
     return other or not _agrees(text, texts[index])
 
 
@@ -181,7 +149,8 @@ def _letter_mentions(lines: Sequence[str], allowed: dict[str, int]) -> _Named:
     return named
 
 
-def parse_letter_rule(answer: str, letters: Sequence[str], option_texts: Sequence[str] | None = None) -> tuple[int | None, str]:
+def parse_letter_rule(answer: str, letters: Sequence[str],
+                      option_texts: Sequence[str] | None = None) -> tuple[int | None, str]:
     """(index in ``letters``, rule) of the one option the answer names, or (None, reason): module docstring.
 
     ``option_texts`` (the options' texts, in the letters' order) lets echoes of the texts be
@@ -218,11 +187,6 @@ def parse_letter_rule(answer: str, letters: Sequence[str], option_texts: Sequenc
                 named.positive.append(i)
     index, reason = _verdict(named, _uncovered(words, found))
     return (index, rule) if index is not None else (None, reason or "no_option")
-
-
-def parse_letter(answer: str, letters: Sequence[str], option_texts: Sequence[str] | None = None) -> int | None:
-    """Index in ``letters`` of the identifier the answer names (rule in the module docstring), or None."""
-    return parse_letter_rule(answer, letters, option_texts)[0]
 
 
 def _accent_bound(option: str) -> bool:
@@ -329,8 +293,3 @@ def match_option_rule(answer: str, options: Sequence[str]) -> tuple[int | None, 
         return None, reason or "no_option"
     at_start = bool(found) and min(found)[0] == 0 and min(found)[2] == index
     return index, "exact" if exact == index else "start" if at_start else "in_text"
-
-
-def match_option(answer: str, options: Sequence[str]) -> int | None:
-    """Index of the option the answer gives (rule in the module docstring), or None."""
-    return match_option_rule(answer, options)[0]

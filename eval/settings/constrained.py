@@ -1,16 +1,12 @@
-"""Constrained decoding (``--constrained``): the constraint of each task and setting.
-The engines enforce them (xgrammar on a local model: eval/backends/grammar.py; vLLM and
-servers: structured outputs).
+"""Constrained decoding (``--constrained``): the constraint of each task and setting (docs/settings.md),
+enforced by the engines (xgrammar on a local model: eval/backends/grammar.py; vLLM and servers:
+structured outputs).
 
-Constraints (``api.Constraint``): multiple-choice settings use a ``choice`` set (the
-letters for CE, the answer texts for CE-NI and OE, eval/settings/instruct.py); a generative task
-uses a ``regex``, the answer format it declares (``TaskSpec.output_pattern``: NER, REL
-and LS; an added task the same way), with the closing rule it declares
-(``output_closings``, ``output_empty``) for the token budget, carried by the constraint
-(so the resume cache's key changes with them). A generative task without a format (SUM,
-free text) cannot be constrained: its task kind says so (``TaskKind.unformatted``) and
-``refuse_unformatted`` names such tasks before a run starts. Every gold answer of the test
-data must be accepted (tests/test_settings.py checks it on the fixtures).
+Multiple-choice settings use a ``choice`` set (letters for CE, answer texts for CE-NI and OE); a
+generative task the ``regex`` of the answer format it declares (``TaskSpec.output_pattern``), with
+its closing rule for the token budget carried by the constraint (so the cache key changes with it).
+A task without a format (SUM) cannot be constrained (``TaskKind.unformatted``,
+``refuse_unformatted``). Every gold answer of the test data must be accepted (tests check it).
 """
 
 from __future__ import annotations
@@ -36,15 +32,16 @@ def task_constraint(spec: TaskSpec) -> Constraint | None:
     """The answer-format constraint of a generative task; None where the output is free text."""
     if spec.output_pattern is None:
         return None
-    return Constraint("regex", pattern=spec.output_pattern, closings=spec.output_closings, empty_answer=spec.output_empty)
+    return Constraint("regex", pattern=spec.output_pattern, closings=spec.output_closings,
+                      empty_answer=spec.output_empty)
 
 
 def refuse_unformatted(names: Sequence[str]) -> None:
     """``--constrained`` on named tasks: a ValueError naming the entries whose task declares no answer
     format (``TaskKind.unformatted``), before any work."""
     if names:
-        raise ValueError(f"--constrained: {', '.join(names)} declare(s) no answer format (TaskSpec.output_pattern), "
-                         "so nothing would constrain the generation; run them without --constrained")
+        raise ValueError(f"--constrained: {', '.join(names)} declare(s) no answer format (TaskSpec.output_pattern), so "
+                         "nothing would constrain the generation; run them without --constrained")
 
 
 def choice_constraint(choices: Sequence[str]) -> Constraint:

@@ -1,16 +1,10 @@
-"""Prompt contexts with k few-shot examples, as lm-evaluation-harness builds them.
+"""Prompt contexts with k few-shot examples, as lm-evaluation-harness builds them (docs/settings.md).
 
-Plain text: each example is its prompt, the target delimiter " " and its answer,
-followed by the few-shot delimiter "\\n\\n"; then the prompt of the document.
-Chat mode: the examples are user/assistant turns and the document the last user
-turn, rendered by the tokenizer's own chat template. Examples are drawn with one
-``random.Random(seed)`` per (task, prompt), in document order, as lm-eval's
-sampler (seed 1234 by default) does, so the examples match lm-eval's.
-
-A system instruction (lm-eval's ``--system_instruction``) is, in plain text, put before
-everything with no delimiter; in chat mode it is the system message. Chat mode with
-``multiturn=False`` (lm-eval's ``--fewshot_as_multiturn`` off) puts the examples and the
-question in one user message, joined as in plain text (lm-eval's ``multiturn_to_singleturn``).
+Plain text: example prompts each followed by " " and its answer, joined by "\n\n", then the
+document's prompt; chat mode: user/assistant turns under the tokenizer's chat template (one user
+message unless ``multiturn``, lm-eval's ``--fewshot_as_multiturn``). Examples are drawn with one
+``random.Random(seed)`` per (task, prompt), in document order, as lm-eval's sampler does; a system
+instruction goes first (plain text) or is the system message (chat).
 """
 
 from __future__ import annotations
@@ -52,7 +46,9 @@ def build_contexts(
     multiturn: bool = True,
 ) -> list[str]:
     if chat is not None:
-        return [chat(m) for m in build_chat_messages(task, prompt, docs, fewshot_pool, k, seed, pool_is_eval_split, system_instruction, multiturn)]
+        return [chat(m)
+                for m in build_chat_messages(task, prompt, docs, fewshot_pool, k, seed, pool_is_eval_split,
+                                             system_instruction, multiturn)]
     return [
         (system_instruction or "") + _single_turn(turns, question)
         for turns, question in _turns(task, prompt, docs, fewshot_pool, k, seed, pool_is_eval_split)
@@ -87,14 +83,16 @@ def build_chat_messages(
 
 
 def _turns(
-    task: CompiledTask, prompt: str, docs: Sequence[dict], fewshot_pool: Sequence[dict], k: int, seed: int, pool_is_eval_split: bool
+    task: CompiledTask, prompt: str, docs: Sequence[dict], fewshot_pool: Sequence[dict], k: int, seed: int,
+    pool_is_eval_split: bool
 ) -> list[tuple[list[tuple[str, str]], str]]:
     """Per document: its (example prompt, example answer) pairs and its own rendered prompt."""
     rnd = random.Random(seed)
     out = []
     for doc in docs:
         examples = sample_examples(rnd, fewshot_pool, k, doc if pool_is_eval_split else None)
-        out.append(([(task.render(prompt, ex), task.fewshot_answer(prompt, ex)) for ex in examples], task.render(prompt, doc)))
+        out.append(([(task.render(prompt, ex), task.fewshot_answer(prompt, ex)) for ex in examples],
+                    task.render(prompt, doc)))
     return out
 
 

@@ -1,23 +1,12 @@
-"""Evaluation settings of the multiple-choice tasks (``--setting``), orthogonal to prompts and backends.
+"""Evaluation settings of the multiple-choice tasks (``--setting``), orthogonal to prompts and backends
+(docs/settings.md): ``loglikelihood`` (default, lm-eval's behaviour), ``ce`` (options after
+letters, the letter read by ``answers``), ``ce-ni`` (options bare, the answer text matched) and
+``oe`` (no options shown; the gold answer text also scored by ROUGE-L).
 
-* ``loglikelihood`` (default): the six prompts of the paper, each choice scored by
-  log-likelihood (lm-eval's behaviour, unchanged).
-* ``ce`` closed-ended: the question, the options after letters A, B, ..., the request
-  to answer with the letter; the model generates, ``answers.parse_letter`` reads it.
-* ``ce-ni`` closed-ended, no identifiers: the options listed bare; the model writes the
-  answer text, ``answers.match_option`` matches it against the options.
-* ``oe`` open-ended: no options shown; the answer is matched against the task's answer
-  texts (the gold one is the reference, also scored by ROUGE-L).
-
-Each setting has two prompts built from the registry's ``TaskSpec.instruct``: ``p1``
-(question, options, request) and ``p2`` (the task description first). They are compiled
-as ordinary ``MCPrompt`` s (``evalita_data.prompts``), so rendering, few-shot examples
-(the answer of an example is its letter, option text or answer text) and template checks
-are the tasks' own. docs/settings.md shows a rendered prompt of each.
-
-Each generative setting is declared once, as an ``InstructSetting`` (``INSTRUCT_SETTINGS``, by
-name): what differs between them (option labelling, request, budget, reading rule, added
-metrics) is data there, and the functions below look the setting up instead of branching on it.
+Each setting has two prompts built from the registry's ``TaskSpec.instruct`` (``p1``; ``p2`` with
+the task description first), compiled as ordinary ``MCPrompt`` s so rendering, few-shot examples
+and template checks are the tasks' own. Each generative setting is declared once, as an
+``InstructSetting`` (``INSTRUCT_SETTINGS``): what differs between them is data there.
 """
 
 from __future__ import annotations
@@ -45,7 +34,8 @@ ANSWER_CUE = "\nRisposta:"
 STOP = ("\n\n",)
 UNPARSED = "unparsed"  # per-prompt count of unparseable answers in results.json
 
-# (generation, choices, the texts behind the choices or None) -> (index of the choice read or None, the rule or why not).
+# (generation, choices, the texts behind the choices or None) -> (index of the choice read or None, the rule or why
+# not).
 Reader = Callable[[str, Sequence[str], "Sequence[str] | None"], "tuple[int | None, str]"]
 
 
@@ -63,19 +53,22 @@ class InstructSetting:
     extra_metrics: tuple[Metric, ...] = ()
 
 
-def _read_option(generation: str, choices: Sequence[str], _option_texts: Sequence[str] | None) -> tuple[int | None, str]:
+def _read_option(generation: str, choices: Sequence[str],
+                 _option_texts: Sequence[str] | None) -> tuple[int | None, str]:
     return match_option_rule(generation, choices)
 
 
 CLOSED_ENDED = InstructSetting(  # options after letters A, B, ...; the model writes the letter
     "ce", 16,
-    options_block=lambda answers: "{% for a in " + answers + " %}\n{{ '" + LETTERS + "'[loop.index0] }}: {{ a }}{% endfor %}",
+    options_block=lambda answers: "{% for a in " + answers + " %}\n{{ '" + LETTERS + "'[loop.index0] }}: "
+                                                                                     "{{ a }}{% endfor %}",
     choices=lambda answers: "['" + "', '".join(LETTERS) + "'][:(" + answers + ")|length]",
     request=lambda _ins: CE_REQUEST, read=parse_letter_rule)
 CLOSED_ENDED_NO_IDS = InstructSetting(  # options listed bare; the model writes the option's text
     "ce-ni", 256,
     options_block=lambda answers: "\nOpzioni:{% for a in " + answers + " %}\n{{ a }}{% endfor %}",
-    choices=lambda answers: answers, request=lambda _ins: CENI_REQUEST, read=_read_option, extra_metrics=(ROUGE_L_ANSWER, BLEU_ANSWER))
+    choices=lambda answers: answers, request=lambda _ins: CENI_REQUEST, read=_read_option,
+    extra_metrics=(ROUGE_L_ANSWER, BLEU_ANSWER))
 OPEN_ENDED = InstructSetting(  # no options shown; the answer also scored by ROUGE-L against the gold text
     "oe", 256, options_block=lambda _answers: "", choices=lambda answers: answers,
     request=lambda ins: ins.oe_hint, read=_read_option, extra_metrics=(ROUGE_L_ANSWER, BLEU_ANSWER))
@@ -98,7 +91,8 @@ def setting_prompts(spec: TaskSpec, setting: str) -> list[MCPrompt]:
     """The two prompts (p1, p2) of ``setting`` for a multiple-choice task, as MCPrompts."""
     ins = spec.instruct
     if ins is None:
-        raise ValueError(f"task {spec.id} declares no instruct prompts (TaskSpec.instruct): --setting {setting} needs them")
+        raise ValueError(f"task {spec.id} declares no instruct prompts (TaskSpec.instruct): --setting {setting} needs "
+                         "them")
     declared, answers = instruct_setting(setting), _answers_expr(spec)
     body = ins.question + declared.options_block(answers) + "\n" + declared.request(ins) + ANSWER_CUE
     choices = declared.choices(answers)
@@ -121,13 +115,9 @@ def parse_answer_rule(setting: str, generation: str, choices: Sequence[str],
                       option_texts: Sequence[str] | None = None) -> tuple[int | None, str]:
     """(index of the choice the generation gives, the answer rule that read it), or (None, why it is unparsed).
 
-    ``option_texts``: in CE, the texts behind the letters (a letter given with another option's text is contradictory)."""
+    ``option_texts``: in CE, the texts behind the letters (a letter given with another option's text is contradictory).
+    """
     return instruct_setting(setting).read(generation, choices, option_texts)
-
-
-def parse_answer(setting: str, generation: str, choices: Sequence[str], option_texts: Sequence[str] | None = None) -> int | None:
-    """Index of the choice the generation gives, or None (unparseable)."""
-    return parse_answer_rule(setting, generation, choices, option_texts)[0]
 
 
 def reading_fields(parsed: int | None, rule: str) -> dict[str, str | None]:

@@ -1,17 +1,11 @@
 """Reasoning models (``--thinking on|off``, docs/settings.md): the trace kept apart from the answer.
 
-A thinking model writes a trace, then its answer: ``<think>…</think> B``. The answer rules
-(settings/answers.py) and the generative tasks' metrics read only what follows the *last* end
-marker of the reply (``</think>``, or the markers of ``--think-markers START,END``): a nested trace
-or a second one is trace too. The trace is stored in the sample (``reasoning``, ``reasoning_tokens``)
-and read by nothing else. A server that returns the trace in a field of its own
-(``reasoning_content``/``reasoning``) has it joined back with the markers by the backend, before the
-content and whatever traces the content holds inline, so one rule splits every reply.
-
-A reply whose trace never ends (the budget ran out inside it) has no answer: it is unparsed with
-the reason ``reasoning_unfinished``. A trace is open when a start marker follows the last end
-marker (or the reply has no end marker), or when the prompt itself ends with the start marker
-(templates that open the trace for the model); a reply with neither marker is all answer.
+The answer rules and the generative tasks' metrics read only what follows the *last* end marker of
+the reply (``</think>``, or ``--think-markers START,END``); the trace is stored in the sample
+(``reasoning``, ``reasoning_tokens``) and read by nothing else. A server's separate trace field
+(``reasoning_content``/``reasoning``) is joined back with the markers by the backend, so one rule
+splits every reply. A trace that never ends (a start marker after the last end marker, no end
+marker, or a prompt ending with the start marker) leaves no answer: ``reasoning_unfinished``.
 """
 
 from __future__ import annotations
@@ -47,12 +41,12 @@ def parse_markers(value: str | Sequence[str]) -> tuple[str, str]:
     Neither marker may hold the other: an end read as a start (or the reverse) would credit the trace."""
     parts = value.split(",") if isinstance(value, str) else list(value)
     if len(parts) != 2 or not all(isinstance(p, str) and p.strip() for p in parts):
-        raise ValueError(f"--think-markers {str(value)[:80]!r}: expected START,END, two non-empty markers separated by one comma "
-                         "(e.g. <think>,</think>)")
+        raise ValueError(f"--think-markers {str(value)[:80]!r}: expected START,END, two non-empty markers separated by "
+                         "one comma (e.g. <think>,</think>)")
     start, end = parts[0].strip(), parts[1].strip()
     if start in end or end in start:
-        raise ValueError(f"--think-markers {start},{end}: the start and end markers must differ, neither inside the other "
-                         "(e.g. <think>,</think>)")
+        raise ValueError(f"--think-markers {start},{end}: the start and end markers must differ, neither inside the "
+                         "other (e.g. <think>,</think>)")
     return start, end
 
 
@@ -101,7 +95,8 @@ def trace_fields(trace: Trace, count_tokens: Callable[[str], int] | None, reply:
     """A sample's record of its trace: the text, its tokens (by the backend's tokenizer; None: none here),
     whether the evaluator closed it (``reply`` a forced ``ClosedTrace``) and whether it ended."""
     tokens = count_tokens(trace.reasoning) if trace.reasoning is not None and count_tokens is not None else None
-    return {"reasoning": trace.reasoning, "reasoning_tokens": tokens, "reasoning_forced": bool(getattr(reply, "forced", False)),
+    return {"reasoning": trace.reasoning, "reasoning_tokens": tokens,
+            "reasoning_forced": bool(getattr(reply, "forced", False)),
             "reasoning_unfinished": not trace.finished}
 
 

@@ -150,8 +150,8 @@ def check_records(entry: TaskEntry, loaded: LoadedSplit) -> None:
         if problems:
             more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
             raise DataMismatch(
-                f"{loaded.origin}: record {number}: {'; '.join(problems[:3])}{more}; without a {MANIFEST_FILE} to verify "
-                f"the data by hash, every record must match the {entry.task_id} schema: nothing was evaluated"
+                f"{loaded.origin}: record {number}: {'; '.join(problems[:3])}{more}; without a {MANIFEST_FILE} to "
+                f"verify the data by hash, every record must match the {entry.task_id} schema: nothing was evaluated"
             )
 
 

@@ -13,7 +13,8 @@ from evalita_data.hub.benchmark import EVAL_YAML
 from evalita_data.manifest import MANIFEST_FILE, BuiltTask
 from evalita_data.registry import task_ids
 
-from .base import DataMismatch, LoadedSplit, ManifestVerifiedSource, read_build_manifest, read_parquet_file, read_task_manifest
+from .base import (DataMismatch, LoadedSplit, ManifestVerifiedSource, read_build_manifest, read_parquet_file,
+                   read_task_manifest)
 from .entries import TaskEntry
 
 
@@ -66,7 +67,8 @@ class FolderSource(ManifestVerifiedSource):
         return (read_task_manifest(published) if published.is_file() else None), str(published)
 
     def _not_built(self, entry: TaskEntry, split: str) -> str:
-        """Why the build has no such split, from its manifest (e.g. the test gold is not public, or no original at all)."""
+        """Why the build has no such split, from its manifest (e.g. the test gold is not public, or no original at all).
+        """
         try:
             manifest, _ = self._manifest_entry(entry)
             build = self.data_dir / MANIFEST_FILE
@@ -89,7 +91,8 @@ def read_jsonl_file(path: Path) -> LoadedSplit:
         try:
             rec = loads_strict(line)
         except ValueError as err:
-            raise DataMismatch(f"{path}:{lineno}: {getattr(err, 'msg', err)}; expected one JSON record per line") from None
+            raise DataMismatch(f"{path}:{lineno}: {getattr(err, 'msg', err)}; expected one JSON record per "
+                               "line") from None
         records.append(rec)
     return LoadedSplit(records, hashlib.sha256(data).hexdigest(), str(path))
 
@@ -101,12 +104,15 @@ def check_data_folder(folder: Path) -> None:
     found = [folder / tid for tid in task_ids() if (folder / tid).is_dir()]
     # Builds and Hub layouts hold only JSONL, Parquet, cards, manifests and the Hub benchmark file
     # (eval.yaml at a repository's root); originals hold other files.
-    foreign = next((p for t in found for p in t.rglob("*") if p.is_file() and p.suffix not in (".jsonl", ".parquet", ".md", ".json")
+    foreign = next((p for t in found
+                    for p in t.rglob("*") if p.is_file() and p.suffix not in (".jsonl", ".parquet", ".md", ".json")
                     and p != t / EVAL_YAML), None)
     if found and foreign is None:
         return
-    held = sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))  # named: unregistered tasks?
-    why = f"{foreign} is not a split file" if foreign else f"no <task>/ folder of {', '.join(task_ids())}; it holds {', '.join(held) or 'no folder'}"
+    # named: unregistered tasks?
+    held = sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    why = f"{foreign} is not a split file" if foreign else (f"no <task>/ folder of {', '.join(task_ids())}; it holds "
+                                                            f"{', '.join(held) or 'no folder'}")
     raise FileNotFoundError(
         f"{folder} is not a build folder (no {MANIFEST_FILE}; {why}): --data takes the output of `evalita-data build` "
         "(or of `push --to-dir`); raw originals must be built first"

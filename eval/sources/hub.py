@@ -62,11 +62,13 @@ def hub_file(repo: str, name: str) -> str:
     try:
         return hf_hub_download(repo, name, repo_type="dataset")
     except LocalEntryNotFoundError:  # offline (HF_HUB_OFFLINE) or unreachable, and not in the local cache
-        raise HubUnreachable(f"hf://datasets/{repo}/{name}: the Hub at {hub_endpoint()} cannot be reached (offline, HF_HUB_OFFLINE or no network) "
-                             "and the file is not in the local cache; evaluate a local folder with --data") from None
+        raise HubUnreachable(f"hf://datasets/{repo}/{name}: the Hub at {hub_endpoint()} cannot be reached (offline, "
+                             "HF_HUB_OFFLINE or no network) and the file is not in the local cache; evaluate a local "
+                             "folder with --data") from None
     except (EntryNotFoundError, RepositoryNotFoundError) as err:
         raise FileNotFoundError(f"hf://datasets/{repo}/{name}: not found on the Hub ({type(err).__name__})") from None
     except Exception as err:  # noqa: BLE001 - offline, refused, timed out: one line
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise HubUnreachable(f"hf://datasets/{repo}/{name}: cannot read it from the Hub at {hub_endpoint()} ({first[:200]}); "
-                             "check the network or HF_ENDPOINT, or evaluate a local folder with --data") from None
+        raise HubUnreachable(f"hf://datasets/{repo}/{name}: cannot read it from the Hub at {hub_endpoint()} "
+                             f"({first[:200]}); check the network or HF_ENDPOINT, or evaluate a local folder with "
+                             "--data") from None

@@ -1,17 +1,11 @@
 """The official Evalita-LLM splits on the Hub (``evalitahf/*``), as a data source of ``run``.
 
-``evalita-eval run --data hf:ORG`` reads ``ORG/<dataset>`` as declared by each task's
-``TaskSpec.hub_splits`` (the datasets that lm-eval's ``evalita_llm`` tasks and the
-leaderboard use). Their split names differ from ours (``test_all``, ``test_1``/``dev_1``,
-``reduced_test``/``trial``, ``test_100``): this source translates the runner's split
-names (``spec.eval_split`` / ``spec.fewshot_split``) to the official ones, so the runner
-is the same for every source. Every record is checked against our schema; the dataset
-revision (commit sha) is pinned when first read and recorded with the hash of the
-records loaded.
-
-``--data hf:PATH`` (a path: it holds a ``/``, e.g. ``hf:./official``) reads the same layout from
-a local folder, ``PATH/<dataset>``, as ``evalita-data push --layout official --to-dir PATH``
-writes it; there is no revision to pin, the records' hash is recorded all the same.
+``--data hf:ORG`` reads ``ORG/<dataset>`` as each task's ``TaskSpec.hub_splits`` declares it (the
+datasets of lm-eval's ``evalita_llm`` tasks), translating the runner's split names to the official
+ones (docs/official-splits.md). Every record is checked against our schema; the dataset revision is
+pinned when first read and recorded with the hash of the records loaded. ``--data hf:PATH`` (a path
+holding a ``/``) reads the same layout from a local folder, as ``evalita-data push --layout official
+--to-dir PATH`` writes it (no revision to pin; the records' hash is recorded all the same).
 """
 
 from __future__ import annotations
@@ -53,7 +47,8 @@ def is_unreachable(err: BaseException) -> bool:
 
 
 def unreachable_error(what: str, err: BaseException) -> HubUnreachable:
-    return HubUnreachable(f"{unreachable(what, err)}; check the network, HF_ENDPOINT and HF_HUB_OFFLINE, or evaluate a local folder with --data")
+    return HubUnreachable(f"{unreachable(what, err)}; check the network, HF_ENDPOINT and HF_HUB_OFFLINE, or evaluate a "
+                          "local folder with --data")
 
 
 class OfficialSource:
@@ -67,8 +62,8 @@ class OfficialSource:
         # dataset folder it lacks is never looked up as a Hub id ("./hub/faq" is "hub/faq" to datasets).
         self.local: Path | None = Path(org).expanduser().resolve() if "/" in org else None
         if self.local is not None and not self.local.is_dir():
-            raise ValueError(f"hf:{org}: {self.local} is not a folder (expected the official layout, "
-                             "as 'evalita-data push --layout official --to-dir' writes it)")
+            raise ValueError(f"hf:{org}: {self.local} is not a folder (expected the official layout, as 'evalita-data "
+                             "push --layout official --to-dir' writes it)")
         if self.local is None:
             check_org(org, "hf:ORG organisation")
         self.org = org
@@ -168,7 +163,8 @@ class OfficialSource:
             problems = record_problems(entry.task_id, rec)
             if problems:
                 raise OfficialDataError(
-                    f"{where} split {official} row {i}: does not match the {entry.task_id} schema: {'; '.join(problems[:3])}"
+                    f"{where} split {official} row {i}: does not match the {entry.task_id} schema: "
+                    f"{'; '.join(problems[:3])}"
                     + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
                 )
         return records

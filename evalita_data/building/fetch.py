@@ -37,9 +37,9 @@ class FetchError(EvalitaDataError):
 def not_fetchable(task: str) -> str:
     """Where and how to get a task's originals by hand."""
     spec = get_task(task)
-    return (f"{task}: {spec.title} cannot be downloaded by evalita-data (no public client gives it). "
-            f"Where and how: {spec.obtain_hint} Source: {spec.source}. Homepage: {spec.homepage}. "
-            f"Then run `evalita-data build --task {task}`.")
+    return (f"{task}: {spec.title} cannot be downloaded by evalita-data (no public client gives it). Where and how: "
+            f"{spec.obtain_hint} Source: {spec.source}. Homepage: {spec.homepage}. Then run `evalita-data build --task "
+            f"{task}`.")
 
 
 def fetched_provenance(task_dir: Path) -> dict | None:
@@ -98,7 +98,8 @@ def fetch_fanpage(raw_root: Path, revision: str | None = None, force: bool = Fal
         raise FetchError(f"{hub_endpoint()}: dataset {FANPAGE_REPO}{'@' + revision if revision else ''} not found "
                          f"({type(err).__name__}); nothing was written to {folder}") from None
     except HfHubHTTPError as err:
-        raise FetchError(f"{hub_endpoint()}: dataset {FANPAGE_REPO}: {short_error(err)}; nothing was written to {folder}") from None
+        raise FetchError(f"{hub_endpoint()}: dataset {FANPAGE_REPO}: {short_error(err)}; nothing was written to "
+                         f"{folder}") from None
     finally:
         (folder / TMP_CSV).unlink(missing_ok=True)  # a download cut short leaves no half file
 

@@ -73,7 +73,8 @@ class Staging:
             self._lock.close()
             raise EvalitaDataError(f"{self.out}: another build is writing this folder; wait for it to finish") from None
         remove_leftovers(self.out)
-        self.dir = self.versions / f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}-{os.urandom(3).hex()}"
+        stamp = time.strftime('%Y%m%dT%H%M%S', time.gmtime())
+        self.dir = self.versions / f"{stamp}-{os.getpid()}-{os.urandom(3).hex()}"
         self.dir.mkdir()
         return self
 

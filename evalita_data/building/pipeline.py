@@ -59,7 +59,8 @@ PostTaskHook = Callable[[str, Path, BuiltTask], None]
 POST_TASK_HOOKS: list[PostTaskHook] = [write_build_card]
 
 
-def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = None, progress: bool = True) -> TaskOutcome:
+def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = None,
+                 progress: bool = True) -> TaskOutcome:
     """Convert one task into ``dest/<split>.jsonl``; raises on bad input or invalid records."""
     spec = get_task(task_id)
     converter = spec.load_converter()
@@ -112,7 +113,8 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
         bar.close()
     _check_no_split_vanished(task_id, spec.paper_splits, rows, report, source)
     if not rows:
-        return TaskOutcome(task_id, "missing", message=f"{task_id}: no records converted from {source.root}. {spec.obtain_hint}")
+        return TaskOutcome(task_id, "missing",
+                           message=f"{task_id}: no records converted from {source.root}. {spec.obtain_hint}")
     from .fetch import fetched_provenance  # what `evalita-data fetch` downloaded: revision, license
 
     entry = BuiltTask(
@@ -120,7 +122,8 @@ def convert_task(task_id: str, raw_root: Path, dest: Path, seed: int | None = No
         tool_version=__version__,
         seed=use_seed,
         inputs=source.inputs(),
-        splits={split: SplitEntry(rows[split], sha256_file(dest / f"{split}.jsonl"), f"{split}.jsonl") for split in sorted(rows)},
+        splits={split: SplitEntry(rows[split], sha256_file(dest / f"{split}.jsonl"), f"{split}.jsonl")
+                for split in sorted(rows)},
         report=report.build_report(),
         fetched=fetched_provenance(source.root),
     )
@@ -178,10 +181,10 @@ def build(
 ) -> BuildSummary:
     """Build the requested tasks (all by default) from ``raw`` into ``out``.
 
-    Raises on the first bad input or invalid record and leaves ``out`` as it was.
-    Tasks whose originals are missing are reported, not failed; but when ``tasks`` names one of
-    them, nothing is installed (``BuildSummary.installed`` is False) and ``out`` is left as it was. ``workers``: processes
-    converting tasks side by side (default: one per task, at most one per CPU).
+    Raises on the first bad input or invalid record and leaves ``out`` as it was. Tasks whose originals are missing are
+    reported, not failed; but when ``tasks`` names one of them, nothing is installed (``BuildSummary.installed`` is
+    False) and ``out`` is left as it was. ``workers``: processes converting tasks side by side (default: one per task,
+    at most one per CPU).
     """
     task_ids = list(tasks) if tasks else list(registered_task_ids())
     for tid in task_ids:
@@ -207,8 +210,8 @@ def build(
                 _install(staging, out, outcomes)
     except OSError as err:
         if err.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise DiskFull(f"no space left on the device of {out} ({err.filename or 'writing the build'}); "
-                           "free some space and build again") from None
+            raise DiskFull(f"no space left on the device of {out} ({err.filename or 'writing the build'}); free some "
+                           "space and build again") from None
         raise
     return BuildSummary(outcomes, out, installed)
 
@@ -244,7 +247,8 @@ def _install(staging: Staging, out: Path, outcomes: list[TaskOutcome]) -> None:
         if prev is None or not (prev / task).is_dir():
             # The previous build lost this folder: say so instead of listing what is not there.
             del manifest.tasks[task]
-            manifest.not_built[task] = NotBuilt("missing", f"{task}: its folder was missing from the previous build in {out}")
+            manifest.not_built[task] = NotBuilt("missing",
+                                                f"{task}: its folder was missing from the previous build in {out}")
     manifest.tasks = dict(sorted(manifest.tasks.items()))
     manifest.not_built = dict(sorted(manifest.not_built.items()))
     manifest.format = MANIFEST_FORMAT
@@ -265,8 +269,9 @@ def check_out_is_a_build(out: Path) -> None:
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise EvalitaDataError(f"--out {out} is a folder holding {shown}, which evalita-data build did not write "
-                               "(another tool's folder, e.g. setuptools' build/?); a build never mixes with other files: "
-                               "choose another --out (default evalita-build) or move them away; nothing was built")
+                               "(another tool's folder, e.g. setuptools' build/?); a build never mixes with other "
+                               "files: choose another --out (default evalita-build) or move them away; nothing was "
+                               "built")
 
 
 def check_raw_folder(raw: Path, task_ids: list[str]) -> None:

@@ -45,8 +45,8 @@ def main() -> None:
 @main.command()
 @click.option("--raw", "raw", type=click.Path(path_type=Path, file_okay=False), default=Path("raw"), show_default=True,
               help="Folder with one sub-folder of original files per task.")
-@click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=Path("evalita-build"), show_default=True,
-              help="Output folder: <task>/<split>.jsonl and manifest.json.")
+@click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False), default=Path("evalita-build"),
+              show_default=True, help="Output folder: <task>/<split>.jsonl and manifest.json.")
 @click.option("--task", "tasks", type=TASK_CHOICE, multiple=True,
               help="Task to build (repeatable, or several after one --task); default: every registered task.")
 @click.option("--seed", type=int, default=None,
@@ -56,8 +56,8 @@ def main() -> None:
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Processes converting tasks side by side (default: one per task, at most one per CPU).")
 @click.argument("more_tasks", nargs=-1, type=TASK_CHOICE, metavar="[TASK]...")
-def build(raw: Path, out: Path, tasks: tuple[str, ...], more_tasks: tuple[str, ...], seed: int | None, progress: bool | None,
-          workers: int | None) -> None:
+def build(raw: Path, out: Path, tasks: tuple[str, ...], more_tasks: tuple[str, ...], seed: int | None,
+          progress: bool | None, workers: int | None) -> None:
     """Convert raw/<task>/ originals into validated <out>/<task>/<split>.jsonl files.
 
     Tasks may be named with --task (repeatable) or as arguments:
@@ -70,19 +70,21 @@ def build(raw: Path, out: Path, tasks: tuple[str, ...], more_tasks: tuple[str, .
     if progress is None:
         progress = sys.stderr.isatty()
     try:
-        summary = run_build(raw, out, list(tasks) or None, seed=seed, progress=progress, echo=click.echo, workers=workers)
+        summary = run_build(raw, out, list(tasks) or None, seed=seed, progress=progress, echo=click.echo,
+                            workers=workers)
     except (EvalitaDataError, FileNotFoundError) as err:
         click.echo(f"error: {err}", err=True)
         click.echo(f"build failed; {out} was left as it was.", err=True)
         sys.exit(1)
     missing = summary.not_built()
     if not summary.installed:  # a task asked for by name could not be built
-        click.echo(f"{len(missing)} task(s) asked for not built: {', '.join(o.task for o in missing)} (see above for what is missing); "
-                   f"nothing installed, {out} was left as it was")
+        click.echo(f"{len(missing)} task(s) asked for not built: {', '.join(o.task for o in missing)} (see above for "
+                   f"what is missing); nothing installed, {out} was left as it was")
         sys.exit(1)
     click.echo(f"built {len(summary.built())} task(s) into {out}; manifest: {out / MANIFEST_FILE}")
     if missing:  # the default 'all' builds what it can
-        click.echo(f"{len(missing)} task(s) not built: {', '.join(o.task for o in missing)} (see above for what is missing)")
+        click.echo(f"{len(missing)} task(s) not built: {', '.join(o.task for o in missing)} (see above for what is "
+                   "missing)")
 
 
 @main.command()
@@ -112,7 +114,8 @@ def validate(path: Path, task: str | None) -> None:
 @click.argument("task", type=TASK_CHOICE)
 @click.option("--build", "build_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("evalita-build"),
               show_default=True, help="Build folder with manifest.json.")
-@click.option("--org", default=DEFAULT_ORG, show_default=True, help="Hub organisation named in the card's usage example.")
+@click.option("--org", default=DEFAULT_ORG, show_default=True,
+              help="Hub organisation named in the card's usage example.")
 def card(task: str, build_dir: Path, org: str) -> None:
     """Print the dataset card (README.md) that `push` publishes for TASK."""
     from ..hub.layout import split_path
@@ -132,7 +135,8 @@ def card(task: str, build_dir: Path, org: str) -> None:
         click.echo(f"error: {err}", err=True)
         sys.exit(1)
     if entry is None:
-        click.echo(f"error: {task} is not in {build_dir / MANIFEST_FILE}; run 'evalita-data build --task {task}' first", err=True)
+        click.echo(f"error: {task} is not in {build_dir / MANIFEST_FILE}; run 'evalita-data build --task {task}' "
+                   "first", err=True)
         sys.exit(1)
     paths = {key: split_path(key, "parquet", "data") for key in entry.splits}
     click.echo(render_card(task, entry, paths, org), nl=False)
@@ -141,12 +145,16 @@ def card(task: str, build_dir: Path, org: str) -> None:
 @main.command()
 @click.option("--build", "build_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("evalita-build"),
               show_default=True, help="Build folder with manifest.json.")
-@click.option("--org", default=DEFAULT_ORG, show_default=True, help="Hub organisation (or user): repositories are <org>/<task>.")
-@click.option("--task", "tasks", type=TASK_CHOICE, multiple=True, help="Task to publish (repeatable); default: every built task.")
+@click.option("--org", default=DEFAULT_ORG, show_default=True,
+              help="Hub organisation (or user): repositories are <org>/<task>.")
+@click.option("--task", "tasks", type=TASK_CHOICE, multiple=True,
+              help="Task to publish (repeatable); default: every built task.")
 @click.option("--private", is_flag=True, help="Create missing repositories as private.")
-@click.option("--revision", default="main", show_default=True, help="Branch to commit to (created from main if missing).")
+@click.option("--revision", default="main", show_default=True,
+              help="Branch to commit to (created from main if missing).")
 @click.option("--message", default=None, help="Commit message (default: tool version, task and split sizes).")
-@click.option("--dry-run", is_flag=True, help="Show per repository the files, sizes and what would change; commit nothing.")
+@click.option("--dry-run", is_flag=True,
+              help="Show per repository the files, sizes and what would change; commit nothing.")
 @click.option("--jsonl", is_flag=True, help="Also publish the JSONL splits under jsonl/.")
 @click.option("--to-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Write the repository layouts to DIR/<repository>/ instead of the Hub (offline).")

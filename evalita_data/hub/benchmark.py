@@ -62,10 +62,9 @@ def eval_yaml(task_id: str, eval_splits: dict[str | None, str]) -> bytes | None:
     doc = {
         "name": f"Evalita-LLM {spec.id.upper()}: {spec.title}",
         "description": (
-            f"The {spec.id} task of the Evalita-LLM benchmark for Italian language models "
-            f"(Magnini et al., 2025), evaluated with prompts {prompts}. Task <entry> is the entry "
-            "over all its prompts (the Combined Performance Score, CPS); task <entry>_<prompt> is one prompt's "
-            "main metric."
+            f"The {spec.id} task of the Evalita-LLM benchmark for Italian language models (Magnini et al., 2025), "
+            f"evaluated with prompts {prompts}. Task <entry> is the entry over all its prompts (the Combined "
+            "Performance Score, CPS); task <entry>_<prompt> is one prompt's main metric."
         ),
         "evaluation_framework": EVALUATION_FRAMEWORK,
         "tasks": tasks,
@@ -90,7 +89,8 @@ def read_benchmark(path: Path) -> list[dict]:
             raise BenchmarkFileError(f"{path}: tasks[{i}]: expected a mapping with id, config and split")
         for key in ("id", "config", "split"):
             if not isinstance(task.get(key), str) or not task[key]:
-                raise BenchmarkFileError(f"{path}: tasks[{i}].{key}: expected a non-empty string, got {task.get(key)!r}")
+                raise BenchmarkFileError(f"{path}: tasks[{i}].{key}: expected a non-empty string, got "
+                                         f"{task.get(key)!r}")
         if task["id"] in seen:
             raise BenchmarkFileError(f"{path}: tasks[{i}].id: {task['id']!r} appears twice")
         seen.add(task["id"])

@@ -82,7 +82,8 @@ def load_checked_manifest(build: Path, tasks: list[str] | None = None) -> tuple[
     chosen = list(tasks) if tasks else sorted(built)
     not_built = [t for t in chosen if t not in built]
     if not_built:
-        raise BuildRefused(f"{path}: task(s) {', '.join(not_built)} not in the build; built: {', '.join(sorted(built)) or 'none'}")
+        raise BuildRefused(f"{path}: task(s) {', '.join(not_built)} not in the build; built: "
+                           f"{', '.join(sorted(built)) or 'none'}")
     if not chosen:
         raise BuildRefused(f"{path}: the build has no task")
     violations, _ = validate_path(build)
@@ -96,7 +97,8 @@ def load_checked_manifest(build: Path, tasks: list[str] | None = None) -> tuple[
             if not fpath.is_file():
                 raise BuildRefused(f"{fpath}: split {task}/{key} of the manifest is missing")
             if sha256_file(fpath) != split.sha256:
-                raise BuildRefused(f"{fpath}: sha256 differs from {path}; the file changed after the build, build again")
+                raise BuildRefused(f"{fpath}: sha256 differs from {path}; the file changed after the build, build "
+                                   "again")
     return manifest, chosen
 
 

@@ -78,8 +78,8 @@ def _renamed(spec: TaskSpec, entry: BuiltTask) -> dict[str, tuple[str, str]]:
         target = (config, official_name(spec, split))
         clash = [k for k, v in out.items() if v == target]
         if clash:
-            raise EvalitaDataError(f"{spec.id}: splits {clash[0]} and {key} would both be {target[0]}/{target[1]} "
-                                   "in the official layout")
+            raise EvalitaDataError(f"{spec.id}: splits {clash[0]} and {key} would both be {target[0]}/{target[1]} in "
+                                   "the official layout")
         out[key] = target
     return out
 
@@ -94,7 +94,8 @@ def _why_absent(spec: TaskSpec, entry: BuiltTask, official: str) -> str:
     return f"our {ours} split is not in the build" + (f" ({hints[0]})" if hints else "") + named
 
 
-def missing_splits(spec: TaskSpec, entry: BuiltTask, repo_id: str, renamed: dict[str, tuple[str, str]]) -> list[MissingSplit]:
+def missing_splits(spec: TaskSpec, entry: BuiltTask, repo_id: str,
+                   renamed: dict[str, tuple[str, str]]) -> list[MissingSplit]:
     """The official test and few-shot splits of every config that the repository lacks."""
     hub = hub_splits(spec)
     have = set(renamed.values())
@@ -116,14 +117,16 @@ def _card(task: str, entry: BuiltTask, org: str, dataset: str, paths: dict[str, 
     configs: dict[str, list[dict]] = {}
     for key, (config, split) in renamed.items():
         configs.setdefault(config, []).append({"split": split, "path": paths[key]})
-    meta["configs"] = [{"config_name": c, "data_files": configs[c]} for c in spec.configs or [hub_splits(spec).config or "default"]
+    meta["configs"] = [{"config_name": c, "data_files": configs[c]}
+                       for c in spec.configs or [hub_splits(spec).config or "default"]
                        if c in configs]
     body = body.replace(f'load_dataset("{org}/{task}"', f'load_dataset("{org}/{dataset}"')
     body += "\n## Official layout\n\nThe layout of the official copy (`evalitahf/" + dataset + "`) that lm-eval's " \
             "`evalita_llm` tasks read; our split names:\n\n| split here | built as |\n|---|---|\n"
     body += "".join(f"| `{c}/{s}` | `{key}` |\n" for key, (c, s) in renamed.items())
     if missing:
-        body += "\nNot published (never stood in for by another split):\n\n" + "".join(f"- {m.line()}\n" for m in missing)
+        body += "\nNot published (never stood in for by another split):\n\n" + "".join(f"- {m.line()}\n"
+                                                                                       for m in missing)
     dumped = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
     return ("---\n" + dumped + "---\n" + body).encode("utf-8")
 

@@ -94,14 +94,16 @@ def with_retries(what: str, call: Callable[[], object], delays: Sequence[float] 
                 raise
             if attempt == len(delays):
                 tries = "1 attempt" if attempt == 0 else f"{attempt + 1} attempts"
-                raise HubUnreachable(f"{what}: failed after {tries} ({short_error(err)}); the remote was left as it was",
+                raise HubUnreachable(f"{what}: failed after {tries} ({short_error(err)}); the remote was left as it "
+                                     "was",
                                      f"{what}: {short_error(err)}") from None
             echo(f"  {what}: {short_error(err)}; retrying in {delays[attempt]:g}s")
             (sleep or time.sleep)(delays[attempt])
     raise AssertionError("unreachable")
 
 
-def remote_state(api: HfApi, repo_id: str, revision: str, delays: Sequence[float]) -> tuple[bool, str | None, dict[str, tuple[str, str]]]:
+def remote_state(api: HfApi, repo_id: str, revision: str,
+                 delays: Sequence[float]) -> tuple[bool, str | None, dict[str, tuple[str, str]]]:
     """(repo exists, head commit of ``revision`` or main, {path: ("sha256"|"git", digest)})."""
     def info(rev: str):
         return api.repo_info(repo_id, repo_type=REPO_TYPE, revision=rev)
@@ -151,7 +153,8 @@ def compare(repo: TaskRepo, exists: bool, parent: str | None, remote: dict[str, 
 
 def layout_repo(build: Path, task: str, entry: BuiltTask, org: str, jsonl: bool, layout: str,
                 echo: Callable[[str], None]) -> TaskRepo:
-    """The task's repository in ``layout`` ("ours" or "official"); the official splits it lacks are echoed, one line each."""
+    """The task's repository in ``layout`` ("ours" or "official"); the official splits it lacks are echoed, one line
+    each."""
     if layout not in LAYOUTS:
         raise PushError(f"layout {layout!r}: expected one of {', '.join(LAYOUTS)}")
     if layout == "ours":
@@ -207,7 +210,8 @@ def push(
         if not dry_run:
             commit_plan(api, plan, revision, private, message or commit_message(repo, entry), delays, echo)
     if unreached:
-        echo(f"dry run without the Hub: the local files of {len(plans)} task(s) listed, none compared with {api.endpoint}; nothing sent")
+        echo(f"dry run without the Hub: the local files of {len(plans)} task(s) listed, none compared with "
+             f"{api.endpoint}; nothing sent")
     return plans
 
 
@@ -253,8 +257,8 @@ def describe_plan(plan: RepoPlan, revision: str, dry_run: bool, echo: Callable[[
     where = f"{repo.repo_id}@{revision}"
     state = "" if plan.exists else " (new repository)"
     if plan.unreached:
-        echo(f"{where}: could not compare with the remote ({plan.unreached}); "
-             f"would send these {len(upload)} file(s) where they differ from it")
+        echo(f"{where}: could not compare with the remote ({plan.unreached}); would send these {len(upload)} file(s) "
+             "where they differ from it")
     elif not upload:
         echo(f"{where}: unchanged, no commit")
     else:

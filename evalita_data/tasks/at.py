@@ -14,11 +14,14 @@ def check_record(rec: dict) -> list[str]:
 TASK = TaskSpec(
     id="at",
     title="Admission Tests (Italian medical specialty exams)",
-    source="Italian medical specialty (SSM) admission tests 2017, 2018, 2019, 2022 (Casola et al., CLiC-it 2023), Excel workbooks",
+    source="Italian medical specialty (SSM) admission tests 2017, 2018, 2019, 2022 (Casola et al., CLiC-it 2023), "
+           "Excel workbooks",
     license="see the original distribution (not public)",
-    citation="Casola S., Labruna T., Lavelli A., Magnini B. (2023). Testing ChatGPT for Stability and Reasoning: A Case Study Using Italian Medical Specialty Tests. CLiC-it 2023.",
+    citation="Casola S., Labruna T., Lavelli A., Magnini B. (2023). Testing ChatGPT for Stability and Reasoning: A "
+             "Case Study Using Italian Medical Specialty Tests. CLiC-it 2023.",
     homepage="https://ceur-ws.org/Vol-3596/",
-    obtain_hint="No public copy was found. Ask the authors of Casola et al. (CLiC-it 2023) for the Excel workbooks and put them in raw/at/ (see raw/at/README.md for the accepted layout).",
+    obtain_hint="No public copy was found. Ask the authors of Casola et al. (CLiC-it 2023) for the Excel workbooks and "
+                "put them in raw/at/ (see raw/at/README.md for the accepted layout).",
     converter="at:convert",
     schema="at",
     paper_splits={"dev": 21, "test": 500},

@@ -19,9 +19,11 @@ TASK = TaskSpec(
     title="Frequently Asked Questions (QA4FAQ), multiple choice",
     source="QA4FAQ, Evalita 2016, AQP Risponde knowledge base (https://github.com/evalita2016/data, commit dad1265a)",
     license="CC BY-NC-SA 3.0 IT",
-    citation="Caputo A., de Gemmis M., Lops P., Lovecchio F., Manzari V. (2016). Overview of the EVALITA 2016 Question Answering for Frequently Asked Questions (QA4FAQ) Task. EVALITA 2016.",
+    citation="Caputo A., de Gemmis M., Lops P., Lovecchio F., Manzari V. (2016). Overview of the EVALITA 2016 Question "
+             "Answering for Frequently Asked Questions (QA4FAQ) Task. EVALITA 2016.",
     homepage="http://qa4faq.github.io/",
-    obtain_hint="Copy qa4faq/qa4faq_dev_v3/faqs_uft8_QA.{csv,xml} of https://github.com/evalita2016/data into raw/faq/.",
+    obtain_hint="Copy qa4faq/qa4faq_dev_v3/faqs_uft8_QA.{csv,xml} of https://github.com/evalita2016/data into "
+                "raw/faq/.",
     converter="faq:convert",
     schema="faq",
     paper_splits={"dev": 5, "test": 401},

@@ -9,9 +9,12 @@ _Q = "C'è incitamento all'odio nel seguente tweet: '{{full_text}}'?"
 TASK = TaskSpec(
     id="hs",
     title="Hate Speech Detection (HaSpeeDe 2)",
-    source="HaSpeeDe 2, Evalita 2020 (official: https://github.com/msang/haspeede 2020/; public copy of the TSVs: https://github.com/eliabisconti/haspeede, commit df38fe87)",
+    source="HaSpeeDe 2, Evalita 2020 (official: https://github.com/msang/haspeede 2020/; public copy of the TSVs: "
+           "https://github.com/eliabisconti/haspeede, commit df38fe87)",
     license="CC BY-NC-SA 4.0",
-    citation="Sanguinetti M., Comandini G., Di Nuovo E., Frenda S., Stranisci M., Bosco C., Caselli T., Patti V., Russo I. (2020). HaSpeeDe 2 @ EVALITA2020: Overview of the EVALITA 2020 Hate Speech Detection Task. EVALITA 2020.",
+    citation="Sanguinetti M., Comandini G., Di Nuovo E., Frenda S., Stranisci M., Bosco C., Caselli T., Patti V., "
+             "Russo I. (2020). HaSpeeDe 2 @ EVALITA2020: Overview of the EVALITA 2020 Hate Speech Detection Task. "
+             "EVALITA 2020.",
     homepage="http://www.di.unito.it/~tutreeb/haspeede-evalita20/",
     obtain_hint=(
         "The gold test labels are in haspeede2_reference.zip of https://github.com/msang/haspeede "

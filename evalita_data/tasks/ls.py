@@ -38,7 +38,9 @@ TASK = TaskSpec(
     license="CC BY-NC-SA 4.0 (as published by evalitahf/lexical_substitution)",
     citation="Toral A. (2009). The Lexical Substitution Task at EVALITA 2009. EVALITA 2009.",
     homepage="http://www.evalita.it/2009/tasks/lexical",
-    obtain_hint="No public copy was found in code repositories: download the Evalita 2009 lexical substitution data from https://live.european-language-grid.eu/catalogue/corpus/8421 and put trial/ and test/ in raw/ls/.",
+    obtain_hint="No public copy was found in code repositories: download the Evalita 2009 lexical substitution data "
+                "from https://live.european-language-grid.eu/catalogue/corpus/8421 and put trial/ and test/ in "
+                "raw/ls/.",
     converter="ls:convert",
     schema="ls",
     paper_splits={"dev": 272, "test": 1710},
@@ -48,7 +50,10 @@ TASK = TaskSpec(
     target="{% if answers %}{{ answers | map(attribute='word') | join(', ') }}{% else %}&&NOSYN&&{% endif %}",
     prompts=two_gen_prompts(
         "Devi risolvere un compito di sostituzione lessicale. ",
-        "Trova 10 parole che possono sostituire la parola racchiusa tra i marcatori <head> nella seguente frase: '{{context}}', mantenendo lo stesso significato. Elenca i lemmi (forme base) di queste parole, separandoli con una virgola, ad esempio: lemma1, lemma2, lemma3, lemma4, lemma5. Non aggiungere commenti o altro testo. Risposta:",
+        "Trova 10 parole che possono sostituire la parola racchiusa tra i marcatori <head> nella seguente frase: "
+        "'{{context}}', mantenendo lo stesso significato. Elenca i lemmi (forme base) di queste parole, separandoli "
+        "con una virgola, ad esempio: lemma1, lemma2, lemma3, lemma4, lemma5. Non aggiungere commenti o altro testo. "
+        "Risposta:",
     ),
     metrics=[LS_F1],
     gold_field="answers",

@@ -20,7 +20,8 @@ def check_record(rec: dict) -> list[str]:
         if found >= 0:
             pos = found + len(ent["entity_text"])
         elif ent["entity_text"] in text:
-            problems.append(f"entities.{i}.entity_text: {ent['entity_text']!r} is not after the previous entity in text")
+            problems.append(f"entities.{i}.entity_text: {ent['entity_text']!r} is not after the previous entity in "
+                            "text")
         else:
             problems.append(f"entities.{i}.entity_text: {ent['entity_text']!r} does not occur in text")
     return problems
@@ -30,7 +31,8 @@ TASK = TaskSpec(
     title="Named Entity Recognition (KIND, NERMuD 2023)",
     source="KIND corpus, NERMuD at Evalita 2023 (https://github.com/dhfbk/KIND, commit a2ad1391, evalita-2023/)",
     license="CC BY-NC-SA 4.0 (ADG); CC BY-NC 4.0 (FIC, WN)",
-    citation="Paccosi T., Palmero Aprosio A. (2022). KIND: an Italian Multi-Domain Dataset for Named Entity Recognition. LREC 2022.",
+    citation="Paccosi T., Palmero Aprosio A. (2022). KIND: an Italian Multi-Domain Dataset for Named Entity "
+             "Recognition. LREC 2022.",
     homepage="https://github.com/dhfbk/KIND",
     obtain_hint="Copy evalita-2023/*.tsv of https://github.com/dhfbk/KIND into raw/ner/.",
     converter="ner:convert",
@@ -43,12 +45,15 @@ TASK = TaskSpec(
     },
     id_field=None,
     output_type="generate_until",
-    target="{% for e in entities %}{{ e.entity_text }}${{ e.type }}{% if not loop.last %},{% endif %}{% else %}&&NOENT&&{% endfor %}",
+    target="{% for e in entities %}{{ e.entity_text }}${{ e.type }}{% if not loop.last %},{% endif %}"
+           "{% else %}&&NOENT&&{% endfor %}",
     # lm-eval's YAML writes this prompt over three lines of a double-quoted scalar, which
     # YAML folds into spaces: the published numbers were obtained with spaces, not newlines.
     prompts=two_gen_prompts(
         "Devi svolgere un compito di riconoscimento delle entità nei testi. ",
-        "Estrai tutte le entità di tipo PER (persona), LOC (luogo) e ORG (organizzazione) dal testo seguente. Riporta ogni entità con il formato: Entità$Tipo, separando ciascuna coppia con ','. Se non ci sono entità da estrarre, rispondi con '&&NOENT&&'. Testo: '{{text}}' Entità:",
+        "Estrai tutte le entità di tipo PER (persona), LOC (luogo) e ORG (organizzazione) dal testo seguente. Riporta "
+        "ogni entità con il formato: Entità$Tipo, separando ciascuna coppia con ','. Se non ci sono entità da "
+        "estrarre, rispondi con '&&NOENT&&'. Testo: '{{text}}' Entità:",
     ),
     metrics=[NER_F1, NER_F1_STRICT],
     gold_field="entities",

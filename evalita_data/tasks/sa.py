@@ -11,7 +11,8 @@ TASK = TaskSpec(
     title="Sentiment Analysis (SENTIPOLC 2016)",
     source="SENTIPOLC 2016, Evalita 2016 (https://github.com/evalita2016/data, commit dad1265a)",
     license="CC BY-NC-SA 3.0 IT (tweets also under Twitter's terms)",
-    citation="Barbieri F., Basile V., Croce D., Nissim M., Novielli N., Patti V. (2016). Overview of the Evalita 2016 SENTIment POLarity Classification Task. EVALITA 2016.",
+    citation="Barbieri F., Basile V., Croce D., Nissim M., Novielli N., Patti V. (2016). Overview of the Evalita 2016 "
+             "SENTIment POLarity Classification Task. EVALITA 2016.",
     homepage="http://www.di.unito.it/~tutreeb/sentipolc-evalita16/",
     obtain_hint="Copy sentipolc/*.csv of https://github.com/evalita2016/data into raw/sa/.",
     converter="sa:convert",

@@ -9,9 +9,11 @@ TASK = TaskSpec(
     title="Summarization (Fanpage)",
     source="Fanpage.it articles and summaries (Landro et al. 2022; ARTeLab/fanpage on the Hugging Face Hub)",
     license="unknown (the source card states none)",
-    citation="Landro N., Gallo I., La Grassa R., Federici E. (2022). Two New Datasets for Italian-Language Abstractive Text Summarization. Information 13(5):228.",
+    citation="Landro N., Gallo I., La Grassa R., Federici E. (2022). Two New Datasets for Italian-Language Abstractive "
+             "Text Summarization. Information 13(5):228.",
     homepage="https://www.mdpi.com/2078-2489/13/5/228",
-    obtain_hint="Run `evalita-data fetch sum` (downloads ARTeLab/fanpage from the Hugging Face Hub into raw/sum/fanpage.csv).",
+    obtain_hint="Run `evalita-data fetch sum` (downloads ARTeLab/fanpage from the Hugging Face Hub into "
+                "raw/sum/fanpage.csv).",
     converter="sum:convert",
     schema="sum",
     paper_splits={"train": 8436, "test": 100},
@@ -33,7 +35,8 @@ TASK = TaskSpec(
     seed=1234,
     task_categories=["summarization"],
     hub_splits=HubSplits("summarization-fp", test="test_100", fewshot_not_ours=(
-        "the official dev split is not documented, and fanpage's own validation split is not built (our few-shot split is a train sample)")),
+        "the official dev split is not documented, and fanpage's own validation split is not built (our few-shot split "
+        "is a train sample)")),
     # `evalita-data fetch sum`: ARTeLab/fanpage through huggingface_hub.
     fetcher="building.fetch:fetch_fanpage",
 )

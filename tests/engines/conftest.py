@@ -20,7 +20,7 @@ from .engine_helpers import API_KEY, ENGINE_ENV, SCRATCH, free_port
 @pytest.fixture(scope="session")
 def tiny32(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny Llama with 2 heads of size 32 (vLLM's CPU attention needs a head size >= 32)."""
-    from evalita_eval.tiny import build_tiny_model
+    from tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny32"), heads=2)
 

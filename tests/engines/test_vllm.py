@@ -180,14 +180,13 @@ def test_one_shot_and_chat_template_same_results_as_hf(engine, hf32, tiny32: Pat
 
 def test_one_stream_equals_per_prompt_calls(engine, tiny32: Path, tmp_path: Path, monkeypatch) -> None:
     """Issue 38: vllm takes the whole run's requests of a kind at once (running/stream.py). Against one call per task
-    and prompt (EVALITA_PER_PROMPT_CALLS, bench/vllm_stream.py's reference): the same scores, predictions and
+    and prompt (``mixes_prompts`` off, bench/vllm_stream.py's reference): the same scores, predictions and
     generations; log-likelihoods within the engines' tolerance, not byte for byte (vLLM's CPU kernels round by
     the batch a request shares: up to 1.3e-5 apart on the real model)."""
-    from evalita_eval.running.stream import PER_PROMPT_ENV
-
     config = {"limit": 3, "max_new_tokens": 12}
-    monkeypatch.setenv(PER_PROMPT_ENV, "1")
+    monkeypatch.setattr(engine, "mixes_prompts", False)
     run_in_process(engine, "vllm", tiny32, tmp_path / "per-prompt", **config)
-    monkeypatch.delenv(PER_PROMPT_ENV)
+    monkeypatch.undo()
+    assert engine.mixes_prompts
     run_in_process(engine, "vllm", tiny32, tmp_path / "stream", **config)
     assert assert_same_run(tmp_path / "per-prompt", tmp_path / "stream") > 100

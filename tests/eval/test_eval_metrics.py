@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalita_eval.metrics import ls_item, metric_of, ner_labels, rel_labels, score_samples
+from evalita_data.scoring.metrics import ls_item, ner_labels, rel_labels
+from evalita_eval.metrics import metric_of, score_samples
 from evalita_data.scoring.parsers import parse_ls, parse_ner, parse_rel
 
 

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from evalita_eval.running.identity import LOCKED, RUN_LOCK
-from evalita_eval.sweep import CacheLines, load_sweep, run_one, standing
+from evalita_eval.sweep import CacheLines, run_one, standing
+from evalita_eval.sweep_runs import load_sweep
 from evalita_eval.sweep_runs import run_reservation
 
 from paths import TEST_DATA
@@ -31,7 +32,7 @@ DATA = TEST_DATA / "build"
 
 @pytest.fixture(scope="module")
 def two_models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    from evalita_eval.tiny import build_tiny_model
+    from tiny_model import build_tiny_model
 
     return [build_tiny_model(tmp_path_factory.mktemp(f"tiny{seed}"), seed=seed) for seed in (0, 1)]
 

@@ -82,7 +82,7 @@ def test_an_option_that_changes_numbers_recomputes(rerun, args: tuple[str, ...])
 
 
 def _replace_weights(folder: Path) -> None:
-    from evalita_eval.tiny import build_tiny_model
+    from tiny_model import build_tiny_model
 
     other = build_tiny_model(folder.parent / "other-weights", seed=1)
     shutil.copyfile(other / "model.safetensors", folder / "model.safetensors")

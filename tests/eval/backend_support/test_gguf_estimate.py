@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from evalita_eval.api import BackendOptions
 from evalita_eval.backends.vllm import engine_kwargs
-from evalita_eval.cli import default_device, main
+from evalita_eval.cli import main
+from evalita_eval.cli.support import default_device
 from evalita_eval.running.estimate import GEN, LL, TaskPlan, TimeEstimate
 from evalita_eval.backend_support.gguf import gguf_identity, gguf_model
 

@@ -122,14 +122,16 @@ def test_values_are_converted_to_the_declared_types() -> None:
             resolve_options(vllm, BackendOptions("m", extra=extra))
 
 
-def test_a_backend_without_options_takes_any_backend_arg_as_text() -> None:
+def test_a_backend_without_options_takes_no_backend_arg() -> None:
     class Free(Backend):
+        name = "free"
+
         @classmethod
         def from_options(cls, options: BackendOptions) -> "Free":
             return cls()
 
-    options, engine = resolve_options(Free, BackendOptions("m", extra={"anything": "1"}))
-    assert engine is None and options.extra == {"anything": "1"}
-    backend = Free()
-    backend.options = options
-    assert backend.cache_identity()["backend_args"] == {"anything": "1"}
+    options, engine = resolve_options(Free, BackendOptions("m"))
+    assert engine is None and options.extra == {}
+    with pytest.raises(BackendOptionError, match=re.escape("--backend-arg anything: backend 'free' has no such option "
+                                                           "(its options: none;")):
+        resolve_options(Free, BackendOptions("m", extra={"anything": "1"}))

@@ -8,7 +8,8 @@ import pytest
 
 from evalita_eval.api import BackendOptions, GenRequest, LLRequest, cut_at_stop
 from evalita_eval.backends import create_backend
-from evalita_eval.backends.hf import HFBackend, encode_pair, plain_loglikelihood
+from evalita_eval.backend_support.tokenization import encode_pair
+from evalita_eval.backends.hf import HFBackend, plain_loglikelihood
 
 REQUESTS = [
     LLRequest("La frase: 'Roma è in Italia.' implica che", " Sì"),

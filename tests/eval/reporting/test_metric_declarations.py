@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from evalita_data.scoring.metric import CORPUS, HITS, Metric
-from evalita_eval.metrics import ACC, ACC_BYTES, ACC_NORM, F1_MACRO, NER_F1, ROUGE_L_ANSWER, higher_is_better
+from evalita_data.scoring.metrics import ACC, ACC_BYTES, ACC_NORM, F1_MACRO, NER_F1
+from evalita_eval.metrics import ROUGE_L_ANSWER, higher_is_better
 from evalita_eval.reporting import stats
 from evalita_eval.reporting.baselines import chance_score
 from evalita_eval.record.model import SampleLine

@@ -33,7 +33,7 @@ def _folder_of(model: Path, *args: str) -> Path:
 
 def test_runs_that_differ_in_a_number_changing_input_never_share_a_default_folder(tiny_model: Path, tmp_path: Path,
                                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalita_eval.tiny import build_tiny_model
+    from tiny_model import build_tiny_model
 
     # Another model whose folder has the same name (and other weights): the lost SmolLM2 results.
     other = build_tiny_model(tmp_path / "elsewhere" / tiny_model.name, seed=1)

@@ -18,7 +18,7 @@ from evalita_eval.cli import main
 from evalita_eval.running.plan import RunPlan
 from evalita_eval.running.runner import ModelInfo, Runner
 from evalita_eval.run_config import RunSpec
-from evalita_eval.running.stream import PER_PROMPT_ENV, RunStream
+from evalita_eval.running.stream import RunStream
 from evalita_eval.sources.entries import select_entries
 from evalita_eval.sources.folder import FolderSource
 
@@ -97,8 +97,7 @@ def _stream_calls(model: Path, out: Path, mixes: bool) -> list[tuple[str, int]]:
     return [(kind, n) for kind, n, _ in recorder.calls]
 
 
-def test_hf_gets_each_prompt_alone_and_a_mixing_engine_the_whole_run(tiny_model: Path, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.delenv(PER_PROMPT_ENV, raising=False)
+def test_hf_gets_each_prompt_alone_and_a_mixing_engine_the_whole_run(tiny_model: Path, tmp_path: Path) -> None:
     # The requests of each prompt, from the plan (no request repeats within or across these prompts).
     runner = Runner(create_backend("hf", BackendOptions(str(tiny_model), dtype="float32", batch_size=2)),
                     ModelInfo(str(tiny_model), None, "float32", "hf"), FolderSource(str(DATA)),
@@ -117,9 +116,6 @@ def test_hf_gets_each_prompt_alone_and_a_mixing_engine_the_whole_run(tiny_model:
     gen = sum(n for kind, n in per_prompt if kind == "generate_until")
     mixed = [("ll", min(step, ll - s)) for s in range(0, ll, step)] + [("gen", gen)]
     assert _stream_calls(tiny_model, tmp_path / "mixed", mixes=True) == mixed
-    # bench/vllm_stream.py's per-prompt path: the same engine, each prompt's requests in calls of their own.
-    monkeypatch.setenv(PER_PROMPT_ENV, "1")
-    assert _stream_calls(tiny_model, tmp_path / "per-prompt", mixes=True) == want
 
 
 def test_a_shared_call_is_timed_by_prompt_tokens() -> None:

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from evalita_data.registry import TASKS
-from evalita_eval.settings.answers import match_option, match_option_rule, normalize, parse_letter
+from evalita_eval.settings.answers import match_option_rule, normalize, parse_letter_rule
 from evalita_eval.api import GenRequest
 from evalita_eval.running.cache import request_key
 from evalita_eval.settings.fewshot import build_contexts
@@ -17,6 +17,23 @@ from evalita_eval.api import request_payload
 from evalita_eval.sources.entries import all_entries
 
 from paths import ROOT, TEST_DATA
+
+
+def parse_letter(answer: str, letters, option_texts=None) -> int | None:
+    return parse_letter_rule(answer, letters, option_texts)[0]
+
+
+def match_option(answer: str, options) -> int | None:
+    return match_option_rule(answer, options)[0]
+
+
+def accepts(cache, constraint, text: str, tokenizer) -> bool:
+    """Whether ``text`` (tokenized as the model would write it) is a complete answer ``constraint`` allows."""
+    matcher = cache._xgr.GrammarMatcher(cache.compiled(constraint))
+    for token in tokenizer.encode(text, add_special_tokens=False):
+        if not matcher.accept_token(token):
+            return False
+    return matcher.is_completed() if hasattr(matcher, "is_completed") else matcher.accept_token(tokenizer.eos_token_id)
 
 DATA = TEST_DATA / "build"
 MC_TASKS = [t for t, s in TASKS.items() if s.output_type == "multiple_choice"]
@@ -132,7 +149,7 @@ def test_real_model_answers() -> None:
 
 def test_every_gold_answer_parses_to_itself() -> None:
     """In every setting, the gold answer written as a correct model would write it is read back as the gold option."""
-    from evalita_eval.settings.instruct import parse_answer, setting_task
+    from evalita_eval.settings.instruct import parse_answer_rule, setting_task
 
     checked = 0
     for task_id in MC_TASKS:
@@ -143,7 +160,7 @@ def test_every_gold_answer_parses_to_itself() -> None:
                 for setting in SETTINGS:
                     task = setting_task(task_id, setting)
                     choices, gold = task.choices("p1", doc), task.target(doc)
-                    assert parse_answer(setting, choices[gold], choices, texts) == gold, (task_id, setting, choices[gold])
+                    assert parse_answer_rule(setting, choices[gold], choices, texts)[0] == gold, (task_id, setting, choices[gold])
                     checked += 1
     assert checked > 50
     # an option that looks like an option line is still itself
@@ -206,7 +223,6 @@ def grammars(tiny_model: Path):
 
 
 def test_every_gold_answer_is_accepted_by_its_constraint(grammars) -> None:
-    from evalita_eval.backends.grammar import accepts
     from evalita_eval.settings.constrained import task_constraint
     from evalita_eval.settings.instruct import answer_constraint, setting_task
 
