@@ -11,8 +11,8 @@ Log-likelihoods: priced by length, not per request nor per counted prompt token.
 row per distinct input (the one-token choices of one context share a row: lm-eval's grouping, which the backends
 follow, so FAQ's four lettered choices read their paragraph once, not four times) and a row costs a fixed part plus
 its tokens: seconds = a x rows + b x tokens, fitted by least squares over the calls measured so far (``fit_cost``),
-prices the rows and tokens left. The rate of WiC's short rows alone, per counted prompt token, said 9 min of a run
-with 4.5 min left (bench/estimate.py). Generations run batched, and a batch's time is its
+prices the rows and tokens left. The prompt tokens the plan counts per request, at WiC's rate, said 2.2x the
+quickstart's log-likelihood time left (bench/README.md, bench/estimate.py). Generations run batched, and a batch's time is its
 prompt pass plus one step per new token; a step writes one token per row for nearly the price
 of a whole forward, so neither seconds per generation (the first result of a batch carries the
 whole batch's time: it said "2.8 h" of a 35-minute run, issue 40) nor budget tokens per second
