@@ -7,7 +7,12 @@ new tokens of one request (greedy decoding stops earlier at a stop string). ``Ti
 took (the backend is never wrapped), measures how fast the first ones go and prints the time the
 rest of the plan should take, once per request kind and then every ``every_s`` seconds.
 
-Log-likelihoods: seconds per read token. Generations run batched, and a batch's time is its
+Log-likelihoods: priced by length, not per request nor per counted prompt token. The model computes one forward
+row per distinct input (the one-token choices of one context share a row: lm-eval's grouping, which the backends
+follow, so FAQ's four lettered choices read their paragraph once, not four times) and a row costs a fixed part plus
+its tokens: seconds = a x rows + b x tokens, fitted by least squares over the calls measured so far (``fit_cost``),
+prices the rows and tokens left. The prompt tokens the plan counts per request, at WiC's rate, said 2.2x the
+quickstart's log-likelihood time left (bench/README.md, bench/estimate.py). Generations run batched, and a batch's time is its
 prompt pass plus one step per new token; a step writes one token per row for nearly the price
 of a whole forward, so neither seconds per generation (the first result of a batch carries the
 whole batch's time: it said "2.8 h" of a 35-minute run, issue 40) nor budget tokens per second
@@ -43,12 +48,12 @@ class TaskPlan:
     kind: str  # LL or GEN
     requests: int
     prompt_tokens: int  # tokens the model reads over all requests (context and continuation)
-    prompt_chars: int  # their characters (TimeEstimate converts the characters of a call to tokens)
     max_new_tokens: int = 0  # GEN: the budget of one request (the largest, should they differ)
     counted: bool = True  # False: characters / CHARS_PER_TOKEN (no tokenizer)
     cached: int = 0  # requests the resume cache holds: read back, not computed (a rerun)
     cached_tokens: int = 0  # their prompt tokens
-    cached_chars: int = 0  # and characters
+    rows: int = 0  # LL: the forward rows of the requests left (``scoring_work``)
+    row_tokens: int = 0  # and their tokens
 
     @property
     def left_tokens(self) -> int:
@@ -73,6 +78,35 @@ class TokenCounter:
             else:
                 self._seen[text] = len(self.tokenizer.encode(text, add_special_tokens=False))
         return self._seen[text]
+
+
+def scoring_work(requests: Sequence[LLRequest], count: TokenCounter, seen: set[str]) -> tuple[int, int]:
+    """The forward rows and their tokens that log-likelihood ``requests`` make the model compute: a row reads the
+    context and all but the last token of the continuation, and the one-token choices of one context share a row
+    (lm-eval's grouping, backends/hf_batches.py); ``seen``: the contexts whose shared row is counted already."""
+    rows = tokens = 0
+    for r in requests:
+        cont = count(r.continuation)
+        if cont == 1 and r.context in seen:
+            continue
+        seen.update([r.context] if cont == 1 else [])
+        rows, tokens = rows + 1, tokens + count(r.context) + cont - 1
+    return rows, tokens
+
+
+def fit_cost(calls: Sequence[tuple[int, int, float]]) -> tuple[float, float]:
+    """Seconds per forward row and per token: least squares of seconds = a x rows + b x tokens over the measured
+    calls (rows, tokens, seconds). The two are told apart only where the calls' tokens per row differ by 2x or more
+    and neither comes out negative; else tokens alone, at their mean rate."""
+    rr, tt, rt = (sum(c[i] * c[j] for c in calls) for i, j in ((0, 0), (1, 1), (0, 1)))
+    rs, ts = (sum(c[i] * c[2] for c in calls) for i in (0, 1))
+    per_row = [c[1] / c[0] for c in calls if c[0]]
+    det = rr * tt - rt * rt
+    if per_row and max(per_row) >= 2 * min(per_row) and det > 0:
+        a, b = (rs * tt - ts * rt) / det, (ts * rr - rs * rt) / det
+        if a >= 0 and b >= 0:
+            return a, b
+    return 0.0, sum(c[2] for c in calls) / sum(c[1] for c in calls)
 
 
 def _number(n: int, counted: bool) -> str:
@@ -114,9 +148,13 @@ class TimeEstimate:
     measured, then every ``every_s`` seconds (a progress line for logs when stderr is no terminal)."""
 
     def __init__(self, plans: Sequence[TaskPlan], echo: Callable[[str], None], every_s: float = 300.0,
-                 clock: Callable[[], float] = time.perf_counter, phases: GenerationPhases | None = None) -> None:
+                 clock: Callable[[], float] = time.perf_counter, phases: GenerationPhases | None = None,
+                 count: TokenCounter | None = None) -> None:
         # What is left to compute: requests read back from the resume cache never reach the backend.
-        self.total_tokens = sum(p.left_tokens for p in plans if p.kind == LL)
+        self.ll_left = [sum(p.rows for p in plans if p.kind == LL), sum(p.row_tokens for p in plans if p.kind == LL)]
+        self.count = count or TokenCounter(None)  # the plan's counter: the same tokens, each text encoded once
+        self.ll_calls: list[tuple[int, int, float]] = []  # rows, tokens, seconds of each measured call
+        self._seen: set[str] = set()  # contexts whose shared row was measured
         self.total_generations = sum(p.requests - p.cached for p in plans if p.kind == GEN)
         gen = [p for p in plans if p.kind == GEN]
         self.total_budget = sum(p.left_tokens + (p.requests - p.cached) * p.max_new_tokens for p in gen)
@@ -127,27 +165,25 @@ class TimeEstimate:
         self.echo = echo
         self.every_s = every_s
         self.clock = clock
-        self.seconds = {LL: 0.0, GEN: 0.0}  # GEN: of the finished batches only
-        self.done = {LL: 0, GEN: 0}  # LL: read tokens (characters x the plan's tokens per character); GEN: budget tokens of finished batches
+        self.seconds, self.done = 0.0, 0  # the finished generation batches: their seconds and budget tokens
         self.generations = 0  # generations finished (in finished batches or not)
         self.batches = 0  # generation batches finished
         self._open = [0, 0.0]  # the batch whose results are arriving: budget tokens, seconds
-        chars = sum(p.prompt_chars - p.cached_chars for p in plans if p.kind == LL)
-        self._tokens_per_char = self.total_tokens / chars if chars else 0.0
-        gen_chars = sum(p.prompt_chars - p.cached_chars for p in gen)
-        self._gen_tokens_per_char = sum(p.left_tokens for p in gen) / gen_chars if gen_chars else 0.0
         self._reported: set[str] = set()
         self._last_print = 0.0
 
     def record(self, kind: str, requests: Sequence[LLRequest | GenRequest], seconds: float) -> None:
         """``requests`` of ``kind`` finished, in ``seconds``; prints the estimate when it is due."""
         if kind == LL:
-            self.seconds[LL] += seconds
-            chars = sum(len(r.context) + len(r.continuation) for r in requests)  # type: ignore[union-attr]
-            self.done[LL] += round(chars * self._tokens_per_char)
+            rows, tokens = scoring_work(requests, self.count, self._seen)  # type: ignore[arg-type]
+            self.ll_left = [max(0, self.ll_left[0] - rows), max(0, self.ll_left[1] - tokens)]
+            if rows or not self.ll_calls:
+                self.ll_calls.append((rows, tokens, seconds))
+            else:  # results whose shared row was measured with an earlier one (a backend reporting each result)
+                self.ll_calls[-1] = (*self.ll_calls[-1][:2], self.ll_calls[-1][2] + seconds)
             self._maybe_print(LL)
             return
-        prompt = sum(round(len(r.context) * self._gen_tokens_per_char) for r in requests)  # type: ignore[union-attr]
+        prompt = sum(self.count(r.context) for r in requests)
         new = sum(r.max_new_tokens for r in requests)  # type: ignore[union-attr]
         budget = prompt + new
         self.gen_prompt_left = max(0, self.gen_prompt_left - prompt)
@@ -164,8 +200,8 @@ class TimeEstimate:
 
     def _close_batch(self) -> None:
         tokens, seconds = self._open
-        self.done[GEN] += tokens
-        self.seconds[GEN] += seconds
+        self.done += tokens
+        self.seconds += seconds
         self.batches += 1
         self._open = [0, 0.0]
 
@@ -183,22 +219,30 @@ class TimeEstimate:
 
     def remaining_s(self) -> tuple[float, list[str]]:
         """Seconds the measured kinds' rest should take at the rates measured so far, and the kinds not measured yet."""
-        left = self._left()
         total, unmeasured = 0.0, []
-        for kind in (LL, GEN):
-            if not left[kind]:
-                continue
-            if kind == GEN and self._phased:
-                total += self._generations_left_s()
-            elif self.done[kind] and self.seconds[kind] > 0:
-                total += left[kind] * self.seconds[kind] / self.done[kind]
-            else:
-                unmeasured.append(kind)
-        return total, ["generations" if k == GEN else "log-likelihoods" for k in unmeasured]
+        if self.ll_left[0] and self._ll_cost is None:
+            unmeasured.append("log-likelihoods")
+        elif self.ll_left[0]:
+            a, b = self._ll_cost
+            total += a * self.ll_left[0] + b * self.ll_left[1]
+        if self._gen_left and self._phased:
+            total += self._generations_left_s()
+        elif self._gen_left and self.done and self.seconds > 0:
+            total += self._gen_left * self.seconds / self.done
+        elif self._gen_left:
+            unmeasured.append("generations")
+        return total, unmeasured
 
-    def _left(self) -> dict[str, int]:
-        """LL: read tokens left; GEN: budget tokens left (the open batch's results counted as done)."""
-        return {LL: max(0, self.total_tokens - self.done[LL]), GEN: max(0, self.total_budget - self.done[GEN] - self._open[0])}
+    @property
+    def _ll_cost(self) -> tuple[float, float] | None:
+        """Seconds per forward row and per token (``fit_cost``), once a call with tokens was measured."""
+        measured = sum(c[1] for c in self.ll_calls) and sum(c[2] for c in self.ll_calls) > 0
+        return fit_cost(self.ll_calls) if measured else None
+
+    @property
+    def _gen_left(self) -> int:
+        """Budget tokens of the generations left (the open batch's results counted as done)."""
+        return max(0, self.total_budget - self.done - self._open[0])
 
     def line(self) -> str:
         """The estimate as printed: the time left of what is measured, the rates and their basis, the generations left."""
@@ -208,15 +252,16 @@ class TimeEstimate:
         else:
             head = f"about {format_duration(seconds)} left" + (" for the log-likelihoods" if unmeasured else "")
         rates = []
-        if self.done[LL] and self.seconds[LL] > 0:
-            rates.append(f"{self.done[LL] / self.seconds[LL]:,.0f} read tokens/s")
+        if (cost := self._ll_cost) is not None:  # read tokens: the rows' tokens (a shared context read once)
+            a, b = cost
+            rates.append(" + ".join(x for x in (a and f"{a:.2f} s per row", b and f"{1 / b:,.0f} read tokens/s") if x))
         if self._phased:
             p = self.phases
             assert p is not None
             rates.append(f"{p.prompt_tokens / p.prompt_s:,.0f} prompt tokens/s and {p.step_s / p.steps:.2f} s per decode step "
                          f"(~{p.rows_per_batch:.0f} rows) over {p.batches} finished generation batch{'es' if p.batches > 1 else ''}")
-        elif self.done[GEN] and self.seconds[GEN] > 0:
-            rates.append(f"{self.done[GEN] / self.seconds[GEN]:,.0f} budget tokens/s over {self.batches} finished "
+        elif self.done and self.seconds > 0:
+            rates.append(f"{self.done / self.seconds:,.0f} budget tokens/s over {self.batches} finished "
                          f"generation batch{'es' if self.batches > 1 else ''}")
         parts = [f"{', '.join(rates)} so far"] if rates else []
         if self.total_generations:
@@ -225,7 +270,8 @@ class TimeEstimate:
                 parts.append(f"{left:,} of {self.total_generations:,} generations left ({self.gen_prompt_left:,} prompt tokens, "
                              f"{self.gen_new_left:,} new tokens at most)")
             else:
-                parts.append(f"{left:,} of {self.total_generations:,} generations left ({self._left()[GEN]:,} budget tokens)")
+                parts.append(f"{left:,} of {self.total_generations:,} generations left "
+                             f"({self._gen_left:,} budget tokens)")
         if unmeasured:
             parts.append(f"{' and '.join(unmeasured)} not measured yet")
         return f"estimate: {head} ({'; '.join(parts)})"
@@ -244,6 +290,7 @@ def announce(runner: Any, plan: Any, backend: Any, echo: Callable[[str], None], 
     report its finished requests to the estimator (returned)."""
     plans = plan.work(backend.tokenizer)
     echo(plan_table(plans))
-    estimate = TimeEstimate(plans, echo, every_s=every_s, phases=getattr(backend, "generation_phases", None))
+    estimate = TimeEstimate(plans, echo, every_s=every_s, phases=getattr(backend, "generation_phases", None),
+                            count=plan.token_counter(backend.tokenizer))
     runner.timer = estimate.record
     return estimate

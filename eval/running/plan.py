@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from ..api import GenRequest, LLRequest, RequestKind
 from ..sources.entries import TaskEntry
-from .estimate import LL, TaskPlan, TokenCounter
+from .estimate import LL, TaskPlan, TokenCounter, scoring_work
 from .selection import Selection
 from .task_kinds import TaskKind
 
@@ -50,23 +50,24 @@ class EntryPlan:
     def work(self, count: TokenCounter) -> TaskPlan:
         """The entry's requests, tokens read and new-token budget, and what the cache already holds."""
         kind = self.asked.request_kind
-        plan = TaskPlan(self.name, kind, 0, 0, 0, counted=count.exact)
+        plan, left = TaskPlan(self.name, kind, 0, 0, counted=count.exact), []
         # Budget forcing sends each request twice: its trace, then the answer after it (running/thinking_run.py).
         sent, trace_budget = (2, self.asked.thinking.trace_budget) if self.asked.forcing else (1, 0)
         for prompt in self.prompts:
             for request, cached in zip(prompt.requests, prompt.cached):
-                texts = (request.context, request.continuation) if kind == LL else (request.context,
-                                                                                    )  # type: ignore[union-attr]
-                tokens, chars = sum(count(x) for x in texts), sum(len(x) for x in texts)
+                texts = (request.context, request.continuation) if kind == LL else (request.context,)  # type: ignore
+                tokens = sum(count(x) for x in texts)
                 plan.requests += sent
                 plan.prompt_tokens += tokens * sent
-                plan.prompt_chars += chars * sent
                 budget = 0 if kind == LL else request.max_new_tokens  # type: ignore[union-attr]
                 plan.max_new_tokens = max(plan.max_new_tokens, trace_budget, budget)
                 if cached:
                     plan.cached += 1
                     plan.cached_tokens += tokens
-                    plan.cached_chars += chars
+                else:
+                    left.append(request)
+        if kind == LL:  # what the time estimate prices: the forward rows left and their tokens
+            plan.rows, plan.row_tokens = scoring_work(left, count, set())
         return plan
 
 

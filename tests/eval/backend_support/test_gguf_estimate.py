@@ -16,7 +16,7 @@ from evalita_eval.api import BackendOptions
 from evalita_eval.backends.vllm import engine_kwargs
 from evalita_eval.cli import main
 from evalita_eval.cli.support import default_device
-from evalita_eval.running.estimate import GEN, LL, TaskPlan, TimeEstimate
+from evalita_eval.running.estimate import GEN, LL, TaskPlan, TimeEstimate, TokenCounter, fit_cost, scoring_work
 from evalita_eval.backend_support.gguf import gguf_identity, gguf_model
 
 from paths import TESTS
@@ -184,19 +184,20 @@ def test_time_estimate_from_the_first_measured_requests() -> None:
     from evalita_eval.api import GenRequest, LLRequest
 
     clock, printed = [0.0], []
-    plans = [TaskPlan("te", LL, 100, 2000, 8000), TaskPlan("ner", GEN, 40, 4000, 16000, 64)]
+    plans = [TaskPlan("te", LL, 100, 2100, rows=100, row_tokens=2000), TaskPlan("ner", GEN, 40, 4000, 64)]
     estimate = TimeEstimate(plans, printed.append, every_s=60, clock=lambda: clock[0])
     assert estimate.line() == ("estimate: time left not known yet (40 of 40 generations left (6,560 budget tokens); "
                                "log-likelihoods and generations not measured yet)")
     clock[0] += 5
-    estimate.record(LL, [LLRequest("x" * 76, " ab")] * 10, 5.0)  # 790 characters = 197.5 tokens at 2000/8000, in 5 s
-    assert printed == ["estimate: about 46 s left for the log-likelihoods (40 read tokens/s so far; 40 of 40 generations left "
-                       "(6,560 budget tokens); generations not measured yet)"]
+    # Characters / 4 without a tokenizer: 19 context tokens + 2 continuation tokens - the last = a row of 20 tokens.
+    estimate.record(LL, [LLRequest("x" * 76, " abcdef")] * 10, 5.0)  # 10 rows, 200 tokens in 5 s
+    assert printed == ["estimate: about 45 s left for the log-likelihoods (40 read tokens/s so far; 40 of 40 generations left "
+                       "(6,560 budget tokens); generations not measured yet)"]  # 1,800 tokens left at 40/s
     clock[0] += 5
-    estimate.record(LL, [LLRequest("x" * 76, " ab")] * 10, 5.0)  # within every_s: nothing printed
+    estimate.record(LL, [LLRequest("x" * 76, " abcdef")] * 10, 5.0)  # within every_s: nothing printed
     assert len(printed) == 1
     clock[0] += 20
-    # A batch of 4 generations (each 400 characters = 100 prompt tokens at 4000/16000, + 64 new: 164 budget tokens):
+    # A batch of 4 generations (each 400 characters = 100 prompt tokens, + 64 new: 164 budget tokens):
     # the first result brings the batch's 20 s, its neighbours arrive at once. Not finished until the next batch starts.
     request = GenRequest("x" * 400, ("\n",), 64)
     estimate.record(GEN, [request], 20.0)
@@ -206,7 +207,7 @@ def test_time_estimate_from_the_first_measured_requests() -> None:
     # left: 40 x 164 - 656 - 164 (the open batch) = 5,740 budget tokens at 32.8/s = 175 s (seconds per generation said 39 x 20 s)
     assert printed[-1] == ("estimate: about 4 min left (40 read tokens/s, 33 budget tokens/s over 1 finished generation batch so far; "
                            "35 of 40 generations left (5,740 budget tokens))")
-    assert estimate.remaining_s() == (pytest.approx((2000 - 2 * 198) / 39.6 + 5740 * 20 / 656), [])
+    assert estimate.remaining_s() == (pytest.approx(1600 / 40 + 5740 * 20 / 656), [])
 
 
 def test_no_time_left_is_said_before_the_generations_are_measured() -> None:
@@ -214,10 +215,49 @@ def test_no_time_left_is_said_before_the_generations_are_measured() -> None:
     from evalita_eval.api import LLRequest
 
     printed: list[str] = []
-    estimate = TimeEstimate([TaskPlan("te", LL, 2, 20, 80), TaskPlan("ner", GEN, 3, 30, 120, 16)], printed.append, clock=lambda: 0.0)
-    estimate.record(LL, [LLRequest("x" * 37, " ab")] * 2, 2.0)  # every log-likelihood token
-    assert printed == ["estimate: time left not known yet (10 read tokens/s so far; 3 of 3 generations left (78 budget tokens); "
+    plans = [TaskPlan("te", LL, 2, 20, rows=2, row_tokens=18), TaskPlan("ner", GEN, 3, 30, 16)]
+    estimate = TimeEstimate(plans, printed.append, clock=lambda: 0.0)
+    estimate.record(LL, [LLRequest("x" * 36, " ab"), LLRequest("y" * 36, " ab")], 2.0)  # every row: 2 x 9 tokens
+    assert printed == ["estimate: time left not known yet (9 read tokens/s so far; 3 of 3 generations left (78 budget tokens); "
                        "generations not measured yet)"]
+
+
+def test_loglikelihoods_are_priced_by_the_rows_the_model_computes() -> None:
+    """Issue 47: one-token choices of one context share a forward row (FAQ's lettered choices read their paragraph once):
+    the rows left are priced, not the prompt tokens the plan counts per request (4 x 401 for one 400-token row)."""
+    from evalita_eval.api import LLRequest
+
+    count = TokenCounter(None)  # characters / 4
+    letters = [LLRequest("c" * 400, f" {x}") for x in "ABCD"]  # one row of 100 + 1 - 1 tokens
+    paragraphs = [LLRequest("q" * 40, " " + "p" * 79), LLRequest("q" * 40, "p" * 39 + " ")]  # rows of 10 + 20 - 1 and 10 + 10 - 1
+    seen: set[str] = set()
+    assert scoring_work(letters + paragraphs, count, seen) == (3, 100 + 29 + 19)
+    assert scoring_work(letters[:1], count, seen) == (0, 0)  # its row is counted already
+    printed: list[str] = []
+    estimate = TimeEstimate([TaskPlan("faq", LL, 8, 2 * 4 * 101, rows=2, row_tokens=200)], printed.append, every_s=0, count=count)
+    estimate.record(LL, letters, 1.0)  # 100 tokens in 1 s: the other paragraph's row takes 1 s, not 4
+    assert estimate.remaining_s() == (pytest.approx(1.0), [])
+    estimate.record(LL, [LLRequest("d" * 400, " A")], 1.0)
+    estimate.record(LL, [LLRequest("d" * 400, " B")], 0.001)  # the same row, reported apart: its time joins the row's
+    assert estimate.ll_calls == [(1, 100, 1.0), (1, 100, 1.001)] and estimate.ll_left == [0, 0]
+
+
+def test_a_fixed_cost_per_row_is_told_apart_from_the_cost_per_token() -> None:
+    """seconds = a x rows + b x tokens, fitted by least squares once the calls' tokens per row differ by 2x or more."""
+    assert fit_cost([(2, 200, 2 * 0.5 + 200 * 0.01), (8, 400, 8 * 0.5 + 400 * 0.01)]) == (pytest.approx(0.5), pytest.approx(0.01))
+    assert fit_cost([(2, 200, 3.0), (4, 300, 5.0)]) == (0.0, 8.0 / 500)  # 100 and 75 tokens per row: tokens alone
+    assert fit_cost([(1, 100, 2.0), (4, 100, 1.0)]) == (0.0, 3.0 / 200)  # the fit makes the row's cost negative: tokens alone
+    # Short rows measured (one of 61 tokens, then 8 of 12), long rows left: at 0.5 s per row + 100 tokens/s, 10 rows of
+    # 1,000 tokens take 105 s; the mean rate of the first row alone said 184 s.
+    from evalita_eval.api import LLRequest
+
+    printed: list[str] = []
+    estimate = TimeEstimate([TaskPlan("faq", LL, 19, 0, rows=19, row_tokens=61 + 96 + 10_000)], printed.append, every_s=0)
+    estimate.record(LL, [LLRequest("w" * 240, " abcde")], 0.5 + 0.01 * 61)
+    assert estimate.remaining_s()[0] == pytest.approx(10_096 * 1.11 / 61)
+    estimate.record(LL, [LLRequest("w" * 40 + str(i), " abcde") for i in range(8)], 8 * 0.5 + 0.01 * 8 * 12)
+    assert estimate.remaining_s() == (pytest.approx(10 * 0.5 + 10_000 * 0.01), [])
+    assert printed[-1] == "estimate: about 2 min left (0.50 s per row + 100 read tokens/s so far)"
 
 
 def test_generation_estimate_is_batched_throughput_of_finished_batches() -> None:
@@ -226,7 +266,7 @@ def test_generation_estimate_is_batched_throughput_of_finished_batches() -> None
     from evalita_eval.api import GenRequest
 
     printed: list[str] = []
-    estimate = TimeEstimate([TaskPlan("ner", GEN, 40, 4000, 16000, 64)], printed.append, every_s=0, clock=lambda: 0.0)
+    estimate = TimeEstimate([TaskPlan("ner", GEN, 40, 4000, 64)], printed.append, every_s=0, clock=lambda: 0.0)
     request = GenRequest("x" * 400, ("\n",), 64)  # 100 prompt tokens + 64 new = 164 budget tokens
     for batch in range(10):
         estimate.record(GEN, [request], 20.0)
@@ -237,5 +277,5 @@ def test_generation_estimate_is_batched_throughput_of_finished_batches() -> None
     assert printed[-1] == ("estimate: about 0 s left (33 budget tokens/s over 10 finished generation batches so far; "
                            "0 of 40 generations left (0 budget tokens))")
     # Different budgets weigh what is left: a 16-token task's generations cost less than a 256-token task's.
-    mixed = TimeEstimate([TaskPlan("wic", GEN, 4, 400, 1600, 16), TaskPlan("ner", GEN, 4, 400, 1600, 256)], printed.append)
+    mixed = TimeEstimate([TaskPlan("wic", GEN, 4, 400, 16), TaskPlan("ner", GEN, 4, 400, 256)], printed.append)
     assert mixed.total_budget == 400 + 4 * 16 + 400 + 4 * 256

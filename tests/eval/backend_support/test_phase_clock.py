@@ -26,7 +26,7 @@ def test_generations_left_are_priced_as_prompt_tokens_and_decode_steps() -> None
     batch price the 256 steps of the second like its prompt tokens; prompt rate and step time price them apart."""
     printed: list[str] = []
     phases = GenerationPhases()
-    plans = [TaskPlan("wic", GEN, 4, 400, 1600, 16), TaskPlan("ner", GEN, 4, 400, 1600, 256)]
+    plans = [TaskPlan("wic", GEN, 4, 400, 16), TaskPlan("ner", GEN, 4, 400, 256)]
     estimate = TimeEstimate(plans, printed.append, every_s=0, clock=lambda: 0.0, phases=phases)
     # The wic batch: 400 prompt tokens in 2 s (200/s), then 15 steps in 1.5 s (0.1 s per step of 4 rows), 3.5 s in all.
     phases.batches, phases.rows, phases.prompt_tokens, phases.prompt_s, phases.steps, phases.step_s = 1, 4, 400, 2.0, 15, 1.5

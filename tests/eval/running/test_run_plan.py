@@ -31,6 +31,10 @@ def test_the_runner_executes_the_plan_it_was_given(tiny_model: Path, tmp_path: P
     # te: 2 documents x 2 prompts x 2 choices (log-likelihoods); ner_fic: 2 documents x 2 prompts (generations).
     work = {p.name: (p.kind, p.requests, p.cached) for p in plan.work(None)}
     assert work == {"te": ("loglikelihood", 8, 0), "ner_fic": ("generate_until", 4, 0)}
+    # What the time estimate prices: te's two one-token choices of a context share one forward row (characters / 4).
+    te = plan.work(None)[0]
+    assert {len(r.continuation) for p in plan.entries["te"].prompts for r in p.requests} == {3}  # " Sì", " No": one token each
+    assert (te.rows, te.row_tokens) == (4, sum(-(-len(c) // 4) for p in plan.entries["te"].prompts for c in p.contexts))
 
     def refuse(*args, **kwargs):
         raise AssertionError("the plan's documents were loaded again")
@@ -48,5 +52,5 @@ def test_the_runner_executes_the_plan_it_was_given(tiny_model: Path, tmp_path: P
                 == (tmp_path / "direct" / "samples" / f"{name}.jsonl").read_bytes())
     # A rerun's plan knows what the cache holds: every request, none left to compute.
     again = _runner(tiny_model, tmp_path / "planned").plan(entries)
-    assert [(p.cached, p.left_tokens) for p in again.work(None)] == [(8, 0), (4, 0)]
+    assert [(p.cached, p.left_tokens, p.rows) for p in again.work(None)] == [(8, 0, 0), (4, 0, 0)]
     assert json.loads((tmp_path / "planned" / "results.json").read_text("utf-8"))["status"] == "complete"
