@@ -140,5 +140,5 @@ def run_spec(spec) -> None:
         raise click.ClickException(nothing_evaluated(result.skipped, source))
     click.echo(f"model: {display_name({**runner.model.record, NAME_FIELD: spec.model_name})}")
     click.echo(summary_table(result.results))
-    click.echo(task_summary_table(result.results, runner.baselines))
+    click.echo(task_summary_table(result.results, runner.record.baselines))
     click.echo(run_counts(result, runner.cache.path, runner.out))

@@ -11,7 +11,6 @@ printed) are those of ``evalita-data push``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -22,16 +21,16 @@ from evalita_data.hub.push import (DEFAULT_BRANCH, RETRY_DELAYS, HubUnreachable,
 
 from ..naming import run_folder
 from ..record import run_id
-from ..record.read import json_document
+from ..record.read import json_document, record_text
 from ..reporting.runs import RunResults, load_results, parse_results
+from ..reporting.tables import ScoresError
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
 from ..reporting.tables import TextTable, fmt, md_text
 from ..reporting.worth import small_n_note
 from .front_page import render_front_page
 from .model_page import model_id, model_page_files, model_page_refusal
-from .public import (LocalPathLeft, check_publishable, local_replacements, model_label, named, public_bytes,
-                     public_results, public_samples)
+from .public import LocalPathLeft, check_publishable, model_label, public_bytes, public_record
 from ..reporting.unparsed_flag import EXPLAIN, flag_mark, flag_notes, none_read, none_read_summary
 
 STAT_COLUMNS = ("MinP", "MaxP", "AvgP", "CPS")
@@ -39,12 +38,10 @@ STAT_COLUMNS = ("MinP", "MaxP", "AvgP", "CPS")
 CARD = "README.md"
 
 
-def model_folder(run: RunResults, doc: dict) -> str:
-    """The repository folder of one run (naming.run_folder): the run id its published identity hashes to (``doc``, the
-    published results.json), as the run's default folder name; a file with none (older) is named by its content's hash."""
-    identity = doc.get("run_identity")
-    rid = run_id(identity if isinstance(identity, dict) else doc)
-    return run_folder(run.raw["model"], run.raw["config"], rid)  # the migrated document's objects (record/migrate.py)
+def model_folder(run: RunResults) -> str:
+    """The repository folder of one run as published (naming.run_folder): the run id its published identity hashes
+    to, as the run's default folder name; a record with none (older) is named by the hash of its published content."""
+    return run_folder(run.model, run.config, run.run_id if run.identity is not None else run_id(run.to_json()))
 
 
 def render_card(run: RunResults, folder: str, repo_id: str) -> str:
@@ -102,32 +99,27 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _public_run(results_dir: Path, model_name: str | None = None) -> tuple[RunResults, bytes, dict[str, str], str]:
-    """The run as published (no local path; the model named ``model_name``, else as recorded), its results.json
-    bytes, the replacements made and its folder in the repository."""
+def _public_run(results_dir: Path, model_name: str | None = None) -> tuple[RunResults, dict[str, str], str]:
+    """The run as published (no local path; the model named ``model_name``, else as recorded), the replacements
+    made and its folder in the repository."""
     path = results_dir / "results.json"
     if not path.is_file():
         raise PushError(f"{path}: no results.json; run `evalita-eval run --output-dir {results_dir}` first")
     checked = load_results(path, partial=True)  # every check of the run record (record/read.py), with its messages
-    original = json.loads(path.read_text("utf-8"))
-    run, doc = named(checked, original, model_name)
-    public = public_results(run, doc, results_dir)
-    data = path.read_bytes() if public == original else (json.dumps(public, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
-    # The run id its published identity hashes to (public.py), in the samples' bytes and the folder's name too.
-    renamed = {checked.run_id: public["run_id"]} if public.get("run_id", checked.run_id) != checked.run_id else {}
-    published = parse_results(path, public, partial=True, in_memory=public_samples(checked, public))
-    return published, data, {**local_replacements(run, results_dir), **renamed}, model_folder(published, public)
+    published, replacements = public_record(checked, model_name, results_dir)
+    return published, replacements, model_folder(published)
 
 
 def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = print,
-                 other_runs: Mapping[str, dict | None] | None = None, model_name: str | None = None) -> TaskRepo:
+                 other_runs: Mapping[str, RunResults | str] | None = None, model_name: str | None = None) -> TaskRepo:
     """Every file to publish for one run folder (``evalita-eval run --output-dir``).
 
-    ``other_runs``: the runs already in the repository (folder -> results.json), listed on the front page."""
-    run, results_bytes, replacements, folder = _public_run(results_dir, model_name)
-    files = [RepoFile(CARD, render_front_page(repo_id, {**(other_runs or {}), folder: run.raw}).encode("utf-8")),
+    ``other_runs``: the runs already in the repository (folder -> its record, or why it cannot be read), listed on
+    the front page."""
+    run, replacements, folder = _public_run(results_dir, model_name)
+    files = [RepoFile(CARD, render_front_page(repo_id, {**(other_runs or {}), folder: run}).encode("utf-8")),
              RepoFile(f"{folder}/{CARD}", render_card(run, folder, repo_id).encode("utf-8")),
-             RepoFile(f"{folder}/results.json", results_bytes)]
+             RepoFile(f"{folder}/results.json", record_text(run).encode("utf-8"))]
     files += model_page_files(run, folder, repo_id, model_id(run))
     for note in run.notes:  # what the reader found: a stored flag its config contradicts
         echo(f"note: {results_dir / 'results.json'}: {note}")
@@ -158,22 +150,27 @@ def run_folders(paths: Iterable[str]) -> list[str]:
     return sorted({p[: -len("/results.json")] for p in paths if p.endswith("/results.json") and p.count("/") == 2})
 
 
-def _read_json(read: Callable[[], bytes]) -> dict | None:
+def _read_run(folder: str, read: Callable[[], bytes]) -> RunResults | str:
+    """The record of a run already in the repository (its scores, not its samples), or why it cannot be read."""
     try:
         doc = json_document("results.json", read())  # a key given twice or nesting too deep: unreadable, not a crash
     except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
+        return "results.json unreadable"
+    try:
+        return parse_results(Path(folder) / "results.json", doc, partial=True, samples=False)
+    except ScoresError as err:
+        return f"not a results.json of evalita-eval ({str(err)[:80]})"
 
 
-def local_runs(to_dir: Path) -> dict[str, dict | None]:
-    """The runs already in a ``--to-dir`` folder: folder -> results.json (None when unreadable)."""
+def local_runs(to_dir: Path) -> dict[str, RunResults | str]:
+    """The runs already in a ``--to-dir`` folder: folder -> its record (or why it cannot be read)."""
     paths = [str(p.relative_to(to_dir)) for p in to_dir.rglob("results.json")] if to_dir.is_dir() else []
-    return {f: _read_json((to_dir / f / "results.json").read_bytes) for f in run_folders(paths)}
+    return {f: _read_run(f, (to_dir / f / "results.json").read_bytes) for f in run_folders(paths)}
 
 
-def remote_runs(api, repo_id: str, head: str | None, paths: Iterable[str], delays: Sequence[float]) -> dict[str, dict | None]:
-    """The runs already in the Hub repository: folder -> its results.json, read back at ``head``."""
+def remote_runs(api, repo_id: str, head: str | None, paths: Iterable[str],
+                delays: Sequence[float]) -> dict[str, RunResults | str]:
+    """The runs already in the Hub repository: folder -> its record (or why it cannot be read), read back at ``head``."""
     from huggingface_hub import hf_hub_download
 
     def read(folder: str) -> bytes:
@@ -181,7 +178,7 @@ def remote_runs(api, repo_id: str, head: str | None, paths: Iterable[str], delay
             repo_id, f"{folder}/results.json", repo_type="dataset", revision=head, endpoint=api.endpoint, token=api.token), delays)
         return Path(local).read_bytes()
 
-    return {f: _read_json(lambda f=f: read(f)) for f in run_folders(paths)}
+    return {f: _read_run(f, lambda f=f: read(f)) for f in run_folders(paths)}
 
 
 def push_results(results_dir: Path, repo_id: str, private: bool = False, revision: str = DEFAULT_BRANCH,
@@ -217,6 +214,6 @@ def push_results(results_dir: Path, repo_id: str, private: bool = False, revisio
     plan = plan_repo(api, repo, revision, delays)
     describe_plan(plan, revision, dry_run, echo)
     if not dry_run:
-        folder = _public_run(results_dir, model_name)[3]
+        folder = _public_run(results_dir, model_name)[2]
         commit_plan(api, plan, revision, private, message or f"evalita-eval push-results: {folder}", delays, echo)
     return plan

@@ -18,7 +18,7 @@ from evalita_data.schema_check import fast_check, validator
 
 from .build import build_record, check_scores, check_status
 from .migrate import RecordError, migrate_results, migrate_sample
-from .model import RunRecord
+from .model import FORMAT_VERSION, RunRecord
 
 RESULTS_FILE = "results.json"
 RESULTS_SCHEMA = Path(__file__).with_name("results.schema.json")
@@ -48,7 +48,7 @@ def schema_problem(schema: Path, doc: object) -> str | None:
     err, where = errors[0], ".".join(str(p) for p in errors[0].absolute_path)
     if err.validator == "required":
         missing = next((k for k in err.validator_value if isinstance(err.instance, dict) and k not in err.instance), "?")
-        return f"key {where + '.' if where else ''}{missing}: missing, a required key of format_version 1"
+        return f"key {where + '.' if where else ''}{missing}: missing, a required key of format_version {FORMAT_VERSION}"
     return f"key {where or '(top)'}: {err.message[:200]}"
 
 
@@ -134,6 +134,14 @@ def checked_document(path: Path, doc: object) -> tuple[dict, int]:
     if problem := schema_problem(RESULTS_SCHEMA, doc):
         raise RecordError(f"{path}: {problem}")
     return doc, written
+
+
+def record_text(record: RunRecord) -> str:
+    """The results.json text of ``record`` (its ``to_json``), once checked as its reader checks it: the only text
+    ever written as a results.json, so a file the reader refuses (a misspelt key) is never written."""
+    text = json.dumps(record.to_json(), ensure_ascii=False, indent=2, default=str) + "\n"  # default: an identity value
+    checked_document(record.path, json.loads(text))
+    return text
 
 
 class _NonFinite(ValueError):

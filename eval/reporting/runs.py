@@ -27,11 +27,12 @@ def load_results(path: Path, partial: bool = False) -> RunRecord:
         raise ScoresError(str(err)) from None
 
 
-def parse_results(path: Path, data: object, partial: bool = False, in_memory: dict[tuple[str, str], list[dict]] | None = None) -> RunRecord:
+def parse_results(path: Path, data: object, partial: bool = False, in_memory: dict[tuple[str, str], list[dict]] | None = None,
+                  samples: bool = True) -> RunRecord:
     """A results.json already read, or built in memory (an lm-eval folder, with its samples ``in_memory``): ``path``
-    names it in errors and locates its samples."""
+    names it in errors and locates its samples (none read: ``samples`` False)."""
     try:
-        return parse_record(path, data, partial, in_memory=in_memory)
+        return parse_record(path, data, partial, samples, in_memory=in_memory)
     except RecordError as err:
         raise ScoresError(str(err)) from None
 
