@@ -99,4 +99,5 @@ def run_folder(model: Mapping[str, Any] | Any, config: Mapping[str, Any] | Any, 
     setting = setting_slug(_field(config, "setting"), bool(_field(config, "constrained")),
                            int(_field(config, "num_fewshot") or 0), _field(config, "split"))
     thinking = "-thinking" if _field(config, "thinking") else ""
-    return f"{model_slug(str(_field(model, 'name_or_path') or 'model'), _field(model, 'revision'))}/{setting}{thinking}-{rid}"
+    slug = model_slug(str(_field(model, "name_or_path") or "model"), _field(model, "revision"))
+    return f"{slug}/{setting}{thinking}-{rid}"

@@ -79,7 +79,10 @@ def execute(options, source, spec, entries: list):
             backend.close()
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C (during the summary or the shutdown) is quiet
-        click.echo("\ninterrupted: " + (runner.interrupt_summary() if runner is not None else "nothing was computed yet"), err=True)
+        click.echo(
+            "\ninterrupted: " + (runner.interrupt_summary() if runner is not None else "nothing was computed yet"),
+            err=True,
+        )
         sys.exit(130)
     except (FileNotFoundError, ValueError, RuntimeError, OSError) as err:
         # Bad data folder, missing split, data differing from their manifest, too few few-shot

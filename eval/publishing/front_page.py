@@ -40,13 +40,21 @@ def render_front_page(repo_id: str, runs: Mapping[str, RunRecord | str]) -> str:
     lines = ["---", "pretty_name: Evalita-LLM results", "tags:", "- evalita-llm", "- evaluation", "configs:"]
     for f in folders:
         lines += [f"- config_name: {yaml_str(f.replace('/', '--'))}", f"  data_files: {yaml_str(f + '/results.json')}"]
-    lines += ["---", "# Evalita-LLM results", "",
-              f"Runs of `evalita-eval run` pushed to `{repo_id}` by `evalita-eval push-results`, one folder per model and "
-              "setting and run (`<model>/<setting>-<run id>`, the run's default local folder: a second run of the same model "
-              "and setting is listed beside the first, never replaces it): `results.json` (scores, settings, data hashes), `samples/` (every prediction) and the run's card "
-              "`README.md` with its per-task tables. Model page: whether the run's scores may be copied to the model's "
-              "page (`.eval_results/*.yaml`, `model-index.yaml`): only complete runs of every item of the official splits.",
-              "",
-              TextTable(["run", "model", "setting", "split", "limit", "status", "model page"],
-                        [run_row(f, runs[f]) for f in folders], text_cols=7).markdown()]
+    lines += [
+        "---",
+        "# Evalita-LLM results",
+        "",
+        f"Runs of `evalita-eval run` pushed to `{repo_id}` by `evalita-eval push-results`, one folder per model and "
+        "setting and run (`<model>/<setting>-<run id>`, the run's default local folder: a second run of the same model "
+        "and setting is listed beside the first, never replaces it): `results.json` (scores, settings, data hashes), "
+        "`samples/` (every prediction) and the run's card "
+        "`README.md` with its per-task tables. Model page: whether the run's scores may be copied to the model's "
+        "page (`.eval_results/*.yaml`, `model-index.yaml`): only complete runs of every item of the official splits.",
+        "",
+        TextTable(
+            ["run", "model", "setting", "split", "limit", "status", "model page"],
+            [run_row(f, runs[f]) for f in folders],
+            text_cols=7,
+        ).markdown(),
+    ]
     return "\n".join(lines).rstrip() + "\n"

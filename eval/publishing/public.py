@@ -41,7 +41,10 @@ def local_replacements(run: RunRecord, results_dir: Path | None = None) -> dict[
     """{local path as written: public name}, longest first (a path inside another is replaced before it)."""
     found: dict[str, str] = {}
     model = run.model
-    for value in (model.tokenizer, model.name_or_path):  # the model's folder becomes the model's name (a tokenizer in it too)
+    for value in (
+        model.tokenizer,
+        model.name_or_path,
+    ):  # the model's folder becomes the model's name (a tokenizer in it too)
         if value and is_local(value):
             found[value] = display_name(model) if value == model.name_or_path else _local_name(value)
     for value in model.options.values():
@@ -99,17 +102,17 @@ def public_record(run: RunRecord, model_name: str | None = None,
     if doc.get("run_identity") != run.identity:  # local paths replaced in it: the run id it hashes to
         doc["run_id"] = run_id(doc["run_identity"])
     renamed = {run.run_id: doc["run_id"]} if doc["run_id"] != run.run_id else {}
-    samples = {k: [{**line, "run_id": doc["run_id"]} for line in lines] for k, lines in run.samples.items()} if renamed else None
+    # The checked lines (a version-0 line with the run id it was read with), under the published run id.
+    samples = {k: [{**line, "run_id": doc["run_id"]} for line in lines] for k, lines in run.samples.items()}
     published = parse_record(run.path, doc, partial=True, in_memory=samples)
     published.notes = list(run.notes)  # what the reader found in the file (its flag): the published form derives it
     return published, {**replacements, **renamed}
 
 
-def public_bytes(data: bytes, replacements: dict[str, str]) -> bytes:
-    """A published text file (a samples JSONL) with the local paths replaced, in raw and JSON-escaped form."""
-    if not replacements:
-        return data
-    text = data.decode("utf-8", errors="surrogateescape")
+def public_lines(lines: list[dict], replacements: dict[str, str]) -> bytes:
+    """A published samples file: its checked lines, as the runner writes them, with the local paths replaced (in raw
+    and JSON-escaped form)."""
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     for path, name in replacements.items():
         text = (text.replace(json.dumps(path), json.dumps(name)) if _bare(path)
                 else text.replace(path, name).replace(json.dumps(path)[1:-1], name))
@@ -126,7 +129,9 @@ def check_no_local_paths(files: Iterable[tuple[str, bytes]], replacements: dict[
 
 # A path of some machine: absolute POSIX (two parts at least, after a space, quote, bracket or the start of
 # the text: "tokens/s", "</s>" or a URL are not), a home folder (~, ~user), or a Windows drive path.
-_LOCAL_PATH = re.compile(r"(?:^|(?<=[\s\"'(\[=,;:]))(?:~[A-Za-z0-9._-]*/|/[A-Za-z0-9._@+-]+/[^\s\"'`)\]]*|/(?:root|home|Users)\b|[A-Za-z]:\\)")
+_LOCAL_PATH = re.compile(
+    r"(?:^|(?<=[\s\"'(\[=,;:]))(?:~[A-Za-z0-9._-]*/|/[A-Za-z0-9._@+-]+/[^\s\"'`)\]]*|/(?:root|home|Users)\b|[A-Za-z]:\\)"
+)
 _GENERIC_USERS = {"root", "user", "admin", "runner", "ubuntu", "jovyan", "nobody", "app"}  # words a text may hold
 
 

@@ -16,8 +16,19 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from evalita_data.hub.names import check_repo_id
 from evalita_data.hub.layout import RepoFile, TaskRepo, write_repo_dir
-from evalita_data.hub.push import (DEFAULT_BRANCH, RETRY_DELAYS, HubUnreachable, PushError, RepoPlan, commit_plan, describe_plan,
-                                dry_plan, plan_repo, remote_state, with_retries)
+from evalita_data.hub.push import (
+    DEFAULT_BRANCH,
+    RETRY_DELAYS,
+    HubUnreachable,
+    PushError,
+    RepoPlan,
+    commit_plan,
+    describe_plan,
+    dry_plan,
+    plan_repo,
+    remote_state,
+    with_retries,
+)
 
 from ..naming import run_folder
 from ..record import run_id
@@ -30,7 +41,7 @@ from ..reporting.tables import TextTable, fmt, md_text
 from ..reporting.worth import small_n_note
 from .front_page import render_front_page
 from .model_page import model_id, model_page_files, model_page_refusal
-from .public import LocalPathLeft, check_publishable, model_label, public_bytes, public_record
+from .public import LocalPathLeft, check_publishable, model_label, public_lines, public_record
 from ..reporting.unparsed_flag import EXPLAIN, flag_mark, flag_notes, none_read, none_read_summary
 
 STAT_COLUMNS = ("MinP", "MaxP", "AvgP", "CPS")
@@ -47,7 +58,8 @@ def model_folder(run: RunResults) -> str:
 def render_card(run: RunResults, folder: str, repo_id: str) -> str:
     """The run's own card (``<folder>/README.md``): its settings and one row per task.
 
-    ``run`` is the published form of the run (public.py: no local path); the repository's front page lists the other runs."""
+    ``run`` is the published form of the run (public.py: no local path); the repository's front page lists the
+    other runs."""
     run.display = model_label(run.model)
     lines = [
         f"# Evalita-LLM results: {md_text(run.display)}"
@@ -55,12 +67,18 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
         "",
         f"Written by `evalita-eval push-results` to `{repo_id}`. Files of this run are under `{folder}/`: "
         "`results.json` (scores as fractions, settings, data hashes, baselines, answer rules) and "
-        "`samples/<task>_<prompt>.jsonl` (every prediction). Every run of the repository: its front page (`README.md`).",
+        "`samples/<task>_<prompt>.jsonl` (every prediction). Every run of the repository: its front page "
+        "(`README.md`).",
         "",
-        "| setting | value |", "|---|---|",
+        "| setting | value |",
+        "|---|---|",
     ]
-    settings = [("model", run.display), ("dtype", run.model.dtype), ("backend", run.model.backend),
-                ("data", run.data.source + (" (local folder)" if run.data.local_folder else "") if run.data.source else None)]
+    settings = [
+        ("model", run.display),
+        ("dtype", run.model.dtype),
+        ("backend", run.model.backend),
+        ("data", run.data.source + (" (local folder)" if run.data.local_folder else "") if run.data.source else None),
+    ]
     settings += run_rows(run)
     settings += [("seed", run.config.seed), ("max_new_tokens", run.config.max_new_tokens)]
     settings += [(f"data revision {repo}", sha) for repo, sha in sorted(run.data.revisions.items())]
@@ -82,14 +100,30 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
         prompts = ", ".join(f"{p} {fmt(v, t.scale)}" + flag_mark(run.results[task].get(p, {}))
                             for p, v in zip(t.prompts, t.scores[:, 0]))
         base = run.baselines.get(task)
-        rows.append([task, rep.metric, evaluated_n({task: run.results[task]}), prompts] + [fmt(pm[c], t.scale) for c in STAT_COLUMNS]
-                    + [fmt(st.sharpe[0], t.scale), baseline_cell(base, "chance", rep.metric),
-                       baseline_cell(base, "majority", rep.metric), unparsed_cell(run.results[task])])
-        notes += [f"{task}: {n}" for n in t.notes] + [n for n in [small_n_note(task, run.results[task])] if n] + flag_notes(task, run.results[task])
+        rows.append(
+            [task, rep.metric, evaluated_n({task: run.results[task]}), prompts]
+            + [fmt(pm[c], t.scale) for c in STAT_COLUMNS]
+            + [
+                fmt(st.sharpe[0], t.scale),
+                baseline_cell(base, "chance", rep.metric),
+                baseline_cell(base, "majority", rep.metric),
+                unparsed_cell(run.results[task]),
+            ]
+        )
+        notes += (
+            [f"{task}: {n}" for n in t.notes]
+            + [n for n in [small_n_note(task, run.results[task])] if n]
+            + flag_notes(task, run.results[task])
+        )
         if unread := none_read_summary([p for p, scores in run.results[task].items() if none_read(scores)]):
             notes.append(f"{task}: its {', '.join(STAT_COLUMNS)} and Sharpe include {unread}")
-    lines.append(TextTable(["task", "metric", "n", "by prompt"] + list(STAT_COLUMNS) + ["Sharpe", "chance", "majority", "unparsed"],
-                           rows, text_cols=4).markdown())
+    lines.append(
+        TextTable(
+            ["task", "metric", "n", "by prompt"] + list(STAT_COLUMNS) + ["Sharpe", "chance", "majority", "unparsed"],
+            rows,
+            text_cols=4,
+        ).markdown()
+    )
     if reasons := run.not_comparable_reasons:  # derived from the recorded config, never the file's flag
         notes.append(f"{NOT_COMPARABLE}: {'; '.join(reasons)}")
     notes += run.notes
@@ -129,15 +163,18 @@ def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = 
     missing = []
     for task, prompts in run.results.items():
         for prompt in prompts:
-            sample = run.samples_path(task, prompt)
-            if run.samples_of(task, prompt) is not None:  # read and checked with the run
-                files.append(RepoFile(f"{folder}/samples/{sample.name}", public_bytes(sample.read_bytes(), replacements)))
+            lines = run.samples_of(task, prompt)
+            if lines is not None:  # read and checked with the run
+                name = run.samples_path(task, prompt).name
+                files.append(RepoFile(f"{folder}/samples/{name}", public_lines(lines, replacements)))
             else:
                 missing.append(f"{task}/{prompt}")
     if missing:  # scores without their samples (e.g. results.json from elsewhere): publish, but say so
         echo(f"note: {results_dir / 'samples'} has no samples of {', '.join(missing)}; only their scores are published")
     if run.partial:
-        echo(f"note: {results_dir / 'results.json'}: {run.status_text}; its finished tasks are published, marked partial")
+        echo(
+            f"note: {results_dir / 'results.json'}: {run.status_text}; its finished tasks are published, marked partial"
+        )
     try:
         check_publishable([(f.path, f.data) for f in files], replacements)
     except LocalPathLeft as err:
@@ -170,12 +207,22 @@ def local_runs(to_dir: Path) -> dict[str, RunResults | str]:
 
 def remote_runs(api, repo_id: str, head: str | None, paths: Iterable[str],
                 delays: Sequence[float]) -> dict[str, RunResults | str]:
-    """The runs already in the Hub repository: folder -> its record (or why it cannot be read), read back at ``head``."""
+    """The runs already in the Hub repository: folder -> its record (or why it cannot be read), read at ``head``."""
     from huggingface_hub import hf_hub_download
 
     def read(folder: str) -> bytes:
-        local = with_retries(f"{api.endpoint}/datasets/{repo_id}: read {folder}/results.json", lambda: hf_hub_download(
-            repo_id, f"{folder}/results.json", repo_type="dataset", revision=head, endpoint=api.endpoint, token=api.token), delays)
+        local = with_retries(
+            f"{api.endpoint}/datasets/{repo_id}: read {folder}/results.json",
+            lambda: hf_hub_download(
+                repo_id,
+                f"{folder}/results.json",
+                repo_type="dataset",
+                revision=head,
+                endpoint=api.endpoint,
+                token=api.token,
+            ),
+            delays,
+        )
         return Path(local).read_bytes()
 
     return {f: _read_run(f, lambda f=f: read(f)) for f in run_folders(paths)}

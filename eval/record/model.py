@@ -50,7 +50,8 @@ class RecordedMetric:
 
 @dataclass
 class ModelRecord:
-    """results.json ``model``: the backend's ``cache_identity()`` (each key a field), the name outputs use, the cache key."""
+    """results.json ``model``: the backend's ``cache_identity()`` (each key a field), the name outputs use, the cache
+    key."""
 
     name_or_path: str
     name: str | None = opt()  # --model-name (naming.py): how outputs name the model
@@ -269,17 +270,34 @@ class RunRecord:
         from .comparable import NOT_COMPARABLE_KEY
 
         reasons = self.not_comparable_reasons
-        doc = {"format_version": FORMAT_VERSION, "status": self.status, "run_identity": self.identity,
-               "run_id": self.run_id, "tasks": {"planned": self.planned, "skipped": self.skipped_tasks},
-               "model": plain(self.model), "data": plain(self.data), "config": plain(self.config),
-               "comparable_with_paper": not reasons, NOT_COMPARABLE_KEY: reasons, "results": self.results,
-               "task_versions": plain(self.task_versions), "parsed_by": self.parsed_by, "reasoning": plain(self.reasoning),
-               "unparsed_flags": self.unparsed_flags, "baselines": self.baselines, "skipped": self.skipped,
-               "versions": self.package_versions, "timing": plain(self.timing), "resources": self.resources,
-               "asked": plain(self.asked), "task_config": self.task_config, "source_tool": plain(self.source_tool)}
+        doc = {
+            "format_version": FORMAT_VERSION,
+            "status": self.status,
+            "run_identity": self.identity,
+            "run_id": self.run_id,
+            "tasks": {"planned": self.planned, "skipped": self.skipped_tasks},
+            "model": plain(self.model),
+            "data": plain(self.data),
+            "config": plain(self.config),
+            "comparable_with_paper": not reasons,
+            NOT_COMPARABLE_KEY: reasons,
+            "results": self.results,
+            "task_versions": plain(self.task_versions),
+            "parsed_by": self.parsed_by,
+            "reasoning": plain(self.reasoning),
+            "unparsed_flags": self.unparsed_flags,
+            "baselines": self.baselines,
+            "skipped": self.skipped,
+            "versions": self.package_versions,
+            "timing": plain(self.timing),
+            "resources": self.resources,
+            "asked": plain(self.asked),
+            "task_config": self.task_config,
+            "source_tool": plain(self.source_tool),
+        }
         if self.planned is None:
             del doc["tasks"]
-        return {k: v for k, v in doc.items() if v is not None and (v != {} or k not in ("reasoning", "task_config"))}
+        return {k: v for k, v in doc.items() if k not in ("reasoning", "task_config", "source_tool") or v}
 
     def samples_path(self, task: str, prompt: str) -> Path:
         """The samples file of a prompt (a run read from another tool: the file its samples were read from)."""
@@ -292,6 +310,6 @@ class RunRecord:
         return self.samples.get((task, prompt))
 
     def sample_lines(self, task: str, prompt: str) -> list[SampleLine] | None:
-        """The checked lines of a prompt's samples file as typed ``SampleLine``s; None where the run has no such file."""
+        """The checked lines of a prompt's samples file as ``SampleLine``s; None where the run has no such file."""
         lines = self.samples.get((task, prompt))
         return None if lines is None else [SampleLine.of(line) for line in lines]

@@ -59,7 +59,9 @@ def _tasks(results_path: Path, doc: LmEvalResults) -> tuple[dict[str, tuple[str,
              and (not t.startswith(FAMILIES) or any(results_path.parent.glob(f"samples_{t}_*.jsonl")))]
     usable = {t: m for t, m in mapped.items() if m is not None}
     if not usable:
-        raise ScoresError(f"{results_path}: no Evalita-LLM task (evalita-mp_* or evalita-llm_*) among {', '.join(names[:6])}")
+        raise ScoresError(
+            f"{results_path}: no Evalita-LLM task (evalita-mp_* or evalita-llm_*) among {', '.join(names[:6])}"
+        )
     return usable, other
 
 
@@ -84,11 +86,16 @@ def _reasons(limit: int | float | None, generation: dict, results: dict) -> list
 
 def _model_record(path: Path, doc: LmEvalResults) -> ModelRecord:
     args = model_args(path, doc.config)
-    loaded = (doc.config.model_dtype or "").removeprefix("torch.")  # the dtype the model was loaded in (hf's get_model_info)
-    return ModelRecord(doc.model_name or args.pretrained or "lm-eval model",
-                       revision=args.revision or doc.config.model_revision or None,
-                       dtype=loaded or args.dtype or "not recorded", backend=f"lm-eval {doc.config.model or ''}".strip(),
-                       model_args=args.model_dump(exclude_none=True))
+    loaded = (doc.config.model_dtype or "").removeprefix(
+        "torch."
+    )  # the dtype the model was loaded in (hf's get_model_info)
+    return ModelRecord(
+        doc.model_name or args.pretrained or "lm-eval model",
+        revision=args.revision or doc.config.model_revision or None,
+        dtype=loaded or args.dtype or "not recorded",
+        backend=f"lm-eval {doc.config.model or ''}".strip(),
+        model_args=args.model_dump(exclude_none=True),
+    )
 
 
 def _shots(doc: LmEvalResults, tasks: list[str]) -> tuple[int | None, str | None]:
@@ -97,12 +104,15 @@ def _shots(doc: LmEvalResults, tasks: list[str]) -> tuple[int | None, str | None
     values = set(counts.values())
     if len(values) == 1 and None not in values:
         return next(iter(values)), None
-    return None, "few-shot count per task: " + ", ".join(f"{t} {'not recorded' if k is None else k}" for t, k in counts.items())
+    return None, "few-shot count per task: " + ", ".join(
+        f"{t} {'not recorded' if k is None else k}" for t, k in counts.items()
+    )
 
 
 def _other_rule(task: str, theirs: dict[str, Any], ours: dict[str, float]) -> list[str]:
     """A note for each number lm-eval logged for ``task`` that the report shows otherwise: lm-eval's metric of the
-    same name, else the headline (first), recomputed by this tool's rule (WiC: lm-eval's f1 is binary F1, ours macro)."""
+    same name, else the headline (first), recomputed by this tool's rule (WiC: lm-eval's f1 is binary F1, ours
+    macro)."""
     found, headline = [], next(iter(ours))
     for key, value in sorted(theirs.items()):
         name = key.split(",", 1)[0]
@@ -116,10 +126,17 @@ def _other_rule(task: str, theirs: dict[str, Any], ours: dict[str, float]) -> li
 def _config(path: Path, doc: LmEvalResults, shots: int | None) -> ConfigRecord:
     """What lm-eval ran with, as our record's config (each can change a number)."""
     generation = gen_kwargs(path, doc.config)
-    return ConfigRecord(num_fewshot=shots, limit=item_limit(path, doc.config), apply_chat_template=bool(doc.chat_template),
-                        fewshot_as_multiturn=doc.fewshot_as_multiturn, system_instruction=doc.system_instruction,
-                        seed=doc.config.random_seed, device=doc.config.device or "not recorded",
-                        gen_kwargs=generation.model_dump(exclude_none=True), max_new_tokens=generation.max_gen_toks)
+    return ConfigRecord(
+        num_fewshot=shots,
+        limit=item_limit(path, doc.config),
+        apply_chat_template=bool(doc.chat_template),
+        fewshot_as_multiturn=doc.fewshot_as_multiturn,
+        system_instruction=doc.system_instruction,
+        seed=doc.config.random_seed,
+        device=doc.config.device or "not recorded",
+        gen_kwargs=generation.model_dump(exclude_none=True),
+        max_new_tokens=generation.max_gen_toks,
+    )
 
 
 def lm_eval_record(root: Path, results_path: Path) -> tuple[RunRecord, Samples]:
@@ -142,10 +159,15 @@ def lm_eval_record(root: Path, results_path: Path) -> tuple[RunRecord, Samples]:
         used.append(task)
         notes += _other_rule(task, doc.results.get(task, {}), results[entry][prompt])
     if missing:
-        notes.append(f"{results_path.parent}: no samples_<task>_*.jsonl of {', '.join(missing)} of the run of {results_path.name} "
-                     "(run lm-eval with --log_samples): those prompts are left out")
+        notes.append(
+            f"{results_path.parent}: no samples_<task>_*.jsonl of {', '.join(missing)} of the run of "
+            f"{results_path.name} "
+            "(run lm-eval with --log_samples): those prompts are left out"
+        )
     if other:
-        notes.append(f"{results_path}: task(s) of neither evalita-mp nor evalita-llm names left out: {', '.join(other)}")
+        notes.append(
+            f"{results_path}: task(s) of neither evalita-mp nor evalita-llm names left out: {', '.join(other)}"
+        )
     if not results:
         raise ScoresError(notes[0])
     shots, shots_note = _shots(doc, used)
@@ -155,15 +177,26 @@ def lm_eval_record(root: Path, results_path: Path) -> tuple[RunRecord, Samples]:
     # record adds these to the reasons it derives (record/comparable.py).
     tool = SourceTool("lm-eval", doc.lm_eval_version, str(results_path), notes, doc.group_acc(),
                       _reasons(config.limit, config.gen_kwargs or {}, results))
-    record = RunRecord(path=results_path, status="complete", run_id=None, identity=None, model=_model_record(results_path, doc),
-                       config=config, data=DataRecord(f"lm-eval output {root.name}"), results=results,
-                       package_versions={"lm_eval": doc.lm_eval_version, "transformers": doc.transformers_version},
-                       source_tool=tool, sample_sources=sources, origin=root)
+    record = RunRecord(
+        path=results_path,
+        status="complete",
+        run_id=None,
+        identity=None,
+        model=_model_record(results_path, doc),
+        config=config,
+        data=DataRecord(f"lm-eval output {root.name}"),
+        results=results,
+        package_versions={"lm_eval": doc.lm_eval_version, "transformers": doc.transformers_version},
+        source_tool=tool,
+        sample_sources=sources,
+        origin=root,
+    )
     return record, samples
 
 
 def load_run(path: Path, partial: bool = False) -> RunResults:
-    """A results.json, a run folder holding one, or an lm-eval output folder or results file (one run, read in memory)."""
+    """A results.json, a run folder holding one, or an lm-eval output folder or results file (one run, read in
+    memory)."""
     if is_lm_eval_output(path):
         root, results_path = chosen_run(path)
         built, samples = lm_eval_record(root, results_path)
@@ -173,13 +206,15 @@ def load_run(path: Path, partial: bool = False) -> RunResults:
         return run
     if path.is_dir():
         if not (path / "results.json").is_file():
-            raise ScoresError(f"{path}: neither a run folder (results.json) nor an lm-eval output folder (results_*.json)")
+            raise ScoresError(
+                f"{path}: neither a run folder (results.json) nor an lm-eval output folder (results_*.json)"
+            )
         path = path / "results.json"
     return load_results(path, partial)
 
 
 def lm_eval_notes(runs: list[RunResults]) -> list[str]:
-    """The report's lines on runs read from lm-eval: where from, what was left out, and what the benchmark's score is."""
+    """The report's lines on runs read from lm-eval: where from, what was left out, what the benchmark's score is."""
     notes = []
     for r in runs:
         tool = r.source_tool

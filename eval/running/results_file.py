@@ -24,7 +24,16 @@ from .identity import FolderOfAnotherRun, RESULTS_FILE, run_id
 from .task_kinds import task_kind
 from ..settings.thinking import DEFAULT_TRACE_BUDGET
 
-VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score", "jinja2")
+VERSIONED_PACKAGES = (
+    "evalita-llm",
+    "torch",
+    "transformers",
+    "datasets",
+    "tokenizers",
+    "numpy",
+    "rouge-score",
+    "jinja2",
+)
 TIMING_KEYS = ("wall_s", "compute_s", "requests", "computed", "cached")
 
 
@@ -81,7 +90,11 @@ def carry_over(before: RunRecord | None, running: set[str], record: RunRecord, d
         if task in before.data.manifest_sha256:
             record.data.manifest_sha256[task] = before.data.manifest_sha256[task]
     if doc is not None and "format_version" not in doc:  # the same identity (claim_folder): its samples are this run's
-        for path in (record.path.parent / "samples" / f"{task}_{prompt}.jsonl" for task in kept for prompt in before.results[task]):
+        for path in (
+            record.path.parent / "samples" / f"{task}_{prompt}.jsonl"
+            for task in kept
+            for prompt in before.results[task]
+        ):
             if path.is_file():
                 add_run_id(path, record.run_id)
     return kept
@@ -104,11 +117,25 @@ def config_json(c: Any, chat_template: dict | None, replicas: int) -> dict:
         from .bertscore import bertscore_record
 
         thinking["bertscore"] = bertscore_record(c.bertscore_model)
-    return {"num_fewshot": c.num_fewshot, "limit": c.limit, "batch_size": "auto" if c.batch_size is None else c.batch_size,
-            "max_memory": c.max_memory, "apply_chat_template": c.apply_chat_template, "seed": c.seed, "device": c.device,
-            "max_new_tokens": c.max_new_tokens, "setting": c.setting, "constrained": c.constrained,
-            "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
-            "chat_template": chat_template, "split": c.split, "thinking": bool(c.thinking), "replicas": replicas, **thinking}
+    return {
+        "num_fewshot": c.num_fewshot,
+        "limit": c.limit,
+        "batch_size": "auto" if c.batch_size is None else c.batch_size,
+        "max_memory": c.max_memory,
+        "apply_chat_template": c.apply_chat_template,
+        "seed": c.seed,
+        "device": c.device,
+        "max_new_tokens": c.max_new_tokens,
+        "setting": c.setting,
+        "constrained": c.constrained,
+        "system_instruction": c.system_instruction,
+        "fewshot_as_multiturn": c.fewshot_as_multiturn,
+        "chat_template": chat_template,
+        "split": c.split,
+        "thinking": bool(c.thinking),
+        "replicas": replicas,
+        **thinking,
+    }
 
 
 def asked_record(kind: Any) -> Asked:
@@ -129,11 +156,19 @@ def new_record(runner: Any, planned: list[str]) -> RunRecord:
         raise RecordError(f"backend {model.backend!r}: its cache_identity() has a key results.json does not declare "
                           f"({err}); declare it in record/model.py ModelRecord and results.schema.json") from None
     recorded.name = display_name(recorded if model.given_name is None else {"name": model.given_name})
-    return RunRecord(path=runner.out / RESULTS_FILE, status="partial", run_id=run_id(identity), identity=identity,
-                     model=recorded, config=config_record(config_json(runner.config, runner.chat_template,
-                                                                      getattr(runner.backend, "replicas", 1)), identity),
-                     data=DataRecord(source=runner.source.description, **runner.source.provenance()),
-                     planned=planned, package_versions=package_versions())
+    return RunRecord(
+        path=runner.out / RESULTS_FILE,
+        status="partial",
+        run_id=run_id(identity),
+        identity=identity,
+        model=recorded,
+        config=config_record(
+            config_json(runner.config, runner.chat_template, getattr(runner.backend, "replicas", 1)), identity
+        ),
+        data=DataRecord(source=runner.source.description, **runner.source.provenance()),
+        planned=planned,
+        package_versions=package_versions(),
+    )
 
 
 def sample_task_version(entry: TaskEntry, setting: str, prompt: str) -> dict:
@@ -143,7 +178,9 @@ def sample_task_version(entry: TaskEntry, setting: str, prompt: str) -> dict:
     return {"version": versions.version, "prompt": versions.prompts[prompt]}
 
 
-def write_samples(out: Path, entry: str, prompt: str, samples: list[dict], rid: str, task_version: dict | None = None) -> None:
+def write_samples(
+    out: Path, entry: str, prompt: str, samples: list[dict], rid: str, task_version: dict | None = None
+) -> None:
     """Write ``OUT/samples/<entry>_<prompt>.jsonl`` whole (a temporary file renamed over it); each line
     carries the run id ``rid`` and the task's ``task_version`` (it belongs to the results.json beside it)
     and is checked: its reader accepts it (docs/run-record.md)."""

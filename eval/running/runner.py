@@ -52,8 +52,13 @@ class ModelInfo:
     @property
     def record(self) -> dict[str, Any]:
         """What results.json says of the model: the names above, completed by the backend's identity."""
-        return {"name_or_path": self.name_or_path, "revision": self.revision, "dtype": self.dtype, "backend": self.backend,
-                **(self.identity or {})}
+        return {
+            "name_or_path": self.name_or_path,
+            "revision": self.revision,
+            "dtype": self.dtype,
+            "backend": self.backend,
+            **(self.identity or {}),
+        }
 
     @property
     def cache_key(self) -> str:
@@ -101,7 +106,9 @@ class Runner:
         # Generations (string values) found in the cache from earlier runs, for the interrupt message.
         self.earlier_generations = sum(isinstance(v, str) for v in self.cache.values.values())
         self.earlier_loglikelihoods = len(self.cache) - self.earlier_generations
-        self._counts: Counter = Counter()  # requests / cached / computed, over the whole run and per task ("computed:TASK")
+        self._counts: Counter = (
+            Counter()
+        )  # requests / cached / computed, over the whole run and per task ("computed:TASK")
         self._stream: RunStream | None = None  # the run's requests, computed before the tasks are assembled
         self._computing: str | None = None  # the kind being computed: with nothing saved, interrupt_summary names it
         self._compute_s = 0.0  # seconds inside the backend's compute calls, over the whole invocation
@@ -120,7 +127,9 @@ class Runner:
         self.chat_messages = config.apply_chat_template and backend.capabilities.chat_messages
         if config.apply_chat_template and not self.chat_messages:
             if not backend.capabilities.chat_template:
-                raise BackendUnsupported(f"backend {backend.name!r} cannot apply a chat template; run without --apply-chat-template")
+                raise BackendUnsupported(
+                    f"backend {backend.name!r} cannot apply a chat template; run without --apply-chat-template"
+                )
             self.chat = thinking_chat(backend, config.reasoning, echo)  # enable_thinking where the template reads it
         refuse_forcing_on_chat_messages(config.reasoning, backend.capabilities.chat_messages, backend.name)
 
@@ -137,7 +146,10 @@ class Runner:
         pool: list[dict] = []
         if self.config.num_fewshot > 0:
             if not self.source.has_split(entry, spec.fewshot_split):
-                raise FileNotFoundError(f"{entry.name}: {self.config.num_fewshot}-shot needs the few-shot split {spec.fewshot_split!r}, which {self.source.description} does not have")
+                raise FileNotFoundError(
+                    f"{entry.name}: {self.config.num_fewshot}-shot needs the few-shot split {spec.fewshot_split!r}, "
+                    f"which {self.source.description} does not have"
+                )
             pool = self.source.load(entry, spec.fewshot_split)
         return docs, pool
 
@@ -155,7 +167,9 @@ class Runner:
         mode, where the answer follows the generation prompt."""
         return "" if self.chat is not None else " "
 
-    def prompt_contexts(self, entry: TaskEntry, task: Any, name: str, docs: list[dict], pool: list[dict]) -> tuple[list[str], list[list[dict]] | None]:
+    def prompt_contexts(
+        self, entry: TaskEntry, task: Any, name: str, docs: list[dict], pool: list[dict]
+    ) -> tuple[list[str], list[list[dict]] | None]:
         """The prompt of every document under prompt ``name`` (few-shot examples, chat template
         applied), and the chat turns behind them for backends that take messages (else None)."""
         fewshot_args = (task, name, docs, pool, self.config.num_fewshot, self.config.seed)
@@ -176,8 +190,13 @@ class Runner:
         per_prompt: dict[str, dict[str, float]] = {}
         for prompt in planned.prompts:
             if asked.forcing:
-                cached = partial(stream.cached, prompt.kind, planned.name, to_json=lambda v: asked.value_json(v, self.backend.name),
-                                 label=f"{planned.name} {prompt.name}")
+                cached = partial(
+                    stream.cached,
+                    prompt.kind,
+                    planned.name,
+                    to_json=lambda v: asked.value_json(v, self.backend.name),
+                    label=f"{planned.name} {prompt.name}",
+                )
                 values, _ = forced_values(cached, prompt.requests, asked.thinking)
             else:
                 values = [self.cache[k] for k in stream.keys[(planned.name, prompt.name)]]
@@ -214,7 +233,9 @@ class Runner:
         for kind, what in ((RequestKind.LOGLIKELIHOOD, "score log-likelihoods"), (RequestKind.GENERATE, "generate")):
             names = [name for name, need in needs.items() if need == kind]
             if names and not self.backend.capabilities.serves(kind):
-                raise BackendUnsupported(f"backend {self.backend.name!r} cannot {what}, which {', '.join(names)} need(s)")
+                raise BackendUnsupported(
+                    f"backend {self.backend.name!r} cannot {what}, which {', '.join(names)} need(s)"
+                )
 
     def _check_formats(self, entries: Sequence[TaskEntry]) -> None:
         """--constrained on a generative task that declares no answer format (TaskSpec.output_pattern):
@@ -225,7 +246,10 @@ class Runner:
         if not self.config.skip_missing:
             refuse_unformatted(free)
         for name in free:
-            self.echo(f"warning: {name}: generated without constraint, the task declares no answer format (TaskSpec.output_pattern)")
+            self.echo(
+                f"warning: {name}: generated without constraint, the task declares no answer format "
+                "(TaskSpec.output_pattern)"
+            )
 
     def run(self, work: Sequence[TaskEntry] | RunPlan) -> RunResult:
         """Executes the plan (``self.plan(entries)`` when given entries): its requests the cache
@@ -302,7 +326,11 @@ class Runner:
         computed (by the run), not as cached. Its compute time is its share of the calls that held its
         requests (``stream.py``: by prompt tokens); ``wall_s``: the stream's share and its assembly."""
         now = self._stream.task_counts(task)
-        before = {k: v for k, v in vars(earlier.timing[task]).items() if v is not None} if earlier and task in earlier.timing else {}
+        before = (
+            {k: v for k, v in vars(earlier.timing[task]).items() if v is not None}
+            if earlier and task in earlier.timing
+            else {}
+        )
         computed = now["computed"] + before.get("computed", 0)
         cached = max(0, now["cached"] - before.get("computed", 0))
         # An unfinished task counts the requests it reached; a finished one all of its requests.
@@ -326,9 +354,11 @@ class Runner:
         generations = sum(isinstance(v, str) for v in values) - self.earlier_generations
         loglikelihoods = len(values) - generations - self.earlier_generations - self.earlier_loglikelihoods
         if (loglikelihoods or self._computing == RequestKind.LOGLIKELIHOOD) and not generations:
-            text = f"{loglikelihoods} log-likelihoods of this run were saved in {path} ({self.earlier_loglikelihoods} from earlier runs)"
+            text = (f"{loglikelihoods} log-likelihoods of this run were saved in {path} "
+                    f"({self.earlier_loglikelihoods} from earlier runs)")
         else:
-            text = f"{generations} generations of this run were saved in {path} ({self.earlier_generations} from earlier runs)"
+            text = (f"{generations} generations of this run were saved in {path} "
+                    f"({self.earlier_generations} from earlier runs)")
             if loglikelihoods:
                 text += f", and {loglikelihoods} log-likelihoods"
         if (self.out / "results.json").is_file():
