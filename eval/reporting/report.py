@@ -52,15 +52,9 @@ def _task_reports(runs: list, labels: list[str], tasks: list[str], k: int, seed:
                 add_bootstrap(rep, runs, scorer, k, seed, progress)
     for rep, (t, label, group) in zip(reports, present):
         rep.items = items_table(t, rep.metric, group)
-        rep.table.notes += [
-            n for r in group if t in r.results for n in flag_notes(t, r.results[t], r.display)
-        ]  # issue 28
-        rep.table.marks = {
-            (p, r.display): none_read_text(scores)
-            for r in group
-            for p, scores in r.results.get(t, {}).items()
-            if none_read(scores)
-        }  # issue 40
+        rep.table.notes += [n for r in group if t in r.results for n in flag_notes(t, r.results[t], r.display)]  # issue 28
+        rep.table.marks = {(p, r.display): none_read_text(scores) for r in group for p, scores in r.results.get(t, {}).items()
+                           if none_read(scores)}  # issue 40
         if any(r.config.split and t in r.results for r in group):
             rep.table.notes.append(f"evaluated on a non-official split: {NOT_COMPARABLE}")
         if len(labels) > 1:
@@ -83,38 +77,18 @@ def _write_plots(plots_dir: Path, models: list[str], reports: list, summary) -> 
     return images
 
 
-def _report_json(
-    runs: list, reports: list, summary, context: dict, alpha: float, k: int, seed: int, notes: list[str]
-) -> dict:
+def _report_json(runs: list, reports: list, summary, context: dict, alpha: float, k: int, seed: int, notes: list[str]) -> dict:
     return {
-        "alpha": alpha,
-        "bootstrap": {"k": k, "seed": seed},
-        "scale": PERCENT,
+        "alpha": alpha, "bootstrap": {"k": k, "seed": seed}, "scale": PERCENT,
         "models": {r.display: {"model": plain(r.model), "results_file": str(r.path)} for r in runs},  # as recorded
-        "tasks": {
-            rep.table.task: {
-                "metric": rep.metric,
-                "rank_basis": rep.rank_basis,
-                **table_json(rep.table, alpha),
-                "items": {"headers": rep.items.headers, "rows": rep.items.rows} if rep.items else None,
-                "bootstrap": {
-                    f"{m}/{p}": {
-                        "point": b.point,
-                        "mean": b.mean,
-                        "ci_low": b.ci_low,
-                        "ci_high": b.ci_high,
-                        "pct_low": b.pct_low,
-                        "pct_high": b.pct_high,
-                    }
-                    for (m, p), b in rep.cells.items()
-                },
-            }
-            for rep in reports
-        },
+        "tasks": {rep.table.task: {"metric": rep.metric, "rank_basis": rep.rank_basis, **table_json(rep.table, alpha),
+                                   "items": {"headers": rep.items.headers, "rows": rep.items.rows} if rep.items else None,
+                                   "bootstrap": {f"{m}/{p}": {"point": b.point, "mean": b.mean, "ci_low": b.ci_low, "ci_high": b.ci_high,
+                                                              "pct_low": b.pct_low, "pct_high": b.pct_high}
+                                                 for (m, p), b in rep.cells.items()}}
+                  for rep in reports},
         "mean_rank_score": summary.rank_scores,
-        "settings": {"headers": context["settings"].headers, "rows": context["settings"].rows}
-        if context["settings"]
-        else None,
+        "settings": {"headers": context["settings"].headers, "rows": context["settings"].rows} if context["settings"] else None,
         "notes": notes,
     }
 
