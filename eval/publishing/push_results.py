@@ -61,24 +61,15 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
     ``run`` is the published form of the run (public.py: no local path); the repository's front page lists the
     other runs."""
     run.display = model_label(run.model)
-    lines = [
-        f"# Evalita-LLM results: {md_text(run.display)}"
-        + (f" ({NOT_COMPARABLE})" if run.not_comparable_reasons else ""),
-        "",
-        f"Written by `evalita-eval push-results` to `{repo_id}`. Files of this run are under `{folder}/`: "
-        "`results.json` (scores as fractions, settings, data hashes, baselines, answer rules) and "
-        "`samples/<task>_<prompt>.jsonl` (every prediction). Every run of the repository: its front page "
-        "(`README.md`).",
-        "",
-        "| setting | value |",
-        "|---|---|",
-    ]
-    settings = [
-        ("model", run.display),
-        ("dtype", run.model.dtype),
-        ("backend", run.model.backend),
-        ("data", run.data.source + (" (local folder)" if run.data.local_folder else "") if run.data.source else None),
-    ]
+    title = f"# Evalita-LLM results: {md_text(run.display)}" + (f" ({NOT_COMPARABLE})" if run.not_comparable_reasons
+                                                                  else "")
+    lines = [title, "", f"Written by `evalita-eval push-results` to `{repo_id}`. Files of this run are under "
+             f"`{folder}/`: "
+             "`results.json` (scores as fractions, settings, data hashes, baselines, answer rules) and "
+             "`samples/<task>_<prompt>.jsonl` (every prediction). Every run of the repository: its front page "
+             "(`README.md`).", "", "| setting | value |", "|---|---|"]
+    data = run.data.source + (" (local folder)" if run.data.local_folder else "") if run.data.source else None
+    settings = [("model", run.display), ("dtype", run.model.dtype), ("backend", run.model.backend), ("data", data)]
     settings += run_rows(run)
     settings += [("seed", run.config.seed), ("max_new_tokens", run.config.max_new_tokens)]
     settings += [(f"data revision {repo}", sha) for repo, sha in sorted(run.data.revisions.items())]
@@ -100,30 +91,16 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
         prompts = ", ".join(f"{p} {fmt(v, t.scale)}" + flag_mark(run.results[task].get(p, {}))
                             for p, v in zip(t.prompts, t.scores[:, 0]))
         base = run.baselines.get(task)
-        rows.append(
-            [task, rep.metric, evaluated_n({task: run.results[task]}), prompts]
-            + [fmt(pm[c], t.scale) for c in STAT_COLUMNS]
-            + [
-                fmt(st.sharpe[0], t.scale),
-                baseline_cell(base, "chance", rep.metric),
-                baseline_cell(base, "majority", rep.metric),
-                unparsed_cell(run.results[task]),
-            ]
-        )
-        notes += (
-            [f"{task}: {n}" for n in t.notes]
-            + [n for n in [small_n_note(task, run.results[task])] if n]
-            + flag_notes(task, run.results[task])
-        )
+        rows.append([task, rep.metric, evaluated_n({task: run.results[task]}), prompts]
+                    + [fmt(pm[c], t.scale) for c in STAT_COLUMNS] + [fmt(st.sharpe[0], t.scale)]
+                    + [baseline_cell(base, b, rep.metric) for b in ("chance", "majority")]
+                    + [unparsed_cell(run.results[task])])
+        notes += [f"{task}: {n}" for n in t.notes] + [n for n in [small_n_note(task, run.results[task])] if n]
+        notes += flag_notes(task, run.results[task])
         if unread := none_read_summary([p for p, scores in run.results[task].items() if none_read(scores)]):
             notes.append(f"{task}: its {', '.join(STAT_COLUMNS)} and Sharpe include {unread}")
-    lines.append(
-        TextTable(
-            ["task", "metric", "n", "by prompt"] + list(STAT_COLUMNS) + ["Sharpe", "chance", "majority", "unparsed"],
-            rows,
-            text_cols=4,
-        ).markdown()
-    )
+    columns = ["task", "metric", "n", "by prompt"] + list(STAT_COLUMNS) + ["Sharpe", "chance", "majority", "unparsed"]
+    lines.append(TextTable(columns, rows, text_cols=4).markdown())
     if reasons := run.not_comparable_reasons:  # derived from the recorded config, never the file's flag
         notes.append(f"{NOT_COMPARABLE}: {'; '.join(reasons)}")
     notes += run.notes

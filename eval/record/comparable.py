@@ -10,10 +10,7 @@ card and ``compare`` show: ``--limit N`` (even an N past the split's size: the f
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
-
-if TYPE_CHECKING:
-    from .model import RunRecord
+from typing import Any, Iterable, Mapping, Sequence
 
 NOT_COMPARABLE = "not comparable with the paper"
 # results.json: the reasons ``comparable_with_paper`` is false.
@@ -50,8 +47,9 @@ def paper_reasons(split: str | None, limit: int | None, max_new_tokens: int | No
     return reasons
 
 
-def not_comparable_reasons(record: RunRecord) -> list[str]:
-    """Why ``record``'s run is not the paper's evaluation ([] when it is), from its config and task records; a run read
+def not_comparable_reasons(record: Any) -> list[str]:
+    """Why ``record``'s run (a ``RunRecord``, model.py) is not the paper's evaluation ([] when it is), from its config
+    and task records; a run read
     from another tool adds what that tool recorded and the config cannot show (its reader derives them)."""
     config, scored = record.config, [record.task_versions.get(t) for t in record.results]
     recorded = all(r is not None and r.budget_recorded for r in scored)

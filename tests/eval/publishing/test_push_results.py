@@ -272,7 +272,7 @@ def test_dry_run_without_the_hub_asks_once_and_lists_the_local_files(hub, tmp_pa
 
 
 def test_public_names_replace_local_paths_only(tmp_path: Path, monkeypatch) -> None:
-    from evalita_eval.publishing.public import local_replacements, public_results
+    from evalita_eval.publishing.public import local_replacements, public_record
     from evalita_eval.record import parse_record
 
     monkeypatch.chdir(tmp_path)
@@ -282,8 +282,8 @@ def test_public_names_replace_local_paths_only(tmp_path: Path, monkeypatch) -> N
            "config": {}, "results": {"te": {"p1": {"acc": 0.5, "n": 2}}}}  # a version-0 record (the reader's migration)
     run = parse_record(tmp_path / "results.json", doc, samples=False)
     assert local_replacements(run, Path(".")) == {str(tmp_path / "mdl"): "mdl", "./mdl": "mdl", str(tmp_path): tmp_path.name}
-    public = public_results(run, doc, Path("."))
-    assert public["model"] == {"name_or_path": "mdl", "tokenizer": "mdl", "revision": None, "options": {"gguf_file": "/"},
+    public = public_record(run, None, Path("."))[0].to_json()
+    assert public["model"] == {"name_or_path": "mdl", "name": "mdl", "tokenizer": "mdl", "options": {"gguf_file": "/"},
                                "local_folder": True}
     assert public["versions"] == {"evalita-llm": "0.1.0"} and public["skipped"] == {"te": "no split in mdl/x."}
-    assert public["data"] == {"source": "/"}  # a bare root is never a replacement
+    assert public["data"] == {"source": "/", "manifest_sha256": {}, "revisions": {}}  # a bare root is never replaced
