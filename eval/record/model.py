@@ -55,10 +55,10 @@ class ModelRecord:
 
     name_or_path: str
     name: str | None = opt()  # --model-name (naming.py): how outputs name the model
-    revision: str | None = opt()
+    revision: str | None = None
     commit: str | None = opt()  # a Hub model's snapshot commit
-    dtype: str | None = opt()
-    backend: str | None = opt()
+    dtype: str | None = None
+    backend: str | None = None
     local_folder: bool | None = opt()  # published: named by its folder (publishing/public.py)
     files_sha256: str | None = opt()
     file_sha256: str | None = opt()  # a GGUF file's fingerprint

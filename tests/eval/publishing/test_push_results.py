@@ -283,7 +283,7 @@ def test_public_names_replace_local_paths_only(tmp_path: Path, monkeypatch) -> N
     run = parse_record(tmp_path / "results.json", doc, samples=False)
     assert local_replacements(run, Path(".")) == {str(tmp_path / "mdl"): "mdl", "./mdl": "mdl", str(tmp_path): tmp_path.name}
     public = public_record(run, None, Path("."))[0].to_json()
-    assert public["model"] == {"name_or_path": "mdl", "name": "mdl", "tokenizer": "mdl", "options": {"gguf_file": "/"},
-                               "local_folder": True}
+    assert public["model"] == {"name_or_path": "mdl", "name": "mdl", "revision": None, "dtype": None, "backend": None,
+                               "tokenizer": "mdl", "options": {"gguf_file": "/"}, "local_folder": True}
     assert public["versions"] == {"evalita-llm": "0.1.0"} and public["skipped"] == {"te": "no split in mdl/x."}
     assert public["data"] == {"source": "/", "manifest_sha256": {}, "revisions": {}}  # a bare root is never replaced

@@ -340,9 +340,10 @@ def test_a_format_1_record_is_read_and_written_again_as_format_2(tmp_path: Path)
     assert record.notes == [] and record.model.files_sha256 == doc["model"]["files_sha256"]
     again = record.to_json()
     assert again["format_version"] == 2 and again["results"] == doc["results"] and again["run_identity"] == doc["run_identity"]
-    # the same keys, values unchanged where set (format 2 leaves out a model key whose value is null)
+    # the same keys, values unchanged where set (format 2 leaves out a backend's model key whose value is null)
     assert again["config"] == doc["config"] and set(again) == set(doc)
-    assert {k: v for k, v in doc["model"].items() if v is not None} == again["model"]
+    assert {k: v for k, v in doc["model"].items() if v is not None} == {k: v for k, v in again["model"].items() if v is not None}
+    assert again["model"]["revision"] is None and "revision" in doc["model"]
     folder = tmp_path / "v1"
     shutil.copytree(RECORD_V1, folder)
     proc = cli("report", str(folder), "--out", str(tmp_path / "rep"), "--bootstrap", "0")
