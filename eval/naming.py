@@ -92,11 +92,12 @@ def setting_slug(setting: str | None, constrained: bool = False, num_fewshot: in
     return "-".join(parts)
 
 
-def run_folder(model: dict, config: dict, rid: str) -> str:
+def run_folder(model: Mapping[str, Any] | Any, config: Mapping[str, Any] | Any, rid: str) -> str:
     """``<model>[@rev]/<setting>[-constrained][-<k>shot][-<split>][-thinking]-<run id>`` of a run identity or of a
     results.json's ``model`` and ``config``: a local run's default folder and its folder in a results repository,
     never shared by two runs that differ in anything that can change a number."""
-    setting = setting_slug(config.get("setting"), bool(config.get("constrained")), int(config.get("num_fewshot") or 0),
-                           config.get("split"))
-    thinking = "-thinking" if config.get("thinking") else ""
-    return f"{model_slug(str(model.get('name_or_path') or 'model'), model.get('revision'))}/{setting}{thinking}-{rid}"
+    setting = setting_slug(_field(config, "setting"), bool(_field(config, "constrained")),
+                           int(_field(config, "num_fewshot") or 0), _field(config, "split"))
+    thinking = "-thinking" if _field(config, "thinking") else ""
+    slug = model_slug(str(_field(model, "name_or_path") or "model"), _field(model, "revision"))
+    return f"{slug}/{setting}{thinking}-{rid}"

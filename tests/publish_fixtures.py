@@ -22,11 +22,29 @@ RAW_SAMPLES = TEST_DATA / "raw"
 
 def repo_folder(run: Path, model: str = "org-b__beta-8b@v1", setting: str = "loglikelihood") -> str:
     """The repository folder push-results gives a run: ``<model>/<setting>-<run id>``, the run id hashed from its
-    identity (a results.json with none, as the committed beta run, from its whole content)."""
-    from evalita_eval.record import run_id
+    identity (a results.json with none, as the committed beta run, from its record's whole content)."""
+    from evalita_eval.record import read_run, run_id
 
-    doc = json.loads((run / "results.json").read_text("utf-8"))
-    return f"{model}/{setting}-{run_id(doc['run_identity'] if doc.get('run_identity') else doc)}"
+    record = read_run(run, partial=True)
+    return f"{model}/{setting}-{run_id(record.identity if record.identity else record.to_json())}"
+
+
+def published_results(run: Path) -> bytes:
+    """The results.json push-results publishes of a run of a Hub model: its record, serialised (format 2)."""
+    from evalita_eval.record import read_run
+    from evalita_eval.record.read import record_text
+
+    return record_text(read_run(run, partial=True)).encode("utf-8")
+
+
+def published_samples(run: Path) -> dict[str, bytes]:
+    """The samples files push-results publishes of a run of a Hub model: its checked lines (a version-0 line with
+    the run id of its record), one JSON object a line."""
+    from evalita_eval.record import read_run
+
+    record = read_run(run, partial=True)
+    return {record.samples_path(t, p).name: "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
+            for (t, p), lines in record.samples.items()}
 TOKEN = "hf_stubSECRETtoken0123456789"
 
 

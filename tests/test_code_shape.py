@@ -235,3 +235,53 @@ def test_the_backend_contract_is_read_not_probed() -> None:
         "1: getattr(b, 'tokenizer', None)", "3: inspect.signature"]
     found = {path: hits for path, source in eval_modules().items() if (hits := contract_reads(source))}
     assert found == {}
+
+
+# -- the run record: results.json is only ever the serialised RunRecord (record/read.py record_text) -----------------
+_WRITES = frozenset({"write_text", "write_bytes", "dump", "RepoFile"})
+
+
+def results_writes(source: str) -> list[str]:
+    """``line: code`` of every write of a results.json (a path or file name that says ``results``, or a name bound to
+    one in the same function) whose data is not ``record_text(...)`` (or a name bound to it, or its ``.encode()``)."""
+    out = []
+    tree = ast.parse(source)
+    top = ast.Module([n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.ClassDef))], [])
+    for scope in [top] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+        bound = {t.id: ast.unparse(a.value) for a in ast.walk(scope) if isinstance(a, ast.Assign)
+                 for t in a.targets if isinstance(t, ast.Name)}
+        bound.update({w.optional_vars.id: ast.unparse(w.context_expr) for w in ast.walk(scope)
+                      if isinstance(w, ast.withitem) and isinstance(w.optional_vars, ast.Name)})
+
+        def says(node: ast.AST) -> str:
+            text = ast.unparse(node)
+            return text + "".join(bound.get(n.id, "") for n in ast.walk(node) if isinstance(n, ast.Name))
+
+        for call in (n for n in ast.walk(scope) if isinstance(n, ast.Call)):
+            name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+            if name not in _WRITES or not call.args:
+                continue
+            target = call.func.value if isinstance(call.func, ast.Attribute) and name != "dump" else call.args[-1]
+            path = says(target) + (says(call.args[0]) if name == "RepoFile" else "")
+            data = call.args[0] if name != "RepoFile" else call.args[-1]
+            if ("results.json" in path or "RESULTS_FILE" in path) and "record_text(" not in says(data):
+                out.append((call.lineno, f"{call.lineno}: {ast.unparse(call)}"))
+    return [text for _line, text in sorted(set(out))]
+
+
+def test_the_results_check_sees_what_it_must_refuse() -> None:
+    assert results_writes(
+        "def a(out, doc):\n    (out / 'results.json').write_text(json.dumps(doc))\n"
+        "def b(folder, public):\n    return RepoFile(f'{folder}/results.json', json.dumps(public).encode())\n"
+        "def c(out, doc):\n    tmp = out / '.results.json.tmp'\n    tmp.write_text(str(doc))\n"
+        "def d(record):\n    text = record_text(record)\n    tmp = record.path.with_name('.results.json.tmp')\n"
+        "    tmp.write_text(text)\n"
+        "def e(folder, run):\n    return RepoFile(f'{folder}/results.json', record_text(run).encode('utf-8'))\n"
+        "def f(out, doc):\n    with open(out / RESULTS_FILE, 'w') as fh:\n        json.dump(doc, fh)\n"
+    ) == ["2: (out / 'results.json').write_text(json.dumps(doc))", "4: RepoFile(f'{folder}/results.json', json.dumps(public).encode())",
+          "7: tmp.write_text(str(doc))", "16: json.dump(doc, fh)"]
+
+
+def test_results_json_is_written_only_from_a_run_record() -> None:
+    found = {path: hits for path, source in eval_modules().items() if (hits := results_writes(source))}
+    assert found == {}

@@ -79,8 +79,10 @@ def execute(options, source, spec, entries: list):
             backend.close()
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C (during the summary or the shutdown) is quiet
-        click.echo("\ninterrupted: " + (runner.interrupt_summary()
-                                        if runner is not None else "nothing was computed yet"), err=True)
+        click.echo(
+            "\ninterrupted: " + (runner.interrupt_summary() if runner is not None else "nothing was computed yet"),
+            err=True,
+        )
         sys.exit(130)
     except (FileNotFoundError, ValueError, RuntimeError, OSError) as err:
         # Bad data folder, missing split, data differing from their manifest, too few few-shot
@@ -141,5 +143,5 @@ def run_spec(spec) -> None:
         raise click.ClickException(nothing_evaluated(result.skipped, source))
     click.echo(f"model: {display_name({**runner.model.record, NAME_FIELD: spec.model_name})}")
     click.echo(summary_table(result.results))
-    click.echo(task_summary_table(result.results, runner.baselines))
+    click.echo(task_summary_table(result.results, runner.record.baselines))
     click.echo(run_counts(result, runner.cache.path, runner.out))

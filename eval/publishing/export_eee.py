@@ -20,13 +20,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..record.model import SampleLine
-from ..reporting.runs import RunResults, load_results, parse_results
+from ..record.read import record_text
+from ..reporting.runs import RunResults, load_results
 from ..reporting.task_report import build_task_report, task_order
 from ..settings.thinking import UNFINISHED
 from ..naming import display_name, is_local_model
 from .eee_terms import OUR_NAMESPACE, deployment, item_score, metric_config, sample_hash
 from .model_page import model_id as page_model_id, official_datasets
-from .public import check_publishable, local_replacements, named, public_results, public_samples
+from .public import check_publishable, public_record
 
 SCHEMAS = Path(__file__).parent / "eee_schemas"
 BENCHMARK = "evalita-llm"
@@ -93,7 +94,7 @@ def _generation_config(run: RunResults, task: str) -> dict:
         return {"additional_details": {**details, "request": asked.request}}
     return {"generation_args": {"temperature": 0.0, "max_tokens": asked.max_new_tokens},
             "additional_details": {**details, "request": asked.request, "do_sample": "false",
-                                   "until": json.dumps(list(asked.until), ensure_ascii=False)}}
+                                   "until": json.dumps(list(asked.until or ()), ensure_ascii=False)}}
 
 
 def _score(value: float, n: object, **details: str) -> dict:
@@ -136,7 +137,7 @@ def _instance(run: RunResults, ids: dict, task: str, prompt: str, metric: str, s
     raw = sample.generation if isinstance(sample.generation, str) else shown
     gold = str(sample.gold) if mc else sample.target  # as EEE's lm-eval converter: a choice's gold index
     prompt_text = sample.prompt or ""
-    # A generated answer no rule read (or whose trace never ended) is exported so: never as the class scored in its stead.
+    # A generated answer no rule read (or whose trace never ended) is exported so: never as the class scored instead.
     unread = (str(sample.line.get("unparsed_reason") or "no rule read it") if "parsed" in sample.line and sample.line["parsed"] is None
               else UNFINISHED if sample.line.get("reasoning_unfinished") is True else None)
     record = {"schema_version": SCHEMA_VERSION, **ids, "evaluation_name": f"{task} {prompt}",
@@ -206,12 +207,9 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown", mode
     if not path.is_file():
         raise ValueError(f"{path}: no results.json; expected a folder of `evalita-eval run --output-dir`")
     checked = load_results(path, partial=True)  # its checks and messages
-    raw = path.read_bytes()
-    named_run, doc = named(checked, json.loads(raw), model_name)
-    public = public_results(named_run, doc, path.parent)
-    run = parse_results(path, public, partial=True, in_memory=public_samples(checked, public))
+    run, replacements = public_record(checked, model_name, path.parent)
     developer, model, model_id = _ids(run)
-    run_id = _uuid(run, raw)
+    run_id = _uuid(run, record_text(checked).encode("utf-8"))
     stamp = str(int(path.stat().st_mtime))
     folder = out / "data" / BENCHMARK / developer / model
     rel = f"data/{BENCHMARK}/{developer}/{model}/{run_id}_samples.jsonl"
@@ -235,7 +233,7 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown", mode
     validate(aggregate, "eval.schema.json", str(folder / f"{run_id}.json"))
     aggregate_bytes = (json.dumps(aggregate, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode("utf-8")
     check_publishable([(str(folder / f"{run_id}.json"), aggregate_bytes), (str(out / rel), samples_bytes)],
-                      local_replacements(named_run, path.parent))
+                      replacements)
     folder.mkdir(parents=True, exist_ok=True)
     written = [folder / f"{run_id}.json"]
     written[0].write_bytes(aggregate_bytes)

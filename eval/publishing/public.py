@@ -20,9 +20,10 @@ from pathlib import Path
 from dataclasses import replace
 from typing import Any, Iterable
 
-from ..naming import NAME_FIELD, display_name, is_local, is_local_model
+from ..naming import display_name, is_local, is_local_model
 from ..record.build import run_id
 from ..record.model import ModelRecord, RunRecord
+from ..record.read import parse_record
 
 # Sources ``run --data`` names that are not folders (eval/sources: hf://ORG, hf:ORG).
 HUB_DATA_PREFIXES = ("hf://", "hf:")
@@ -40,7 +41,10 @@ def local_replacements(run: RunRecord, results_dir: Path | None = None) -> dict[
     """{local path as written: public name}, longest first (a path inside another is replaced before it)."""
     found: dict[str, str] = {}
     model = run.model
-    for value in (model.tokenizer, model.name_or_path):  # the model's folder becomes the model's name (a tokenizer in it too)
+    for value in (
+        model.tokenizer,
+        model.name_or_path,
+    ):  # the model's folder becomes the model's name (a tokenizer in it too)
         if value and is_local(value):
             found[value] = display_name(model) if value == model.name_or_path else _local_name(value)
     for value in model.options.values():
@@ -80,41 +84,35 @@ def _scrub(value: Any, replacements: dict[str, str]) -> Any:
     return value
 
 
-def named(run: RunRecord, doc: dict, model_name: str | None) -> tuple[RunRecord, dict]:
-    """The checked ``run`` and its results.json ``doc`` as read, with the model named ``model_name`` (``--model-name``
-    of push-results, export-eee), or the name every output uses (naming.display_name) when none is given."""
+def public_record(run: RunRecord, model_name: str | None = None,
+                  results_dir: Path | None = None) -> tuple[RunRecord, dict[str, str]]:
+    """``run`` as published, checked as any record read: the model named ``model_name`` (``--model-name`` of
+    push-results, export-eee; else as every output names it, naming.display_name), model and data named publicly, no
+    local path in any string, the run id its public identity hashes to (its samples' too); and every replacement made
+    (a local path or the run id -> its public form)."""
     name = model_name if model_name is not None else display_name(run.model)
-    if run.model.name is None and name == run.model.name_or_path:
-        return run, doc  # a Hub id named by itself: the run's results.json is published byte for byte
-    return replace(run, model=replace(run.model, name=name)), {**doc, "model": {**doc["model"], NAME_FIELD: name}}
-
-
-def public_results(run: RunRecord, doc: dict, results_dir: Path | None = None) -> dict:
-    """The results.json ``doc`` of ``run`` as published: model and data named publicly, no local path in any string
-    (both already :func:`named`: the model's folder is replaced by its name)."""
+    if not (run.model.name is None and name == run.model.name_or_path):  # a Hub id named by itself stays unnamed
+        run = replace(run, model=replace(run.model, name=name))
     replacements = local_replacements(run, results_dir)
-    out = _scrub(doc, replacements)
+    doc = _scrub(run.to_json(), replacements)
     if is_local_model(run.model):  # even where name and folder are alike
-        out["model"]["local_folder"] = True  # named by its folder; files_sha256 identifies the weights
+        doc["model"]["local_folder"] = True  # named by its folder; files_sha256 identifies the weights
     if run.data.source in replacements:
-        out["data"]["local_folder"] = True
-    if out.get("run_identity") != doc.get("run_identity"):  # local paths replaced in it: the run id it hashes to
-        out["run_id"] = run_id(out["run_identity"])
-    return out
+        doc["data"]["local_folder"] = True
+    if doc.get("run_identity") != run.identity:  # local paths replaced in it: the run id it hashes to
+        doc["run_id"] = run_id(doc["run_identity"])
+    renamed = {run.run_id: doc["run_id"]} if doc["run_id"] != run.run_id else {}
+    # The checked lines (a version-0 line with the run id it was read with), under the published run id.
+    samples = {k: [{**line, "run_id": doc["run_id"]} for line in lines] for k, lines in run.samples.items()}
+    published = parse_record(run.path, doc, partial=True, in_memory=samples)
+    published.notes = list(run.notes)  # what the reader found in the file (its flag): the published form derives it
+    return published, {**replacements, **renamed}
 
 
-def public_samples(run: RunRecord, public: dict) -> dict[tuple[str, str], list[dict]] | None:
-    """The checked samples of ``run`` under the run id of its published record ``public`` (None: the same id)."""
-    if public.get("run_id", run.run_id) == run.run_id:
-        return None
-    return {key: [{**line, "run_id": public["run_id"]} for line in lines] for key, lines in run.samples.items()}
-
-
-def public_bytes(data: bytes, replacements: dict[str, str]) -> bytes:
-    """A published text file (a samples JSONL) with the local paths replaced, in raw and JSON-escaped form."""
-    if not replacements:
-        return data
-    text = data.decode("utf-8", errors="surrogateescape")
+def public_lines(lines: list[dict], replacements: dict[str, str]) -> bytes:
+    """A published samples file: its checked lines, as the runner writes them, with the local paths replaced (in raw
+    and JSON-escaped form)."""
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     for path, name in replacements.items():
         text = (text.replace(json.dumps(path), json.dumps(name)) if _bare(path)
                 else text.replace(path, name).replace(json.dumps(path)[1:-1], name))
@@ -131,7 +129,9 @@ def check_no_local_paths(files: Iterable[tuple[str, bytes]], replacements: dict[
 
 # A path of some machine: absolute POSIX (two parts at least, after a space, quote, bracket or the start of
 # the text: "tokens/s", "</s>" or a URL are not), a home folder (~, ~user), or a Windows drive path.
-_LOCAL_PATH = re.compile(r"(?:^|(?<=[\s\"'(\[=,;:]))(?:~[A-Za-z0-9._-]*/|/[A-Za-z0-9._@+-]+/[^\s\"'`)\]]*|/(?:root|home|Users)\b|[A-Za-z]:\\)")
+_LOCAL_PATH = re.compile(
+    r"(?:^|(?<=[\s\"'(\[=,;:]))(?:~[A-Za-z0-9._-]*/|/[A-Za-z0-9._@+-]+/[^\s\"'`)\]]*|/(?:root|home|Users)\b|[A-Za-z]:\\)"
+)
 _GENERIC_USERS = {"root", "user", "admin", "runner", "ubuntu", "jovyan", "nobody", "app"}  # words a text may hold
 
 

@@ -11,27 +11,37 @@ printed) are those of ``evalita-data push``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from evalita_data.hub.names import check_repo_id
 from evalita_data.hub.layout import RepoFile, TaskRepo, write_repo_dir
-from evalita_data.hub.push import (DEFAULT_BRANCH, RETRY_DELAYS, HubUnreachable, PushError, RepoPlan, commit_plan, describe_plan,
-                                dry_plan, plan_repo, remote_state, with_retries)
+from evalita_data.hub.push import (
+    DEFAULT_BRANCH,
+    RETRY_DELAYS,
+    HubUnreachable,
+    PushError,
+    RepoPlan,
+    commit_plan,
+    describe_plan,
+    dry_plan,
+    plan_repo,
+    remote_state,
+    with_retries,
+)
 
 from ..naming import run_folder
 from ..record import run_id
-from ..record.read import json_document
+from ..record.read import json_document, record_text
 from ..reporting.runs import RunResults, load_results, parse_results
+from ..reporting.tables import ScoresError
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
 from ..reporting.tables import TextTable, fmt, md_text
 from ..reporting.worth import small_n_note
 from .front_page import render_front_page
 from .model_page import model_id, model_page_files, model_page_refusal
-from .public import (LocalPathLeft, check_publishable, local_replacements, model_label, named, public_bytes,
-                     public_results, public_samples)
+from .public import LocalPathLeft, check_publishable, model_label, public_lines, public_record
 from ..reporting.unparsed_flag import EXPLAIN, flag_mark, flag_notes, none_read, none_read_summary
 
 STAT_COLUMNS = ("MinP", "MaxP", "AvgP", "CPS")
@@ -39,31 +49,27 @@ STAT_COLUMNS = ("MinP", "MaxP", "AvgP", "CPS")
 CARD = "README.md"
 
 
-def model_folder(run: RunResults, doc: dict) -> str:
-    """The repository folder of one run (naming.run_folder): the run id its published identity hashes to (``doc``, the
-    published results.json), as the run's default folder name; a file with none (older) is named by its content's hash."""
-    identity = doc.get("run_identity")
-    rid = run_id(identity if isinstance(identity, dict) else doc)
-    return run_folder(run.raw["model"], run.raw["config"], rid)  # the migrated document's objects (record/migrate.py)
+def model_folder(run: RunResults) -> str:
+    """The repository folder of one run as published (naming.run_folder): the run id its published identity hashes
+    to, as the run's default folder name; a record with none (older) is named by the hash of its published content."""
+    return run_folder(run.model, run.config, run.run_id if run.identity is not None else run_id(run.to_json()))
 
 
 def render_card(run: RunResults, folder: str, repo_id: str) -> str:
     """The run's own card (``<folder>/README.md``): its settings and one row per task.
 
-    ``run`` is the published form of the run (public.py: no local path); the repository's front page lists the other runs."""
+    ``run`` is the published form of the run (public.py: no local path); the repository's front page lists the
+    other runs."""
     run.display = model_label(run.model)
-    lines = [
-        f"# Evalita-LLM results: {md_text(run.display)}"
-        + (f" ({NOT_COMPARABLE})" if run.not_comparable_reasons else ""),
-        "",
-        f"Written by `evalita-eval push-results` to `{repo_id}`. Files of this run are under `{folder}/`: "
-        "`results.json` (scores as fractions, settings, data hashes, baselines, answer rules) and "
-        "`samples/<task>_<prompt>.jsonl` (every prediction). Every run of the repository: its front page (`README.md`).",
-        "",
-        "| setting | value |", "|---|---|",
-    ]
-    settings = [("model", run.display), ("dtype", run.model.dtype), ("backend", run.model.backend),
-                ("data", run.data.source + (" (local folder)" if run.data.local_folder else "") if run.data.source else None)]
+    title = f"# Evalita-LLM results: {md_text(run.display)}" + (f" ({NOT_COMPARABLE})" if run.not_comparable_reasons
+                                                                  else "")
+    lines = [title, "", f"Written by `evalita-eval push-results` to `{repo_id}`. Files of this run are under "
+             f"`{folder}/`: "
+             "`results.json` (scores as fractions, settings, data hashes, baselines, answer rules) and "
+             "`samples/<task>_<prompt>.jsonl` (every prediction). Every run of the repository: its front page "
+             "(`README.md`).", "", "| setting | value |", "|---|---|"]
+    data = run.data.source + (" (local folder)" if run.data.local_folder else "") if run.data.source else None
+    settings = [("model", run.display), ("dtype", run.model.dtype), ("backend", run.model.backend), ("data", data)]
     settings += run_rows(run)
     settings += [("seed", run.config.seed), ("max_new_tokens", run.config.max_new_tokens)]
     settings += [(f"data revision {repo}", sha) for repo, sha in sorted(run.data.revisions.items())]
@@ -85,14 +91,16 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
         prompts = ", ".join(f"{p} {fmt(v, t.scale)}" + flag_mark(run.results[task].get(p, {}))
                             for p, v in zip(t.prompts, t.scores[:, 0]))
         base = run.baselines.get(task)
-        rows.append([task, rep.metric, evaluated_n({task: run.results[task]}), prompts] + [fmt(pm[c], t.scale) for c in STAT_COLUMNS]
-                    + [fmt(st.sharpe[0], t.scale), baseline_cell(base, "chance", rep.metric),
-                       baseline_cell(base, "majority", rep.metric), unparsed_cell(run.results[task])])
-        notes += [f"{task}: {n}" for n in t.notes] + [n for n in [small_n_note(task, run.results[task])] if n] + flag_notes(task, run.results[task])
+        rows.append([task, rep.metric, evaluated_n({task: run.results[task]}), prompts]
+                    + [fmt(pm[c], t.scale) for c in STAT_COLUMNS] + [fmt(st.sharpe[0], t.scale)]
+                    + [baseline_cell(base, b, rep.metric) for b in ("chance", "majority")]
+                    + [unparsed_cell(run.results[task])])
+        notes += [f"{task}: {n}" for n in t.notes] + [n for n in [small_n_note(task, run.results[task])] if n]
+        notes += flag_notes(task, run.results[task])
         if unread := none_read_summary([p for p, scores in run.results[task].items() if none_read(scores)]):
             notes.append(f"{task}: its {', '.join(STAT_COLUMNS)} and Sharpe include {unread}")
-    lines.append(TextTable(["task", "metric", "n", "by prompt"] + list(STAT_COLUMNS) + ["Sharpe", "chance", "majority", "unparsed"],
-                           rows, text_cols=4).markdown())
+    columns = ["task", "metric", "n", "by prompt"] + list(STAT_COLUMNS) + ["Sharpe", "chance", "majority", "unparsed"]
+    lines.append(TextTable(columns, rows, text_cols=4).markdown())
     if reasons := run.not_comparable_reasons:  # derived from the recorded config, never the file's flag
         notes.append(f"{NOT_COMPARABLE}: {'; '.join(reasons)}")
     notes += run.notes
@@ -102,32 +110,27 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _public_run(results_dir: Path, model_name: str | None = None) -> tuple[RunResults, bytes, dict[str, str], str]:
-    """The run as published (no local path; the model named ``model_name``, else as recorded), its results.json
-    bytes, the replacements made and its folder in the repository."""
+def _public_run(results_dir: Path, model_name: str | None = None) -> tuple[RunResults, dict[str, str], str]:
+    """The run as published (no local path; the model named ``model_name``, else as recorded), the replacements
+    made and its folder in the repository."""
     path = results_dir / "results.json"
     if not path.is_file():
         raise PushError(f"{path}: no results.json; run `evalita-eval run --output-dir {results_dir}` first")
     checked = load_results(path, partial=True)  # every check of the run record (record/read.py), with its messages
-    original = json.loads(path.read_text("utf-8"))
-    run, doc = named(checked, original, model_name)
-    public = public_results(run, doc, results_dir)
-    data = path.read_bytes() if public == original else (json.dumps(public, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
-    # The run id its published identity hashes to (public.py), in the samples' bytes and the folder's name too.
-    renamed = {checked.run_id: public["run_id"]} if public.get("run_id", checked.run_id) != checked.run_id else {}
-    published = parse_results(path, public, partial=True, in_memory=public_samples(checked, public))
-    return published, data, {**local_replacements(run, results_dir), **renamed}, model_folder(published, public)
+    published, replacements = public_record(checked, model_name, results_dir)
+    return published, replacements, model_folder(published)
 
 
 def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = print,
-                 other_runs: Mapping[str, dict | None] | None = None, model_name: str | None = None) -> TaskRepo:
+                 other_runs: Mapping[str, RunResults | str] | None = None, model_name: str | None = None) -> TaskRepo:
     """Every file to publish for one run folder (``evalita-eval run --output-dir``).
 
-    ``other_runs``: the runs already in the repository (folder -> results.json), listed on the front page."""
-    run, results_bytes, replacements, folder = _public_run(results_dir, model_name)
-    files = [RepoFile(CARD, render_front_page(repo_id, {**(other_runs or {}), folder: run.raw}).encode("utf-8")),
+    ``other_runs``: the runs already in the repository (folder -> its record, or why it cannot be read), listed on
+    the front page."""
+    run, replacements, folder = _public_run(results_dir, model_name)
+    files = [RepoFile(CARD, render_front_page(repo_id, {**(other_runs or {}), folder: run}).encode("utf-8")),
              RepoFile(f"{folder}/{CARD}", render_card(run, folder, repo_id).encode("utf-8")),
-             RepoFile(f"{folder}/results.json", results_bytes)]
+             RepoFile(f"{folder}/results.json", record_text(run).encode("utf-8"))]
     files += model_page_files(run, folder, repo_id, model_id(run))
     for note in run.notes:  # what the reader found: a stored flag its config contradicts
         echo(f"note: {results_dir / 'results.json'}: {note}")
@@ -137,15 +140,18 @@ def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = 
     missing = []
     for task, prompts in run.results.items():
         for prompt in prompts:
-            sample = run.samples_path(task, prompt)
-            if run.samples_of(task, prompt) is not None:  # read and checked with the run
-                files.append(RepoFile(f"{folder}/samples/{sample.name}", public_bytes(sample.read_bytes(), replacements)))
+            lines = run.samples_of(task, prompt)
+            if lines is not None:  # read and checked with the run
+                name = run.samples_path(task, prompt).name
+                files.append(RepoFile(f"{folder}/samples/{name}", public_lines(lines, replacements)))
             else:
                 missing.append(f"{task}/{prompt}")
     if missing:  # scores without their samples (e.g. results.json from elsewhere): publish, but say so
         echo(f"note: {results_dir / 'samples'} has no samples of {', '.join(missing)}; only their scores are published")
     if run.partial:
-        echo(f"note: {results_dir / 'results.json'}: {run.status_text}; its finished tasks are published, marked partial")
+        echo(
+            f"note: {results_dir / 'results.json'}: {run.status_text}; its finished tasks are published, marked partial"
+        )
     try:
         check_publishable([(f.path, f.data) for f in files], replacements)
     except LocalPathLeft as err:
@@ -158,30 +164,45 @@ def run_folders(paths: Iterable[str]) -> list[str]:
     return sorted({p[: -len("/results.json")] for p in paths if p.endswith("/results.json") and p.count("/") == 2})
 
 
-def _read_json(read: Callable[[], bytes]) -> dict | None:
+def _read_run(folder: str, read: Callable[[], bytes]) -> RunResults | str:
+    """The record of a run already in the repository (its scores, not its samples), or why it cannot be read."""
     try:
         doc = json_document("results.json", read())  # a key given twice or nesting too deep: unreadable, not a crash
     except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
+        return "results.json unreadable"
+    try:
+        return parse_results(Path(folder) / "results.json", doc, partial=True, samples=False)
+    except ScoresError as err:
+        return f"not a results.json of evalita-eval ({str(err)[:80]})"
 
 
-def local_runs(to_dir: Path) -> dict[str, dict | None]:
-    """The runs already in a ``--to-dir`` folder: folder -> results.json (None when unreadable)."""
+def local_runs(to_dir: Path) -> dict[str, RunResults | str]:
+    """The runs already in a ``--to-dir`` folder: folder -> its record (or why it cannot be read)."""
     paths = [str(p.relative_to(to_dir)) for p in to_dir.rglob("results.json")] if to_dir.is_dir() else []
-    return {f: _read_json((to_dir / f / "results.json").read_bytes) for f in run_folders(paths)}
+    return {f: _read_run(f, (to_dir / f / "results.json").read_bytes) for f in run_folders(paths)}
 
 
-def remote_runs(api, repo_id: str, head: str | None, paths: Iterable[str], delays: Sequence[float]) -> dict[str, dict | None]:
-    """The runs already in the Hub repository: folder -> its results.json, read back at ``head``."""
+def remote_runs(api, repo_id: str, head: str | None, paths: Iterable[str],
+                delays: Sequence[float]) -> dict[str, RunResults | str]:
+    """The runs already in the Hub repository: folder -> its record (or why it cannot be read), read at ``head``."""
     from huggingface_hub import hf_hub_download
 
     def read(folder: str) -> bytes:
-        local = with_retries(f"{api.endpoint}/datasets/{repo_id}: read {folder}/results.json", lambda: hf_hub_download(
-            repo_id, f"{folder}/results.json", repo_type="dataset", revision=head, endpoint=api.endpoint, token=api.token), delays)
+        local = with_retries(
+            f"{api.endpoint}/datasets/{repo_id}: read {folder}/results.json",
+            lambda: hf_hub_download(
+                repo_id,
+                f"{folder}/results.json",
+                repo_type="dataset",
+                revision=head,
+                endpoint=api.endpoint,
+                token=api.token,
+            ),
+            delays,
+        )
         return Path(local).read_bytes()
 
-    return {f: _read_json(lambda f=f: read(f)) for f in run_folders(paths)}
+    return {f: _read_run(f, lambda f=f: read(f)) for f in run_folders(paths)}
 
 
 def push_results(results_dir: Path, repo_id: str, private: bool = False, revision: str = DEFAULT_BRANCH,
@@ -217,6 +238,6 @@ def push_results(results_dir: Path, repo_id: str, private: bool = False, revisio
     plan = plan_repo(api, repo, revision, delays)
     describe_plan(plan, revision, dry_run, echo)
     if not dry_run:
-        folder = _public_run(results_dir, model_name)[3]
+        folder = _public_run(results_dir, model_name)[2]
         commit_plan(api, plan, revision, private, message or f"evalita-eval push-results: {folder}", delays, echo)
     return plan

@@ -1,4 +1,4 @@
-"""A schema-valid results.json (record/read.py) as the typed ``RunRecord``, its comparability derived."""
+"""A schema-valid results.json (record/read.py) as the typed ``RunRecord``, checked against its run identity."""
 
 from __future__ import annotations
 
@@ -7,57 +7,60 @@ import reprlib
 from pathlib import Path
 from typing import Any
 
-from .comparable import NOT_COMPARABLE_KEY, paper_reasons
 from .migrate import RecordError
-from .model import finished_text, Asked, ChatTemplate, ConfigRecord, DataRecord, ModelRecord, RecordedMetric, RunRecord, TaskRecord, Timing, TraceSummary
+from .model import (
+    finished_text,
+    Asked,
+    ChatTemplate,
+    ConfigRecord,
+    DataRecord,
+    ModelRecord,
+    RecordedMetric,
+    RunRecord,
+    SourceTool,
+    TaskRecord,
+    Timing,
+    TraceSummary,
+)
 
 
-def _known(cls: type, values: dict) -> dict:
-    """The entries of ``values`` that are fields of dataclass ``cls`` and not null (the field's default then)."""
-    return {k: v for k, v in values.items() if k in cls.__dataclass_fields__ and v is not None}
+def _set(values: dict) -> dict:
+    """The entries of a (closed-schema) section that are not null: a null is the field's default."""
+    return {k: v for k, v in values.items() if v is not None}
 
 
 def model_record(doc: dict) -> ModelRecord:
-    return ModelRecord(**_known(ModelRecord, doc))
+    return ModelRecord(**_set(doc))
 
 
 def config_record(config: dict, identity: dict | None) -> ConfigRecord:
     template = config.get("chat_template")
     prompts = (identity or {}).get("prompts")
-    return ConfigRecord(**{**_known(ConfigRecord, config),
-                           "chat_template": ChatTemplate(**_known(ChatTemplate, template)) if isinstance(template, dict) else None,
-                           "prompts": list(prompts) if isinstance(prompts, list) else None})
+    return ConfigRecord(
+        **{
+            **_set(config),
+            "chat_template": ChatTemplate(**template) if isinstance(template, dict) else None,
+            "prompts": list(prompts) if isinstance(prompts, list) else None,
+        }
+    )
 
 
 def task_record(doc: dict) -> TaskRecord:
     metrics = doc.get("metrics")
     return TaskRecord(version=doc.get("version"), prompts=dict(doc.get("prompts") or {}),
-                      metrics=[RecordedMetric(m["name"], m["kind"], m["higher_is_better"]) for m in metrics] if metrics else None,
+                      metrics=[RecordedMetric(**m) for m in metrics] if metrics else None,
                       budget_recorded="max_new_tokens" in doc, max_new_tokens=doc.get("max_new_tokens"))
 
 
 def timing_record(entry: Any) -> Timing:
-    return Timing(**_known(Timing, entry)) if isinstance(entry, dict) else Timing(wall_s=entry)  # older: wall seconds only
+    return Timing(**entry) if isinstance(entry, dict) else Timing(wall_s=entry)  # older: wall seconds only
 
 
 def asked_record(doc: dict) -> Asked:
-    return Asked(request=doc["request"], max_new_tokens=doc.get("max_new_tokens"), until=tuple(doc.get("until") or ()))
-
-
-def trace_summaries(doc: dict) -> dict[str, TraceSummary]:
-    return {prompt: TraceSummary(**_known(TraceSummary, t)) for prompt, t in doc.items()}
-
-
-def derived_reasons(config: ConfigRecord, tasks: dict[str, TaskRecord], results: dict, source_tool: Any) -> list[str]:
-    """Why the run is not the paper's evaluation, from its recorded config (checked against its identity:
-    ``check_identity``) and task records (comparable.py); a run read from another tool adds what that tool
-    recorded (its reader derives them, lm_eval_runs.py)."""
-    scored = [tasks.get(t) for t in results]
-    budgets = {t: r.max_new_tokens for t, r in zip(results, scored)} if all(r is not None and r.budget_recorded for r in scored) else None
-    declared = {t: list(r.prompts) for t, r in zip(results, scored) if r is not None}
-    reasons = paper_reasons(config.split, config.limit, config.max_new_tokens, config.prompts, budgets, declared)
-    extra = source_tool.get(NOT_COMPARABLE_KEY) if isinstance(source_tool, dict) else None
-    return reasons + [str(r) for r in extra or [] if str(r) not in reasons]
+    until = doc.get("until")
+    return Asked(
+        request=doc["request"], max_new_tokens=doc.get("max_new_tokens"), until=None if until is None else tuple(until)
+    )
 
 
 # The config keys the run identity holds too (running/identity.py run_identity): a reader takes them from the config.
@@ -129,25 +132,43 @@ def _agree(record: RunRecord, task: str, prompt: str, name: str, recorded: float
 
 def build_record(path: Path, doc: dict, written: int) -> RunRecord:
     """The record of a schema-valid, migrated ``doc``; ``written``: the format version of the file."""
-    config = config_record(doc["config"], doc["run_identity"])
-    tasks = {t: task_record(v) for t, v in (doc.get("task_versions") or {}).items()}
     check_identity(path, doc)
     check_name(path, doc["model"])
-    reasons = derived_reasons(config, tasks, doc["results"], doc.get("source_tool"))
-    planned = (doc.get("tasks") or {}).get("planned")
+    tasks, tool = doc.get("tasks") or {}, doc.get("source_tool")
     record = RunRecord(
-        path=path, format_version=written, status=doc["status"], run_id=doc["run_id"], identity=doc["run_identity"], model=model_record(doc["model"]),
-        config=config, data=DataRecord(**_known(DataRecord, doc["data"])), results=doc["results"], task_versions=tasks,
+        path=path,
+        format_version=written,
+        status=doc["status"],
+        run_id=doc["run_id"],
+        identity=doc["run_identity"],
+        model=model_record(doc["model"]),
+        config=config_record(doc["config"], doc["run_identity"]),
+        data=DataRecord(**_set(doc["data"])),
+        results=doc["results"],
+        task_versions={t: task_record(v) for t, v in (doc.get("task_versions") or {}).items()},
         timing={t: timing_record(v) for t, v in (doc.get("timing") or {}).items()},
-        planned=list(planned) if planned is not None else None, skipped_tasks=list((doc.get("tasks") or {}).get("skipped") or []),
-        parsed_by=doc.get("parsed_by") or {}, baselines=doc.get("baselines") or {}, package_versions=doc.get("versions") or {},
-        not_comparable_reasons=reasons, raw=doc, asked={t: asked_record(v) for t, v in (doc.get("asked") or {}).items()},
-        reasoning={t: trace_summaries(v) for t, v in (doc.get("reasoning") or {}).items()})
-    stored = doc.get("comparable_with_paper")
-    if isinstance(stored, bool) and stored != record.comparable_with_paper:
+        planned=list(tasks["planned"]) if tasks.get("planned") is not None else None,
+        skipped_tasks=list(tasks.get("skipped") or []),
+        skipped=doc.get("skipped") or {},
+        parsed_by=doc.get("parsed_by") or {},
+        baselines=doc.get("baselines") or {},
+        package_versions=doc.get("versions") or {},
+        resources=doc.get("resources") or {},
+        unparsed_flags=doc.get("unparsed_flags") or {},
+        task_config=doc.get("task_config"),
+        asked={t: asked_record(v) for t, v in (doc.get("asked") or {}).items()},
+        reasoning={
+            t: {p: TraceSummary(**v) for p, v in prompts.items()} for t, prompts in (doc.get("reasoning") or {}).items()
+        },
+        source_tool=SourceTool(**tool) if tool is not None else None,
+        stored_comparable=doc.get("comparable_with_paper"),
+    )
+    stored = record.stored_comparable
+    if stored is not None and stored != record.comparable_with_paper:
         # No path in the words: a note goes on published cards too (push-results).
-        record.notes.append(f"results.json says comparable_with_paper: {str(stored).lower()}, but its recorded config says "
-                            f"{'yes' if record.comparable_with_paper else 'no'}: the value recomputed from the config is shown")
+        record.notes.append(f"results.json says comparable_with_paper: {str(stored).lower()}, but its recorded config "
+                            f"says {'yes' if record.comparable_with_paper else 'no'}: the value recomputed from the "
+                            "config is shown")
     return record
 
 
@@ -166,12 +187,13 @@ ID_LENGTH = 10  # hex digits of the hash in folder names: 40 bits, no collision 
 def check_status(record: RunRecord, partial: bool) -> None:
     """A run that evaluated nothing is refused; an unfinished one unless ``partial``."""
     if record.status == "empty":
-        skipped = record.raw.get("skipped") if isinstance(record.raw.get("skipped"), dict) else {}
+        skipped = record.skipped
         raise RecordError(f"{record.path}: a run that evaluated nothing ({len(skipped)} task(s) skipped: "
                           f"{'; '.join(f'{k}: {v}' for k, v in list(skipped.items())[:3])}); nothing to report")
     if record.partial and not partial:
         # Written after every task by `run`: an interrupted or killed run has only some tasks.
-        raise RecordError(f"{record.path}: an unfinished run (status {record.status!r}, "
-                          f"{finished_text(record.planned, record.skipped_tasks, record.results)}); "
-                          "run the same `evalita-eval run` command again to complete it, or report its finished tasks with --partial")
-
+        raise RecordError(
+            f"{record.path}: an unfinished run (status {record.status!r}, "
+            f"{finished_text(record.planned, record.skipped_tasks, record.results)}); "
+            "run the same `evalita-eval run` command again to complete it, or report its finished tasks with --partial"
+        )

@@ -1,13 +1,16 @@
-"""Whether a run is comparable with the Evalita-LLM paper, and if not, why: one rule for the
-runner (running/comparability.py, from the task declarations) and for every reader (from the
-recorded config and ``task_versions``), so that what a file says is recomputed, never believed.
+"""Whether a run is comparable with the Evalita-LLM paper, and if not, why: one function of the record
+(``not_comparable_reasons``: its config and ``task_versions``), which the runner writes and every reader
+recomputes, so that what a file says is never believed.
 
-Each departure is one reason, in the words the report, the push-results card and ``compare`` show.
+A run is comparable only when it is the paper's whole evaluation split of every task it evaluates, with all of that
+task's prompts and its generation budget. Each departure is one reason, in the words the report, the push-results
+card and ``compare`` show: ``--limit N`` (even an N past the split's size: the flag is a promise about the command),
+``--max-new-tokens N`` other than a generating task's budget, ``--prompts`` leaving out a prompt, ``--split S``.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 NOT_COMPARABLE = "not comparable with the paper"
 # results.json: the reasons ``comparable_with_paper`` is false.
@@ -42,6 +45,19 @@ def paper_reasons(split: str | None, limit: int | None, max_new_tokens: int | No
         if left_out:
             reasons.append(f"--prompts {','.join(sorted(prompts))}: leaves out {', '.join(left_out)}")
     return reasons
+
+
+def not_comparable_reasons(record: Any) -> list[str]:
+    """Why ``record``'s run (a ``RunRecord``, model.py) is not the paper's evaluation ([] when it is), from its config
+    and task records; a run read
+    from another tool adds what that tool recorded and the config cannot show (its reader derives them)."""
+    config, scored = record.config, [record.task_versions.get(t) for t in record.results]
+    recorded = all(r is not None and r.budget_recorded for r in scored)
+    budgets = {t: r.max_new_tokens for t, r in zip(record.results, scored) if r is not None} if recorded else None
+    declared = {t: list(r.prompts) for t, r in zip(record.results, scored) if r is not None}
+    reasons = paper_reasons(config.split, config.limit, config.max_new_tokens, config.prompts, budgets, declared)
+    extra = record.source_tool.not_comparable_with_paper if record.source_tool is not None else []
+    return reasons + [r for r in extra if r not in reasons]
 
 
 def comparability_text(reasons: list[str]) -> str:

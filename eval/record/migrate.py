@@ -5,6 +5,10 @@ Version 0: results.json without ``format_version`` (written before it existed; a
 reader builds in memory), whose sample lines carry no ``run_id``. Its optional sections default to
 empty, its ``run_id`` to null where it has none, and its sample lines take the ``run_id`` of the
 results.json beside them: a version-0 folder cannot prove that its samples are its own.
+
+Version 1: the same keys as version 2, checked by an open schema. Version 2 closes it (every key set known is
+declared, a misspelt key refused): a version-1 file is read under version 2's schema, and a key that schema does not
+declare is refused as in a version-2 file.
 """
 
 from __future__ import annotations
@@ -42,7 +46,12 @@ def migrate_v0(doc: dict) -> dict:
     return out
 
 
-MIGRATIONS = {0: migrate_v0}  # version -> the step to the next one
+def migrate_v1(doc: dict) -> dict:
+    """Version 1 -> 2: the closed schema; the keys are those of version 1."""
+    return {**doc, "format_version": 2}
+
+
+MIGRATIONS = {0: migrate_v0, 1: migrate_v1}  # version -> the step to the next one
 
 
 def migrate_results(path: Path, doc: dict) -> tuple[dict, int]:

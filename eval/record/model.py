@@ -1,21 +1,37 @@
-"""The typed run record: what ``read_run`` (record/read.py) returns once a results.json and its
-samples have passed the schema and the checks JSON Schema cannot express (docs/run-record.md).
-
-Everything reports, ``compare``, ``push-results`` and ``export-eee`` read of a run is an attribute
-here; ``raw`` keeps the whole (migrated) document for what is copied through unread (publishing).
-``comparable_with_paper`` and its reasons are derived from the recorded config when the record is
-read (record/comparable.py), never taken from the file.
+"""The run record: one typed ``RunRecord`` that the runner builds during the run and writes by serialising it
+(``to_json``), and that ``read_run`` (record/read.py) returns once a results.json and its samples have passed the
+closed schema and the checks JSON Schema cannot express (docs/run-record.md). Everything reports, ``compare``,
+``push-results``, ``export-eee``, the front page and sweeps read of a run is an attribute here.
+``comparable_with_paper`` and its reasons are derived from the recorded config (record/comparable.py), never believed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-FORMAT_VERSION = 1  # results.json ``format_version`` written by the runner (record/migrate.py reads older ones)
+FORMAT_VERSION = 2  # results.json ``format_version`` written by the runner (record/migrate.py reads older ones)
 
 Scores = dict[str, float]  # metric -> value (fraction), plus "n" and, where counted, "unparsed" (ints)
+OPTIONAL = {"optional": True}  # a field left out of the document while it is None
+INTERNAL = {"internal": True}  # a field of the record that is no key of its document (derived, or where it was read)
+
+
+def opt() -> Any:
+    return field(default=None, metadata=OPTIONAL)
+
+
+def plain(value: Any) -> Any:
+    """``value`` as JSON: a record's dataclasses as objects of their document keys (optional ones only when set)."""
+    if is_dataclass(value):
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value) if not f.metadata.get("internal")
+                and not (f.metadata.get("optional") and getattr(value, f.name) is None)}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
 
 
 def finished_text(planned: list[str] | None, skipped: list[str], results: dict) -> str:
@@ -34,16 +50,32 @@ class RecordedMetric:
 
 @dataclass
 class ModelRecord:
+    """results.json ``model``: the backend's ``cache_identity()`` (each key a field), the name outputs use, the cache
+    key."""
+
     name_or_path: str
-    name: str | None = None  # --model-name (naming.py): how outputs name the model
+    name: str | None = opt()  # --model-name (naming.py): how outputs name the model
     revision: str | None = None
+    commit: str | None = opt()  # a Hub model's snapshot commit
     dtype: str | None = None
     backend: str | None = None
-    local_folder: bool = False
-    files_sha256: str | None = None
-    file_sha256: str | None = None  # a GGUF file's fingerprint
-    tokenizer: str | None = None  # a tokenizer given apart from the model (published: its folder's name)
-    options: dict[str, Any] = field(default_factory=dict)
+    local_folder: bool | None = opt()  # published: named by its folder (publishing/public.py)
+    files_sha256: str | None = opt()
+    file_sha256: str | None = opt()  # a GGUF file's fingerprint
+    gguf_file: str | None = opt()
+    gguf_sha256: str | None = opt()
+    tokenizer: str | None = opt()  # a tokenizer given apart from the model (published: its folder's name)
+    tokenizer_files_sha256: str | None = opt()
+    chat_template_sha256: str | None = opt()
+    trust_remote_code: bool | None = opt()
+    max_length: int | None = opt()
+    device: str | None = opt()
+    base_url: str | None = opt()  # a server's (openai-* backends)
+    served_model: str | None = opt()
+    options: dict[str, Any] = field(default_factory=dict)  # the backend's Options that change numbers
+    backend_args: dict[str, Any] | None = opt()  # every --backend-arg of a backend without Options
+    model_args: dict[str, Any] | None = opt()  # a run read from lm-eval: its --model_args
+    cache_key: str | None = opt()  # the model part of the resume cache's key
 
 
 @dataclass
@@ -54,28 +86,38 @@ class ChatTemplate:
 
 @dataclass
 class ConfigRecord:
+    """results.json ``config``: the run's options as given (its ``RunSpec``)."""
+
     num_fewshot: int | None = None
     limit: int | None = None
-    split: str | None = None
+    batch_size: int | str | None = None  # "auto", or the size given
+    max_memory: str | None = None
+    apply_chat_template: bool = False
+    seed: int | None = None
+    device: str | None = None
+    max_new_tokens: int | None = None
     setting: str = "loglikelihood"
     constrained: bool = False
     system_instruction: str | None = None
-    apply_chat_template: bool = False
-    chat_template: ChatTemplate | None = None
     fewshot_as_multiturn: bool | None = None
-    max_new_tokens: int | None = None
-    seed: int | None = None
-    device: str | None = None
-    prompts: list[str] | None = None  # --prompts as the run identity records it (None: every prompt)
-    thinking: bool = False  # --thinking on (docs/settings.md, reasoning models)
+    chat_template: ChatTemplate | None = None
+    split: str | None = None
+    thinking: bool = False  # --thinking on (docs/settings.md, reasoning models): its markers and trace budget
+    think_markers: list[str] | None = opt()
+    max_thinking_tokens: int | None = opt()
+    trace_budget: int | None = opt()
+    bertscore: dict[str, Any] | None = opt()  # the scorer of bertscore_f1 (running/bertscore.py)
+    replicas: int | None = opt()  # data-parallel replicas (eval/replicas): no number changes
+    gen_kwargs: dict[str, Any] | None = opt()  # a run read from lm-eval: its --gen_kwargs
+    prompts: list[str] | None = field(default=None, metadata=INTERNAL)  # --prompts, from the identity (None: all)
 
 
 @dataclass
 class DataRecord:
     source: str | None = None
-    local_folder: bool = False
+    local_folder: bool | None = opt()  # published: a local folder named by its name
     manifest_sha256: dict[str, Any] = field(default_factory=dict)
-    revisions: dict[str, str | None] = field(default_factory=dict)
+    revisions: dict[str, str | None] = field(default_factory=dict)  # the official Hub source: dataset revisions
 
 
 @dataclass
@@ -84,18 +126,19 @@ class TaskRecord:
 
     version: Any = None
     prompts: dict[str, str] = field(default_factory=dict)  # prompt -> hash of its definition
-    metrics: list[RecordedMetric] | None = None  # None: not recorded (an older file)
-    budget_recorded: bool = False  # whether ``max_new_tokens`` was recorded (format 1)
-    max_new_tokens: int | None = None  # the paper's generation budget of the task (None: it does not generate)
+    metrics: list[RecordedMetric] | None = opt()  # None: not recorded (an older file)
+    # The paper's generation budget (None: the task does not generate); recorded since format 1.
+    max_new_tokens: int | None = None
+    budget_recorded: bool = field(default=True, metadata=INTERNAL)  # False: an older file without max_new_tokens
 
 
 @dataclass
 class Timing:
-    wall_s: float | None = None
-    compute_s: float | None = None
-    requests: float | None = None
-    computed: float | None = None
-    cached: float | None = None
+    wall_s: float | None = opt()
+    compute_s: float | None = opt()
+    requests: float | None = opt()
+    computed: float | None = opt()
+    cached: float | None = opt()
 
 
 @dataclass(frozen=True)
@@ -103,8 +146,8 @@ class Asked:
     """results.json ``asked[task]``: how the task was asked (EEE's generation_config)."""
 
     request: str  # "loglikelihood" or "generate_until"
-    max_new_tokens: int | None = None
-    until: tuple[str, ...] = ()
+    max_new_tokens: int | None = opt()
+    until: tuple[str, ...] | None = opt()
 
 
 @dataclass(frozen=True)
@@ -115,6 +158,18 @@ class TraceSummary:
     forced: int
     unfinished: int
     mean_trace_tokens: float | None = None  # None: no trace's length was counted
+
+
+@dataclass
+class SourceTool:
+    """results.json ``source_tool``: a run read from another tool's output (an lm-eval folder)."""
+
+    name: str
+    version: str | None = None
+    results_file: str | None = None
+    notes: list[str] = field(default_factory=list)
+    group_acc: float | None = None
+    not_comparable_with_paper: list[str] = field(default_factory=list)  # what its reader saw that the config cannot
 
 
 @dataclass(frozen=True)
@@ -156,32 +211,44 @@ class SampleLine:
 
 @dataclass
 class RunRecord:
-    """One run: its results.json (``path``) and its samples, checked."""
+    """One run: its results.json (``path``) and its samples, checked; built by the runner as it runs."""
 
     path: Path
-    format_version: int
-    status: str
+    status: str  # "partial" until every task is finished; "complete", or "empty" when none was evaluated
     run_id: str | None
     identity: dict[str, Any] | None  # results.json ``run_identity``: the inputs the run id hashes (None: an older file)
     model: ModelRecord
     config: ConfigRecord
     data: DataRecord
-    results: dict[str, dict[str, Scores]]  # task -> prompt -> scores
-    task_versions: dict[str, TaskRecord]
-    timing: dict[str, Timing]
-    planned: list[str] | None  # tasks.planned (None: not recorded)
-    skipped_tasks: list[str]
-    parsed_by: dict[str, dict[str, dict[str, int]]]  # task -> prompt -> rule -> count
-    baselines: dict[str, dict[str, Any]]
-    package_versions: dict[str, str]
-    not_comparable_reasons: list[str]  # derived from the config (record/comparable.py)
+    format_version: int = FORMAT_VERSION  # the version of the file read (its document is migrated to the current one)
+    results: dict[str, dict[str, Scores]] = field(default_factory=dict)  # task -> prompt -> scores
+    task_versions: dict[str, TaskRecord] = field(default_factory=dict)
+    timing: dict[str, Timing] = field(default_factory=dict)
+    planned: list[str] | None = None  # tasks.planned (None: not recorded)
+    skipped_tasks: list[str] = field(default_factory=list)  # tasks.skipped: planned, but their split is missing
+    skipped: dict[str, str] = field(default_factory=dict)  # task -> why it was not evaluated
+    parsed_by: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)  # task -> prompt -> rule -> count
+    reasoning: dict[str, dict[str, TraceSummary]] = field(default_factory=dict)  # task -> prompt -> traces (thinking)
+    unparsed_flags: dict[str, Any] = field(default_factory=dict)  # prompts with >= 10 % unparsed answers (issue 28)
+    baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    package_versions: dict[str, str] = field(default_factory=dict)
+    resources: dict[str, dict[str, float]] = field(default_factory=dict)  # task -> peak memory (MiB)
+    asked: dict[str, Asked] = field(default_factory=dict)  # task -> how it was asked (none recorded: an older run)
+    task_config: dict[str, dict[str, bool]] | None = None  # --constrained: the tasks it applies to
+    source_tool: SourceTool | None = None  # a run read from another tool's output
+    stored_comparable: bool | None = None  # the file's comparable_with_paper, compared with the derived one on read
     notes: list[str] = field(default_factory=list)  # what the reader found and said (a hand-edited flag)
-    asked: dict[str, Asked] = field(default_factory=dict)  # task -> how it was asked (None recorded: an older run)
-    reasoning: dict[str, dict[str, TraceSummary]] = field(default_factory=dict)  # task -> prompt -> traces (--thinking on)
-    raw: dict = field(default_factory=dict)  # the whole migrated document
     samples: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # (task, prompt) -> checked lines
+    sample_sources: dict[tuple[str, str], Path] = field(default_factory=dict)  # read from another tool's files
     display: str = ""
     origin: Path | None = None  # the folder it was read from when not a results.json (an lm-eval output folder)
+
+    @property
+    def not_comparable_reasons(self) -> list[str]:
+        """Why the run is not the paper's evaluation, derived from the recorded config (record/comparable.py)."""
+        from .comparable import not_comparable_reasons
+
+        return not_comparable_reasons(self)
 
     @property
     def comparable_with_paper(self) -> bool:
@@ -194,14 +261,48 @@ class RunRecord:
     @property
     def status_text(self) -> str:
         """'complete', or 'partial run: N of M tasks finished'."""
-        return "complete" if not self.partial else f"partial run: {finished_text(self.planned, self.skipped_tasks, self.results)}"
+        if not self.partial:
+            return "complete"
+        return f"partial run: {finished_text(self.planned, self.skipped_tasks, self.results)}"
 
-    @property
-    def source_tool(self) -> dict | None:
-        tool = self.raw.get("source_tool")
-        return tool if isinstance(tool, dict) else None
+    def to_json(self) -> dict[str, Any]:
+        """The results.json of the record, in the current format: the only document ever written as results.json."""
+        from .comparable import NOT_COMPARABLE_KEY
+
+        reasons = self.not_comparable_reasons
+        doc = {
+            "format_version": FORMAT_VERSION,
+            "status": self.status,
+            "run_identity": self.identity,
+            "run_id": self.run_id,
+            "tasks": {"planned": self.planned, "skipped": self.skipped_tasks},
+            "model": plain(self.model),
+            "data": plain(self.data),
+            "config": plain(self.config),
+            "comparable_with_paper": not reasons,
+            NOT_COMPARABLE_KEY: reasons,
+            "results": self.results,
+            "task_versions": plain(self.task_versions),
+            "parsed_by": self.parsed_by,
+            "reasoning": plain(self.reasoning),
+            "unparsed_flags": self.unparsed_flags,
+            "baselines": self.baselines,
+            "skipped": self.skipped,
+            "versions": self.package_versions,
+            "timing": plain(self.timing),
+            "resources": self.resources,
+            "asked": plain(self.asked),
+            "task_config": self.task_config,
+            "source_tool": plain(self.source_tool),
+        }
+        if self.planned is None:
+            del doc["tasks"]
+        return {k: v for k, v in doc.items() if k not in ("reasoning", "task_config", "source_tool") or v}
 
     def samples_path(self, task: str, prompt: str) -> Path:
+        """The samples file of a prompt (a run read from another tool: the file its samples were read from)."""
+        if self.sample_sources:
+            return self.sample_sources.get((task, prompt)) or self.path.parent / f"samples_*{task}*{prompt}*.jsonl"
         return self.path.parent / "samples" / f"{task}_{prompt}.jsonl"
 
     def samples_of(self, task: str, prompt: str) -> list[dict] | None:
@@ -209,6 +310,6 @@ class RunRecord:
         return self.samples.get((task, prompt))
 
     def sample_lines(self, task: str, prompt: str) -> list[SampleLine] | None:
-        """The checked lines of ``samples/<task>_<prompt>.jsonl`` as typed ``SampleLine``s; None where the run has no such file."""
+        """The checked lines of a prompt's samples file as ``SampleLine``s; None where the run has no such file."""
         lines = self.samples.get((task, prompt))
         return None if lines is None else [SampleLine.of(line) for line in lines]

@@ -18,7 +18,7 @@ from evalita_data.schema_check import fast_check, validator
 
 from .build import build_record, check_scores, check_status
 from .migrate import RecordError, migrate_results, migrate_sample
-from .model import RunRecord
+from .model import FORMAT_VERSION, RunRecord
 
 RESULTS_FILE = "results.json"
 RESULTS_SCHEMA = Path(__file__).with_name("results.schema.json")
@@ -26,7 +26,8 @@ SAMPLE_SCHEMA = Path(__file__).with_name("sample.schema.json")
 
 
 def non_finite(value: Any, key: str = "") -> str | None:
-    """The key of the first NaN or infinite number inside ``value`` ("" for ``value`` itself); None when all are finite."""
+    """The key of the first NaN or infinite number inside ``value`` ("" for ``value`` itself); None when all are
+    finite."""
     if isinstance(value, float) and not math.isfinite(value):
         return key or "(value)"
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
@@ -47,8 +48,12 @@ def schema_problem(schema: Path, doc: object) -> str | None:
         return None
     err, where = errors[0], ".".join(str(p) for p in errors[0].absolute_path)
     if err.validator == "required":
-        missing = next((k for k in err.validator_value if isinstance(err.instance, dict) and k not in err.instance), "?")
-        return f"key {where + '.' if where else ''}{missing}: missing, a required key of format_version 1"
+        missing = next(
+            (k for k in err.validator_value if isinstance(err.instance, dict) and k not in err.instance), "?"
+        )
+        return (
+            f"key {where + '.' if where else ''}{missing}: missing, a required key of format_version {FORMAT_VERSION}"
+        )
     return f"key {where or '(top)'}: {err.message[:200]}"
 
 
@@ -100,8 +105,10 @@ def json_document(where: str, text: str | bytes, decoder: json.JSONDecoder | Non
     try:
         return (decoder or UNIQUE_JSON).decode(text if isinstance(text, str) else text.decode("utf-8"))
     except _DuplicateKey as err:
-        raise RecordError(f"{where}: key {err.args[0]}: given twice in one object (read, the last would win in silence); "
-                          "each key is given once") from None
+        raise RecordError(
+            f"{where}: key {err.args[0]}: given twice in one object (read, the last would win in silence); "
+            "each key is given once"
+        ) from None
     except RecursionError:
         raise RecordError(f"{where}: nested too deeply to be read (arrays or objects inside each other)") from None
     except json.JSONDecodeError as err:
@@ -134,6 +141,14 @@ def checked_document(path: Path, doc: object) -> tuple[dict, int]:
     if problem := schema_problem(RESULTS_SCHEMA, doc):
         raise RecordError(f"{path}: {problem}")
     return doc, written
+
+
+def record_text(record: RunRecord) -> str:
+    """The results.json text of ``record`` (its ``to_json``), once checked as its reader checks it: the only text
+    ever written as a results.json, so a file the reader refuses (a misspelt key) is never written."""
+    text = json.dumps(record.to_json(), ensure_ascii=False, indent=2, default=str) + "\n"  # default: an identity value
+    checked_document(record.path, json.loads(text))
+    return text
 
 
 class _NonFinite(ValueError):
@@ -193,7 +208,10 @@ def memory_samples(record: RunRecord, written: int, samples: dict[tuple[str, str
         if scores is None:
             raise RecordError(f"{where}: samples of a prompt the record has no scores of")
         first_line: dict[int, int] = {}
-        lines = [checked_line(f"{where}, sample {k}", line, written, record.run_id, k, first_line) for k, line in enumerate(given, 1)]
+        lines = [
+            checked_line(f"{where}, sample {k}", line, written, record.run_id, k, first_line)
+            for k, line in enumerate(given, 1)
+        ]
         if len(lines) != scores["n"]:
             raise RecordError(f"{where}: {len(lines)} sample(s), but the record has n={scores['n']}")
         yield (task, prompt), lines
@@ -202,15 +220,18 @@ def memory_samples(record: RunRecord, written: int, samples: dict[tuple[str, str
 def checked_line(where: str, line: object, written: int, run_id: str | None, number: int, first_line: dict[int, int],
                  finite: bool = False, version: dict | None = None) -> dict:
     """One sample line, migrated and checked: the schema, this run's ``run_id``, its task's ``version`` where both the
-    line and the results.json record one, a document not seen before (``first_line``: doc_id -> its first line, updated)."""
+    line and the results.json record one, a document not seen before (``first_line``: doc_id -> its first line,
+    updated)."""
     line = migrate_sample(line, written, run_id) if isinstance(line, dict) else line
     checked_sample(where, line, finite=finite)
     if run_id is not None and line["run_id"] != run_id:
         raise RecordError(f"{where}: key run_id: {line['run_id']!r} is another run's (the results.json beside it "
                           f"is run {run_id}): a samples file of another run placed in this folder")
     if version is not None and "task_version" in line and line["task_version"] != version:
-        raise RecordError(f"{where}: key task_version: {line['task_version']} is another version of the task than the "
-                          f"results.json beside it records ({version}): a samples file of another run placed in this folder")
+        raise RecordError(
+            f"{where}: key task_version: {line['task_version']} is another version of the task than the "
+            f"results.json beside it records ({version}): a samples file of another run placed in this folder"
+        )
     if (doc := line["doc_id"]) in first_line:
         raise RecordError(f"{where}: key doc_id: document {doc} appears again (first on line {first_line[doc]}); "
                           "each document is scored once per prompt")
@@ -237,7 +258,7 @@ def read_samples(record: RunRecord, written: int) -> Iterator[tuple[tuple[str, s
 
 
 def task_version(record: RunRecord, task: str, prompt: str) -> dict | None:
-    """The ``task_version`` a sample line of ``task``/``prompt`` of this run carries (None: the record has no version of it)."""
+    """The ``task_version`` a sample line of ``task``/``prompt`` of this run carries (None: the record has none)."""
     recorded = record.task_versions.get(task)
     if recorded is None or prompt not in recorded.prompts:
         return None
@@ -255,7 +276,9 @@ def sample_lines(path: Path, written: int, run_id: str | None, version: dict | N
             try:
                 line = json_document(f"{path}:{number}", text, FINITE_JSON, one_line=True)
             except _NonFinite:  # the key of the number, read again as Python's json reads it
-                raise RecordError(f"{path}:{number}: key {non_finite(json.loads(text))}: not a finite number (NaN or Infinity)") from None
+                raise RecordError(
+                    f"{path}:{number}: key {non_finite(json.loads(text))}: not a finite number (NaN or Infinity)"
+                ) from None
             try:
                 lines.append(checked_line(f"{path}:{number}", line, written, run_id, number, first_line, finite=True,
                                           version=version))

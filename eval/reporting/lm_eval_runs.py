@@ -8,11 +8,11 @@ function the exported tasks score with (export_lm_eval.processor); the scores ar
 our metrics, so that MinP/MaxP/AvgP/CPS, bootstrap intervals and paired tests come from the
 per-sample records, never from lm-eval's aggregated numbers.
 
-The run is built in memory as the results.json ``evalita-eval run`` would write (what lm-eval
-recorded that changes a number included: limit, shots, generation arguments, model arguments,
-dtype, device, versions) and goes through the same checks (runs.parse_results); the results file
-it names is lm-eval's, and the converted samples, checked as a samples file's lines are, are the
-record's own: nothing is written.
+The run is built in memory as a ``RunRecord`` (what lm-eval recorded that changes a number included:
+limit, shots, generation arguments, model arguments, dtype, device, versions) and goes through the
+same checks as a results.json (runs.parse_results of its ``to_json``); the results file it names is
+lm-eval's, and the converted samples, checked as a samples file's lines are, are the record's own:
+nothing is written.
 
 What cannot be read is one line naming what is missing: no results file, no samples logged
 (``--log_samples``), task names of neither family.
@@ -20,7 +20,6 @@ What cannot be read is one line naming what is missing: no results file, no samp
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +27,10 @@ from .lm_eval_folder import (LmEvalResults, chosen_run, gen_kwargs, is_results_f
                              read_results, results_files, samples_file)
 from .lm_eval_samples import read_task_samples
 from .lm_eval_tasks import FAMILIES, LM_EVAL_PREFIX, entry_and_prompt, lm_eval_sample
+from ..record.model import ConfigRecord, DataRecord, ModelRecord, RunRecord, SourceTool
 from .runs import RunResults, load_results, parse_results
 from .tables import ScoresError
-from .worth import NOT_COMPARABLE_KEY, limit_reason
+from .worth import limit_reason
 
 __all__ = ["LM_EVAL_PREFIX", "LM_EVAL_GROUP_NOTE", "entry_and_prompt", "is_lm_eval_output", "lm_eval_notes",
            "lm_eval_sample", "load_run"]
@@ -42,18 +42,6 @@ LM_EVAL_GROUP_NOTE = (
     "(TE, AT, FAQ: 3 of 10), over their prompts, weighted by the number of items.")
 
 Samples = dict[tuple[str, str], list[dict]]  # (entry, prompt) -> our runner's samples
-
-
-@dataclass
-class LmEvalRun(RunResults):
-    """A run read from an lm-eval folder: ``path`` is lm-eval's results file, its samples converted in memory from
-    the lm-eval samples files ``sources`` names."""
-
-    sources: dict[tuple[str, str], Path] = field(default_factory=dict)  # (task, prompt) -> the lm-eval samples file read
-
-    def samples_path(self, task: str, prompt: str) -> Path:
-        """The lm-eval samples file the prompt's samples were read from (a pattern where lm-eval logged none)."""
-        return self.sources.get((task, prompt)) or self.path.parent / f"samples_*{task}*{prompt}*.jsonl"
 
 
 def is_lm_eval_output(path: Path) -> bool:
@@ -71,7 +59,9 @@ def _tasks(results_path: Path, doc: LmEvalResults) -> tuple[dict[str, tuple[str,
              and (not t.startswith(FAMILIES) or any(results_path.parent.glob(f"samples_{t}_*.jsonl")))]
     usable = {t: m for t, m in mapped.items() if m is not None}
     if not usable:
-        raise ScoresError(f"{results_path}: no Evalita-LLM task (evalita-mp_* or evalita-llm_*) among {', '.join(names[:6])}")
+        raise ScoresError(
+            f"{results_path}: no Evalita-LLM task (evalita-mp_* or evalita-llm_*) among {', '.join(names[:6])}"
+        )
     return usable, other
 
 
@@ -94,13 +84,18 @@ def _reasons(limit: int | float | None, generation: dict, results: dict) -> list
     return reasons
 
 
-def _model_record(path: Path, doc: LmEvalResults) -> dict:
+def _model_record(path: Path, doc: LmEvalResults) -> ModelRecord:
     args = model_args(path, doc.config)
-    loaded = (doc.config.model_dtype or "").removeprefix("torch.")  # the dtype the model was loaded in (hf's get_model_info)
-    return {"name_or_path": doc.model_name or args.pretrained or "lm-eval model",
-            "revision": args.revision or doc.config.model_revision or None,
-            "dtype": loaded or args.dtype or "not recorded",
-            "backend": f"lm-eval {doc.config.model or ''}".strip(), "model_args": args.model_dump(exclude_none=True)}
+    loaded = (doc.config.model_dtype or "").removeprefix(
+        "torch."
+    )  # the dtype the model was loaded in (hf's get_model_info)
+    return ModelRecord(
+        doc.model_name or args.pretrained or "lm-eval model",
+        revision=args.revision or doc.config.model_revision or None,
+        dtype=loaded or args.dtype or "not recorded",
+        backend=f"lm-eval {doc.config.model or ''}".strip(),
+        model_args=args.model_dump(exclude_none=True),
+    )
 
 
 def _shots(doc: LmEvalResults, tasks: list[str]) -> tuple[int | None, str | None]:
@@ -109,12 +104,15 @@ def _shots(doc: LmEvalResults, tasks: list[str]) -> tuple[int | None, str | None
     values = set(counts.values())
     if len(values) == 1 and None not in values:
         return next(iter(values)), None
-    return None, "few-shot count per task: " + ", ".join(f"{t} {'not recorded' if k is None else k}" for t, k in counts.items())
+    return None, "few-shot count per task: " + ", ".join(
+        f"{t} {'not recorded' if k is None else k}" for t, k in counts.items()
+    )
 
 
 def _other_rule(task: str, theirs: dict[str, Any], ours: dict[str, float]) -> list[str]:
     """A note for each number lm-eval logged for ``task`` that the report shows otherwise: lm-eval's metric of the
-    same name, else the headline (first), recomputed by this tool's rule (WiC: lm-eval's f1 is binary F1, ours macro)."""
+    same name, else the headline (first), recomputed by this tool's rule (WiC: lm-eval's f1 is binary F1, ours
+    macro)."""
     found, headline = [], next(iter(ours))
     for key, value in sorted(theirs.items()):
         name = key.split(",", 1)[0]
@@ -125,19 +123,25 @@ def _other_rule(task: str, theirs: dict[str, Any], ours: dict[str, float]) -> li
     return found
 
 
-def _config(path: Path, doc: LmEvalResults, shots: int | None) -> dict:
-    """What lm-eval ran with, under the keys of our results.json's config (each can change a number)."""
+def _config(path: Path, doc: LmEvalResults, shots: int | None) -> ConfigRecord:
+    """What lm-eval ran with, as our record's config (each can change a number)."""
     generation = gen_kwargs(path, doc.config)
-    return {"num_fewshot": shots, "limit": item_limit(path, doc.config), "apply_chat_template": bool(doc.chat_template),
-            "fewshot_as_multiturn": doc.fewshot_as_multiturn, "system_instruction": doc.system_instruction,
-            "setting": "loglikelihood", "seed": doc.config.random_seed, "split": None,
-            "device": doc.config.device or "not recorded",
-            "gen_kwargs": generation.model_dump(exclude_none=True), "max_new_tokens": generation.max_gen_toks}
+    return ConfigRecord(
+        num_fewshot=shots,
+        limit=item_limit(path, doc.config),
+        apply_chat_template=bool(doc.chat_template),
+        fewshot_as_multiturn=doc.fewshot_as_multiturn,
+        system_instruction=doc.system_instruction,
+        seed=doc.config.random_seed,
+        device=doc.config.device or "not recorded",
+        gen_kwargs=generation.model_dump(exclude_none=True),
+        max_new_tokens=generation.max_gen_toks,
+    )
 
 
-def lm_eval_record(root: Path, results_path: Path) -> tuple[dict, Samples, dict[tuple[str, str], Path]]:
-    """The results.json ``evalita-eval run`` would write for the lm-eval run of ``results_path`` (in memory), its samples,
-    and the lm-eval samples file each was read from."""
+def lm_eval_record(root: Path, results_path: Path) -> tuple[RunRecord, Samples]:
+    """The record of the lm-eval run of ``results_path`` (in memory, the samples file each prompt was read from
+    in ``sample_sources``) and its samples (no run id: another tool's lines cannot name one)."""
     doc = read_results(results_path)
     usable, other = _tasks(results_path, doc)
     results: dict = {}
@@ -149,60 +153,78 @@ def lm_eval_record(root: Path, results_path: Path) -> tuple[dict, Samples, dict[
         if found is None:
             missing.append(task)
             continue
-        samples[(entry, prompt)], results.setdefault(entry, {})[prompt] = read_task_samples(found, entry, prompt)
+        lines, results.setdefault(entry, {})[prompt] = read_task_samples(found, entry, prompt)
+        samples[(entry, prompt)] = [{"run_id": None, **line} for line in lines]
         sources[(entry, prompt)] = found
         used.append(task)
         notes += _other_rule(task, doc.results.get(task, {}), results[entry][prompt])
     if missing:
-        notes.append(f"{results_path.parent}: no samples_<task>_*.jsonl of {', '.join(missing)} of the run of {results_path.name} "
-                     "(run lm-eval with --log_samples): those prompts are left out")
+        notes.append(
+            f"{results_path.parent}: no samples_<task>_*.jsonl of {', '.join(missing)} of the run of "
+            f"{results_path.name} "
+            "(run lm-eval with --log_samples): those prompts are left out"
+        )
     if other:
-        notes.append(f"{results_path}: task(s) of neither evalita-mp nor evalita-llm names left out: {', '.join(other)}")
+        notes.append(
+            f"{results_path}: task(s) of neither evalita-mp nor evalita-llm names left out: {', '.join(other)}"
+        )
     if not results:
         raise ScoresError(notes[0])
     shots, shots_note = _shots(doc, used)
     notes += [shots_note] if shots_note else []
     config = _config(results_path, doc, shots)
-    record = {"status": "complete", "model": _model_record(results_path, doc),
-              "data": {"source": f"lm-eval output {root.name}", "manifest_sha256": {}}, "config": config,
-              "comparable_with_paper": False, NOT_COMPARABLE_KEY: _reasons(config["limit"], config["gen_kwargs"], results),
-              "results": results, "versions": {"lm_eval": doc.lm_eval_version, "transformers": doc.transformers_version},
-              "source_tool": {"name": "lm-eval", "version": doc.lm_eval_version, "results_file": str(results_path),
-                              "notes": notes, "group_acc": doc.group_acc()}}
-    record["comparable_with_paper"] = not record[NOT_COMPARABLE_KEY]
     # What lm-eval recorded that the record's own rule cannot see (its gen_kwargs, the prompts it ran): the
-    # reader adds these to the reasons it derives (record/build.py derived_reasons).
-    record["source_tool"][NOT_COMPARABLE_KEY] = record[NOT_COMPARABLE_KEY]
-    return record, samples, sources
+    # record adds these to the reasons it derives (record/comparable.py).
+    tool = SourceTool("lm-eval", doc.lm_eval_version, str(results_path), notes, doc.group_acc(),
+                      _reasons(config.limit, config.gen_kwargs or {}, results))
+    record = RunRecord(
+        path=results_path,
+        status="complete",
+        run_id=None,
+        identity=None,
+        model=_model_record(results_path, doc),
+        config=config,
+        data=DataRecord(f"lm-eval output {root.name}"),
+        results=results,
+        package_versions={"lm_eval": doc.lm_eval_version, "transformers": doc.transformers_version},
+        source_tool=tool,
+        sample_sources=sources,
+        origin=root,
+    )
+    return record, samples
 
 
 def load_run(path: Path, partial: bool = False) -> RunResults:
-    """A results.json, a run folder holding one, or an lm-eval output folder or results file (one run, read in memory)."""
+    """A results.json, a run folder holding one, or an lm-eval output folder or results file (one run, read in
+    memory)."""
     if is_lm_eval_output(path):
         root, results_path = chosen_run(path)
-        record, samples, sources = lm_eval_record(root, results_path)
-        run = parse_results(results_path, record, partial, in_memory=samples)  # the samples checked as a file's lines
-        run.origin = root
-        return LmEvalRun(**{f.name: getattr(run, f.name) for f in fields(RunResults)}, sources=sources)
+        built, samples = lm_eval_record(root, results_path)
+        # checked as a results.json is, the samples as a file's lines
+        run = parse_results(results_path, built.to_json(), partial, in_memory=samples)
+        run.sample_sources, run.origin = built.sample_sources, built.origin
+        return run
     if path.is_dir():
         if not (path / "results.json").is_file():
-            raise ScoresError(f"{path}: neither a run folder (results.json) nor an lm-eval output folder (results_*.json)")
+            raise ScoresError(
+                f"{path}: neither a run folder (results.json) nor an lm-eval output folder (results_*.json)"
+            )
         path = path / "results.json"
     return load_results(path, partial)
 
 
 def lm_eval_notes(runs: list[RunResults]) -> list[str]:
-    """The report's lines on runs read from lm-eval: where from, what was left out, and what the benchmark's score is."""
+    """The report's lines on runs read from lm-eval: where from, what was left out, what the benchmark's score is."""
     notes = []
     for r in runs:
-        if not isinstance(r, LmEvalRun):
+        tool = r.source_tool
+        if tool is None:
             continue
-        tool = r.raw["source_tool"]
-        notes.append(f"{r.display}: read from the lm-eval {tool['version'] or ''} output {tool['results_file']}; every score "
+        notes.append(f"{r.display}: read from the lm-eval {tool.version or ''} output {tool.results_file}; every score "
                      "recomputed from its per-sample records (samples_*.jsonl) by this tool's metrics")
-        notes += tool["notes"]
-        if tool["group_acc"] is not None:
-            notes.append(f"{r.display}: lm-eval's own `evalita-mp` acc of this run is {100 * tool['group_acc']:.2f}; "
+        notes += tool.notes
+        if tool.group_acc is not None:
+            notes.append(f"{r.display}: lm-eval's own `evalita-mp` acc of this run is {100 * tool.group_acc:.2f}; "
                          "the report's per-task CPS below are the benchmark's figures")
     if notes:
         notes.append(LM_EVAL_GROUP_NOTE)

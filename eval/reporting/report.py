@@ -13,6 +13,7 @@ from .facts import NOT_COMPARABLE, items_table
 from .plots import heatmap_png, rank_vs_alpha_png
 from .render import render_context, slug, to_html, to_markdown
 from .lm_eval_runs import lm_eval_notes, load_run
+from ..record.model import plain
 from .runs import PERCENT, ScoreSamples, assign_display_names
 from .settings_view import labels_of, setting_label, settings_table
 from .summary import run_notes, summarize
@@ -82,8 +83,7 @@ def _report_json(runs: list, reports: list, summary, context: dict, alpha: float
                  notes: list[str]) -> dict:
     return {
         "alpha": alpha, "bootstrap": {"k": k, "seed": seed}, "scale": PERCENT,
-        # as the file records it
-        "models": {r.display: {"model": r.raw["model"], "results_file": str(r.path)} for r in runs},
+        "models": {r.display: {"model": plain(r.model), "results_file": str(r.path)} for r in runs},  # as recorded
         "tasks": {rep.table.task: {"metric": rep.metric, "rank_basis": rep.rank_basis, **table_json(rep.table, alpha),
                                    "items": {"headers": rep.items.headers, "rows": rep.items.rows}
                                    if rep.items else None,

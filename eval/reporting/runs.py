@@ -1,5 +1,5 @@
-"""Loading the runs of ``evalita-eval run`` for the report (the one reader, record/read.py), and the names models are
-shown under."""
+"""Loading the runs of ``evalita-eval run`` for the report (the one reader, record/read.py), and the names models
+are shown under."""
 
 from __future__ import annotations
 
@@ -28,19 +28,23 @@ def load_results(path: Path, partial: bool = False) -> RunRecord:
         raise ScoresError(str(err)) from None
 
 
-def parse_results(path: Path, data: object, partial: bool = False,
-                  in_memory: dict[tuple[str, str], list[dict]] | None = None) -> RunRecord:
+def parse_results(
+    path: Path,
+    data: object,
+    partial: bool = False,
+    in_memory: dict[tuple[str, str], list[dict]] | None = None,
+    samples: bool = True,
+) -> RunRecord:
     """A results.json already read, or built in memory (an lm-eval folder, with its samples ``in_memory``): ``path``
-    names it in errors and locates its samples."""
+    names it in errors and locates its samples (none read: ``samples`` False)."""
     try:
-        return parse_record(path, data, partial, in_memory=in_memory)
+        return parse_record(path, data, partial, samples, in_memory=in_memory)
     except RecordError as err:
         raise ScoresError(str(err)) from None
 
 
 def _widened_name(model: ModelRecord) -> str:
-    """The given name; a Hub id with its revision; a local folder by its name and weights fingerprint, never its path.
-    """
+    """The given name; a Hub id with its revision; a local folder by its name and weights fingerprint, not its path."""
     if given_name(model) is not None or is_local_model(model):
         return display_name(model)
     return f"{model.name_or_path}@{model.revision or 'main'}"

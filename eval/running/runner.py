@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -23,8 +23,10 @@ from .thinking_run import forced_values, refuse_forcing_on_chat_messages, thinki
 from ..settings.thinking import trace_summary
 from .selection import eval_split, select
 from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of, run_id
-from .results_file import (carry_over, earlier_timing, results_document, rounded_timing, sample_task_version, write_results_file,
-                           write_samples)
+from .results_file import (asked_record, carry_over, earlier_record, new_record, rounded_timing, sample_task_version,
+                           task_versions, write_results_file, write_samples)
+from ..record.model import RunRecord, Timing, TraceSummary
+from ..reporting.unparsed_flag import flagged_prompts
 from ..backend_support.identity import identity_key
 from ..settings.fewshot import build_chat_messages, build_contexts, messages_as_text
 from ..settings.constrained import refuse_unformatted
@@ -50,8 +52,13 @@ class ModelInfo:
     @property
     def record(self) -> dict[str, Any]:
         """What results.json says of the model: the names above, completed by the backend's identity."""
-        return {"name_or_path": self.name_or_path, "revision": self.revision, "dtype": self.dtype, "backend": self.backend,
-                **(self.identity or {})}
+        return {
+            "name_or_path": self.name_or_path,
+            "revision": self.revision,
+            "dtype": self.dtype,
+            "backend": self.backend,
+            **(self.identity or {}),
+        }
 
     @property
     def cache_key(self) -> str:
@@ -61,16 +68,28 @@ class ModelInfo:
 
 @dataclass
 class RunResult:
-    results: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
-    # task -> wall_s, compute_s (in the backend), requests, computed, cached: summed over resumed invocations.
-    timing: dict[str, dict[str, float]] = field(default_factory=dict)
-    resources: dict[str, dict[str, float]] = field(default_factory=dict)  # peak memory per task (memory.peak_memory)
+    """What ``Runner.run`` returns: the run's record (results.json) and this invocation's request counts."""
+
+    record: RunRecord
     computed: int = 0  # requests sent to the backend (not found in the cache)
     cached: int = 0  # requests read back from the resume cache
     requests: int = 0  # every request of the run (a request repeated within it counts each time)
-    # "partial" while running; then "complete", or "empty" when no task was evaluated (see ``skipped``).
-    status: str = "partial"
-    skipped: dict[str, str] = field(default_factory=dict)  # entry -> why it was not evaluated
+
+    @property
+    def results(self) -> dict[str, dict[str, dict[str, float]]]:
+        return self.record.results
+
+    @property
+    def status(self) -> str:  # "partial" while running; then "complete", or "empty" when no task was evaluated
+        return self.record.status
+
+    @property
+    def skipped(self) -> dict[str, str]:  # entry -> why it was not evaluated
+        return self.record.skipped
+
+    @property
+    def timing(self) -> dict[str, Timing]:  # wall_s, compute_s, requests, computed, cached: over resumed invocations
+        return self.record.timing
 
 
 class Runner:
@@ -87,7 +106,9 @@ class Runner:
         # Generations (string values) found in the cache from earlier runs, for the interrupt message.
         self.earlier_generations = sum(isinstance(v, str) for v in self.cache.values.values())
         self.earlier_loglikelihoods = len(self.cache) - self.earlier_generations
-        self._counts: Counter = Counter()  # requests / cached / computed, over the whole run and per task ("computed:TASK")
+        self._counts: Counter = (
+            Counter()
+        )  # requests / cached / computed, over the whole run and per task ("computed:TASK")
         self._stream: RunStream | None = None  # the run's requests, computed before the tasks are assembled
         self._computing: str | None = None  # the kind being computed: with nothing saved, interrupt_summary names it
         self._compute_s = 0.0  # seconds inside the backend's compute calls, over the whole invocation
@@ -95,16 +116,10 @@ class Runner:
         # The runner times its own calls: the backend's methods are never wrapped, so that a
         # backend that reports each request as it finishes (on_result) keeps doing so.
         self.timer: Callable[[str, list[Any], float], None] | None = None
-        self.parsed_by: dict[str, dict[str, dict[str, int]]] = {}  # task -> prompt -> answer rule -> count
-        self.reasoning: dict[str, dict[str, dict]] = {}  # task -> prompt -> traces' mean length, forced, unfinished
-        self.baselines: dict[str, dict] = {}  # task -> chance and majority baselines (reporting/baselines.py)
         self.chat_template = chat_template_identity(backend) if config.apply_chat_template else None
         # Every input that can change a number: two invocations with equal identities are one run.
         self.identity = identity_of(backend, self.model.record, config)
-        self._planned: list[str] = []  # the entries this invocation runs, and those skipped (no such split)
-        self._skipped: list[str] = []
-        self._entries: dict[str, TaskEntry] = {}  # name -> entry of the run (results.json task_config)
-        self._task_versions: dict[str, dict] = {}  # tasks carried over from an earlier invocation: their versions
+        self.record = new_record(self, [])  # results.json, filled as the run goes (a model key it lacks: refused now)
         self.chat = None
         if config.constrained and not backend.capabilities.constrained:
             raise BackendUnsupported(f"backend {backend.name!r} cannot do constrained decoding (--constrained)")
@@ -112,7 +127,9 @@ class Runner:
         self.chat_messages = config.apply_chat_template and backend.capabilities.chat_messages
         if config.apply_chat_template and not self.chat_messages:
             if not backend.capabilities.chat_template:
-                raise BackendUnsupported(f"backend {backend.name!r} cannot apply a chat template; run without --apply-chat-template")
+                raise BackendUnsupported(
+                    f"backend {backend.name!r} cannot apply a chat template; run without --apply-chat-template"
+                )
             self.chat = thinking_chat(backend, config.reasoning, echo)  # enable_thinking where the template reads it
         refuse_forcing_on_chat_messages(config.reasoning, backend.capabilities.chat_messages, backend.name)
 
@@ -129,7 +146,10 @@ class Runner:
         pool: list[dict] = []
         if self.config.num_fewshot > 0:
             if not self.source.has_split(entry, spec.fewshot_split):
-                raise FileNotFoundError(f"{entry.name}: {self.config.num_fewshot}-shot needs the few-shot split {spec.fewshot_split!r}, which {self.source.description} does not have")
+                raise FileNotFoundError(
+                    f"{entry.name}: {self.config.num_fewshot}-shot needs the few-shot split {spec.fewshot_split!r}, "
+                    f"which {self.source.description} does not have"
+                )
             pool = self.source.load(entry, spec.fewshot_split)
         return docs, pool
 
@@ -147,7 +167,9 @@ class Runner:
         mode, where the answer follows the generation prompt."""
         return "" if self.chat is not None else " "
 
-    def prompt_contexts(self, entry: TaskEntry, task: Any, name: str, docs: list[dict], pool: list[dict]) -> tuple[list[str], list[list[dict]] | None]:
+    def prompt_contexts(
+        self, entry: TaskEntry, task: Any, name: str, docs: list[dict], pool: list[dict]
+    ) -> tuple[list[str], list[list[dict]] | None]:
         """The prompt of every document under prompt ``name`` (few-shot examples, chat template
         applied), and the chat turns behind them for backends that take messages (else None)."""
         fewshot_args = (task, name, docs, pool, self.config.num_fewshot, self.config.seed)
@@ -168,8 +190,13 @@ class Runner:
         per_prompt: dict[str, dict[str, float]] = {}
         for prompt in planned.prompts:
             if asked.forcing:
-                cached = partial(stream.cached, prompt.kind, planned.name, to_json=lambda v: asked.value_json(v, self.backend.name),
-                                 label=f"{planned.name} {prompt.name}")
+                cached = partial(
+                    stream.cached,
+                    prompt.kind,
+                    planned.name,
+                    to_json=lambda v: asked.value_json(v, self.backend.name),
+                    label=f"{planned.name} {prompt.name}",
+                )
                 values, _ = forced_values(cached, prompt.requests, asked.thinking)
             else:
                 values = [self.cache[k] for k in stream.keys[(planned.name, prompt.name)]]
@@ -178,12 +205,12 @@ class Runner:
                           sample_task_version(planned.entry, self.config.setting, prompt.name))
             scores, rules = asked.scores(samples)
             if rules is not None:  # how an instruct setting's answers were read
-                self.parsed_by.setdefault(planned.name, {})[prompt.name] = rules
+                self.record.parsed_by.setdefault(planned.name, {})[prompt.name] = rules
             if (traces := trace_summary(samples)) is not None:
-                self.reasoning.setdefault(planned.name, {})[prompt.name] = traces
+                self.record.reasoning.setdefault(planned.name, {})[prompt.name] = TraceSummary(**traces)
             scores["n"] = len(samples)
             per_prompt[prompt.name] = scores
-        self.baselines[planned.name] = asked.baselines(docs, [p.name for p in planned.prompts])
+        self.record.baselines[planned.name] = asked.baselines(docs, [p.name for p in planned.prompts])
         return per_prompt, stream.task_counts(planned.name)["computed"]
 
     def plan(self, entries: Sequence[TaskEntry]) -> RunPlan:
@@ -206,7 +233,9 @@ class Runner:
         for kind, what in ((RequestKind.LOGLIKELIHOOD, "score log-likelihoods"), (RequestKind.GENERATE, "generate")):
             names = [name for name, need in needs.items() if need == kind]
             if names and not self.backend.capabilities.serves(kind):
-                raise BackendUnsupported(f"backend {self.backend.name!r} cannot {what}, which {', '.join(names)} need(s)")
+                raise BackendUnsupported(
+                    f"backend {self.backend.name!r} cannot {what}, which {', '.join(names)} need(s)"
+                )
 
     def _check_formats(self, entries: Sequence[TaskEntry]) -> None:
         """--constrained on a generative task that declares no answer format (TaskSpec.output_pattern):
@@ -217,11 +246,10 @@ class Runner:
         if not self.config.skip_missing:
             refuse_unformatted(free)
         for name in free:
-            self.echo(f"warning: {name}: generated without constraint, the task declares no answer format (TaskSpec.output_pattern)")
-
-    def constrained_entry(self, entry: TaskEntry) -> bool:
-        """Whether --constrained applies to the entry's generations (its record in results.json)."""
-        return self.entry_kind(entry).constrained
+            self.echo(
+                f"warning: {name}: generated without constraint, the task declares no answer format "
+                "(TaskSpec.output_pattern)"
+            )
 
     def run(self, work: Sequence[TaskEntry] | RunPlan) -> RunResult:
         """Executes the plan (``self.plan(entries)`` when given entries): its requests the cache
@@ -229,70 +257,80 @@ class Runner:
         each is assembled."""
         plan = work if isinstance(work, RunPlan) else self.plan(work)
         selection = plan.selection  # decided once: the plan and the run read the same
-        result = RunResult()
+        record = self.record
+        result = RunResult(record)
         for name, why in selection.unaskable.items():  # a run over every task: the others go on
-            result.skipped[name] = why
+            record.skipped[name] = why
             self.echo(f"{name}: skipped, {why}")
         entries = plan.asked
         self.check_capabilities(entries)
         self._check_formats(entries)
-        self._entries = {e.name: e for e in entries}
         earlier_doc = claim_folder(self.out, self.identity, self.config.overwrite)  # another run's folder: refused
+        before = earlier_record(earlier_doc, self.out / RESULTS_FILE)
         self.out.mkdir(parents=True, exist_ok=True)
-        manifest: dict[str, dict[str, str]] = {}
-        earlier = earlier_timing(earlier_doc, self.out / RESULTS_FILE, self.echo)
-        self._planned, self._skipped = [e.name for e in entries], []
-        self._carry_over(earlier_doc, result, manifest)
+        record.planned = [e.name for e in entries]
+        record.planned += carry_over(before, set(record.planned), record, earlier_doc)
         self._stream = RunStream(self, plan)
         try:
             for entry in (e for e in entries if e.name in selection.missing):
-                result.skipped[entry.name] = selection.missing[entry.name]
-                self.echo(f"{entry.name}: skipped, {result.skipped[entry.name]}")
-                self._skipped.append(entry.name)
+                record.skipped[entry.name] = selection.missing[entry.name]
+                self.echo(f"{entry.name}: skipped, {record.skipped[entry.name]}")
+                record.skipped_tasks.append(entry.name)
             reset_peak_memory()
             try:  # every request of the run the cache lacks, before any task is assembled
                 self._stream.run()
             except KeyboardInterrupt:
                 # The requests computed so far are in the cache; keep their time too, so the resume adds to it.
                 for name in plan.entries:
-                    result.timing[name] = self._task_timing(name, self._stream.seconds[name], earlier.get(name, {}), finished=False)
-                self._write_results(result, manifest)
+                    record.timing[name] = self._task_timing(name, self._stream.seconds[name], before, finished=False)
+                self._write_results()
                 raise
             for entry in (e for e in entries if e.name in plan.entries):
-                self._assemble(plan.entries[entry.name], result, manifest, earlier.get(entry.name, {}))
+                self._assemble(plan.entries[entry.name], result, before)
             if (note := self.cache.damage_note()) is not None:
                 self.echo(note)  # damaged or wrong-shape cache values, computed again
             # A run that evaluated nothing is no success: results.json says so, and the CLI exits 1.
-            result.status = "complete" if result.results else "empty"
-            self._write_results(result, manifest)
+            record.status = "complete" if record.results else "empty"
+            self._write_results()
         finally:
             self.cache.close()
         return result
 
-    def _assemble(self, planned: EntryPlan, result: RunResult, manifest: dict, before: dict) -> None:
-        """One entry's results from the cache, written to results.json."""
-        began, entry = time.perf_counter(), planned.entry
+    def _assemble(self, planned: EntryPlan, result: RunResult, before: RunRecord | None) -> None:
+        """One entry's results from the cache, into the record, written to results.json."""
+        began, entry, record = time.perf_counter(), planned.entry, self.record
         streamed_s = self._stream.seconds[entry.name]  # its share of the stream's calls
+        record.task_versions[entry.name] = task_versions(entry, self.config.setting)
+        record.asked[entry.name] = asked_record(kind_for_run(entry, self.config))
+        if self.config.constrained:  # it applies to generations with a format only: say to which tasks
+            record.task_config = {**(record.task_config or {}), entry.name: {"constrained": planned.asked.constrained}}
         try:
-            result.results[entry.name], n = self.run_entry(planned)
+            record.results[entry.name], n = self.run_entry(planned)
         except KeyboardInterrupt:
-            result.timing[entry.name] = self._task_timing(entry.name, streamed_s + time.perf_counter() - began, before, finished=False)
-            self._write_results(result, manifest)
+            record.timing[entry.name] = self._task_timing(entry.name, streamed_s + time.perf_counter() - began, before,
+                                                          finished=False)
+            self._write_results()
             raise
         result.computed += n
         result.cached, result.requests = self._counts["cached"], self._counts["requests"]
-        result.timing[entry.name] = self._task_timing(entry.name, streamed_s + time.perf_counter() - began, before, finished=True)
-        result.resources[entry.name] = peak_memory()
+        record.timing[entry.name] = self._task_timing(entry.name, streamed_s + time.perf_counter() - began, before,
+                                                      finished=True)
+        record.resources[entry.name] = peak_memory()
         splits = [self.eval_split(entry)] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
-        manifest[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
-        self._write_results(result, manifest)
+        record.data.manifest_sha256[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
+        self._write_results()
 
-    def _task_timing(self, task: str, wall_s: float, before: dict, finished: bool) -> dict[str, float]:
+    def _task_timing(self, task: str, wall_s: float, earlier: RunRecord | None, finished: bool) -> Timing:
         """One task's time and requests over every invocation of the run, each request counted once:
         the requests an earlier invocation computed are read back from the cache now, and count as
         computed (by the run), not as cached. Its compute time is its share of the calls that held its
         requests (``stream.py``: by prompt tokens); ``wall_s``: the stream's share and its assembly."""
         now = self._stream.task_counts(task)
+        before = (
+            {k: v for k, v in vars(earlier.timing[task]).items() if v is not None}
+            if earlier and task in earlier.timing
+            else {}
+        )
         computed = now["computed"] + before.get("computed", 0)
         cached = max(0, now["cached"] - before.get("computed", 0))
         # An unfinished task counts the requests it reached; a finished one all of its requests.
@@ -302,15 +340,9 @@ class Runner:
                  "requests": requests, "computed": computed, "cached": cached}
         return rounded_timing(total)
 
-    def _carry_over(self, doc: dict | None, result: RunResult, manifest: dict) -> None:
-        """Tasks an earlier invocation of this run finished and this one does not run (``--tasks``
-        of another subset): kept in results.json, never dropped silently."""
-        sections = {"results": result.results, "timing": result.timing, "resources": result.resources, "parsed_by": self.parsed_by,
-                    "baselines": self.baselines, "task_versions": self._task_versions}
-        self._planned += carry_over(doc, set(self._entries), sections, manifest, self.out / "samples", run_id(self.identity))
-
-    def _write_results(self, result: RunResult, manifest: dict) -> None:
-        write_results_file(self.out, results_document(self, result, manifest))
+    def _write_results(self) -> None:
+        self.record.unparsed_flags = flagged_prompts(self.record.results)  # prompts with >= 10 % unparsed answers
+        write_results_file(self.record)
 
     def interrupt_summary(self) -> str:
         """What an interrupted run kept, exactly (the CLI prints it on Ctrl-C), leading with the
@@ -322,9 +354,11 @@ class Runner:
         generations = sum(isinstance(v, str) for v in values) - self.earlier_generations
         loglikelihoods = len(values) - generations - self.earlier_generations - self.earlier_loglikelihoods
         if (loglikelihoods or self._computing == RequestKind.LOGLIKELIHOOD) and not generations:
-            text = f"{loglikelihoods} log-likelihoods of this run were saved in {path} ({self.earlier_loglikelihoods} from earlier runs)"
+            text = (f"{loglikelihoods} log-likelihoods of this run were saved in {path} "
+                    f"({self.earlier_loglikelihoods} from earlier runs)")
         else:
-            text = f"{generations} generations of this run were saved in {path} ({self.earlier_generations} from earlier runs)"
+            text = (f"{generations} generations of this run were saved in {path} "
+                    f"({self.earlier_generations} from earlier runs)")
             if loglikelihoods:
                 text += f", and {loglikelihoods} log-likelihoods"
         if (self.out / "results.json").is_file():

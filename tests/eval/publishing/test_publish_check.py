@@ -36,7 +36,7 @@ def _run_with(tmp: Path, edit) -> Path:
     ("config.system_instruction", lambda d: d["config"].update(system_instruction="Leggi /home/alice/istruzioni.txt e rispondi."),
      "/home/alice/istruzioni.txt"),
     ("versions.evalita_eval", lambda d: d["versions"].update(evalita_eval="0.1.0 (from /opt/build/evalita)"), "/opt/build/evalita"),
-    ("notes", lambda d: d.update(notes="weights copied from ~/models/beta"), "~/"),
+    ("skipped.sa", lambda d: d.update(skipped={"sa": "weights copied from ~/models/beta"}), "~/"),
 ])
 def test_a_local_path_in_any_field_is_refused_naming_the_field(tmp_path: Path, field: str, edit, trace: str) -> None:
     run = _run_with(tmp_path, edit)

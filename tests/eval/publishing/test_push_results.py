@@ -15,7 +15,7 @@ pytest.importorskip("huggingface_hub")
 
 from paths import TEST_DATA
 from hub_stub import StoredFile  # noqa: E402
-from publish_fixtures import TOKEN, hub, hub_env, repo_folder, sample_build  # noqa: E402,F401 - fixture
+from publish_fixtures import TOKEN, hub, hub_env, published_results, published_samples, repo_folder, sample_build  # noqa: E402,F401 - fixture
 
 RUN = TEST_DATA / "results" / "beta"
 FOLDER = repo_folder(RUN)  # <model>@<revision>/<setting>-<run id>
@@ -26,8 +26,8 @@ def push_results(args: list[str], env: dict) -> subprocess.CompletedProcess:
 
 
 def expected_files() -> dict[str, bytes]:
-    files = {f"{FOLDER}/results.json": (RUN / "results.json").read_bytes()}
-    files.update({f"{FOLDER}/samples/{p.name}": p.read_bytes() for p in (RUN / "samples").glob("*.jsonl")})
+    files = {f"{FOLDER}/results.json": published_results(RUN)}
+    files.update({f"{FOLDER}/samples/{name}": data for name, data in published_samples(RUN).items()})
     return files
 
 
@@ -100,9 +100,9 @@ def test_push_results_keeps_every_setting_of_a_model(tmp_path: Path) -> None:
     for run in (RUN, ce):
         proc = push_results([str(run), "--repo", "me/results", "--to-dir", str(out)], env)
         assert proc.returncode == 0, proc.stderr
-    assert (out / FOLDER / "results.json").read_bytes() == (RUN / "results.json").read_bytes()
+    assert (out / FOLDER / "results.json").read_bytes() == published_results(RUN)
     ce_folder = repo_folder(ce, setting="ce-constrained")
-    assert (out / ce_folder / "results.json").read_bytes() == (ce / "results.json").read_bytes()
+    assert (out / ce_folder / "results.json").read_bytes() == published_results(ce)
     front = (out / "README.md").read_text("utf-8")
     assert front.startswith("---\npretty_name: Evalita-LLM results\n")
     assert f'- config_name: "{ce_folder.replace("/", "--")}"\n  data_files: "{ce_folder}/results.json"' in front
@@ -134,8 +134,8 @@ def test_a_second_run_of_the_same_model_and_setting_is_kept_beside_the_first(tmp
         assert proc.returncode == 0, proc.stderr
     folders = sorted(str(p.parent.relative_to(out)) for p in out.rglob("results.json"))
     assert folders == sorted([FOLDER, repo_folder(other)]) and FOLDER != repo_folder(other)
-    assert (out / FOLDER / "results.json").read_bytes() == (RUN / "results.json").read_bytes()
-    assert (out / repo_folder(other) / "results.json").read_bytes() == (other / "results.json").read_bytes()
+    assert (out / FOLDER / "results.json").read_bytes() == published_results(RUN)
+    assert (out / repo_folder(other) / "results.json").read_bytes() == published_results(other)
     front = (out / "README.md").read_text("utf-8")
     assert front.count("| org-b/beta-8b@v1 | loglikelihood, 0-shot | official | all | complete, 3 task(s) |") == 2
     assert all(f"| [`{f}/`]({f}/README.md) |" in front for f in folders)
@@ -272,7 +272,7 @@ def test_dry_run_without_the_hub_asks_once_and_lists_the_local_files(hub, tmp_pa
 
 
 def test_public_names_replace_local_paths_only(tmp_path: Path, monkeypatch) -> None:
-    from evalita_eval.publishing.public import local_replacements, public_results
+    from evalita_eval.publishing.public import local_replacements, public_record
     from evalita_eval.record import parse_record
 
     monkeypatch.chdir(tmp_path)
@@ -282,8 +282,8 @@ def test_public_names_replace_local_paths_only(tmp_path: Path, monkeypatch) -> N
            "config": {}, "results": {"te": {"p1": {"acc": 0.5, "n": 2}}}}  # a version-0 record (the reader's migration)
     run = parse_record(tmp_path / "results.json", doc, samples=False)
     assert local_replacements(run, Path(".")) == {str(tmp_path / "mdl"): "mdl", "./mdl": "mdl", str(tmp_path): tmp_path.name}
-    public = public_results(run, doc, Path("."))
-    assert public["model"] == {"name_or_path": "mdl", "tokenizer": "mdl", "revision": None, "options": {"gguf_file": "/"},
-                               "local_folder": True}
+    public = public_record(run, None, Path("."))[0].to_json()
+    assert public["model"] == {"name_or_path": "mdl", "name": "mdl", "revision": None, "dtype": None, "backend": None,
+                               "tokenizer": "mdl", "options": {"gguf_file": "/"}, "local_folder": True}
     assert public["versions"] == {"evalita-llm": "0.1.0"} and public["skipped"] == {"te": "no split in mdl/x."}
-    assert public["data"] == {"source": "/"}  # a bare root is never a replacement
+    assert public["data"] == {"source": "/", "manifest_sha256": {}, "revisions": {}}  # a bare root is never replaced

@@ -176,7 +176,7 @@ def test_report_rejects_a_bad_results_file(tmp_path):
     assert "results.te.p1.acc: score 1.5 is outside [0, 1]" in res.output
     bad.write_text(json.dumps({"results": {}}))
     res = CliRunner().invoke(main, ["report", str(bad), "--out", str(tmp_path / "o")])
-    assert res.exit_code == 1 and "results.json: key model: missing, a required key of format_version 1" in res.output
+    assert res.exit_code == 1 and "results.json: key model: missing, a required key of format_version 2" in res.output
 
 
 

@@ -49,7 +49,7 @@ def test_what_run_writes_passes_the_shipped_schemas(runs: tuple[Path, Path]) -> 
     results_schema = Draft202012Validator(json.loads(RESULTS_SCHEMA.read_text("utf-8")))
     sample_schema = Draft202012Validator(json.loads(SAMPLE_SCHEMA.read_text("utf-8")))
     assert list(results_schema.iter_errors(doc)) == []
-    assert doc["format_version"] == FORMAT_VERSION == 1
+    assert doc["format_version"] == FORMAT_VERSION == 2
     files = sorted((a / "samples").glob("*.jsonl"))
     assert [f.name for f in files] == ["te_p1.jsonl", "te_p2.jsonl"]
     for path in files:
@@ -59,7 +59,7 @@ def test_what_run_writes_passes_the_shipped_schemas(runs: tuple[Path, Path]) -> 
     # the schema's bound on log-likelihoods is the backend contract's rounding
     assert json.loads(SAMPLE_SCHEMA.read_text("utf-8"))["properties"]["loglikelihoods"]["items"]["maximum"] == LOGPROB_ROUNDING
     record = read_run(a)
-    assert (record.run_id, record.format_version, record.config.limit, record.config.prompts) == (doc["run_id"], 1, 3, ["p1", "p2"])
+    assert (record.run_id, record.format_version, record.config.limit, record.config.prompts) == (doc["run_id"], 2, 3, ["p1", "p2"])
     assert [len(record.samples_of("te", p)) for p in ("p1", "p2")] == [3, 3]
     # the reader derives what the runner wrote, and the second run is another run
     assert record.not_comparable_reasons == doc["not_comparable_with_paper"] == [LIMIT_REASON, PROMPTS_REASON]
@@ -149,13 +149,19 @@ def damage_link_out(folder: Path, other: Path) -> str:
 
 
 def damage_newer_version(folder: Path, other: Path) -> str:
-    _results(folder, lambda d: d.update(format_version=2))
-    return f"{folder / 'results.json'}: key format_version: 2 is newer than this evalita-eval reads (up to 1); upgrade evalita-llm to read it"
+    _results(folder, lambda d: d.update(format_version=3))
+    return f"{folder / 'results.json'}: key format_version: 3 is newer than this evalita-eval reads (up to 2); upgrade evalita-llm to read it"
 
 
 def damage_missing_key(folder: Path, other: Path) -> str:
     _results(folder, lambda d: d.pop("run_id"))
-    return f"{folder / 'results.json'}: key run_id: missing, a required key of format_version 1"
+    return f"{folder / 'results.json'}: key run_id: missing, a required key of format_version 2"
+
+
+def damage_misspelt_config_key(folder: Path, other: Path) -> str:
+    _results(folder, lambda d: d["config"].update(num_fewshots=5))
+    return (f"{folder / 'results.json'}: key config: Additional properties are not allowed ('num_fewshots' was "
+            "unexpected)")
 
 
 def damage_nan_score(folder: Path, other: Path) -> str:
@@ -224,6 +230,7 @@ def damage_name_with_a_heading(folder: Path, other: Path) -> str:
 
 @pytest.mark.parametrize("damage", [damage_nan, damage_infinity, damage_overflow, damage_positive_loglik, damage_duplicate_doc,
                                     damage_other_runs_samples, damage_other_task_version, damage_link_out, damage_newer_version, damage_missing_key,
+                                    damage_misspelt_config_key,
                                     damage_nan_score, damage_count, damage_edited_score, damage_undeclared_metric, damage_edited_identity,
                                     damage_edited_config, damage_duplicate_key, damage_deep_results, damage_deep_sample,
                                     damage_name_with_a_heading])
@@ -294,7 +301,7 @@ def test_a_run_resumed_over_an_older_record_writes_the_current_one(runs: tuple[P
     _as_version_0(folder)
     _run(tiny_model, folder, tasks="wic")
     record = read_run(folder)
-    assert (record.format_version, sorted(record.results)) == (1, ["te", "wic"])
+    assert (record.format_version, sorted(record.results)) == (FORMAT_VERSION, ["te", "wic"])
     assert {s["run_id"] for p in ("p1", "p2") for s in record.samples_of("te", p)} == {record.run_id}
 
 
@@ -320,3 +327,42 @@ def test_a_hand_edited_comparability_flag_changes_nothing(runs: tuple[Path, Path
     assert f"Note: {note}" in card
     front = (tmp_path / "repo" / "README.md").read_text("utf-8")
     assert "no: run with --limit 3" in front  # no model page for it
+
+
+RECORD_V1 = TEST_DATA / "record_v1"  # a run of format_version 1, written by the runner before format 2 (te, ner; --limit 3)
+
+
+def test_a_format_1_record_is_read_and_written_again_as_format_2(tmp_path: Path) -> None:
+    record = read_run(RECORD_V1)
+    doc = json.loads((RECORD_V1 / "results.json").read_text("utf-8"))
+    assert (record.format_version, record.run_id, record.status) == (1, doc["run_id"], "complete")
+    assert record.results == doc["results"] and record.not_comparable_reasons == doc["not_comparable_with_paper"]
+    assert record.notes == [] and record.model.files_sha256 == doc["model"]["files_sha256"]
+    again = record.to_json()
+    assert again["format_version"] == 2 and again["results"] == doc["results"] and again["run_identity"] == doc["run_identity"]
+    # the same keys, values unchanged where set (format 2 leaves out a backend's model key whose value is null)
+    assert again["config"] == doc["config"] and set(again) == set(doc)
+    assert {k: v for k, v in doc["model"].items() if v is not None} == {k: v for k, v in again["model"].items() if v is not None}
+    assert again["model"]["revision"] is None and "revision" in doc["model"]
+    folder = tmp_path / "v1"
+    shutil.copytree(RECORD_V1, folder)
+    proc = cli("report", str(folder), "--out", str(tmp_path / "rep"), "--bootstrap", "0")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_record_with_a_misspelt_key_is_never_written(tmp_path: Path) -> None:
+    from evalita_eval.record import RecordError
+    from evalita_eval.running.results_file import write_results_file
+
+    record = read_run(RECORD_V1)
+    record.path = tmp_path / "results.json"
+    record.config.num_fewshot = "zero"  # a wrong type
+    with pytest.raises(RecordError, match=r"results.json: key config.num_fewshot: 'zero' is not of type"):
+        write_results_file(record)
+    record = read_run(RECORD_V1)
+    record.path = tmp_path / "results.json"
+    record.model.options = {"gguf_file": None}
+    record.config.chat_template = {"source": "tokenizer", "sha265": "ab"}  # misspelt inside a closed section
+    with pytest.raises(RecordError, match=r"key config.chat_template: Additional properties are not allowed \('sha265'"):
+        write_results_file(record)
+    assert not (tmp_path / "results.json").exists()

@@ -1,4 +1,4 @@
-"""comparable_with_paper (running/comparability.py): false, with every reason, for any run that is not the
+"""comparable_with_paper (record/comparable.py, one function of the record for writer and readers): false, with every reason, for any run that is not the
 paper's whole evaluation split with its prompts and budgets; the reasons shown wherever the flag is."""
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from evalita_eval.record import parse_record
+from evalita_eval.record.build import config_record
+from evalita_eval.record.model import DataRecord, ModelRecord, RunRecord
 from evalita_eval.reporting.worth import comparability_text, n_text
-from evalita_eval.running.comparability import comparability_record, not_comparable_reasons
+from evalita_eval.running.results_file import config_json, task_versions
 from evalita_eval.run_config import RunSpec
 from evalita_eval.sources.entries import select_entries
 
@@ -19,8 +21,19 @@ from paths import TEST_DATA
 TE_NER = select_entries(["te", "ner_adg"])
 
 
+def not_comparable_reasons(config: RunSpec, entries) -> list[str]:
+    """The reasons the runner writes for a run of ``config`` over ``entries``: the record it builds, asked."""
+    identity = {"prompts": sorted(config.prompts) if config.prompts is not None else None}
+    record = RunRecord(path=Path("results.json"), status="complete", run_id=None, identity=None, model=ModelRecord("m"),
+                       config=config_record(config_json(config, None, 1), identity), data=DataRecord(),
+                       results={e.name: {} for e in entries},
+                       task_versions={e.name: task_versions(e, config.setting) for e in entries})
+    assert record.to_json()["not_comparable_with_paper"] == record.not_comparable_reasons  # what it writes
+    return record.not_comparable_reasons
+
+
 def test_the_papers_evaluation_is_comparable() -> None:
-    assert comparability_record(RunSpec(model="m", data="data"), TE_NER) == {"comparable_with_paper": True, "not_comparable_with_paper": []}
+    assert not_comparable_reasons(RunSpec(model="m", data="data"), TE_NER) == []
     # every prompt named, and the task's own budget: still the paper's evaluation
     same = RunSpec(model="m", data="data", prompts=["p1", "p2", "p3", "p4", "p5", "p6"], max_new_tokens=256)
     assert not_comparable_reasons(same, TE_NER) == []
@@ -39,7 +52,7 @@ def test_the_papers_evaluation_is_comparable() -> None:
                                               "--max-new-tokens 32: the paper's budget is ner_adg 256"]),
 ])
 def test_each_departure_is_a_reason(config: RunSpec, reasons: list[str]) -> None:
-    assert comparability_record(config, TE_NER) == {"comparable_with_paper": False, "not_comparable_with_paper": reasons}
+    assert not_comparable_reasons(config, TE_NER) == reasons
 
 
 def test_instruct_settings_have_their_own_prompts_and_budgets() -> None:
