@@ -103,11 +103,12 @@ def timed_run(model: str, args: argparse.Namespace, backend: str, replicas: int)
 def breakdown(t: dict) -> list[str]:
     """Where a replicated run's wall time went (seconds from the command's start), from its timeline."""
     calls, loads = t["calls"], t["loads"]
-    lines = [f"  before the replicas (interpreter, imports, options): {t['began'] - t['command']:.1f} s",
+    first = calls[0]["began"] if calls else t["closing"]
+    lines = [f"  before the replicas start (interpreter, imports, options): {t['began'] - t['command']:.1f} s",
              f"  Ray start: {t['ray_ready'] - t['began']:.1f} s",
              "  model loads (in their replicas, at once): " + ", ".join(f"{b - a:.1f} s (ready at {b - t['command']:.1f} s)" for a, b in loads),
-             f"  driver until the first call (waits for replica 0, names the folder, plans the run): "
-             f"{(calls[0]['began'] if calls else t['closing']) - t['first_ready']:.1f} s after replica 0 was ready"]
+             f"  first call at {first - t['command']:.1f} s (the driver imports, reads the data, names the folder, plans "
+             f"the run meanwhile; replica 0 ready at {t['first_ready'] - t['command']:.1f} s)"]
     for c in calls:
         wall = c["ended"] - c["planned"]
         idle = [wall - b for b in c["busy"]]
@@ -115,8 +116,10 @@ def breakdown(t: dict) -> list[str]:
                      + ", ".join(f"{b:.1f} s" for b in c["busy"]) + " (idle " + ", ".join(f"{i:.1f} s" for i in idle)
                      + f"); tail (one replica alone at the end) {max(c['ends']) - min(c['ends']):.1f} s")
     between = sum(b["began"] - a["ended"] for a, b in zip(calls, calls[1:]))
-    lines.append(f"  driver between calls {between:.1f} s; after the last call (scores, results, close, exit): "
-                 f"{t['exited'] - (calls[-1]['ended'] if calls else t['closing']):.1f} s")
+    end = calls[-1]["ended"] if calls else t["closing"]
+    lines.append(f"  driver between calls {between:.1f} s; after the last call: scores and results {t['closing'] - end:.1f} s, "
+                 f"replicas closed {t['stopped'] - t['closing']:.1f} s, Ray shut down {t['closed'] - t['stopped']:.1f} s, "
+                 f"tables and exit {t['exited'] - t['closed']:.1f} s")
     return lines
 
 

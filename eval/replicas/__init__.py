@@ -8,8 +8,10 @@ the cluster at ``--backend-arg ray_address=ADDRESS``. Ray is the optional extra 
 from __future__ import annotations
 
 import importlib.util
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
 from dataclasses import replace
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable, Iterator
 
 from pydantic import Field, TypeAdapter, ValidationError
 
@@ -53,3 +55,25 @@ def create_backend(name: str, options: BackendOptions) -> Backend:
     from .backend import ReplicaBackend
 
     return ReplicaBackend(name, one, size, address)
+
+
+@contextmanager
+def started_backend(name: str, options: BackendOptions) -> Iterator[Callable[[], Backend]]:
+    """A function giving ``create_backend(name, options)``. Replicas start at once, in a thread: Ray's start and the
+    model loads go on while the driver imports, reads the data and plans. Started and never asked for (the driver
+    failed first): closed on the way out."""
+    try:
+        size, address, _ = replica_settings(options)
+    except ValueError:  # said by create_backend, when asked
+        size, address = 1, None
+    if size == 1 and address is None:
+        yield lambda: create_backend(name, options)
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="replicas-start") as pool:
+        future, taken = pool.submit(create_backend, name, options), []
+        try:
+            yield lambda: taken.append(1) or future.result()
+        finally:
+            if not taken:
+                with suppress(Exception):
+                    future.result().close()
