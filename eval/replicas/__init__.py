@@ -43,8 +43,9 @@ def replica_settings(options: BackendOptions) -> tuple[int, str | None, BackendO
     return ours.get("data_parallel_size", 1), ours.get("ray_address") or None, replace(options, extra=extra)
 
 
-def create_backend(name: str, options: BackendOptions) -> Backend:
-    """The backend ``name``, replicated on Ray when ``data_parallel_size`` > 1 (or a Ray address is given)."""
+def create_backend(name: str, options: BackendOptions, wait: bool = True) -> Backend:
+    """The backend ``name``, replicated on Ray when ``data_parallel_size`` > 1 (or a Ray address is given); replicas
+    without ``wait``: started, not waited for (``ReplicaBackend.ready``)."""
     from ..backends import create_backend as create_one
 
     size, address, one = replica_settings(options)
@@ -54,14 +55,14 @@ def create_backend(name: str, options: BackendOptions) -> Backend:
         raise RuntimeError(f"data_parallel_size={size} runs replicas on Ray, which is not installed: pip install -e '.[ray]' (in a clone of evalita-llm)")
     from .backend import ReplicaBackend
 
-    return ReplicaBackend(name, one, size, address)
+    return ReplicaBackend(name, one, size, address, wait)
 
 
 @contextmanager
 def started_backend(name: str, options: BackendOptions) -> Iterator[Callable[[], Backend]]:
     """A function giving ``create_backend(name, options)``. Replicas start at once, in a thread: Ray's start and the
     model loads go on while the driver imports, reads the data and plans. Started and never asked for (the driver
-    failed first): closed on the way out."""
+    failed first): stopped on the way out, without waiting for their models."""
     try:
         size, address, _ = replica_settings(options)
     except ValueError:  # said by create_backend, when asked
@@ -70,9 +71,9 @@ def started_backend(name: str, options: BackendOptions) -> Iterator[Callable[[],
         yield lambda: create_backend(name, options)
         return
     with ThreadPoolExecutor(1, thread_name_prefix="replicas-start") as pool:
-        future, taken = pool.submit(create_backend, name, options), []
+        future, taken = pool.submit(create_backend, name, options, False), []
         try:
-            yield lambda: taken.append(1) or future.result()
+            yield lambda: taken.append(1) or future.result().ready()  # type: ignore[attr-defined]
         finally:
             if not taken:
                 with suppress(Exception):

@@ -123,7 +123,8 @@ class ReplicaBackend(Backend):
     streams = frozenset(RequestKind)
     plans_calls = True
 
-    def __init__(self, name: str, options: BackendOptions, size: int, address: str | None) -> None:
+    def __init__(self, name: str, options: BackendOptions, size: int, address: str | None,
+                 wait: bool = True) -> None:
         use_token_if_present(address)  # before Ray reads its configuration
         import ray
 
@@ -156,7 +157,14 @@ class ReplicaBackend(Backend):
         self._loading: dict[Any, int] = {}  # describe future -> replica, until it is known loaded
         for replica in range(size):  # every model loads at once, each in its replica
             self._start(replica)
-        # Replica 0 loaded (started again if it died loading); the others go on loading while the runner plans the run.
+        if wait:
+            self.ready()
+
+    def ready(self) -> "ReplicaBackend":
+        """Once replica 0 is loaded (started again if it died loading): what the driver shows of the backend. The
+        others go on loading while the runner plans the run."""
+        if "first_ready" in self.timeline:
+            return self
         try:
             described = self._call(lambda actor: actor.describe.remote())
         except RuntimeError:  # a node that cannot read the model folder, a replica that keeps dying
@@ -171,6 +179,7 @@ class ReplicaBackend(Backend):
         self._merges_units = described["merges_units"]
         # The runner may mix prompts in one call exactly where the wrapped engine allows it (running/stream.py).
         self.mixes_prompts = described["mixes_prompts"]
+        return self
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> "ReplicaBackend":
@@ -372,28 +381,35 @@ class ReplicaBackend(Backend):
 
         return [d["node"] for d in ray.get(self._described)]
 
+    @staticmethod
+    def _died(future: Any) -> bool:
+        """``future`` failed with a Ray error: its replica died."""
+        import ray
+
+        try:
+            ray.get(future)
+        except ray.exceptions.RayError:
+            return True
+        return False
+
     def close(self) -> None:
         """Every replica closed at once, then stopped; the Ray this run started shut down; the timeline logged."""
         import ray
 
         if not ray.is_initialized():
             return
-        closing, loads = time.time(), []
-        for future in self._described:
-            try:
-                loads.append(ray.get(future, timeout=0)["loaded"])
-            except (ray.exceptions.RayError, TimeoutError):
-                pass  # a replica that died or never loaded: no load to show
-        closes = [actor.close.remote() for actor in self.actors]
-        for actor, closed in zip(self.actors, closes):
-            try:
-                ray.get(closed)
-            except ray.exceptions.RayError:
-                pass  # a dead replica holds nothing
+        closing, futures = time.time(), self._described
+        loaded = set(ray.wait(futures, num_returns=len(futures), timeout=0)[0]) if futures else set()
+        # The loaded replicas closed (at once; a dead one holds nothing), then every replica stopped: one still
+        # loading is not waited for.
+        loads = [ray.get(future).get("loaded") for future in futures if future in loaded and not self._died(future)]
+        for closed in [actor.close.remote() for actor, future in zip(self.actors, futures) if future in loaded]:
+            self._died(closed)
+        for actor in self.actors:
             ray.kill(actor)
         self.actors, stopped = [], time.time()
         if self._started_ray:
             ray.shutdown()
         # The run's timeline, one JSON line at INFO (``evalita_eval.replicas.backend``; bench/replicas.py --time).
-        LOG.info("replica timeline: %s", json.dumps({**self.timeline, "loads": loads, "closing": closing,
+        LOG.info("replica timeline: %s", json.dumps({**self.timeline, "loads": [x for x in loads if x], "closing": closing,
                                                      "stopped": stopped, "closed": time.time()}))
