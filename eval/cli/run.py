@@ -119,7 +119,8 @@ run = run_command(_run)
 
 
 def run_spec(spec) -> None:
-    """``run`` of a checked ``RunSpec``: its inputs checked before the model loads, the run, its tables."""
+    """``run`` of a checked ``RunSpec``: its inputs checked before the model loads (replicas: while they load), the
+    run, its tables."""
     from ..replicas import started_backend
     from ..run_config import backend_options
     from ..running.console import run_counts, summary_table, task_summary_table

@@ -72,8 +72,13 @@ def started_backend(name: str, options: BackendOptions) -> Iterator[Callable[[],
         return
     with ThreadPoolExecutor(1, thread_name_prefix="replicas-start") as pool:
         future, taken = pool.submit(create_backend, name, options, False), []
+
+        def take() -> Backend:
+            taken.append(future.result().ready())  # the caller closes it from here on (Ctrl-C before: closed below)
+            return taken[0]
+
         try:
-            yield lambda: taken.append(1) or future.result().ready()  # type: ignore[attr-defined]
+            yield take
         finally:
             if not taken:
                 with suppress(Exception):
