@@ -46,9 +46,10 @@ def folder_lock(out: Path) -> Iterator[None]:
         lock.release()
 
 
-def execute(create_backend, source, spec, entries: list):
-    """Load the backend (``create_backend()``), name the output folder by the run's identity (unless --output-dir),
-    announce the plan and run it; (the RunResult, the Runner). Ctrl-C: what was kept, exit 130."""
+def execute(options, source, spec, entries: list):
+    """Load the backend, name the output folder by the run's identity (unless --output-dir), announce
+    the plan and run it; (the RunResult, the Runner). Ctrl-C: what was kept, exit 130."""
+    from ..replicas import create_backend  # the backend, or its replicas on Ray (data_parallel_size)
     from ..running.estimate import announce
     from ..running.identity import default_output_dir, identity_of
     from ..running.runner import ModelInfo, Runner
@@ -56,10 +57,10 @@ def execute(create_backend, source, spec, entries: list):
 
     runner = None
     try:
-        backend = create_backend()
+        backend = create_backend(spec.backend, options)
         try:
             refuse_thinking_without_traces(backend, spec)  # before the folder and the plan
-            model_info = ModelInfo(spec.model, spec.revision, backend.dtype, spec.backend,
+            model_info = ModelInfo(options.model, options.revision, backend.dtype, spec.backend,
                                    backend.cache_identity(), spec.model_name)
             # Named by the model and the run's identity unless given: two runs never share one.
             output_dir = spec.output_dir or str(default_output_dir(identity_of(backend, model_info.record, spec)))
@@ -119,9 +120,7 @@ run = run_command(_run)
 
 
 def run_spec(spec) -> None:
-    """``run`` of a checked ``RunSpec``: its inputs checked before the model loads (replicas: while they load), the
-    run, its tables."""
-    from ..replicas import started_backend
+    """``run`` of a checked ``RunSpec``: its inputs checked before the model loads, the run, its tables."""
     from ..run_config import backend_options
     from ..running.console import run_counts, summary_table, task_summary_table
     from ..running.selection import nothing_evaluated
@@ -131,14 +130,12 @@ def run_spec(spec) -> None:
     progress = sys.stderr.isatty() if spec.progress is None else spec.progress
     spec = spec.with_resolved(spec.device or default_device(), progress)
     entries, prompt_names = entries_and_prompts(spec.tasks, spec.prompts, spec.setting)
-    # The backend, or its replicas on Ray (data_parallel_size): these start now, while the data is read.
-    with started_backend(spec.backend, backend_options(spec, spec.device)) as create_backend:
-        import datasets
+    import datasets
 
-        datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
-        source = open_data(spec.data, spec.hub_org)
-        check_data(entries, source, spec, named_tasks=spec.tasks is not None)
-        result, runner = execute(create_backend, source, spec, entries)
+    datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
+    source = open_data(spec.data, spec.hub_org)
+    check_data(entries, source, spec, named_tasks=spec.tasks is not None)
+    result, runner = execute(backend_options(spec, spec.device), source, spec, entries)
     if result.status == "empty":  # every task skipped by the runner (e.g. none declares the --setting's prompts)
         raise click.ClickException(nothing_evaluated(result.skipped, source))
     click.echo(f"model: {display_name({**runner.model.record, NAME_FIELD: spec.model_name})}")

@@ -8,10 +8,8 @@ the cluster at ``--backend-arg ray_address=ADDRESS``. Ray is the optional extra 
 from __future__ import annotations
 
 import importlib.util
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
 from dataclasses import replace
-from typing import Annotated, Any, Callable, Iterator
+from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter, ValidationError
 
@@ -43,9 +41,8 @@ def replica_settings(options: BackendOptions) -> tuple[int, str | None, BackendO
     return ours.get("data_parallel_size", 1), ours.get("ray_address") or None, replace(options, extra=extra)
 
 
-def create_backend(name: str, options: BackendOptions, wait: bool = True) -> Backend:
-    """The backend ``name``, replicated on Ray when ``data_parallel_size`` > 1 (or a Ray address is given); replicas
-    without ``wait``: started, not waited for (``ReplicaBackend.ready``)."""
+def create_backend(name: str, options: BackendOptions) -> Backend:
+    """The backend ``name``, replicated on Ray when ``data_parallel_size`` > 1 (or a Ray address is given)."""
     from ..backends import create_backend as create_one
 
     size, address, one = replica_settings(options)
@@ -55,31 +52,4 @@ def create_backend(name: str, options: BackendOptions, wait: bool = True) -> Bac
         raise RuntimeError(f"data_parallel_size={size} runs replicas on Ray, which is not installed: pip install -e '.[ray]' (in a clone of evalita-llm)")
     from .backend import ReplicaBackend
 
-    return ReplicaBackend(name, one, size, address, wait)
-
-
-@contextmanager
-def started_backend(name: str, options: BackendOptions) -> Iterator[Callable[[], Backend]]:
-    """A function giving ``create_backend(name, options)``. Replicas start at once, in a thread: Ray's start and the
-    model loads go on while the driver imports, reads the data and plans. Started and never asked for (the driver
-    failed first): stopped on the way out, without waiting for their models."""
-    try:
-        size, address, _ = replica_settings(options)
-    except ValueError:  # said by create_backend, when asked
-        size, address = 1, None
-    if size == 1 and address is None:
-        yield lambda: create_backend(name, options)
-        return
-    with ThreadPoolExecutor(1, thread_name_prefix="replicas-start") as pool:
-        future, taken = pool.submit(create_backend, name, options, False), []
-
-        def take() -> Backend:
-            taken.append(future.result().ready())  # the caller closes it from here on (Ctrl-C before: closed below)
-            return taken[0]
-
-        try:
-            yield take
-        finally:
-            if not taken:
-                with suppress(Exception):
-                    future.result().close()
+    return ReplicaBackend(name, one, size, address)

@@ -123,8 +123,7 @@ class ReplicaBackend(Backend):
     streams = frozenset(RequestKind)
     plans_calls = True
 
-    def __init__(self, name: str, options: BackendOptions, size: int, address: str | None,
-                 wait: bool = True) -> None:
+    def __init__(self, name: str, options: BackendOptions, size: int, address: str | None) -> None:
         use_token_if_present(address)  # before Ray reads its configuration
         import ray
 
@@ -157,14 +156,7 @@ class ReplicaBackend(Backend):
         self._loading: dict[Any, int] = {}  # describe future -> replica, until it is known loaded
         for replica in range(size):  # every model loads at once, each in its replica
             self._start(replica)
-        if wait:
-            self.ready()
-
-    def ready(self) -> "ReplicaBackend":
-        """Once replica 0 is loaded (started again if it died loading): what the driver shows of the backend. The
-        others go on loading while the runner plans the run."""
-        if "first_ready" in self.timeline:
-            return self
+        # Replica 0 loaded (started again if it died loading); the others go on loading while the runner plans the run.
         try:
             described = self._call(lambda actor: actor.describe.remote())
         except RuntimeError:  # a node that cannot read the model folder, a replica that keeps dying
@@ -179,7 +171,6 @@ class ReplicaBackend(Backend):
         self._merges_units = described["merges_units"]
         # The runner may mix prompts in one call exactly where the wrapped engine allows it (running/stream.py).
         self.mixes_prompts = described["mixes_prompts"]
-        return self
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> "ReplicaBackend":

@@ -80,9 +80,9 @@ LOGGED_CLI = ("import logging; logging.basicConfig(); logging.getLogger('evalita
               "from evalita_eval.cli import main; main()")
 
 
-def test_the_cli_starts_its_replicas_while_it_reads_the_data(tiny_model: Path, tmp_path: Path) -> None:
-    """The real CLI with its own local Ray: the replicas start before the data is read, so a data error found then
-    stops them (their timeline is logged at close) and is one line; a run equals one replica."""
+def test_the_cli_with_its_own_ray_equals_one_replica_and_logs_where_the_time_went(tiny_model: Path, tmp_path: Path) -> None:
+    """The real CLI with its own local Ray: a data error is one line before any replica starts (no timeline); a run
+    equals one replica and its timeline (bench/replicas.py --time) holds every replica's load and the end split."""
     command = [sys.executable, "-c", LOGGED_CLI, "run", "--model", str(tiny_model), *COMMON,
                "--backend-arg", "data_parallel_size=2"]
     env = {**os.environ, "HOME": str(tmp_path)}
@@ -90,13 +90,14 @@ def test_the_cli_starts_its_replicas_while_it_reads_the_data(tiny_model: Path, t
                          capture_output=True, text=True, timeout=600)
     errors = [ln for ln in bad.stderr.splitlines() if ln.startswith("Error:")]
     assert bad.returncode == 1 and "Traceback" not in bad.stderr and len(errors) == 1, bad.stderr[-3000:]
-    assert errors[0].startswith("Error: te: no split 'nosuch' in ") and not (tmp_path / "bad" / "results.json").exists()
-    [line] = [ln for ln in bad.stderr.splitlines() if "replica timeline: " in ln]
-    timeline = json.loads(line.split("replica timeline: ", 1)[1])
-    assert timeline["calls"] == [] and timeline["closed"] >= timeline["stopped"] >= timeline["ray_ready"]
+    assert errors[0].startswith("Error: te: no split 'nosuch' in ") and "replica timeline" not in bad.stderr
     good = subprocess.run(command + ["--output-dir", str(tmp_path / "two")], env=env, capture_output=True, text=True,
                           timeout=600)
     assert good.returncode == 0, good.stderr[-3000:]
+    [line] = [ln for ln in good.stderr.splitlines() if "replica timeline: " in ln]
+    t = json.loads(line.split("replica timeline: ", 1)[1])
+    assert [c["kind"] for c in t["calls"]] == ["loglikelihood", "generate_until"] and len(t["loads"]) == 2
+    assert t["calls"][-1]["ended"] <= t["closing"] <= t["stopped"] <= t["closed"]
     one = _run(tiny_model, tmp_path / "one")
     _same_run(one, json.loads((tmp_path / "two" / "results.json").read_text("utf-8")), tmp_path / "one", tmp_path / "two")
 
