@@ -34,9 +34,9 @@ document in all, 320 s at ``--limit 8``, plus the model load. The ratio line rea
 2; the goal is x1.70 or more on wall.
 
 The issue-46 check (x1.80 or more on wall, quiet machine) is the default run: ``--build`` and
-``--time`` as above, ``--threads 1``. Under each 2-replica run, its breakdown: the start (Ray, the
-loads, the first call, while the driver reads the data), per request kind the units, busy and idle
-time and the tail, and the end (results, the replicas closed, Ray's shutdown, the exit).
+``--time`` as above, ``--threads 1``. Under each 2-replica run, its breakdown: the start (the driver's
+own, Ray's, the loads, the first call), per request kind the units, busy and idle time and the tail,
+and the end (results, the replicas closed, Ray's shutdown, the CLI's tables and the exit).
 """
 
 from __future__ import annotations
@@ -109,11 +109,11 @@ def breakdown(t: dict) -> list[str]:
     """Where a replicated run's wall time went (seconds from the command's start), from its timeline."""
     calls, loads = t["calls"], t["loads"]
     first = calls[0]["began"] if calls else t["closing"]
-    lines = [f"  before the replicas start (interpreter, imports, options): {t['began'] - t['command']:.1f} s",
+    lines = [f"  before the replicas start (interpreter, imports, options, data read): {t['began'] - t['command']:.1f} s",
              f"  Ray start: {t['ray_ready'] - t['began']:.1f} s",
              "  model loads (in their replicas, at once): " + ", ".join(f"{b - a:.1f} s (ready at {b - t['command']:.1f} s)" for a, b in loads),
-             f"  first call at {first - t['command']:.1f} s (the driver imports, reads the data, names the folder, plans "
-             f"the run meanwhile; replica 0 ready at {t['first_ready'] - t['command']:.1f} s)"]
+             f"  first call at {first - t['command']:.1f} s (replica 0 ready at {t['first_ready'] - t['command']:.1f} s; "
+             "then the driver names the folder and plans the run)"]
     for c in calls:
         wall = c["ended"] - c["planned"]
         idle = [wall - b for b in c["busy"]]
