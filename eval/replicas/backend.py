@@ -48,10 +48,12 @@ class Replica:
         if self.problem is not None:
             return
         if threads is not None:
+            # Ray sets OMP_NUM_THREADS=1 in an actor; CPU kernels round differently with another thread count, so a
+            # replica takes the driver's: the numbers of one replica. Set before torch loads (OpenMP reads it then),
+            # here rather than in a runtime_env, which would need new workers instead of those Ray started idle.
+            os.environ["OMP_NUM_THREADS"] = str(threads)
             import torch
 
-            # Ray sets OMP_NUM_THREADS=1 in an actor; CPU kernels round differently with another
-            # thread count, so a replica takes the driver's: the numbers of one replica.
             torch.set_num_threads(threads)
         self.backend = create_backend(name, options)
         self.loaded = (began, time.time())  # wall clock: the driver's timeline of the run (``ReplicaBackend.timeline``)
@@ -184,8 +186,6 @@ class ReplicaBackend(Backend):
 
         self.loads += 1
         resources = replica_resources(self.name, self._inner_options)
-        if self._threads is not None:  # before torch loads: OpenMP reads it once (Ray sets 1)
-            resources["runtime_env"] = {"env_vars": {"OMP_NUM_THREADS": str(self._threads)}}
         # The model folder the driver sees (a path, not a hub id): every replica must see it too.
         paths = {"model folder": self._inner_options.model} if os.path.exists(self._inner_options.model) else {}
         actor = ray.remote(Replica).options(max_restarts=0, **resources).remote(self.name, self._inner_options,
@@ -256,10 +256,12 @@ class ReplicaBackend(Backend):
         def feed() -> None:
             """Each loaded replica in turn a unit until it holds IN_FLIGHT: its own share first (an engine that merges
             units), else the largest left in the shared queue. A replica still loading takes none: the others take its
-            work."""
+            work. A second unit from the shared queue only while it holds more than a unit per replica: the last ones
+            wait there for whichever replica is free first, never behind another replica's running unit."""
             for depth in range(1, IN_FLIGHT + 1):
                 for replica in sorted(loaded):
-                    if sum(r == replica for r, _ in running.values()) < depth and (queues[replica] or queues[-1]):
+                    ahead = depth == 1 or queues[replica] or len(queues[-1]) > len(loaded)
+                    if sum(r == replica for r, _ in running.values()) < depth and (queues[replica] or queues[-1]) and ahead:
                         pack = (queues[replica] or queues[-1]).popleft()
                         merged = (tuple(i for u in pack for i in units[u].indices),)
                         one = units[pack[0]].calls if len(pack) == 1 else merged
@@ -370,30 +372,35 @@ class ReplicaBackend(Backend):
 
         return [d["node"] for d in ray.get(self._described)]
 
-    def _log_timeline(self) -> None:
-        """The run's timeline as one JSON line at INFO (``evalita_eval.replicas.backend``; bench/replicas.py --time)."""
+    @staticmethod
+    def _died(future: Any) -> bool:
+        """``future`` failed with a Ray error: its replica died."""
         import ray
 
-        loads = []
-        for future in self._described:
-            try:
-                loads.append(ray.get(future, timeout=0)["loaded"])
-            except (ray.exceptions.RayError, TimeoutError):
-                pass  # a replica that died or never loaded: no load to show
-        LOG.info("replica timeline: %s", json.dumps({**self.timeline, "loads": loads, "closing": time.time()}))
+        try:
+            ray.get(future)
+        except ray.exceptions.RayError:
+            return True
+        return False
 
     def close(self) -> None:
+        """Every replica closed at once, then stopped; the Ray this run started shut down; the timeline logged."""
         import ray
 
         if not ray.is_initialized():
             return
-        self._log_timeline()
+        closing, futures = time.time(), self._described
+        loaded = set(ray.wait(futures, num_returns=len(futures), timeout=0)[0]) if futures else set()
+        # The loaded replicas closed (at once; a dead one holds nothing), then every replica stopped: one still
+        # loading is not waited for.
+        loads = [ray.get(future).get("loaded") for future in futures if future in loaded and not self._died(future)]
+        for closed in [actor.close.remote() for actor, future in zip(self.actors, futures) if future in loaded]:
+            self._died(closed)
         for actor in self.actors:
-            try:
-                ray.get(actor.close.remote())
-            except ray.exceptions.RayError:
-                pass  # a dead replica holds nothing
             ray.kill(actor)
-        self.actors = []
+        self.actors, stopped = [], time.time()
         if self._started_ray:
             ray.shutdown()
+        # The run's timeline, one JSON line at INFO (``evalita_eval.replicas.backend``; bench/replicas.py --time).
+        LOG.info("replica timeline: %s", json.dumps({**self.timeline, "loads": [x for x in loads if x], "closing": closing,
+                                                     "stopped": stopped, "closed": time.time()}))

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,6 +73,33 @@ def test_two_replicas_equal_one(local_ray, tiny_model: Path, tmp_path: Path, bac
     two = _run(tiny_model, tmp_path / "two", "--backend", backend, "--backend-arg", "data_parallel_size=2")
     _same_run(one, two, tmp_path / "one", tmp_path / "two")
     assert two["results"]["te"]["p1"]["n"] == 3 and set(two["results"]) == {"te", "sa", "ls"}
+
+
+# The CLI with the replicas' timeline logged (INFO, at close: eval/replicas/backend.py).
+LOGGED_CLI = ("import logging; logging.basicConfig(); logging.getLogger('evalita_eval.replicas').setLevel(logging.INFO); "
+              "from evalita_eval.cli import main; main()")
+
+
+def test_the_cli_with_its_own_ray_equals_one_replica_and_logs_where_the_time_went(tiny_model: Path, tmp_path: Path) -> None:
+    """The real CLI with its own local Ray: a data error is one line before any replica starts (no timeline); a run
+    equals one replica and its timeline (bench/replicas.py --time) holds every replica's load and the end split."""
+    command = [sys.executable, "-c", LOGGED_CLI, "run", "--model", str(tiny_model), *COMMON,
+               "--backend-arg", "data_parallel_size=2"]
+    env = {**os.environ, "HOME": str(tmp_path)}
+    bad = subprocess.run(command + ["--split", "nosuch", "--output-dir", str(tmp_path / "bad")], env=env,
+                         capture_output=True, text=True, timeout=600)
+    errors = [ln for ln in bad.stderr.splitlines() if ln.startswith("Error:")]
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr and len(errors) == 1, bad.stderr[-3000:]
+    assert errors[0].startswith("Error: te: no split 'nosuch' in ") and "replica timeline" not in bad.stderr
+    good = subprocess.run(command + ["--output-dir", str(tmp_path / "two")], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert good.returncode == 0, good.stderr[-3000:]
+    [line] = [ln for ln in good.stderr.splitlines() if "replica timeline: " in ln]
+    t = json.loads(line.split("replica timeline: ", 1)[1])
+    assert [c["kind"] for c in t["calls"]] == ["loglikelihood", "generate_until"] and len(t["loads"]) == 2
+    assert t["calls"][-1]["ended"] <= t["closing"] <= t["stopped"] <= t["closed"]
+    one = _run(tiny_model, tmp_path / "one")
+    _same_run(one, json.loads((tmp_path / "two" / "results.json").read_text("utf-8")), tmp_path / "one", tmp_path / "two")
 
 
 class _KillingReplicas:
