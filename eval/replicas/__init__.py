@@ -49,7 +49,8 @@ def create_backend(name: str, options: BackendOptions) -> Backend:
     if size == 1 and address is None:
         return create_one(name, one)
     if importlib.util.find_spec("ray") is None:
-        raise RuntimeError(f"data_parallel_size={size} runs replicas on Ray, which is not installed: pip install -e '.[ray]' (in a clone of evalita-llm)")
+        raise RuntimeError(f"data_parallel_size={size} runs replicas on Ray, which is not installed: "
+                           "pip install -e '.[ray]' (in a clone of evalita-llm)")
     from .backend import ReplicaBackend
 
     return ReplicaBackend(name, one, size, address)

@@ -132,7 +132,8 @@ class ReplicaBackend(Backend):
         self._threads = options.threads or driver_threads() if options.device == "cpu" else None
         self._started_ray = not ray.is_initialized()
         resources = replica_resources(name, options)
-        if self._started_ray and not address:  # checked before Ray starts: a local Ray sized to the request would spawn them
+        # Checked before Ray starts: a local Ray sized to the request would spawn them.
+        if self._started_ray and not address:
             check_replicas_room(size, resources, machine_resources(), "this machine")
         if self._started_ray:
             # A local Ray for this run: room for every replica even on fewer cores (CPU replicas share --threads).
@@ -141,7 +142,8 @@ class ReplicaBackend(Backend):
                       **({} if address else {"num_cpus": max(os.cpu_count() or 1, int(size * resources["num_cpus"]))}))
         if address or not self._started_ray:  # a cluster (or a Ray this process joined already): what it reports
             try:
-                check_replicas_room(size, resources, cluster_resources(), f"the Ray cluster at {address or 'this process'}")
+                where = f"the Ray cluster at {address or 'this process'}"
+                check_replicas_room(size, resources, cluster_resources(), where)
             except NotEnoughResources:
                 if self._started_ray:
                     ray.shutdown()
@@ -163,7 +165,8 @@ class ReplicaBackend(Backend):
             self.close()
             raise
         self.timeline["first_ready"] = time.time()
-        self._identity, self.dtype, self.capabilities = described["identity"], described["dtype"], described["capabilities"]
+        self._identity, self.dtype = described["identity"], described["dtype"]
+        self.capabilities = described["capabilities"]
         # The replicas' tokenizer: the runner names the chat template with it, the estimate counts tokens.
         self.tokenizer = described["tokenizer"]
         # A runner that does not stream to us cuts calls as it would for one replica (plan.chunk_size).
@@ -261,7 +264,8 @@ class ReplicaBackend(Backend):
             for depth in range(1, IN_FLIGHT + 1):
                 for replica in sorted(loaded):
                     ahead = depth == 1 or queues[replica] or len(queues[-1]) > len(loaded)
-                    if sum(r == replica for r, _ in running.values()) < depth and (queues[replica] or queues[-1]) and ahead:
+                    busy = sum(r == replica for r, _ in running.values())
+                    if busy < depth and (queues[replica] or queues[-1]) and ahead:
                         pack = (queues[replica] or queues[-1]).popleft()
                         merged = (tuple(i for u in pack for i in units[u].indices),)
                         one = units[pack[0]].calls if len(pack) == 1 else merged
@@ -286,7 +290,7 @@ class ReplicaBackend(Backend):
                 feed()
                 continue
             except ray.exceptions.RayTaskError as err:
-                raise err.as_instanceof_cause() from None  # the backend's own error (a ValueError...), as one replica raises it
+                raise err.as_instanceof_cause() from None  # the backend's own error, as one replica raises it
             self.units_done[replica] += len(pack)
             busy[replica], ends[replica] = busy[replica] + end - start, max(ends[replica], end)
             feed()
@@ -402,5 +406,5 @@ class ReplicaBackend(Backend):
         if self._started_ray:
             ray.shutdown()
         # The run's timeline, one JSON line at INFO (``evalita_eval.replicas.backend``; bench/replicas.py --time).
-        LOG.info("replica timeline: %s", json.dumps({**self.timeline, "loads": [x for x in loads if x], "closing": closing,
-                                                     "stopped": stopped, "closed": time.time()}))
+        LOG.info("replica timeline: %s", json.dumps({**self.timeline, "loads": [x for x in loads if x],
+                                                     "closing": closing, "stopped": stopped, "closed": time.time()}))

@@ -79,7 +79,7 @@ def request_tokens(backend: Any, kind: str, requests: Sequence[LLRequest | GenRe
     """Counted tokens per request with the backend's tokenizer (characters / 4 without one):
     a log-likelihood's context + continuation, a generation's context + its new-token limit."""
     tokenizer = backend.tokenizer
-    count = (lambda text: len(tokenizer.encode(text))) if tokenizer is not None else (lambda text: max(1, len(text) // 4))
+    count = (lambda text: len(tokenizer.encode(text))) if tokenizer is not None else (lambda t: max(1, len(t) // 4))
     if kind == RequestKind.LOGLIKELIHOOD:
         return [count(r.context + r.continuation) for r in requests]
     return [count(r.context) for r in requests]

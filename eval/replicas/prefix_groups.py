@@ -32,7 +32,7 @@ from .plan import Unit, merge_shared_contexts
 CUT_COST = 0.01
 
 
-def engine_tokens(backend: Any, kind: str, request: LLRequest | GenRequest) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+def engine_tokens(backend: Any, kind: str, request: LLRequest | GenRequest) -> tuple[tuple[int, ...], ...] | None:
     """(context ids, prompt ids) the engine receives for ``request``; None when the backend
     refuses it (its own error then comes from the run, as with one replica)."""
     from ..backends.engine_common import generation_prompt, ll_windows
@@ -50,7 +50,8 @@ def engine_tokens(backend: Any, kind: str, request: LLRequest | GenRequest) -> t
 def shared_tokens(prompts: Sequence[Sequence[int]], block: int) -> int:
     """Tokens of the whole blocks every prompt of a family starts with (what its cache shares)."""
     first = prompts[0]
-    common = min((next((k for k, (a, b) in enumerate(zip(first, p)) if a != b), min(len(first), len(p))) for p in prompts), default=0)
+    common = min((next((k for k, (a, b) in enumerate(zip(first, p)) if a != b), min(len(first), len(p)))
+                  for p in prompts), default=0)
     return common // block * block
 
 

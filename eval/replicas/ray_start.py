@@ -42,7 +42,7 @@ def start_wait_s() -> float:
     except ValueError:
         value = -1.0
     if value < 0:
-        raise RayStartError(f"{START_WAIT_ENV}={raw!r}: expected seconds (a number >= 0) to keep trying to start a local Ray")
+        raise RayStartError(f"{START_WAIT_ENV}={raw!r}: expected seconds (a number >= 0) to keep starting a local Ray")
     return value
 
 
@@ -72,14 +72,17 @@ def failure_line(err: BaseException, address: str | None, waited_s: float) -> st
     """The one line for a Ray start-up failure we know, else None (the error goes up as it is)."""
     text = f"{type(err).__name__}: {err}"
     if address is None and STARTUP_TIMEOUT in text:
-        return (f"a local Ray could not start within {waited_s:.0f} s (its raylet did not register in Ray's fixed 30 s, "
-                f"on every try; the machine is loaded): set {START_WAIT_ENV} to keep trying longer, or start Ray yourself "
+        return (f"a local Ray could not start within {waited_s:.0f} s (its raylet did not register in Ray's fixed "
+                f"30 s, on every try; the machine is loaded): set {START_WAIT_ENV} to keep trying longer, or start Ray "
+                "yourself "
                 "with `ray start --head` and pass --backend-arg ray_address=127.0.0.1:6379")
     # A cluster refusing the token is, for ray.init, a ConnectionError naming no reason (the
     # InvalidAuthToken is only in the log lines before it).
-    if address is not None and (isinstance(err, ConnectionError) or "InvalidAuthToken" in text or "authentication" in text.lower()):
+    refused = "InvalidAuthToken" in text or "authentication" in text.lower()
+    if address is not None and (isinstance(err, ConnectionError) or refused):
         token = user_auth_token()
-        where = f"the token in {token}" if token else "no token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
+        where = f"the token in {token}" if token else \
+            "no token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
         return (f"the Ray cluster at {address} did not let this run join ({text.splitlines()[0]}; RAY_AUTH_MODE="
                 f"{os.environ.get('RAY_AUTH_MODE', 'unset')}, {where}): a cluster with token authentication needs "
                 "RAY_AUTH_MODE=token and its token in RAY_AUTH_TOKEN (`ray get-auth-token` on its head node)")

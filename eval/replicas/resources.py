@@ -37,7 +37,8 @@ def cluster_resources() -> dict[str, float]:
 def check_room(what: str, cpus: float, gpus: float, have: dict[str, float], where: str) -> None:
     """``what`` (e.g. ``data_parallel_size=4: 4 replicas``) needs ``cpus`` CPUs and ``gpus`` GPUs;
     ``have`` are those of ``where`` (this machine, or the Ray cluster at ADDRESS)."""
-    short = [f"{need:g} {kind}s ({where} has {have[kind]:g})" for kind, need in (("CPU", cpus), ("GPU", gpus)) if need > have[kind]]
+    short = [f"{need:g} {kind}s ({where} has {have[kind]:g})"
+             for kind, need in (("CPU", cpus), ("GPU", gpus)) if need > have[kind]]
     if short:
         raise NotEnoughResources(f"{what} need {' and '.join(short)}; nothing was started")
 
@@ -54,8 +55,8 @@ def unreadable(paths: dict[str, str]) -> str | None:
     else None: a cluster's nodes must see the models and data at the driver's paths (shared storage)."""
     for what, path in paths.items():
         if not os.access(path, os.R_OK):
-            return (f"node {node_name()} cannot read the {what} {path}: every node of the cluster needs it at that path "
-                    "(shared storage)")
+            return (f"node {node_name()} cannot read the {what} {path}: every node of the cluster needs it at that "
+                    "path (shared storage)")
     return None
 
 
