@@ -26,7 +26,7 @@ CANONICAL_METRIC_IDS = {
     "rouge1": "rouge-1", "rouge2": "rouge-2", "rougeL": "rouge-l", "rouge_l": "rouge-l",
 }
 METRIC_KINDS = {"acc": "accuracy", "acc_norm": "accuracy", "accuracy": "accuracy", "f1": "f1",
-                "rouge1": "text_overlap", "rouge2": "text_overlap", "rougeL": "text_overlap", "rougeLsum": "text_overlap"}
+                **dict.fromkeys(("rouge1", "rouge2", "rougeL", "rougeLsum"), "text_overlap")}
 
 # results.json's model.backend -> where EEE says the model ran: inference_platform, deployment_type and the engine
 # (name, the package whose version results.json records). A served model's engine is the server's, not known here; a
@@ -50,8 +50,8 @@ def metric_config(name: str, description: str, namespace: str = HARNESS_NAMESPAC
     if name not in CANONICAL_METRIC_IDS:
         details["metric_id_status"] = "unregistered"
     config = {"evaluation_description": description, "metric_id": metric_id(name, namespace), "metric_name": name,
-              "metric_unit": "proportion", "lower_is_better": False, "score_type": "continuous", "min_score": 0, "max_score": 1,
-              "additional_details": details}
+              "metric_unit": "proportion", "lower_is_better": False, "score_type": "continuous",
+              "min_score": 0, "max_score": 1, "additional_details": details}
     if name in METRIC_KINDS:
         config["metric_kind"] = METRIC_KINDS[name]
     return config

@@ -108,18 +108,19 @@ def _results(run: RunResults, timestamp: str) -> list[dict]:
     rows = []
     for task in task_order(set(run.results)):
         rep = build_task_report(task, [run])
-        common = {"source_data": _source_data(run, task), "evaluation_timestamp": timestamp, "generation_config": _generation_config(run, task)}
+        common = {"source_data": _source_data(run, task), "evaluation_timestamp": timestamp,
+                  "generation_config": _generation_config(run, task)}
         for prompt in sorted(run.results[task]):
             cell = run.results[task][prompt]
             for metric in sorted(k for k in cell if k not in ("n", "unparsed")):
-                rows.append({"evaluation_result_id": f"{task}/{prompt}/{metric}", "evaluation_name": f"{task} {prompt}", **common,
+                rows.append({"evaluation_result_id": f"{task}/{prompt}/{metric}", "evaluation_name": f"{task} {prompt}",
                              "metric_config": metric_config(metric, f"Evalita-LLM {task}, prompt {prompt}: {metric}"),
-                             "score_details": _score(cell[metric], cell["n"])})
+                             **common, "score_details": _score(cell[metric], cell["n"])})
         cps = rep.table.stats().per_model[0].cps / rep.table.scale
         rows.append({"evaluation_result_id": f"{task}/CPS/{rep.metric}", "evaluation_name": f"{task} CPS", **common,
-                     "metric_config": metric_config(f"cps_{rep.metric}", f"Evalita-LLM {task}: Combined Performance Score "
-                                                    f"of {rep.metric} over {len(rep.table.prompts)} prompts (the paper's figure)",
-                                                    OUR_NAMESPACE),
+                     "metric_config": metric_config(f"cps_{rep.metric}", f"Evalita-LLM {task}: Combined Performance "
+                                                    f"Score of {rep.metric} over {len(rep.table.prompts)} prompts "
+                                                    "(the paper's figure)", OUR_NAMESPACE),
                      "score_details": _score(cps, None, prompts=str(len(rep.table.prompts)))})
     return rows
 
@@ -128,7 +129,7 @@ def _instance(run: RunResults, ids: dict, task: str, prompt: str, metric: str, s
     from ..metrics import metric_of
 
     mc = sample.multiple_choice
-    score = item_score(metric_of(task, metric), sample.line)  # as our exported lm-eval tasks log it: EEE's converter agrees
+    score = item_score(metric_of(task, metric), sample.line)  # as our lm-eval tasks log it: EEE's converter agrees
     correct = score == 1.0
     if mc:
         shown = sample.choices[sample.prediction] if 0 <= sample.prediction < len(sample.choices) else "?"
@@ -138,19 +139,20 @@ def _instance(run: RunResults, ids: dict, task: str, prompt: str, metric: str, s
     gold = str(sample.gold) if mc else sample.target  # as EEE's lm-eval converter: a choice's gold index
     prompt_text = sample.prompt or ""
     # A generated answer no rule read (or whose trace never ended) is exported so: never as the class scored instead.
-    unread = (str(sample.line.get("unparsed_reason") or "no rule read it") if "parsed" in sample.line and sample.line["parsed"] is None
+    unread = (str(sample.line.get("unparsed_reason") or "no rule read it")
+              if "parsed" in sample.line and sample.line["parsed"] is None
               else UNFINISHED if sample.line.get("reasoning_unfinished") is True else None)
     record = {"schema_version": SCHEMA_VERSION, **ids, "evaluation_name": f"{task} {prompt}",
               "evaluation_result_id": f"{task}/{prompt}/{metric}", "sample_id": f"{task}/{sample.doc_id}",
               # as EEE's lm-eval converter hashes (prompt, target): a multiple-choice target is the gold index
               "sample_hash": sample_hash(prompt_text, sample.gold if mc else sample.target),
-              "metadata": _instance_metadata(sample, prompt),
-              "interaction_type": "single_turn",
-              "input": {"raw": prompt_text, "reference": [json.dumps(gold, ensure_ascii=False) if not isinstance(gold, str) else gold]},
+              "metadata": _instance_metadata(sample, prompt), "interaction_type": "single_turn",
+              "input": {"raw": prompt_text,
+                        "reference": [json.dumps(gold, ensure_ascii=False) if not isinstance(gold, str) else gold]},
               "output": {"raw": [raw]},
               "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": "" if unread else shown,
-                                      "extraction_method": f"unparsed: {unread}" if unread else
-                                      sample.parsed_by or ("loglikelihood argmax" if mc else "generation"), "is_terminal": True}],
+                                      "extraction_method": f"unparsed: {unread}" if unread else sample.parsed_by
+                                      or ("loglikelihood argmax" if mc else "generation"), "is_terminal": True}],
               "evaluation": {"score": score, "is_correct": bool(correct)}}
     if mc:
         record["input"]["choices"] = [str(c) for c in sample.choices]
@@ -158,7 +160,7 @@ def _instance(run: RunResults, ids: dict, task: str, prompt: str, metric: str, s
 
 
 def _instance_metadata(sample: SampleLine, prompt: str) -> dict[str, str]:
-    """The item's doc_id and prompt, and for a scored choice its per-choice log-likelihoods (JSON lists; values are strings)."""
+    """The item's doc_id and prompt, and a scored choice's per-choice log-likelihoods (JSON lists; values: strings)."""
     meta = {"doc_id": str(sample.doc_id), "prompt": prompt}
     if sample.loglikelihoods is not None:
         meta["loglikelihoods"] = json.dumps(sample.loglikelihoods)
@@ -196,11 +198,13 @@ def _model_info(run: RunResults, developer: str, model_id: str) -> dict:
             "additional_details": {"deployment_type": deployed,
                                    "model_availability": "unknown", **({"local_folder": "true"} if local else {}),
                                    **{k: str(v) for k in ("revision", "dtype", "backend", "files_sha256", "file_sha256")
-                                      if (v := getattr(run.model, k)) is not None}, "model_args": _model_args(run, model_id)}}
+                                      if (v := getattr(run.model, k)) is not None},
+                                   "model_args": _model_args(run, model_id)}}
     return {**info, "inference_engine": engine} if engine else info
 
 
-def export_eee(results_dir: Path, out: Path, organization: str = "unknown", model_name: str | None = None) -> list[Path]:
+def export_eee(results_dir: Path, out: Path, organization: str = "unknown",
+               model_name: str | None = None) -> list[Path]:
     """Write ``out/data/evalita-llm/<developer>/<model>/<uuid>.json`` and its ``_samples.jsonl``; return both paths.
     ``model_name``: how the files name the model (default: results.json's ``model.name``; naming.display_name)."""
     path = results_dir / "results.json" if results_dir.is_dir() else results_dir
@@ -217,19 +221,21 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown", mode
     lines = _instance_lines(run, {"evaluation_id": evaluation_id, "model_id": model_id})
     samples_bytes = ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
     aggregate = {
-        "schema_version": SCHEMA_VERSION, "evaluation_id": evaluation_id, "evaluation_timestamp": stamp, "retrieved_timestamp": stamp,
-        "source_metadata": {"source_name": "evalita-eval", "source_type": "evaluation_run", "source_organization_name": organization,
-                            "evaluator_relationship": "third_party",
-                            "additional_details": {"status": run.status_text, "setting": run.config.setting or "loglikelihood",
-                                                   "num_fewshot": str(run.config.num_fewshot or 0),
-                                                   "limit": str(run.config.limit), "split": run.config.split or "official"}},
+        "schema_version": SCHEMA_VERSION, "evaluation_id": evaluation_id, "evaluation_timestamp": stamp,
+        "retrieved_timestamp": stamp, "source_metadata": {
+            "source_name": "evalita-eval", "source_type": "evaluation_run", "source_organization_name": organization,
+            "evaluator_relationship": "third_party", "additional_details": {
+                "status": run.status_text, "setting": run.config.setting or "loglikelihood",
+                "num_fewshot": str(run.config.num_fewshot or 0), "limit": str(run.config.limit),
+                "split": run.config.split or "official"}},
         "eval_library": {"name": "evalita-eval", "version": run.package_versions.get("evalita-llm") or "unknown"},
         "model_info": _model_info(run, developer, model_id),
         "evaluation_results": _results(run, stamp),
     }
     if lines:
-        aggregate["detailed_evaluation_results"] = {"format": "jsonl", "file_path": rel, "hash_algorithm": "sha256",
-                                                    "checksum": hashlib.sha256(samples_bytes).hexdigest(), "total_rows": len(lines)}
+        aggregate["detailed_evaluation_results"] = {
+            "format": "jsonl", "file_path": rel, "hash_algorithm": "sha256",
+            "checksum": hashlib.sha256(samples_bytes).hexdigest(), "total_rows": len(lines)}
     validate(aggregate, "eval.schema.json", str(folder / f"{run_id}.json"))
     aggregate_bytes = (json.dumps(aggregate, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode("utf-8")
     check_publishable([(str(folder / f"{run_id}.json"), aggregate_bytes), (str(out / rel), samples_bytes)],

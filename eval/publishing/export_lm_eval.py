@@ -62,9 +62,9 @@ def dataset_fields(entry: TaskEntry, org: str | None, data_dir: Path | None, off
         assert hub is not None and org is not None
         return {"dataset_path": f"{org}/{hub.dataset}", "dataset_name": hub.config or entry.config,
                 "test_split": hub.test, "fewshot_split": hub.fewshot}
-    # Absolute but not resolved: a build folder is a link to its current version (evalita-build ->
-    # .evalita-build.versions/<id>), which the next build replaces; the link's path survives it.
-    path = f"{org}/{entry.task_id}" if org is not None else os.path.join(os.path.abspath(Path(data_dir).expanduser()), entry.task_id)
+    # Absolute, not resolved: a build folder links to .evalita-build.versions/<id>, which the next build replaces.
+    path = (f"{org}/{entry.task_id}" if org is not None
+            else os.path.join(os.path.abspath(Path(data_dir).expanduser()), entry.task_id))
     return {"dataset_path": path, "dataset_name": entry.config or "default",
             "test_split": spec.eval_split, "fewshot_split": spec.fewshot_split}
 
@@ -81,14 +81,15 @@ def task_yaml(entry: TaskEntry, prompt: str, dataset: dict) -> dict:
         "doc_to_text": _with_derived(entry, p.template),
     }
     if isinstance(p, MCPrompt):
-        doc["doc_to_choice"] = list(p.choices) if isinstance(p.choices, list) else _with_derived(entry, "{{" + p.choices + "}}")
+        doc["doc_to_choice"] = (list(p.choices) if isinstance(p.choices, list)
+                                else _with_derived(entry, "{{" + p.choices + "}}"))
         doc["doc_to_target"] = _with_derived(entry, "{{" + spec.target + "}}")
     else:
         doc["doc_to_target"] = _with_derived(entry, spec.target)
         doc["generation_kwargs"] = {"until": list(spec.stop), "max_gen_toks": spec.max_new_tokens, "do_sample": False}
     doc["process_results"] = FunctionRef(f"process_{entry.name}_{prompt}")
-    doc["metric_list"] = [{"metric": m.name, "aggregation": FunctionRef(f"agg_{entry.name}_{m.name}"), "higher_is_better": m.higher_is_better}
-                          for m in spec.metrics]
+    doc["metric_list"] = [{"metric": m.name, "aggregation": FunctionRef(f"agg_{entry.name}_{m.name}"),
+                           "higher_is_better": m.higher_is_better} for m in spec.metrics]
     doc["metadata"] = {"version": 1}
     return doc
 
@@ -149,12 +150,13 @@ def export(out: Path, org: str | None = None, data_dir: Path | None = None, offi
         for p in e.spec.prompts:
             names.append(task_name(e, p.name))
             write(f"{names[-1]}.yaml", _dump(task_yaml(e, p.name, dataset)))
-        group = f"{PREFIX}_{e.name}"
-        groups.append(group)
-        write(f"{group}.yaml", _dump({"group": group, "group_alias": e.name, "task": names, "metadata": {"version": 1}}))
+        groups.append(group := f"{PREFIX}_{e.name}")
+        write(f"{group}.yaml", _dump({"group": group, "group_alias": e.name, "task": names,
+                                      "metadata": {"version": 1}}))
     write(f"{PREFIX}.yaml", _dump({"group": PREFIX, "task": groups, "metadata": {"version": 1}}))
     write("utils.py", utils_source(entries))
-    echo(f"{out}: {len(written)} file(s); run with: lm_eval --include_path {out} --tasks {PREFIX} (or {PREFIX}_<task>, {task_name(entries[0], 'p1')})")
+    echo(f"{out}: {len(written)} file(s); run with: lm_eval --include_path {out} --tasks {PREFIX} "
+         f"(or {PREFIX}_<task>, {task_name(entries[0], 'p1')})")
     return written
 
 
@@ -200,7 +202,7 @@ class ScoredSample(float):
 
 
 def processor(entry_name: str, prompt: str) -> Callable[[dict, list], dict]:
-    """lm-eval's process_results for one task x prompt: per metric, the item's score carrying the sample our metrics read."""
+    """lm-eval's process_results for a task x prompt: per metric, the item's score with the sample our metrics read."""
     process = lm_eval_sample(entry_name, prompt)
     metrics = _entry(entry_name).spec.metrics
 

@@ -56,16 +56,16 @@ def model_page_refusal(run: RunResults) -> str | None:
         return f"run with --limit {run.config.limit}: a score on the first items, not on the test set"
     if run.config.split:
         return f"evaluated on split {run.config.split!r}, not the official one"
-    if reasons := run.not_comparable_reasons:  # a model page shows the paper's evaluation only (derived, never the file's flag)
+    if reasons := run.not_comparable_reasons:  # model pages: the paper's evaluation only (derived, not the file's flag)
         return "not comparable with the paper: " + "; ".join(reasons)
     if not run.data.revisions:
         return "data not read from the official Hub datasets (run --data hf:ORG): no dataset id and revision to name"
     missing = sorted(set(run.results) - set(official_datasets(run)))
     if missing:
         return f"task(s) {', '.join(missing)} not read from an official Hub dataset"
-    unknown = sorted(set(run.results) - set(BENCHMARK_TASK_IDS))
-    if unknown:
-        return f"task(s) {', '.join(unknown)} are no task of the benchmark's eval.yaml ({', '.join(BENCHMARK_TASK_IDS)})"
+    if unknown := sorted(set(run.results) - set(BENCHMARK_TASK_IDS)):
+        return (f"task(s) {', '.join(unknown)} are no task of the benchmark's eval.yaml "
+                f"({', '.join(BENCHMARK_TASK_IDS)})")
     return None
 
 
@@ -76,9 +76,10 @@ def run_date(run: RunResults) -> str:
 
 # Our entries are the tasks of the benchmark's eval.yaml (written in each pushed dataset by `evalita-data push`).
 BENCHMARK_TASK_IDS = ("wic", "te", "sa", "hs", "faq", "at", "ls", "ner_adg", "ner_fic", "ner_wn", "rel", "sum")
-# Our headline metrics as the Hub's metric ids (hf.co/metrics); the CPS has none: "cps", documented in docs/push-results.md.
-HUB_METRIC_TYPES = {"acc": "accuracy", "acc_norm": "accuracy", "f1_macro": "f1", "f1_binary": "f1", "sentipolc_f1": "f1",
-                    "ls_f1": "f1", "ner_f1": "f1", "rel_f1": "f1", "rouge1": "rouge", "rouge2": "rouge", "rougeL": "rouge"}
+# Our headline metrics as Hub metric ids (hf.co/metrics); the CPS has none: "cps", documented in docs/push-results.md.
+HUB_METRIC_TYPES = {"acc": "accuracy", "acc_norm": "accuracy",
+                    **dict.fromkeys(("f1_macro", "f1_binary", "sentipolc_f1", "ls_f1", "ner_f1", "rel_f1"), "f1"),
+                    **dict.fromkeys(("rouge1", "rouge2", "rougeL"), "rouge")}
 CPS_METRIC_TYPE = "cps"
 
 
@@ -112,8 +113,8 @@ def _task_scores(run: RunResults) -> list[dict]:
         rep = build_task_report(task, [run])
         t = rep.table
         ns = sorted({v["n"] for v in run.results[task].values()})  # counts (record/results.schema.json)
-        config, split = official_location(task)
-        rows.append({"task": task, "task_id": benchmark_task_id(task), "dataset": datasets[task][0], "revision": datasets[task][1],
+        (config, split), (dataset, revision) = official_location(task), datasets[task]
+        rows.append({"task": task, "task_id": benchmark_task_id(task), "dataset": dataset, "revision": revision,
                      "config": config, "split": split, "metric": rep.metric, "prompts": len(t.prompts),
                      "by_prompt": {p: float(fmt(v, t.scale)) for p, v in zip(t.prompts, t.scores[:, 0])},
                      "n": "–".join(str(n) for n in sorted({ns[0], ns[-1]})) if ns else "?",
@@ -136,9 +137,9 @@ def eval_results_yaml(run: RunResults, url: str, date: str) -> str:
     """``.eval_results/*.yaml`` (huggingface_hub's EvalResultEntry): per task, its CPS under the benchmark's task id."""
     from huggingface_hub import EvalResultEntry, eval_result_entries_to_yaml
 
-    entries = [EvalResultEntry(dataset_id=row["dataset"], task_id=row["task_id"], value=row["value"], dataset_revision=row["revision"],
-                               date=date, source_url=url, source_name="evalita-eval results", notes=_note(run, row, date))
-               for row in _task_scores(run)]
+    entries = [EvalResultEntry(dataset_id=row["dataset"], task_id=row["task_id"], value=row["value"], date=date,
+                               dataset_revision=row["revision"], source_url=url, source_name="evalita-eval results",
+                               notes=_note(run, row, date)) for row in _task_scores(run)]
     return yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False, allow_unicode=True, width=10_000)
 
 
@@ -150,10 +151,12 @@ def model_index_yaml(run: RunResults, model: str, url: str, date: str) -> str:
 
     results = []
     for row in _task_scores(run):
-        common = {"task_type": "text-generation", "task_name": f"Evalita-LLM {row['task']}", "dataset_type": row["dataset"],
-                  "dataset_name": f"Evalita-LLM {row['task']}", "dataset_config": row["config"], "dataset_split": row["split"],
-                  "dataset_revision": row["revision"], "source_name": "evalita-eval results", "source_url": url}
-        results.append(EvalResult(**common, metric_type=CPS_METRIC_TYPE, metric_name=f"CPS of {row['metric']}", metric_value=row["value"]))
+        common = {"task_type": "text-generation", "task_name": f"Evalita-LLM {row['task']}",
+                  "dataset_type": row["dataset"], "dataset_name": f"Evalita-LLM {row['task']}",
+                  "dataset_config": row["config"], "dataset_split": row["split"], "dataset_revision": row["revision"],
+                  "source_name": "evalita-eval results", "source_url": url}
+        results.append(EvalResult(**common, metric_type=CPS_METRIC_TYPE, metric_name=f"CPS of {row['metric']}",
+                                  metric_value=row["value"]))
         results += [EvalResult(**common, metric_type=HUB_METRIC_TYPES.get(row["metric"], row["metric"]),
                                metric_name=f"{row['metric']} {prompt}", metric_value=value,
                                metric_args={"average": "macro"} if row["metric"] == "f1_macro" else None)
@@ -163,14 +166,14 @@ def model_index_yaml(run: RunResults, model: str, url: str, date: str) -> str:
 
 
 def model_page_files(run: RunResults, folder: str, repo_id: str, model: str) -> list[RepoFile]:
-    """``<folder>/.eval_results/evalita-llm_<setting>-<run id>.yaml`` and ``<folder>/model-index.yaml``; none when refused."""
+    """``<folder>/.eval_results/evalita-llm_<setting>-<run id>.yaml``, ``<folder>/model-index.yaml``; [] if refused."""
     if model_page_refusal(run) is not None:
         return []
     url = f"https://huggingface.co/datasets/{repo_id}/tree/main/{folder}"
     date = run_date(run)
     setting = folder.split("/", 1)[-1]
-    return [RepoFile(f"{folder}/.eval_results/evalita-llm_{setting}.yaml", eval_results_yaml(run, url, date).encode("utf-8")),
-            RepoFile(f"{folder}/model-index.yaml", model_index_yaml(run, model, url, date).encode("utf-8"))]
+    return [RepoFile(f"{folder}/.eval_results/evalita-llm_{setting}.yaml", eval_results_yaml(run, url, date).encode()),
+            RepoFile(f"{folder}/model-index.yaml", model_index_yaml(run, model, url, date).encode())]
 
 
 def model_id(run: RunResults) -> str:

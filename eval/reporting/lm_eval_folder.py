@@ -118,16 +118,15 @@ def chosen_run(path: Path) -> tuple[Path, Path]:
     """(the folder the user named, its one lm-eval results file); ``path`` is a folder or a results file."""
     if is_results_file(path):
         return path.parent, inside(path.parent, path)
-    files = results_files(path)
-    if not files:
-        raise ScoresError(f"{path}: no lm-eval results_*.json here or one folder down; expected `lm_eval --output_path {path}`")
-    parents = {f.parent for f in files}
-    if len(parents) > 1:
-        raise ScoresError(f"{path}: lm-eval results of {len(parents)} models ({', '.join(sorted(p.name for p in parents))}); "
-                          "name one model's folder")
+    if not (files := results_files(path)):
+        raise ScoresError(f"{path}: no lm-eval results_*.json here or one folder down; "
+                          f"expected `lm_eval --output_path {path}`")
+    if len(parents := {f.parent for f in files}) > 1:
+        raise ScoresError(f"{path}: lm-eval results of {len(parents)} models "
+                          f"({', '.join(sorted(p.name for p in parents))}); name one model's folder")
     if len(files) > 1:
-        raise ScoresError(f"{path}: {len(files)} lm-eval runs ({', '.join(timestamp(f) for f in files)}); name one by its "
-                          f"results file, e.g. {files[-1]}")
+        raise ScoresError(f"{path}: {len(files)} lm-eval runs ({', '.join(timestamp(f) for f in files)}); name one by "
+                          f"its results file, e.g. {files[-1]}")
     return path, inside(path, files[0])
 
 
@@ -141,7 +140,7 @@ def read_results(path: Path) -> LmEvalResults:
 
 
 def samples_file(root: Path, results_file: Path, task: str) -> Path | None:
-    """The samples of ``task`` logged by the run of ``results_file`` (same timestamp), checked to stay inside ``root``."""
+    """The samples of ``task`` from the run of ``results_file`` (same timestamp), checked to stay inside ``root``."""
     path = results_file.parent / f"samples_{task}_{timestamp(results_file)}.jsonl"
     return inside(root, path) if path.is_file() else None
 
@@ -169,7 +168,7 @@ def gen_kwargs(path: Path, config: LmEvalConfig) -> GenKwargs:
 
 
 def item_limit(path: Path, config: LmEvalConfig) -> int | float | None:
-    """``--limit``: lm-eval records it as a float (``6.0``); a count of items is an int, a share below 1 stays a float."""
+    """``--limit``: lm-eval logs it as a float (``6.0``); a count of items is an int, a share below 1 stays a float."""
     if config.limit is None:
         return None
     if 0 < config.limit < 1:

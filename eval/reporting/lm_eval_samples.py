@@ -57,7 +57,7 @@ class DamagedSample(ValueError):
 
 
 def log_likelihood(value: Any, key: str) -> float:
-    """A logged log-likelihood (lm-eval writes it as a string): a finite number ≤ 0, else DamagedSample naming ``key``."""
+    """A logged log-likelihood (lm-eval writes a string): a finite number ≤ 0, else DamagedSample naming ``key``."""
     try:
         number = float(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else math.nan
     except ValueError:
@@ -110,13 +110,13 @@ def _check_once(path: Path, records: list[tuple[int, LmEvalSample]]) -> None:
         if record.doc_id in first:
             line, earlier = first[record.doc_id]
             what = "the same document again" if earlier.doc == record.doc else "another document (a different doc)"
-            raise ScoresError(f"{path}:{number}: doc_id {record.doc_id!r} logged twice (first at line {line}, here {what}); "
-                              "each document once per samples file: not scored")
+            raise ScoresError(f"{path}:{number}: doc_id {record.doc_id!r} logged twice (first at line {line}, "
+                              f"here {what}); each document once per samples file: not scored")
         first[record.doc_id] = (number, record)
 
 
 def read_task_samples(path: Path, entry: str, prompt: str) -> tuple[list[dict], dict[str, float]]:
-    """Our runner's samples of one lm-eval samples file and their scores by our metrics ({metric: value, "n", "unparsed"?})."""
+    """Our runner's samples of an lm-eval samples file, and our metrics' scores ({metric: value, "n", "unparsed"?})."""
     from evalita_data.registry import task_of_entry
 
     from ..metrics import metric_of
@@ -130,7 +130,8 @@ def read_task_samples(path: Path, entry: str, prompt: str) -> tuple[list[dict], 
             responses: list = choice_responses(record) if choice_task else [generated_text(record)]
             sample = {"doc_id": record.doc_id, "prompt": record.context(), **process(record.doc, responses)}
         except (DamagedSample, KeyError, IndexError, TypeError, ValueError) as err:
-            raise ScoresError(f"{path}:{number}: doc_id {record.doc_id!r}: {err}; not an lm-eval sample of {entry} {prompt}") from None
+            raise ScoresError(f"{path}:{number}: doc_id {record.doc_id!r}: {err}; "
+                              f"not an lm-eval sample of {entry} {prompt}") from None
         samples.append(sample)
     samples.sort(key=lambda s: (str(type(s["doc_id"])), s["doc_id"]))
     scores: dict[str, float] = {**{m.name: metric_of(entry, m.name)(samples) for m in spec.metrics}, "n": len(samples)}

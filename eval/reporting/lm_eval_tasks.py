@@ -24,15 +24,15 @@ _OFFICIAL = (
 )
 
 
-# lm-eval's group and tag names (tasks/evalita_llm/*.yaml) -> our task ids or entries. Its `evalita-mp_sum_fp` reads
-# all of ARTeLab/fanpage's test split, our sum its 100-article sample (lm-eval's `evalita-mp_sum_fp_small`).
+# lm-eval's group and tag names (tasks/evalita_llm/*.yaml) -> our task ids or entries.
 _MC, _GEN = ("te", "sa", "wic", "hs", "at", "faq"), ("sum", "ls", "ner", "rel")
 _GROUPS = {"evalita-mp": _MC + _GEN, "evalita-mp_mc": _MC, "evalita-mp_gen": _GEN, "evalita-mp_ner_group": ("ner",),
-           "evalita-mp_re": ("rel",), "evalita-mp_re_tasks": ("rel",), "evalita-mp_sum_fp": ("sum",),
-           "evalita-mp_sum_fp_tasks": ("sum",), "evalita-mp_sum_fp_small": ("sum",), "evalita-mp_sum_fp-small_tasks": ("sum",),
+           **{f"evalita-mp_re{tail}": ("rel",) for tail in ("", "_tasks")},
+           **{f"evalita-mp_sum_fp{tail}": ("sum",) for tail in ("", "_tasks", "_small", "-small_tasks")},
            **{f"evalita-mp_{t}{tail}": (t,) for t in _MC + ("ls",) for tail in ("", "_tasks")},
            **{f"evalita-mp_ner_tasks_{d}": (f"ner_{d}",) for d in ("adg", "fic", "wn")}}
-FANPAGE_NOTE = "lm-eval's evalita-mp_sum_fp reads all of ARTeLab/fanpage test; our sum is its 100-article sample (evalita-mp_sum_fp_small)"
+FANPAGE_NOTE = ("lm-eval's evalita-mp_sum_fp reads all of ARTeLab/fanpage test; "
+                "our sum is its 100-article sample (evalita-mp_sum_fp_small)")
 
 
 def from_lm_eval(names: Sequence[str]) -> tuple[list[str], list[str] | None, list[str]]:

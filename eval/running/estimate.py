@@ -1,31 +1,28 @@
 """What a run will cost, printed before it starts, and a rough time left once the first batches are measured.
 
 ``RunPlan.work`` (running/plan.py) counts, per task, the requests the runner will send and the tokens the model reads
-(counted with the backend's tokenizer; a backend without one, such as a chat API, gets an
-estimate of 4 characters per token, marked ``~``), and for generative requests the budget of
-new tokens of one request (greedy decoding stops earlier at a stop string). ``TimeEstimate`` is told by the runner of every finished request and the seconds it
-took (the backend is never wrapped), measures how fast the first ones go and prints the time the
-rest of the plan should take, once per request kind and then every ``every_s`` seconds.
+(counted with the backend's tokenizer; a backend without one, such as a chat API, gets an estimate of 4 characters per
+token, marked ``~``), and for generative requests the budget of new tokens of one request (greedy decoding stops earlier
+at a stop string). ``TimeEstimate`` is told by the runner of every finished request and the seconds it took (the backend
+is never wrapped), measures how fast the first ones go and prints the time the rest of the plan should take, once per
+request kind and then every ``every_s`` seconds.
 
-Log-likelihoods: priced by length, not per request nor per counted prompt token. The model computes one forward
-row per distinct input (the one-token choices of one context share a row: lm-eval's grouping, which the backends
-follow, so FAQ's four lettered choices read their paragraph once, not four times) and a row costs a fixed part plus
-its tokens: seconds = a x rows + b x tokens, fitted by least squares over the calls measured so far (``fit_cost``),
-prices the rows and tokens left. The prompt tokens the plan counts per request, at WiC's rate, said 2.2x the
-quickstart's log-likelihood time left (bench/README.md, bench/estimate.py). Generations run batched, and a batch's time is its
-prompt pass plus one step per new token; a step writes one token per row for nearly the price
-of a whole forward, so neither seconds per generation (the first result of a batch carries the
-whole batch's time: it said "2.8 h" of a 35-minute run, issue 40) nor budget tokens per second
-(the first, 16-token batches of a CE run said 59 s for 140 s of 256-token NER after them) carry
-over from one task to the next. A backend that times the two phases of its batches
-(``generation_phases``: ``hf``, backend_support/phase_clock.py) is priced apart: the prompt
-tokens left at the measured prompt tokens per second, plus the decode steps left (each request's
-new-token budget over the measured rows per batch; greedy decoding may stop earlier) at the
-measured seconds per step. Other backends (a server, replicas) are measured in budget tokens (a
-request's prompt tokens plus its max new tokens) per second over the batches that finished
-(results arriving within ``BATCH_GAP_S`` of each other are one batch, closed when the next one
-starts). The line shows its basis. Requests the resume cache already holds (a rerun) are counted
-apart and left out of the time.
+Log-likelihoods: priced by length, not per request nor per counted prompt token. The model computes one forward row per
+distinct input (the one-token choices of one context share a row: lm-eval's grouping, which the backends follow, so
+FAQ's four lettered choices read their paragraph once, not four times) and a row costs a fixed part plus its tokens:
+seconds = a x rows + b x tokens, fitted by least squares over the calls measured so far (``fit_cost``), prices the rows
+and tokens left. The prompt tokens the plan counts per request, at WiC's rate, said 2.2x the quickstart's log-likelihood
+time left (bench/README.md, bench/estimate.py). Generations run batched, and a batch's time is its prompt pass plus one
+step per new token; a step writes one token per row for nearly the price of a whole forward, so neither seconds per
+generation (the first result of a batch carries the whole batch's time: it said "2.8 h" of a 35-minute run, issue 40)
+nor budget tokens per second (the first, 16-token batches of a CE run said 59 s for 140 s of 256-token NER after them)
+carry over from one task to the next. A backend that times the two phases of its batches (``generation_phases``: ``hf``,
+backend_support/phase_clock.py) is priced apart: the prompt tokens left at the measured prompt tokens per second, plus
+the decode steps left (each request's new-token budget over the measured rows per batch; greedy decoding may stop
+earlier) at the measured seconds per step. Other backends (a server, replicas) are measured in budget tokens (a
+request's prompt tokens plus its max new tokens) per second over the batches that finished (results arriving within
+``BATCH_GAP_S`` of each other are one batch, closed when the next one starts). The line shows its basis. Requests the
+resume cache already holds (a rerun) are counted apart and left out of the time.
 """
 
 from __future__ import annotations
@@ -117,16 +114,18 @@ def plan_table(plans: Sequence[TaskPlan]) -> str:
     """The plan for the console: one row per task, then the totals (new tokens are a per-request budget: no total)."""
     rows = [("task", "kind", "requests", "prompt tokens", "max new tokens per request")]
     for p in plans:
-        rows.append((p.name, "generate" if p.kind == GEN else "loglik", f"{p.requests:,}", _number(p.prompt_tokens, p.counted),
-                     f"{p.max_new_tokens:,}" if p.kind == GEN else ""))
+        rows.append((p.name, "generate" if p.kind == GEN else "loglik", f"{p.requests:,}",
+                     _number(p.prompt_tokens, p.counted), f"{p.max_new_tokens:,}" if p.kind == GEN else ""))
     counted = all(p.counted for p in plans)
-    rows.append(("total", "", f"{sum(p.requests for p in plans):,}", _number(sum(p.prompt_tokens for p in plans), counted), ""))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    text = "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows)
     cached, requests = sum(p.cached for p in plans), sum(p.requests for p in plans)
+    rows.append(("total", "", f"{requests:,}", _number(sum(p.prompt_tokens for p in plans), counted), ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    text = "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+                     for r in rows)
     if cached:
         text += (f"\nresume: {cached:,} of these {requests:,} requests are in the resume cache and are read back; "
-                 f"{requests - cached:,} are computed ({_number(sum(p.left_tokens for p in plans), counted)} prompt tokens)")
+                 f"{requests - cached:,} are computed "
+                 f"({_number(sum(p.left_tokens for p in plans), counted)} prompt tokens)")
     return text
 
 
@@ -245,7 +244,7 @@ class TimeEstimate:
         return max(0, self.total_budget - self.done - self._open[0])
 
     def line(self) -> str:
-        """The estimate as printed: the time left of what is measured, the rates and their basis, the generations left."""
+        """The estimate printed: the time left of what is measured, the rates and their basis, the generations left."""
         seconds, unmeasured = self.remaining_s()
         if unmeasured and (seconds <= 0 or len(unmeasured) == 2):
             head = "time left not known yet"  # nothing measured covers the work left: no number rather than "0 s"
@@ -258,8 +257,9 @@ class TimeEstimate:
         if self._phased:
             p = self.phases
             assert p is not None
-            rates.append(f"{p.prompt_tokens / p.prompt_s:,.0f} prompt tokens/s and {p.step_s / p.steps:.2f} s per decode step "
-                         f"(~{p.rows_per_batch:.0f} rows) over {p.batches} finished generation batch{'es' if p.batches > 1 else ''}")
+            rates.append(f"{p.prompt_tokens / p.prompt_s:,.0f} prompt tokens/s and {p.step_s / p.steps:.2f} s per "
+                         f"decode step (~{p.rows_per_batch:.0f} rows) over {p.batches} finished generation "
+                         f"batch{'es' if p.batches > 1 else ''}")
         elif self.done and self.seconds > 0:
             rates.append(f"{self.done / self.seconds:,.0f} budget tokens/s over {self.batches} finished "
                          f"generation batch{'es' if self.batches > 1 else ''}")
@@ -267,8 +267,8 @@ class TimeEstimate:
         if self.total_generations:
             left = max(0, self.total_generations - self.generations)
             if self._phased:
-                parts.append(f"{left:,} of {self.total_generations:,} generations left ({self.gen_prompt_left:,} prompt tokens, "
-                             f"{self.gen_new_left:,} new tokens at most)")
+                parts.append(f"{left:,} of {self.total_generations:,} generations left "
+                             f"({self.gen_prompt_left:,} prompt tokens, {self.gen_new_left:,} new tokens at most)")
             else:
                 parts.append(f"{left:,} of {self.total_generations:,} generations left "
                              f"({self._gen_left:,} budget tokens)")
