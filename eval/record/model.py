@@ -91,7 +91,7 @@ class ConfigRecord:
     num_fewshot: int | None = None
     limit: int | None = None
     batch_size: int | str | None = None  # "auto", or the size given
-    max_memory: str | None = None
+    max_memory: int | None = None  # bytes (RunSpec parses "4GiB")
     apply_chat_template: bool = False
     seed: int | None = None
     device: str | None = None

@@ -1,15 +1,12 @@
 """``ReplicaBackend``: N replicas of a backend as Ray actors, behind the ``Backend`` protocol.
 
-Each replica builds the wrapped backend once (its model loaded once for the whole run) in
-an actor that reserves its devices through Ray's resources. A call (with ``calls``: every call
-of the run's stream at once, running/stream.py) is cut into units
-(``plan.py``: the inner calls one replica would make, prefix groups kept together; for an
-engine with a prefix cache, vllm, ``prefix_groups.py``: what its cache can share kept
-together, a replica's units then merged into large calls), the
-units spread over the replicas by counted tokens, and every result handed to the runner's
-``on_result`` as its unit finishes: the driver alone writes the resume cache. A replica
-that dies is started again and given only its units without a result; a unit's results
-are reported once, so nothing is lost or counted twice.
+Each replica builds the wrapped backend once (its model loaded once for the whole run) in an actor that reserves its
+devices through Ray's resources. A call (with ``calls``: every call of the run's stream at once, running/stream.py) is
+cut into units (``plan.py``: the inner calls one replica would make, prefix groups kept together; for an engine with a
+prefix cache, vllm, ``prefix_groups.py``: what its cache can share kept together, a replica's units then merged into
+large calls), the units spread over the replicas by counted tokens, and every result handed to the runner's
+``on_result`` as its unit finishes: the driver alone writes the resume cache. A replica that dies is started again and
+given only its units without a result; a unit's results are reported once, so nothing is lost or counted twice.
 """
 
 from __future__ import annotations
@@ -88,8 +85,7 @@ class Replica:
 
     def plan_calls(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]],
                    replicas: int = 1) -> list[list[Unit]]:
-        """The units of each of ``calls`` (request indices), planned as for a call of those
-        requests alone, their indices those of ``requests``."""
+        """The units of each of ``calls`` (request indices), planned as for a call of those requests alone."""
         return [[Unit(tuple(tuple(call[i] for i in inner) for inner in unit.calls), unit.tokens)
                  for unit in self.plan(kind, [requests[i] for i in call], replicas)] for call in calls]
 
@@ -166,9 +162,7 @@ class ReplicaBackend(Backend):
             raise
         self.timeline["first_ready"] = time.time()
         self._identity, self.dtype = described["identity"], described["dtype"]
-        self.capabilities = described["capabilities"]
-        # The replicas' tokenizer: the runner names the chat template with it, the estimate counts tokens.
-        self.tokenizer = described["tokenizer"]
+        self.capabilities, self.tokenizer = described["capabilities"], described["tokenizer"]
         # A runner that does not stream to us cuts calls as it would for one replica (plan.chunk_size).
         self.requests_per_call = described["requests_per_call"]
         self._merges_units = described["merges_units"]
@@ -244,8 +238,7 @@ class ReplicaBackend(Backend):
 
         if not requests:
             return []
-        began = time.time()
-        shared = ray.put(list(requests))
+        began, shared = time.time(), ray.put(list(requests))
         whole = [list(c) for c in calls] if calls is not None else [list(range(len(requests)))]
         loaded = set(range(self.size)) - set(self._loading.values())
         while not loaded:  # every replica (re)starting: the first loaded plans
@@ -257,15 +250,12 @@ class ReplicaBackend(Backend):
         busy, ends = [0.0] * self.size, [planned] * self.size
 
         def feed() -> None:
-            """Each loaded replica in turn a unit until it holds IN_FLIGHT: its own share first (an engine that merges
-            units), else the largest left in the shared queue. A replica still loading takes none: the others take its
-            work. A second unit from the shared queue only while it holds more than a unit per replica: the last ones
-            wait there for whichever replica is free first, never behind another replica's running unit."""
+            """Each loaded replica a unit until it holds IN_FLIGHT: its share, else the largest shared (parallel.md)."""
             for depth in range(1, IN_FLIGHT + 1):
                 for replica in sorted(loaded):
                     ahead = depth == 1 or queues[replica] or len(queues[-1]) > len(loaded)
-                    busy = sum(r == replica for r, _ in running.values())
-                    if busy < depth and (queues[replica] or queues[-1]) and ahead:
+                    held = sum(r == replica for r, _ in running.values())
+                    if held < depth and (queues[replica] or queues[-1]) and ahead:
                         pack = (queues[replica] or queues[-1]).popleft()
                         merged = (tuple(i for u in pack for i in units[u].indices),)
                         one = units[pack[0]].calls if len(pack) == 1 else merged
@@ -303,8 +293,8 @@ class ReplicaBackend(Backend):
         return out
 
     def _plan(self, kind: str, shared: Any, whole: list[list[int]], loaded: list[int]) -> list[Unit]:
-        """The units of the calls ``whole``, the ``loaded`` replicas each planning a share of the calls at once (the
-        call order kept); a replica that dies meanwhile leaves its share to the first one."""
+        """The units of the calls ``whole``, the ``loaded`` replicas each planning a share at once (call order kept);
+        a replica that dies meanwhile leaves its share to the first one."""
         import ray
 
         k, n = len(loaded), self.size
@@ -330,8 +320,7 @@ class ReplicaBackend(Backend):
         return [deque() for _ in range(self.size)] + [deque([u] for u in order)]
 
     def _packs(self, units: Sequence[Unit], todo: Sequence[int]) -> list[list[int]]:
-        """A replica's units as submitted: one by one, or (an engine that batches what it is
-        given: vllm) merged in order into calls of at most ``requests_per_call`` requests."""
+        """A replica's units as submitted: one by one, or (vllm) merged into calls of ``requests_per_call`` at most."""
         if not self._merges_units:
             return [[u] for u in todo]
         packs: list[list[int]] = []
@@ -395,8 +384,7 @@ class ReplicaBackend(Backend):
             return
         closing, futures = time.time(), self._described
         loaded = set(ray.wait(futures, num_returns=len(futures), timeout=0)[0]) if futures else set()
-        # The loaded replicas closed (at once; a dead one holds nothing), then every replica stopped: one still
-        # loading is not waited for.
+        # The loaded replicas closed at once (a dead one holds nothing), then all stopped (a loading one not awaited).
         loads = [ray.get(future).get("loaded") for future in futures if future in loaded and not self._died(future)]
         for closed in [actor.close.remote() for actor, future in zip(self.actors, futures) if future in loaded]:
             self._died(closed)
