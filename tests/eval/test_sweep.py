@@ -281,8 +281,10 @@ def _kill_mid_sweep(file: Path, runs: Path, names: list[str], report: Path, ray_
         while True:
             assert sweep.poll() is None, "the sweep ended before it was seen mid-sweep: " + (report.parent / f"{mark}.out").read_text()
             if _mid_sweep(_state(runs, names)):
-                frozen = _processes(mark)
-                _signal(frozen, signal.SIGSTOP)
+                frozen: list = []
+                while new := [p for p in _processes(mark) if p not in frozen]:  # a process started meanwhile too
+                    _signal(new, signal.SIGSTOP)
+                    frozen += new
                 state = _state(runs, names)
                 if _mid_sweep(state):
                     return state
