@@ -16,19 +16,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from evalita_data.hub.names import check_repo_id
 from evalita_data.hub.layout import RepoFile, TaskRepo, write_repo_dir
-from evalita_data.hub.push import (
-    DEFAULT_BRANCH,
-    RETRY_DELAYS,
-    HubUnreachable,
-    PushError,
-    RepoPlan,
-    commit_plan,
-    describe_plan,
-    dry_plan,
-    plan_repo,
-    remote_state,
-    with_retries,
-)
+from evalita_data.hub.push import (DEFAULT_BRANCH, RETRY_DELAYS, HubUnreachable, PushError, RepoPlan, commit_plan,
+                                   describe_plan, dry_plan, plan_repo, remote_state, with_retries)
 
 from ..naming import run_folder
 from ..record import run_id

@@ -36,13 +36,8 @@ def model_record(doc: dict) -> ModelRecord:
 def config_record(config: dict, identity: dict | None) -> ConfigRecord:
     template = config.get("chat_template")
     prompts = (identity or {}).get("prompts")
-    return ConfigRecord(
-        **{
-            **_set(config),
-            "chat_template": ChatTemplate(**template) if isinstance(template, dict) else None,
-            "prompts": list(prompts) if isinstance(prompts, list) else None,
-        }
-    )
+    return ConfigRecord(**{**_set(config), "prompts": list(prompts) if isinstance(prompts, list) else None,
+                           "chat_template": ChatTemplate(**template) if isinstance(template, dict) else None})
 
 
 def task_record(doc: dict) -> TaskRecord:

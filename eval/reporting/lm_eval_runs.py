@@ -86,9 +86,7 @@ def _reasons(limit: int | float | None, generation: dict, results: dict) -> list
 
 def _model_record(path: Path, doc: LmEvalResults) -> ModelRecord:
     args = model_args(path, doc.config)
-    loaded = (doc.config.model_dtype or "").removeprefix(
-        "torch."
-    )  # the dtype the model was loaded in (hf's get_model_info)
+    loaded = (doc.config.model_dtype or "").removeprefix("torch.")  # the dtype loaded (hf's get_model_info)
     return ModelRecord(
         doc.model_name or args.pretrained or "lm-eval model",
         revision=args.revision or doc.config.model_revision or None,

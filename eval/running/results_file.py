@@ -24,16 +24,8 @@ from .identity import FolderOfAnotherRun, RESULTS_FILE, run_id
 from .task_kinds import task_kind
 from ..settings.thinking import DEFAULT_TRACE_BUDGET
 
-VERSIONED_PACKAGES = (
-    "evalita-llm",
-    "torch",
-    "transformers",
-    "datasets",
-    "tokenizers",
-    "numpy",
-    "rouge-score",
-    "jinja2",
-)
+VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score",
+                      "jinja2")
 TIMING_KEYS = ("wall_s", "compute_s", "requests", "computed", "cached")
 
 
@@ -90,11 +82,8 @@ def carry_over(before: RunRecord | None, running: set[str], record: RunRecord, d
         if task in before.data.manifest_sha256:
             record.data.manifest_sha256[task] = before.data.manifest_sha256[task]
     if doc is not None and "format_version" not in doc:  # the same identity (claim_folder): its samples are this run's
-        for path in (
-            record.path.parent / "samples" / f"{task}_{prompt}.jsonl"
-            for task in kept
-            for prompt in before.results[task]
-        ):
+        samples = record.path.parent / "samples"
+        for path in (samples / f"{task}_{prompt}.jsonl" for task in kept for prompt in before.results[task]):
             if path.is_file():
                 add_run_id(path, record.run_id)
     return kept
@@ -117,25 +106,13 @@ def config_json(c: Any, chat_template: dict | None, replicas: int) -> dict:
         from .bertscore import bertscore_record
 
         thinking["bertscore"] = bertscore_record(c.bertscore_model)
-    return {
-        "num_fewshot": c.num_fewshot,
-        "limit": c.limit,
-        "batch_size": "auto" if c.batch_size is None else c.batch_size,
-        "max_memory": c.max_memory,
-        "apply_chat_template": c.apply_chat_template,
-        "seed": c.seed,
-        "device": c.device,
-        "max_new_tokens": c.max_new_tokens,
-        "setting": c.setting,
-        "constrained": c.constrained,
-        "system_instruction": c.system_instruction,
-        "fewshot_as_multiturn": c.fewshot_as_multiturn,
-        "chat_template": chat_template,
-        "split": c.split,
-        "thinking": bool(c.thinking),
-        "replicas": replicas,
-        **thinking,
-    }
+    return {"num_fewshot": c.num_fewshot, "limit": c.limit, "max_memory": c.max_memory,
+            "batch_size": "auto" if c.batch_size is None else c.batch_size,
+            "apply_chat_template": c.apply_chat_template, "seed": c.seed, "device": c.device,
+            "max_new_tokens": c.max_new_tokens, "setting": c.setting, "constrained": c.constrained,
+            "system_instruction": c.system_instruction, "fewshot_as_multiturn": c.fewshot_as_multiturn,
+            "chat_template": chat_template, "split": c.split, "thinking": bool(c.thinking), "replicas": replicas,
+            **thinking}
 
 
 def asked_record(kind: Any) -> Asked:

@@ -106,9 +106,7 @@ class Runner:
         # Generations (string values) found in the cache from earlier runs, for the interrupt message.
         self.earlier_generations = sum(isinstance(v, str) for v in self.cache.values.values())
         self.earlier_loglikelihoods = len(self.cache) - self.earlier_generations
-        self._counts: Counter = (
-            Counter()
-        )  # requests / cached / computed, over the whole run and per task ("computed:TASK")
+        self._counts: Counter = Counter()  # requests / cached / computed, over the run and per task ("computed:TASK")
         self._stream: RunStream | None = None  # the run's requests, computed before the tasks are assembled
         self._computing: str | None = None  # the kind being computed: with nothing saved, interrupt_summary names it
         self._compute_s = 0.0  # seconds inside the backend's compute calls, over the whole invocation
@@ -326,11 +324,8 @@ class Runner:
         computed (by the run), not as cached. Its compute time is its share of the calls that held its
         requests (``stream.py``: by prompt tokens); ``wall_s``: the stream's share and its assembly."""
         now = self._stream.task_counts(task)
-        before = (
-            {k: v for k, v in vars(earlier.timing[task]).items() if v is not None}
-            if earlier and task in earlier.timing
-            else {}
-        )
+        timing = earlier.timing.get(task) if earlier else None
+        before = {k: v for k, v in vars(timing).items() if v is not None} if timing else {}
         computed = now["computed"] + before.get("computed", 0)
         cached = max(0, now["cached"] - before.get("computed", 0))
         # An unfinished task counts the requests it reached; a finished one all of its requests.
