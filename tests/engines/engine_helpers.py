@@ -39,9 +39,11 @@ ENGINE_ENV = {
 if HAVE_VLLM:
     os.environ.update(ENGINE_ENV)
 
-# The tolerance of every engine-vs-HF comparison (float32).
+# The tolerance of every engine-vs-HF comparison (float32). vLLM's CPU kernels and torch's round differently, and
+# torch's rounding depends on the CPU: 2e-6 apart here, 1.6e-4 apart at -6.15 on a CI machine. A real defect (a token
+# more or less, a wrong truncation) moves a log-likelihood by far more than a tenth.
 def ll_close(a: float, b: float) -> bool:
-    return abs(a - b) <= 1e-6 * abs(a) + 1e-5
+    return abs(a - b) <= 2e-4 * abs(a) + 2e-4
 
 
 def free_port() -> int:
