@@ -47,7 +47,7 @@ def local_replacements(run: RunRecord, results_dir: Path | None = None) -> dict[
     ):  # the model's folder becomes the model's name (a tokenizer in it too)
         if value and is_local(value):
             found[value] = display_name(model) if value == model.name_or_path else _local_name(value)
-    for value in model.options.values():
+    for value in [*model.options.values(), *(model.resolved or {}).values()]:
         if isinstance(value, str) and value.startswith(("/", "~", "./", "../")):
             found[value] = _local_name(value)
     source = run.data.source

@@ -73,6 +73,7 @@ class ModelRecord:
     base_url: str | None = opt()  # a server's (openai-* backends)
     served_model: str | None = opt()
     options: dict[str, Any] = field(default_factory=dict)  # the backend's Options that change numbers
+    resolved: dict[str, Any] | None = opt()  # what a backend of another package resolved, under its own keys
     backend_args: dict[str, Any] | None = opt()  # every --backend-arg of a backend without Options
     model_args: dict[str, Any] | None = opt()  # a run read from lm-eval: its --model_args
     cache_key: str | None = opt()  # the model part of the resume cache's key

@@ -131,7 +131,8 @@ def new_record(runner: Any, planned: list[str]) -> RunRecord:
         recorded = model_record({**model.record, "cache_key": model.cache_key})
     except TypeError as err:  # ModelRecord(**identity): an undeclared key
         raise RecordError(f"backend {model.backend!r}: its cache_identity() has a key results.json does not declare "
-                          f"({err}); declare it in record/model.py ModelRecord and results.schema.json") from None
+                          f"({err}): put what a backend resolves under cache_identity()['resolved'] "
+                          "(docs/adding-a-backend.md)") from None
     recorded.name = display_name(recorded if model.given_name is None else {"name": model.given_name})
     return RunRecord(
         path=runner.out / RESULTS_FILE,

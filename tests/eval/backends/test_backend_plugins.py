@@ -50,6 +50,16 @@ class LengthBackend(Backend):
     def loglikelihood(self, requests):
         scale = self.engine_options.scale
         return [LLResult(-scale * len(r.continuation), False, len(r.continuation)) for r in requests]
+
+    def cache_identity(self):
+        return {**super().cache_identity(), "resolved": {"rule": "minus the length", "rule_version": 2}}
+
+
+class LooseBackend(LengthBackend):
+    """Adds a key of its own beside the declared ones."""
+
+    def cache_identity(self):
+        return {**super().cache_identity(), "rule": "minus the length"}
 '''
 
 
@@ -62,7 +72,8 @@ def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     info = root / "lengths_backend-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: lengths-backend\nVersion: 1.0\n", "utf-8")
-    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nlengths = lengths_backend:LengthBackend\n", "utf-8")
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nlengths = lengths_backend:LengthBackend\n"
+                                               "loose = lengths_backend:LooseBackend\n", "utf-8")
     return root
 
 
@@ -90,6 +101,9 @@ def test_an_installed_backend_runs_with_its_typed_options(plugin_path: Path, tmp
     assert "\n24 requests computed, 0 read from the cache" in first.stdout
     doc = json.loads((out / "results.json").read_text("utf-8"))
     assert doc["status"] == "complete" and doc["model"]["backend"] == "lengths" and doc["model"]["options"] == {"scale": 2.0}
+    assert doc["model"]["resolved"] == {"rule": "minus the length", "rule_version": 2}  # its own keys, in their room
+    reported = _cli(plugin_path, "report", str(out), "--out", str(tmp_path / "report"), "--bootstrap", "0")
+    assert reported.returncode == 0, reported.stderr  # the record reader takes the room back
     samples = [json.loads(x) for x in (out / "samples" / "te_p1.jsonl").read_text("utf-8").splitlines()]
     assert all(ll == -2.0 * len(" " + c) for s in samples for ll, c in zip(s["loglikelihoods"], s["choices"]))
     assert "\n0 requests computed, 24 read" in _cli(plugin_path, *args, "--backend-arg", "scale=2.0", "--backend-arg", "label=y").stdout
@@ -135,3 +149,15 @@ def test_a_backend_without_options_takes_no_backend_arg() -> None:
     with pytest.raises(BackendOptionError, match=re.escape("--backend-arg anything: backend 'free' has no such option "
                                                            "(its options: none;")):
         resolve_options(Free, BackendOptions("m", extra={"anything": "1"}))
+
+
+def test_an_installed_backend_with_an_undeclared_identity_key_is_refused_before_work(plugin_path: Path,
+                                                                                      tmp_path: Path) -> None:
+    """A key of its own beside the declared ones would be a results.json the reader refuses: the run stops at its
+    start, naming the key and where a backend's own keys go."""
+    out = tmp_path / "out"
+    done = _cli(plugin_path, "run", "--backend", "loose", "--model", "none", "--data", str(DATA), "--tasks", "te",
+                "--limit", "2", "--output-dir", str(out))
+    assert done.returncode != 0 and "backend 'loose': its cache_identity() has a key results.json does not declare" in done.stderr
+    assert "'rule'" in done.stderr and "cache_identity()['resolved']" in done.stderr
+    assert not (out / "results.json").exists() and "requests computed" not in done.stdout

@@ -287,3 +287,15 @@ def test_public_names_replace_local_paths_only(tmp_path: Path, monkeypatch) -> N
                                "tokenizer": "mdl", "options": {"gguf_file": "/"}, "local_folder": True}
     assert public["versions"] == {"evalita-llm": "0.1.0"} and public["skipped"] == {"te": "no split in mdl/x."}
     assert public["data"] == {"source": "/", "manifest_sha256": {}, "revisions": {}}  # a bare root is never replaced
+
+
+def test_a_local_path_a_plugin_backend_resolved_is_published_by_its_name(tmp_path: Path) -> None:
+    from evalita_eval.publishing.public import public_record
+    from evalita_eval.record import parse_record
+
+    weights = "/home/someone/private/q8/weights.bin"
+    doc = {"model": {"name_or_path": "org/m", "revision": None, "resolved": {"weights": weights, "bits": 8}},
+           "data": {"source": "org/data"}, "versions": {"evalita-llm": "0.1.0"}, "config": {},
+           "results": {"te": {"p1": {"acc": 0.5, "n": 2}}}}
+    run = parse_record(tmp_path / "results.json", doc, samples=False)
+    assert public_record(run, None, None)[0].to_json()["model"]["resolved"] == {"weights": "weights.bin", "bits": 8}
