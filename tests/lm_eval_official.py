@@ -2,12 +2,14 @@
 (a script for tests/data_side/hub/test_official_layout_lm_eval.py).
 
 Usage: python lm_eval_official.py OUT.json MODEL_DIR TASKS_DIR LIMIT MAX_GEN_TOKS K ENTRY:PROMPT... [--batch-size N]
+       [--output-path DIR]
 
 TASKS_DIR is a copy of lm-eval's ``tasks/evalita_llm`` folder (YAMLs, utils.py, metrics.py) in
 which only ``dataset_path`` was changed (``task_copy``). lm-eval indexes that folder alone
 (``include_defaults=False``) and evaluates the task each file names (``task:``), with K shots,
 the "hf" model at batch size 1 (or N) on CPU. Writes per ENTRY:PROMPT the numeric metrics and the
-per-document responses. Run with HF_HUB_OFFLINE=1 and HF_DATASETS_OFFLINE=1. Also used by
+per-document responses; with --output-path, also lm-eval's own output folder, written as its CLI writes it
+(results and --log_samples files). Run with HF_HUB_OFFLINE=1 and HF_DATASETS_OFFLINE=1. Also used by
 bench/hf_vs_lmeval.py.
 """
 
@@ -41,13 +43,18 @@ def task_copy(dest: Path, data: Path) -> Path:
 
 
 def main(argv: list[str]) -> None:
-    batch_size = 1
-    if "--batch-size" in argv:
-        at = argv.index("--batch-size")
-        batch_size, argv = int(argv[at + 1]), argv[:at] + argv[at + 2 :]
+    options = {"--batch-size": "1", "--output-path": None}
+    for flag in options:
+        if flag in argv:
+            at = argv.index(flag)
+            options[flag], argv = argv[at + 1], argv[:at] + argv[at + 2 :]
+    batch_size, output_path = int(options["--batch-size"]), options["--output-path"]
     out, model, folder, limit, max_gen, k, *pairs = argv
     from lm_eval import simple_evaluate
+    from lm_eval.loggers import EvaluationTracker
     from lm_eval.tasks import TaskManager
+
+    tracker = EvaluationTracker(output_path=output_path) if output_path else None
 
     names = {p: task_name(Path(folder), *p.split(":")) for p in pairs}
     res = simple_evaluate(
@@ -62,7 +69,14 @@ def main(argv: list[str]) -> None:
         gen_kwargs={"max_gen_toks": int(max_gen)},
         log_samples=True,
         bootstrap_iters=0,  # no standard errors: their bootstrap of F1 takes minutes, the scores are the same
+        evaluation_tracker=tracker,
     )
+    if tracker is not None:  # as lm-eval's CLI saves a run (lm_eval/_cli/run.py)
+        logged = res.pop("samples")
+        tracker.save_results_aggregated(results=res, samples=logged)
+        for name in res["configs"]:
+            tracker.save_results_samples(task_name=name, samples=logged[name])
+        res["samples"] = logged
     dump = {}
     for pair, name in names.items():
         dump[pair] = {

@@ -25,6 +25,11 @@ CANONICAL_METRIC_IDS = {
     "f1": "f1", "f1_score": "f1", "precision": "precision", "recall": "recall",
     "rouge1": "rouge-1", "rouge2": "rouge-2", "rougeL": "rouge-l", "rouge_l": "rouge-l",
 }
+# lm-eval's own evalita_llm tasks (0.4.13) report each F1 as "f1" (EEE's id "f1"), computed as the metric of ours named
+# here (tests/eval/test_eval_metrics.py checks each against lm-eval's function); export-eee writes it under that id too,
+# so that an export joins EEE's conversion of lm-eval's own tasks as well as of ours (whose ids are our names).
+LM_EVAL_OWN_F1 = {"wic": "f1_binary", "hs": "f1_binary", "sa": "sentipolc_f1", "ls": "ls_f1", "ner": "ner_f1",
+                  "rel": "rel_f1"}
 METRIC_KINDS = {"acc": "accuracy", "acc_norm": "accuracy", "accuracy": "accuracy", "f1": "f1",
                 **dict.fromkeys(("rouge1", "rouge2", "rougeL", "rougeLsum"), "text_overlap")}
 

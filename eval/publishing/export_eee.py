@@ -25,7 +25,8 @@ from ..reporting.runs import RunResults, load_results
 from ..reporting.task_report import build_task_report, task_order
 from ..settings.thinking import UNFINISHED
 from ..naming import display_name, is_local_model
-from .eee_terms import OUR_NAMESPACE, deployment, item_score, metric_config, sample_hash
+from evalita_data.registry import task_of_entry
+from .eee_terms import LM_EVAL_OWN_F1, OUR_NAMESPACE, deployment, item_score, metric_config, sample_hash
 from .model_page import model_id as page_model_id, official_datasets
 from .public import check_publishable, public_record
 
@@ -110,12 +111,19 @@ def _results(run: RunResults, timestamp: str) -> list[dict]:
         rep = build_task_report(task, [run])
         common = {"source_data": _source_data(run, task), "evaluation_timestamp": timestamp,
                   "generation_config": _generation_config(run, task)}
+        spec = task_of_entry(task)
+        lm_eval_f1 = LM_EVAL_OWN_F1.get(spec.id) if spec else None
         for prompt in sorted(run.results[task]):
             cell = run.results[task][prompt]
             for metric in sorted(k for k in cell if k not in ("n", "unparsed")):
                 rows.append({"evaluation_result_id": f"{task}/{prompt}/{metric}", "evaluation_name": f"{task} {prompt}",
                              "metric_config": metric_config(metric, f"Evalita-LLM {task}, prompt {prompt}: {metric}"),
                              **common, "score_details": _score(cell[metric], cell["n"])})
+            if lm_eval_f1 in cell:
+                rows.append({"evaluation_result_id": f"{task}/{prompt}/f1", "evaluation_name": f"{task} {prompt}",
+                             "metric_config": metric_config("f1", f"Evalita-LLM {task}, prompt {prompt}: {lm_eval_f1}, "
+                                                            "as lm-eval's own evalita-mp task reports it (f1)"),
+                             **common, "score_details": _score(cell[lm_eval_f1], cell["n"])})
         cps = rep.table.stats().per_model[0].cps / rep.table.scale
         rows.append({"evaluation_result_id": f"{task}/CPS/{rep.metric}", "evaluation_name": f"{task} CPS", **common,
                      "metric_config": metric_config(f"cps_{rep.metric}", f"Evalita-LLM {task}: Combined Performance "

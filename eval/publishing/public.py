@@ -50,9 +50,11 @@ def local_replacements(run: RunRecord, results_dir: Path | None = None) -> dict[
     for value in [*model.options.values(), *(model.resolved or {}).values()]:
         if isinstance(value, str) and value.startswith(("/", "~", "./", "../")):
             found[value] = _local_name(value)
-    source = run.data.source
-    if source and not source.startswith(HUB_DATA_PREFIXES):
-        found[source] = _local_name(source)
+    source = run.data.source or ""
+    # hf:PATH is the official layout in a local folder (an organisation name never holds a '/'): its path is local
+    folder = source.removeprefix("hf:") if source.startswith("hf:") and not source.startswith("hf://") else source
+    if folder and (not source.startswith(HUB_DATA_PREFIXES) or "/" in folder):
+        found[folder] = _local_name(folder)
     if results_dir is not None:  # absolute only: a relative "." or "out" is no path of this machine
         form = str(results_dir.resolve())
         found[form] = _local_name(form)

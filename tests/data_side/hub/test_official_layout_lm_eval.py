@@ -182,3 +182,59 @@ def _same_answers(theirs: list[dict], samples: Path, pair: str) -> None:
                 assert abs(a - b) <= 1e-6 * abs(b) + 1e-5, (pair, s_ref["doc_id"], a, b)
         else:
             assert s_mine["generation"] == s_ref["resps"][0][0], (pair, s_ref["doc_id"])
+
+
+# Every entry and prompt whose lm-eval's own metric the EEE ids must join: each MC family, ls, ner (their "f1").
+EEE_PAIRS = ["wic:p1", "te:p1", "sa:p1", "faq:p1", "at:p1", "ls:p1", "ner_adg:p1"]
+
+
+def test_our_eee_export_joins_eees_conversion_of_lm_evals_own_tasks(official: tuple[Path, str], tiny_model: Path,
+                                                                     tmp_path: Path) -> None:
+    """EEE's own lm-eval converter, on an lm-eval run of lm-eval's own evalita_llm files, and our export-eee of our run
+    of the same items: every (task, prompt, metric id) of theirs is one of ours, with the same score."""
+    from eee_python import NEEDED, eee_python
+    from evalita_eval.reporting.lm_eval_tasks import entry_and_prompt
+
+    python = eee_python()
+    if python is None:
+        pytest.skip(f"EEE's lm-eval converter needs {NEEDED}: none found (set EEE_PYTHON to such a Python)")
+    out, _ = official
+    folder = task_copy(tmp_path / "tasks", out)
+    lm_out = tmp_path / "lm"
+    (tmp_path / "local").mkdir()
+    (tmp_path / "local" / "tiny").symlink_to(tiny_model)  # EEE's converter wants a model id (org/name), not a path
+    proc = subprocess.run([sys.executable, str(TESTS / "lm_eval_official.py"), str(tmp_path / "lm.json"), "local/tiny",
+                           str(folder), str(LIMIT), str(MAX_NEW_TOKENS), "0", *EEE_PAIRS, "--output-path", str(lm_out)],
+                          env=_env(tmp_path), capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    [lm_folder] = [p.parent for p in lm_out.rglob("results_*.json")]
+    converted = subprocess.run([python, "-m", "every_eval_ever", "convert", "lm_eval", "--log_path", str(lm_folder),
+                                "--output_dir", str(tmp_path / "theirs")], capture_output=True, text=True)
+    assert converted.returncode == 0, converted.stderr[-3000:]
+    run = tmp_path / "run"
+    entries = sorted({p.split(":")[0] for p in EEE_PAIRS})
+    proc = subprocess.run([sys.executable, "-m", "evalita_eval.cli", "run", "--model", str(tiny_model), "--data", f"hf:{out}",
+                           "--tasks", ",".join(entries), "--prompts", "p1", "--limit", str(LIMIT),
+                           "--max-new-tokens", str(MAX_NEW_TOKENS), "--output-dir", str(run)],
+                          env=_env(tmp_path / "ours"), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    exported = subprocess.run([sys.executable, "-m", "evalita_eval.cli", "export-eee", str(run), str(tmp_path / "eee")],
+                              env=_env(tmp_path / "ours"), capture_output=True, text=True)
+    assert exported.returncode == 0, exported.stderr[-3000:]
+
+    def scores(root: Path, name_of) -> dict[tuple[str, str, str], float]:
+        found = {}
+        for path in root.rglob("*.json"):
+            for row in json.loads(path.read_text("utf-8"))["evaluation_results"]:
+                key = name_of(row["evaluation_name"])
+                if key is not None:
+                    found[(*key, row["metric_config"]["metric_id"])] = row["score_details"]["score"]
+        return found
+
+    theirs = scores(tmp_path / "theirs", entry_and_prompt)
+    ours = scores(tmp_path / "eee", lambda name: tuple(name.split(" ")) if name.split(" ")[1] != "CPS" else None)
+    assert {(e, p) for e, p, _ in theirs} == {tuple(p.split(":")) for p in EEE_PAIRS}
+    missing = sorted(set(theirs) - set(ours))
+    assert not missing, f"{len(missing)} of {len(theirs)} of EEE's ids not in our export: {missing}"
+    for key, value in theirs.items():
+        assert ours[key] == pytest.approx(value, abs=1e-9), key
