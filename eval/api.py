@@ -184,6 +184,9 @@ class Backend(ABC):
     # tokens with it (estimates, trace lengths, time shares), renders chat templates and names the template by
     # its hash. None: the backend has none here (a chat API renders its own template).
     tokenizer: Any = None
+    # The model's parameter count where the backend knows it (lm-eval's model_num_parameters, EEE's num_parameters):
+    # recorded in results.json's model, outside the identity (the weights' fingerprint already identifies them).
+    num_parameters: int | None = None
     # The request kinds whose method takes ``on_result(index, value)`` and calls it as each request finishes
     # (then the runner hands it whole groups and saves each result at once); the others return a list at the end.
     streams: ClassVar[frozenset[RequestKind]] = frozenset()

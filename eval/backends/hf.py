@@ -160,6 +160,7 @@ class HFBackend(OnHFModel, Backend):
             raise ValueError(f"batch size must be at least 1, got {batch_size}")
         self.model = model
         self.tokenizer = tokenizer
+        self.num_parameters = model.num_parameters()  # as lm-eval's HFLM records them
         self.max_length = max_length
         # None (--batch-size auto): batches sized by tokens to fit the memory budget.
         self.batch_size = batch_size

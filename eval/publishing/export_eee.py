@@ -205,7 +205,8 @@ def _model_info(run: RunResults, developer: str, model_id: str) -> dict:
     info = {"name": display_name(run.model), "id": model_id, "developer": developer, "inference_platform": platform,
             "additional_details": {"deployment_type": deployed,
                                    "model_availability": "unknown", **({"local_folder": "true"} if local else {}),
-                                   **{k: str(v) for k in ("revision", "dtype", "backend", "files_sha256", "file_sha256")
+                                   **{k: str(v) for k in ("revision", "dtype", "backend", "files_sha256", "file_sha256",
+                                                          "num_parameters")
                                       if (v := getattr(run.model, k)) is not None},
                                    "model_args": _model_args(run, model_id)}}
     return {**info, "inference_engine": engine} if engine else info

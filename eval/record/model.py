@@ -77,6 +77,7 @@ class ModelRecord:
     backend_args: dict[str, Any] | None = opt()  # every --backend-arg of a backend without Options
     model_args: dict[str, Any] | None = opt()  # a run read from lm-eval: its --model_args
     cache_key: str | None = opt()  # the model part of the resume cache's key
+    num_parameters: int | None = opt()  # where the backend counts them (not in the identity)
 
 
 @dataclass

@@ -68,7 +68,8 @@ class Replica:
         except Exception:  # an engine's tokenizer that does not travel: the driver does without
             tokenizer = None
         return {"identity": b.cache_identity(), "dtype": b.dtype, "capabilities": b.capabilities, "pid": os.getpid(),
-                "tokenizer": tokenizer, "requests_per_call": b.requests_per_call, "merges_units": self._prefix_cached,
+                "tokenizer": tokenizer, "num_parameters": b.num_parameters, "requests_per_call": b.requests_per_call,
+                "merges_units": self._prefix_cached,
                 "mixes_prompts": b.mixes_prompts, "loaded": self.loaded, "node": node_name(), "problem": self.problem}
 
     @property
@@ -163,6 +164,7 @@ class ReplicaBackend(Backend):
         self.timeline["first_ready"] = time.time()
         self._identity, self.dtype = described["identity"], described["dtype"]
         self.capabilities, self.tokenizer = described["capabilities"], described["tokenizer"]
+        self.num_parameters = described["num_parameters"]
         # A runner that does not stream to us cuts calls as it would for one replica (plan.chunk_size).
         self.requests_per_call = described["requests_per_call"]
         self._merges_units = described["merges_units"]

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from .tables import ScoresError
 
@@ -36,6 +36,7 @@ class LmEvalConfig(BaseModel):
     random_seed: Union[int, None] = None
     model_dtype: Union[StrictStr, None] = None
     model_revision: Union[StrictStr, None] = None
+    model_num_parameters: Union[StrictInt, None] = None
 
 
 class LmEvalResults(BaseModel):

@@ -93,6 +93,7 @@ def _model_record(path: Path, doc: LmEvalResults) -> ModelRecord:
         dtype=loaded or args.dtype or "not recorded",
         backend=f"lm-eval {doc.config.model or ''}".strip(),
         model_args=args.model_dump(exclude_none=True),
+        num_parameters=n if (n := doc.config.model_num_parameters) and n > 0 else None,
     )
 
 

@@ -134,6 +134,7 @@ def new_record(runner: Any, planned: list[str]) -> RunRecord:
                           f"({err}): put what a backend resolves under cache_identity()['resolved'] "
                           "(docs/adding-a-backend.md)") from None
     recorded.name = display_name(recorded if model.given_name is None else {"name": model.given_name})
+    recorded.num_parameters = runner.backend.num_parameters
     return RunRecord(
         path=runner.out / RESULTS_FILE,
         status="partial",

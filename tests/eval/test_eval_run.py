@@ -50,6 +50,9 @@ def test_run_every_task_and_prompt(tiny_model: Path, tmp_path: Path) -> None:
     assert {k: model[k] for k in ("name_or_path", "revision", "dtype", "backend")} == {"name_or_path": str(tiny_model), "revision": None, "dtype": "float32", "backend": "hf"}
     assert model["name"] == f"{tiny_model.name}-{model['files_sha256'][:8]}"  # no --model-name: folder and weights hash
     assert len(model["cache_key"]) == 64 and len(model["files_sha256"]) == 64  # the identity: tests/eval/backend_support/test_cache_identity.py
+    from transformers import AutoModelForCausalLM
+
+    assert model["num_parameters"] == sum(p.numel() for p in AutoModelForCausalLM.from_pretrained(tiny_model).parameters())
     assert doc["config"]["limit"] == 2 and doc["config"]["num_fewshot"] == 0 and doc["config"]["seed"] == 1234
     names = [e.name for e in all_entries()]
     assert list(doc["results"]) == names == [name for spec in TASKS.values() for name, _config in spec.entries()]

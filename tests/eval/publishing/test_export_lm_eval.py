@@ -163,6 +163,9 @@ def test_eees_lm_eval_converter_reads_our_exported_tasks_as_our_export(sample_bu
     assert their_ids == {"accuracy", "lm-evaluation-harness.acc_norm", "lm-evaluation-harness.acc_bytes",
                          "lm-evaluation-harness.f1_macro", "lm-evaluation-harness.f1_binary", "lm-evaluation-harness.ls_f1"}
     assert their_ids <= our_ids
+    counts = [{a["model_info"]["additional_details"].get("num_parameters") for a in rows(tmp_path / side, ".json")}
+              for side in ("theirs", "eee")]
+    assert counts[0] == counts[1] and None not in counts[0]  # lm-eval's model_num_parameters, as EEE copies it
     theirs = {(r["evaluation_name"], r["evaluation_result_id"], r["sample_id"]): r for r in rows(tmp_path / "theirs", "_samples.jsonl")}
     mine = rows(tmp_path / "eee", "_samples.jsonl")
     assert len(mine) == 6  # wic p1 (f1_macro) and ls p1 (ls_f1), 3 items each

@@ -35,13 +35,15 @@ def one_line(proc: subprocess.CompletedProcess) -> str:
 
 
 def test_a_clean_folder_carries_what_lm_eval_recorded(tmp_path: Path) -> None:
-    results = write_run(tmp_path / "lm", clean_samples(), limit=3.0, gen_kwargs={"max_gen_toks": 32})
+    results = write_run(tmp_path / "lm", clean_samples(), limit=3.0, gen_kwargs={"max_gen_toks": 32},
+                        model_num_parameters=4321)
     proc, doc = report(tmp_path / "lm", tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert doc["tasks"]["wic"]["scores"] == [[pytest.approx(200 / 3)]]  # predictions 0, 1, 1 of gold 0, 0, 1
     assert doc["tasks"]["ner_adg"]["items"]["rows"][0][5] == "p1 1 / 3 (!)"  # one answer outside NER's format
     assert doc["models"]["tiny"]["results_file"] == str(results)  # lm-eval's own file, not a temporary one
     assert doc["models"]["tiny"]["model"]["model_args"] == {"pretrained": "tiny", "dtype": "float32"}
+    assert doc["models"]["tiny"]["model"]["num_parameters"] == 4321
     md = (tmp_path / "report-lm" / "report.md").read_text("utf-8")
     details = models_section(md)
     assert (details["dtype"], details["device"], details["limit"]) == (["float32"], ["cpu"], ["3"])  # limit an int, not 3.0
@@ -149,6 +151,8 @@ def test_a_link_leaving_the_folder_is_refused(tmp_path: Path, linked: str) -> No
     ("limit", 2.5, "config.limit is 2.5: neither a count of items nor a share below 1"),
     ("gen_kwargs", "max_gen_toks=abc", "config.gen_kwargs.max_gen_toks: Input should be a valid integer, unable to parse string as an integer"),
     ("model_args", 7, "config.model_args: Input should be a valid string; expected the results JSON of lm-eval"),
+    ("model_num_parameters", "135M", "config.model_num_parameters: Input should be a valid integer; expected the results "
+                                     "JSON of lm-eval"),
 ])
 def test_a_damaged_results_file_is_one_line(tmp_path: Path, key: str, value: object, expected: str) -> None:
     results = write_run(tmp_path / "lm", clean_samples())
