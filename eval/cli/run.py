@@ -133,9 +133,6 @@ def run_spec(spec) -> None:
     progress = sys.stderr.isatty() if spec.progress is None else spec.progress
     spec = spec.with_resolved(spec.device or default_device(), progress)
     entries, prompt_names = entries_and_prompts(spec.tasks, spec.prompts, spec.setting)
-    import datasets
-
-    datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
     source = open_data(spec.data, spec.hub_org)
     check_data(entries, source, spec, named_tasks=spec.tasks is not None)
     result, runner = execute(backend_options(spec, spec.device), source, spec, entries)

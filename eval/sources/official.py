@@ -170,12 +170,14 @@ class OfficialSource:
         return records
 
     def _dataset(self, entry: TaskEntry, repo_id: str, where: str, official: str, fallback: str | None):
-        from datasets import load_dataset
+        import datasets  # here only: 88 MiB of imports (pandas, pyarrow) that a local folder's run never needs
 
+        datasets.disable_progress_bars()  # one bar per task and prompt is ours; theirs is noise here
         names = [official] + ([fallback] if fallback not in (None, official) else [])
         for i, name in enumerate(names):
             try:
-                return load_dataset(repo_id, name=self.config(entry), split=name, revision=self.revision(entry))
+                return datasets.load_dataset(repo_id, name=self.config(entry), split=name,
+                                             revision=self.revision(entry))
             except HubUnreachable:
                 raise
             except Exception as err:  # unknown repository, config or split, or the Hub unreachable

@@ -116,3 +116,16 @@ def test_raw_folder_as_data_fails_before_torch_and_datasets_load(tmp_path: Path)
     first, output = proc.stdout.split("\n", 1)
     assert first == "1 []", proc.stdout + proc.stderr
     assert f"Error: {TEST_DATA / 'raw'} is not a build folder (no manifest.json; " in output
+
+
+def test_a_run_of_a_local_folder_never_imports_datasets(tiny_model: Path, tmp_path: Path) -> None:
+    """datasets (with pandas and pyarrow: 88 MiB resident) reads only the official copies on the Hub: a run of a
+    local build folder does without it (issue 48: the FAQ task's peak memory)."""
+    from paths import TEST_DATA
+
+    script = ("import sys\nfrom click.testing import CliRunner\nfrom evalita_eval.cli import main\n"
+              f"r = CliRunner().invoke(main, ['run', '--model', {str(tiny_model)!r}, '--data', {str(TEST_DATA / 'build')!r}, "
+              f"'--tasks', 'faq', '--limit', '1', '--output-dir', {str(tmp_path / 'out')!r}])\n"
+              "print(r.exit_code, sorted(m for m in ('torch', 'datasets', 'pandas', 'pyarrow') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.stdout.splitlines()[0] == "0 ['torch']", proc.stdout + proc.stderr
