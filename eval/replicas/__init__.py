@@ -1,9 +1,6 @@
 """Data-parallel replicas of a backend on Ray (``--backend-arg data_parallel_size=N``; docs/parallel.md).
 
-``create_backend`` is the CLI's entry: the backend itself for one replica, else a
-``ReplicaBackend`` (backend.py) over N Ray actors on a local Ray started for the run or on
-the cluster at ``--backend-arg ray_address=ADDRESS``. Ray is the optional extra ``ray``.
-"""
+``create_backend``: the backend itself for one replica, else a ``ReplicaBackend`` (backend.py) over N Ray actors."""
 
 from __future__ import annotations
 
