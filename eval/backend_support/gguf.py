@@ -23,9 +23,8 @@ SUFFIX = ".gguf"
 
 @dataclass(frozen=True)
 class GGUFModel:
-    """Where a GGUF model is: ``source`` (a folder or Hub id, what ``from_pretrained`` takes) and
-    ``file`` (its ``gguf_file`` argument); ``local_path``: the file on disk, None for a Hub file
-    not downloaded yet."""
+    """Where a GGUF model is: ``source`` (a folder or Hub id, what ``from_pretrained`` takes) and ``file`` (its
+    ``gguf_file`` argument); ``local_path``: the file on disk, None for a Hub file not downloaded yet."""
 
     source: str
     file: str

@@ -19,11 +19,10 @@ from typing import Any
 
 # The budget on CPU when --max-memory is not given (a laptop runs other things too).
 DEFAULT_CPU_BUDGET = 1 << 30
-# Padded tokens (rows x longest row) of one scoring forward pass on CPU at most: hf cuts each
-# batch of --batch-size requests into passes of at most this many. A pass's activations grow with its tokens
-# (SmolLM2-135M, float32: about 25 KB per
-# token in the MLP), and on CPU a wider pass is not faster: 8 paragraph-long FAQ requests
-# (8 x 1303 tokens) in one pass took a run to 1306 MiB RSS with 1 thread, 1473 MiB with 2.
+# Padded tokens (rows x longest row) of one scoring forward pass on CPU at most: hf cuts each batch of --batch-size
+# requests into passes of at most this many. A pass's activations grow with its tokens (SmolLM2-135M, float32: about 25
+# KB per token in the MLP), and on CPU a wider pass is not faster: 8 paragraph-long FAQ requests (8 x 1303 tokens) in
+# one pass took a run to 1306 MiB RSS with 1 thread, 1473 MiB with 2.
 CPU_PASS_TOKENS = 4096
 # On CUDA without --max-memory: this share of the memory free once the model is loaded.
 CUDA_FREE_SHARE = 0.8
@@ -89,14 +88,13 @@ _LIBC: Any = None  # glibc once loaded, False where there is none
 
 
 def return_freed_memory() -> None:
-    """Give the pages glibc holds free back to the system (``malloc_trim(0)``), once per forward
-    pass on CPU: a heap that keeps what a pass freed fragments, the peak growing batch after
-    batch (SmolLM2-135M, 8 rows of 1400 tokens, 2 layers: 1040 MiB after 7 passes, 872 MiB with
-    freed blocks returned). Once per pass, not per allocation: mapping every block of 1 MiB or
-    more on its own (``M_MMAP_THRESHOLD``, the former way) paid a zeroed page at each first touch
-    of every activation: scoring 96 WiC requests on one thread took 5.5M page faults and 11 s of
-    system time, under 0.9M faults with this; also mapping blocks of 16 MiB or more took 2.2M
-    (issue 48, bench/README.md). Nothing elsewhere than glibc."""
+    """Give the pages glibc holds free back to the system (``malloc_trim(0)``), once per forward pass on CPU: a heap
+    that keeps what a pass freed fragments, the peak growing batch after batch (SmolLM2-135M, 8 rows of 1400 tokens,
+    2 layers: 1040 MiB after 7 passes, 872 MiB with freed blocks returned). Once per pass, not per allocation:
+    mapping every block of 1 MiB or more on its own (``M_MMAP_THRESHOLD``, the former way) paid a zeroed page at each
+    first touch of every activation: scoring 96 WiC requests on one thread took 5.5M page faults and 11 s of system
+    time, under 0.9M faults with this; also mapping blocks of 16 MiB or more took 2.2M (issue 48, bench/README.md).
+    Nothing elsewhere than glibc."""
     global _LIBC
     if _LIBC is None:
         import ctypes

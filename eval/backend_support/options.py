@@ -2,10 +2,9 @@
 from ``--backend-arg NAME=VALUE`` (``backend_args`` in a file), validated by pydantic against their
 declared types, listed by ``evalita-eval backends``.
 
-``resolve_options`` is what ``create_backend`` and ``RunSpec`` call: it returns the ``BackendOptions``
-the backend is built from (``engine``: the typed ``Options`` instance, which ``from_options`` reads;
-``extra`` set to the typed values) and the ``Options`` instance, or fails with one line naming the
-backend, the option and what was expected.
+``resolve_options`` is what ``create_backend`` and ``RunSpec`` call: it returns the ``BackendOptions`` the backend is
+built from (``engine``: the typed ``Options`` instance, which ``from_options`` reads; ``extra`` set to the typed values)
+and the ``Options`` instance, or fails with one line naming the backend, the option and what was expected.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""The one tokenisation of every token-level backend (``hf``, ``vllm``, ``openai``
-with a local tokenizer): lm-evaluation-harness 0.4.x's HF rules, as its ``TemplateLM`` keeps
-them in one place.
+"""The one tokenisation of every token-level backend (``hf``, ``vllm``, ``openai`` with a local tokenizer):
+lm-evaluation-harness 0.4.x's HF rules, as its ``TemplateLM`` keeps them in one place.
 
 - special tokens (a Llama's BOS) are added unless the text already starts with the BOS
   string (a rendered chat template): ``default_add_special_tokens``;
@@ -68,9 +67,8 @@ def encode_pair(tokenizer: Any, context: str, continuation: str,
 
 def encode_requests(tokenizer: Any, requests: Sequence[LLRequest],
                     encode_texts: EncodeTexts | None = None) -> list[tuple[list[int], list[int]]]:
-    """(context ids, continuation ids) per request: ``encode_pair``, and an empty context
-    becomes lm-eval's prefix token. ``encode_texts`` (default: one text at a time) encodes
-    every distinct text the requests need in one call."""
+    """(context ids, continuation ids) per request: ``encode_pair``, and an empty context becomes lm-eval's prefix
+    token. ``encode_texts`` (default: one text at a time) encodes every distinct text the requests need in one call."""
     plans: list[tuple[Key | None, Key]] = []
     for req in requests:
         if req.context == "":

@@ -1,10 +1,9 @@
 """What the engine backends (vLLM, OpenAI-compatible servers) share with the HF path.
 
-The HF backend's rules, stated once for engines that take token ids: the
-log-likelihood window (lm-eval's tokenisation, left-truncated to ``max_length``
-input tokens) and the generation prompt (left-truncated to ``max_length -
-max_new_tokens``), and the stop strings (the request's plus the EOS string).
-No heavy imports here: the registry imports every module of this package.
+The HF backend's rules, stated once for engines that take token ids: the log-likelihood window (lm-eval's tokenisation,
+left-truncated to ``max_length`` input tokens) and the generation prompt (left-truncated to ``max_length -
+max_new_tokens``), and the stop strings (the request's plus the EOS string). No heavy imports here: the registry imports
+every module of this package.
 """
 
 from __future__ import annotations

@@ -16,9 +16,8 @@ from ..api import Constraint
 
 
 def closing_rule(constraint: Constraint) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(closing answers, of which those that set the reserved window) of a constraint: its
-    empty answer and closings (the declaring task's ``output_empty``, ``output_closings``,
-    carried by the constraint); empty for choices."""
+    """(closing answers, of which those that set the reserved window) of a constraint: its empty answer and closings
+    (the declaring task's ``output_empty``, ``output_closings``, carried by the constraint); empty for choices."""
     if constraint.kind != "regex":
         return (), ()
     window = tuple(dict.fromkeys(constraint.closings))
@@ -84,14 +83,12 @@ class GrammarCache:
 class _GrammarLogitsProcessor:
     """Masks, per row, the tokens its grammar forbids (xgrammar's bitmask).
 
-    Unlike ``xgrammar.contrib.hf.LogitsProcessor`` it tolerates rows that ``generate``
-    has finished (padding after EOS or a stop string): a row whose matcher rejects the
-    sampled token, or has terminated, is left alone from then on.
+    Unlike ``xgrammar.contrib.hf.LogitsProcessor`` it tolerates rows that ``generate`` has finished (padding after EOS
+    or a stop string): a row whose matcher rejects the sampled token, or has terminated, is left alone from then on.
 
-    Budget rule (given ``closings`` and ``max_new_tokens``): once the tokens left are no
-    more than a row's closing window, the row is forced along the shortest closing
-    candidate its grammar accepts from the current state, then EOS, so that it ends in an
-    accepting state within ``max_new_tokens``.
+    Budget rule (given ``closings`` and ``max_new_tokens``): once the tokens left are no more than a row's closing
+    window, the row is forced along the shortest closing candidate its grammar accepts from the current state, then EOS,
+    so that it ends in an accepting state within ``max_new_tokens``.
     """
 
     def __init__(self, xgr: Any, grammars: list[Any], vocab_size: int,

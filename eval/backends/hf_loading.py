@@ -48,11 +48,10 @@ def load_hf(options: BackendOptions) -> LoadedModel:
     """Tokenizer and ``AutoModelForCausalLM`` as lm-eval's HFLM sets them up; loads nothing
     remote unless ``options.model`` is a Hub id.
 
-    ``device="auto"`` spreads a model larger than one device over every visible GPU (and
-    the CPU) with accelerate's ``device_map="auto"``; otherwise the whole model goes to
-    ``device``. ``threads`` sets torch's intra-op threads (CPU runs). A GGUF file
-    (``--model X.gguf`` or ``--backend-arg gguf_file=NAME``, eval/backend_support/gguf.py) is dequantized by
-    transformers, its tokenizer and chat template read from the file.
+    ``device="auto"`` spreads a model larger than one device over every visible GPU (and the CPU) with accelerate's
+    ``device_map="auto"``; otherwise the whole model goes to ``device``. ``threads`` sets torch's intra-op threads (CPU
+    runs). A GGUF file (``--model X.gguf`` or ``--backend-arg gguf_file=NAME``, eval/backend_support/gguf.py) is
+    dequantized by transformers, its tokenizer and chat template read from the file.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -209,9 +209,8 @@ class VLLMBackend(Backend):
     def close(self) -> None:
         llm, self.llm = self.llm, None
         if llm is not None:
-            # vLLM's engine runs in its own process by default (VLLM_ENABLE_V1_MULTIPROCESSING=1),
-            # which outlives the LLM object and keeps the interpreter from exiting (and a killed
-            # replica's from being freed): stopped here.
+            # vLLM's engine runs in its own process by default (VLLM_ENABLE_V1_MULTIPROCESSING=1), which outlives the
+            # LLM object and keeps the interpreter from exiting (and a killed replica's from being freed): stopped here.
             llm.llm_engine.engine_core.shutdown()
             del llm
             import gc

@@ -1,13 +1,12 @@
 """Which vLLM requests score which log-likelihood windows (``--backend vllm``).
 
-Three modes, ``--backend-arg vllm_loglikelihood=prefill|prefix|prompt_logprobs``, described in
-docs/engines.md: ``prefill`` (default; each context computed once and served from the prefix cache,
-longer choices as one prompt-log-prob request reading that cache, sent again without it when the
-cache reaches past the context: ``LLCall.cache_too_deep``), ``prefix`` (longer choices force-decoded
-by ``backend_support.vllm_force.ForceTokens``, one engine step per token) and ``prompt_logprobs``
-(the former path, kept for comparison; never served from the prefix cache). All three read every
-one-token choice in a first wave, one request per context. No vLLM import at module level: the
-backend registry imports this package.
+Three modes, ``--backend-arg vllm_loglikelihood=prefill|prefix|prompt_logprobs``, described in docs/engines.md:
+``prefill`` (default; each context computed once and served from the prefix cache, longer choices as one prompt-log-prob
+request reading that cache, sent again without it when the cache reaches past the context: ``LLCall.cache_too_deep``),
+``prefix`` (longer choices force-decoded by ``backend_support.vllm_force.ForceTokens``, one engine step per token) and
+``prompt_logprobs`` (the former path, kept for comparison; never served from the prefix cache). All three read every
+one-token choice in a first wave, one request per context. No vLLM import at module level: the backend registry imports
+this package.
 """
 
 from __future__ import annotations
@@ -30,11 +29,10 @@ MAX_TRACKED_TOKENS = 128
 class LLCall:
     """One engine request of the log-likelihood path.
 
-    ``kind``: "last" (the log-probs of ``tokens``, the first tokens of choices, at the
-    position after ``prompt``), "forced" (generate exactly ``tokens`` after ``prompt``),
-    "prompt" (prompt log-probs of ``prompt`` and the sampled position forced onto
-    ``tokens[0]``), "cached" (as "prompt", reading the prefix cache, scoring the positions
-    after ``context_len + 1``: the first token came from a "last" call).
+    ``kind``: "last" (the log-probs of ``tokens``, the first tokens of choices, at the position after ``prompt``),
+    "forced" (generate exactly ``tokens`` after ``prompt``), "prompt" (prompt log-probs of ``prompt`` and the sampled
+    position forced onto ``tokens[0]``), "cached" (as "prompt", reading the prefix cache, scoring the positions after
+    ``context_len + 1``: the first token came from a "last" call).
     """
 
     prompt: tuple[int, ...]
@@ -150,14 +148,12 @@ def check_mode(mode: Any) -> str:
 
 
 def plan_loglikelihood(windows: Sequence[LLWindow], mode: str) -> list[list[tuple[LLCall, list[LLWindow]]]]:
-    """The engine requests for distinct ``windows``, each with the windows it scores (in
-    part: "prefill" scores a longer choice in two calls, whose results add up), in two
-    waves (two ``generate`` calls): first the one-token choices of every context, with
-    "prefill" the first token of every choice (which computes every context), then the
-    longer choices. vLLM 0.32 must not get both in
-    one batch: when any request of a batch asks for ``logprob_token_ids``, the sampler
-    returns that layout for every request of the batch, and a ``logprobs=1`` request gets
-    -inf (vllm/v1/sample/sampler.py). The prefix cache outlives the call."""
+    """The engine requests for distinct ``windows``, each with the windows it scores (in part: "prefill" scores a
+    longer choice in two calls, whose results add up), in two waves (two ``generate`` calls): first the one-token
+    choices of every context, with "prefill" the first token of every choice (which computes every context), then the
+    longer choices. vLLM 0.32 must not get both in one batch: when any request of a batch asks for
+    ``logprob_token_ids``, the sampler returns that layout for every request of the batch, and a ``logprobs=1``
+    request gets -inf (vllm/v1/sample/sampler.py). The prefix cache outlives the call."""
     check_mode(mode)
     by_context: dict[tuple[int, ...], list[LLWindow]] = defaultdict(list)
     for w in windows:
