@@ -1,12 +1,5 @@
-"""``--backend vllm``: the model in vLLM's engine (continuous batching, paged attention,
-tensor and data parallelism), with the HF path's tokenisation and stop rules (docs/engines.md).
-
-Log-likelihood windows are tokenised as the HF path does (``engine_common.ll_windows``) and sent
-as token ids; identical windows are scored once, and ``vllm_scoring`` plans the requests
-(``--backend-arg vllm_loglikelihood=prefill|prefix|prompt_logprobs``). Generation: one
-``generate`` call for all prompts, greedy, prompt left-truncated to ``max_length -
-max_new_tokens``, stop strings plus the EOS string, decoded and cut as the HF path does.
-"""
+"""``--backend vllm``: the model in vLLM's engine, with the HF path's tokenisation and stop rules (docs/engines.md);
+identical log-likelihood windows are scored once, the requests planned by ``vllm_scoring``."""
 
 from __future__ import annotations
 
@@ -35,21 +28,15 @@ def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "pref
     engine = engine_of(VLLMBackend, options)
     if options.dtype not in DTYPES:
         raise ValueError(f"unknown dtype {options.dtype!r}; use auto, float32, float16 or bfloat16")
-    kw: dict[str, Any] = {
-        **gguf_engine_source(options),
-        "revision": options.revision,
-        "dtype": DTYPES[options.dtype],
-        "trust_remote_code": options.trust_remote_code,
-        "tensor_parallel_size": engine.tensor_parallel_size,
-        # One more than the model reads: vLLM wants room for the one token sampled after the
-        # longest log-likelihood window (never computed: no position >= max_length runs).
-        "max_model_len": engine.max_model_len or max_length + 1,
-        "seed": options.seed if options.seed is not None else 0,
-        # Prefix caching is what computes each context once (see the module doc).
-        "enable_prefix_caching": True,
-        # Log-probs of the model's logits, before any processor (forced continuations, allowed_token_ids).
-        "logprobs_mode": "raw_logprobs",
-    }
+    # max_model_len: one more than the model reads, room for the one token vLLM samples after the longest
+    # log-likelihood window (never computed). Prefix caching computes each context once. raw_logprobs: log-probs of
+    # the model's logits, before any processor (forced continuations, allowed_token_ids).
+    kw: dict[str, Any] = {**gguf_engine_source(options), "revision": options.revision, "dtype": DTYPES[options.dtype],
+                          "trust_remote_code": options.trust_remote_code,
+                          "tensor_parallel_size": engine.tensor_parallel_size,
+                          "max_model_len": engine.max_model_len or max_length + 1,
+                          "seed": options.seed if options.seed is not None else 0, "enable_prefix_caching": True,
+                          "logprobs_mode": "raw_logprobs"}
     if scoring == "prefix":
         kw["logits_processors"] = [FORCE_PROCESSOR]
     if engine.data_parallel_size > 1:
@@ -58,9 +45,7 @@ def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "pref
         kw["gpu_memory_utilization"] = engine.gpu_memory_utilization
     if engine.tensor_parallel_size * engine.data_parallel_size == 1:
         kw["distributed_executor_backend"] = "uni"  # one device: no worker processes
-    # Engine arguments without an option of their own (e.g. enforce_eager, a structured-outputs
-    # backend for constrained decoding), typed as a JSON object by resolve_options
-    # (on the command line: --backend-arg 'vllm_engine_args={"enforce_eager": true}').
+    # Engine arguments without an option of their own (enforce_eager, a structured-outputs backend...).
     kw.update(engine.vllm_engine_args or {})
     return kw
 
@@ -126,20 +111,18 @@ class VLLMOptions:
 
     tensor_parallel_size: int = backend_option(1, "GPUs per model replica")
     data_parallel_size: int = backend_option(1, "model replicas", changes_numbers=False)
-    gpu_memory_utilization: float | None = backend_option(None, "fraction of GPU memory the engine may take",
-                                                          changes_numbers=False)
-    max_model_len: int | None = backend_option(None, "engine context length; default: the max length + 1",
-                                               changes_numbers=False)
+    gpu_memory_utilization: float | None = backend_option(
+        None, "fraction of GPU memory the engine may take", changes_numbers=False)
+    max_model_len: int | None = backend_option(
+        None, "engine context length; default: the max length + 1", changes_numbers=False)
     vllm_engine_args: dict | None = backend_option(None, 'other vllm.LLM arguments, a JSON object (e.g. '
                                                          '{"enforce_eager": true})')
     gguf_file: str | None = gguf_file_option()
     # Equal numbers within float rounding either way, but not the same bits: in the identity.
-    vllm_loglikelihood: str = backend_option("prefill",
-                                             "log-likelihood requests: prefill (each context computed once, each "
-                                              "choice's tokens as prompt log-probs after it), prefix (the same, "
-                                              "choices forced "
-                                              "token by token: decode steps) or prompt_logprobs (the former path, no "
-                                              "prefix reuse)")
+    vllm_loglikelihood: str = backend_option(
+        "prefill", "log-likelihood requests: prefill (each context computed once, each choice's tokens as prompt "
+        "log-probs after it), prefix (the same, choices forced token by token: decode steps) or prompt_logprobs (the "
+        "former path, no prefix reuse)")
 
 
 class EngineMissing(ImportError, RuntimeError):
@@ -160,11 +143,8 @@ class VLLMBackend(Backend):
     def __init__(self, llm: Any, tokenizer: Any, name_or_path: str, max_length: int, dtype: str,
                  scoring: str = "prefill") -> None:
         self.scoring = check_mode(scoring)  # how log-likelihoods are requested (vllm_scoring.MODES)
-        self.llm = llm
-        self.tokenizer = tokenizer
-        self.name_or_path = name_or_path
-        self.max_length = max_length
-        self.dtype = dtype
+        self.llm, self.tokenizer, self.name_or_path = llm, tokenizer, name_or_path
+        self.max_length, self.dtype = max_length, dtype
 
     @classmethod
     def reservation(cls, options: BackendOptions) -> dict[str, float]:
@@ -217,7 +197,6 @@ class VLLMBackend(Backend):
 
             gc.collect()
 
-    # -- what data-parallel replicas read (eval/replicas) --------------------------------
     def prefix_block_size(self) -> int:
         """Tokens per KV block of the prefix cache: prompts share cached blocks only past a whole first one."""
         return self.llm.llm_engine.vllm_config.cache_config.block_size
@@ -233,19 +212,16 @@ class VLLMBackend(Backend):
                 got[metric.name] += getattr(metric, "value", 0.0)
         return got
 
-    # -- chat ---------------------------------------------------------------------------
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
         return render_chat(self.tokenizer, self.name_or_path, messages)
 
-    # -- log-likelihood -----------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
         windows = ll_windows(self.tokenizer, requests, self.max_length)
         unique = list(dict.fromkeys(windows))
         from vllm.inputs import TokensPrompt
 
         scored: dict[LLWindow, LLResult] = {}
-        # Each wave in one call: vLLM batches its requests continuously, and a context
-        # computed for one request is in the prefix cache for the next ones.
+        # Each wave in one call: a context computed for one request is in the prefix cache for the next ones.
         for wave in plan_loglikelihood(unique, self.scoring):
             while wave:
                 outputs = self.llm.generate([TokensPrompt(prompt_token_ids=list(c.prompt)) for c, _ in wave],
@@ -264,7 +240,6 @@ class VLLMBackend(Backend):
                 wave = resend
         return [scored[w] for w in windows]
 
-    # -- generation ---------------------------------------------------------------------
     def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
