@@ -34,10 +34,9 @@ class GenerationPhases:
 
 
 class PhaseClock:
-    """A streamer for one ``generate`` call of ``rows`` prompts of ``prompt_tokens`` tokens: the
-    time to the first new token is the prompt pass, the time after it the decode steps. It has
-    the two methods of transformers' ``BaseStreamer`` (``generate`` calls nothing else, and checks
-    no type), so this module needs no transformers import."""
+    """A streamer for one ``generate`` call of ``rows`` prompts of ``prompt_tokens`` tokens: the time to the first new
+    token is the prompt pass, the time after it the decode steps. It has the two methods of transformers' streamer
+    (``generate`` calls nothing else, and checks no type), so this module needs no transformers import."""
 
     def __init__(self, phases: GenerationPhases, rows: int, prompt_tokens: int,
                  clock: Callable[[], float] = time.perf_counter) -> None:
@@ -58,9 +57,5 @@ class PhaseClock:
             return  # no new token: nothing to split
         start, first, last = self._marks[0], self._marks[1], self._marks[-1]
         p = self.phases
-        p.batches += 1
-        p.rows += self.rows
-        p.prompt_tokens += self.prompt_tokens
-        p.prompt_s += first - start
-        p.steps += self._steps
-        p.step_s += last - first
+        p.batches, p.rows, p.prompt_tokens = p.batches + 1, p.rows + self.rows, p.prompt_tokens + self.prompt_tokens
+        p.prompt_s, p.steps, p.step_s = p.prompt_s + first - start, p.steps + self._steps, p.step_s + last - first

@@ -27,8 +27,8 @@ def scoring_groups(encoded: Sequence[tuple[Sequence[int], Sequence[int]]]) -> li
 
 
 def longest_first(groups: Sequence[Sequence[int]], encoded: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[int]:
-    """Group indices by decreasing length of their lead request's tokens (as lm-eval's Collator:
-    the first pass is the widest); ties keep the groups' order."""
+    """Group indices by decreasing length of their lead request's tokens (as lm-eval's Collator: the first pass is the
+    widest); ties keep the groups' order."""
     return sorted(range(len(groups)), key=lambda g: -(len(encoded[groups[g][0]][0]) + len(encoded[groups[g][0]][1])))
 
 
@@ -39,7 +39,7 @@ def token_budget_batches(order: Sequence[int], lengths: Any, scored: Any, cost: 
     of ``order``). An item that alone exceeds the budget is a batch of its own."""
     batches: list[list[int]] = []
     cur: list[int] = []
-    width = n_scored = 0
+    width = n_scored = 0  # of cur
     for i in order:
         w, n = max(width, lengths[i]), n_scored + scored[i]
         if cur and cost(len(cur) + 1, w, n) > budget:
