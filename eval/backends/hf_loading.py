@@ -48,10 +48,9 @@ def load_hf(options: BackendOptions) -> LoadedModel:
     ``options.model`` is a Hub id. ``device="auto"``: accelerate's ``device_map="auto"`` over every visible GPU (and the
     CPU); ``threads``: torch's intra-op threads; a GGUF file is dequantized by transformers (docs/evaluator.md)."""
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from ..backend_support.gguf import gguf_model, pretrained_source, require_gguf
-    from .engine_common import load_tokenizer
 
     if options.threads is not None:
         torch.set_num_threads(options.threads)
@@ -72,11 +71,13 @@ def load_hf(options: BackendOptions) -> LoadedModel:
         if importlib.util.find_spec("accelerate") is None:
             raise RuntimeError("--device auto needs accelerate: pip install accelerate")
         placement["device_map"] = "auto"
-    tokenizer = load_tokenizer(options.model, options.revision, options.trust_remote_code, gguf)
+    tokenizer = AutoTokenizer.from_pretrained(source, **common)
     model = AutoModelForCausalLM.from_pretrained(source, dtype=_torch_dtype(options.dtype), **common, **placement)
     if not placement:
         model = model.to(device)
     model.eval()
+    if gguf is not None:  # built from the file, not the folder holding it (as engine_common.load_tokenizer names it)
+        tokenizer.name_or_path = str(gguf.local_path or f"{gguf.source}/{gguf.file}")
     if tokenizer.pad_token_id is None:  # lm-eval's configure_pad_token: pad with unk, else eos
         tokenizer.pad_token_id = tokenizer.unk_token_id if tokenizer.unk_token is not None else tokenizer.eos_token_id
     max_length = options.max_length or resolve_max_length(model.config, tokenizer)

@@ -11,6 +11,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, Callable, Sequence, TypeVar
 
 T = TypeVar("T")
@@ -66,7 +67,9 @@ class _Deadline:
 class _WatchedConnection:
     """A connection whose socket its request's deadline watches (a mixin of http.client's connections)."""
 
-    deadline: _Deadline
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
+        self.deadline = deadline
 
     def connect(self) -> None:
         super().connect()  # type: ignore[misc]
@@ -81,16 +84,6 @@ class _WatchedHTTPS(_WatchedConnection, http.client.HTTPSConnection):
     pass
 
 
-
-def _watched(cls: type, deadline: _Deadline) -> Callable[..., Any]:
-    def connection(*args: Any, **kwargs: Any) -> Any:
-        conn = cls(*args, **kwargs)
-        conn.deadline = deadline
-        return conn
-
-    return connection
-
-
 class _DeadlineHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
     """Both schemes' connections watched by ``deadline`` (build_opener then adds neither default handler)."""
 
@@ -99,10 +92,10 @@ class _DeadlineHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
         self.deadline = deadline
 
     def http_open(self, req: Any) -> Any:
-        return self.do_open(_watched(_WatchedHTTP, self.deadline), req)
+        return self.do_open(partial(_WatchedHTTP, deadline=self.deadline), req)
 
     def https_open(self, req: Any) -> Any:
-        return self.do_open(_watched(_WatchedHTTPS, self.deadline), req, context=self._context)
+        return self.do_open(partial(_WatchedHTTPS, deadline=self.deadline), req, context=self._context)
 
 
 def _read_body(resp: Any, limit: int) -> bytes:

@@ -60,6 +60,10 @@ class _OpenAIBase(Backend):
     def reservation(cls, options: BackendOptions) -> dict[str, float]:
         return {"num_cpus": 1.0, "num_gpus": 0.0}  # a client: the server holds the GPUs
 
+    @classmethod
+    def from_options(cls, options: BackendOptions) -> "_OpenAIBase":
+        return cls(options)
+
     def __init__(self, options: BackendOptions) -> None:
         server: ServerOptions = engine_of(type(self), options)
         if not server.base_url:
@@ -138,10 +142,6 @@ class OpenAICompletionsBackend(_OpenAIBase):
         self.tokenizer = load_tokenizer(options.model, options.revision, options.trust_remote_code)
         self.max_length = options.max_length or model_max_length(options.model, self.tokenizer, options.revision,
                                                                  options.trust_remote_code)
-
-    @classmethod
-    def from_options(cls, options: BackendOptions) -> "OpenAICompletionsBackend":
-        return cls(options)
 
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
         return render_chat(self.tokenizer, self.model_name, messages)
@@ -269,10 +269,6 @@ class OpenAIChatBackend(_OpenAIBase):
             self.tokenizer = load_tokenizer(options.model, options.revision, options.trust_remote_code)
         except (OSError, ValueError):
             self.tokenizer = None
-
-    @classmethod
-    def from_options(cls, options: BackendOptions) -> "OpenAIChatBackend":
-        return cls(options)
 
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
         raise BackendUnsupported("--backend openai-chat cannot score multiple-choice tasks: the chat API returns no "

@@ -119,7 +119,7 @@ class ReplicaBackend(Backend):
         import ray
 
         began = time.time()
-        self.name, self.size, self._inner_options = name, size, options
+        self.name, self.replicas, self._inner_options = name, size, options  # replicas: results.json's config
         self._threads = options.threads or driver_threads() if options.device == "cpu" else None
         self._started_ray = not ray.is_initialized()
         resources = replica_resources(name, options)
@@ -163,10 +163,6 @@ class ReplicaBackend(Backend):
     @classmethod
     def from_options(cls, options: BackendOptions) -> "ReplicaBackend":
         raise TypeError("ReplicaBackend is built by evalita_eval.replicas.create_backend")
-
-    @property
-    def replicas(self) -> int:
-        return self.size
 
     def _start(self, replica: int) -> None:
         """Start ``replica`` (again): its model loads; it takes units once its describe() is back (``_loaded``)."""
@@ -231,14 +227,14 @@ class ReplicaBackend(Backend):
             return []
         began, shared = time.time(), ray.put(list(requests))
         whole = [list(c) for c in calls] if calls is not None else [list(range(len(requests)))]
-        loaded = set(range(self.size)) - set(self._loading.values())
+        loaded = set(range(self.replicas)) - set(self._loading.values())
         while not loaded:  # every replica (re)starting: the first loaded plans
             loaded.update(self._loaded(ray.wait(list(self._loading), num_returns=1)[0]))
         units = self._plan(kind, shared, whole, sorted(loaded))
         queues, planned = self._queues(units), time.time()
         out: list[Any] = [None] * len(requests)
         running: dict[Any, tuple[int, list[int]]] = {}  # future -> (replica, its units)
-        busy, ends = [0.0] * self.size, [planned] * self.size
+        busy, ends = [0.0] * self.replicas, [planned] * self.replicas
 
         def feed() -> None:
             """Each loaded replica a unit until it holds IN_FLIGHT: its share, else the largest shared (parallel.md)."""
@@ -288,7 +284,7 @@ class ReplicaBackend(Backend):
         a replica that dies meanwhile leaves its share to the first one."""
         import ray
 
-        k, n = len(loaded), self.size
+        k, n = len(loaded), self.replicas
         shares = [whole[i::k] for i in range(k)]
         futures = [self.actors[r].plan_calls.remote(kind, shared, share, n) for r, share in zip(loaded, shares)]
         planned = []
@@ -304,10 +300,10 @@ class ReplicaBackend(Backend):
         """Each replica's queue, then the shared one, of packs (unit lists) to run (docs/parallel.md#replicas): vllm's
         shares (``assign``) merged into calls; else every unit shared, largest first, for whichever replica is free."""
         if self._merges_units:
-            shares = assign([u.tokens for u in units], self.size)
+            shares = assign([u.tokens for u in units], self.replicas)
             return [deque(self._packs(units, share)) for share in shares] + [deque()]
         order = sorted(range(len(units)), key=lambda u: (-units[u].tokens, u))
-        return [deque() for _ in range(self.size)] + [deque([u] for u in order)]
+        return [deque() for _ in range(self.replicas)] + [deque([u] for u in order)]
 
     def _packs(self, units: Sequence[Unit], todo: Sequence[int]) -> list[list[int]]:
         """A replica's units (vllm) merged into calls of ``requests_per_call`` at most."""
