@@ -51,9 +51,8 @@ def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "pref
 
 
 def gguf_engine_source(options: BackendOptions) -> dict[str, str]:
-    """``model`` and ``tokenizer`` of ``vllm.LLM``: the model folder or Hub id for both, or for a
-    GGUF model (eval/backend_support/gguf.py) the .gguf itself for both, so that vLLM's tokenizer is the file's,
-    as ours is. vLLM 0.24 and later load GGUF through the ``vllm-gguf-plugin`` package."""
+    """``model`` and ``tokenizer`` of ``vllm.LLM``: the model folder or Hub id for both, or for a GGUF model the .gguf
+    itself for both, so that vLLM's tokenizer is the file's, as ours is (vLLM >= 0.24: ``vllm-gguf-plugin``)."""
     gguf = gguf_model(options.model, asdict(engine_of(VLLMBackend, options)))
     if gguf is None:
         return {"model": options.model, "tokenizer": options.model}
@@ -62,8 +61,8 @@ def gguf_engine_source(options: BackendOptions) -> dict[str, str]:
 
 
 def engine_max_length(options: BackendOptions, tokenizer: Any, gguf: GGUFModel | None = None) -> int:
-    """The most tokens the model reads (lm-eval's max_length): the option, else what
-    max_model_len leaves room for, else lm-eval's rule on the model's config."""
+    """The most tokens the model reads (lm-eval's max_length): the option, else what max_model_len leaves room for,
+    else lm-eval's rule on the model's config."""
     if options.max_length is not None:
         return options.max_length
     if engine_of(VLLMBackend, options).max_model_len is not None:
@@ -104,10 +103,10 @@ def construction_env(options: BackendOptions, scoring: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class VLLMOptions:
-    """``vllm.LLM`` settings. Tensor parallelism splits every matmul over devices (another reduction
-    order: other numbers); engine arguments may change numbers (quantization, kv-cache dtype...).
-    Data parallelism, the memory fraction and the engine's context length only change which
-    requests share a batch (float rounding, as the hf backend's batch size): out of the cache identity."""
+    """``vllm.LLM`` settings. Tensor parallelism splits every matmul over devices (another reduction order: other
+    numbers); engine arguments may change numbers (quantization, kv-cache dtype...). Data parallelism, the memory
+    fraction and the engine's context length only change which requests share a batch (float rounding, as the hf
+    backend's batch size): out of the cache identity."""
 
     tensor_parallel_size: int = backend_option(1, "GPUs per model replica")
     data_parallel_size: int = backend_option(1, "model replicas", changes_numbers=False)
@@ -126,8 +125,8 @@ class VLLMOptions:
 
 
 class EngineMissing(ImportError, RuntimeError):
-    """vLLM is not installed: an ImportError (a backend whose engine is absent, e.g. skipped by
-    the backend-registry tests) that the CLI reports in one line as it does RuntimeErrors."""
+    """vLLM is not installed: an ImportError (an absent engine, e.g. skipped by the backend-registry tests) that the
+    CLI reports in one line as it does RuntimeErrors."""
 
 
 @register_backend("vllm")
@@ -202,8 +201,8 @@ class VLLMBackend(Backend):
         return self.llm.llm_engine.vllm_config.cache_config.block_size
 
     def engine_counters(self) -> dict[str, float]:
-        """vLLM's own cumulative counters in this process (``ENGINE_COUNTERS``; needs the engine
-        argument ``disable_log_stats=false``): prompt tokens, of them served from the prefix cache..."""
+        """vLLM's own cumulative counters in this process (``ENGINE_COUNTERS``; needs the engine argument
+        ``disable_log_stats=false``): prompt tokens, of them served from the prefix cache..."""
         if not self.llm.llm_engine.log_stats:
             raise ValueError('vLLM\'s counters need --backend-arg \'vllm_engine_args={"disable_log_stats": false}\'')
         got = dict.fromkeys(ENGINE_COUNTERS, 0.0)
