@@ -110,11 +110,8 @@ def folder_fingerprint(folder: str | Path, memo: Sha256Memo | None = None) -> st
     ``memo`` (default: the user's ``Sha256Memo``) skips files hashed before and unchanged since."""
     root = Path(folder)
     memo = memo or Sha256Memo()
-    files = sorted(
-        p for p in root.rglob("*")
-        if p.is_file() and p.suffix in MODEL_FILE_SUFFIXES
-        and not any(part.startswith(".") for part in p.relative_to(root).parts)
-    )
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in MODEL_FILE_SUFFIXES
+                   and not any(part.startswith(".") for part in p.relative_to(root).parts))
     total = hashlib.sha256()
     for path in files:
         line = f"{path.relative_to(root).as_posix()}\0{path.stat().st_size}\0{memo.sha256(path)}\n"

@@ -113,18 +113,14 @@ def resolve_options(backend: type[Backend], options: BackendOptions) -> tuple[Ba
         given = {}
         for name, value in options.extra.items():
             given[name] = _from_text(value, declared[name])
-        engine = _adapter(backend.Options).validate_python(given)
+        strict = with_config(ConfigDict(allow_inf_nan=False, extra="forbid"))  # finite numbers, no other keys
+        engine = TypeAdapter(strict(backend.Options)).validate_python(given)
     except ValueError as err:  # a ValidationError, or a JSON value that does not parse (named)
         if isinstance(err, ValidationError):
             error = err.errors()[0]
             raise BackendOptionError(f"{where.format(error['loc'][0])}: {expected(error)}") from None
         raise BackendOptionError(f"{where.format(name)}: {err}") from None
     return replace(options, extra={name: getattr(engine, name) for name in options.extra}, engine=engine), engine
-
-
-def _adapter(options_class: type) -> TypeAdapter:
-    """pydantic's validator of a backend's ``Options`` dataclass: finite numbers, no other keys."""
-    return TypeAdapter(with_config(ConfigDict(allow_inf_nan=False, extra="forbid"))(options_class))
 
 
 def engine_of(backend: type[Backend], options: BackendOptions) -> Any:

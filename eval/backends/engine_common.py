@@ -40,13 +40,9 @@ def ll_windows(tokenizer: Any, requests: Sequence[LLRequest], max_length: int) -
     return out
 
 
-def eos_string(tokenizer: Any) -> str:
-    return tokenizer.decode([tokenizer.eos_token_id], skip_special_tokens=False)
-
-
 def stop_strings(tokenizer: Any, stop: Sequence[str]) -> list[str]:
     """lm-eval's ``until``: the request's stop strings, then the EOS string."""
-    eos = eos_string(tokenizer)
+    eos = tokenizer.decode([tokenizer.eos_token_id], skip_special_tokens=False)
     return list(stop) + ([eos] if eos not in stop else [])
 
 

@@ -20,6 +20,7 @@ from ..backend_support.logits import logits_at, plain_head
 from ..backend_support.gguf import gguf_file_option
 from ..backend_support.phase_clock import GenerationPhases, PhaseClock
 from . import register_backend
+from .engine_common import stop_strings
 from .hf_batches import longest_first, scoring_groups, token_budget_batches
 from .hf_loading import load_hf
 
@@ -209,10 +210,9 @@ class HFBackend(OnHFModel, Backend):
         """Greedy generations in request order; ``on_result(index, text)`` as soon as its batch is finished."""
         import torch
 
-        eos = self.tokenizer.decode([self.tokenizer.eos_token_id], skip_special_tokens=False)
         out: list[str | None] = [None] * len(requests)
         for (stop, max_new, constrained), batches in self._generation_plan(requests):
-            until = list(stop) + ([eos] if eos not in stop else [])
+            until = stop_strings(self.tokenizer, stop)
             max_ctx = prompt_room(self.max_length, max_new)
             for batch in batches:
                 contexts = [requests[i].context for i in batch]
