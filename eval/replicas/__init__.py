@@ -32,8 +32,7 @@ def replica_args(extra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
 
 
 def replica_settings(options: BackendOptions) -> tuple[int, str | None, BackendOptions]:
-    """(replicas, Ray address or None, the options of one replica) from ``--backend-arg
-    data_parallel_size=N`` and ``ray_address=ADDRESS``."""
+    """(replicas, Ray address or None, one replica's options) from ``data_parallel_size`` and ``ray_address``."""
     ours, extra = replica_args(options.extra)
     return ours.get("data_parallel_size", 1), ours.get("ray_address") or None, replace(options, extra=extra)
 
