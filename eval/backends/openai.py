@@ -24,6 +24,7 @@ from ..backend_support.tokenization import render_chat
 
 T = TypeVar("T")
 
+
 def _api_key(server: "ServerOptions") -> str | None:
     if not server.api_key_env:
         return None
@@ -68,18 +69,15 @@ class _OpenAIBase(Backend):
         server: ServerOptions = engine_of(type(self), options)
         if not server.base_url:
             raise ValueError(f"--backend {self.name} needs --backend-arg base_url=URL (e.g. http://127.0.0.1:8000/v1)")
-        self.model_name = options.model
         if options.batch_size is None:
             raise ValueError("--batch-size auto sizes batches by the model's memory; a server backend takes a number "
                              "(requests per HTTP request)")
-        self.batch_size = options.batch_size
+        self.model_name, self.batch_size = options.model, options.batch_size
         # The answer bound and the backoff are read here, at construction (module settings tests lower).
         self.client = OpenAIClient(server.base_url, _api_key(server), server.timeout_s, server.max_retries,
                                    server.concurrency, MAX_BODY_BYTES, BACKOFF_BASE_S)
-        self.dtype = "server"  # the server's choice
-        self.base_url = server.base_url.rstrip("/")
-        # The ids decoded here as the HF path decodes them (the server's text holds back a trailing incomplete
-        # UTF-8 character).
+        self.dtype, self.base_url = "server", server.base_url.rstrip("/")  # dtype: the server's choice
+        # Token ids decoded here as the HF path does (the server's text holds back a trailing incomplete UTF-8 char).
         self.server_token_ids = server.server_token_ids
         self.tokenizer: Any = None
 
