@@ -1,12 +1,4 @@
-"""GGUF model files (llama.cpp's single-file format) as ``--model``.
-
-``--model path/to/file.gguf``, or a folder or Hub id with ``--backend-arg gguf_file=NAME``:
-transformers' GGUF support dequantizes the weights (float32 unless ``--dtype`` says otherwise) and builds the tokenizer
-and chat template from the file's metadata, on the ``hf`` backend; vLLM loads the file itself (``--backend vllm``, with
-vLLM's GGUF plugin). The file's sha256 identifies the model (``gguf_identity``): a file replaced under the same name is
-another model (a local file's is ``identity.model_source_identity``'s ``file_sha256``, a Hub file's ``gguf_identity``'s
-``gguf_sha256``). Needs the ``gguf`` package (``pip install -e '.[gguf]' (in a clone of evalita-llm)``).
-"""
+"""GGUF model files (llama.cpp's single-file format) as ``--model`` (docs/evaluator.md#gguf-models)."""
 
 from __future__ import annotations
 
@@ -23,9 +15,8 @@ SUFFIX = ".gguf"
 
 @dataclass(frozen=True)
 class GGUFModel:
-    """Where a GGUF model is: ``source`` (a folder or Hub id, what ``from_pretrained`` takes) and
-    ``file`` (its ``gguf_file`` argument); ``local_path``: the file on disk, None for a Hub file
-    not downloaded yet."""
+    """Where a GGUF model is: ``source`` (a folder or Hub id, what ``from_pretrained`` takes) and ``file`` (its
+    ``gguf_file`` argument); ``local_path``: the file on disk, None for a Hub file not downloaded yet."""
 
     source: str
     file: str
@@ -41,10 +32,8 @@ def is_gguf_path(model: str) -> bool:
 
 
 def gguf_model(model: str, extra: Mapping[str, Any] | None = None) -> GGUFModel | None:
-    """The GGUF model that ``--model`` and ``--backend-arg gguf_file=`` name, or None for a plain model.
-
-    Raises ValueError for a GGUF named twice or a ``gguf_file`` that is no ``.gguf`` name, and
-    FileNotFoundError for a ``--model X.gguf`` that is not a file."""
+    """The GGUF model that ``--model`` and ``--backend-arg gguf_file=`` name, or None for a plain model; a ValueError
+    for a GGUF named twice or a bad ``gguf_file``, FileNotFoundError for a ``--model X.gguf`` that is not a file."""
     named = (extra or {}).get("gguf_file")
     if is_gguf_path(model):
         if named is not None:
@@ -63,8 +52,7 @@ def gguf_model(model: str, extra: Mapping[str, Any] | None = None) -> GGUFModel 
 
 
 def pretrained_source(model: str, gguf: GGUFModel | None) -> tuple[str, dict[str, str]]:
-    """What ``from_pretrained`` takes for ``--model``: its name and no more, or a GGUF file's folder
-    (or Hub id) and ``gguf_file``."""
+    """What ``from_pretrained`` takes for ``--model``: its name, or a GGUF file's folder or Hub id and ``gguf_file``."""
     return (model, {}) if gguf is None else (gguf.source, gguf.from_pretrained_kwargs)
 
 
@@ -76,10 +64,9 @@ def require_gguf(model: str) -> None:
 
 
 def gguf_identity(model: str, revision: str | None, extra: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
-    """``{"gguf_file", "gguf_sha256"}`` of a GGUF file on the Hub (``--model ORG/NAME --backend-arg
-    gguf_file=F``), looked up in the local Hub cache only (loading the model downloaded it;
-    ``gguf_sha256`` is None when it is not there); None otherwise: a local .gguf or a folder holding
-    one is identified by its content already (``identity.model_source_identity``)."""
+    """``{"gguf_file", "gguf_sha256"}`` of a GGUF file on the Hub, looked up in the local Hub cache only (loading the
+    model downloaded it; ``gguf_sha256`` is None when it is not there); None otherwise: a local .gguf or a folder
+    holding one is identified by its content already (``identity.model_source_identity``)."""
     found = gguf_model(model, extra)
     if found is None or found.local_path is not None:
         return None
@@ -94,5 +81,5 @@ def gguf_identity(model: str, revision: str | None, extra: Mapping[str, Any] | N
 
 def gguf_file_option() -> Any:
     """The ``gguf_file`` field of the ``Options`` of the backends that load GGUF (hf, vllm)."""
-    return backend_option(None,
-                          "a .gguf file inside --model (a folder or Hub id) to load; --model X.gguf names one directly")
+    return backend_option(None, "a .gguf file inside --model (a folder or Hub id) to load; --model X.gguf names one "
+                          "directly")

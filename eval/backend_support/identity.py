@@ -1,9 +1,8 @@
 """What identifies the numbers a backend returns: the resume-cache key and ``results.json``'s ``model``.
 
-A backend's ``cache_identity()`` (``api.Backend``) is a JSON-able dict of every input that
-can change a number; ``identity_key`` hashes it into the key of every cached request. A
-local model folder is identified by the content of its files (``folder_fingerprint``), a
-Hub model by its id, revision and, once downloaded, the commit of its snapshot.
+A backend's ``cache_identity()`` (``api.Backend``) is a JSON-able dict of every input that can change a number;
+``identity_key`` hashes it into the key of every cached request. A local model folder is identified by the content of
+its files (``folder_fingerprint``), a Hub model by its id, revision and, once downloaded, the commit of its snapshot.
 """
 
 from __future__ import annotations
@@ -52,9 +51,8 @@ class Sha256Memo:
     gigabytes again to find the same fingerprint. Kept in ``$XDG_CACHE_HOME/evalita-llm`` (default
     ``~/.cache``); an unreadable or damaged memo is ignored and rewritten, never trusted.
 
-    A file changed less than ``racy_s`` seconds ago is hashed but not remembered: file times tick
-    coarsely, so a second write within the same tick could leave every stamp as it was (git's
-    "racy" entries)."""
+    A file changed less than ``racy_s`` seconds ago is hashed but not remembered: file times tick coarsely, so a
+    second write within the same tick could leave every stamp as it was (git's "racy" entries)."""
 
     racy_s = 2.0
 
@@ -112,11 +110,8 @@ def folder_fingerprint(folder: str | Path, memo: Sha256Memo | None = None) -> st
     ``memo`` (default: the user's ``Sha256Memo``) skips files hashed before and unchanged since."""
     root = Path(folder)
     memo = memo or Sha256Memo()
-    files = sorted(
-        p for p in root.rglob("*")
-        if p.is_file() and p.suffix in MODEL_FILE_SUFFIXES
-        and not any(part.startswith(".") for part in p.relative_to(root).parts)
-    )
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in MODEL_FILE_SUFFIXES
+                   and not any(part.startswith(".") for part in p.relative_to(root).parts))
     total = hashlib.sha256()
     for path in files:
         line = f"{path.relative_to(root).as_posix()}\0{path.stat().st_size}\0{memo.sha256(path)}\n"
@@ -155,9 +150,8 @@ def model_source_identity(name_or_path: str, revision: str | None) -> dict[str, 
 
 
 def tokenizer_identity(tokenizer: Any, model_name_or_path: str) -> dict[str, Any]:
-    """The tokenizer's name, its folder's fingerprint when it is not the model's (whose
-    fingerprint has its files already), and the sha256 of its chat template (which
-    ``--apply-chat-template`` renders prompts with)."""
+    """The tokenizer's name, its folder's fingerprint when it is not the model's (whose fingerprint has its files
+    already), and the sha256 of its chat template (which ``--apply-chat-template`` renders prompts with)."""
     if tokenizer is None:
         return {"tokenizer": None}
     name = getattr(tokenizer, "name_or_path", "") or ""

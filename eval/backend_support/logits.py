@@ -1,6 +1,5 @@
-"""Where a causal model's logits are read for scoring: the kept positions only (``logits_at``),
-and the plain linear output layer when there is one (``plain_head``). Used by the ``hf``
-backend (``backends/hf.py``)."""
+"""Where a causal model's logits are read for scoring: the kept positions only (``logits_at``), and the plain linear
+output layer when there is one (``plain_head``). Used by the ``hf`` backend (``backends/hf.py``)."""
 
 from __future__ import annotations
 
@@ -8,12 +7,10 @@ from typing import Any
 
 
 def logits_at(model: Any, keep: Any, **inputs: Any) -> Any:
-    """The logits of the True positions of ``keep`` (rows x width), (n, vocab) in row-major
-    order, from one forward pass of ``inputs``. Where the model takes a boolean
-    ``logits_to_keep`` (transformers 5), only those positions reach the vocabulary
-    projection (the full logits' values up to float rounding: the matrix kernel's blocks
-    depend on the row count), never the (rows x width x vocab) matrix; other models
-    compute every position and are sliced."""
+    """The logits of the True positions of ``keep`` (rows x width), (n, vocab) in row-major order, from one forward
+    pass of ``inputs``. Where the model takes a boolean ``logits_to_keep`` (transformers 5), only those positions
+    reach the vocabulary projection (the full logits' values up to float rounding: the matrix kernel's blocks depend
+    on the row count), never the (rows x width x vocab) matrix; other models compute every position and are sliced."""
     import inspect
 
     n_kept = int(keep.sum())

@@ -1,9 +1,6 @@
-"""Memory budgets of one forward pass (``--batch-size auto``, ``--max-memory``) and the peak
-memory a run records in results.json.
-
-A batch of ``rows`` sequences padded to ``width`` tokens, ``scored`` of whose positions are
-projected onto the vocabulary, is taken to need (docs/evaluator.md explains each term; an upper
-estimate for inference, since no activation outlives its layer)
+"""Memory budgets of one forward pass (``--batch-size auto``, ``--max-memory``) and the peak memory a run records in
+results.json. A batch of ``rows`` sequences padded to ``width`` tokens, ``scored`` of whose positions are projected onto
+the vocabulary, is taken to need (docs/evaluator.md explains each term; an upper estimate for inference)
 
     rows x width x itemsize x (6 x hidden + 3 x intermediate + (heads + 1) x width)
     + scored x vocab x (itemsize + 8)
@@ -19,11 +16,9 @@ from typing import Any
 
 # The budget on CPU when --max-memory is not given (a laptop runs other things too).
 DEFAULT_CPU_BUDGET = 1 << 30
-# Padded tokens (rows x longest row) of one scoring forward pass on CPU at most: hf cuts each
-# batch of --batch-size requests into passes of at most this many. A pass's activations grow with its tokens
-# (SmolLM2-135M, float32: about 25 KB per
-# token in the MLP), and on CPU a wider pass is not faster: 8 paragraph-long FAQ requests
-# (8 x 1303 tokens) in one pass took a run to 1306 MiB RSS with 1 thread, 1473 MiB with 2.
+# Padded tokens (rows x longest row) of one scoring forward pass on CPU at most (docs/evaluator.md#memory): a pass's
+# activations grow with its tokens (SmolLM2-135M, float32: about 25 KB per token in the MLP), and on CPU a wider pass
+# is not faster.
 CPU_PASS_TOKENS = 4096
 # On CUDA without --max-memory: this share of the memory free once the model is loaded.
 CUDA_FREE_SHARE = 0.8
@@ -58,8 +53,8 @@ def token_bytes(config: Any, itemsize: int, width: int) -> int:
 
 def forward_bytes(config: Any, itemsize: int, rows: int, width: int, scored: int) -> int:
     """Working memory of one forward pass (the formula of this module's docstring)."""
-    return rows * width * token_bytes(config, itemsize,
-                                      width) + scored * _text_config(config).vocab_size * (itemsize + 8)
+    vocab = _text_config(config).vocab_size
+    return rows * width * token_bytes(config, itemsize, width) + scored * vocab * (itemsize + 8)
 
 
 def kv_bytes_per_token(model: Any) -> int:
@@ -89,14 +84,11 @@ _LIBC: Any = None  # glibc once loaded, False where there is none
 
 
 def return_freed_memory() -> None:
-    """Give the pages glibc holds free back to the system (``malloc_trim(0)``), once per forward
-    pass on CPU: a heap that keeps what a pass freed fragments, the peak growing batch after
-    batch (SmolLM2-135M, 8 rows of 1400 tokens, 2 layers: 1040 MiB after 7 passes, 872 MiB with
-    freed blocks returned). Once per pass, not per allocation: mapping every block of 1 MiB or
-    more on its own (``M_MMAP_THRESHOLD``, the former way) paid a zeroed page at each first touch
-    of every activation: scoring 96 WiC requests on one thread took 5.5M page faults and 11 s of
-    system time, under 0.9M faults with this; also mapping blocks of 16 MiB or more took 2.2M
-    (issue 48, bench/README.md). Nothing elsewhere than glibc."""
+    """Give the pages glibc holds free back to the system (``malloc_trim(0)``), once per forward pass on CPU
+    (docs/evaluator.md#memory). Once per pass, not per allocation: mapping every block of 1 MiB or more on its own
+    (``M_MMAP_THRESHOLD``) paid a zeroed page at each first touch of every activation: scoring 96 WiC requests on one
+    thread took 5.5M page faults and 11 s of system time, under 0.9M faults with this; also mapping blocks of 16 MiB or
+    more took 2.2M (issue 48). Nothing elsewhere than glibc."""
     global _LIBC
     if _LIBC is None:
         import ctypes
@@ -118,13 +110,11 @@ def reset_peak_memory() -> None:
 
 
 def peak_memory() -> dict[str, float]:
-    """``max_rss_mib``: the process's peak resident memory so far (``getrusage``, since the
-    process started); ``cuda_max_allocated_mib``: torch's peak CUDA allocation since the
-    last :func:`reset_peak_memory` (only where CUDA is in use)."""
+    """``max_rss_mib``: the process's peak resident memory so far (``getrusage``); ``cuda_max_allocated_mib``: torch's
+    peak CUDA allocation since the last :func:`reset_peak_memory` (only where CUDA is in use)."""
     import resource
 
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    # Linux reports KiB, macOS bytes.
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # Linux reports KiB, macOS bytes
     out = {"max_rss_mib": round(rss / (1 << 20 if sys.platform == "darwin" else 1 << 10), 1)}
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():

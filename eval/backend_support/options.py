@@ -1,12 +1,6 @@
-"""Each backend's own settings (``Backend.Options``, a dataclass of ``backend_option`` fields): filled
-from ``--backend-arg NAME=VALUE`` (``backend_args`` in a file), validated by pydantic against their
-declared types, listed by ``evalita-eval backends``.
-
-``resolve_options`` is what ``create_backend`` and ``RunSpec`` call: it returns the ``BackendOptions``
-the backend is built from (``engine``: the typed ``Options`` instance, which ``from_options`` reads;
-``extra`` set to the typed values) and the ``Options`` instance, or fails with one line naming the
-backend, the option and what was expected.
-"""
+"""Each backend's own settings (``Backend.Options``, a dataclass of ``backend_option`` fields): filled from
+``--backend-arg NAME=VALUE`` (``backend_args`` in a file), validated by pydantic against their declared types, listed
+by ``evalita-eval backends`` (docs/adding-a-backend.md)."""
 
 from __future__ import annotations
 
@@ -40,13 +34,11 @@ class OptionInfo:
     changes_numbers: bool
 
 
-_WORDS = {
-    "int_parsing": "an integer", "int_type": "an integer", "int_from_float": "a whole number",
-    "float_parsing": "a number", "float_type": "a number", "finite_number": "a finite number",
-    "bool_parsing": "true or false", "bool_type": "true or false", "string_type": "a string",
-    "dict_type": "a mapping of NAME: VALUE", "list_type": "a list (or a comma-separated string)",
-    "missing": "a value (it is required)",
-}
+_WORDS = {"int_parsing": "an integer", "int_type": "an integer", "int_from_float": "a whole number",
+          "float_parsing": "a number", "float_type": "a number", "finite_number": "a finite number",
+          "bool_parsing": "true or false", "bool_type": "true or false", "string_type": "a string",
+          "dict_type": "a mapping of NAME: VALUE", "list_type": "a list (or a comma-separated string)",
+          "missing": "a value (it is required)"}
 _SIGNS = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
 
 
@@ -59,8 +51,8 @@ def expected(error: dict) -> str:
         said = "expected one of " + ctx.get("expected", "").replace("'", "")
     elif kind in _SIGNS:
         bound = next(iter(ctx.values()), "")
-        said = f"expected a number {_SIGNS[kind]} {bound:g}" if isinstance(bound, int | float) else \
-            f"expected a number {_SIGNS[kind]} {bound}"
+        said = f"expected a number {_SIGNS[kind]} {bound:g}" if isinstance(bound, int | float) else (
+            f"expected a number {_SIGNS[kind]} {bound}")
     else:
         said = str(error["msg"]).removeprefix("Value error, ")
     if kind in ("missing", "rule", "value_error"):  # our validators' own words name the value
@@ -73,8 +65,8 @@ def _type_name(tp: Any) -> str:
     if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1:
         return f"{_type_name(args[0])} or none"
     origin = typing.get_origin(tp) or tp
-    return {int: "int", float: "float", bool: "bool", str: "str", dict: "JSON object", list: "JSON list"}.get(origin,
-                                                                                                              str(tp))
+    names = {int: "int", float: "float", bool: "bool", str: "str", dict: "JSON object", list: "JSON list"}
+    return names.get(origin, str(tp))
 
 
 def _from_text(value: Any, tp: Any) -> Any:
@@ -107,10 +99,8 @@ def _default(f: Field) -> Any:
 
 
 def resolve_options(backend: type[Backend], options: BackendOptions) -> tuple[BackendOptions, Any]:
-    """(the BackendOptions to build ``backend`` from, its ``Options`` instance or None).
-
-    A field of ``Options`` takes its ``--backend-arg``, else its default. An unknown name (any, for a backend
-    without ``Options``) or a value of the wrong type is an error."""
+    """(the BackendOptions to build ``backend`` from, ``engine`` set to its ``Options`` instance, which
+    ``from_options`` reads; that instance or None). An unknown name or a value of the wrong type is an error."""
     declared = typing.get_type_hints(backend.Options) if backend.Options is not None else {}
     unknown = sorted(set(options.extra) - set(declared))
     if unknown:
@@ -123,7 +113,8 @@ def resolve_options(backend: type[Backend], options: BackendOptions) -> tuple[Ba
         given = {}
         for name, value in options.extra.items():
             given[name] = _from_text(value, declared[name])
-        engine = _adapter(backend.Options).validate_python(given)
+        strict = with_config(ConfigDict(allow_inf_nan=False, extra="forbid"))  # finite numbers, no other keys
+        engine = TypeAdapter(strict(backend.Options)).validate_python(given)
     except ValueError as err:  # a ValidationError, or a JSON value that does not parse (named)
         if isinstance(err, ValidationError):
             error = err.errors()[0]
@@ -132,14 +123,8 @@ def resolve_options(backend: type[Backend], options: BackendOptions) -> tuple[Ba
     return replace(options, extra={name: getattr(engine, name) for name in options.extra}, engine=engine), engine
 
 
-def _adapter(options_class: type) -> TypeAdapter:
-    """pydantic's validator of a backend's ``Options`` dataclass: finite numbers, no other keys."""
-    return TypeAdapter(with_config(ConfigDict(allow_inf_nan=False, extra="forbid"))(options_class))
-
-
 def engine_of(backend: type[Backend], options: BackendOptions) -> Any:
-    """``options.engine``, or for options not resolved yet (a backend built with
-    ``from_options`` directly) ``backend``'s ``Options`` resolved from them."""
+    """``options.engine``, or for options not resolved yet (``from_options`` called directly) ``backend``'s."""
     return options.engine if options.engine is not None else resolve_options(backend, options)[1]
 
 

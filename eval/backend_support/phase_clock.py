@@ -1,10 +1,9 @@
 """Where a generation batch's time goes: the pass over its prompts, then one step per new token.
 
-A batch's time is not proportional to its budget tokens (a decode step costs nearly a whole forward
-for one token per row; bench/README.md measured 59 s said for 140 s of work). ``PhaseClock`` is a
-transformers streamer (``generate(streamer=...)`` calls it with the prompt's ids, then once per new
-token) that only reads the clock; ``GenerationPhases`` adds up what it measured, and
-running/estimate.py prices the prompts and the steps left apart.
+A batch's time is not proportional to its budget tokens (a decode step costs nearly a whole forward for one token per
+row; bench/README.md measured 59 s said for 140 s of work). ``PhaseClock`` is a transformers streamer
+(``generate(streamer=...)`` calls it with the prompt's ids, then once per new token) that only reads the clock;
+``GenerationPhases`` adds up what it measured, and running/estimate.py prices the prompts and the steps left apart.
 """
 
 from __future__ import annotations
@@ -35,10 +34,9 @@ class GenerationPhases:
 
 
 class PhaseClock:
-    """A streamer for one ``generate`` call of ``rows`` prompts of ``prompt_tokens`` tokens: the
-    time to the first new token is the prompt pass, the time after it the decode steps. It has
-    the two methods of transformers' ``BaseStreamer`` (``generate`` calls nothing else, and checks
-    no type), so this module needs no transformers import."""
+    """A streamer for one ``generate`` call of ``rows`` prompts of ``prompt_tokens`` tokens: the time to the first new
+    token is the prompt pass, the time after it the decode steps. It has the two methods of transformers' streamer
+    (``generate`` calls nothing else, and checks no type), so this module needs no transformers import."""
 
     def __init__(self, phases: GenerationPhases, rows: int, prompt_tokens: int,
                  clock: Callable[[], float] = time.perf_counter) -> None:
@@ -59,9 +57,5 @@ class PhaseClock:
             return  # no new token: nothing to split
         start, first, last = self._marks[0], self._marks[1], self._marks[-1]
         p = self.phases
-        p.batches += 1
-        p.rows += self.rows
-        p.prompt_tokens += self.prompt_tokens
-        p.prompt_s += first - start
-        p.steps += self._steps
-        p.step_s += last - first
+        p.batches, p.rows, p.prompt_tokens = p.batches + 1, p.rows + self.rows, p.prompt_tokens + self.prompt_tokens
+        p.prompt_s, p.steps, p.step_s = p.prompt_s + first - start, p.steps + self._steps, p.step_s + last - first

@@ -1,18 +1,5 @@
-"""The one tokenisation of every token-level backend (``hf``, ``vllm``, ``openai``
-with a local tokenizer): lm-evaluation-harness 0.4.x's HF rules, as its ``TemplateLM`` keeps
-them in one place.
-
-- special tokens (a Llama's BOS) are added unless the text already starts with the BOS
-  string (a rendered chat template): ``default_add_special_tokens``;
-- a pair: the context's trailing whitespace moves to the continuation, and the continuation
-  tokens are those of ``encode(context + continuation)`` after the first
-  ``len(encode(context))``: ``encode_pair``;
-- a request with an empty context: the prefix token (BOS, else EOS) stands for it:
-  ``encode_request`` / ``encode_requests``;
-- chat messages become a prompt string under the tokenizer's template: ``render_chat``.
-
-``encode_requests`` takes the function that turns texts into ids, so that a scorer may call
-its tokenizer in batches and still apply exactly these rules.
+"""The one tokenisation of every token-level backend (``hf``, ``vllm``, ``openai`` with a local tokenizer):
+lm-evaluation-harness 0.4.x's HF rules, as its ``TemplateLM`` keeps them in one place (docs/evaluator.md).
 """
 
 from __future__ import annotations
@@ -27,14 +14,12 @@ EncodeTexts = Callable[[list[Key]], dict[Key, list[int]]]
 
 def prefix_token_id(tokenizer: Any) -> int:
     """The token lm-eval puts before an empty context (BOS, else EOS)."""
-    if tokenizer.bos_token_id is not None:
-        return tokenizer.bos_token_id
-    return tokenizer.eos_token_id
+    return tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
 
 
 def default_add_special_tokens(tokenizer: Any, text: str) -> bool:
-    """lm-eval's HF rule: the tokenizer's special tokens (e.g. Llama's BOS) are added,
-    unless the text already starts with the BOS string (a rendered chat template)."""
+    """lm-eval's HF rule: special tokens (a Llama's BOS) added unless the text starts with the BOS string (a rendered
+    chat template)."""
     return not text.startswith(tokenizer.decode([prefix_token_id(tokenizer)]))
 
 
@@ -54,12 +39,11 @@ def _pair_keys(tokenizer: Any, context: str, continuation: str, add_special_toke
     return (context, add_special_tokens), (context + continuation, add_special_tokens)
 
 
-def encode_pair(tokenizer: Any, context: str, continuation: str,
-                add_special_tokens: bool | None = None) -> tuple[list[int], list[int]]:
-    """(context ids, continuation ids) as lm-evaluation-harness 0.4.x computes them.
-
-    ``add_special_tokens=None`` follows lm-eval's default (``default_add_special_tokens``).
-    """
+def encode_pair(tokenizer: Any, context: str, continuation: str, add_special_tokens: bool | None = None
+                ) -> tuple[list[int], list[int]]:
+    """(context ids, continuation ids) as lm-eval 0.4.x computes them: the context's trailing whitespace moved to the
+    continuation, whose tokens are those of ``encode(context + continuation)`` after ``len(encode(context))``;
+    ``add_special_tokens=None``: ``default_add_special_tokens``."""
     ctx_key, whole_key = _pair_keys(tokenizer, context, continuation, add_special_tokens)
     ids = one_text_at_a_time(tokenizer)([ctx_key, whole_key])
     ctx = list(ids[ctx_key])
@@ -68,9 +52,9 @@ def encode_pair(tokenizer: Any, context: str, continuation: str,
 
 def encode_requests(tokenizer: Any, requests: Sequence[LLRequest],
                     encode_texts: EncodeTexts | None = None) -> list[tuple[list[int], list[int]]]:
-    """(context ids, continuation ids) per request: ``encode_pair``, and an empty context
-    becomes lm-eval's prefix token. ``encode_texts`` (default: one text at a time) encodes
-    every distinct text the requests need in one call."""
+    """(context ids, continuation ids) per request: ``encode_pair``, and an empty context becomes lm-eval's prefix
+    token. ``encode_texts`` (default: one text at a time) encodes every distinct text the requests need in one call,
+    so that a scorer may call its tokenizer in batches and still apply exactly these rules."""
     plans: list[tuple[Key | None, Key]] = []
     for req in requests:
         if req.context == "":

@@ -1,12 +1,10 @@
 """A vLLM logits processor that forces given continuation tokens (``--backend vllm``).
 
 Loaded into the engine by name (``logits_processors=["evalita_eval.backend_support.vllm_force:ForceTokens"]``,
-``backends/vllm.py``); a request opts in with ``SamplingParams.extra_args =
-{"evalita_force_tokens": [t1, ..., tn]}``: at its k-th generated position every token but
-``t_k`` gets -inf, so greedy sampling takes ``t_k``. The log-probs vLLM returns are
-computed before any processor (``logprobs_mode="raw_logprobs"``), so they are the
-model's own. Requests without the key are left untouched. This module imports vLLM:
-only the engine loads it.
+``backends/vllm.py``); a request opts in with ``SamplingParams.extra_args = {"evalita_force_tokens": [t1, ..., tn]}``:
+at its k-th generated position every token but ``t_k`` gets -inf, so greedy sampling takes ``t_k``. The log-probs vLLM
+returns are computed before any processor (``logprobs_mode="raw_logprobs"``), so they are the model's own. Requests
+without the key are left untouched. This module imports vLLM: only the engine loads it.
 """
 
 from __future__ import annotations
@@ -34,9 +32,9 @@ class ForceTokens(LogitsProcessor):
         tokens = (params.extra_args or {}).get(FORCE_KEY)
         if tokens is None:
             return
-        if not isinstance(tokens,
-                          list) or not tokens or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0
-                                                         for t in tokens):
+        valid = isinstance(tokens, list) and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0
+                                                 for t in tokens)
+        if not valid or not tokens:
             raise ValueError(f"extra_args[{FORCE_KEY!r}] must be a non-empty list of token ids, got {tokens!r}")
         if params.max_tokens != len(tokens):
             raise ValueError(f"extra_args[{FORCE_KEY!r}] forces {len(tokens)} tokens but max_tokens is "
@@ -55,15 +53,10 @@ class ForceTokens(LogitsProcessor):
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
         if not self.rows:
             return logits
-        index, target = [], []
-        for row, (tokens, output) in self.rows.items():
-            step = len(output)
-            if step < len(tokens):
-                index.append(row)
-                target.append(tokens[step])
-        if index:
-            rows = torch.tensor(index, device=logits.device)
-            cols = torch.tensor(target, device=logits.device)
+        forced = [(row, tokens[len(out)]) for row, (tokens, out) in self.rows.items() if len(out) < len(tokens)]
+        if forced:
+            rows = torch.tensor([row for row, _ in forced], device=logits.device)
+            cols = torch.tensor([token for _, token in forced], device=logits.device)
             logits[rows] = float("-inf")
             logits[rows, cols] = 0.0  # finite whatever a processor before did to it; sampling only
         return logits

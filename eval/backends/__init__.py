@@ -1,10 +1,6 @@
-"""The backend registry: every module in this package, and every module or class named by an
-``evalita_llm.backends`` entry point of an installed distribution, registers its backends by name.
-
-A module defines a :class:`evalita_eval.api.Backend` subclass and decorates it with
-``@register_backend("name")``. Modules must import heavy libraries (torch, vllm,
-httpx...) inside methods only, so that listing the backends costs nothing.
-"""
+"""The backend registry (docs/adding-a-backend.md): every module in this package, and every module or class named by
+an ``evalita_llm.backends`` entry point, registers its backends by name. Modules import heavy libraries (torch,
+vllm...) inside methods only, so that listing the backends costs nothing."""
 
 from __future__ import annotations
 
@@ -35,10 +31,9 @@ def register_backend(name: str):
 
 
 def _discover() -> None:
-    """Import every module of this package, then every entry point of the group
-    ``evalita_llm.backends`` (other distributions' backends): a module that registers its
-    backends with ``@register_backend``, or a Backend subclass, registered under the entry
-    point's name unless it registered itself."""
+    """Import every module of this package, then every entry point of the group ``evalita_llm.backends`` (other
+    distributions' backends): a module that registers its backends with ``@register_backend``, or a Backend subclass,
+    registered under the entry point's name unless it registered itself."""
     global _DISCOVERED
     if _DISCOVERED:
         return
@@ -75,8 +70,7 @@ def get_backend_class(name: str) -> type[Backend]:
 
 
 def create_backend(name: str, options: BackendOptions) -> Backend:
-    """The backend ``name`` built from ``options``; its ``Options`` filled from ``options.extra``
-    (``--backend-arg``), typed (``backend_support.options.resolve_options``)."""
+    """The backend ``name`` built from ``options``, its ``Options`` typed from --backend-arg (``resolve_options``)."""
     cls = get_backend_class(name)
     options, _ = resolve_options(cls, options)
     backend = cls.from_options(options)  # options.engine: its typed Options

@@ -1,11 +1,5 @@
-"""What the engine backends (vLLM, OpenAI-compatible servers) share with the HF path.
-
-The HF backend's rules, stated once for engines that take token ids: the
-log-likelihood window (lm-eval's tokenisation, left-truncated to ``max_length``
-input tokens) and the generation prompt (left-truncated to ``max_length -
-max_new_tokens``), and the stop strings (the request's plus the EOS string).
-No heavy imports here: the registry imports every module of this package.
-"""
+"""What the engine backends (vLLM, OpenAI-compatible servers) share with the HF path: its rules, stated once for
+engines that take token ids. No heavy imports here: the registry imports every module of this package."""
 
 from __future__ import annotations
 
@@ -32,8 +26,8 @@ class LLWindow:
 
 
 def ll_windows(tokenizer: Any, requests: Sequence[LLRequest], max_length: int) -> list[LLWindow]:
-    """Each request's tokens exactly as the HF path computes them (``encode_request``), cut on the left
-    so that the model reads at most ``max_length`` tokens; the same errors for unscorable requests."""
+    """Each request's tokens exactly as the HF path computes them (``encode_request``), cut on the left so that the
+    model reads at most ``max_length`` tokens; the same errors for unscorable requests."""
     out = []
     for req in requests:
         ctx, cont = encode_request(tokenizer, req)
@@ -46,13 +40,9 @@ def ll_windows(tokenizer: Any, requests: Sequence[LLRequest], max_length: int) -
     return out
 
 
-def eos_string(tokenizer: Any) -> str:
-    return tokenizer.decode([tokenizer.eos_token_id], skip_special_tokens=False)
-
-
 def stop_strings(tokenizer: Any, stop: Sequence[str]) -> list[str]:
     """lm-eval's ``until``: the request's stop strings, then the EOS string."""
-    eos = eos_string(tokenizer)
+    eos = tokenizer.decode([tokenizer.eos_token_id], skip_special_tokens=False)
     return list(stop) + ([eos] if eos not in stop else [])
 
 
@@ -80,11 +70,12 @@ def model_max_length(model: str, tokenizer: Any, revision: str | None, trust_rem
 
 
 def load_tokenizer(model: str, revision: str | None, trust_remote_code: bool, gguf: GGUFModel | None = None) -> Any:
-    """The model's tokenizer; a GGUF model's is built from the file's metadata."""
+    """The model's tokenizer; a GGUF model's is built from the file's metadata (its name the file's, not the folder's,
+    which the cache identity would otherwise fingerprint as a tokenizer folder)."""
     from transformers import AutoTokenizer
 
     source, files = pretrained_source(model, gguf)
     tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code, **files)
-    if gguf is not None:  # built from the file, not from the folder holding it (as load_hf names it)
+    if gguf is not None:
         tokenizer.name_or_path = str(gguf.local_path or f"{gguf.source}/{gguf.file}")
     return tokenizer

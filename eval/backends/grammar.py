@@ -1,10 +1,9 @@
-"""Constrained decoding on a local model (the ``hf`` backend): an ``api.Constraint`` compiled by
-xgrammar and enforced as a ``transformers`` logits processor.
+"""Constrained decoding on a local model (the ``hf`` backend): an ``api.Constraint`` compiled by xgrammar and enforced
+as a ``transformers`` logits processor.
 
-Why xgrammar: vLLM (our ``vllm`` backend) uses the same pinned version for structured outputs, so
-both backends enforce one grammar with one library; outlines-core and llguidance lack a maintained
-``transformers`` path of that version, lm-format-enforcer is slower. The budget rule
-(docs/settings.md) reads the closings the constraint carries, never the task registry.
+Why xgrammar: vLLM uses the same pinned version for structured outputs, so both backends enforce one grammar with one
+library; outlines-core and llguidance lack a maintained ``transformers`` path of that version, lm-format-enforcer is
+slower. The budget rule (docs/settings.md) reads the closings the constraint carries, never the task registry.
 """
 
 from __future__ import annotations
@@ -16,9 +15,8 @@ from ..api import Constraint
 
 
 def closing_rule(constraint: Constraint) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(closing answers, of which those that set the reserved window) of a constraint: its
-    empty answer and closings (the declaring task's ``output_empty``, ``output_closings``,
-    carried by the constraint); empty for choices."""
+    """(closing answers, of which those that set the reserved window) of a constraint: its empty answer and closings
+    (the declaring task's ``output_empty``, ``output_closings``, carried by the constraint); empty for choices."""
     if constraint.kind != "regex":
         return (), ()
     window = tuple(dict.fromkeys(constraint.closings))
@@ -40,11 +38,8 @@ class GrammarCache:
     def __init__(self, tokenizer: Any, vocab_size: int) -> None:
         import xgrammar as xgr
 
-        self._xgr = xgr
-        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size)
-        self.compiler = xgr.GrammarCompiler(info)
-        self.vocab_size = vocab_size
-        self.tokenizer = tokenizer
+        self._xgr, self.vocab_size, self.tokenizer = xgr, vocab_size, tokenizer
+        self.compiler = xgr.GrammarCompiler(xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size))
         self._compiled: dict[Constraint, Any] = {}
         self._closings: dict[Constraint, tuple[list[list[int]], int]] = {}
 
@@ -59,8 +54,8 @@ class GrammarCache:
         return self._compiled[constraint]
 
     def closings(self, constraint: Constraint) -> tuple[list[list[int]], int]:
-        """The closing candidates of a constraint as token ids (shortest first), and the
-        window: how many last tokens are reserved for closing (docs/settings.md)."""
+        """The closing candidates of a constraint as token ids (shortest first), and the window: how many last tokens
+        are reserved for closing (docs/settings.md)."""
         if constraint not in self._closings:
             templates, reserved = closing_rule(constraint)
             suffixes = sorted({t[i:] for t in templates for i in range(len(t) + 1)}, key=lambda x: (len(x), x))
@@ -73,8 +68,8 @@ class GrammarCache:
         return self.tokenizer.encode(text, add_special_tokens=False) if text else []
 
     def logits_processor(self, constraints: Sequence[Constraint], max_new_tokens: int | None = None) -> "Any":
-        """A fresh ``transformers`` logits processor for one ``generate`` call, one grammar per row;
-        given ``max_new_tokens``, it closes each answer within that budget."""
+        """A fresh ``transformers`` logits processor for one ``generate`` call, one grammar per row; given
+        ``max_new_tokens``, it closes each answer within that budget."""
         closings = [self.closings(c) for c in constraints] if max_new_tokens is not None else None
         return _GrammarLogitsProcessor(self._xgr, [self.compiled(c) for c in constraints], self.vocab_size,
                                        closings=closings, max_new_tokens=max_new_tokens,
@@ -84,28 +79,17 @@ class GrammarCache:
 class _GrammarLogitsProcessor:
     """Masks, per row, the tokens its grammar forbids (xgrammar's bitmask).
 
-    Unlike ``xgrammar.contrib.hf.LogitsProcessor`` it tolerates rows that ``generate``
-    has finished (padding after EOS or a stop string): a row whose matcher rejects the
-    sampled token, or has terminated, is left alone from then on.
-
-    Budget rule (given ``closings`` and ``max_new_tokens``): once the tokens left are no
-    more than a row's closing window, the row is forced along the shortest closing
-    candidate its grammar accepts from the current state, then EOS, so that it ends in an
-    accepting state within ``max_new_tokens``.
-    """
+    Unlike ``xgrammar.contrib.hf.LogitsProcessor`` it tolerates rows that ``generate`` has finished (padding after EOS
+    or a stop string): a row whose matcher rejects the sampled token, or has terminated, is left alone from then on.
+    Budget rule (given ``closings`` and ``max_new_tokens``): docs/settings.md."""
 
     def __init__(self, xgr: Any, grammars: list[Any], vocab_size: int,
-                 closings: list[tuple[list[list[int]], int]] | None = None,
-                 max_new_tokens: int | None = None, eos_token_id: int | None = None) -> None:
-        self.xgr = xgr
-        self.matchers = [xgr.GrammarMatcher(g) for g in grammars]
-        self.done = [False] * len(grammars)
+                 closings: list[tuple[list[list[int]], int]] | None = None, max_new_tokens: int | None = None,
+                 eos_token_id: int | None = None) -> None:
+        self.xgr, self.matchers = xgr, [xgr.GrammarMatcher(g) for g in grammars]
+        self.done, self.started, self.steps = [False] * len(grammars), False, 0
         self.bitmask = xgr.allocate_token_bitmask(len(grammars), vocab_size)
-        self.started = False
-        self.closings = closings
-        self.max_new_tokens = max_new_tokens
-        self.eos_token_id = eos_token_id
-        self.steps = 0
+        self.closings, self.max_new_tokens, self.eos_token_id = closings, max_new_tokens, eos_token_id
         self.forced: dict[int, list[int]] = {}  # row -> tokens still to force
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:

@@ -1,17 +1,8 @@
-"""The plain Hugging Face transformers backend (``--backend hf``).
+"""The plain Hugging Face transformers backend (``--backend hf``), as lm-eval's ``HFLM._loglikelihood_tokens`` and
+``HFLM.generate_until`` (memory: docs/evaluator.md#memory).
 
-Log-likelihoods: requests that read the same input (the one-token choices of one context) grouped into one row
-(``hf_batches.scoring_groups``), rows sorted by length (longest first), right-padded, one forward pass per batch,
-left-truncated to the model's maximum length, exactly as lm-eval's ``HFLM._loglikelihood_tokens``; only the continuation
-positions are projected onto the vocabulary (``continuation_scores``), and ``batch_size=None`` (``--batch-size auto``)
-sizes batches by tokens to fit a memory budget (eval/backend_support/memory.py). Generation: greedy, left-padded
-batches, context left-truncated to ``max_length - max_new_tokens``, output cut at the first stop string (the EOS string
-included), as ``HFLM.generate_until``.
-
-Requests are tokenised by eval/backend_support/tokenization.py (lm-eval's rules, shared by every
-token-level backend). ``plain_loglikelihood`` is the reference: one request at a time, full
-forward pass, no cache; every faster path is tested against it. ``load_hf``
-(backends/hf_loading.py) is the one model/tokenizer loader of the HF-based backends.
+``plain_loglikelihood`` is the reference: one request at a time, full forward pass, no cache; every faster path is
+tested against it.
 """
 
 from __future__ import annotations
@@ -29,6 +20,7 @@ from ..backend_support.logits import logits_at, plain_head
 from ..backend_support.gguf import gguf_file_option
 from ..backend_support.phase_clock import GenerationPhases, PhaseClock
 from . import register_backend
+from .engine_common import stop_strings
 from .hf_batches import longest_first, scoring_groups, token_budget_batches
 from .hf_loading import load_hf
 
@@ -56,18 +48,13 @@ def plain_loglikelihood(model: Any, tokenizer: Any, requests: Sequence[LLRequest
 LOGIT_CHUNK_ELEMENTS = 1 << 23
 
 
-def continuation_scores(model: Any, ids: Any, keep: Any,
-                        targets: Sequence[Sequence[Sequence[int]]]) -> list[tuple[float, bool]]:
-    """(sum of log p(target), every target the argmax) of each continuation of each group in
-    turn. Group k owns the k-th run of True positions of ``keep`` (rows x width, row-major), as
-    long as its first (longest) continuation; every continuation of the group is scored at the
-    run's last ``len(continuation)`` positions (its tokens before the last are the input's last:
-    ``hf_batches.scoring_groups``).
-
-    The float32 log-softmax is taken over chunks of at most ``LOGIT_CHUNK_ELEMENTS`` values
-    (row by row, as over the whole run: the same numbers), once for the whole group. Where the
-    head is a plain linear layer, it projects only the chunk's hidden states, so a batch never
-    holds more logits than one chunk; otherwise the model's forward projects every kept position."""
+def continuation_scores(model: Any, ids: Any, keep: Any, targets: Sequence[Sequence[Sequence[int]]]
+                        ) -> list[tuple[float, bool]]:
+    """(sum of log p(target), every target the argmax) of each continuation of each group in turn. Group k owns the
+    k-th run of True positions of ``keep`` (rows x width, row-major), as long as its first (longest) continuation;
+    every continuation of the group is scored at the run's last ``len(continuation)`` positions
+    (``hf_batches.scoring_groups``). The float32 log-softmax runs over chunks of ``LOGIT_CHUNK_ELEMENTS`` values at
+    most (row by row: the same numbers), once per group (docs/evaluator.md#memory)."""
     import torch
 
     head = plain_head(model)
@@ -100,9 +87,7 @@ def continuation_scores(model: Any, ids: Any, keep: Any,
 
 
 class OnHFModel:
-    """What every backend on a loaded transformers model and tokenizer shares: its cache
-    identity (model files, dtype, device, max length, tokenizer and chat template), and the
-    tokenizer's chat template."""
+    """What every backend on a loaded transformers model and tokenizer shares: its cache identity and chat template."""
 
     model: Any
     tokenizer: Any
@@ -121,21 +106,16 @@ class OnHFModel:
         identity.update(model_source_identity(self.name_or_path, identity.get("revision")))
         identity.update(tokenizer_identity(self.tokenizer, self.name_or_path))
         identity.update(gguf_identity(self.name_or_path, identity.get("revision"), engine_fields(self)) or {})
-        # The device type: CPU and GPU kernels round differently (a device index does not matter).
-        # The batch size stays out, by measurement on the tiny model
-        # (64 requests, float32, CPU): batch sizes 1/3/8/32 give bitwise-different log-likelihoods
-        # for up to half of them (at most 7.6e-6 apart), but so does the batch's composition at one
-        # batch size (6 of 32 differ when every other request is scored alone), and a resumed run
-        # batches only the requests still missing: no key makes a rerun bitwise-equal, and what a
-        # batch size tells apart is float rounding that recomputing changes as much.
+        # The device type: CPU and GPU kernels round differently (a device index does not matter). The batch size
+        # stays out, by measurement on the tiny model (64 requests, float32, CPU): batch sizes 1/3/8/32 give
+        # bitwise-different log-likelihoods for up to half of them (at most 7.6e-6 apart), but so does the batch's
+        # composition at one batch size (6 of 32 differ when every other request is scored alone), and a resumed run
+        # batches only the requests still missing: no key makes a rerun bitwise-equal.
         identity.update(dtype=self.dtype, max_length=self.max_length, device=self.model.device.type)
         return identity
 
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
         return render_chat(self.tokenizer, self.name_or_path, messages)
-
-
-# -- the backend ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -158,16 +138,12 @@ class HFBackend(OnHFModel, Backend):
                  name_or_path: str = "", max_memory: int | None = None) -> None:
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch size must be at least 1, got {batch_size}")
-        self.model = model
-        self.tokenizer = tokenizer
+        self.model, self.tokenizer, self.max_length = model, tokenizer, max_length
         self.num_parameters = model.num_parameters()  # as lm-eval's HFLM records them
-        self.max_length = max_length
-        # None (--batch-size auto): batches sized by tokens to fit the memory budget.
-        self.batch_size = batch_size
+        self.batch_size = batch_size  # None (--batch-size auto): batches sized by tokens to fit the memory budget
         self._identify(name_or_path)
         # Inputs go where the first layer is (device_map="auto" dispatches the rest).
-        self.device = model.device
-        self._itemsize = model.dtype.itemsize
+        self.device, self._itemsize = model.device, model.dtype.itemsize
         self._budget = memory_budget(max_memory, self.device) if batch_size is None else 0
         self._grammars: Any = None  # constrained.GrammarCache, built on the first constrained request
         self.generation_phases = GenerationPhases()  # prompt passes and decode steps timed apart (running/estimate.py)
@@ -178,10 +154,9 @@ class HFBackend(OnHFModel, Backend):
         return cls(loaded.model, loaded.tokenizer, max_length=loaded.max_length, batch_size=options.batch_size,
                    name_or_path=options.model, max_memory=options.max_memory)
 
-    # -- log-likelihood -----------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
-        """One forward row per group of requests that read the same input (lm-eval's grouping:
-        the one-token choices of one context share a row), groups longest first."""
+        """One forward row per group of requests that read the same input (lm-eval's grouping: the one-token choices
+        of one context share a row), groups longest first."""
         import torch
 
         encoded = [encode_request(self.tokenizer, r) for r in requests]
@@ -193,16 +168,15 @@ class HFBackend(OnHFModel, Backend):
         with torch.inference_mode():
             for batch in self._scoring_passes(longest_first(groups, encoded), lengths,
                                               [len(encoded[g[0]][1]) for g in groups]):
-                # Right padding without an attention mask: a causal model's logits at the
-                # real positions do not depend on what follows them (lm-eval does the same).
+                # Right padding without an attention mask: a causal model's logits at the real positions do not
+                # depend on what follows them (lm-eval does the same).
                 ids = torch.zeros((len(batch), max(lengths[k] for k in batch)), dtype=torch.long)
                 keep = torch.zeros(ids.shape, dtype=torch.bool)
                 for row, k in enumerate(batch):
                     lead = groups[k][0]
                     ids[row, : lengths[k]] = torch.tensor(inputs_of[lead], dtype=torch.long)
                     keep[row, lengths[k] - len(encoded[lead][1]) : lengths[k]] = True
-                # Only the positions whose next token is read reach the vocabulary (row-major,
-                # so each row's continuation is one contiguous run).
+                # Only the positions whose next token is read reach the vocabulary (row-major: one run per row).
                 targets = [[encoded[i][1] for i in groups[k]] for k in batch]
                 scores = iter(continuation_scores(self.model, ids.to(self.device), keep.to(self.device), targets))
                 for i in (i for k in batch for i in groups[k]):
@@ -216,11 +190,8 @@ class HFBackend(OnHFModel, Backend):
             return_freed_memory()  # what the pass freed, back to the system once (memory.py)
 
     def _scoring_passes(self, order: list[int], lengths: list[int], scored: list[int]) -> list[list[int]]:
-        """The forward passes of ``_scoring_batches`` (items: groups of requests, one row each):
-        on CPU a batch of ``batch_size`` rows is cut, in order, into passes of at most ``CPU_PASS_TOKENS`` padded tokens
-        (a row alone over it is a pass of its own). Each row's log-likelihood depends on that row only, so this moves
-        float rounding, not results (as the batch size does, see
-        ``cache_identity``), and bounds the activations of paragraph-long requests."""
+        """The forward passes of ``_scoring_batches``: on CPU a batch of ``batch_size`` rows cut, in order, into
+        passes of at most ``CPU_PASS_TOKENS`` padded tokens (docs/evaluator.md#memory)."""
         batches = self._scoring_batches(order, lengths, scored)
         if self.batch_size is None or self.device.type != "cpu":
             return batches
@@ -229,24 +200,20 @@ class HFBackend(OnHFModel, Backend):
                                               CPU_PASS_TOKENS)]
 
     def _scoring_batches(self, order: list[int], lengths: list[int], scored: list[int]) -> list[list[int]]:
-        """``order`` cut into forward passes: ``batch_size`` rows each, or with
-        ``batch_size=None`` as many as fit the memory budget (eval/backend_support/memory.py's formula)."""
+        """``order`` cut into forward passes: ``batch_size`` rows each, or as many as fit the memory budget."""
         if self.batch_size is not None:
             return [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
         need = partial(forward_bytes, self.model.config, self._itemsize)  # bytes of (rows, width, scored)
         return token_budget_batches(order, lengths, scored, need, self._budget)
 
-    # -- generation ---------------------------------------------------------------------
-    def generate_until(self, requests: Sequence[GenRequest],
-                       on_result: Callable[[int, str], None] | None = None) -> list[str]:
-        """Greedy generations in request order; ``on_result(index, text)`` is called for every
-        request as soon as its batch is finished (the runner's resume cache writes it then)."""
+    def generate_until(self, requests: Sequence[GenRequest], on_result: Callable[[int, str], None] | None = None
+                       ) -> list[str]:
+        """Greedy generations in request order; ``on_result(index, text)`` as soon as its batch is finished."""
         import torch
 
-        eos = self.tokenizer.decode([self.tokenizer.eos_token_id], skip_special_tokens=False)
         out: list[str | None] = [None] * len(requests)
         for (stop, max_new, constrained), batches in self._generation_plan(requests):
-            until = list(stop) + ([eos] if eos not in stop else [])
+            until = stop_strings(self.tokenizer, stop)
             max_ctx = prompt_room(self.max_length, max_new)
             for batch in batches:
                 contexts = [requests[i].context for i in batch]
@@ -255,21 +222,15 @@ class HFBackend(OnHFModel, Backend):
                 enc = self.tokenizer(contexts, padding="longest", return_tensors="pt", add_special_tokens=special)
                 ids = enc["input_ids"][:, -max_ctx:].to(self.device)
                 mask = enc["attention_mask"][:, -max_ctx:].to(self.device)
-                processors = [self._grammar_processor([requests[i].constraint for i in batch],
-                                                      max_new)] if constrained else None
+                constraints = [requests[i].constraint for i in batch]
+                processors = [self._grammar_processor(constraints, max_new)] if constrained else None
                 with torch.inference_mode():
-                    gen = self.model.generate(
-                        logits_processor=processors,
-                        input_ids=ids,
-                        attention_mask=mask,
-                        max_new_tokens=max_new,
-                        do_sample=False,
-                        stop_strings=[s for s in until if s],
-                        tokenizer=self.tokenizer,
-                        pad_token_id=self.tokenizer.pad_token_id,
-                        use_cache=True,
-                        streamer=PhaseClock(self.generation_phases, len(batch), ids.numel()),  # reads the clock only
-                    )
+                    gen = self.model.generate(logits_processor=processors, input_ids=ids, attention_mask=mask,
+                                              max_new_tokens=max_new, do_sample=False,
+                                              stop_strings=[s for s in until if s], tokenizer=self.tokenizer,
+                                              pad_token_id=self.tokenizer.pad_token_id, use_cache=True,
+                                              # reads the clock only
+                                              streamer=PhaseClock(self.generation_phases, len(batch), ids.numel()))
                 self._after_pass()
                 for row, i in enumerate(batch):
                     text = self.tokenizer.decode(gen[row, ids.shape[1] :].tolist(), skip_special_tokens=True)
@@ -298,9 +259,8 @@ class HFBackend(OnHFModel, Backend):
         return plan
 
     def _generation_batches(self, order: list[int], lengths: dict[int, int]) -> list[list[int]]:
-        """``order`` cut into ``generate`` calls: ``batch_size`` requests each, or with
-        ``batch_size=None`` as many as fit the budget with their key/value cache
-        (``lengths``: context + new tokens)."""
+        """``order`` cut into ``generate`` calls: ``batch_size`` requests each, or as many as fit the budget with their
+        key/value cache (``lengths``: context + new tokens)."""
         if self.batch_size is not None:
             return [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
         kv = kv_bytes_per_token(self.model)

@@ -1,5 +1,4 @@
-"""Loading a transformers model and tokenizer as lm-eval's ``HFLM`` sets them up (the
-``hf`` backend), and lm-eval's rule for the maximum length."""
+"""Loading a transformers model and tokenizer as lm-eval's ``HFLM`` sets them up, and its rule for the max length."""
 
 from __future__ import annotations
 
@@ -45,15 +44,9 @@ def _torch_dtype(dtype: str) -> Any:
 
 
 def load_hf(options: BackendOptions) -> LoadedModel:
-    """Tokenizer and ``AutoModelForCausalLM`` as lm-eval's HFLM sets them up; loads nothing
-    remote unless ``options.model`` is a Hub id.
-
-    ``device="auto"`` spreads a model larger than one device over every visible GPU (and
-    the CPU) with accelerate's ``device_map="auto"``; otherwise the whole model goes to
-    ``device``. ``threads`` sets torch's intra-op threads (CPU runs). A GGUF file
-    (``--model X.gguf`` or ``--backend-arg gguf_file=NAME``, eval/backend_support/gguf.py) is dequantized by
-    transformers, its tokenizer and chat template read from the file.
-    """
+    """Tokenizer and ``AutoModelForCausalLM`` as lm-eval's HFLM sets them up; loads nothing remote unless
+    ``options.model`` is a Hub id. ``device="auto"``: accelerate's ``device_map="auto"`` over every visible GPU (and the
+    CPU); ``threads``: torch's intra-op threads; a GGUF file is dequantized by transformers (docs/evaluator.md)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -65,8 +58,7 @@ def load_hf(options: BackendOptions) -> LoadedModel:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError("--device cuda was asked for but torch sees no CUDA device")
     common: dict[str, Any] = {"revision": options.revision, "trust_remote_code": options.trust_remote_code}
-    # The typed options (HFOptions/FastOptions.gguf_file); a direct call with options not
-    # resolved yet: the --backend-arg as given.
+    # The typed options (HFOptions.gguf_file); a direct call with options not resolved yet: the --backend-arg as given.
     gguf = gguf_model(options.model, asdict(options.engine) if options.engine is not None else options.extra)
     if gguf is not None:
         require_gguf(options.model)
@@ -84,15 +76,9 @@ def load_hf(options: BackendOptions) -> LoadedModel:
     if not placement:
         model = model.to(device)
     model.eval()
-    if gguf is not None:
-        # The tokenizer was built from the file, not from the folder holding it (which the cache
-        # identity would otherwise fingerprint as a tokenizer folder).
+    if gguf is not None:  # built from the file, not the folder holding it (as engine_common.load_tokenizer names it)
         tokenizer.name_or_path = str(gguf.local_path or f"{gguf.source}/{gguf.file}")
-    # lm-eval's configure_pad_token: pad with unk, else eos, when there is no pad token.
-    if tokenizer.pad_token_id is None:
-        if tokenizer.unk_token is not None:
-            tokenizer.pad_token_id = tokenizer.unk_token_id
-        else:
-            tokenizer.pad_token_id = tokenizer.eos_token_id
+    if tokenizer.pad_token_id is None:  # lm-eval's configure_pad_token: pad with unk, else eos
+        tokenizer.pad_token_id = tokenizer.unk_token_id if tokenizer.unk_token is not None else tokenizer.eos_token_id
     max_length = options.max_length or resolve_max_length(model.config, tokenizer)
     return LoadedModel(model, tokenizer, max_length, options.model)

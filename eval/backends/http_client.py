@@ -1,12 +1,5 @@
-"""The HTTP client of the server backends (eval/backends/openai.py): JSON over HTTP on the
-standard library (urllib), no extra dependency.
-
-Requests run ``concurrency`` at a time; 429, 5xx and connection errors or timeouts are
-retried with exponential backoff; a whole request (to its last byte) has one deadline; an
-answer over ``max_body_bytes`` (default ``MAX_BODY_BYTES``) or not a JSON object is malformed, never a score; redirects
-are refused (the key would follow them); the API key is only ever put in the
-``Authorization`` header, never in an error message.
-"""
+"""JSON over HTTP for the server backends (eval/backends/openai.py), on urllib: retries with backoff, one deadline per
+request, a bounded answer body, no redirects (the key would follow them), the key in no message (docs/engines.md)."""
 
 from __future__ import annotations
 
@@ -18,14 +11,14 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, Callable, Sequence, TypeVar
 
 T = TypeVar("T")
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 30.0
-# The largest answer body read: a batch of log-probs is a few MB; past this the server is faulty
-# (the body is never read whole into memory first).
+# The largest answer body read: a batch of log-probs is a few MB; past this the server is faulty.
 MAX_BODY_BYTES = 64 * 2**20
 READ_CHUNK_BYTES = 64 * 2**10
 ERROR_TEXT_CHARS = 500  # of a refusal's body, in the error message (after the key is scrubbed)
@@ -47,13 +40,11 @@ class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
 
 
 class _Deadline:
-    """One request's deadline: at it the connection's socket is shut down, which ends a read in
-    progress (a socket timeout bounds each read, not the request: a server may drip forever)."""
+    """One request's deadline: at it the connection's socket is shut down, which ends a read in progress (a socket
+    timeout bounds each read, not the request: a server may drip forever)."""
 
     def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.expired = False
-        self._end = time.monotonic() + seconds
+        self.seconds, self.expired, self._end = seconds, False, time.monotonic() + seconds
         self._timer: threading.Timer | None = None
 
     def watch(self, sock: socket.socket) -> None:
@@ -76,7 +67,9 @@ class _Deadline:
 class _WatchedConnection:
     """A connection whose socket its request's deadline watches (a mixin of http.client's connections)."""
 
-    deadline: _Deadline
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
+        self.deadline = deadline
 
     def connect(self) -> None:
         super().connect()  # type: ignore[misc]
@@ -91,31 +84,18 @@ class _WatchedHTTPS(_WatchedConnection, http.client.HTTPSConnection):
     pass
 
 
-def _watched(cls: type, deadline: _Deadline) -> Callable[..., Any]:
-    def connection(*args: Any, **kwargs: Any) -> Any:
-        conn = cls(*args, **kwargs)
-        conn.deadline = deadline
-        return conn
+class _DeadlineHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
+    """Both schemes' connections watched by ``deadline`` (build_opener then adds neither default handler)."""
 
-    return connection
-
-
-class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
     def __init__(self, deadline: _Deadline) -> None:
         super().__init__()
         self.deadline = deadline
 
     def http_open(self, req: Any) -> Any:
-        return self.do_open(_watched(_WatchedHTTP, self.deadline), req)
-
-
-class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
-    def __init__(self, deadline: _Deadline) -> None:
-        super().__init__()
-        self.deadline = deadline
+        return self.do_open(partial(_WatchedHTTP, deadline=self.deadline), req)
 
     def https_open(self, req: Any) -> Any:
-        return self.do_open(_watched(_WatchedHTTPS, self.deadline), req, context=self._context)
+        return self.do_open(partial(_WatchedHTTPS, deadline=self.deadline), req, context=self._context)
 
 
 def _read_body(resp: Any, limit: int) -> bytes:
@@ -166,22 +146,15 @@ def json_type(value: Any) -> str:
 
 
 class OpenAIClient:
-    """A small JSON-over-HTTP client with retries, on the standard library (no extra dependency).
-
-    Every answer is untrusted: ``post`` hands the parsed body to the caller's ``parse``, which
-    raises MalformedAnswer on anything it cannot use; that, 408/409/429/5xx, connection errors
-    and the deadline are retried, other faults stop at once. Messages name the server and the
-    request, never the key."""
+    """Every answer is untrusted: ``post`` hands the parsed body to the caller's ``parse``, which raises
+    MalformedAnswer on anything it cannot use; that, 408/409/429/5xx, connection errors and the deadline are retried,
+    other faults stop at once. Messages name the server and the request, never the key."""
 
     def __init__(self, base_url: str, api_key: str | None, timeout_s: float, max_retries: int, concurrency: int,
                  max_body_bytes: int = MAX_BODY_BYTES, backoff_base_s: float = BACKOFF_BASE_S) -> None:
-        self.max_body_bytes = max_body_bytes
-        self.backoff_base_s = backoff_base_s
-        self.base_url = base_url.rstrip("/") + "/"
-        self._secret = api_key
-        self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.concurrency = concurrency
+        self.max_body_bytes, self.backoff_base_s = max_body_bytes, backoff_base_s
+        self.base_url, self._secret = base_url.rstrip("/") + "/", api_key
+        self.timeout_s, self.max_retries, self.concurrency = timeout_s, max_retries, concurrency
         self.sleep: Callable[[float], None] = time.sleep
 
     def __repr__(self) -> str:  # never the key
@@ -202,8 +175,7 @@ class OpenAIClient:
             headers["Authorization"] = f"Bearer {self._secret}"
         req = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST")
         deadline = _Deadline(self.timeout_s)
-        opener = urllib.request.build_opener(_RefuseRedirects(), _DeadlineHTTPHandler(deadline),
-                                             _DeadlineHTTPSHandler(deadline))
+        opener = urllib.request.build_opener(_RefuseRedirects(), _DeadlineHandler(deadline))
         try:
             try:
                 with opener.open(req, timeout=self.timeout_s) as resp:

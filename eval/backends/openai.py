@@ -1,11 +1,7 @@
 """Backends on an OpenAI-compatible HTTP server (vLLM, SGLang, TGI, llama.cpp, hosted APIs; docs/engines.md).
 
-``openai-completions``: log-likelihoods from the prompt's own token log-probs (``echo: true,
-logprobs: 1, max_tokens: 0``) and greedy generation, prompts sent as token ids tokenised locally
-with the HF path's rules, several per HTTP request. ``openai-chat``: generation only, under the
-server's own chat template. The API key (from the variable ``api_key_env`` names) only ever goes in
-the ``Authorization`` header. Requests run ``concurrency`` at a time, retried with backoff
-(eval/backends/http_client.py).
+``openai-completions``: log-likelihoods from the echoed prompt's token log-probs, prompts as token ids tokenised
+locally with the HF path's rules. ``openai-chat``: generation only, under the server's chat template.
 """
 
 from __future__ import annotations
@@ -28,6 +24,7 @@ from ..backend_support.tokenization import render_chat
 
 T = TypeVar("T")
 
+
 def _api_key(server: "ServerOptions") -> str | None:
     if not server.api_key_env:
         return None
@@ -47,16 +44,14 @@ class ServerOptions:
     """The server and how it is asked; only the URL and how answers are decoded can change a number."""
 
     base_url: str | None = backend_option(None, "the server's URL, e.g. http://127.0.0.1:8000/v1")
-    api_key_env: str | None = backend_option(None,
-                                             "NAME of the environment variable holding the API key (never the key)",
-                                             changes_numbers=False)
+    api_key_env: str | None = backend_option(
+        None, "NAME of the environment variable holding the API key (never the key)", changes_numbers=False)
     concurrency: int = backend_option(4, "requests in flight at once", changes_numbers=False)
     timeout_s: float = backend_option(120.0, "deadline of each request in seconds (to its last byte, not per read)",
                                       changes_numbers=False)
     max_retries: int = backend_option(5, "retries of a failed request", changes_numbers=False)
-    server_token_ids: bool = backend_option(True,
-                                            "ask for the generated token ids (vLLM's return_token_ids) and decode them "
-                                                  "locally; false for servers that refuse unknown fields")
+    server_token_ids: bool = backend_option(True, "ask for the generated token ids (vLLM's return_token_ids) and "
+                                            "decode them locally; false for servers that refuse unknown fields")
 
 
 class _OpenAIBase(Backend):
@@ -66,23 +61,23 @@ class _OpenAIBase(Backend):
     def reservation(cls, options: BackendOptions) -> dict[str, float]:
         return {"num_cpus": 1.0, "num_gpus": 0.0}  # a client: the server holds the GPUs
 
+    @classmethod
+    def from_options(cls, options: BackendOptions) -> "_OpenAIBase":
+        return cls(options)
+
     def __init__(self, options: BackendOptions) -> None:
         server: ServerOptions = engine_of(type(self), options)
         if not server.base_url:
             raise ValueError(f"--backend {self.name} needs --backend-arg base_url=URL (e.g. http://127.0.0.1:8000/v1)")
-        self.model_name = options.model
         if options.batch_size is None:
             raise ValueError("--batch-size auto sizes batches by the model's memory; a server backend takes a number "
                              "(requests per HTTP request)")
-        self.batch_size = options.batch_size
+        self.model_name, self.batch_size = options.model, options.batch_size
         # The answer bound and the backoff are read here, at construction (module settings tests lower).
         self.client = OpenAIClient(server.base_url, _api_key(server), server.timeout_s, server.max_retries,
                                    server.concurrency, MAX_BODY_BYTES, BACKOFF_BASE_S)
-        self.dtype = "server"  # the server's choice
-        self.base_url = server.base_url.rstrip("/")
-        # vLLM's `return_token_ids`: the generated ids, decoded here as the HF path decodes
-        # them (the server's own text holds back a trailing incomplete UTF-8 character).
-        # server_token_ids=false for servers that reject unknown parameters.
+        self.dtype, self.base_url = "server", server.base_url.rstrip("/")  # dtype: the server's choice
+        # Token ids decoded here as the HF path does (the server's text holds back a trailing incomplete UTF-8 char).
         self.server_token_ids = server.server_token_ids
         self.tokenizer: Any = None
 
@@ -109,17 +104,13 @@ class _OpenAIBase(Backend):
         except ServerError as err:
             if "structured_outputs" not in body or "refused the request" not in str(err):
                 raise
-            raise ServerError(
-                f"{err} -- --constrained sends vLLM's `structured_outputs` request field; this server refused the "
-                "request (a server without vLLM's structured outputs cannot run --constrained)"
-            ) from err
+            raise ServerError(f"{err} -- --constrained sends vLLM's `structured_outputs` request field; this server "
+                              "refused the request (a server without vLLM's structured outputs cannot run "
+                              "--constrained)") from err
 
     def cache_identity(self) -> dict[str, Any]:
-        """The server (URL) and the model it serves (the name sent with every request), the local
-        tokenizer that makes the token ids and decodes the answers (its files' fingerprint when
-        local, its chat template), the max length, every --backend-arg (``server_token_ids``
-        changes how answers are decoded). Never the API key, nor the name of its variable: another
-        key to the same server gives the same numbers; concurrency, timeout and retries neither."""
+        """The server, its model, the local tokenizer, the max length, every --backend-arg that changes a number;
+        never the API key nor its variable's name (another key to the same server gives the same numbers)."""
         from ..backend_support.identity import model_source_identity, tokenizer_identity
 
         identity = super().cache_identity()
@@ -149,10 +140,6 @@ class OpenAICompletionsBackend(_OpenAIBase):
         self.tokenizer = load_tokenizer(options.model, options.revision, options.trust_remote_code)
         self.max_length = options.max_length or model_max_length(options.model, self.tokenizer, options.revision,
                                                                  options.trust_remote_code)
-
-    @classmethod
-    def from_options(cls, options: BackendOptions) -> "OpenAICompletionsBackend":
-        return cls(options)
 
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
         return render_chat(self.tokenizer, self.model_name, messages)
@@ -191,12 +178,9 @@ class OpenAICompletionsBackend(_OpenAIBase):
                     "stop": [s for s in until if s][:4] or None, **self._extra_body(batch[0].constraint)}
 
             def parse(payload: dict) -> list[str]:
-                texts = []
-                for i, choice in enumerate(_choices(payload, len(batch))):
-                    where = f"prompt {i} of the batch"
-                    texts.append(cut_at_stop(self._generated_text(choice, _field(choice, "text", str, where), where),
-                                             until))
-                return texts
+                wheres = [f"prompt {i} of the batch" for i in range(len(batch))]
+                return [cut_at_stop(self._generated_text(c, _field(c, "text", str, where), where), until)
+                        for c, where in zip(_choices(payload, len(batch)), wheres)]
 
             return self._post("completions", body, parse,
                               f"generation batch {number}/{len(order)}, {len(batch)} prompts")
@@ -238,8 +222,9 @@ def _choices(payload: dict, n: int) -> list[dict]:
 
 def _logprob(value: Any, where: str) -> float:
     """A log-prob as a server may send it: a finite number <= 0 (within rounding)."""
-    if isinstance(value, bool) or not isinstance(value,
-                                                 (int, float)) or not math.isfinite(value) or value > LOGPROB_ROUNDING:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or (
+            value > LOGPROB_ROUNDING):
+
         raise MalformedAnswer(f"{where} is {excerpt(json.dumps(value))}, not a finite log-prob <= 0")
     return float(value)
 
@@ -247,10 +232,9 @@ def _logprob(value: Any, where: str) -> float:
 def _echo_result(choice: dict, n_cont: int, n_prompt: int, where: str) -> LLResult:
     """The continuation's log-prob and greediness from an echoed prompt's token log-probs.
 
-    The echo must have exactly the prompt's length (a server that adds its own BOS shifts every
-    position: an error, never cut to length). Greedy: each continuation token's log-prob is the
-    best at its position (a comparison of values, not of token strings, which several token ids
-    may share). The first position's null (no context) is never read: a continuation has one."""
+    The echo must have exactly the prompt's length (a server that adds its own BOS shifts every position: an error,
+    never cut to length). Greedy: each continuation token's log-prob is the best at its position (values compared, not
+    token strings, which several ids may share). The first position's null (no context) is never read."""
     logprobs = _field(choice, "logprobs", dict, where)
     token_lp = _field(logprobs, "token_logprobs", list, where)
     top = _field(logprobs, "top_logprobs", list, where)
@@ -284,23 +268,16 @@ class OpenAIChatBackend(_OpenAIBase):
         except (OSError, ValueError):
             self.tokenizer = None
 
-    @classmethod
-    def from_options(cls, options: BackendOptions) -> "OpenAIChatBackend":
-        return cls(options)
-
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
-        raise BackendUnsupported(
-            "--backend openai-chat cannot score multiple-choice tasks: the chat API returns no log-probabilities of "
-            "given answers. Use --backend openai-completions, or a generative setting for multiple choice when one is "
-            "available."
-        )
+        raise BackendUnsupported("--backend openai-chat cannot score multiple-choice tasks: the chat API returns no "
+                                 "log-probabilities of given answers. Use --backend openai-completions, or a "
+                                 "generative setting for multiple choice when one is available.")
 
     def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
         def gen(job: tuple[int, GenRequest]) -> str:
             number, req = job
-            messages = [dict(m)
-                        for m in req.messages] if req.messages is not None else [{"role": "user",
-                                                                                  "content": req.context}]
+            user = [{"role": "user", "content": req.context}]
+            messages = [dict(m) for m in req.messages] if req.messages is not None else user
             stop = [s for s in req.stop if s][:4]
             body = {"model": self.model_name, "messages": messages, "max_tokens": req.max_new_tokens, "temperature": 0,
                     "stop": stop or None, **self._extra_body(req.constraint)}
@@ -327,7 +304,6 @@ class OpenAIChatBackend(_OpenAIBase):
             raise MalformedAnswer(f"the choice: 'message.reasoning_content' is {json_type(reasoning)}, not a string")
         if markers is None or not reasoning:
             return self._generated_text(choice, content or "", "the choice")
-        # The server's text (its token ids would hold the trace too); no text and the budget spent: the trace never
-        # ended.
+        # The server's text (its token ids would hold the trace too); no text and the budget spent: an unended trace.
         unfinished = not content and choice.get("finish_reason") == "length"
         return markers[0] + reasoning + ("" if unfinished else markers[1] + (content or ""))

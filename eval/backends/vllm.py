@@ -1,12 +1,5 @@
-"""``--backend vllm``: the model in vLLM's engine (continuous batching, paged attention,
-tensor and data parallelism), with the HF path's tokenisation and stop rules (docs/engines.md).
-
-Log-likelihood windows are tokenised as the HF path does (``engine_common.ll_windows``) and sent
-as token ids; identical windows are scored once, and ``vllm_scoring`` plans the requests
-(``--backend-arg vllm_loglikelihood=prefill|prefix|prompt_logprobs``). Generation: one
-``generate`` call for all prompts, greedy, prompt left-truncated to ``max_length -
-max_new_tokens``, stop strings plus the EOS string, decoded and cut as the HF path does.
-"""
+"""``--backend vllm``: the model in vLLM's engine, with the HF path's tokenisation and stop rules (docs/engines.md);
+identical log-likelihood windows are scored once, the requests planned by ``vllm_scoring``."""
 
 from __future__ import annotations
 
@@ -35,21 +28,15 @@ def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "pref
     engine = engine_of(VLLMBackend, options)
     if options.dtype not in DTYPES:
         raise ValueError(f"unknown dtype {options.dtype!r}; use auto, float32, float16 or bfloat16")
-    kw: dict[str, Any] = {
-        **gguf_engine_source(options),
-        "revision": options.revision,
-        "dtype": DTYPES[options.dtype],
-        "trust_remote_code": options.trust_remote_code,
-        "tensor_parallel_size": engine.tensor_parallel_size,
-        # One more than the model reads: vLLM wants room for the one token sampled after the
-        # longest log-likelihood window (never computed: no position >= max_length runs).
-        "max_model_len": engine.max_model_len or max_length + 1,
-        "seed": options.seed if options.seed is not None else 0,
-        # Prefix caching is what computes each context once (see the module doc).
-        "enable_prefix_caching": True,
-        # Log-probs of the model's logits, before any processor (forced continuations, allowed_token_ids).
-        "logprobs_mode": "raw_logprobs",
-    }
+    # max_model_len: one more than the model reads, room for the one token vLLM samples after the longest
+    # log-likelihood window (never computed). Prefix caching computes each context once. raw_logprobs: log-probs of
+    # the model's logits, before any processor (forced continuations, allowed_token_ids).
+    kw: dict[str, Any] = {**gguf_engine_source(options), "revision": options.revision, "dtype": DTYPES[options.dtype],
+                          "trust_remote_code": options.trust_remote_code,
+                          "tensor_parallel_size": engine.tensor_parallel_size,
+                          "max_model_len": engine.max_model_len or max_length + 1,
+                          "seed": options.seed if options.seed is not None else 0, "enable_prefix_caching": True,
+                          "logprobs_mode": "raw_logprobs"}
     if scoring == "prefix":
         kw["logits_processors"] = [FORCE_PROCESSOR]
     if engine.data_parallel_size > 1:
@@ -58,17 +45,14 @@ def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "pref
         kw["gpu_memory_utilization"] = engine.gpu_memory_utilization
     if engine.tensor_parallel_size * engine.data_parallel_size == 1:
         kw["distributed_executor_backend"] = "uni"  # one device: no worker processes
-    # Engine arguments without an option of their own (e.g. enforce_eager, a structured-outputs
-    # backend for constrained decoding), typed as a JSON object by resolve_options
-    # (on the command line: --backend-arg 'vllm_engine_args={"enforce_eager": true}').
+    # Engine arguments without an option of their own (enforce_eager, a structured-outputs backend...).
     kw.update(engine.vllm_engine_args or {})
     return kw
 
 
 def gguf_engine_source(options: BackendOptions) -> dict[str, str]:
-    """``model`` and ``tokenizer`` of ``vllm.LLM``: the model folder or Hub id for both, or for a
-    GGUF model (eval/backend_support/gguf.py) the .gguf itself for both, so that vLLM's tokenizer is the file's,
-    as ours is. vLLM 0.24 and later load GGUF through the ``vllm-gguf-plugin`` package."""
+    """``model`` and ``tokenizer`` of ``vllm.LLM``: the model folder or Hub id for both, or for a GGUF model the .gguf
+    itself for both, so that vLLM's tokenizer is the file's, as ours is (vLLM >= 0.24: ``vllm-gguf-plugin``)."""
     gguf = gguf_model(options.model, asdict(engine_of(VLLMBackend, options)))
     if gguf is None:
         return {"model": options.model, "tokenizer": options.model}
@@ -77,8 +61,8 @@ def gguf_engine_source(options: BackendOptions) -> dict[str, str]:
 
 
 def engine_max_length(options: BackendOptions, tokenizer: Any, gguf: GGUFModel | None = None) -> int:
-    """The most tokens the model reads (lm-eval's max_length): the option, else what
-    max_model_len leaves room for, else lm-eval's rule on the model's config."""
+    """The most tokens the model reads (lm-eval's max_length): the option, else what max_model_len leaves room for,
+    else lm-eval's rule on the model's config."""
     if options.max_length is not None:
         return options.max_length
     if engine_of(VLLMBackend, options).max_model_len is not None:
@@ -119,32 +103,30 @@ def construction_env(options: BackendOptions, scoring: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class VLLMOptions:
-    """``vllm.LLM`` settings. Tensor parallelism splits every matmul over devices (another reduction
-    order: other numbers); engine arguments may change numbers (quantization, kv-cache dtype...).
-    Data parallelism, the memory fraction and the engine's context length only change which
-    requests share a batch (float rounding, as the hf backend's batch size): out of the cache identity."""
+    """``vllm.LLM`` settings. Tensor parallelism splits every matmul over devices (another reduction order: other
+    numbers); engine arguments may change numbers (quantization, kv-cache dtype...). Data parallelism, the memory
+    fraction and the engine's context length only change which requests share a batch (float rounding, as the hf
+    backend's batch size): out of the cache identity."""
 
     tensor_parallel_size: int = backend_option(1, "GPUs per model replica")
     data_parallel_size: int = backend_option(1, "model replicas", changes_numbers=False)
-    gpu_memory_utilization: float | None = backend_option(None, "fraction of GPU memory the engine may take",
-                                                          changes_numbers=False)
-    max_model_len: int | None = backend_option(None, "engine context length; default: the max length + 1",
-                                               changes_numbers=False)
+    gpu_memory_utilization: float | None = backend_option(
+        None, "fraction of GPU memory the engine may take", changes_numbers=False)
+    max_model_len: int | None = backend_option(
+        None, "engine context length; default: the max length + 1", changes_numbers=False)
     vllm_engine_args: dict | None = backend_option(None, 'other vllm.LLM arguments, a JSON object (e.g. '
                                                          '{"enforce_eager": true})')
     gguf_file: str | None = gguf_file_option()
     # Equal numbers within float rounding either way, but not the same bits: in the identity.
-    vllm_loglikelihood: str = backend_option("prefill",
-                                             "log-likelihood requests: prefill (each context computed once, each "
-                                              "choice's tokens as prompt log-probs after it), prefix (the same, "
-                                              "choices forced "
-                                              "token by token: decode steps) or prompt_logprobs (the former path, no "
-                                              "prefix reuse)")
+    vllm_loglikelihood: str = backend_option(
+        "prefill", "log-likelihood requests: prefill (each context computed once, each choice's tokens as prompt "
+        "log-probs after it), prefix (the same, choices forced token by token: decode steps) or prompt_logprobs (the "
+        "former path, no prefix reuse)")
 
 
 class EngineMissing(ImportError, RuntimeError):
-    """vLLM is not installed: an ImportError (a backend whose engine is absent, e.g. skipped by
-    the backend-registry tests) that the CLI reports in one line as it does RuntimeErrors."""
+    """vLLM is not installed: an ImportError (an absent engine, e.g. skipped by the backend-registry tests) that the
+    CLI reports in one line as it does RuntimeErrors."""
 
 
 @register_backend("vllm")
@@ -160,11 +142,8 @@ class VLLMBackend(Backend):
     def __init__(self, llm: Any, tokenizer: Any, name_or_path: str, max_length: int, dtype: str,
                  scoring: str = "prefill") -> None:
         self.scoring = check_mode(scoring)  # how log-likelihoods are requested (vllm_scoring.MODES)
-        self.llm = llm
-        self.tokenizer = tokenizer
-        self.name_or_path = name_or_path
-        self.max_length = max_length
-        self.dtype = dtype
+        self.llm, self.tokenizer, self.name_or_path = llm, tokenizer, name_or_path
+        self.max_length, self.dtype = max_length, dtype
 
     @classmethod
     def reservation(cls, options: BackendOptions) -> dict[str, float]:
@@ -209,23 +188,21 @@ class VLLMBackend(Backend):
     def close(self) -> None:
         llm, self.llm = self.llm, None
         if llm is not None:
-            # vLLM's engine runs in its own process by default (VLLM_ENABLE_V1_MULTIPROCESSING=1),
-            # which outlives the LLM object and keeps the interpreter from exiting (and a killed
-            # replica's from being freed): stopped here.
+            # vLLM's engine runs in its own process by default (VLLM_ENABLE_V1_MULTIPROCESSING=1), which outlives the
+            # LLM object and keeps the interpreter from exiting (and a killed replica's from being freed): stopped here.
             llm.llm_engine.engine_core.shutdown()
             del llm
             import gc
 
             gc.collect()
 
-    # -- what data-parallel replicas read (eval/replicas) --------------------------------
     def prefix_block_size(self) -> int:
         """Tokens per KV block of the prefix cache: prompts share cached blocks only past a whole first one."""
         return self.llm.llm_engine.vllm_config.cache_config.block_size
 
     def engine_counters(self) -> dict[str, float]:
-        """vLLM's own cumulative counters in this process (``ENGINE_COUNTERS``; needs the engine
-        argument ``disable_log_stats=false``): prompt tokens, of them served from the prefix cache..."""
+        """vLLM's own cumulative counters in this process (``ENGINE_COUNTERS``; needs the engine argument
+        ``disable_log_stats=false``): prompt tokens, of them served from the prefix cache..."""
         if not self.llm.llm_engine.log_stats:
             raise ValueError('vLLM\'s counters need --backend-arg \'vllm_engine_args={"disable_log_stats": false}\'')
         got = dict.fromkeys(ENGINE_COUNTERS, 0.0)
@@ -234,19 +211,16 @@ class VLLMBackend(Backend):
                 got[metric.name] += getattr(metric, "value", 0.0)
         return got
 
-    # -- chat ---------------------------------------------------------------------------
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
         return render_chat(self.tokenizer, self.name_or_path, messages)
 
-    # -- log-likelihood -----------------------------------------------------------------
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
         windows = ll_windows(self.tokenizer, requests, self.max_length)
         unique = list(dict.fromkeys(windows))
         from vllm.inputs import TokensPrompt
 
         scored: dict[LLWindow, LLResult] = {}
-        # Each wave in one call: vLLM batches its requests continuously, and a context
-        # computed for one request is in the prefix cache for the next ones.
+        # Each wave in one call: a context computed for one request is in the prefix cache for the next ones.
         for wave in plan_loglikelihood(unique, self.scoring):
             while wave:
                 outputs = self.llm.generate([TokensPrompt(prompt_token_ids=list(c.prompt)) for c, _ in wave],
@@ -265,7 +239,6 @@ class VLLMBackend(Backend):
                 wave = resend
         return [scored[w] for w in windows]
 
-    # -- generation ---------------------------------------------------------------------
     def generate_until(self, requests: Sequence[GenRequest]) -> list[str]:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt

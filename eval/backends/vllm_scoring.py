@@ -1,14 +1,5 @@
-"""Which vLLM requests score which log-likelihood windows (``--backend vllm``).
-
-Three modes, ``--backend-arg vllm_loglikelihood=prefill|prefix|prompt_logprobs``, described in
-docs/engines.md: ``prefill`` (default; each context computed once and served from the prefix cache,
-longer choices as one prompt-log-prob request reading that cache, sent again without it when the
-cache reaches past the context: ``LLCall.cache_too_deep``), ``prefix`` (longer choices force-decoded
-by ``backend_support.vllm_force.ForceTokens``, one engine step per token) and ``prompt_logprobs``
-(the former path, kept for comparison; never served from the prefix cache). All three read every
-one-token choice in a first wave, one request per context. No vLLM import at module level: the
-backend registry imports this package.
-"""
+"""Which vLLM requests score which log-likelihood windows (``--backend vllm``; the three modes of
+``--backend-arg vllm_loglikelihood``: docs/engines.md). No vLLM import at module level: the registry imports this."""
 
 from __future__ import annotations
 
@@ -28,14 +19,11 @@ MAX_TRACKED_TOKENS = 128
 
 @dataclass(frozen=True)
 class LLCall:
-    """One engine request of the log-likelihood path.
-
-    ``kind``: "last" (the log-probs of ``tokens``, the first tokens of choices, at the
-    position after ``prompt``), "forced" (generate exactly ``tokens`` after ``prompt``),
-    "prompt" (prompt log-probs of ``prompt`` and the sampled position forced onto
-    ``tokens[0]``), "cached" (as "prompt", reading the prefix cache, scoring the positions
-    after ``context_len + 1``: the first token came from a "last" call).
-    """
+    """One engine request of the log-likelihood path. ``kind``: "last" (the log-probs of ``tokens``, the first tokens
+    of choices, at the position after ``prompt``), "forced" (generate exactly ``tokens`` after ``prompt``), "prompt"
+    (prompt log-probs of ``prompt`` and the sampled position forced onto ``tokens[0]``), "cached" (as "prompt",
+    reading the prefix cache, scoring the positions after ``context_len + 1``: the first token came from a "last"
+    call)."""
 
     prompt: tuple[int, ...]
     kind: str
@@ -90,18 +78,15 @@ class LLCall:
             position = _positions(sample, 1, self)[0]
             best = _logprob(position, sample.token_ids[0], self).logprob
             res = {}
-            for w in windows:
-                # The window's first continuation token (its only one, or the first of a
-                # longer choice whose rest a "cached" call scores).
+            for w in windows:  # its first continuation token (its only one, or the first of a longer choice)
                 lp = _logprob(position, w.ids[len(self.prompt)], self).logprob
                 res[w] = LLResult(_finite(lp, self), lp >= best, 1)
             return res
         if self.kind == "forced":
             if list(sample.token_ids) != list(self.tokens):
                 raise RuntimeError(f"vLLM generated {list(sample.token_ids)} where the continuation "
-                                   f"{list(self.tokens)} was forced: "
-                                   "is evalita_eval.backend_support.vllm_force.ForceTokens loaded (engine argument "
-                                   "logits_processors)?")
+                                   f"{list(self.tokens)} was forced: is evalita_eval.backend_support.vllm_force."
+                                   "ForceTokens loaded (engine argument logits_processors)?")
             total, greedy = 0.0, True
             for token, position in zip(self.tokens, _positions(sample, len(self.tokens), self)):
                 lp = _logprob(position, token, self).logprob
@@ -150,14 +135,12 @@ def check_mode(mode: Any) -> str:
 
 
 def plan_loglikelihood(windows: Sequence[LLWindow], mode: str) -> list[list[tuple[LLCall, list[LLWindow]]]]:
-    """The engine requests for distinct ``windows``, each with the windows it scores (in
-    part: "prefill" scores a longer choice in two calls, whose results add up), in two
-    waves (two ``generate`` calls): first the one-token choices of every context, with
-    "prefill" the first token of every choice (which computes every context), then the
-    longer choices. vLLM 0.32 must not get both in
-    one batch: when any request of a batch asks for ``logprob_token_ids``, the sampler
-    returns that layout for every request of the batch, and a ``logprobs=1`` request gets
-    -inf (vllm/v1/sample/sampler.py). The prefix cache outlives the call."""
+    """The engine requests for distinct ``windows``, each with the windows it scores (in part: "prefill" scores a
+    longer choice in two calls, whose results add up), in two waves (two ``generate`` calls): first the one-token
+    choices of every context, with "prefill" the first token of every choice (which computes every context), then the
+    longer choices. vLLM 0.32 must not get both in one batch: when any request of a batch asks for
+    ``logprob_token_ids``, the sampler returns that layout for every request of the batch, and a ``logprobs=1``
+    request gets -inf (vllm/v1/sample/sampler.py). The prefix cache outlives the call."""
     check_mode(mode)
     by_context: dict[tuple[int, ...], list[LLWindow]] = defaultdict(list)
     for w in windows:

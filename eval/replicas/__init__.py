@@ -1,9 +1,6 @@
 """Data-parallel replicas of a backend on Ray (``--backend-arg data_parallel_size=N``; docs/parallel.md).
 
-``create_backend`` is the CLI's entry: the backend itself for one replica, else a
-``ReplicaBackend`` (backend.py) over N Ray actors on a local Ray started for the run or on
-the cluster at ``--backend-arg ray_address=ADDRESS``. Ray is the optional extra ``ray``.
-"""
+``create_backend``: the backend itself for one replica, else a ``ReplicaBackend`` (backend.py) over N Ray actors."""
 
 from __future__ import annotations
 
@@ -35,8 +32,7 @@ def replica_args(extra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
 
 
 def replica_settings(options: BackendOptions) -> tuple[int, str | None, BackendOptions]:
-    """(replicas, Ray address or None, the options of one replica) from ``--backend-arg
-    data_parallel_size=N`` and ``ray_address=ADDRESS``."""
+    """(replicas, Ray address or None, one replica's options) from ``data_parallel_size`` and ``ray_address``."""
     ours, extra = replica_args(options.extra)
     return ours.get("data_parallel_size", 1), ours.get("ray_address") or None, replace(options, extra=extra)
 

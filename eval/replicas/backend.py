@@ -1,12 +1,8 @@
-"""``ReplicaBackend``: N replicas of a backend as Ray actors, behind the ``Backend`` protocol.
+"""``ReplicaBackend``: N replicas of a backend as Ray actors, behind the ``Backend`` protocol (docs/parallel.md).
 
-Each replica builds the wrapped backend once (its model loaded once for the whole run) in an actor that reserves its
-devices through Ray's resources. A call (with ``calls``: every call of the run's stream at once, running/stream.py) is
-cut into units (``plan.py``: the inner calls one replica would make, prefix groups kept together; for an engine with a
-prefix cache, vllm, ``prefix_groups.py``: what its cache can share kept together, a replica's units then merged into
-large calls), the units spread over the replicas by counted tokens, and every result handed to the runner's
-``on_result`` as its unit finishes: the driver alone writes the resume cache. A replica that dies is started again and
-given only its units without a result; a unit's results are reported once, so nothing is lost or counted twice.
+A call is cut into units (``plan.py``, ``prefix_groups.py``), spread over the replicas by counted tokens, each result
+handed to ``on_result`` as its unit finishes (the driver alone writes the resume cache). A replica that dies is started
+again and given only its units without a result: nothing is lost or counted twice.
 """
 
 from __future__ import annotations
@@ -59,10 +55,9 @@ class Replica:
         """What the driver shows of the backend: identity, dtype, capabilities, chat template, pid."""
         if self.problem is not None:
             return {"problem": self.problem}
-        b = self.backend
         import pickle
 
-        tokenizer = b.tokenizer
+        b, tokenizer = self.backend, self.backend.tokenizer
         try:  # the driver counts tokens (estimates) and names the chat template with it
             pickle.dumps(tokenizer)
         except Exception:  # an engine's tokenizer that does not travel: the driver does without
@@ -84,8 +79,8 @@ class Replica:
             return prefix_units(self.backend, kind, requests, replicas)
         return plan_units(self.backend, kind, requests)
 
-    def plan_calls(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]],
-                   replicas: int = 1) -> list[list[Unit]]:
+    def plan_calls(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]], replicas: int = 1
+                   ) -> list[list[Unit]]:
         """The units of each of ``calls`` (request indices), planned as for a call of those requests alone."""
         return [[Unit(tuple(tuple(call[i] for i in inner) for inner in unit.calls), unit.tokens)
                  for unit in self.plan(kind, [requests[i] for i in call], replicas)] for call in calls]
@@ -94,8 +89,8 @@ class Replica:
         """The engine's own cumulative counters (vllm: prompt tokens, of them from the prefix cache...)."""
         return self.backend.engine_counters()
 
-    def run_unit(self, kind: RequestKind, requests: Sequence[Any],
-                 calls: Sequence[Sequence[int]]) -> tuple[list, float, float]:
+    def run_unit(self, kind: RequestKind, requests: Sequence[Any], calls: Sequence[Sequence[int]]
+                 ) -> tuple[list, float, float]:
         """The values of the unit's requests, call after call, in ``Unit.indices`` order; when it began and ended."""
         if self.problem is not None:
             raise RuntimeError(self.problem)
@@ -125,16 +120,14 @@ class ReplicaBackend(Backend):
         import ray
 
         began = time.time()
-        self.name, self.size, self._inner_options = name, size, options
+        self.name, self.replicas, self._inner_options = name, size, options  # replicas: results.json's config
         self._threads = options.threads or driver_threads() if options.device == "cpu" else None
         self._started_ray = not ray.is_initialized()
         resources = replica_resources(name, options)
         # Checked before Ray starts: a local Ray sized to the request would spawn them.
         if self._started_ray and not address:
             check_replicas_room(size, resources, machine_resources(), "this machine")
-        if self._started_ray:
-            # A local Ray for this run: room for every replica even on fewer cores (CPU replicas share --threads).
-            # start_ray: a Ray of our own ("local") or the cluster at address; a start that fails is one line.
+        if self._started_ray:  # a local Ray: room for every replica even on fewer cores (CPU replicas share --threads)
             start_ray(address, include_dashboard=False, log_to_driver=False, configure_logging=False,
                       **({} if address else {"num_cpus": max(os.cpu_count() or 1, int(size * resources["num_cpus"]))}))
         if address or not self._started_ray:  # a cluster (or a Ray this process joined already): what it reports
@@ -165,19 +158,13 @@ class ReplicaBackend(Backend):
         self._identity, self.dtype = described["identity"], described["dtype"]
         self.capabilities, self.tokenizer = described["capabilities"], described["tokenizer"]
         self.num_parameters = described["num_parameters"]
-        # A runner that does not stream to us cuts calls as it would for one replica (plan.chunk_size).
-        self.requests_per_call = described["requests_per_call"]
+        # The wrapped engine's call size and prompt mixing, for the runner (plan.chunk_size, running/stream.py).
+        self.requests_per_call, self.mixes_prompts = described["requests_per_call"], described["mixes_prompts"]
         self._merges_units = described["merges_units"]
-        # The runner may mix prompts in one call exactly where the wrapped engine allows it (running/stream.py).
-        self.mixes_prompts = described["mixes_prompts"]
 
     @classmethod
     def from_options(cls, options: BackendOptions) -> "ReplicaBackend":
         raise TypeError("ReplicaBackend is built by evalita_eval.replicas.create_backend")
-
-    @property
-    def replicas(self) -> int:
-        return self.size
 
     def _start(self, replica: int) -> None:
         """Start ``replica`` (again): its model loads; it takes units once its describe() is back (``_loaded``)."""
@@ -187,9 +174,9 @@ class ReplicaBackend(Backend):
         resources = replica_resources(self.name, self._inner_options)
         # The model folder the driver sees (a path, not a hub id): every replica must see it too.
         paths = {"model folder": self._inner_options.model} if os.path.exists(self._inner_options.model) else {}
-        actor = ray.remote(Replica).options(max_restarts=0, **resources).remote(self.name, self._inner_options,
-                                                                                 self._threads, paths)
-        self.actors[replica], self._described[replica] = actor, actor.describe.remote()
+        actor = ray.remote(Replica).options(max_restarts=0, **resources)
+        self.actors[replica] = actor.remote(self.name, self._inner_options, self._threads, paths)
+        self._described[replica] = self.actors[replica].describe.remote()
         self._loading[self._described[replica]] = replica
 
     def _loaded(self, futures: Sequence[Any]) -> list[int]:
@@ -242,14 +229,14 @@ class ReplicaBackend(Backend):
             return []
         began, shared = time.time(), ray.put(list(requests))
         whole = [list(c) for c in calls] if calls is not None else [list(range(len(requests)))]
-        loaded = set(range(self.size)) - set(self._loading.values())
+        loaded = set(range(self.replicas)) - set(self._loading.values())
         while not loaded:  # every replica (re)starting: the first loaded plans
             loaded.update(self._loaded(ray.wait(list(self._loading), num_returns=1)[0]))
         units = self._plan(kind, shared, whole, sorted(loaded))
         queues, planned = self._queues(units), time.time()
         out: list[Any] = [None] * len(requests)
         running: dict[Any, tuple[int, list[int]]] = {}  # future -> (replica, its units)
-        busy, ends = [0.0] * self.size, [planned] * self.size
+        busy, ends = [0.0] * self.replicas, [planned] * self.replicas
 
         def feed() -> None:
             """Each loaded replica a unit until it holds IN_FLIGHT: its share, else the largest shared (parallel.md)."""
@@ -299,7 +286,7 @@ class ReplicaBackend(Backend):
         a replica that dies meanwhile leaves its share to the first one."""
         import ray
 
-        k, n = len(loaded), self.size
+        k, n = len(loaded), self.replicas
         shares = [whole[i::k] for i in range(k)]
         futures = [self.actors[r].plan_calls.remote(kind, shared, share, n) for r, share in zip(loaded, shares)]
         planned = []
@@ -312,19 +299,16 @@ class ReplicaBackend(Backend):
         return [u for units in per_call for u in units]
 
     def _queues(self, units: Sequence[Unit]) -> list[deque[list[int]]]:
-        """Each replica's queue, then the shared one, of packs (unit lists) to run. An engine that merges units (vllm):
-        each replica's share (``assign``) merged into its calls; else every unit in the shared queue, largest first,
-        taken by whichever replica is free: the last units run are the small ones, no replica idles while units wait."""
+        """Each replica's queue, then the shared one, of packs (unit lists) to run (docs/parallel.md#replicas): vllm's
+        shares (``assign``) merged into calls; else every unit shared, largest first, for whichever replica is free."""
         if self._merges_units:
-            shares = assign([u.tokens for u in units], self.size)
+            shares = assign([u.tokens for u in units], self.replicas)
             return [deque(self._packs(units, share)) for share in shares] + [deque()]
         order = sorted(range(len(units)), key=lambda u: (-units[u].tokens, u))
-        return [deque() for _ in range(self.size)] + [deque([u] for u in order)]
+        return [deque() for _ in range(self.replicas)] + [deque([u] for u in order)]
 
     def _packs(self, units: Sequence[Unit], todo: Sequence[int]) -> list[list[int]]:
-        """A replica's units as submitted: one by one, or (vllm) merged into calls of ``requests_per_call`` at most."""
-        if not self._merges_units:
-            return [[u] for u in todo]
+        """A replica's units (vllm) merged into calls of ``requests_per_call`` at most."""
         packs: list[list[int]] = []
         size, limit = 0, self.requests_per_call or 1
         for u in todo:
@@ -369,7 +353,6 @@ class ReplicaBackend(Backend):
 
     @staticmethod
     def _died(future: Any) -> bool:
-        """``future`` failed with a Ray error: its replica died."""
         import ray
 
         try:

@@ -1,23 +1,7 @@
-"""How one backend call is cut into units for the replicas, and how units are spread.
+"""How one backend call is cut into units for the replicas, and how units are spread (docs/parallel.md#replicas).
 
-A unit is a list of inner calls (each a list of request indices) that one replica runs
-in order with the wrapped backend's own methods. The calls are exactly those one replica
-would receive or form itself, so every request lands in the same batch, beside the same
-requests, as on one replica: the numbers are bitwise those of one replica.
-
-- a method that does not stream (``hf`` log-likelihoods): the runner's chunks,
-  ``requests_per_call`` or ``batch_size x CHUNK_BATCHES`` requests in the runner's order
-  (running/stream.py ``RunStream._calls``), each run as one call;
-- a method that streams (``hf`` generations): the batches the backend says it forms
-  (``Backend.call_batches``), each run as one call;
-- ``vllm``: prefix families (``replicas/prefix_groups.py``: the contexts whose prompts share a
-  first KV block stay on one replica, so vLLM's prefix cache is reused as on one), which the
-  replica backend merges into large calls; vLLM's kernels round by batch, so log-likelihoods
-  equal one replica's within float rounding, not bitwise (docs/parallel.md);
-
-Calls that share a context (all choices of one document) are merged into one unit, so a
-prefix group never spans two replicas. Units are then given to replicas largest first,
-each to the replica with the fewest counted tokens so far (``assign``).
+A unit's inner calls are exactly those one replica would receive or form itself, so every request lands in the same
+batch, beside the same requests, as on one replica: the numbers are bitwise those of one replica.
 """
 
 from __future__ import annotations
@@ -51,8 +35,8 @@ def chunk_size(backend: Any) -> int:
 
 
 def merge_shared_contexts(calls: Sequence[Sequence[int]], contexts: Sequence[str]) -> list[list[list[int]]]:
-    """``calls`` grouped so that calls holding requests of one context are in one group
-    (union-find over contexts); groups in the order of their first call."""
+    """``calls`` grouped so that calls holding requests of one context are in one group (union-find over contexts);
+    groups in the order of their first call."""
     parent = list(range(len(calls)))
 
     def root(c: int) -> int:
@@ -76,8 +60,8 @@ def merge_shared_contexts(calls: Sequence[Sequence[int]], contexts: Sequence[str
 
 
 def request_tokens(backend: Any, kind: str, requests: Sequence[LLRequest | GenRequest]) -> list[int]:
-    """Counted tokens per request with the backend's tokenizer (characters / 4 without one):
-    a log-likelihood's context + continuation, a generation's context + its new-token limit."""
+    """Counted tokens per request with the backend's tokenizer (characters / 4 without one): a log-likelihood's
+    context + continuation, a generation's context (``plan_units`` adds its new-token limit)."""
     tokenizer = backend.tokenizer
     count = (lambda text: len(tokenizer.encode(text))) if tokenizer is not None else (lambda t: max(1, len(t) // 4))
     if kind == RequestKind.LOGLIKELIHOOD:
@@ -102,9 +86,8 @@ def plan_units(backend: Any, kind: str, requests: Sequence[LLRequest | GenReques
 
 
 def assign(tokens: Sequence[int], replicas: int) -> list[list[int]]:
-    """Unit indices per replica: largest first, each to the least loaded replica (ties: lowest
-    index), so counted tokens, not request counts, are balanced. Each replica's list keeps the
-    units' original order."""
+    """Unit indices per replica: largest first, each to the least loaded replica (ties: lowest index), so counted
+    tokens, not request counts, are balanced. Each replica's list keeps the units' original order."""
     load = [0] * replicas
     shards: list[list[int]] = [[] for _ in range(replicas)]
     for u in sorted(range(len(tokens)), key=lambda u: (-tokens[u], u)):

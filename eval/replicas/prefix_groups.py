@@ -1,23 +1,6 @@
-"""How a call of an engine with a prefix cache (``vllm``) is cut into units for the replicas.
-
-vLLM's prefix cache hashes a prompt's KV blocks as a chain from its first token: two prompts
-share a cached block only when they share their whole first block (``block_size`` tokens).
-So the requests are grouped in two steps, both by the token ids the engine receives
-(``engine_common``: the HF path's tokenisation, left-truncated as the backend does):
-
-1. *contexts*: the requests of one context (all choices of one document), never cut: their
-   context is computed once and read by every choice (``vllm_scoring``), and one-token choices
-   are one engine request;
-2. *families*: contexts whose prompts share a first block (one prompt template's instruction,
-   the same few-shot examples): on one replica the shared blocks are computed once, as on one
-   replica.
-
-A family larger than a replica's share of the call is cut between contexts into pieces, so that
-the replicas stay balanced; each piece recomputes the family's shared blocks once, so a family is
-cut into no more pieces than keep that recomputation under ``CUT_COST`` of its tokens (a
-prompt template over a whole task split takes many; three documents under one instruction,
-none). A unit is one piece, run as one engine call; a replica's units are merged into calls of
-``requests_per_call`` requests (``ReplicaBackend``), so the engine batches as much as with one replica.
+"""How a call of an engine with a prefix cache (``vllm``) is cut into units for the replicas: contexts never cut,
+families (contexts sharing a first KV block) kept on one replica, a large family cut into few pieces
+(docs/parallel.md#vllm-replicas), all by the token ids the engine receives (``engine_common``).
 """
 
 from __future__ import annotations
@@ -27,14 +10,13 @@ from typing import Any, Sequence
 from ..api import GenRequest, LLRequest, RequestKind
 from .plan import Unit, merge_shared_contexts
 
-# The most a family's cut may recompute, as a fraction of its counted tokens (the summed
-# computed prompt tokens of the replicas stay within this of one replica's).
+# The most a family's cut may recompute, as a fraction of its counted tokens.
 CUT_COST = 0.01
 
 
 def engine_tokens(backend: Any, kind: str, request: LLRequest | GenRequest) -> tuple[tuple[int, ...], ...] | None:
-    """(context ids, prompt ids) the engine receives for ``request``; None when the backend
-    refuses it (its own error then comes from the run, as with one replica)."""
+    """(context ids, prompt ids) the engine receives for ``request``; None when the backend refuses it (its own error
+    then comes from the run, as with one replica)."""
     from ..backends.engine_common import generation_prompt, ll_windows
 
     try:
@@ -56,16 +38,14 @@ def shared_tokens(prompts: Sequence[Sequence[int]], block: int) -> int:
 
 
 def cut_family(family: Sequence[list[int]], tokens: Sequence[int], share: int, shared: int) -> list[list[int]]:
-    """A family's contexts (index lists, in order) cut into consecutive pieces, each closed once it
-    holds ``share`` counted tokens; with ``shared`` tokens recomputed per extra piece, the share
-    is raised so that there are at most ``1 + CUT_COST x tokens / shared`` pieces (every piece
-    but the last holds a share or more, so the pieces number at most ``tokens / share``, rounded up)."""
+    """A family's contexts (index lists, in order) cut into consecutive pieces, each closed once it holds ``share``
+    counted tokens; the share raised so that there are at most ``1 + CUT_COST x tokens / shared`` pieces."""
     total = sum(tokens[i] for context in family for i in context)
     if shared:
         most = 1 + int(CUT_COST * total / shared)
         share = max(share, -(-total // most))
     pieces: list[list[int]] = [[]]
-    size = 0
+    size = 0  # of the last piece
     for context in family:
         if size >= share:
             pieces.append([])

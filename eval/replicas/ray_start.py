@@ -1,17 +1,8 @@
-"""Starting Ray, or joining a cluster, with one line when it cannot be done (docs/parallel.md).
-
-Two failures users meet, read from Ray 2.60's source:
-
-- a local Ray (no address) on a loaded machine: ``ray/_private/node.py`` gives the raylet a fixed
-  30 s to register with the GCS, then raises "The current node timed out during startup"; Ray has
-  no setting for that wait. Here the start is tried again, from scratch, until
-  ``EVALITA_RAY_START_WAIT_S`` seconds (default 120) have passed, then one line says what to do;
-- a cluster started with ``ray start --head``: Ray >= 2.52 turns token authentication on by
-  default and saves the token in ``~/.ray/auth_token``, but a driver given an explicit address
-  never turns it on by itself (``ray/_private/worker.py``: only ``address=None/"auto"`` does),
-  so the cluster refuses it (``InvalidAuthToken``). When ``RAY_AUTH_MODE`` is unset and the user
-  has a token (``RAY_AUTH_TOKEN``, the file at ``RAY_AUTH_TOKEN_PATH``, or ``~/.ray/auth_token``:
-  where Ray itself looks), token mode is set before Ray is imported, so that token is sent.
+"""Starting Ray, or joining a cluster, with one line when it cannot be done (docs/parallel.md, "Starting Ray"): a local
+start that times out (Ray 2.60's fixed 30 s raylet wait, ``ray/_private/node.py``) tried again until
+``EVALITA_RAY_START_WAIT_S``; token mode set before Ray is imported when joining an address with a token at hand (Ray
+>= 2.52 turns token authentication on for ``ray start --head``, but only ``address=None/"auto"`` sends it:
+``ray/_private/worker.py``).
 """
 
 from __future__ import annotations
@@ -29,8 +20,7 @@ STARTUP_TIMEOUT = "timed out during startup"  # Ray's message when the raylet di
 
 
 class RayStartError(ConnectionError):
-    """Ray could not be started or joined: the message is the one line the user reads (an OSError:
-    the CLI prints it as it is)."""
+    """Ray could not be started or joined: the one line the user reads (an OSError: the CLI prints it as it is)."""
 
 
 def start_wait_s() -> float:
@@ -58,8 +48,8 @@ def user_auth_token() -> str | None:
 
 
 def use_token_if_present(address: str | None) -> bool:
-    """Joining ``address`` with ``RAY_AUTH_MODE`` unset and a token at hand: token mode, before Ray
-    reads its configuration (at import). True when it was set here."""
+    """Joining ``address`` with ``RAY_AUTH_MODE`` unset and a token at hand: token mode, before Ray reads its
+    configuration (at import). True when it was set here."""
     if address is None or "RAY_AUTH_MODE" in os.environ or user_auth_token() is None:
         return False
     if "ray" in sys.modules:  # Ray read its configuration already: the failure line says what to set
@@ -74,15 +64,13 @@ def failure_line(err: BaseException, address: str | None, waited_s: float) -> st
     if address is None and STARTUP_TIMEOUT in text:
         return (f"a local Ray could not start within {waited_s:.0f} s (its raylet did not register in Ray's fixed "
                 f"30 s, on every try; the machine is loaded): set {START_WAIT_ENV} to keep trying longer, or start Ray "
-                "yourself "
-                "with `ray start --head` and pass --backend-arg ray_address=127.0.0.1:6379")
-    # A cluster refusing the token is, for ray.init, a ConnectionError naming no reason (the
-    # InvalidAuthToken is only in the log lines before it).
+                "yourself with `ray start --head` and pass --backend-arg ray_address=127.0.0.1:6379")
+    # A cluster refusing the token is, for ray.init, a ConnectionError naming no reason (InvalidAuthToken is logged).
     refused = "InvalidAuthToken" in text or "authentication" in text.lower()
     if address is not None and (isinstance(err, ConnectionError) or refused):
         token = user_auth_token()
-        where = f"the token in {token}" if token else \
-            "no token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
+        where = f"the token in {token}" if token else (
+            "no token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)")
         return (f"the Ray cluster at {address} did not let this run join ({text.splitlines()[0]}; RAY_AUTH_MODE="
                 f"{os.environ.get('RAY_AUTH_MODE', 'unset')}, {where}): a cluster with token authentication needs "
                 "RAY_AUTH_MODE=token and its token in RAY_AUTH_TOKEN (`ray get-auth-token` on its head node)")
@@ -102,8 +90,8 @@ def check_reachable(address: str, timeout_s: float = 5.0) -> None:
 
 
 def start_ray(address: str | None, **init_kwargs: Any) -> None:
-    """``ray.init(address, **init_kwargs)``; a local start that times out is tried again until the
-    start-up wait is spent; a failure we know ends in ``RayStartError`` (one line)."""
+    """``ray.init(address, **init_kwargs)``; a local start that times out is tried again until the start-up wait is
+    spent; a failure we know ends in ``RayStartError`` (one line)."""
     use_token_if_present(address)
     if address is not None:
         check_reachable(address)

@@ -1,7 +1,6 @@
-"""What a run's replicas (and a sweep's runs) reserve, compared with what there is, before anything
-starts: the CPUs and GPUs of this machine when Ray is started here (``os.cpu_count()``,
-``torch.cuda.device_count()``), else those the Ray cluster reports. Asking for more is one line,
-never a local Ray sized to the request that spawns workers until memory runs low."""
+"""What a run's replicas (and a sweep's runs) reserve, compared with what there is, before anything starts (this
+machine's when Ray is started here, else the cluster's): asking for more is one line, never a local Ray sized to the
+request that spawns workers until memory runs low."""
 
 from __future__ import annotations
 
@@ -35,10 +34,9 @@ def cluster_resources() -> dict[str, float]:
 
 
 def check_room(what: str, cpus: float, gpus: float, have: dict[str, float], where: str) -> None:
-    """``what`` (e.g. ``data_parallel_size=4: 4 replicas``) needs ``cpus`` CPUs and ``gpus`` GPUs;
-    ``have`` are those of ``where`` (this machine, or the Ray cluster at ADDRESS)."""
-    short = [f"{need:g} {kind}s ({where} has {have[kind]:g})"
-             for kind, need in (("CPU", cpus), ("GPU", gpus)) if need > have[kind]]
+    """``what`` (``data_parallel_size=4: 4 replicas``) needs ``cpus`` CPUs and ``gpus`` GPUs; ``have``: ``where``'s."""
+    short = [f"{need:g} {kind}s ({where} has {have[kind]:g})" for kind, need in (("CPU", cpus), ("GPU", gpus))
+             if need > have[kind]]
     if short:
         raise NotEnoughResources(f"{what} need {' and '.join(short)}; nothing was started")
 
@@ -69,8 +67,8 @@ def replica_resources(name: str, options: BackendOptions) -> dict[str, Any]:
 
 def check_replicas_room(size: int, resources: dict[str, Any], have: dict[str, float], where: str) -> None:
     """N replicas need a CPU each (CPU replicas share --threads cores) and their GPUs."""
-    check_room(f"data_parallel_size={size}: {size} replicas", float(size), float(size * resources["num_gpus"]), have,
-               where)
+    gpus = float(size * resources["num_gpus"])
+    check_room(f"data_parallel_size={size}: {size} replicas", float(size), gpus, have, where)
 
 
 def driver_threads() -> int | None:
