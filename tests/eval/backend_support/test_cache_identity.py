@@ -113,6 +113,7 @@ def test_results_record_the_identity_without_secrets(baseline: Path, model_copy:
     model = json.loads((baseline / "results.json").read_text("utf-8"))["model"]
     key = model.pop("cache_key")
     model.pop("name")  # how outputs name the model (--model-name): no part of the identity
+    assert model.pop("num_parameters") > 0  # a fact of the weights their fingerprint already identifies
     assert key == identity_key(model)
     assert model["files_sha256"] == folder_fingerprint(model_copy) and model["backend"] == "hf"
     assert (model["dtype"], model["max_length"], model["device"], model["revision"]) == ("float32", 2048, "cpu", None)
