@@ -140,7 +140,7 @@ def run_spec(spec) -> None:
     check_data(entries, source, spec, named_tasks=spec.tasks is not None)
     result, runner = execute(backend_options(spec, spec.device), source, spec, entries)
     if result.status == "empty":  # every task skipped by the runner (e.g. none declares the --setting's prompts)
-        raise click.ClickException(nothing_evaluated(result.skipped, source))
+        raise click.ClickException(nothing_evaluated(result.record.skipped, source))
     click.echo(f"model: {display_name({**runner.model.record, NAME_FIELD: spec.model_name})}")
     click.echo(summary_table(result.results))
     click.echo(task_summary_table(result.results, runner.record.baselines))
