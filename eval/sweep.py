@@ -1,17 +1,15 @@
 """``evalita-eval sweep FILE``: many runs (models x settings ...) as Ray tasks, then one report.
 
-FILE (YAML or JSON) is a list of runs, or ``{"defaults": {...}, "runs": [...]}`` whose defaults
-every run extends. A run holds the keys of ``evalita-eval run --config`` (eval/run_config.py:
-``model``, ``data``, ``backend``, ``backend_args`` as a mapping, ``setting``, ``limit`` ...) and
-an optional ``name``; eval/sweep_runs.py reads and checks them all before anything starts. Each run
-is the real ``run --config`` of its keys (written to ``OUT/runs/<n>.yaml``) in its own process (a
-Ray task reserving the run's GPUs), writing its folder exactly as ``run`` would (without
-``output_dir``: ``results/<model>/<setting>-<run id>``), its console into ``OUT/logs/<n>.log``.
-A run whose folder records a complete run of the same identity is not started again; any other
-resumes from its cache. A failed run is reported and the others go on. The driver prints a line
-per run as it is queued, starts, finishes a task and ends (``Lines``, from what each run's task
-reports to a ``Board`` actor). ``run`` holds its folder's lock while it computes, so two sweeps
-never compute one run at once. What the runs reserve is compared with what there is first.
+FILE (YAML or JSON) is a list of runs, or ``{"defaults": {...}, "runs": [...]}`` whose defaults every run extends. A run
+holds the keys of ``evalita-eval run --config`` (eval/run_config.py: ``model``, ``data``, ``backend``, ``backend_args``
+as a mapping, ``setting``, ``limit`` ...) and an optional ``name``; eval/sweep_runs.py reads and checks them all before
+anything starts. Each run is the real ``run --config`` of its keys (written to ``OUT/runs/<n>.yaml``) in its own process
+(a Ray task reserving the run's GPUs), writing its folder exactly as ``run`` would (without ``output_dir``:
+``results/<model>/<setting>-<run id>``), its console into ``OUT/logs/<n>.log``. A run whose folder records a complete
+run of the same identity is not started again; any other resumes from its cache. A failed run is reported and the others
+go on. The driver prints a line per run as it is queued, starts, finishes a task and ends (``Lines``, from what each
+run's task reports to a ``Board`` actor). ``run`` holds its folder's lock while it computes, so two sweeps never compute
+one run at once. What the runs reserve is compared with what there is first.
 """
 
 from __future__ import annotations
@@ -276,9 +274,8 @@ def report_groups(runs: list[SweepRun], states: dict[int, tuple[str, Path | None
 
 
 def report_sweep(runs: list[SweepRun], out: Path, address: str | None, echo: Callable[[str], None]) -> int:
-    """Run the sweep, then write one report (reporting/report.py, as `evalita-eval report`) of
-    every complete run (one per prompt set when the runs evaluate different prompts); the number
-    of runs that are not complete."""
+    """Run the sweep, then write one report (reporting/report.py, as `evalita-eval report`) of every complete run (one
+    per prompt set when the runs evaluate different prompts); the number of runs that are not complete."""
     from .reporting.report import write_report
 
     for run in runs:

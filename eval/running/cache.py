@@ -1,12 +1,10 @@
 """Append-only cache of per-request results, so that a killed run resumes where it stopped.
 
-One JSON line per finished request: ``{"key": sha256, "value": ...}``. The key is the
-hash of the model identity and the request, so a cache is only ever reused for the
-same model and the same prompt text. The file is untrusted when read back: a line cut
-short by a crash, not UTF-8, not JSON, without a string key or with a null value is
-damaged; a value whose shape does not fit its request kind (``loglikelihood``:
-``[finite number, bool]``, ``generate_until``: a string) is of the wrong shape. Both
-count as missing: those requests are computed again, and ``damage_note`` says how many.
+One JSON line per finished request: ``{"key": sha256, "value": ...}``. The key is the hash of the model identity and the
+request, so a cache is only ever reused for the same model and the same prompt text. The file is untrusted when read
+back: a line cut short by a crash, not UTF-8, not JSON, without a string key or with a null value is damaged; a value
+whose shape does not fit its request kind (``loglikelihood``: ``[finite number, bool]``, ``generate_until``: a string)
+is of the wrong shape. Both count as missing: those requests are computed again, and ``damage_note`` says how many.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """The run's identity: every input that can change a number, its short hash, and the output folder it owns.
 
-Two invocations with equal identities are one run (the second resumes or extends the first);
-two with different identities never share a folder: the default folder is named by the model
-and the hash of the identity, and a run into a folder that holds another identity's results
-refuses, naming the first difference (``--overwrite`` replaces them).
+Two invocations with equal identities are one run (the second resumes or extends the first); two with different
+identities never share a folder: the default folder is named by the model and the hash of the identity, and a run into a
+folder that holds another identity's results refuses, naming the first difference (``--overwrite`` replaces them).
 """
 
 from __future__ import annotations
@@ -117,10 +116,9 @@ def earlier_run(out: Path) -> dict | None:
 
 
 def claim_folder(out: Path, identity: dict[str, Any], overwrite: bool) -> dict | None:
-    """Make ``out`` this run's folder; returns the results.json of an earlier invocation of the same
-    run (to resume and extend), else None. Another identity's results refuse, or with ``overwrite``
-    are removed (results.json and samples/; the resume cache stays: its keys name the model and
-    request, so it can never give one run's values to another)."""
+    """Make ``out`` this run's folder; returns the results.json of an earlier invocation of the same run (to resume and
+    extend), else None. Another identity's results refuse, or with ``overwrite`` are removed (results.json and samples/;
+    the resume cache stays: its keys name the model and request, so it can never give one run's values to another)."""
     if overwrite:
         (out / RESULTS_FILE).unlink(missing_ok=True)
         shutil.rmtree(out / "samples", ignore_errors=True)

@@ -1,13 +1,12 @@
-"""The run's work as one stream: every request of the plan that the resume cache lacks, computed
-before any task is assembled, one request kind after the other (docs/evaluator.md).
+"""The run's work as one stream: every request of the plan that the resume cache lacks, computed before any task is
+assembled, one request kind after the other (docs/evaluator.md).
 
-Per kind, pending requests go in the plan's order (longest context first within a prompt); a
-request an earlier prompt also sends is computed once. A backend that mixes prompts (vllm) gets
-calls across tasks and prompts; any other (hf) one prompt's requests per call, so its padded
-batches and float rounding are those of a run of that prompt; one that takes ``calls`` (replicas)
-gets every call of the kind at once. Each finished request is saved as it arrives
-(``ResultSaver``). Budget-forced prompts (``TaskKind.forcing``) are left out and computed when their
-task is assembled. A call's time is split among its tasks in proportion to their prompt tokens.
+Per kind, pending requests go in the plan's order (longest context first within a prompt); a request an earlier prompt
+also sends is computed once. A backend that mixes prompts (vllm) gets calls across tasks and prompts; any other (hf) one
+prompt's requests per call, so its padded batches and float rounding are those of a run of that prompt; one that takes
+``calls`` (replicas) gets every call of the kind at once. Each finished request is saved as it arrives
+(``ResultSaver``). Budget-forced prompts (``TaskKind.forcing``) are left out and computed when their task is assembled.
+A call's time is split among its tasks in proportion to their prompt tokens.
 """
 
 from __future__ import annotations
@@ -65,9 +64,8 @@ class RunStream:
 
     def cached(self, kind: str, task: str, requests: Sequence[Any], to_json: Callable[[Any], Any],
                label: str) -> tuple[list[Any], int]:
-        """Values of ``requests`` (one prompt of ``task``, out of the stream: budget forcing) from the
-        resume cache, the others computed as the stream computes one prompt, and written to it:
-        (values, requests computed)."""
+        """Values of ``requests`` (one prompt of ``task``, out of the stream: budget forcing) from the resume cache, the
+        others computed as the stream computes one prompt, and written to it: (values, requests computed)."""
         keys = [request_key(self.runner.model.cache_key, kind, request_payload(r)) for r in requests]
         segment = self._segment(kind, task, requests, keys, to_json, set())
         with self._bar(len(requests), label) as bar:
