@@ -23,8 +23,7 @@ GGUF_INSTALL = "pip install -e '.[gguf]' (in a clone of evalita-llm)"
 
 
 class ModelPathError(ValueError):
-    """A --model that cannot be a model; ``usage``: the fault is the argument itself (exit 2), else an install (exit 1).
-    """
+    """A --model that cannot be a model; ``usage``: the fault is the argument itself (exit 2), else an install."""
 
     def __init__(self, message: str, usage: bool = True) -> None:
         super().__init__(message)
@@ -61,8 +60,7 @@ def _require_gguf(model: str) -> None:
         raise ModelPathError(f"--model {model} needs the gguf package: {GGUF_INSTALL}", usage=False)
     if missing:
         raise ModelPathError(f"--model {model} needs {', '.join(missing)} (transformers loads GGUF files with it): "
-                             f"{GGUF_INSTALL}",
-                             usage=False)
+                             f"{GGUF_INSTALL}", usage=False)
 
 
 def _file_advice(model: str, path: Path) -> str:

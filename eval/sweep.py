@@ -50,14 +50,13 @@ class CacheLines:
                 added = fh.read()
         except OSError:
             return self.lines
-        self.offset += len(added)
-        self.lines += added.count(b"\n")
+        self.offset, self.lines = self.offset + len(added), self.lines + added.count(b"\n")
         return self.lines
 
 
 def standing(folder: Path, cache: CacheLines) -> tuple[int, str]:
-    """Where a running run stands, from its folder: (tasks finished, 'running: 1 of 2 tasks finished
-    (te), 34 requests saved'). Unreadable or partial files read as nothing finished yet."""
+    """Where a running run stands, from its folder: (tasks finished, 'running: 1 of 2 tasks finished (te), 34 requests
+    saved'). Unreadable or partial files read as nothing finished yet."""
     try:  # results.json only: the samples of the task running are being written
         record = read_run(folder, partial=True, samples=False) if (folder / "results.json").is_file() else None
     except RecordError:
@@ -100,9 +99,9 @@ def die_with_parent() -> None:
 
 def run_one(config: str, log: str, cwd: str, board: Any = None, run: int = 0,
             paths: dict[str, str] | None = None) -> tuple[int, str, str | None]:
-    """``run --config CONFIG`` in its own process (in ``cwd``, the driver's folder), its console appended
-    to ``log``: (exit code, last line, the run's folder or None). Tells ``board`` (a ``Board`` actor)
-    that it started, then where it stands as it goes. ``paths`` (what -> path) that this node cannot read: one line."""
+    """``run --config CONFIG`` in its own process (in ``cwd``, the driver's folder), its console appended to ``log``:
+    (exit code, last line, the run's folder or None). Tells ``board`` (a ``Board`` actor) that it started, then where
+    it stands as it goes. ``paths`` (what -> path) that this node cannot read: one line."""
     import ray
 
     from .replicas.resources import node_name, unreadable
@@ -138,8 +137,8 @@ def run_one(config: str, log: str, cwd: str, board: Any = None, run: int = 0,
 
 
 class Lines:
-    """The driver's console: a line per run when it is queued, starts, finishes a task, ends (and at
-    most every ``STATUS_EVERY_S`` while its count of saved requests moves)."""
+    """The driver's console: a line per run when it is queued, starts, finishes a task, ends (and at most every
+    ``STATUS_EVERY_S`` while its count of saved requests moves)."""
 
     def __init__(self, runs: list[SweepRun], echo: Callable[[str], None]) -> None:
         self.runs, self.echo = runs, echo
@@ -168,8 +167,8 @@ def reservations(runs: list[SweepRun], address: str | None) -> list[dict[str, fl
     the cluster's: one line naming the run before any run starts."""
     from .replicas.resources import check_room, cluster_resources, machine_resources
 
-    have, where = (cluster_resources(), f"the Ray cluster at {address}") if address else (machine_resources(),
-                                                                                          "this machine")
+    have = cluster_resources() if address else machine_resources()
+    where = f"the Ray cluster at {address}" if address else "this machine"
     held = [run_reservation(run.spec, have["GPU"] > 0) for run in runs]
     for run, each in zip(runs, held):
         check_room(f"{run.where}: its replicas and GPUs", each["num_cpus"], each["num_gpus"], have, where)
@@ -206,8 +205,8 @@ def write_configs(runs: list[SweepRun], out: Path) -> list[Path]:
 
 def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | None,
               out: Path) -> dict[int, tuple[str, Path | None]]:
-    """Every run not yet complete as a Ray task; a line per run as it is queued, starts, goes on and
-    ends. Returns run index -> (state, its folder)."""
+    """Every run not yet complete as a Ray task; a line per run as it is queued, starts, goes on and ends. Returns run
+    index -> (state, its folder)."""
     from .replicas.ray_start import start_ray, use_token_if_present
 
     use_token_if_present(address)  # before Ray reads its configuration
@@ -261,9 +260,9 @@ def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | 
 
 def report_groups(runs: list[SweepRun], states: dict[int, tuple[str, Path | None]],
                   out: Path) -> dict[Path, list[Path]]:
-    """The results files of the complete runs, by the folder of their report: one report in OUT when the
-    runs evaluate the same prompts, else one per prompt set (OUT/prompts-p1-p3, OUT/prompts-all): a
-    report compares every model on every prompt of a task."""
+    """The results files of the complete runs, by the folder of their report: one report in OUT when the runs evaluate
+    the same prompts, else one per prompt set (OUT/prompts-p1-p3, OUT/prompts-all): a report compares every model on
+    every prompt of a task."""
     groups: dict[str, list[Path]] = {}
     for i, (state, folder) in sorted(states.items()):
         if state.startswith("complete") and folder is not None:

@@ -49,8 +49,8 @@ def _read(path: Path) -> tuple[dict[str, Any], list[Any]]:
 
 
 def load_sweep(path: Path) -> list[SweepRun]:
-    """The runs of a sweep file, each checked as ``run --config`` checks its file; one line naming the
-    file, the run and the key otherwise (a ValueError)."""
+    """The runs of a sweep file, each checked as ``run --config`` checks its file; one line naming the file, the run and
+    the key otherwise (a ValueError)."""
     defaults, doc = _read(path)
     runs = []
     for n, raw in enumerate(doc, 1):
@@ -77,8 +77,7 @@ def sweep_run(spec: RunSpec, n: int, name: str | None, notes: tuple[str, ...] = 
 
     folder = Path(spec.output_dir).resolve() if spec.output_dir else None
     slug = folder.name if folder else setting_slug(spec.setting, spec.constrained, spec.num_fewshot, spec.split)
-    default_name = f"{spec.model} {slug}"
-    return SweepRun(name or default_name, n, spec, folder, notes)
+    return SweepRun(name or f"{spec.model} {slug}", n, spec, folder, notes)
 
 
 def run_reservation(spec: RunSpec, gpus_there: bool) -> dict[str, float]:
@@ -142,15 +141,13 @@ def identity_difference(record: RunRecord, spec: RunSpec) -> str | None:
     if not isinstance(model, dict):
         return "no model in its run identity"
     recorded = {k: v for k, v in identity.items() if k not in _NOT_ENTRY_KEYS}
-    difference = first_difference(recorded, entry_identity(spec))
-    if difference:
+    if difference := first_difference(recorded, entry_identity(spec)):
         return difference
     own = {k: v for k, v in spec.backend_args.items() if k not in REPLICA_OPTIONS}
     wanted = {"name_or_path": spec.model, "revision": spec.revision, "backend": spec.backend, **own}
     if spec.dtype != "auto":
         wanted["dtype"] = spec.dtype
-    difference = first_difference({k: model.get(k) for k in wanted}, wanted, "model.")
-    if difference:
+    if difference := first_difference({k: model.get(k) for k in wanted}, wanted, "model."):
         return difference
     if spec.tasks:
         from .sources.entries import select_entries
@@ -165,8 +162,7 @@ def identity_difference(record: RunRecord, spec: RunSpec) -> str | None:
 
 
 def candidate_folders(run: SweepRun) -> list[Path]:
-    """Where a complete run of ``run`` can be: its output_dir, else ``run``'s default folders of its model and setting.
-    """
+    """Where a complete run of ``run`` can be: its output_dir, else ``run``'s default folders of its model, setting."""
     from .naming import model_slug, setting_slug
 
     if run.output_dir is not None:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 from ..api import GenRequest, LLRequest, RequestKind
 from ..backend_support.phase_clock import GenerationPhases
+from .console import columns
 
 LL, GEN = RequestKind.LOGLIKELIHOOD, RequestKind.GENERATE
 CHARS_PER_TOKEN = 4  # without a tokenizer (chat APIs): the usual rough rate
@@ -99,9 +100,7 @@ def plan_table(plans: Sequence[TaskPlan]) -> str:
     counted = all(p.counted for p in plans)
     cached, requests = sum(p.cached for p in plans), sum(p.requests for p in plans)
     rows.append(("total", "", f"{requests:,}", _number(sum(p.prompt_tokens for p in plans), counted), ""))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    text = "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-                     for r in rows)
+    text = columns(rows, text={0, 1})
     if cached:
         text += (f"\nresume: {cached:,} of these {requests:,} requests are in the resume cache and are read back; "
                  f"{requests - cached:,} are computed "

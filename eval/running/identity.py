@@ -20,9 +20,7 @@ from ..record.build import ID_LENGTH, run_id  # noqa: F401  (one hash: the write
 from ..settings.thinking import DEFAULT_TRACE_BUDGET
 
 RESULTS_FILE = "results.json"
-# What results.json calls the identity and its hash.
-IDENTITY_FIELD = "run_identity"
-ID_FIELD = "run_id"
+IDENTITY_FIELD = "run_identity"  # what results.json calls the identity
 # Held (filelock) by the process computing a run's folder (eval/cli/run.py): two never compute one at once.
 RUN_LOCK = ".run.lock"
 LOCKED = 75  # the exit code of a run whose folder another process holds (EX_TEMPFAIL)
@@ -39,22 +37,14 @@ def chat_template_identity(backend: Any) -> dict:
 
 
 def run_identity(model_record: dict[str, Any], config: Any, chat_template: dict | None) -> dict[str, Any]:
-    """Every input of a run that can change a number: the model and backend (``ModelInfo.record``,
-    the backend's ``cache_identity()``) and the run's options (its ``RunSpec``)."""
+    """Every input of a run that can change a number: the model and backend (``ModelInfo.record``, the backend's
+    ``cache_identity()``) and the run's options (its ``RunSpec``)."""
     return {
-        "model": model_record,
-        "setting": config.setting,
-        "apply_chat_template": config.apply_chat_template,
-        "chat_template": chat_template,
-        "system_instruction": config.system_instruction,
-        "num_fewshot": config.num_fewshot,
-        "fewshot_as_multiturn": config.fewshot_as_multiturn,
-        "seed": config.seed,
-        "split": config.split,
-        "prompts": sorted(config.prompts) if config.prompts is not None else None,
-        "limit": config.limit,
-        "max_new_tokens": config.max_new_tokens,
-        "constrained": config.constrained,
+        "model": model_record, "setting": config.setting, "apply_chat_template": config.apply_chat_template,
+        "chat_template": chat_template, "system_instruction": config.system_instruction,
+        "num_fewshot": config.num_fewshot, "fewshot_as_multiturn": config.fewshot_as_multiturn, "seed": config.seed,
+        "split": config.split, "prompts": sorted(config.prompts) if config.prompts is not None else None,
+        "limit": config.limit, "max_new_tokens": config.max_new_tokens, "constrained": config.constrained,
         # Only when on: the identities (and folders) of the runs made before --thinking existed are unchanged.
         **({"thinking": {"on": True, "think_markers": list(config.think_markers),
                          "max_thinking_tokens": config.max_thinking_tokens,
@@ -69,12 +59,10 @@ def identity_of(backend: Any, model_record: dict[str, Any], config: Any) -> dict
     return run_identity(model_record, config, chat_template_identity(backend) if config.apply_chat_template else None)
 
 
-
-
 def default_output_dir(identity: dict[str, Any]) -> Path:
     """``results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>][-thinking]-<run id>``: readable, and
-    never shared by two identities (a chat template, a system instruction, a dtype or another
-    model folder of the same name change the hash)."""
+    never shared by two identities (a chat template, a system instruction, a dtype or another model folder of the same
+    name change the hash)."""
     return Path("results") / run_folder(identity["model"], identity, run_id(identity))
 
 

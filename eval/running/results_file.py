@@ -42,9 +42,9 @@ def package_versions() -> dict[str, str]:
 
 
 def task_versions(entry: TaskEntry, setting: str) -> TaskRecord:
-    """The task's declared version, a short hash of each prompt it is asked with (an edited
-    prompt shows in results.json even where the version was not raised) and the metrics it is
-    scored with, headline first, with kind and direction: what reports read (reporting/recorded.py)."""
+    """The task's declared version, a short hash of each prompt it is asked with (an edited prompt shows in results.json
+    even where the version was not raised) and the metrics it is scored with, headline first, with kind and direction:
+    what reports read (reporting/recorded.py)."""
     kind = task_kind(entry, setting)
     return TaskRecord(version=entry.spec.version,
                       prompts={name: hashlib.sha256(repr(p).encode("utf-8")).hexdigest()[:12]
@@ -116,8 +116,8 @@ def config_json(c: Any, chat_template: dict | None, replicas: int) -> dict:
 
 
 def asked_record(kind: Any) -> Asked:
-    """How a task kind asks the model: ``generate_until`` with its token budget and the stop strings its
-    requests carry (none when thinking without forcing), or ``loglikelihood``."""
+    """How a task kind asks the model: ``generate_until`` with its token budget and the stop strings its requests carry
+    (none when thinking without forcing), or ``loglikelihood``."""
     if kind.request_kind is not RequestKind.GENERATE:
         return Asked(str(kind.request_kind))
     return Asked(str(RequestKind.GENERATE), kind.max_new_tokens, tuple(kind.sent_stops))
@@ -133,19 +133,11 @@ def new_record(runner: Any, planned: list[str]) -> RunRecord:
         raise RecordError(f"backend {model.backend!r}: its cache_identity() has a key results.json does not declare "
                           f"({err}); declare it in record/model.py ModelRecord and results.schema.json") from None
     recorded.name = display_name(recorded if model.given_name is None else {"name": model.given_name})
-    return RunRecord(
-        path=runner.out / RESULTS_FILE,
-        status="partial",
-        run_id=run_id(identity),
-        identity=identity,
-        model=recorded,
-        config=config_record(
-            config_json(runner.config, runner.chat_template, getattr(runner.backend, "replicas", 1)), identity
-        ),
-        data=DataRecord(source=runner.source.description, **runner.source.provenance()),
-        planned=planned,
-        package_versions=package_versions(),
-    )
+    config = config_json(runner.config, runner.chat_template, getattr(runner.backend, "replicas", 1))
+    return RunRecord(path=runner.out / RESULTS_FILE, status="partial", run_id=run_id(identity), identity=identity,
+                     model=recorded, config=config_record(config, identity), planned=planned,
+                     data=DataRecord(source=runner.source.description, **runner.source.provenance()),
+                     package_versions=package_versions())
 
 
 def sample_task_version(entry: TaskEntry, setting: str, prompt: str) -> dict:
@@ -155,12 +147,11 @@ def sample_task_version(entry: TaskEntry, setting: str, prompt: str) -> dict:
     return {"version": versions.version, "prompt": versions.prompts[prompt]}
 
 
-def write_samples(
-    out: Path, entry: str, prompt: str, samples: list[dict], rid: str, task_version: dict | None = None
-) -> None:
-    """Write ``OUT/samples/<entry>_<prompt>.jsonl`` whole (a temporary file renamed over it); each line
-    carries the run id ``rid`` and the task's ``task_version`` (it belongs to the results.json beside it)
-    and is checked: its reader accepts it (docs/run-record.md)."""
+def write_samples(out: Path, entry: str, prompt: str, samples: list[dict], rid: str,
+                  task_version: dict | None = None) -> None:
+    """Write ``OUT/samples/<entry>_<prompt>.jsonl`` whole (a temporary file renamed over it); each line carries the run
+    id ``rid`` and the task's ``task_version`` (it belongs to the results.json beside it) and is checked: its reader
+    accepts it (docs/run-record.md)."""
     folder = out / "samples"
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{entry}_{prompt}.jsonl.tmp"

@@ -115,13 +115,9 @@ class Runner:
         refuse_forcing_on_chat_messages(config.reasoning, backend.capabilities.chat_messages, backend.name)
 
     # -- one task entry ----------------------------------------------------------------
-    def eval_split(self, entry: TaskEntry) -> str:
-        """The split evaluated: --split, else the task's official evaluation split."""
-        return eval_split(entry, self.config)
-
     def load_docs(self, entry: TaskEntry) -> tuple[list[dict], list[dict]]:
         spec = entry.spec
-        docs = self.source.load(entry, self.eval_split(entry))
+        docs = self.source.load(entry, eval_split(entry, self.config))
         if self.config.limit is not None:
             docs = docs[: self.config.limit]
         pool: list[dict] = []
@@ -150,7 +146,7 @@ class Runner:
         """The prompt of every document under prompt ``name`` (few-shot examples, chat template applied), and the
         chat turns behind them for backends that take messages (else None)."""
         fewshot_args = (task, name, docs, pool, self.config.num_fewshot, self.config.seed)
-        fewshot_kw = dict(pool_is_eval_split=entry.spec.fewshot_split == self.eval_split(entry),
+        fewshot_kw = dict(pool_is_eval_split=entry.spec.fewshot_split == eval_split(entry, self.config),
                           system_instruction=self.config.system_instruction,
                           multiturn=self.config.fewshot_as_multiturn is not False)
         if self.chat_messages:
@@ -282,7 +278,7 @@ class Runner:
         record.timing[entry.name] = self._task_timing(entry.name, streamed_s + time.perf_counter() - began, before,
                                                       finished=True)
         record.resources[entry.name] = peak_memory()
-        splits = [self.eval_split(entry)] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
+        splits = [eval_split(entry, self.config)] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
         record.data.manifest_sha256[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
         self._write_results()
 
