@@ -1,15 +1,7 @@
 """``evalita-eval sweep FILE``: many runs (models x settings ...) as Ray tasks, then one report.
 
-FILE (YAML or JSON) is a list of runs, or ``{"defaults": {...}, "runs": [...]}`` whose defaults every run extends. A run
-holds the keys of ``evalita-eval run --config`` (eval/run_config.py: ``model``, ``data``, ``backend``, ``backend_args``
-as a mapping, ``setting``, ``limit`` ...) and an optional ``name``; eval/sweep_runs.py reads and checks them all before
-anything starts. Each run is the real ``run --config`` of its keys (written to ``OUT/runs/<n>.yaml``) in its own process
-(a Ray task reserving the run's GPUs), writing its folder exactly as ``run`` would (without ``output_dir``:
-``results/<model>/<setting>-<run id>``), its console into ``OUT/logs/<n>.log``. A run whose folder records a complete
-run of the same identity is not started again; any other resumes from its cache. A failed run is reported and the others
-go on. The driver prints a line per run as it is queued, starts, finishes a task and ends (``Lines``, from what each
-run's task reports to a ``Board`` actor). ``run`` holds its folder's lock while it computes, so two sweeps never compute
-one run at once. What the runs reserve is compared with what there is first.
+Each run is the real ``run --config`` of its keys (eval/sweep_runs.py reads and checks them all first) in its own
+process; what a sweep prints, resumes, refuses and reports: docs/parallel.md#sweeps.
 """
 
 from __future__ import annotations
@@ -189,12 +181,10 @@ def write_configs(runs: list[SweepRun], out: Path) -> list[Path]:
     """Each run's keys as the ``run --config`` file its task runs (``OUT/runs/<n>.yaml``)."""
     import yaml
 
-    from .run_config import spec_file_values
-
     (out / "runs").mkdir(parents=True, exist_ok=True)
     paths = []
     for run in runs:
-        values = spec_file_values(run.spec)
+        values = run.spec.model_dump(mode="json", exclude_unset=True)  # the keys given, as a --config file holds them
         if run.output_dir is not None:
             values["output_dir"] = str(run.output_dir)
         path = out / "runs" / f"{run.number}.yaml"

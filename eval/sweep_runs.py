@@ -1,11 +1,6 @@
 """The runs of a sweep file (``evalita-eval sweep FILE``; eval/sweep.py runs them): each run a typed ``RunSpec``
-(eval/run_config.py, the keys of ``run --config``), and whether a run is complete, decided by comparing the identity its
-folder records with the one the run's keys give.
-
-A run without ``output_dir`` writes where ``run`` would: ``results/<model>/<setting>-<run id>``, the run id being the
-hash of its identity (eval/running/identity.py), so a run edited in the file (``limit: 2`` -> ``3``, other prompts) is
-another folder, computed, never "already complete". Runs are refused before anything starts when two have one name,
-write to one folder (compared after resolving), or are the same run.
+(eval/run_config.py, the keys of ``run --config``), and whether a run is complete, decided by comparing the identity
+its folder records with the one the run's keys give (docs/parallel.md#sweeps: folders and identity).
 """
 
 from __future__ import annotations

@@ -138,10 +138,9 @@ class TimeEstimate:
         self.gen_new_left = sum((p.requests - p.cached) * p.max_new_tokens for p in gen)
         self.echo, self.every_s, self.clock = echo, every_s, clock
         self.seconds, self.done = 0.0, 0  # the finished generation batches: their seconds and budget tokens
-        self.generations = 0  # generations finished (in finished batches or not)
-        self.batches = 0  # generation batches finished
+        self.generations, self.batches = 0, 0  # generations finished (in finished batches or not), batches finished
         self._open = [0, 0.0]  # the batch whose results are arriving: budget tokens, seconds
-        self._reported: set[str] = set()
+        self._reported: set[str] = set()  # the kinds whose first estimate was printed
         self._last_print = 0.0
 
     def record(self, kind: str, requests: Sequence[LLRequest | GenRequest], seconds: float) -> None:
@@ -236,12 +235,9 @@ class TimeEstimate:
         parts = [f"{', '.join(rates)} so far"] if rates else []
         if self.total_generations:
             left = max(0, self.total_generations - self.generations)
-            if self._phased:
-                parts.append(f"{left:,} of {self.total_generations:,} generations left "
-                             f"({self.gen_prompt_left:,} prompt tokens, {self.gen_new_left:,} new tokens at most)")
-            else:
-                parts.append(f"{left:,} of {self.total_generations:,} generations left "
-                             f"({self._gen_left:,} budget tokens)")
+            tokens = (f"{self.gen_prompt_left:,} prompt tokens, {self.gen_new_left:,} new tokens at most"
+                      if self._phased else f"{self._gen_left:,} budget tokens")
+            parts.append(f"{left:,} of {self.total_generations:,} generations left ({tokens})")
         if unmeasured:
             parts.append(f"{' and '.join(unmeasured)} not measured yet")
         return f"estimate: {head} ({'; '.join(parts)})"
@@ -256,8 +252,8 @@ class TimeEstimate:
 
 
 def announce(runner: Any, plan: Any, backend: Any, echo: Callable[[str], None], every_s: float = 300.0) -> TimeEstimate:
-    """Print the run's plan (``running/plan.py``: the one ``Runner.run`` executes) and have the runner
-    report its finished requests to the estimator (returned)."""
+    """Print the run's plan (``running/plan.py``: the one ``Runner.run`` executes) and have the runner report its
+    finished requests to the estimator (returned)."""
     plans = plan.work(backend.tokenizer)
     echo(plan_table(plans))
     estimate = TimeEstimate(plans, echo, every_s=every_s, phases=getattr(backend, "generation_phases", None),

@@ -17,7 +17,7 @@ from ..api import RequestKind
 from ..naming import display_name
 from ..record.build import build_record, config_record, model_record
 from ..record.migrate import RecordError
-from ..record.model import Asked, DataRecord, RecordedMetric, RunRecord, TaskRecord, Timing
+from ..record.model import Asked, DataRecord, RecordedMetric, RunRecord, TaskRecord
 from ..record.read import checked_document, checked_sample, record_text
 from ..sources.entries import TaskEntry
 from .identity import FolderOfAnotherRun, RESULTS_FILE, run_id
@@ -26,7 +26,6 @@ from ..settings.thinking import DEFAULT_TRACE_BUDGET
 
 VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score",
                       "jinja2")
-TIMING_KEYS = ("wall_s", "compute_s", "requests", "computed", "cached")
 
 
 def package_versions() -> dict[str, str]:
@@ -51,10 +50,6 @@ def task_versions(entry: TaskEntry, setting: str) -> TaskRecord:
                                for name, p in kind.declared_prompts().items()},
                       metrics=[RecordedMetric(m.name, m.kind, m.higher_is_better) for m in kind.declared_metrics()],
                       max_new_tokens=kind.budget)  # the paper's budget (None: it does not generate): readers check it
-
-
-def rounded_timing(total: dict[str, float]) -> Timing:
-    return Timing(**{k: round(total[k], 3) for k in TIMING_KEYS})
 
 
 def earlier_record(doc: dict | None, path: Path) -> RunRecord | None:

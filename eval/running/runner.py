@@ -22,8 +22,8 @@ from .thinking_run import forced_values, refuse_forcing_on_chat_messages, thinki
 from ..settings.thinking import trace_summary
 from .selection import eval_split, select
 from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of, run_id
-from .results_file import (asked_record, carry_over, earlier_record, new_record, rounded_timing, sample_task_version,
-                           task_versions, write_results_file, write_samples)
+from .results_file import (asked_record, carry_over, earlier_record, new_record, sample_task_version, task_versions,
+                           write_results_file, write_samples)
 from ..record.model import RunRecord, Timing, TraceSummary
 from ..reporting.unparsed_flag import flagged_prompts
 from ..backend_support.identity import identity_key
@@ -136,11 +136,6 @@ class Runner:
         """The prompts of the entry this run asks (--prompts, else every one)."""
         return [p for p in asked.task.prompts if self.config.prompts is None or p in self.config.prompts]
 
-    @property
-    def target_delimiter(self) -> str:
-        """Between a context and each choice: lm-eval's space, or nothing in chat mode (after the generation prompt)."""
-        return "" if self.chat is not None else " "
-
     def prompt_contexts(self, entry: TaskEntry, task: Any, name: str, docs: list[dict],
                         pool: list[dict]) -> tuple[list[str], list[list[dict]] | None]:
         """The prompt of every document under prompt ``name`` (few-shot examples, chat template applied), and the
@@ -186,7 +181,9 @@ class Runner:
     def prompt_requests(self, asked: TaskKind, prompt: str, docs: list[dict], contexts: list[str],
                         messages: list[list[dict]] | None = None) -> list[LLRequest] | list[GenRequest]:
         """The requests of one prompt, built once, for the plan (running/plan.py) the run executes."""
-        return asked.requests(prompt, docs, contexts, as_turns(messages, len(contexts)), self.target_delimiter)
+        # Between a context and each choice: lm-eval's space, or nothing in chat mode (after the generation prompt).
+        delimiter = "" if self.chat is not None else " "
+        return asked.requests(prompt, docs, contexts, as_turns(messages, len(contexts)), delimiter)
 
     def is_cached(self, kind: str, request: LLRequest | GenRequest) -> bool:
         """Whether the resume cache holds a usable value for the request (it will be read back, not computed)."""
@@ -297,7 +294,7 @@ class Runner:
         total = {"wall_s": wall_s + before.get("wall_s", 0),
                  "compute_s": self._stream.seconds[task] + before.get("compute_s", 0),
                  "requests": requests, "computed": computed, "cached": cached}
-        return rounded_timing(total)
+        return Timing(**{k: round(v, 3) for k, v in total.items()})
 
     def _write_results(self) -> None:
         self.record.unparsed_flags = flagged_prompts(self.record.results)  # prompts with >= 10 % unparsed answers

@@ -22,11 +22,6 @@ def eval_split(entry: TaskEntry, config: Any) -> str:
     return config.split or entry.spec.eval_split
 
 
-def without_instruct(entries: Sequence[TaskEntry], setting: str) -> list[TaskEntry]:
-    """Multiple-choice entries that a generative setting cannot ask: they declare no ``TaskSpec.instruct``."""
-    return [e for e in entries if not task_kind(e, setting).askable]
-
-
 @dataclass
 class Selection:
     runnable: list[TaskEntry]
@@ -37,7 +32,8 @@ class Selection:
 
 def select(entries: Sequence[TaskEntry], source: Source, config: Any) -> Selection:
     """The entries the run evaluates and why the others are not (see the module docstring)."""
-    unaskable = without_instruct(entries, config.setting)
+    # Multiple-choice entries that a generative setting cannot ask: they declare no ``TaskSpec.instruct``.
+    unaskable = [e for e in entries if not task_kind(e, config.setting).askable]
     if unaskable and not config.skip_missing:
         raise ValueError(f"--setting {config.setting} needs the instruct prompts (TaskSpec.instruct) that "
                          f"{', '.join(e.name for e in unaskable)} do(es) not declare")
