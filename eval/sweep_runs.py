@@ -13,9 +13,6 @@ from typing import Any
 from .record import RecordError, RunRecord, read_run
 from .run_config import RunSpec, RunSpecError, build_spec
 
-# Keys of a sweep run that are not `run` options.
-_OWN_KEYS = ("name",)
-
 
 @dataclass(frozen=True)
 class SweepRun:
@@ -46,6 +43,8 @@ def _read(path: Path) -> tuple[dict[str, Any], list[Any]]:
 def load_sweep(path: Path) -> list[SweepRun]:
     """The runs of a sweep file, each checked as ``run --config`` checks its file; one line naming the file, the run and
     the key otherwise (a ValueError)."""
+    from .naming import setting_slug
+
     defaults, doc = _read(path)
     runs = []
     for n, raw in enumerate(doc, 1):
@@ -57,7 +56,10 @@ def load_sweep(path: Path) -> list[SweepRun]:
         if name is not None and not isinstance(name, str | int):
             raise RunSpecError(f"{where}: key name: expected a string, got {name!r}")
         spec, notes = build_spec(values, where)
-        runs.append(sweep_run(spec, n, None if name is None else str(name), tuple(notes)))
+        folder = Path(spec.output_dir).resolve() if spec.output_dir else None
+        slug = folder.name if folder else setting_slug(spec.setting, spec.constrained, spec.num_fewshot, spec.split)
+        given = None if name is None else str(name)
+        runs.append(SweepRun(given or f"{spec.model} {slug}", n, spec, folder, tuple(notes)))
     unnamed = [run.name for run, raw in zip(runs, doc) if "name" not in {**defaults, **raw}]
     # Runs without a name that would share one (same model and setting, other keys): told apart by their place.
     runs = [replace(run, name=f"{run.name} #{run.number}") if "name" not in {**defaults, **raw}
@@ -65,14 +67,6 @@ def load_sweep(path: Path) -> list[SweepRun]:
             for run, raw in zip(runs, doc)]
     check_runs(path, runs)
     return runs
-
-
-def sweep_run(spec: RunSpec, n: int, name: str | None, notes: tuple[str, ...] = ()) -> SweepRun:
-    from .naming import setting_slug
-
-    folder = Path(spec.output_dir).resolve() if spec.output_dir else None
-    slug = folder.name if folder else setting_slug(spec.setting, spec.constrained, spec.num_fewshot, spec.split)
-    return SweepRun(name or f"{spec.model} {slug}", n, spec, folder, notes)
 
 
 def run_reservation(spec: RunSpec, gpus_there: bool) -> dict[str, float]:
