@@ -36,6 +36,12 @@ def chat_template_identity(backend: Any) -> dict:
     return {"source": "tokenizer", "sha256": hashlib.sha256(template.encode("utf-8")).hexdigest()}
 
 
+def thinking_values(config: Any) -> dict[str, Any]:
+    """Thinking's markers and trace budget (forced, or the default's value), as the identity and config hold them."""
+    return {"think_markers": list(config.think_markers), "max_thinking_tokens": config.max_thinking_tokens,
+            "trace_budget": config.max_thinking_tokens or DEFAULT_TRACE_BUDGET}
+
+
 def run_identity(model_record: dict[str, Any], config: Any, chat_template: dict | None) -> dict[str, Any]:
     """Every input of a run that can change a number: the model and backend (``ModelInfo.record``, the backend's
     ``cache_identity()``) and the run's options (its ``RunSpec``)."""
@@ -46,10 +52,7 @@ def run_identity(model_record: dict[str, Any], config: Any, chat_template: dict 
         "split": config.split, "prompts": sorted(config.prompts) if config.prompts is not None else None,
         "limit": config.limit, "max_new_tokens": config.max_new_tokens, "constrained": config.constrained,
         # Only when on: the identities (and folders) of the runs made before --thinking existed are unchanged.
-        **({"thinking": {"on": True, "think_markers": list(config.think_markers),
-                         "max_thinking_tokens": config.max_thinking_tokens,
-                         "trace_budget": config.max_thinking_tokens or DEFAULT_TRACE_BUDGET}}  # the default's value too
-           if config.thinking else {}),
+        **({"thinking": {"on": True, **thinking_values(config)}} if config.thinking else {}),
         **({"bertscore_model": config.bertscore_model} if config.bertscore_model else {}),  # adds a score
     }
 
@@ -87,22 +90,6 @@ class FolderOfAnotherRun(ValueError):
     """The output folder holds the results of another identity."""
 
 
-def earlier_run(out: Path) -> dict | None:
-    """The results.json a folder holds (None: none); an unreadable one is an error naming it."""
-    path = out / RESULTS_FILE
-    if not path.is_file():
-        return None
-    try:
-        doc = json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise FolderOfAnotherRun(f"{path} is unreadable ({one_line(err)}); pass --overwrite to replace it, or choose "
-                                 "another --output-dir") from None
-    if not isinstance(doc, dict):
-        raise FolderOfAnotherRun(f"{path} is not a results.json object; pass --overwrite to replace it, or choose "
-                                 "another --output-dir")
-    return doc
-
-
 def claim_folder(out: Path, identity: dict[str, Any], overwrite: bool) -> dict | None:
     """Make ``out`` this run's folder; returns the results.json of an earlier invocation of the same run (to resume and
     extend), else None. Another identity's results refuse, or with ``overwrite`` are removed (results.json and samples/;
@@ -111,12 +98,20 @@ def claim_folder(out: Path, identity: dict[str, Any], overwrite: bool) -> dict |
         (out / RESULTS_FILE).unlink(missing_ok=True)
         shutil.rmtree(out / "samples", ignore_errors=True)
         return None
-    doc = earlier_run(out)
-    if doc is None:
+    path = out / RESULTS_FILE
+    if not path.is_file():
         return None
+    try:  # an unreadable results.json is an error naming it
+        doc = json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise FolderOfAnotherRun(f"{path} is unreadable ({one_line(err)}); pass --overwrite to replace it, or choose "
+                                 "another --output-dir") from None
+    if not isinstance(doc, dict):
+        raise FolderOfAnotherRun(f"{path} is not a results.json object; pass --overwrite to replace it, or choose "
+                                 "another --output-dir")
     theirs = doc.get(IDENTITY_FIELD)
     if not isinstance(theirs, dict):
-        raise FolderOfAnotherRun(f"{out / RESULTS_FILE} records no run identity (an older evalita-eval); pass "
+        raise FolderOfAnotherRun(f"{path} records no run identity (an older evalita-eval); pass "
                                  "--overwrite to replace it, or choose another --output-dir")
     difference = first_difference(theirs, identity)
     if difference is not None:

@@ -20,9 +20,8 @@ from ..record.migrate import RecordError
 from ..record.model import Asked, DataRecord, RecordedMetric, RunRecord, TaskRecord
 from ..record.read import checked_document, checked_sample, record_text
 from ..sources.entries import TaskEntry
-from .identity import FolderOfAnotherRun, RESULTS_FILE, run_id
+from .identity import FolderOfAnotherRun, RESULTS_FILE, run_id, thinking_values
 from .task_kinds import task_kind
-from ..settings.thinking import DEFAULT_TRACE_BUDGET
 
 VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score",
                       "jinja2")
@@ -95,8 +94,7 @@ def add_run_id(path: Path, rid: str | None) -> None:
 def config_json(c: Any, chat_template: dict | None, replicas: int) -> dict:
     """results.json ``config``: the run's options as given (its ``RunSpec``); thinking's markers and trace budget
     (forced or default) when on, the BERTScore scorer where one was given; ``replicas`` change no number."""
-    thinking = {"think_markers": list(c.think_markers), "max_thinking_tokens": c.max_thinking_tokens,
-                "trace_budget": c.max_thinking_tokens or DEFAULT_TRACE_BUDGET} if c.thinking else {}
+    thinking = thinking_values(c) if c.thinking else {}
     if c.bertscore_model:  # the scorer of bertscore_f1 (running/bertscore.py): its model's files or commit
         from .bertscore import bertscore_record
 
