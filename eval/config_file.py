@@ -1,11 +1,7 @@
-"""The one reader of the files a user hands the evaluator as options: ``run --config FILE`` and a sweep
-file (eval/run_config.py, eval/sweep_runs.py), YAML or JSON (JSON is YAML too).
-
-A file is refused in one line naming it (and the line, where there is one) when it is not a regular file
-(``/dev/zero``, a FIFO, a folder), is larger than ``MAX_BYTES``, is not UTF-8 YAML, uses a YAML alias
-(``*name``: a 2 kB alias bomb would expand to gigabytes) or gives a key twice in one mapping (YAML would
-keep the last without a word). Values are never converted here: the run's keys are typed strictly
-(``RunSpec``), so a ``true`` is never a limit of 1. ``short`` is how every message shows a value.
+"""The one reader of the files a user hands the evaluator as options: ``run --config FILE`` and a sweep file
+(eval/run_config.py, eval/sweep_runs.py), YAML or JSON, by the strict rules of docs/settings.md (files of options).
+Values are never converted here: the run's keys are typed strictly (``RunSpec``), so a ``true`` is never a limit of 1.
+``short`` is how every message shows a value.
 """
 
 from __future__ import annotations
@@ -62,8 +58,8 @@ class _StrictLoader(yaml.SafeLoader):
 
 
 def read_text(path: Path) -> str:
-    """The text of a regular file of at most ``MAX_BYTES``; a ``ConfigFileError`` naming it otherwise.
-    Opened without blocking (a FIFO would wait for a writer) and checked on what was opened."""
+    """The text of a regular file of at most ``MAX_BYTES``; a ``ConfigFileError`` naming it otherwise. Opened without
+    blocking (a FIFO would wait for a writer) and checked on what was opened."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as err:

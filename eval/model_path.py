@@ -1,11 +1,10 @@
 """``--model`` checked before anything heavy: one line saying what to pass, without loading torch or reading weights.
 
-What it catches (each seen from users, issue 32): a folder that is not a model (``raw/sa``: no
-``config.json``), a weights or config file given instead of its folder (``.../model.safetensors``,
-which transformers would read whole as a config), a GGUF file that is missing or whose loader's
-packages (``gguf``, and ``accelerate``, which transformers 5 requires for ``gguf_file=``) are not
-installed, and a name that is neither a local path nor a Hub id. Only the directory listing and a
-``config.json`` of at most ``CONFIG_MAX_BYTES`` are read.
+What it catches (each seen from users, issue 32): a folder that is not a model (``raw/sa``: no ``config.json``), a
+weights or config file given instead of its folder (``.../model.safetensors``, which transformers would read whole as a
+config), a GGUF file that is missing or whose loader's packages (``gguf``, and ``accelerate``, which transformers 5
+requires for ``gguf_file=``) are not installed, and a name that is neither a local path nor a Hub id. Only the directory
+listing and a ``config.json`` of at most ``CONFIG_MAX_BYTES`` are read.
 """
 
 from __future__ import annotations
@@ -24,8 +23,7 @@ GGUF_INSTALL = "pip install -e '.[gguf]' (in a clone of evalita-llm)"
 
 
 class ModelPathError(ValueError):
-    """A --model that cannot be a model; ``usage``: the fault is the argument itself (exit 2), else an install (exit 1).
-    """
+    """A --model that cannot be a model; ``usage``: the fault is the argument itself (exit 2), else an install."""
 
     def __init__(self, message: str, usage: bool = True) -> None:
         super().__init__(message)
@@ -62,8 +60,7 @@ def _require_gguf(model: str) -> None:
         raise ModelPathError(f"--model {model} needs the gguf package: {GGUF_INSTALL}", usage=False)
     if missing:
         raise ModelPathError(f"--model {model} needs {', '.join(missing)} (transformers loads GGUF files with it): "
-                             f"{GGUF_INSTALL}",
-                             usage=False)
+                             f"{GGUF_INSTALL}", usage=False)
 
 
 def _file_advice(model: str, path: Path) -> str:

@@ -1,10 +1,10 @@
 """The one type of a run's options (``RunSpec``): ``evalita-eval run``'s options are its fields
-(eval/cli/run_options.py derives them), ``run --config FILE`` a mapping of its keys (options given on
-the command line override it, as lm-eval's ``--config``), each run of a sweep file (eval/sweep.py) one
-of them, and the runner reads it (``with_resolved``: the device and progress bars decided).
+(eval/cli/run_options.py derives them), ``run --config FILE`` a mapping of its keys (options given on the command line
+override it, as lm-eval's ``--config``), each run of a sweep file (eval/sweep.py) one of them, and the runner reads it
+(its device and progress bars decided: eval/cli/run.py).
 
-Every value and every rule between values is checked here, once; each error is one line naming where
-the values came from (the file, and the run of a sweep), the key and what was expected.
+Every value and every rule between values is checked here, once; each error is one line naming where the values came
+from (the file, and the run of a sweep), the key and what was expected.
 """
 
 from __future__ import annotations
@@ -232,10 +232,6 @@ class RunSpec(BaseModel):
         """A run over every task (no --tasks) skips, with a note, the tasks whose split the data lack."""
         return self.tasks is None
 
-    def with_resolved(self, device: str, progress: bool) -> "RunSpec":
-        """The spec a run reads: the device it runs on and whether it shows progress bars decided."""
-        return self.model_copy(update={"device": device, "progress": progress})
-
 
 def spec_error(err: ValidationError, where: str | None) -> RunSpecError:
     """The first error of a validation as one line: ``WHERE: key K: expected ..., got V``; given on the
@@ -307,11 +303,6 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise RunSpecError(f"{path}: expected a mapping of run options (model: ..., limit: ...), got "
                            f"{type(doc).__name__}")
     return doc
-
-
-def spec_file_values(spec: RunSpec) -> dict[str, Any]:
-    """The keys of ``spec`` given (not defaults), as a --config file holds them."""
-    return spec.model_dump(mode="json", exclude_unset=True)
 
 
 def backend_options(spec: RunSpec, device: str) -> Any:

@@ -1,17 +1,7 @@
 """``evalita-eval sweep FILE``: many runs (models x settings ...) as Ray tasks, then one report.
 
-FILE (YAML or JSON) is a list of runs, or ``{"defaults": {...}, "runs": [...]}`` whose defaults
-every run extends. A run holds the keys of ``evalita-eval run --config`` (eval/run_config.py:
-``model``, ``data``, ``backend``, ``backend_args`` as a mapping, ``setting``, ``limit`` ...) and
-an optional ``name``; eval/sweep_runs.py reads and checks them all before anything starts. Each run
-is the real ``run --config`` of its keys (written to ``OUT/runs/<n>.yaml``) in its own process (a
-Ray task reserving the run's GPUs), writing its folder exactly as ``run`` would (without
-``output_dir``: ``results/<model>/<setting>-<run id>``), its console into ``OUT/logs/<n>.log``.
-A run whose folder records a complete run of the same identity is not started again; any other
-resumes from its cache. A failed run is reported and the others go on. The driver prints a line
-per run as it is queued, starts, finishes a task and ends (``Lines``, from what each run's task
-reports to a ``Board`` actor). ``run`` holds its folder's lock while it computes, so two sweeps
-never compute one run at once. What the runs reserve is compared with what there is first.
+Each run is the real ``run --config`` of its keys (eval/sweep_runs.py reads and checks them all first) in its own
+process; what a sweep prints, resumes, refuses and reports: docs/parallel.md#sweeps.
 """
 
 from __future__ import annotations
@@ -52,14 +42,13 @@ class CacheLines:
                 added = fh.read()
         except OSError:
             return self.lines
-        self.offset += len(added)
-        self.lines += added.count(b"\n")
+        self.offset, self.lines = self.offset + len(added), self.lines + added.count(b"\n")
         return self.lines
 
 
 def standing(folder: Path, cache: CacheLines) -> tuple[int, str]:
-    """Where a running run stands, from its folder: (tasks finished, 'running: 1 of 2 tasks finished
-    (te), 34 requests saved'). Unreadable or partial files read as nothing finished yet."""
+    """Where a running run stands, from its folder: (tasks finished, 'running: 1 of 2 tasks finished (te), 34 requests
+    saved'). Unreadable or partial files read as nothing finished yet."""
     try:  # results.json only: the samples of the task running are being written
         record = read_run(folder, partial=True, samples=False) if (folder / "results.json").is_file() else None
     except RecordError:
@@ -102,9 +91,9 @@ def die_with_parent() -> None:
 
 def run_one(config: str, log: str, cwd: str, board: Any = None, run: int = 0,
             paths: dict[str, str] | None = None) -> tuple[int, str, str | None]:
-    """``run --config CONFIG`` in its own process (in ``cwd``, the driver's folder), its console appended
-    to ``log``: (exit code, last line, the run's folder or None). Tells ``board`` (a ``Board`` actor)
-    that it started, then where it stands as it goes. ``paths`` (what -> path) that this node cannot read: one line."""
+    """``run --config CONFIG`` in its own process (in ``cwd``, the driver's folder), its console appended to ``log``:
+    (exit code, last line, the run's folder or None). Tells ``board`` (a ``Board`` actor) that it started, then where
+    it stands as it goes. ``paths`` (what -> path) that this node cannot read: one line."""
     import ray
 
     from .replicas.resources import node_name, unreadable
@@ -140,8 +129,8 @@ def run_one(config: str, log: str, cwd: str, board: Any = None, run: int = 0,
 
 
 class Lines:
-    """The driver's console: a line per run when it is queued, starts, finishes a task, ends (and at
-    most every ``STATUS_EVERY_S`` while its count of saved requests moves)."""
+    """The driver's console: a line per run when it is queued, starts, finishes a task, ends (and at most every
+    ``STATUS_EVERY_S`` while its count of saved requests moves)."""
 
     def __init__(self, runs: list[SweepRun], echo: Callable[[str], None]) -> None:
         self.runs, self.echo = runs, echo
@@ -170,8 +159,8 @@ def reservations(runs: list[SweepRun], address: str | None) -> list[dict[str, fl
     the cluster's: one line naming the run before any run starts."""
     from .replicas.resources import check_room, cluster_resources, machine_resources
 
-    have, where = (cluster_resources(), f"the Ray cluster at {address}") if address else (machine_resources(),
-                                                                                          "this machine")
+    have = cluster_resources() if address else machine_resources()
+    where = f"the Ray cluster at {address}" if address else "this machine"
     held = [run_reservation(run.spec, have["GPU"] > 0) for run in runs]
     for run, each in zip(runs, held):
         check_room(f"{run.where}: its replicas and GPUs", each["num_cpus"], each["num_gpus"], have, where)
@@ -192,12 +181,10 @@ def write_configs(runs: list[SweepRun], out: Path) -> list[Path]:
     """Each run's keys as the ``run --config`` file its task runs (``OUT/runs/<n>.yaml``)."""
     import yaml
 
-    from .run_config import spec_file_values
-
     (out / "runs").mkdir(parents=True, exist_ok=True)
     paths = []
     for run in runs:
-        values = spec_file_values(run.spec)
+        values = run.spec.model_dump(mode="json", exclude_unset=True)  # the keys given, as a --config file holds them
         if run.output_dir is not None:
             values["output_dir"] = str(run.output_dir)
         path = out / "runs" / f"{run.number}.yaml"
@@ -208,8 +195,8 @@ def write_configs(runs: list[SweepRun], out: Path) -> list[Path]:
 
 def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | None,
               out: Path) -> dict[int, tuple[str, Path | None]]:
-    """Every run not yet complete as a Ray task; a line per run as it is queued, starts, goes on and
-    ends. Returns run index -> (state, its folder)."""
+    """Every run not yet complete as a Ray task; a line per run as it is queued, starts, goes on and ends. Returns run
+    index -> (state, its folder)."""
     from .replicas.ray_start import start_ray, use_token_if_present
 
     use_token_if_present(address)  # before Ray reads its configuration
@@ -263,9 +250,9 @@ def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | 
 
 def report_groups(runs: list[SweepRun], states: dict[int, tuple[str, Path | None]],
                   out: Path) -> dict[Path, list[Path]]:
-    """The results files of the complete runs, by the folder of their report: one report in OUT when the
-    runs evaluate the same prompts, else one per prompt set (OUT/prompts-p1-p3, OUT/prompts-all): a
-    report compares every model on every prompt of a task."""
+    """The results files of the complete runs, by the folder of their report: one report in OUT when the runs evaluate
+    the same prompts, else one per prompt set (OUT/prompts-p1-p3, OUT/prompts-all): a report compares every model on
+    every prompt of a task."""
     groups: dict[str, list[Path]] = {}
     for i, (state, folder) in sorted(states.items()):
         if state.startswith("complete") and folder is not None:
@@ -276,9 +263,8 @@ def report_groups(runs: list[SweepRun], states: dict[int, tuple[str, Path | None
 
 
 def report_sweep(runs: list[SweepRun], out: Path, address: str | None, echo: Callable[[str], None]) -> int:
-    """Run the sweep, then write one report (reporting/report.py, as `evalita-eval report`) of
-    every complete run (one per prompt set when the runs evaluate different prompts); the number
-    of runs that are not complete."""
+    """Run the sweep, then write one report (reporting/report.py, as `evalita-eval report`) of every complete run (one
+    per prompt set when the runs evaluate different prompts); the number of runs that are not complete."""
     from .reporting.report import write_report
 
     for run in runs:

@@ -1,12 +1,6 @@
-"""The runs of a sweep file (``evalita-eval sweep FILE``; eval/sweep.py runs them): each run a typed
-``RunSpec`` (eval/run_config.py, the keys of ``run --config``), and whether a run is complete,
-decided by comparing the identity its folder records with the one the run's keys give.
-
-A run without ``output_dir`` writes where ``run`` would: ``results/<model>/<setting>-<run id>``,
-the run id being the hash of its identity (eval/running/identity.py), so a run edited in the file
-(``limit: 2`` -> ``3``, other prompts) is another folder, computed, never "already complete".
-Runs are refused before anything starts when two have one name, write to one folder (compared
-after resolving), or are the same run.
+"""The runs of a sweep file (``evalita-eval sweep FILE``; eval/sweep.py runs them): each run a typed ``RunSpec``
+(eval/run_config.py, the keys of ``run --config``), and whether a run is complete, decided by comparing the identity
+its folder records with the one the run's keys give (docs/parallel.md#sweeps: folders and identity).
 """
 
 from __future__ import annotations
@@ -18,9 +12,6 @@ from typing import Any
 
 from .record import RecordError, RunRecord, read_run
 from .run_config import RunSpec, RunSpecError, build_spec
-
-# Keys of a sweep run that are not `run` options.
-_OWN_KEYS = ("name",)
 
 
 @dataclass(frozen=True)
@@ -50,8 +41,10 @@ def _read(path: Path) -> tuple[dict[str, Any], list[Any]]:
 
 
 def load_sweep(path: Path) -> list[SweepRun]:
-    """The runs of a sweep file, each checked as ``run --config`` checks its file; one line naming the
-    file, the run and the key otherwise (a ValueError)."""
+    """The runs of a sweep file, each checked as ``run --config`` checks its file; one line naming the file, the run and
+    the key otherwise (a ValueError)."""
+    from .naming import setting_slug
+
     defaults, doc = _read(path)
     runs = []
     for n, raw in enumerate(doc, 1):
@@ -63,7 +56,10 @@ def load_sweep(path: Path) -> list[SweepRun]:
         if name is not None and not isinstance(name, str | int):
             raise RunSpecError(f"{where}: key name: expected a string, got {name!r}")
         spec, notes = build_spec(values, where)
-        runs.append(sweep_run(spec, n, None if name is None else str(name), tuple(notes)))
+        folder = Path(spec.output_dir).resolve() if spec.output_dir else None
+        slug = folder.name if folder else setting_slug(spec.setting, spec.constrained, spec.num_fewshot, spec.split)
+        given = None if name is None else str(name)
+        runs.append(SweepRun(given or f"{spec.model} {slug}", n, spec, folder, tuple(notes)))
     unnamed = [run.name for run, raw in zip(runs, doc) if "name" not in {**defaults, **raw}]
     # Runs without a name that would share one (same model and setting, other keys): told apart by their place.
     runs = [replace(run, name=f"{run.name} #{run.number}") if "name" not in {**defaults, **raw}
@@ -71,15 +67,6 @@ def load_sweep(path: Path) -> list[SweepRun]:
             for run, raw in zip(runs, doc)]
     check_runs(path, runs)
     return runs
-
-
-def sweep_run(spec: RunSpec, n: int, name: str | None, notes: tuple[str, ...] = ()) -> SweepRun:
-    from .naming import setting_slug
-
-    folder = Path(spec.output_dir).resolve() if spec.output_dir else None
-    slug = folder.name if folder else setting_slug(spec.setting, spec.constrained, spec.num_fewshot, spec.split)
-    default_name = f"{spec.model} {slug}"
-    return SweepRun(name or default_name, n, spec, folder, notes)
 
 
 def run_reservation(spec: RunSpec, gpus_there: bool) -> dict[str, float]:
@@ -143,15 +130,13 @@ def identity_difference(record: RunRecord, spec: RunSpec) -> str | None:
     if not isinstance(model, dict):
         return "no model in its run identity"
     recorded = {k: v for k, v in identity.items() if k not in _NOT_ENTRY_KEYS}
-    difference = first_difference(recorded, entry_identity(spec))
-    if difference:
+    if difference := first_difference(recorded, entry_identity(spec)):
         return difference
     own = {k: v for k, v in spec.backend_args.items() if k not in REPLICA_OPTIONS}
     wanted = {"name_or_path": spec.model, "revision": spec.revision, "backend": spec.backend, **own}
     if spec.dtype != "auto":
         wanted["dtype"] = spec.dtype
-    difference = first_difference({k: model.get(k) for k in wanted}, wanted, "model.")
-    if difference:
+    if difference := first_difference({k: model.get(k) for k in wanted}, wanted, "model."):
         return difference
     if spec.tasks:
         from .sources.entries import select_entries
@@ -166,8 +151,7 @@ def identity_difference(record: RunRecord, spec: RunSpec) -> str | None:
 
 
 def candidate_folders(run: SweepRun) -> list[Path]:
-    """Where a complete run of ``run`` can be: its output_dir, else ``run``'s default folders of its model and setting.
-    """
+    """Where a complete run of ``run`` can be: its output_dir, else ``run``'s default folders of its model, setting."""
     from .naming import model_slug, setting_slug
 
     if run.output_dir is not None:

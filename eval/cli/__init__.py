@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import click
 
@@ -76,6 +78,16 @@ def sweep(sweep_file: Path, out: Path, ray_address: str | None) -> None:
 # ---------------------------------------------------------------- aggregate / report
 
 
+@contextmanager
+def exit_1_on(*errors: type[Exception]) -> Iterator[None]:
+    """One of ``errors`` raised: ``error: MESSAGE`` on stderr and exit code 1."""
+    try:
+        yield
+    except errors as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(1)
+
+
 @main.command()
 @click.argument("scores", type=click.Path(path_type=Path, exists=True, dir_okay=False))
 @click.option("--scale", type=click.Choice(["auto", "percent", "fraction"]), default="auto", show_default=True,
@@ -88,11 +100,8 @@ def aggregate(scores: Path, scale: str, alpha: float, out: Path) -> None:
     require("aggregate", STATS_NEEDS)
     from ..reporting.aggregate import run_aggregate
 
-    try:
+    with exit_1_on(ValueError):
         text = run_aggregate(scores, out, scale, alpha)  # type: ignore[arg-type]
-    except ValueError as err:
-        click.echo(f"error: {err}", err=True)
-        sys.exit(1)
     click.echo(text)
     click.echo(f"written: {out / 'aggregate.md'}, {out / 'aggregate.json'}", err=True)
 
@@ -117,12 +126,9 @@ def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float
 
     if progress is None:
         progress = sys.stderr.isatty()
-    try:
+    with exit_1_on(ValueError):
         written = write_report(list(results), out, k=k, seed=seed, alpha=alpha, progress=progress, echo=click.echo,
                                partial=partial)
-    except ValueError as err:
-        click.echo(f"error: {err}", err=True)
-        sys.exit(1)
     click.echo("written: " + ", ".join(str(p) for p in written))
 
 
@@ -141,14 +147,17 @@ def compare(run_a: Path, run_b: Path, k: int, seed: int, out: Path | None) -> No
     from ..reporting.compare import write_comparison
     from ..reporting.tables import ScoresError
 
-    try:
+    with exit_1_on(ScoresError):
         click.echo(write_comparison(run_a, run_b, out, k=k, seed=seed))
-    except ScoresError as err:
-        click.echo(f"error: {err}", err=True)
-        sys.exit(1)
 
 
 # ---------------------------------------------------------------- push-results / export-lm-eval
+
+
+# --model-name of push-results and export-eee.
+MODEL_NAME = click.option("--model-name", default=None, help=(
+    "Name the model so in every published file (default: model.name of results.json, else the Hub id or a local "
+    "folder's name and weights hash)."))
 
 
 def _given_name(name: str | None) -> str | None:
@@ -171,9 +180,7 @@ def _given_name(name: str | None) -> str | None:
 @click.option("--dry-run", is_flag=True, help="Show the files and what would change; commit nothing.")
 @click.option("--to-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Write the repository layout to DIR instead of the Hub (offline).")
-@click.option("--model-name", default=None,
-              help="Name the model so in every published file (default: model.name of results.json, else the Hub id or "
-                   "a local folder's name and weights hash).")
+@MODEL_NAME
 def push_results(results_dir: Path, repo_id: str, private: bool, revision: str, message: str | None, dry_run: bool,
                  to_dir: Path | None, model_name: str | None) -> None:
     """Publish RESULTS_DIR (results.json, samples/ and a card with the per-task tables) as a Hub dataset, one commit.
@@ -185,12 +192,9 @@ def push_results(results_dir: Path, repo_id: str, private: bool, revision: str, 
     from ..publishing.push_results import push_results as run_push
     from ..reporting.tables import ScoresError
 
-    try:
+    with exit_1_on(EvalitaDataError, ScoresError):
         run_push(results_dir, repo_id, private=private, revision=revision, message=message, dry_run=dry_run,
                  to_dir=to_dir, echo=click.echo, model_name=_given_name(model_name))
-    except (EvalitaDataError, ScoresError) as err:
-        click.echo(f"error: {err}", err=True)
-        sys.exit(1)
 
 
 @main.command("export-lm-eval")
@@ -216,24 +220,18 @@ def export_lm_eval(out_dir: Path, org: str | None, data_dir: Path | None, offici
         raise click.BadParameter(str(err), param_hint="--org") from None
 
 
-
 @main.command("export-eee")
 @click.argument("run_dir", type=click.Path(path_type=Path, exists=True))
 @click.argument("out_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("eee"))
 @click.option("--organization", default="unknown", show_default=True,
               help="Who ran the evaluation (source_organization_name).")
-@click.option("--model-name", default=None,
-              help="Name the model so in every published file (default: model.name of results.json, else the Hub id or "
-                   "a local folder's name and weights hash).")
+@MODEL_NAME
 def export_eee(run_dir: Path, out_dir: Path, organization: str, model_name: str | None) -> None:
     """Write RUN_DIR (results.json and samples/) in the Every Eval Ever schema: aggregate JSON and instance-level JSONL,
     validated against the schemas kept in the package, under OUT_DIR/data/evalita-llm/<developer>/<model>/."""
     require("export-eee", STATS_NEEDS)
     from ..publishing.export_eee import export_eee as run_export
 
-    try:
+    with exit_1_on(ValueError):  # ScoresError included: a results.json that cannot be read
         written = run_export(run_dir, out_dir, organization, model_name=_given_name(model_name))
-    except ValueError as err:  # ScoresError included: a results.json that cannot be read
-        click.echo(f"error: {err}", err=True)
-        sys.exit(1)
     click.echo("written: " + ", ".join(str(p) for p in written))

@@ -1,7 +1,6 @@
 """``evalita-eval run``: the run's typed ``RunSpec`` (eval/run_config.py) built from its options
-(eval/cli/run_options.py) and ``--config FILE``, and the run itself: the backend loaded, the folder
-locked, the plan announced and executed. Its inputs are checked by eval/cli/run_inputs.py before the
-model loads; eval/cli/__init__.py registers the command."""
+(eval/cli/run_options.py) and ``--config FILE``, and the run itself: the backend loaded, the folder locked, the plan
+announced and executed. Its inputs are checked by eval/cli/run_inputs.py before the model loads."""
 
 from __future__ import annotations
 
@@ -27,8 +26,8 @@ WRITING_TO = "writing to "
 
 @contextmanager
 def folder_lock(out: Path) -> Iterator[None]:
-    """Hold ``OUT/.run.lock`` (filelock) while the run computes: two processes (two sweeps, a sweep and
-    a `run`) never compute one folder at once; the second stops with one line and exit code 75."""
+    """Hold ``OUT/.run.lock`` (filelock) while the run computes: two processes (two sweeps, a sweep and a `run`) never
+    compute one folder at once; the second stops with one line and exit code 75."""
     from filelock import FileLock, Timeout
 
     from ..running.identity import LOCKED, RUN_LOCK
@@ -47,8 +46,8 @@ def folder_lock(out: Path) -> Iterator[None]:
 
 
 def execute(options, source, spec, entries: list):
-    """Load the backend, name the output folder by the run's identity (unless --output-dir), announce
-    the plan and run it; (the RunResult, the Runner). Ctrl-C: what was kept, exit 130."""
+    """Load the backend, name the output folder by the run's identity (unless --output-dir), announce the plan and run
+    it; (the RunResult, the Runner). Ctrl-C: what was kept, exit 130."""
     from ..replicas import create_backend  # the backend, or its replicas on Ray (data_parallel_size)
     from ..running.estimate import announce
     from ..running.identity import default_output_dir, identity_of
@@ -79,21 +78,18 @@ def execute(options, source, spec, entries: list):
             backend.close()
     except KeyboardInterrupt:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C (during the summary or the shutdown) is quiet
-        click.echo(
-            "\ninterrupted: " + (runner.interrupt_summary() if runner is not None else "nothing was computed yet"),
-            err=True,
-        )
+        kept = runner.interrupt_summary() if runner is not None else "nothing was computed yet"
+        click.echo("\ninterrupted: " + kept, err=True)
         sys.exit(130)
     except (FileNotFoundError, ValueError, RuntimeError, OSError) as err:
-        # Bad data folder, missing split, data differing from their manifest, too few few-shot
-        # examples, no chat template, no CUDA, a model folder that is not a model,
-        # a request kind the backend cannot serve (BackendUnsupported)...
+        # Bad data folder, missing split, data differing from their manifest, too few few-shot examples, no chat
+        # template, no CUDA, a model folder that is not a model, a request kind the backend cannot serve...
         raise click.ClickException(one_line(err)) from err
 
 
 def spec_of(ctx: click.Context, given: dict):
-    """The run's ``RunSpec`` (eval/run_config.py): --config FILE's keys, overridden by the options given
-    on the command line; one line naming the file (or the option) and the key otherwise."""
+    """The run's ``RunSpec`` (eval/run_config.py): --config FILE's keys, overridden by the options given on the command
+    line; one line naming the file (or the option) and the key otherwise."""
     from click.core import ParameterSource
 
     from ..run_config import RunSpecError, build_spec, cli_values, read_config_file
@@ -131,13 +127,14 @@ def run_spec(spec) -> None:
     check_data_dir(spec.data)  # before any heavy import: a wrong folder fails at once
     check_model_name(spec.model, tuple(f"{k}={v}" for k, v in spec.backend_args.items() if v is not None))
     progress = sys.stderr.isatty() if spec.progress is None else spec.progress
-    spec = spec.with_resolved(spec.device or default_device(), progress)
+    # The spec the run reads: its device and whether it shows progress bars decided.
+    spec = spec.model_copy(update={"device": spec.device or default_device(), "progress": progress})
     entries, prompt_names = entries_and_prompts(spec.tasks, spec.prompts, spec.setting)
     source = open_data(spec.data, spec.hub_org)
     check_data(entries, source, spec, named_tasks=spec.tasks is not None)
     result, runner = execute(backend_options(spec, spec.device), source, spec, entries)
     if result.status == "empty":  # every task skipped by the runner (e.g. none declares the --setting's prompts)
-        raise click.ClickException(nothing_evaluated(result.skipped, source))
+        raise click.ClickException(nothing_evaluated(result.record.skipped, source))
     click.echo(f"model: {display_name({**runner.model.record, NAME_FIELD: spec.model_name})}")
     click.echo(summary_table(result.results))
     click.echo(task_summary_table(result.results, runner.record.baselines))

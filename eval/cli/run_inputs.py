@@ -1,6 +1,5 @@
-"""The inputs of ``evalita-eval run`` (eval/cli/run.py), checked before the model loads: --tasks and
---prompts against the registry, --data / --hub-org, and the data the run would evaluate. Each bad
-input is one line naming the option (or the file and record)."""
+"""The inputs of ``evalita-eval run`` (eval/cli/run.py), checked before the model loads: --tasks and --prompts against
+the registry, --data / --hub-org, and the data the run would evaluate; each bad input one line naming the option."""
 
 from __future__ import annotations
 
@@ -13,8 +12,8 @@ from evalita_data.cli.errors import one_line
 
 def entries_and_prompts(tasks: list[str] | None, prompt_names: list[str] | None,
                         setting: str) -> tuple[list, list[str] | None]:
-    """--tasks and --prompts checked against the registry (every template compiled) before any model work;
-    the prompts known are those each task kind declares under --setting (running/task_kinds.py)."""
+    """--tasks and --prompts checked against the registry (every template compiled) before any model work; the prompts
+    known are those each task kind declares under --setting (running/task_kinds.py)."""
     from evalita_data.prompts import PromptError
 
     from ..running.task_kinds import task_kind
@@ -39,8 +38,8 @@ def entries_and_prompts(tasks: list[str] | None, prompt_names: list[str] | None,
 
 
 def check_data_dir(data_dir: str | None) -> None:
-    """--data named a local folder that is no build (the raw originals, a typo): refused in a second,
-    before torch, datasets and the model load (issue 40: `--data raw` took 45-55 s to fail)."""
+    """--data named a local folder that is no build (the raw originals, a typo): refused in a second, before torch,
+    datasets and the model load (issue 40: `--data raw` took 45-55 s to fail)."""
     from ..sources.folder import check_data_folder
     from ..sources.official import is_official
 
@@ -55,11 +54,10 @@ def check_data_dir(data_dir: str | None) -> None:
 
 
 def open_data(data_dir: str | None, hub_org: str | None):
-    """The data source of --data / --hub-org, or a one-line error."""
+    """The data source of --data / --hub-org (``check_data_dir`` passed first), or a one-line error."""
     from ..sources import open_source
     from ..sources.official import is_official
 
-    check_data_dir(data_dir)
     try:
         return open_source(data_dir, hub_org)
     except ValueError as err:
@@ -71,11 +69,10 @@ def open_data(data_dir: str | None, hub_org: str | None):
 
 
 def check_data(entries: list, source, config, named_tasks: bool) -> None:
-    """Before the model loads: the entries the run evaluates (running/selection.py, the decisions the
-    runner and the plan read), every evaluation split read and verified, and nothing to evaluate refused."""
+    """Before the model loads: the entries the run evaluates (running/selection.py, the decisions the runner and the
+    plan read), every evaluation split read and verified, and nothing to evaluate refused."""
     from ..settings.constrained import refuse_unformatted
-    from ..running.selection import nothing_evaluated
-    from ..running.selection import select
+    from ..running.selection import nothing_evaluated, select
     from ..running.task_kinds import task_kind
 
     try:

@@ -1,7 +1,6 @@
-"""The options of ``evalita-eval run`` (its command is eval/cli/run.py), derived from the fields of
-``RunSpec`` (eval/run_config.py), which declares each one once, with its type, default and help: an
-option here is a string handed to the spec, which validates it. A removed engine flag is one line
-naming its ``--backend-arg`` spelling."""
+"""The options of ``evalita-eval run`` (its command is eval/cli/run.py), derived from the fields of ``RunSpec``
+(eval/run_config.py), which declares each one once, with its type, default and help: an option here is a string handed
+to the spec, which validates it. A removed engine flag is one line naming its ``--backend-arg`` spelling."""
 
 from __future__ import annotations
 

@@ -16,10 +16,9 @@ def require(command: str, modules: tuple[str, ...]) -> None:
     """Stop with an install hint, not a traceback, when the evaluator extra is missing."""
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
-        raise click.ClickException(
-            f"`evalita-eval {command}` needs {', '.join(missing)}, which `pip install .` alone does not install. "
-            "Install the evaluator from the clone: pip install torch -e '.[eval]'"
-        )
+        raise click.ClickException(f"`evalita-eval {command}` needs {', '.join(missing)}, which `pip install .` alone "
+                                   "does not install. Install the evaluator from the clone: "
+                                   "pip install torch -e '.[eval]'")
 
 
 def check_model_name(model: str, backend_args: tuple[str, ...] = ()) -> None:
@@ -35,8 +34,8 @@ def check_model_name(model: str, backend_args: tuple[str, ...] = ()) -> None:
 
 
 def default_device() -> str:
-    """``--device`` when none is given: the GPU when torch sees one, else the CPU. (``auto`` is
-    not this: it spreads one model over every device with accelerate's device_map.)"""
+    """``--device`` when none is given: the GPU when torch sees one, else the CPU (``auto`` is not this: it spreads one
+    model over every device with accelerate's device_map)."""
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"

@@ -1,12 +1,8 @@
-"""Append-only cache of per-request results, so that a killed run resumes where it stopped.
+"""Append-only cache of per-request results, so that a killed run resumes where it stopped (docs/evaluator.md).
 
-One JSON line per finished request: ``{"key": sha256, "value": ...}``. The key is the
-hash of the model identity and the request, so a cache is only ever reused for the
-same model and the same prompt text. The file is untrusted when read back: a line cut
-short by a crash, not UTF-8, not JSON, without a string key or with a null value is
-damaged; a value whose shape does not fit its request kind (``loglikelihood``:
-``[finite number, bool]``, ``generate_until``: a string) is of the wrong shape. Both
-count as missing: those requests are computed again, and ``damage_note`` says how many.
+One JSON line per finished request: ``{"key": sha256, "value": ...}``, the key the hash of the model identity and the
+request. Read back untrusted: a damaged line or a value of the wrong shape for its kind (``loglikelihood``:
+``[finite number, bool]``, ``generate_until``: a string) counts as missing, and ``damage_note`` says how many.
 """
 
 from __future__ import annotations
@@ -30,14 +26,11 @@ def request_key(model_key: str, kind: str, payload: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def _is_logprob(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def value_fits(kind: str, value: object) -> bool:
     """Whether a cached value has the shape the runner reads for requests of ``kind``."""
     if kind == RequestKind.LOGLIKELIHOOD:  # [log-probability of the continuation, is it the greedy answer]
-        return isinstance(value, list) and len(value) == 2 and _is_logprob(value[0]) and isinstance(value[1], bool)
+        return (isinstance(value, list) and len(value) == 2 and isinstance(value[0], (int, float))
+                and not isinstance(value[0], bool) and math.isfinite(value[0]) and isinstance(value[1], bool))
     if kind == RequestKind.GENERATE:
         return isinstance(value, str)
     raise ValueError(f"unknown request kind {kind!r}")
@@ -101,9 +94,6 @@ class RequestCache:
             parts.append(_plural(self.wrong_shape, "value of the wrong shape", "values of the wrong shape"))
         return f"{self.path}: {' and '.join(parts)} ignored; those requests are computed again"
 
-    def __contains__(self, key: str) -> bool:
-        return key in self.values
-
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
 
@@ -111,8 +101,8 @@ class RequestCache:
         return len(self.values)
 
     def add(self, items: Iterable[tuple[str, Any]], sync: bool = True) -> None:
-        """Record finished requests: flushed to the file (a killed process keeps them) and,
-        unless ``sync=False``, fsynced (a crashed machine keeps them) before returning."""
+        """Record finished requests: flushed to the file (a killed process keeps them) and, unless ``sync=False``,
+        fsynced (a crashed machine keeps them) before returning."""
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "a", encoding="utf-8")
@@ -143,21 +133,17 @@ class RequestCache:
 
 
 class ResultSaver:
-    """The ``on_result`` callback of one backend call: each finished request goes to the
-    resume cache as it arrives (see ``running/stream.py``) and is reported to the run's
-    ``timer`` with the seconds since the previous one; ``finish`` writes the rest.
-
-    ``to_json[i]`` turns request i's result into what the cache stores, and ``tasks[i]`` names
-    the task it is counted to (``counts["computed:TASK"]``): a call may hold several tasks' requests."""
+    """The ``on_result`` callback of one backend call: each finished request goes to the resume cache as it arrives
+    (``running/stream.py``) and is reported to the run's ``timer`` with the seconds since the previous one; ``finish``
+    writes the rest. ``to_json[i]`` turns request i's result into what the cache stores, ``tasks[i]`` names the task
+    it is counted to (``counts["computed:TASK"]``): a call may hold several tasks' requests."""
 
     def __init__(self, cache: RequestCache, keys: list[str], requests: list[Any],
-                 to_json: Sequence[Callable[[Any], Any]], bar: Any,
-                 counts: Any, kind: str, timer: Callable[[str, list[Any], float], None] | None = None,
+                 to_json: Sequence[Callable[[Any], Any]], bar: Any, counts: Any, kind: str,
+                 timer: Callable[[str, list[Any], float], None] | None = None,
                  tasks: Sequence[str] | None = None) -> None:
         self.cache, self.keys, self.requests, self.to_json = cache, keys, requests, to_json
-        self.bar, self.counts, self.kind = bar, counts, kind
-        self.timer = timer
-        self.tasks = tasks
+        self.bar, self.counts, self.kind, self.timer, self.tasks = bar, counts, kind, timer, tasks
         self.written = [False] * len(keys)
         self.last_sync = self.mark = time.monotonic()
 

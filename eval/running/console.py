@@ -1,8 +1,8 @@
-"""What ``evalita-eval run`` prints when it is done: the scores per prompt, per task (with the items
-they rest on and the chance and majority baselines beside them), and what was computed.
+"""What ``evalita-eval run`` prints when it is done: the scores per prompt, per task (with the items they rest on and
+the chance and majority baselines beside them), and what was computed.
 
-Every score carries its n; a score on fewer than ``worth.MIN_ITEMS`` items says it is not a
-measurement (the quickstart's ``--limit 2`` checks the pipeline, it measures nothing).
+Every score carries its n; a score on fewer than ``worth.MIN_ITEMS`` items says it is not a measurement (the
+quickstart's ``--limit 2`` checks the pipeline, it measures nothing).
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ from ..reporting.worth import MIN_ITEMS, NOT_A_MEASUREMENT
 Results = dict[str, dict[str, dict[str, float]]]
 
 
-def _columns(rows: Sequence[Sequence[str]], text: set[int]) -> str:
+def columns(rows: Sequence[Sequence[str]], text: set[int]) -> str:
     """Rows as aligned columns: those in ``text`` left-aligned, the numbers right-aligned; no trailing blanks."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) if i in text else c.rjust(w)
-                               for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-                     for r in rows)
+    cells = (((c.ljust(w) if i in text else c.rjust(w)) for i, (c, w) in enumerate(zip(r, widths))) for r in rows)
+    return "\n".join("  ".join(row).rstrip() for row in cells)
 
 
 def summary_table(results: Results) -> str:
@@ -33,9 +32,7 @@ def summary_table(results: Results) -> str:
             metrics = "  ".join(f"{m}={v}/{scores.get('n', '?')}" if m == UNPARSED else f"{m}={100 * v:.2f}"
                                 for m, v in scores.items() if m != "n" and not (m == UNPARSED and none_read(scores)))
             rows.append((task, prompt, str(scores.get("n", "")), metrics + flag_mark(scores)))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return "\n".join(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}".rstrip()
-                     for r in rows) + flag_legend(results)
+    return columns(rows, text={0, 1, 3}) + flag_legend(results)
 
 
 def _items(prompts: dict[str, dict[str, float]]) -> tuple[str, int | None]:
@@ -56,8 +53,7 @@ def baseline_text(baselines: dict[str, Any] | None, kind: str, metric: str) -> s
 
 
 def task_summary_table(results: Results, baselines: dict[str, dict] | None = None) -> str:
-    """Per task, the headline metric over its prompts: AvgP, MaxP and CPS (SPEC: CPS = (1 - (MaxP - AvgP)) * MaxP), in
-    %,
+    """Per task, the headline metric over its prompts: AvgP, MaxP and CPS in % (SPEC: CPS = (1 - (MaxP - AvgP)) * MaxP),
     with its items n, the chance and majority baselines (reporting/baselines.py), and a note below ``MIN_ITEMS`` items.
     """
     from evalita_data.registry import task_of_entry
@@ -81,9 +77,8 @@ def task_summary_table(results: Results, baselines: dict[str, dict] | None = Non
                  f"includes {none_read_summary(unread)}" if unread else ""]
         note = "; ".join(n for n in notes if n)
         rows.append((name, metric, n_text, str(len(values)), f"{100 * s.avg:.2f}", f"{100 * s.max:.2f}",
-                     f"{100 * s.cps:.2f}",
-                     baseline_text(base, "chance", metric), baseline_text(base, "majority", metric), note))
-    return _columns(rows, text={0, 1, len(rows[0]) - 1})
+                     f"{100 * s.cps:.2f}", *(baseline_text(base, k, metric) for k in ("chance", "majority")), note))
+    return columns(rows, text={0, 1, len(rows[0]) - 1})
 
 
 def run_counts(result: Any, cache_path: Path, output_dir: str | Path) -> str:

@@ -1,28 +1,8 @@
 """What a run will cost, printed before it starts, and a rough time left once the first batches are measured.
 
-``RunPlan.work`` (running/plan.py) counts, per task, the requests the runner will send and the tokens the model reads
-(counted with the backend's tokenizer; a backend without one, such as a chat API, gets an estimate of 4 characters per
-token, marked ``~``), and for generative requests the budget of new tokens of one request (greedy decoding stops earlier
-at a stop string). ``TimeEstimate`` is told by the runner of every finished request and the seconds it took (the backend
-is never wrapped), measures how fast the first ones go and prints the time the rest of the plan should take, once per
-request kind and then every ``every_s`` seconds.
-
-Log-likelihoods: priced by length, not per request nor per counted prompt token. The model computes one forward row per
-distinct input (the one-token choices of one context share a row: lm-eval's grouping, which the backends follow, so
-FAQ's four lettered choices read their paragraph once, not four times) and a row costs a fixed part plus its tokens:
-seconds = a x rows + b x tokens, fitted by least squares over the calls measured so far (``fit_cost``), prices the rows
-and tokens left. The prompt tokens the plan counts per request, at WiC's rate, said 2.2x the quickstart's log-likelihood
-time left (bench/README.md, bench/estimate.py). Generations run batched, and a batch's time is its prompt pass plus one
-step per new token; a step writes one token per row for nearly the price of a whole forward, so neither seconds per
-generation (the first result of a batch carries the whole batch's time: it said "2.8 h" of a 35-minute run, issue 40)
-nor budget tokens per second (the first, 16-token batches of a CE run said 59 s for 140 s of 256-token NER after them)
-carry over from one task to the next. A backend that times the two phases of its batches (``generation_phases``: ``hf``,
-backend_support/phase_clock.py) is priced apart: the prompt tokens left at the measured prompt tokens per second, plus
-the decode steps left (each request's new-token budget over the measured rows per batch; greedy decoding may stop
-earlier) at the measured seconds per step. Other backends (a server, replicas) are measured in budget tokens (a
-request's prompt tokens plus its max new tokens) per second over the batches that finished (results arriving within
-``BATCH_GAP_S`` of each other are one batch, closed when the next one starts). The line shows its basis. Requests the
-resume cache already holds (a rerun) are counted apart and left out of the time.
+How each kind is priced, and why (log-likelihoods by forward rows and tokens, generations by prompt pass and decode
+steps, never seconds per generation): docs/evaluator.md (the plan and the estimate). Requests the resume cache
+already holds (a rerun) are counted apart and left out of the time.
 """
 
 from __future__ import annotations
@@ -33,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 from ..api import GenRequest, LLRequest, RequestKind
 from ..backend_support.phase_clock import GenerationPhases
+from .console import columns
 
 LL, GEN = RequestKind.LOGLIKELIHOOD, RequestKind.GENERATE
 CHARS_PER_TOKEN = 4  # without a tokenizer (chat APIs): the usual rough rate
@@ -119,9 +100,7 @@ def plan_table(plans: Sequence[TaskPlan]) -> str:
     counted = all(p.counted for p in plans)
     cached, requests = sum(p.cached for p in plans), sum(p.requests for p in plans)
     rows.append(("total", "", f"{requests:,}", _number(sum(p.prompt_tokens for p in plans), counted), ""))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    text = "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-                     for r in rows)
+    text = columns(rows, text={0, 1})
     if cached:
         text += (f"\nresume: {cached:,} of these {requests:,} requests are in the resume cache and are read back; "
                  f"{requests - cached:,} are computed "
@@ -138,13 +117,9 @@ def format_duration(seconds: float) -> str:
 
 
 class TimeEstimate:
-    """Measures the run's finished requests (``Runner.timer`` reports each one with the seconds it
-    took) and prints the time the rest of the plan should take.
-
-    A time left is only printed for what has been measured: before the first generation of a
-    plan with generations finishes, the line says how many generations are left and that their
-    time is not known yet, never "0 s left". Printed once per request kind as soon as it is
-    measured, then every ``every_s`` seconds (a progress line for logs when stderr is no terminal)."""
+    """Measures the run's finished requests (``Runner.timer`` reports each one with the seconds it took) and prints
+    the time the rest of the plan should take, for what has been measured only (never "0 s left"): once per request
+    kind as soon as it is measured, then every ``every_s`` seconds."""
 
     def __init__(self, plans: Sequence[TaskPlan], echo: Callable[[str], None], every_s: float = 300.0,
                  clock: Callable[[], float] = time.perf_counter, phases: GenerationPhases | None = None,
@@ -161,14 +136,11 @@ class TimeEstimate:
         self.phases = phases
         self.gen_prompt_left = sum(p.left_tokens for p in gen)
         self.gen_new_left = sum((p.requests - p.cached) * p.max_new_tokens for p in gen)
-        self.echo = echo
-        self.every_s = every_s
-        self.clock = clock
+        self.echo, self.every_s, self.clock = echo, every_s, clock
         self.seconds, self.done = 0.0, 0  # the finished generation batches: their seconds and budget tokens
-        self.generations = 0  # generations finished (in finished batches or not)
-        self.batches = 0  # generation batches finished
+        self.generations, self.batches = 0, 0  # generations finished (in finished batches or not), batches finished
         self._open = [0, 0.0]  # the batch whose results are arriving: budget tokens, seconds
-        self._reported: set[str] = set()
+        self._reported: set[str] = set()  # the kinds whose first estimate was printed
         self._last_print = 0.0
 
     def record(self, kind: str, requests: Sequence[LLRequest | GenRequest], seconds: float) -> None:
@@ -190,8 +162,7 @@ class TimeEstimate:
         self.generations += len(requests)
         if seconds >= BATCH_GAP_S and self._open[0]:
             self._close_batch()  # a new batch started: the one before it is finished
-        self._open[0] += budget
-        self._open[1] += seconds
+        self._open = [self._open[0] + budget, self._open[1] + seconds]
         if self.generations >= self.total_generations:
             self._close_batch()  # the last results: nothing else will close their batch
         if self.batches or self._phased:
@@ -199,9 +170,7 @@ class TimeEstimate:
 
     def _close_batch(self) -> None:
         tokens, seconds = self._open
-        self.done += tokens
-        self.seconds += seconds
-        self.batches += 1
+        self.done, self.seconds, self.batches = self.done + tokens, self.seconds + seconds, self.batches + 1
         self._open = [0, 0.0]
 
     @property
@@ -266,12 +235,9 @@ class TimeEstimate:
         parts = [f"{', '.join(rates)} so far"] if rates else []
         if self.total_generations:
             left = max(0, self.total_generations - self.generations)
-            if self._phased:
-                parts.append(f"{left:,} of {self.total_generations:,} generations left "
-                             f"({self.gen_prompt_left:,} prompt tokens, {self.gen_new_left:,} new tokens at most)")
-            else:
-                parts.append(f"{left:,} of {self.total_generations:,} generations left "
-                             f"({self._gen_left:,} budget tokens)")
+            tokens = (f"{self.gen_prompt_left:,} prompt tokens, {self.gen_new_left:,} new tokens at most"
+                      if self._phased else f"{self._gen_left:,} budget tokens")
+            parts.append(f"{left:,} of {self.total_generations:,} generations left ({tokens})")
         if unmeasured:
             parts.append(f"{' and '.join(unmeasured)} not measured yet")
         return f"estimate: {head} ({'; '.join(parts)})"
@@ -286,8 +252,8 @@ class TimeEstimate:
 
 
 def announce(runner: Any, plan: Any, backend: Any, echo: Callable[[str], None], every_s: float = 300.0) -> TimeEstimate:
-    """Print the run's plan (``running/plan.py``: the one ``Runner.run`` executes) and have the runner
-    report its finished requests to the estimator (returned)."""
+    """Print the run's plan (``running/plan.py``: the one ``Runner.run`` executes) and have the runner report its
+    finished requests to the estimator (returned)."""
     plans = plan.work(backend.tokenizer)
     echo(plan_table(plans))
     estimate = TimeEstimate(plans, echo, every_s=every_s, phases=getattr(backend, "generation_phases", None),

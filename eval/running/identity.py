@@ -1,9 +1,8 @@
 """The run's identity: every input that can change a number, its short hash, and the output folder it owns.
 
-Two invocations with equal identities are one run (the second resumes or extends the first);
-two with different identities never share a folder: the default folder is named by the model
-and the hash of the identity, and a run into a folder that holds another identity's results
-refuses, naming the first difference (``--overwrite`` replaces them).
+Two invocations with equal identities are one run (the second resumes or extends the first); two with different
+identities never share a folder: the default folder is named by the model and the hash of the identity, and a run into a
+folder that holds another identity's results refuses, naming the first difference (``--overwrite`` replaces them).
 """
 
 from __future__ import annotations
@@ -21,9 +20,7 @@ from ..record.build import ID_LENGTH, run_id  # noqa: F401  (one hash: the write
 from ..settings.thinking import DEFAULT_TRACE_BUDGET
 
 RESULTS_FILE = "results.json"
-# What results.json calls the identity and its hash.
-IDENTITY_FIELD = "run_identity"
-ID_FIELD = "run_id"
+IDENTITY_FIELD = "run_identity"  # what results.json calls the identity
 # Held (filelock) by the process computing a run's folder (eval/cli/run.py): two never compute one at once.
 RUN_LOCK = ".run.lock"
 LOCKED = 75  # the exit code of a run whose folder another process holds (EX_TEMPFAIL)
@@ -39,28 +36,23 @@ def chat_template_identity(backend: Any) -> dict:
     return {"source": "tokenizer", "sha256": hashlib.sha256(template.encode("utf-8")).hexdigest()}
 
 
+def thinking_values(config: Any) -> dict[str, Any]:
+    """Thinking's markers and trace budget (forced, or the default's value), as the identity and config hold them."""
+    return {"think_markers": list(config.think_markers), "max_thinking_tokens": config.max_thinking_tokens,
+            "trace_budget": config.max_thinking_tokens or DEFAULT_TRACE_BUDGET}
+
+
 def run_identity(model_record: dict[str, Any], config: Any, chat_template: dict | None) -> dict[str, Any]:
-    """Every input of a run that can change a number: the model and backend (``ModelInfo.record``,
-    the backend's ``cache_identity()``) and the run's options (its ``RunSpec``)."""
+    """Every input of a run that can change a number: the model and backend (``ModelInfo.record``, the backend's
+    ``cache_identity()``) and the run's options (its ``RunSpec``)."""
     return {
-        "model": model_record,
-        "setting": config.setting,
-        "apply_chat_template": config.apply_chat_template,
-        "chat_template": chat_template,
-        "system_instruction": config.system_instruction,
-        "num_fewshot": config.num_fewshot,
-        "fewshot_as_multiturn": config.fewshot_as_multiturn,
-        "seed": config.seed,
-        "split": config.split,
-        "prompts": sorted(config.prompts) if config.prompts is not None else None,
-        "limit": config.limit,
-        "max_new_tokens": config.max_new_tokens,
-        "constrained": config.constrained,
+        "model": model_record, "setting": config.setting, "apply_chat_template": config.apply_chat_template,
+        "chat_template": chat_template, "system_instruction": config.system_instruction,
+        "num_fewshot": config.num_fewshot, "fewshot_as_multiturn": config.fewshot_as_multiturn, "seed": config.seed,
+        "split": config.split, "prompts": sorted(config.prompts) if config.prompts is not None else None,
+        "limit": config.limit, "max_new_tokens": config.max_new_tokens, "constrained": config.constrained,
         # Only when on: the identities (and folders) of the runs made before --thinking existed are unchanged.
-        **({"thinking": {"on": True, "think_markers": list(config.think_markers),
-                         "max_thinking_tokens": config.max_thinking_tokens,
-                         "trace_budget": config.max_thinking_tokens or DEFAULT_TRACE_BUDGET}}  # the default's value too
-           if config.thinking else {}),
+        **({"thinking": {"on": True, **thinking_values(config)}} if config.thinking else {}),
         **({"bertscore_model": config.bertscore_model} if config.bertscore_model else {}),  # adds a score
     }
 
@@ -70,12 +62,10 @@ def identity_of(backend: Any, model_record: dict[str, Any], config: Any) -> dict
     return run_identity(model_record, config, chat_template_identity(backend) if config.apply_chat_template else None)
 
 
-
-
 def default_output_dir(identity: dict[str, Any]) -> Path:
     """``results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>][-thinking]-<run id>``: readable, and
-    never shared by two identities (a chat template, a system instruction, a dtype or another
-    model folder of the same name change the hash)."""
+    never shared by two identities (a chat template, a system instruction, a dtype or another model folder of the same
+    name change the hash)."""
     return Path("results") / run_folder(identity["model"], identity, run_id(identity))
 
 
@@ -100,12 +90,18 @@ class FolderOfAnotherRun(ValueError):
     """The output folder holds the results of another identity."""
 
 
-def earlier_run(out: Path) -> dict | None:
-    """The results.json a folder holds (None: none); an unreadable one is an error naming it."""
+def claim_folder(out: Path, identity: dict[str, Any], overwrite: bool) -> dict | None:
+    """Make ``out`` this run's folder; returns the results.json of an earlier invocation of the same run (to resume and
+    extend), else None. Another identity's results refuse, or with ``overwrite`` are removed (results.json and samples/;
+    the resume cache stays: its keys name the model and request, so it can never give one run's values to another)."""
+    if overwrite:
+        (out / RESULTS_FILE).unlink(missing_ok=True)
+        shutil.rmtree(out / "samples", ignore_errors=True)
+        return None
     path = out / RESULTS_FILE
     if not path.is_file():
         return None
-    try:
+    try:  # an unreadable results.json is an error naming it
         doc = json.loads(path.read_text("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise FolderOfAnotherRun(f"{path} is unreadable ({one_line(err)}); pass --overwrite to replace it, or choose "
@@ -113,24 +109,9 @@ def earlier_run(out: Path) -> dict | None:
     if not isinstance(doc, dict):
         raise FolderOfAnotherRun(f"{path} is not a results.json object; pass --overwrite to replace it, or choose "
                                  "another --output-dir")
-    return doc
-
-
-def claim_folder(out: Path, identity: dict[str, Any], overwrite: bool) -> dict | None:
-    """Make ``out`` this run's folder; returns the results.json of an earlier invocation of the same
-    run (to resume and extend), else None. Another identity's results refuse, or with ``overwrite``
-    are removed (results.json and samples/; the resume cache stays: its keys name the model and
-    request, so it can never give one run's values to another)."""
-    if overwrite:
-        (out / RESULTS_FILE).unlink(missing_ok=True)
-        shutil.rmtree(out / "samples", ignore_errors=True)
-        return None
-    doc = earlier_run(out)
-    if doc is None:
-        return None
     theirs = doc.get(IDENTITY_FIELD)
     if not isinstance(theirs, dict):
-        raise FolderOfAnotherRun(f"{out / RESULTS_FILE} records no run identity (an older evalita-eval); pass "
+        raise FolderOfAnotherRun(f"{path} records no run identity (an older evalita-eval); pass "
                                  "--overwrite to replace it, or choose another --output-dir")
     difference = first_difference(theirs, identity)
     if difference is not None:

@@ -1,10 +1,6 @@
-"""The run as one plan, built once before the first request: the entries it evaluates (and why the
-others are not), per entry its documents, prompts and requests, which of those the resume cache
-already holds, and the work left in tokens and generations.
-
-``Runner.plan`` builds it; the CLI prints it (``estimate.announce``) and hands the same plan to
-``Runner.run``, which executes its requests: the printed plan and the run are the same requests,
-never computed twice.
+"""The run as one plan, built once before the first request (``Runner.plan``): the entries it evaluates (and why the
+others are not), per entry its documents, prompts and requests, which of those the resume cache already holds, and the
+work left. The CLI prints it (``estimate.announce``) and hands the same plan to ``Runner.run``: never computed twice.
 """
 
 from __future__ import annotations

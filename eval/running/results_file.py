@@ -17,16 +17,14 @@ from ..api import RequestKind
 from ..naming import display_name
 from ..record.build import build_record, config_record, model_record
 from ..record.migrate import RecordError
-from ..record.model import Asked, DataRecord, RecordedMetric, RunRecord, TaskRecord, Timing
+from ..record.model import Asked, DataRecord, RecordedMetric, RunRecord, TaskRecord
 from ..record.read import checked_document, checked_sample, record_text
 from ..sources.entries import TaskEntry
-from .identity import FolderOfAnotherRun, RESULTS_FILE, run_id
+from .identity import FolderOfAnotherRun, RESULTS_FILE, run_id, thinking_values
 from .task_kinds import task_kind
-from ..settings.thinking import DEFAULT_TRACE_BUDGET
 
 VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score",
                       "jinja2")
-TIMING_KEYS = ("wall_s", "compute_s", "requests", "computed", "cached")
 
 
 def package_versions() -> dict[str, str]:
@@ -42,19 +40,15 @@ def package_versions() -> dict[str, str]:
 
 
 def task_versions(entry: TaskEntry, setting: str) -> TaskRecord:
-    """The task's declared version, a short hash of each prompt it is asked with (an edited
-    prompt shows in results.json even where the version was not raised) and the metrics it is
-    scored with, headline first, with kind and direction: what reports read (reporting/recorded.py)."""
+    """The task's declared version, a short hash of each prompt it is asked with (an edited prompt shows in results.json
+    even where the version was not raised) and the metrics it is scored with, headline first, with kind and direction:
+    what reports read (reporting/recorded.py)."""
     kind = task_kind(entry, setting)
     return TaskRecord(version=entry.spec.version,
                       prompts={name: hashlib.sha256(repr(p).encode("utf-8")).hexdigest()[:12]
                                for name, p in kind.declared_prompts().items()},
                       metrics=[RecordedMetric(m.name, m.kind, m.higher_is_better) for m in kind.declared_metrics()],
                       max_new_tokens=kind.budget)  # the paper's budget (None: it does not generate): readers check it
-
-
-def rounded_timing(total: dict[str, float]) -> Timing:
-    return Timing(**{k: round(total[k], 3) for k in TIMING_KEYS})
 
 
 def earlier_record(doc: dict | None, path: Path) -> RunRecord | None:
@@ -100,8 +94,7 @@ def add_run_id(path: Path, rid: str | None) -> None:
 def config_json(c: Any, chat_template: dict | None, replicas: int) -> dict:
     """results.json ``config``: the run's options as given (its ``RunSpec``); thinking's markers and trace budget
     (forced or default) when on, the BERTScore scorer where one was given; ``replicas`` change no number."""
-    thinking = {"think_markers": list(c.think_markers), "max_thinking_tokens": c.max_thinking_tokens,
-                "trace_budget": c.max_thinking_tokens or DEFAULT_TRACE_BUDGET} if c.thinking else {}
+    thinking = thinking_values(c) if c.thinking else {}
     if c.bertscore_model:  # the scorer of bertscore_f1 (running/bertscore.py): its model's files or commit
         from .bertscore import bertscore_record
 
@@ -116,8 +109,8 @@ def config_json(c: Any, chat_template: dict | None, replicas: int) -> dict:
 
 
 def asked_record(kind: Any) -> Asked:
-    """How a task kind asks the model: ``generate_until`` with its token budget and the stop strings its
-    requests carry (none when thinking without forcing), or ``loglikelihood``."""
+    """How a task kind asks the model: ``generate_until`` with its token budget and the stop strings its requests carry
+    (none when thinking without forcing), or ``loglikelihood``."""
     if kind.request_kind is not RequestKind.GENERATE:
         return Asked(str(kind.request_kind))
     return Asked(str(RequestKind.GENERATE), kind.max_new_tokens, tuple(kind.sent_stops))
@@ -135,19 +128,11 @@ def new_record(runner: Any, planned: list[str]) -> RunRecord:
                           "(docs/adding-a-backend.md)") from None
     recorded.name = display_name(recorded if model.given_name is None else {"name": model.given_name})
     recorded.num_parameters = runner.backend.num_parameters
-    return RunRecord(
-        path=runner.out / RESULTS_FILE,
-        status="partial",
-        run_id=run_id(identity),
-        identity=identity,
-        model=recorded,
-        config=config_record(
-            config_json(runner.config, runner.chat_template, getattr(runner.backend, "replicas", 1)), identity
-        ),
-        data=DataRecord(source=runner.source.description, **runner.source.provenance()),
-        planned=planned,
-        package_versions=package_versions(),
-    )
+    config = config_json(runner.config, runner.chat_template, getattr(runner.backend, "replicas", 1))
+    return RunRecord(path=runner.out / RESULTS_FILE, status="partial", run_id=run_id(identity), identity=identity,
+                     model=recorded, config=config_record(config, identity), planned=planned,
+                     data=DataRecord(source=runner.source.description, **runner.source.provenance()),
+                     package_versions=package_versions())
 
 
 def sample_task_version(entry: TaskEntry, setting: str, prompt: str) -> dict:
@@ -157,12 +142,11 @@ def sample_task_version(entry: TaskEntry, setting: str, prompt: str) -> dict:
     return {"version": versions.version, "prompt": versions.prompts[prompt]}
 
 
-def write_samples(
-    out: Path, entry: str, prompt: str, samples: list[dict], rid: str, task_version: dict | None = None
-) -> None:
-    """Write ``OUT/samples/<entry>_<prompt>.jsonl`` whole (a temporary file renamed over it); each line
-    carries the run id ``rid`` and the task's ``task_version`` (it belongs to the results.json beside it)
-    and is checked: its reader accepts it (docs/run-record.md)."""
+def write_samples(out: Path, entry: str, prompt: str, samples: list[dict], rid: str,
+                  task_version: dict | None = None) -> None:
+    """Write ``OUT/samples/<entry>_<prompt>.jsonl`` whole (a temporary file renamed over it); each line carries the run
+    id ``rid`` and the task's ``task_version`` (it belongs to the results.json beside it) and is checked: its reader
+    accepts it (docs/run-record.md)."""
     folder = out / "samples"
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{entry}_{prompt}.jsonl.tmp"

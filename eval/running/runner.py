@@ -1,8 +1,7 @@
 """Runs tasks x prompts on any ``Backend`` and writes results.json and samples/*.jsonl.
 
-Every request goes through the resume cache (``cache.py``): a request already in
-``OUTPUT/cache.jsonl`` is read back, the others are computed as one stream over the whole run
-(``stream.py``) and appended as they finish; then each task is assembled from the cache.
+Every request goes through the resume cache (``cache.py``): a request already in ``OUTPUT/cache.jsonl`` is read back,
+the others are computed as one stream over the whole run (``stream.py``); then each task is assembled from the cache.
 """
 
 from __future__ import annotations
@@ -23,8 +22,8 @@ from .thinking_run import forced_values, refuse_forcing_on_chat_messages, thinki
 from ..settings.thinking import trace_summary
 from .selection import eval_split, select
 from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of, run_id
-from .results_file import (asked_record, carry_over, earlier_record, new_record, rounded_timing, sample_task_version,
-                           task_versions, write_results_file, write_samples)
+from .results_file import (asked_record, carry_over, earlier_record, new_record, sample_task_version, task_versions,
+                           write_results_file, write_samples)
 from ..record.model import RunRecord, Timing, TraceSummary
 from ..reporting.unparsed_flag import flagged_prompts
 from ..backend_support.identity import identity_key
@@ -40,11 +39,10 @@ class ModelInfo:
     name_or_path: str
     revision: str | None
     dtype: str
-    # "hf", "vllm"...: backends equal within float rounding are kept apart in the cache so
-    # that a rerun reproduces its own numbers bit for bit.
+    # "hf", "vllm"...: backends equal within float rounding are kept apart in the cache so that a rerun reproduces
+    # its own numbers bit for bit.
     backend: str = "hf"
-    # The backend's ``cache_identity()`` (every input that can change a number); the Runner
-    # fills it from its backend when None.
+    # The backend's ``cache_identity()`` (every input that can change a number); the Runner fills it when None.
     identity: dict[str, Any] | None = None
     # --model-name: how outputs name the model; changes no number, so no part of ``record`` (the identity).
     given_name: str | None = None
@@ -52,13 +50,8 @@ class ModelInfo:
     @property
     def record(self) -> dict[str, Any]:
         """What results.json says of the model: the names above, completed by the backend's identity."""
-        return {
-            "name_or_path": self.name_or_path,
-            "revision": self.revision,
-            "dtype": self.dtype,
-            "backend": self.backend,
-            **(self.identity or {}),
-        }
+        return {"name_or_path": self.name_or_path, "revision": self.revision, "dtype": self.dtype,
+                "backend": self.backend, **(self.identity or {})}
 
     @property
     def cache_key(self) -> str:
@@ -83,14 +76,6 @@ class RunResult:
     def status(self) -> str:  # "partial" while running; then "complete", or "empty" when no task was evaluated
         return self.record.status
 
-    @property
-    def skipped(self) -> dict[str, str]:  # entry -> why it was not evaluated
-        return self.record.skipped
-
-    @property
-    def timing(self) -> dict[str, Timing]:  # wall_s, compute_s, requests, computed, cached: over resumed invocations
-        return self.record.timing
-
 
 class Runner:
     def __init__(self, backend: Backend, model: ModelInfo, source: Source, config: Any, output_dir: str | Path,
@@ -110,9 +95,8 @@ class Runner:
         self._stream: RunStream | None = None  # the run's requests, computed before the tasks are assembled
         self._computing: str | None = None  # the kind being computed: with nothing saved, interrupt_summary names it
         self._compute_s = 0.0  # seconds inside the backend's compute calls, over the whole invocation
-        # Told of every finished request (kind, requests, seconds they took): the time estimate.
-        # The runner times its own calls: the backend's methods are never wrapped, so that a
-        # backend that reports each request as it finishes (on_result) keeps doing so.
+        # Told of every finished request (kind, requests, seconds they took): the time estimate. The runner times its
+        # own calls: the backend's methods are never wrapped, so one reporting each request (on_result) keeps doing so.
         self.timer: Callable[[str, list[Any], float], None] | None = None
         self.chat_template = chat_template_identity(backend) if config.apply_chat_template else None
         # Every input that can change a number: two invocations with equal identities are one run.
@@ -125,29 +109,22 @@ class Runner:
         self.chat_messages = config.apply_chat_template and backend.capabilities.chat_messages
         if config.apply_chat_template and not self.chat_messages:
             if not backend.capabilities.chat_template:
-                raise BackendUnsupported(
-                    f"backend {backend.name!r} cannot apply a chat template; run without --apply-chat-template"
-                )
+                raise BackendUnsupported(f"backend {backend.name!r} cannot apply a chat template; run without "
+                                         "--apply-chat-template")
             self.chat = thinking_chat(backend, config.reasoning, echo)  # enable_thinking where the template reads it
         refuse_forcing_on_chat_messages(config.reasoning, backend.capabilities.chat_messages, backend.name)
 
     # -- one task entry ----------------------------------------------------------------
-    def eval_split(self, entry: TaskEntry) -> str:
-        """The split evaluated: --split, else the task's official evaluation split."""
-        return eval_split(entry, self.config)
-
     def load_docs(self, entry: TaskEntry) -> tuple[list[dict], list[dict]]:
         spec = entry.spec
-        docs = self.source.load(entry, self.eval_split(entry))
+        docs = self.source.load(entry, eval_split(entry, self.config))
         if self.config.limit is not None:
             docs = docs[: self.config.limit]
         pool: list[dict] = []
         if self.config.num_fewshot > 0:
             if not self.source.has_split(entry, spec.fewshot_split):
-                raise FileNotFoundError(
-                    f"{entry.name}: {self.config.num_fewshot}-shot needs the few-shot split {spec.fewshot_split!r}, "
-                    f"which {self.source.description} does not have"
-                )
+                raise FileNotFoundError(f"{entry.name}: {self.config.num_fewshot}-shot needs the few-shot split "
+                                        f"{spec.fewshot_split!r}, which {self.source.description} does not have")
             pool = self.source.load(entry, spec.fewshot_split)
         return docs, pool
 
@@ -159,42 +136,28 @@ class Runner:
         """The prompts of the entry this run asks (--prompts, else every one)."""
         return [p for p in asked.task.prompts if self.config.prompts is None or p in self.config.prompts]
 
-    @property
-    def target_delimiter(self) -> str:
-        """What goes between a context and each of its choices: lm-eval's space, or nothing in chat
-        mode, where the answer follows the generation prompt."""
-        return "" if self.chat is not None else " "
-
-    def prompt_contexts(
-        self, entry: TaskEntry, task: Any, name: str, docs: list[dict], pool: list[dict]
-    ) -> tuple[list[str], list[list[dict]] | None]:
-        """The prompt of every document under prompt ``name`` (few-shot examples, chat template
-        applied), and the chat turns behind them for backends that take messages (else None)."""
+    def prompt_contexts(self, entry: TaskEntry, task: Any, name: str, docs: list[dict],
+                        pool: list[dict]) -> tuple[list[str], list[list[dict]] | None]:
+        """The prompt of every document under prompt ``name`` (few-shot examples, chat template applied), and the
+        chat turns behind them for backends that take messages (else None)."""
         fewshot_args = (task, name, docs, pool, self.config.num_fewshot, self.config.seed)
-        fewshot_kw = dict(
-            pool_is_eval_split=entry.spec.fewshot_split == self.eval_split(entry),
-            system_instruction=self.config.system_instruction,
-            multiturn=self.config.fewshot_as_multiturn is not False,
-        )
+        fewshot_kw = dict(pool_is_eval_split=entry.spec.fewshot_split == eval_split(entry, self.config),
+                          system_instruction=self.config.system_instruction,
+                          multiturn=self.config.fewshot_as_multiturn is not False)
         if self.chat_messages:
             messages = build_chat_messages(*fewshot_args, **fewshot_kw)
             return [messages_as_text(m) for m in messages], messages
         return build_contexts(*fewshot_args, self.chat, **fewshot_kw), None
 
     def run_entry(self, planned: EntryPlan) -> tuple[dict[str, dict[str, float]], int]:
-        """One entry's samples, scores and baselines, from the values the stream left in the cache
-        (a prompt under budget forcing: computed now, its two rounds through ``RunStream.cached``)."""
+        """One entry's samples, scores and baselines, from the values the stream left in the cache (a prompt under
+        budget forcing: computed now, its two rounds through ``RunStream.cached``)."""
         asked, docs, stream = planned.asked, planned.docs, self._stream
         per_prompt: dict[str, dict[str, float]] = {}
         for prompt in planned.prompts:
             if asked.forcing:
-                cached = partial(
-                    stream.cached,
-                    prompt.kind,
-                    planned.name,
-                    to_json=lambda v: asked.value_json(v, self.backend.name),
-                    label=f"{planned.name} {prompt.name}",
-                )
+                cached = partial(stream.cached, prompt.kind, planned.name, label=f"{planned.name} {prompt.name}",
+                                 to_json=lambda v: asked.value_json(v, self.backend.name))
                 values, _ = forced_values(cached, prompt.requests, asked.thinking)
             else:
                 values = [self.cache[k] for k in stream.keys[(planned.name, prompt.name)]]
@@ -218,7 +181,9 @@ class Runner:
     def prompt_requests(self, asked: TaskKind, prompt: str, docs: list[dict], contexts: list[str],
                         messages: list[list[dict]] | None = None) -> list[LLRequest] | list[GenRequest]:
         """The requests of one prompt, built once, for the plan (running/plan.py) the run executes."""
-        return asked.requests(prompt, docs, contexts, as_turns(messages, len(contexts)), self.target_delimiter)
+        # Between a context and each choice: lm-eval's space, or nothing in chat mode (after the generation prompt).
+        delimiter = "" if self.chat is not None else " "
+        return asked.requests(prompt, docs, contexts, as_turns(messages, len(contexts)), delimiter)
 
     def is_cached(self, kind: str, request: LLRequest | GenRequest) -> bool:
         """Whether the resume cache holds a usable value for the request (it will be read back, not computed)."""
@@ -231,28 +196,24 @@ class Runner:
         for kind, what in ((RequestKind.LOGLIKELIHOOD, "score log-likelihoods"), (RequestKind.GENERATE, "generate")):
             names = [name for name, need in needs.items() if need == kind]
             if names and not self.backend.capabilities.serves(kind):
-                raise BackendUnsupported(
-                    f"backend {self.backend.name!r} cannot {what}, which {', '.join(names)} need(s)"
-                )
+                raise BackendUnsupported(f"backend {self.backend.name!r} cannot {what}, which {', '.join(names)} "
+                                         "need(s)")
 
     def _check_formats(self, entries: Sequence[TaskEntry]) -> None:
-        """--constrained on a generative task that declares no answer format (TaskSpec.output_pattern):
-        an error before any work, or in a run over every task a warning (results.json: task_config)."""
+        """--constrained on a generative task that declares no answer format (TaskSpec.output_pattern): an error before
+        any work, or in a run over every task a warning (results.json: task_config)."""
         if not self.config.constrained:
             return
         free = [e.name for e in entries if self.entry_kind(e).unformatted]
         if not self.config.skip_missing:
             refuse_unformatted(free)
         for name in free:
-            self.echo(
-                f"warning: {name}: generated without constraint, the task declares no answer format "
-                "(TaskSpec.output_pattern)"
-            )
+            self.echo(f"warning: {name}: generated without constraint, the task declares no answer format "
+                      "(TaskSpec.output_pattern)")
 
     def run(self, work: Sequence[TaskEntry] | RunPlan) -> RunResult:
-        """Executes the plan (``self.plan(entries)`` when given entries): its requests the cache
-        lacks as one stream (``stream.py``), then its entries in order, results.json written as
-        each is assembled."""
+        """Executes the plan (``self.plan(entries)`` when given entries): its requests the cache lacks as one stream
+        (``stream.py``), then its entries in order, results.json written as each is assembled."""
         plan = work if isinstance(work, RunPlan) else self.plan(work)
         selection = plan.selection  # decided once: the plan and the run read the same
         record = self.record
@@ -314,15 +275,15 @@ class Runner:
         record.timing[entry.name] = self._task_timing(entry.name, streamed_s + time.perf_counter() - began, before,
                                                       finished=True)
         record.resources[entry.name] = peak_memory()
-        splits = [self.eval_split(entry)] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
+        splits = [eval_split(entry, self.config)] + ([entry.spec.fewshot_split] if self.config.num_fewshot else [])
         record.data.manifest_sha256[entry.name] = {s: self.source.sha256(entry, s) for s in splits}
         self._write_results()
 
     def _task_timing(self, task: str, wall_s: float, earlier: RunRecord | None, finished: bool) -> Timing:
-        """One task's time and requests over every invocation of the run, each request counted once:
-        the requests an earlier invocation computed are read back from the cache now, and count as
-        computed (by the run), not as cached. Its compute time is its share of the calls that held its
-        requests (``stream.py``: by prompt tokens); ``wall_s``: the stream's share and its assembly."""
+        """One task's time and requests over every invocation of the run, each request counted once: the requests an
+        earlier invocation computed are read back from the cache now, and count as computed (by the run), not as
+        cached. Its compute time is its share of the calls that held its requests (``stream.py``: by prompt tokens);
+        ``wall_s``: the stream's share and its assembly."""
         now = self._stream.task_counts(task)
         timing = earlier.timing.get(task) if earlier else None
         before = {k: v for k, v in vars(timing).items() if v is not None} if timing else {}
@@ -333,15 +294,14 @@ class Runner:
         total = {"wall_s": wall_s + before.get("wall_s", 0),
                  "compute_s": self._stream.seconds[task] + before.get("compute_s", 0),
                  "requests": requests, "computed": computed, "cached": cached}
-        return rounded_timing(total)
+        return Timing(**{k: round(v, 3) for k, v in total.items()})
 
     def _write_results(self) -> None:
         self.record.unparsed_flags = flagged_prompts(self.record.results)  # prompts with >= 10 % unparsed answers
         write_results_file(self.record)
 
     def interrupt_summary(self) -> str:
-        """What an interrupted run kept, exactly (the CLI prints it on Ctrl-C), leading with the
-        kind of request the run was computing."""
+        """What an interrupted run kept, exactly (the CLI prints it on Ctrl-C), leading with the kind being computed."""
         path = self.cache.path
         self.cache.close()
         # Counted from the file as it is now: Ctrl-C may land between a line's write and the count.

@@ -1,9 +1,9 @@
-"""Which task entries a run evaluates, decided once: the CLI (before the model loads), the plan
-and the runner read the same ``Selection`` instead of each deciding again.
+"""Which task entries a run evaluates, decided once: the CLI (before the model loads), the plan and the runner read
+the same ``Selection`` instead of each deciding again.
 
-An entry is left out when the ``--setting`` cannot ask it (a multiple-choice task that declares
-no instruct prompts) or, in a run over every task (``skip_missing``), when the data lack its
-evaluation split. In a run of named tasks both are errors, raised where they are found.
+An entry is left out when the ``--setting`` cannot ask it (a multiple-choice task that declares no instruct prompts)
+or, in a run over every task (``skip_missing``), when the data lack its evaluation split. In a run of named tasks both
+are errors, raised where they are found.
 """
 
 from __future__ import annotations
@@ -22,11 +22,6 @@ def eval_split(entry: TaskEntry, config: Any) -> str:
     return config.split or entry.spec.eval_split
 
 
-def without_instruct(entries: Sequence[TaskEntry], setting: str) -> list[TaskEntry]:
-    """Multiple-choice entries that a generative setting cannot ask: they declare no ``TaskSpec.instruct``."""
-    return [e for e in entries if not task_kind(e, setting).askable]
-
-
 @dataclass
 class Selection:
     runnable: list[TaskEntry]
@@ -37,13 +32,13 @@ class Selection:
 
 def select(entries: Sequence[TaskEntry], source: Source, config: Any) -> Selection:
     """The entries the run evaluates and why the others are not (see the module docstring)."""
-    unaskable = without_instruct(entries, config.setting)
+    # Multiple-choice entries that a generative setting cannot ask: they declare no ``TaskSpec.instruct``.
+    unaskable = [e for e in entries if not task_kind(e, config.setting).askable]
     if unaskable and not config.skip_missing:
         raise ValueError(f"--setting {config.setting} needs the instruct prompts (TaskSpec.instruct) that "
                          f"{', '.join(e.name for e in unaskable)} do(es) not declare")
-    out = Selection([],
-                    {e.name: f"the task declares no instruct prompts for --setting {config.setting}"
-                     for e in unaskable})
+    out = Selection([], {e.name: f"the task declares no instruct prompts for --setting {config.setting}"
+                         for e in unaskable})
     for entry in entries:
         if entry in unaskable:
             continue
@@ -55,8 +50,8 @@ def select(entries: Sequence[TaskEntry], source: Source, config: Any) -> Selecti
 
 
 def nothing_evaluated(skipped: dict[str, str], source: Source) -> str:
-    """The one-line error of a run that evaluated nothing (the reasons per task are printed before it);
-    a local folder's task folders that no registered task reads are named."""
+    """The one-line error of a run that evaluated nothing (the reasons per task are printed before it); a local
+    folder's task folders that no registered task reads are named."""
     text = (f"nothing was evaluated: every one of the {len(skipped)} task entries was skipped "
             f"({'; '.join(sorted(set(skipped.values())))[:300]})")
     folder = source.folder
@@ -64,9 +59,8 @@ def nothing_evaluated(skipped: dict[str, str], source: Source) -> str:
         from evalita_data.registry import task_ids
 
         known = set(task_ids())
-        unknown = sorted(p.name
-                         for p in Path(folder).iterdir() if p.is_dir() and not p.name.startswith(".")
-                         and p.name not in known)
+        unknown = sorted(p.name for p in Path(folder).iterdir()
+                         if p.is_dir() and not p.name.startswith(".") and p.name not in known)
         if unknown:
             text += (f"; {folder} holds folders of tasks that are not registered here: {', '.join(unknown)} (an "
                      "out-of-tree task is registered by EVALITA_TASK_PATH or its installed package)")

@@ -1,13 +1,7 @@
-"""The run's work as one stream: every request of the plan that the resume cache lacks, computed
-before any task is assembled, one request kind after the other (docs/evaluator.md).
-
-Per kind, pending requests go in the plan's order (longest context first within a prompt); a
-request an earlier prompt also sends is computed once. A backend that mixes prompts (vllm) gets
-calls across tasks and prompts; any other (hf) one prompt's requests per call, so its padded
-batches and float rounding are those of a run of that prompt; one that takes ``calls`` (replicas)
-gets every call of the kind at once. Each finished request is saved as it arrives
-(``ResultSaver``). Budget-forced prompts (``TaskKind.forcing``) are left out and computed when their
-task is assembled. A call's time is split among its tasks in proportion to their prompt tokens.
+"""The run's work as one stream: every request of the plan that the resume cache lacks, computed before any task is
+assembled, one request kind after the other, each finished request saved as it arrives (``ResultSaver``); how calls
+are cut per backend and a call's time shared among its tasks: docs/evaluator.md. Budget-forced prompts
+(``TaskKind.forcing``) are left out and computed when their task is assembled.
 """
 
 from __future__ import annotations
@@ -41,8 +35,8 @@ class Segment:
 
 
 class RunStream:
-    """Computes the plan's pending requests (``run``); ``keys`` and ``counts`` are what the runner
-    assembles and times each task with."""
+    """Computes the plan's pending requests (``run``); ``keys`` and ``counts``: what the runner assembles and times
+    each task with."""
 
     def __init__(self, runner: Any, plan: RunPlan) -> None:
         self.runner, self.plan = runner, plan
@@ -57,17 +51,15 @@ class RunStream:
             segments = self._segments(kind)
             total = sum(len(p.requests) for e in self.plan.entries.values() if not e.asked.forcing
                         for p in e.prompts if p.kind == kind)
-            # One bar per request kind for the whole stream; the CLI turns it off when stderr is not a
-            # terminal or with --no-progress.
+            # One bar per request kind for the whole stream (off without a terminal or with --no-progress).
             with self._bar(total, "log-likelihoods" if kind == LL else "generations") as bar:
                 bar.update(total - sum(len(s.requests) for s in segments))
                 self._run_kind(kind, segments, bar)
 
     def cached(self, kind: str, task: str, requests: Sequence[Any], to_json: Callable[[Any], Any],
                label: str) -> tuple[list[Any], int]:
-        """Values of ``requests`` (one prompt of ``task``, out of the stream: budget forcing) from the
-        resume cache, the others computed as the stream computes one prompt, and written to it:
-        (values, requests computed)."""
+        """Values of ``requests`` (one prompt of ``task``, out of the stream: budget forcing) from the resume cache, the
+        others computed as the stream computes one prompt, and written to it: (values, requests computed)."""
         keys = [request_key(self.runner.model.cache_key, kind, request_payload(r)) for r in requests]
         segment = self._segment(kind, task, requests, keys, to_json, set())
         with self._bar(len(requests), label) as bar:
@@ -94,8 +86,8 @@ class RunStream:
 
     def _segment(self, kind: str, task: str, requests: Sequence[Any], keys: list[str], to_json: Callable[[Any], Any],
                  seen: set[str]) -> Segment:
-        """The requests the cache lacks, longest context first, each once (``seen``: the keys an
-        earlier prompt of the stream sends); counts the requests and those read back."""
+        """The requests the cache lacks, longest context first, each once (``seen``: the keys an earlier prompt of the
+        stream sends); counts the requests and those read back."""
         hits = [k in seen or self.runner.cache.get(k, kind) is not None for k in keys]  # shape-checked once per request
         pending = sorted({k: i for i, (k, hit) in enumerate(zip(keys, hits)) if not hit}.values(),
                          key=lambda i: -len(requests[i].context))
@@ -106,9 +98,9 @@ class RunStream:
         return Segment(task, [requests[i] for i in pending], [keys[i] for i in pending], to_json)
 
     def _calls(self, segments: Sequence[Segment], streams: bool) -> list[list[int]]:
-        """The backend calls (indices into the kind's pending requests, segment after segment):
-        one group per segment, or one for all of them (``mixes_prompts``); a streaming method
-        gets each group whole, another in chunks of ``requests_per_call`` (or batch size x 4)."""
+        """The backend calls (indices into the kind's pending requests, segment after segment): one group per segment,
+        or one for all of them (``mixes_prompts``); a streaming method gets each group whole, another in chunks of
+        ``requests_per_call`` (or batch size x 4)."""
         backend, groups, start = self.runner.backend, [], 0
         for s in segments:
             groups.append(list(range(start, start + len(s.requests))))

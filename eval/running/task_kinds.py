@@ -1,14 +1,7 @@
-"""One object per kind of task a run asks, owning what differs between them: the compiled task
-and prompts it is asked with, its requests, samples, scores and baselines, the backend capability
-it needs, whether ``--constrained`` applies and its generation budget.
-
-* ``ScoredChoice``: a multiple-choice task scored by log-likelihood (one request per choice);
-* ``InstructChoice``: a multiple-choice task asked in an instruct setting (``--setting ce|ce-ni|oe``,
-  docs/settings.md), answered by generation and parsed;
-* ``Generation``: a generative task (NER, REL, LS, SUM...), one generation per document.
-
-``task_kind`` is the one place that tells them apart; the runner, the plan, the results file,
-the selection and the comparability record ask the object, never ``output_type`` or the setting.
+"""One object per kind of task a run asks (docs/evaluator.md), owning what differs between them: ``ScoredChoice``
+(multiple choice scored by log-likelihood), ``InstructChoice`` (multiple choice asked in an instruct setting,
+docs/settings.md, answered by generation and parsed), ``Generation`` (NER, REL, LS, SUM...). ``task_kind`` is the one
+place that tells them apart; everything else asks the object, never ``output_type`` or the setting.
 """
 
 from __future__ import annotations
@@ -70,8 +63,8 @@ class TaskKind:
 
     @property
     def sent_stops(self) -> tuple[str, ...]:
-        """The stop strings its requests carry: none when thinking without forcing (``gen_request``: the
-        answer is cut at ``stops`` once split from its trace)."""
+        """The stop strings its requests carry: none when thinking without forcing (``gen_request``: the answer is cut
+        at ``stops`` once split from its trace)."""
         return () if self.thinking.on and not self.forcing else self.stops
 
     @property
@@ -81,14 +74,14 @@ class TaskKind:
 
     @property
     def max_new_tokens(self) -> int:
-        """The generation limit of the requests: the answer budget, plus the trace's default budget when
-        thinking without --max-thinking-tokens (the trace then forced apart, with the answer budget alone)."""
+        """The generation limit of the requests: the answer budget, plus the trace's default budget when thinking
+        without --max-thinking-tokens (the trace then forced apart, with the answer budget alone)."""
         return self.answer_budget + (th.DEFAULT_TRACE_BUDGET if self.thinking.on and not self.forcing else 0)
 
     def gen_request(self, context: str, stop: Sequence[str], constraint: Any, turns: Any) -> GenRequest:
-        """One generation request. Thinking: the markers ride on it, and without forcing neither stop strings
-        (the trace's own blank lines must not end it: the answer is cut at them once split) nor a constraint
-        (it would forbid the trace; --constrained applies to the forced answer)."""
+        """One generation request. Thinking: the markers ride on it, and without forcing neither stop strings (the
+        trace's own blank lines must not end it: the answer is cut at them once split) nor a constraint (it would forbid
+        the trace; --constrained applies to the forced answer)."""
         if not self.thinking.on:
             return GenRequest(context, tuple(stop), self.max_new_tokens, constraint, turns)
         if self.forcing:
@@ -96,8 +89,8 @@ class TaskKind:
         return GenRequest(context, (), self.max_new_tokens, None, turns, self.thinking.markers)
 
     def answer_of(self, context: str, generation: str, stop: Sequence[str]) -> tuple[str, dict[str, Any]]:
-        """The answer the rules and metrics read (the reply after its trace, cut at the stop strings), and
-        the sample's trace fields (none when the reply has no trace and thinking is off)."""
+        """The answer the rules and metrics read (the reply after its trace, cut at the stop strings), and the sample's
+        trace fields (none when the reply has no trace and thinking is off)."""
         trace = th.split_trace(generation, self.thinking.markers,
                                self.thinking.on and th.prompt_opens_trace(context, self.thinking.markers))
         if trace.reasoning is None and not self.thinking.on:
@@ -111,8 +104,8 @@ class TaskKind:
 
     @property
     def unformatted(self) -> bool:
-        """Whether --constrained has nothing to constrain it with: a generative task that declares
-        no answer format (TaskSpec.output_pattern)."""
+        """Whether --constrained has nothing to constrain it with: a generative task that declares no answer format
+        (TaskSpec.output_pattern)."""
         return False
 
     def declared_prompts(self) -> dict[str, Any]:
@@ -165,10 +158,8 @@ class ScoredChoice(TaskKind):
             lls = [v[0] for v in values[pos : pos + len(cs)]]
             greedy = [bool(v[1]) for v in values[pos : pos + len(cs)]]
             pos += len(cs)
-            samples.append({
-                "doc_id": i, "prompt": ctx, "choices": cs, "loglikelihoods": lls, "is_greedy": greedy,
-                "prediction": mc_prediction(lls, cs), "gold": self.task.target(doc),
-            })
+            samples.append({"doc_id": i, "prompt": ctx, "choices": cs, "loglikelihoods": lls, "is_greedy": greedy,
+                            "prediction": mc_prediction(lls, cs), "gold": self.task.target(doc)})
         return samples
 
     def baselines(self, docs: list[dict], prompts: list[str]) -> dict:
@@ -216,17 +207,13 @@ class InstructChoice(TaskKind):
             parsed, rule = ((None, th.UNFINISHED) if trace.get("reasoning_unfinished")
                             else st.parse_answer_rule(self.setting, answer, cs, answer_texts))
             gold = self.task.target(doc)
-            samples.append({
-                "doc_id": i, "prompt": ctx, "choices": cs, "generation": answer, **trace, "parsed": parsed,
-                **st.reading_fields(parsed, rule),
-                "parsed_answer": None if parsed is None else cs[parsed],
-                "prediction": st.scored_prediction(parsed, gold, len(cs), unparsed_as), "gold": gold,
-                "gold_answer": answer_texts[gold],
-            })
+            samples.append({"doc_id": i, "prompt": ctx, "choices": cs, "generation": answer, **trace, "parsed": parsed,
+                            **st.reading_fields(parsed, rule), "parsed_answer": None if parsed is None else cs[parsed],
+                            "prediction": st.scored_prediction(parsed, gold, len(cs), unparsed_as), "gold": gold,
+                            "gold_answer": answer_texts[gold]})
         if self.added_metrics:  # --bertscore-model: each answer's F1, their mean the prompt's score
-            for s, f1 in zip(samples,
-                             bertscore_f1(self.bertscore_model, [s["generation"] for s in samples],
-                                          [s["gold_answer"] for s in samples])):
+            answers, golds = [s["generation"] for s in samples], [s["gold_answer"] for s in samples]
+            for s, f1 in zip(samples, bertscore_f1(self.bertscore_model, answers, golds)):
                 s["bertscore_f1"] = f1
         return samples
 

@@ -1,5 +1,5 @@
-"""What a run does differently with ``--thinking on`` (settings/thinking.py, docs/settings.md): the chat
-template's ``enable_thinking`` switch, the trace's token count, and budget forcing.
+"""What a run does differently with ``--thinking on`` (settings/thinking.py, docs/settings.md): the chat template's
+``enable_thinking`` switch, the trace's token count, and budget forcing.
 
 Budget forcing (``--max-thinking-tokens N``, as s1 and NeMo Evaluator): the trace is generated first, up to N tokens or
 the end marker; then every trace is closed with the end marker and the answer is generated after it with the task's own
@@ -26,8 +26,8 @@ def template_source(backend: Any) -> str | None:
 
 
 def thinking_chat(backend: Any, thinking: Thinking, echo: Callable[[str], None]) -> Callable[[list[dict]], str]:
-    """The renderer of chat prompts: the template's ``enable_thinking`` switch set where the template
-    reads it; one line when thinking is on and the template has no such switch."""
+    """The renderer of chat prompts: the template's ``enable_thinking`` switch set where the template reads it; one line
+    when thinking is on and the template has no such switch."""
     if takes_thinking(template_source(backend)):
         name = getattr(backend, "name_or_path", "") or getattr(backend, "model_name", "")
         return partial(render_chat, backend.tokenizer, name, **{TEMPLATE_SWITCH: thinking.on})
@@ -78,10 +78,10 @@ def refuse_forcing_on_chat_messages(thinking: Thinking, chat_messages: bool, bac
 
 def forced_values(cached: Callable[[Sequence[GenRequest]], tuple[list[Any], int]], requests: Sequence[GenRequest],
                   thinking: Thinking) -> tuple[list[str], int]:
-    """Each request's reply as trace, end marker and answer (a ``ClosedTrace``), by budget forcing (module
-    docstring). ``cached(requests)``: the runner's resume-cached generation of the requests, (values, computed).
-    The trace is generated without stop strings, so that whether the model wrote the end marker is read
-    from the text (what it wrote after it is dropped: the answer is generated again with its own budget)."""
+    """Each request's reply as trace, end marker and answer (a ``ClosedTrace``), by budget forcing (module docstring).
+    ``cached(requests)``: the runner's resume-cached generation of the requests, (values, computed). The trace is
+    generated without stop strings, so that whether the model wrote the end marker is read from the text (what it wrote
+    after it is dropped: the answer is generated again with its own budget)."""
     end = thinking.markers[1]
     firsts, computed = cached([replace(r, stop=(), max_new_tokens=thinking.trace_budget, constraint=None)
                                for r in requests])
