@@ -10,10 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..api import GenRequest, LLRequest, RequestKind
-
-# As running/stream.py: requests between two cache writes, and the batch taken under --batch-size auto.
-CHUNK_BATCHES = 4
-AUTO_BATCH = 64
+from ..running.stream import AUTO_BATCH, CHUNK_BATCHES
 
 
 @dataclass(frozen=True)
