@@ -18,6 +18,9 @@ from typing import Any, Callable
 from .record import RecordError, read_run
 from .sweep_runs import SweepRun, complete_folder, run_reservation
 
+# Where a run the sweep started writes its folder's path (eval/cli/run.py): read there, never from its console.
+FOLDER_FILE_ENV = "EVALITA_SWEEP_FOLDER_FILE"
+
 
 # Seconds between two looks at a running run's folder (its task) and at the runs' news (the driver).
 STATUS_POLL_S = 1.0
@@ -73,11 +76,10 @@ class Board:
         return dict(self.news)
 
 
-def folder_of(log: Path, cwd: str) -> Path | None:
-    """The folder a run wrote to: the last ``writing to FOLDER`` line of its console (eval/cli/run.py)."""
-    lines = log.read_text("utf-8", errors="replace").splitlines() if log.is_file() else []
-    said = [line.split("writing to ", 1)[1].split(" (split ", 1)[0] for line in lines if line.startswith("writing to ")]
-    return (Path(cwd) / said[-1]).resolve() if said else None
+def folder_of(told: Path) -> Path | None:
+    """The folder a run writes to, as it wrote it in ``told`` (its FOLDER_FILE_ENV, eval/cli/run.py); None before."""
+    text = told.read_text("utf-8") if told.is_file() else ""
+    return Path(text) if text else None
 
 
 def die_with_parent() -> None:
@@ -102,10 +104,12 @@ def run_one(config: str, log: str, cwd: str, board: Any = None, run: int = 0,
     if problem is not None:
         return 1, problem, None
     Path(log).parent.mkdir(parents=True, exist_ok=True)
+    told = Path(log).with_name(f".{Path(log).name}.folder")  # beside the log: a retry on another node rewrites it
+    told.unlink(missing_ok=True)
     with open(log, "a", encoding="utf-8") as out:
         child = subprocess.Popen([sys.executable, "-m", "evalita_eval.cli", "run", "--config", config, "--no-progress"],
                                  stdout=out, stderr=subprocess.STDOUT, cwd=cwd if os.path.isdir(cwd) else None,
-                                 preexec_fn=die_with_parent)
+                                 preexec_fn=die_with_parent, env={**os.environ, FOLDER_FILE_ENV: str(told)})
         if board is not None:  # waited for: the driver sees "started" before it sees the end
             started = f"started on {socket.gethostname()}, node {node_name()} (pid {child.pid})"
             ray.get(board.report.remote(run, 0, started))
@@ -115,7 +119,7 @@ def run_one(config: str, log: str, cwd: str, board: Any = None, run: int = 0,
                 code = child.wait(timeout=STATUS_POLL_S)
                 break
             except subprocess.TimeoutExpired:
-                folder = folder or folder_of(Path(log), cwd)
+                folder = folder or folder_of(told)
                 if folder is None:
                     continue
                 cache = cache or CacheLines(folder / "cache.jsonl")
@@ -124,7 +128,7 @@ def run_one(config: str, log: str, cwd: str, board: Any = None, run: int = 0,
                     board.report.remote(run, finished, text)
                     last = text
     lines = Path(log).read_text("utf-8", errors="replace").strip().splitlines()
-    folder = folder_of(Path(log), cwd)
+    folder = folder_of(told)
     return code, lines[-1] if lines else "", None if folder is None else str(folder)
 
 

@@ -21,6 +21,7 @@ HUB_VARIABLE_PREFIXES = ("HF_", "HUGGINGFACE_", "HUGGING_FACE_", "TRANSFORMERS_"
 USER_HUB_VARIABLES = sorted(name for name in os.environ if name.startswith(HUB_VARIABLE_PREFIXES))
 for _name in USER_HUB_VARIABLES:
     del os.environ[_name]
+os.environ.pop("EVALITA_SWEEP_FOLDER_FILE", None)  # a sweep's, for the run it starts (eval/sweep.py)
 
 # Tests never read or write the user's caches (~/.cache/huggingface...): every cache the
 # libraries know of points into one temporary folder for the whole session. Set here, at

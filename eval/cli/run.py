@@ -4,6 +4,7 @@ announced and executed. Its inputs are checked by eval/cli/run_inputs.py before 
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from contextlib import contextmanager
@@ -18,10 +19,7 @@ from .run_inputs import check_data, check_data_dir, entries_and_prompts, open_da
 from .run_options import run_command
 from .support import RUN_NEEDS, check_model_name, default_device, require
 from ..naming import NAME_FIELD, display_name
-
-
-# The line naming the run's folder (a sweep reads the folder of a run it started from it).
-WRITING_TO = "writing to "
+from ..sweep import FOLDER_FILE_ENV
 
 
 @contextmanager
@@ -64,7 +62,9 @@ def execute(options, source, spec, entries: list):
             # Named by the model and the run's identity unless given: two runs never share one.
             output_dir = spec.output_dir or str(default_output_dir(identity_of(backend, model_info.record, spec)))
             split = f" (split {spec.split}: not comparable with the paper)" if spec.split else ""
-            click.echo(f"{WRITING_TO}{output_dir}{split}", err=True)
+            click.echo(f"writing to {output_dir}{split}", err=True)
+            if os.environ.get(FOLDER_FILE_ENV):
+                Path(os.environ[FOLDER_FILE_ENV]).write_text(str(Path(output_dir).resolve()), "utf-8")
             with folder_lock(Path(output_dir)):
                 runner = Runner(backend, model_info, source, spec, output_dir, echo=click.echo)
                 # Without a terminal (no progress bars) the estimate is a progress line for the logs, once a minute.
