@@ -1,13 +1,6 @@
-"""``evalita-eval export-eee RUN OUT``: one run in the Every Eval Ever schema (EvalEval coalition).
-
-Two files, as that repository lays them out (``data/<benchmark>/<developer>/<model>/``):
-``<uuid>.json``, the aggregate (every task x prompt x metric of results.json, and per task the
-CPS of its headline metric over the prompts), and ``<uuid>_samples.jsonl``, one line per item
-and prompt (the headline metric's evaluation result). Both are validated against the schemas
-kept in ``eee_schemas/`` (version and source in its SOURCE.md) before they are written.
-
-The run is exported as published (public.py): no path of this machine. Deterministic: the
-uuid is derived from the run's contents and the timestamps are those of its results.json.
+"""``evalita-eval export-eee RUN OUT``: one run in the Every Eval Ever schema (docs/push-results.md, "Every Eval
+Ever"): the aggregate ``<uuid>.json`` and ``<uuid>_samples.jsonl``, validated against ``eee_schemas/`` before they are
+written. Exported as published (public.py); deterministic: the uuid derives from the run's contents.
 """
 
 from __future__ import annotations
@@ -238,9 +231,7 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown",
                 "num_fewshot": str(run.config.num_fewshot or 0), "limit": str(run.config.limit),
                 "split": run.config.split or "official"}},
         "eval_library": {"name": "evalita-eval", "version": run.package_versions.get("evalita-llm") or "unknown"},
-        "model_info": _model_info(run, developer, model_id),
-        "evaluation_results": _results(run, stamp),
-    }
+        "model_info": _model_info(run, developer, model_id), "evaluation_results": _results(run, stamp)}
     if lines:
         aggregate["detailed_evaluation_results"] = {
             "format": "jsonl", "file_path": rel, "hash_algorithm": "sha256",

@@ -1,14 +1,7 @@
-"""``evalita-eval export-lm-eval``: lm-evaluation-harness task YAMLs for our datasets.
+"""``evalita-eval export-lm-eval``: lm-evaluation-harness task YAMLs for our datasets (docs/lm-eval-export.md).
 
-One lm-eval task per task entry x prompt (``evalita-llm_<entry>_<prompt>``, NER per
-domain), a group per entry (``evalita-llm_<entry>``) and one group of them all
-(``evalita-llm``). The prompts are our registry's Jinja templates, rendered by lm-eval
-itself (``doc_to_text`` / ``doc_to_choice`` / ``doc_to_target``; derived variables such
-as WiC's ``w1`` become ``{% set %}`` lines). Scores go through our own metrics: a
-``utils.py`` written next to the YAMLs points ``process_results`` and the aggregations
-(``!function utils...``) at this module, so that lm-eval reports the numbers
-``evalita-eval run`` reports. The datasets are ours (``push`` / ``push --to-dir``), with
-our split names.
+The prompts are our registry's Jinja templates, rendered by lm-eval itself; a ``utils.py`` written next to the YAMLs
+points ``process_results`` and the aggregations at this module, so lm-eval reports the numbers ``run`` reports.
 """
 
 from __future__ import annotations
@@ -72,14 +65,9 @@ def dataset_fields(entry: TaskEntry, org: str | None, data_dir: Path | None, off
 def task_yaml(entry: TaskEntry, prompt: str, dataset: dict) -> dict:
     spec = entry.spec
     p = spec.prompt(prompt)
-    doc = {
-        "task": task_name(entry, prompt),
-        "task_alias": f"{entry.name} {prompt}",
-        "tag": f"{PREFIX}_{entry.name}_tasks",
-        **{k: v for k, v in dataset.items() if v is not None},
-        "output_type": spec.output_type,
-        "doc_to_text": _with_derived(entry, p.template),
-    }
+    doc = {"task": task_name(entry, prompt), "task_alias": f"{entry.name} {prompt}",
+           "tag": f"{PREFIX}_{entry.name}_tasks", **{k: v for k, v in dataset.items() if v is not None},
+           "output_type": spec.output_type, "doc_to_text": _with_derived(entry, p.template)}
     if isinstance(p, MCPrompt):
         doc["doc_to_choice"] = (list(p.choices) if isinstance(p.choices, list)
                                 else _with_derived(entry, "{{" + p.choices + "}}"))

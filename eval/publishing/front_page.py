@@ -41,9 +41,7 @@ def render_front_page(repo_id: str, runs: Mapping[str, RunRecord | str]) -> str:
     for f in folders:
         lines += [f"- config_name: {yaml_str(f.replace('/', '--'))}", f"  data_files: {yaml_str(f + '/results.json')}"]
     lines += [
-        "---",
-        "# Evalita-LLM results",
-        "",
+        "---", "# Evalita-LLM results", "",
         f"Runs of `evalita-eval run` pushed to `{repo_id}` by `evalita-eval push-results`, one folder per model and "
         "setting and run (`<model>/<setting>-<run id>`, the run's default local folder: a second run of the same model "
         "and setting is listed beside the first, never replaces it): `results.json` (scores, settings, data hashes), "
@@ -51,10 +49,7 @@ def render_front_page(repo_id: str, runs: Mapping[str, RunRecord | str]) -> str:
         "`README.md` with its per-task tables. Model page: whether the run's scores may be copied to the model's "
         "page (`.eval_results/*.yaml`, `model-index.yaml`): only complete runs of every item of the official splits.",
         "",
-        TextTable(
-            ["run", "model", "setting", "split", "limit", "status", "model page"],
-            [run_row(f, runs[f]) for f in folders],
-            text_cols=7,
-        ).markdown(),
+        TextTable(["run", "model", "setting", "split", "limit", "status", "model page"],
+                  [run_row(f, runs[f]) for f in folders], text_cols=7).markdown(),
     ]
     return "\n".join(lines).rstrip() + "\n"

@@ -1,14 +1,6 @@
-"""Scores a model page may carry: ``.eval_results/*.yaml`` (the Hub's format) and the older ``model-index``.
-
-Copied to a model repository, these files put a number on the model's page as *the* model's
-score on a benchmark. So they are written only for a run that is that score: complete (every
-planned task), without ``--limit``, on the official split, over the official Hub datasets
-(``run --data hf:ORG``, whose ids and revisions they name). Any other run gets none, and
-:func:`model_page_refusal` says why (printed by ``push-results`` and written in the card).
-
-One file per setting (the run folder is one model in one setting): one entry per task, the
-CPS (combined performance score, the Evalita-LLM paper's per-task figure) of the task's
-headline metric over its prompts; ``notes`` state the setting, that aggregate, n and the date.
+"""Scores a model page may carry: ``.eval_results/*.yaml`` (the Hub's format) and the older ``model-index``, written
+only for a run that is *the* model's score (docs/push-results.md, "Model-page files"); :func:`model_page_refusal`
+says why another run gets none. One file per setting, one entry per task: the CPS of its headline metric.
 """
 
 from __future__ import annotations

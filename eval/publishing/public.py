@@ -1,14 +1,5 @@
-"""What a published run may say of where it ran: nothing of the machine's paths.
-
-A results.json names the model and the data as they were given to ``run``: a Hub id, or a
-local folder (``/tmp/x/model``, ``/work/build``). Published (``push-results``, ``export-eee``),
-a Hub id stays with its revision; a local model folder becomes its folder name, marked
-``local_folder`` and identified by the weights' fingerprint (``files_sha256``, already in the
-record); a local data folder becomes its folder name (its splits are identified by
-``manifest_sha256``); a run identity that held a local path gets the run id its published form hashes to (in
-results.json and every sample line). Every other occurrence of those paths (and of the run folder) in any
-published string is replaced by the same public name, and :func:`check_no_local_paths`
-refuses a file that still holds one.
+"""What a published run may say of where it ran: nothing of the machine's paths (docs/push-results.md, "Nothing
+local is published"); :func:`check_publishable` refuses a file that still holds one.
 """
 
 from __future__ import annotations
@@ -41,10 +32,7 @@ def local_replacements(run: RunRecord, results_dir: Path | None = None) -> dict[
     """{local path as written: public name}, longest first (a path inside another is replaced before it)."""
     found: dict[str, str] = {}
     model = run.model
-    for value in (
-        model.tokenizer,
-        model.name_or_path,
-    ):  # the model's folder becomes the model's name (a tokenizer in it too)
+    for value in (model.tokenizer, model.name_or_path):  # the model's folder becomes its name (a tokenizer in it too)
         if value and is_local(value):
             found[value] = display_name(model) if value == model.name_or_path else _local_name(value)
     for value in [*model.options.values(), *(model.resolved or {}).values()]:

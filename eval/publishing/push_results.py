@@ -1,12 +1,9 @@
 """``evalita-eval push-results``: one run's results, samples and a card as a Hub dataset.
 
 As lm-eval's ``--hf_hub_log_args``: the run goes under ``<model>/<setting>-<run id>/`` of the repository, the name of
-its default local folder (``results.json``, ``samples/<task>_<prompt>.jsonl``), so a second run of the same model and
-setting never replaces the first; with a ``README.md`` card that shows
-the per-task tables (prompts x metric, MinP/MaxP/AvgP/CPS, Sharpe) and the run's settings.
-One commit, only additions and changes: nothing is ever deleted, other models' folders
-are left alone. The publishing mechanics (plan, retries, one commit, the token never
-printed) are those of ``evalita-data push``.
+its default local folder, so a second run of the same model and setting never replaces the first. One commit, only
+additions and changes: nothing is deleted, other models' folders are left alone. The publishing mechanics (plan,
+retries, one commit, the token never printed) are those of ``evalita-data push``; the card: docs/push-results.md.
 """
 
 from __future__ import annotations
@@ -23,10 +20,9 @@ from ..naming import run_folder
 from ..record import run_id
 from ..record.read import json_document, record_text
 from ..reporting.runs import RunResults, load_results, parse_results
-from ..reporting.tables import ScoresError
+from ..reporting.tables import ScoresError, TextTable, fmt, md_text
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
-from ..reporting.tables import TextTable, fmt, md_text
 from ..reporting.worth import small_n_note
 from .front_page import render_front_page
 from .model_page import model_id, model_page_files, model_page_refusal
@@ -45,10 +41,7 @@ def model_folder(run: RunResults) -> str:
 
 
 def render_card(run: RunResults, folder: str, repo_id: str) -> str:
-    """The run's own card (``<folder>/README.md``): its settings and one row per task.
-
-    ``run`` is the published form of the run (public.py: no local path); the repository's front page lists the
-    other runs."""
+    """The run's own card (``<folder>/README.md``): its settings and one row per task (``run``: its published form)."""
     run.display = model_label(run.model)
     title = f"# Evalita-LLM results: {md_text(run.display)}" + (f" ({NOT_COMPARABLE})" if run.not_comparable_reasons
                                                                   else "")
@@ -112,10 +105,8 @@ def _public_run(results_dir: Path, model_name: str | None = None) -> tuple[RunRe
 
 def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = print,
                  other_runs: Mapping[str, RunResults | str] | None = None, model_name: str | None = None) -> TaskRepo:
-    """Every file to publish for one run folder (``evalita-eval run --output-dir``).
-
-    ``other_runs``: the runs already in the repository (folder -> its record, or why it cannot be read), listed on
-    the front page."""
+    """Every file to publish for one run folder; ``other_runs``: those already in the repository (folder -> its
+    record, or why it cannot be read), listed on the front page."""
     run, replacements, folder = _public_run(results_dir, model_name)
     files = [RepoFile(CARD, render_front_page(repo_id, {**(other_runs or {}), folder: run}).encode("utf-8")),
              RepoFile(f"{folder}/{CARD}", render_card(run, folder, repo_id).encode("utf-8")),
@@ -138,9 +129,8 @@ def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = 
     if missing:  # scores without their samples (e.g. results.json from elsewhere): publish, but say so
         echo(f"note: {results_dir / 'samples'} has no samples of {', '.join(missing)}; only their scores are published")
     if run.partial:
-        echo(
-            f"note: {results_dir / 'results.json'}: {run.status_text}; its finished tasks are published, marked partial"
-        )
+        echo(f"note: {results_dir / 'results.json'}: {run.status_text}; its finished tasks are published, "
+             "marked partial")
     try:
         check_publishable([(f.path, f.data) for f in files], replacements)
     except LocalPathLeft as err:
@@ -177,18 +167,9 @@ def remote_runs(api, repo_id: str, head: str | None, paths: Iterable[str],
     from huggingface_hub import hf_hub_download
 
     def read(folder: str) -> bytes:
-        local = with_retries(
-            f"{api.endpoint}/datasets/{repo_id}: read {folder}/results.json",
-            lambda: hf_hub_download(
-                repo_id,
-                f"{folder}/results.json",
-                repo_type="dataset",
-                revision=head,
-                endpoint=api.endpoint,
-                token=api.token,
-            ),
-            delays,
-        )
+        local = with_retries(f"{api.endpoint}/datasets/{repo_id}: read {folder}/results.json",
+                             lambda: hf_hub_download(repo_id, f"{folder}/results.json", repo_type="dataset",
+                                                     revision=head, endpoint=api.endpoint, token=api.token), delays)
         return Path(local).read_bytes()
 
     return {f: _read_run(f, lambda f=f: read(f)) for f in run_folders(paths)}

@@ -8,20 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from .migrate import RecordError
-from .model import (
-    finished_text,
-    Asked,
-    ChatTemplate,
-    ConfigRecord,
-    DataRecord,
-    ModelRecord,
-    RecordedMetric,
-    RunRecord,
-    SourceTool,
-    TaskRecord,
-    Timing,
-    TraceSummary,
-)
+from .model import (finished_text, Asked, ChatTemplate, ConfigRecord, DataRecord, ModelRecord, RecordedMetric,
+                    RunRecord, SourceTool, TaskRecord, Timing, TraceSummary)
 
 
 def _set(values: dict) -> dict:
@@ -53,9 +41,8 @@ def timing_record(entry: Any) -> Timing:
 
 def asked_record(doc: dict) -> Asked:
     until = doc.get("until")
-    return Asked(
-        request=doc["request"], max_new_tokens=doc.get("max_new_tokens"), until=None if until is None else tuple(until)
-    )
+    return Asked(request=doc["request"], max_new_tokens=doc.get("max_new_tokens"),
+                 until=None if until is None else tuple(until))
 
 
 # The config keys the run identity holds too (running/identity.py run_identity): a reader takes them from the config.
@@ -131,33 +118,21 @@ def build_record(path: Path, doc: dict, written: int) -> RunRecord:
     check_name(path, doc["model"])
     tasks, tool = doc.get("tasks") or {}, doc.get("source_tool")
     record = RunRecord(
-        path=path,
-        format_version=written,
-        status=doc["status"],
-        run_id=doc["run_id"],
-        identity=doc["run_identity"],
-        model=model_record(doc["model"]),
-        config=config_record(doc["config"], doc["run_identity"]),
-        data=DataRecord(**_set(doc["data"])),
-        results=doc["results"],
+        path=path, format_version=written, status=doc["status"], run_id=doc["run_id"], identity=doc["run_identity"],
+        model=model_record(doc["model"]), config=config_record(doc["config"], doc["run_identity"]),
+        data=DataRecord(**_set(doc["data"])), results=doc["results"],
         task_versions={t: task_record(v) for t, v in (doc.get("task_versions") or {}).items()},
         timing={t: timing_record(v) for t, v in (doc.get("timing") or {}).items()},
         planned=list(tasks["planned"]) if tasks.get("planned") is not None else None,
-        skipped_tasks=list(tasks.get("skipped") or []),
-        skipped=doc.get("skipped") or {},
-        parsed_by=doc.get("parsed_by") or {},
-        baselines=doc.get("baselines") or {},
-        package_versions=doc.get("versions") or {},
-        resources=doc.get("resources") or {},
-        unparsed_flags=doc.get("unparsed_flags") or {},
-        task_config=doc.get("task_config"),
+        skipped_tasks=list(tasks.get("skipped") or []), skipped=doc.get("skipped") or {},
+        parsed_by=doc.get("parsed_by") or {}, baselines=doc.get("baselines") or {},
+        package_versions=doc.get("versions") or {}, resources=doc.get("resources") or {},
+        unparsed_flags=doc.get("unparsed_flags") or {}, task_config=doc.get("task_config"),
         asked={t: asked_record(v) for t, v in (doc.get("asked") or {}).items()},
-        reasoning={
-            t: {p: TraceSummary(**v) for p, v in prompts.items()} for t, prompts in (doc.get("reasoning") or {}).items()
-        },
+        reasoning={t: {p: TraceSummary(**v) for p, v in prompts.items()}
+                   for t, prompts in (doc.get("reasoning") or {}).items()},
         source_tool=SourceTool(**tool) if tool is not None else None,
-        stored_comparable=doc.get("comparable_with_paper"),
-    )
+        stored_comparable=doc.get("comparable_with_paper"))
     stored = record.stored_comparable
     if stored is not None and stored != record.comparable_with_paper:
         # No path in the words: a note goes on published cards too (push-results).
@@ -187,8 +162,7 @@ def check_status(record: RunRecord, partial: bool) -> None:
                           f"{'; '.join(f'{k}: {v}' for k, v in list(skipped.items())[:3])}); nothing to report")
     if record.partial and not partial:
         # Written after every task by `run`: an interrupted or killed run has only some tasks.
-        raise RecordError(
-            f"{record.path}: an unfinished run (status {record.status!r}, "
-            f"{finished_text(record.planned, record.skipped_tasks, record.results)}); "
-            "run the same `evalita-eval run` command again to complete it, or report its finished tasks with --partial"
-        )
+        raise RecordError(f"{record.path}: an unfinished run (status {record.status!r}, "
+                          f"{finished_text(record.planned, record.skipped_tasks, record.results)}); run the same "
+                          "`evalita-eval run` command again to complete it, or report its finished tasks with "
+                          "--partial")

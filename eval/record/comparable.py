@@ -1,11 +1,7 @@
 """Whether a run is comparable with the Evalita-LLM paper, and if not, why: one function of the record
-(``not_comparable_reasons``: its config and ``task_versions``), which the runner writes and every reader
-recomputes, so that what a file says is never believed.
-
-A run is comparable only when it is the paper's whole evaluation split of every task it evaluates, with all of that
-task's prompts and its generation budget. Each departure is one reason, in the words the report, the push-results
-card and ``compare`` show: ``--limit N`` (even an N past the split's size: the flag is a promise about the command),
-``--max-new-tokens N`` other than a generating task's budget, ``--prompts`` leaving out a prompt, ``--split S``.
+(``not_comparable_reasons``), which the runner writes and every reader recomputes (docs/run-record.md,
+"Comparability"). Each departure is one reason, in the words every output shows; ``--limit N`` counts even for an N
+past the split's size: the flag is a promise about the command.
 """
 
 from __future__ import annotations

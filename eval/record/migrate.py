@@ -1,14 +1,5 @@
-"""Reading older record formats: each version's document is brought to the current one by an explicit
-step before the schema sees it; a version newer than this package reads is refused.
-
-Version 0: results.json without ``format_version`` (written before it existed; also what the lm-eval
-reader builds in memory), whose sample lines carry no ``run_id``. Its optional sections default to
-empty, its ``run_id`` to null where it has none, and its sample lines take the ``run_id`` of the
-results.json beside them: a version-0 folder cannot prove that its samples are its own.
-
-Version 1: the same keys as version 2, checked by an open schema. Version 2 closes it (every key set known is
-declared, a misspelt key refused): a version-1 file is read under version 2's schema, and a key that schema does not
-declare is refused as in a version-2 file.
+"""Reading older record formats: each version's document is brought to the current one by an explicit step before
+the schema sees it (what each step does: docs/run-record.md, "Format and version"); a newer version is refused.
 """
 
 from __future__ import annotations

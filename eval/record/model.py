@@ -273,29 +273,14 @@ class RunRecord:
 
         reasons = self.not_comparable_reasons
         doc = {
-            "format_version": FORMAT_VERSION,
-            "status": self.status,
-            "run_identity": self.identity,
-            "run_id": self.run_id,
-            "tasks": {"planned": self.planned, "skipped": self.skipped_tasks},
-            "model": plain(self.model),
-            "data": plain(self.data),
-            "config": plain(self.config),
-            "comparable_with_paper": not reasons,
-            NOT_COMPARABLE_KEY: reasons,
-            "results": self.results,
-            "task_versions": plain(self.task_versions),
-            "parsed_by": self.parsed_by,
-            "reasoning": plain(self.reasoning),
-            "unparsed_flags": self.unparsed_flags,
-            "baselines": self.baselines,
-            "skipped": self.skipped,
-            "versions": self.package_versions,
-            "timing": plain(self.timing),
-            "resources": self.resources,
-            "asked": plain(self.asked),
-            "task_config": self.task_config,
-            "source_tool": plain(self.source_tool),
+            "format_version": FORMAT_VERSION, "status": self.status, "run_identity": self.identity,
+            "run_id": self.run_id, "tasks": {"planned": self.planned, "skipped": self.skipped_tasks},
+            "model": plain(self.model), "data": plain(self.data), "config": plain(self.config),
+            "comparable_with_paper": not reasons, NOT_COMPARABLE_KEY: reasons, "results": self.results,
+            "task_versions": plain(self.task_versions), "parsed_by": self.parsed_by, "reasoning": plain(self.reasoning),
+            "unparsed_flags": self.unparsed_flags, "baselines": self.baselines, "skipped": self.skipped,
+            "versions": self.package_versions, "timing": plain(self.timing), "resources": self.resources,
+            "asked": plain(self.asked), "task_config": self.task_config, "source_tool": plain(self.source_tool),
         }
         if self.planned is None:
             del doc["tasks"]

@@ -1,9 +1,6 @@
-"""The one reader of a run: ``read_run`` (a run folder or its results.json) and ``parse_record`` (a
-results.json already read, e.g. built in memory from an lm-eval folder). Everything is checked before
-anything is computed (docs/run-record.md): finite numbers, the schema of results.json and of every
-sample line, each document once per prompt, as many lines as the recorded n, every samples file of
-this run (its ``run_id``), nothing read through a link that leaves the folder. Each problem is one
-line naming the file, the line and the key (``RecordError``).
+"""The one reader of a run: ``read_run`` (a run folder or its results.json) and ``parse_record`` (a results.json
+already read, e.g. built in memory from an lm-eval folder). Everything is checked before anything is computed, each
+problem one line naming the file, the line and the key (``RecordError``): docs/run-record.md, "What the reader checks".
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""Matching a generated answer to the options of a multiple-choice item (instruct settings).
-
-One declared procedure, written out with examples from real outputs in docs/settings.md ("Matching
-answers"): a reply is credited only when it names exactly one option and nothing in it contradicts
-that; the rules read what the model *answered*, not what it repeated from the prompt, and never raise.
-Both rules return ``(index, rule)`` for a credited reply (CE ``letter``, ``label``, ``in_text``;
-CE-NI/OE ``exact``, ``start``, ``in_text``) and ``(None, reason)`` for an unparsed one, the reason
-one of ``UNPARSED_REASONS``. The steps, in order: echo, label, mentions (negated or not), verdict.
+"""Matching a generated answer to the options of a multiple-choice item (instruct settings): the procedure and its
+examples are in docs/settings.md, "Matching answers". Both rules return ``(index, rule)`` for a credited reply and
+``(None, reason)`` for an unparsed one (the reason one of ``UNPARSED_REASONS``); they never raise.
 """
 
 from __future__ import annotations

@@ -33,39 +33,20 @@ def sample_examples(rnd: random.Random, pool: Sequence[dict], k: int, eval_doc: 
     return drawn
 
 
-def build_contexts(
-    task: CompiledTask,
-    prompt: str,
-    docs: Sequence[dict],
-    fewshot_pool: Sequence[dict],
-    k: int,
-    seed: int,
-    chat: ChatRenderer | None = None,
-    pool_is_eval_split: bool = False,
-    system_instruction: str | None = None,
-    multiturn: bool = True,
-) -> list[str]:
+def build_contexts(task: CompiledTask, prompt: str, docs: Sequence[dict], fewshot_pool: Sequence[dict], k: int,
+                   seed: int, chat: ChatRenderer | None = None, pool_is_eval_split: bool = False,
+                   system_instruction: str | None = None, multiturn: bool = True) -> list[str]:
     if chat is not None:
         return [chat(m)
                 for m in build_chat_messages(task, prompt, docs, fewshot_pool, k, seed, pool_is_eval_split,
                                              system_instruction, multiturn)]
-    return [
-        (system_instruction or "") + _single_turn(turns, question)
-        for turns, question in _turns(task, prompt, docs, fewshot_pool, k, seed, pool_is_eval_split)
-    ]
+    return [(system_instruction or "") + _single_turn(turns, question)
+            for turns, question in _turns(task, prompt, docs, fewshot_pool, k, seed, pool_is_eval_split)]
 
 
-def build_chat_messages(
-    task: CompiledTask,
-    prompt: str,
-    docs: Sequence[dict],
-    fewshot_pool: Sequence[dict],
-    k: int,
-    seed: int,
-    pool_is_eval_split: bool = False,
-    system_instruction: str | None = None,
-    multiturn: bool = True,
-) -> list[list[dict[str, str]]]:
+def build_chat_messages(task: CompiledTask, prompt: str, docs: Sequence[dict], fewshot_pool: Sequence[dict], k: int,
+                        seed: int, pool_is_eval_split: bool = False, system_instruction: str | None = None,
+                        multiturn: bool = True) -> list[list[dict[str, str]]]:
     """Per document: the system instruction (if any), the examples as user/assistant turns
     (or, with ``multiturn=False``, joined with the question in one user turn), then the
     document as the last user turn. Chat templates (local or a server's) render these."""
@@ -82,10 +63,8 @@ def build_chat_messages(
     return out
 
 
-def _turns(
-    task: CompiledTask, prompt: str, docs: Sequence[dict], fewshot_pool: Sequence[dict], k: int, seed: int,
-    pool_is_eval_split: bool
-) -> list[tuple[list[tuple[str, str]], str]]:
+def _turns(task: CompiledTask, prompt: str, docs: Sequence[dict], fewshot_pool: Sequence[dict], k: int, seed: int,
+           pool_is_eval_split: bool) -> list[tuple[list[tuple[str, str]], str]]:
     """Per document: its (example prompt, example answer) pairs and its own rendered prompt."""
     rnd = random.Random(seed)
     out = []

@@ -1,12 +1,6 @@
-"""Evaluation settings of the multiple-choice tasks (``--setting``), orthogonal to prompts and backends
-(docs/settings.md): ``loglikelihood`` (default, lm-eval's behaviour), ``ce`` (options after
-letters, the letter read by ``answers``), ``ce-ni`` (options bare, the answer text matched) and
-``oe`` (no options shown; the gold answer text also scored by ROUGE-L).
-
-Each setting has two prompts built from the registry's ``TaskSpec.instruct`` (``p1``; ``p2`` with
-the task description first), compiled as ordinary ``MCPrompt`` s so rendering, few-shot examples
-and template checks are the tasks' own. Each generative setting is declared once, as an
-``InstructSetting`` (``INSTRUCT_SETTINGS``): what differs between them is data there.
+"""Evaluation settings of the multiple-choice tasks (``--setting``: ``loglikelihood``, ``ce``, ``ce-ni``, ``oe``;
+docs/settings.md, "The settings"). Each setting's two prompts are built from the registry's ``TaskSpec.instruct``,
+compiled as ordinary ``MCPrompt`` s; each generative setting is declared once, as an ``InstructSetting``.
 """
 
 from __future__ import annotations

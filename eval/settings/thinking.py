@@ -1,11 +1,5 @@
-"""Reasoning models (``--thinking on|off``, docs/settings.md): the trace kept apart from the answer.
-
-The answer rules and the generative tasks' metrics read only what follows the *last* end marker of
-the reply (``</think>``, or ``--think-markers START,END``); the trace is stored in the sample
-(``reasoning``, ``reasoning_tokens``) and read by nothing else. A server's separate trace field
-(``reasoning_content``/``reasoning``) is joined back with the markers by the backend, so one rule
-splits every reply. A trace that never ends (a start marker after the last end marker, no end
-marker, or a prompt ending with the start marker) leaves no answer: ``reasoning_unfinished``.
+"""Reasoning models (``--thinking on|off``): the trace kept apart from the answer, which is what follows the *last*
+end marker of the reply (docs/settings.md, "Reasoning models and the study's text metrics").
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""The ``Source`` protocol, its errors, and what the sources verified by a manifest share.
-
-Files are read directly (JSONL, or the Parquet of the Hub layout): no ``datasets`` cache,
-which could hand back another folder's data under the same builder name. What is read is
-hashed, compared with the manifest that describes it, and refused on a mismatch (without
-a manifest, every record is checked against the task's schema); the hash of what was read
-is what results.json records.
+"""The ``Source`` protocol, its errors, and what the sources verified by a manifest share: files read directly, never
+through the ``datasets`` cache, hashed and compared with their manifest (docs/evaluator.md, "Data are read directly").
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""The official Evalita-LLM splits on the Hub (``evalitahf/*``), as a data source of ``run``.
-
-``--data hf:ORG`` reads ``ORG/<dataset>`` as each task's ``TaskSpec.hub_splits`` declares it (the
-datasets of lm-eval's ``evalita_llm`` tasks), translating the runner's split names to the official
-ones (docs/official-splits.md). Every record is checked against our schema; the dataset revision is
-pinned when first read and recorded with the hash of the records loaded. ``--data hf:PATH`` (a path
-holding a ``/``) reads the same layout from a local folder, as ``evalita-data push --layout official
---to-dir PATH`` writes it (no revision to pin; the records' hash is recorded all the same).
+"""The official Evalita-LLM splits on the Hub (``--data hf:ORG``, or ``hf:PATH`` for the same layout in a local
+folder) as a data source of ``run``: docs/official-splits.md. Every record is checked against our schema.
 """
 
 from __future__ import annotations
