@@ -12,9 +12,10 @@ import uuid
 from functools import lru_cache
 from pathlib import Path
 
+from ..record.model import RunRecord
 from ..record.model import SampleLine
 from ..record.read import record_text
-from ..reporting.runs import RunResults, load_results
+from ..reporting.runs import load_results
 from ..reporting.task_report import build_task_report, task_order
 from ..settings.thinking import UNFINISHED
 from ..naming import display_name, is_local_model
@@ -49,7 +50,7 @@ def _segment(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.@-]+", "_", text).strip("._") or "model"
 
 
-def _ids(run: RunResults) -> tuple[str, str, str]:
+def _ids(run: RunRecord) -> tuple[str, str, str]:
     """(developer, model, model id): a Hub id's organisation, name and id; a local model "local", its name
     (naming.display_name: --model-name, else folder and weights hash) and the id its model-index names it by."""
     if is_local_model(run.model):
@@ -59,12 +60,12 @@ def _ids(run: RunResults) -> tuple[str, str, str]:
     return _segment(developer), _segment(hub_id.rsplit("/", 1)[-1]), hub_id
 
 
-def _uuid(run: RunResults, data: bytes) -> str:
+def _uuid(run: RunRecord, data: bytes) -> str:
     digest = hashlib.sha256(data).digest()
     return str(uuid.UUID(bytes=digest[:16], version=4))
 
 
-def _source_data(run: RunResults, task: str) -> dict:
+def _source_data(run: RunRecord, task: str) -> dict:
     official = official_datasets(run).get(task)
     if official is not None:
         return {"dataset_name": f"Evalita-LLM {task}", "source_type": "hf_dataset", "hf_repo": official[0],
@@ -75,7 +76,7 @@ def _source_data(run: RunResults, task: str) -> dict:
                                    **{f"sha256 {split}": str(h) for split, h in sorted(hashes.items())}}}
 
 
-def _generation_config(run: RunResults, task: str) -> dict:
+def _generation_config(run: RunRecord, task: str) -> dict:
     """How the task was asked, as results.json's ``asked`` records it (running/results_file.py): greedy generation
     with its token budget and stop strings, or log-likelihood scoring of the choices; the shots and setting (the
     schema wants every detail a string). A run recorded before ``asked`` gives the shots and setting only."""
@@ -98,7 +99,7 @@ def _score(value: float, n: object, **details: str) -> dict:
     return {**out, **({"details": details} if details else {})}
 
 
-def _results(run: RunResults, timestamp: str) -> list[dict]:
+def _results(run: RunRecord, timestamp: str) -> list[dict]:
     rows = []
     for task in task_order(set(run.results)):
         rep = build_task_report(task, [run])
@@ -126,7 +127,7 @@ def _results(run: RunResults, timestamp: str) -> list[dict]:
     return rows
 
 
-def _instance(run: RunResults, ids: dict, task: str, prompt: str, metric: str, sample: SampleLine) -> dict:
+def _instance(run: RunRecord, ids: dict, task: str, prompt: str, metric: str, sample: SampleLine) -> dict:
     from ..metrics import metric_of
 
     mc = sample.multiple_choice
@@ -170,7 +171,7 @@ def _instance_metadata(sample: SampleLine, prompt: str) -> dict[str, str]:
     return meta
 
 
-def _instance_lines(run: RunResults, ids: dict) -> list[str]:
+def _instance_lines(run: RunRecord, ids: dict) -> list[str]:
     """One validated JSON line per item and prompt (the task's headline metric)."""
     lines = []
     for task in task_order(set(run.results)):
@@ -184,13 +185,13 @@ def _instance_lines(run: RunResults, ids: dict) -> list[str]:
     return lines
 
 
-def _model_args(run: RunResults, model_id: str) -> str:
+def _model_args(run: RunRecord, model_id: str) -> str:
     """How the model was loaded, in lm-eval's ``--model_args`` form (EEE's converter copies that string)."""
     args = {"pretrained": model_id, "revision": run.model.revision, "dtype": run.model.dtype, **run.model.options}
     return ",".join(f"{k}={v}" for k, v in args.items() if v is not None)
 
 
-def _model_info(run: RunResults, developer: str, model_id: str) -> dict:
+def _model_info(run: RunRecord, developer: str, model_id: str) -> dict:
     """The model as EEE names it: its name (naming.display_name), id, developer, and where and with what it ran
     (a local folder is ``inference_platform: local``, never the Hub's)."""
     local = is_local_model(run.model)

@@ -12,8 +12,9 @@ import yaml
 
 from evalita_data.hub.layout import RepoFile
 
+from ..record.model import RunRecord
 from ..naming import display_name
-from ..reporting.runs import RunResults
+
 from ..reporting.settings_view import setting_label
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.tables import fmt
@@ -24,7 +25,7 @@ def yaml_str(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)  # a JSON string is a YAML double-quoted scalar
 
 
-def official_datasets(run: RunResults) -> dict[str, tuple[str, str]]:
+def official_datasets(run: RunRecord) -> dict[str, tuple[str, str]]:
     """task -> (Hub dataset id, revision) for the tasks read from the official Hub datasets."""
     from evalita_data.registry import task_of_entry
 
@@ -40,7 +41,7 @@ def official_datasets(run: RunResults) -> dict[str, tuple[str, str]]:
     return found
 
 
-def model_page_refusal(run: RunResults) -> str | None:
+def model_page_refusal(run: RunRecord) -> str | None:
     """Why this run may not be copied to a model page, or None when it may."""
     if run.partial:
         return f"{run.status_text}: a model page carries complete runs only"
@@ -61,7 +62,7 @@ def model_page_refusal(run: RunResults) -> str | None:
     return None
 
 
-def run_date(run: RunResults) -> str:
+def run_date(run: RunRecord) -> str:
     """The day the run's results.json was last written (UTC): when the run finished."""
     return datetime.fromtimestamp(run.path.stat().st_mtime, tz=timezone.utc).strftime("%Y-%m-%d")
 
@@ -98,7 +99,7 @@ def official_location(entry: str) -> tuple[str, str]:
     return config, hub.test
 
 
-def _task_scores(run: RunResults) -> list[dict]:
+def _task_scores(run: RunRecord) -> list[dict]:
     rows = []
     datasets = official_datasets(run)
     for task in task_order(set(run.results)):
@@ -115,17 +116,17 @@ def _task_scores(run: RunResults) -> list[dict]:
     return rows
 
 
-def _setting_text(run: RunResults) -> str:
+def _setting_text(run: RunRecord) -> str:
     return f"Evalita-LLM {setting_label(run.config)}, {run.config.num_fewshot or 0}-shot"
 
 
-def _note(run: RunResults, row: dict, date: str) -> str:
+def _note(run: RunRecord, row: dict, date: str) -> str:
     return (f"{_setting_text(run)}: CPS (combined performance score) of {row['metric']} over {row['prompts']} prompts, "
             f"n={row['n']} items per prompt, complete run on the official split ({row['config']}/{row['split']}), "
             f"evaluated {date} (evalita-eval)" + (f"; the CPS includes {row['unread']}" if row["unread"] else ""))
 
 
-def eval_results_yaml(run: RunResults, url: str, date: str) -> str:
+def eval_results_yaml(run: RunRecord, url: str, date: str) -> str:
     """``.eval_results/*.yaml`` (huggingface_hub's EvalResultEntry): per task, its CPS under the benchmark's task id."""
     from huggingface_hub import EvalResultEntry, eval_result_entries_to_yaml
 
@@ -135,7 +136,7 @@ def eval_results_yaml(run: RunResults, url: str, date: str) -> str:
     return yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False, allow_unicode=True, width=10_000)
 
 
-def model_index_yaml(run: RunResults, model: str, url: str, date: str) -> str:
+def model_index_yaml(run: RunRecord, model: str, url: str, date: str) -> str:
     """The ``model-index`` block of a model card's YAML header (paste it there; huggingface_hub's EvalResult): per
     task, its CPS (custom type ``cps``) and the headline metric of each prompt (the Hub's metric ids)."""
     from huggingface_hub import EvalResult
@@ -157,7 +158,7 @@ def model_index_yaml(run: RunResults, model: str, url: str, date: str) -> str:
     return yaml.safe_dump(index, sort_keys=False, allow_unicode=True, width=10_000)
 
 
-def model_page_files(run: RunResults, folder: str, repo_id: str, model: str) -> list[RepoFile]:
+def model_page_files(run: RunRecord, folder: str, repo_id: str, model: str) -> list[RepoFile]:
     """``<folder>/.eval_results/evalita-llm_<setting>-<run id>.yaml``, ``<folder>/model-index.yaml``; [] if refused."""
     if model_page_refusal(run) is not None:
         return []
@@ -168,7 +169,7 @@ def model_page_files(run: RunResults, folder: str, repo_id: str, model: str) -> 
             RepoFile(f"{folder}/model-index.yaml", model_index_yaml(run, model, url, date).encode())]
 
 
-def model_id(run: RunResults) -> str:
+def model_id(run: RunRecord) -> str:
     """The model as a model page's ``model-index`` names it: the Hub id (no ``@revision``), or for a local folder
     the name given with ``--model-name`` (give the Hub id the folder will be published as)."""
     return display_name(run.model)

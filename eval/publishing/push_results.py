@@ -16,10 +16,11 @@ from evalita_data.hub.layout import RepoFile, TaskRepo, write_repo_dir
 from evalita_data.hub.push import (DEFAULT_BRANCH, RETRY_DELAYS, HubUnreachable, PushError, RepoPlan, commit_plan,
                                    describe_plan, dry_plan, plan_repo, remote_state, with_retries)
 
+from ..record.model import RunRecord
 from ..naming import run_folder
 from ..record import run_id
 from ..record.read import json_document, record_text
-from ..reporting.runs import RunResults, load_results, parse_results
+from ..reporting.runs import load_results, parse_results
 from ..reporting.tables import ScoresError, TextTable, fmt, md_text
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
@@ -34,13 +35,13 @@ STAT_COLUMNS = ("MinP", "MaxP", "AvgP", "CPS")
 CARD = "README.md"
 
 
-def model_folder(run: RunResults) -> str:
+def model_folder(run: RunRecord) -> str:
     """The repository folder of one run as published (naming.run_folder): the run id its published identity hashes
     to, as the run's default folder name; a record with none (older) is named by the hash of its published content."""
     return run_folder(run.model, run.config, run.run_id if run.identity is not None else run_id(run.to_json()))
 
 
-def render_card(run: RunResults, folder: str, repo_id: str) -> str:
+def render_card(run: RunRecord, folder: str, repo_id: str) -> str:
     """The run's own card (``<folder>/README.md``): its settings and one row per task (``run``: its published form)."""
     run.display = model_label(run.model)
     title = f"# Evalita-LLM results: {md_text(run.display)}" + (f" ({NOT_COMPARABLE})" if run.not_comparable_reasons
@@ -92,7 +93,7 @@ def render_card(run: RunResults, folder: str, repo_id: str) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _public_run(results_dir: Path, model_name: str | None = None) -> tuple[RunResults, dict[str, str], str]:
+def _public_run(results_dir: Path, model_name: str | None = None) -> tuple[RunRecord, dict[str, str], str]:
     """The run as published (no local path; the model named ``model_name``, else as recorded), the replacements
     made and its folder in the repository."""
     path = results_dir / "results.json"
@@ -104,7 +105,7 @@ def _public_run(results_dir: Path, model_name: str | None = None) -> tuple[RunRe
 
 
 def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = print,
-                 other_runs: Mapping[str, RunResults | str] | None = None, model_name: str | None = None) -> TaskRepo:
+                 other_runs: Mapping[str, RunRecord | str] | None = None, model_name: str | None = None) -> TaskRepo:
     """Every file to publish for one run folder; ``other_runs``: those already in the repository (folder -> its
     record, or why it cannot be read), listed on the front page."""
     run, replacements, folder = _public_run(results_dir, model_name)
@@ -143,7 +144,7 @@ def run_folders(paths: Iterable[str]) -> list[str]:
     return sorted({p[: -len("/results.json")] for p in paths if p.endswith("/results.json") and p.count("/") == 2})
 
 
-def _read_run(folder: str, read: Callable[[], bytes]) -> RunResults | str:
+def _read_run(folder: str, read: Callable[[], bytes]) -> RunRecord | str:
     """The record of a run already in the repository (its scores, not its samples), or why it cannot be read."""
     try:
         doc = json_document("results.json", read())  # a key given twice or nesting too deep: unreadable, not a crash
@@ -155,14 +156,14 @@ def _read_run(folder: str, read: Callable[[], bytes]) -> RunResults | str:
         return f"not a results.json of evalita-eval ({str(err)[:80]})"
 
 
-def local_runs(to_dir: Path) -> dict[str, RunResults | str]:
+def local_runs(to_dir: Path) -> dict[str, RunRecord | str]:
     """The runs already in a ``--to-dir`` folder: folder -> its record (or why it cannot be read)."""
     paths = [str(p.relative_to(to_dir)) for p in to_dir.rglob("results.json")] if to_dir.is_dir() else []
     return {f: _read_run(f, (to_dir / f / "results.json").read_bytes) for f in run_folders(paths)}
 
 
 def remote_runs(api, repo_id: str, head: str | None, paths: Iterable[str],
-                delays: Sequence[float]) -> dict[str, RunResults | str]:
+                delays: Sequence[float]) -> dict[str, RunRecord | str]:
     """The runs already in the Hub repository: folder -> its record (or why it cannot be read), read at ``head``."""
     from huggingface_hub import hf_hub_download
 

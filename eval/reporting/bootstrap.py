@@ -6,8 +6,9 @@ from typing import Sequence
 
 import numpy as np
 
+from ..record.model import RunRecord
 from . import stats
-from .runs import PERCENT, RunResults, ScoreSamples
+from .runs import PERCENT, ScoreSamples
 from .task_report import TaskReport
 
 
@@ -19,7 +20,7 @@ def load_score_samples() -> ScoreSamples | None:
     return score_samples
 
 
-def add_bootstrap(rep: TaskReport, runs: Sequence[RunResults], score_samples: ScoreSamples, k: int, seed: int,
+def add_bootstrap(rep: TaskReport, runs: Sequence[RunRecord], score_samples: ScoreSamples, k: int, seed: int,
                   progress: bool = False) -> None:
     """Bootstrap every (model, prompt) cell from its samples file; a missing file or a
     metric that cannot be recomputed leaves the task without CIs and says why."""

@@ -16,10 +16,11 @@ from typing import Callable, Sequence
 
 from evalita_data.scoring.metric import HITS
 
+from ..record.model import RunRecord
 from . import stats
 from .lm_eval_runs import is_lm_eval_output, lm_eval_notes, load_run
 from .recorded import differing_prompts, recorded_metric, task_record, version_notes
-from .runs import RunResults
+
 from ..record.model import SampleLine
 from .task_report import headline_metric, task_order
 from .settings_view import setting_label
@@ -66,7 +67,7 @@ def resolve_run(path: Path) -> Path:
     return path / "results.json" if path.is_dir() and not is_lm_eval_output(path) else path
 
 
-def _item_key(run: RunResults, by_document: bool):
+def _item_key(run: RunRecord, by_document: bool):
     """How an item is named on both sides: our doc_id, or (with an lm-eval run, whose doc_id is only a position in
     its own split) the document as the prompt renders it; a repeated text counts its occurrences."""
     seen: dict = {}
@@ -83,7 +84,7 @@ def _item_key(run: RunResults, by_document: bool):
     return key
 
 
-def paired_samples(a: RunResults, b: RunResults, task: str,
+def paired_samples(a: RunRecord, b: RunRecord, task: str,
                    prompt: str) -> tuple[list[SampleLine], list[SampleLine], str | None]:
     """The two runs' samples of one task and prompt on the items both scored, in the same order, and a note when
     one run scored items the other did not (another --limit); refused where an item's gold differs."""

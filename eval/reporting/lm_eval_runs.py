@@ -28,7 +28,7 @@ from .lm_eval_folder import (LmEvalResults, chosen_run, gen_kwargs, is_results_f
 from .lm_eval_samples import read_task_samples
 from .lm_eval_tasks import FAMILIES, LM_EVAL_PREFIX, entry_and_prompt, lm_eval_sample
 from ..record.model import ConfigRecord, DataRecord, ModelRecord, RunRecord, SourceTool
-from .runs import RunResults, load_results, parse_results
+from .runs import load_results, parse_results
 from .tables import ScoresError
 from .worth import limit_reason
 
@@ -193,7 +193,7 @@ def lm_eval_record(root: Path, results_path: Path) -> tuple[RunRecord, Samples]:
     return record, samples
 
 
-def load_run(path: Path, partial: bool = False) -> RunResults:
+def load_run(path: Path, partial: bool = False) -> RunRecord:
     """A results.json, a run folder holding one, or an lm-eval output folder or results file (one run, read in
     memory)."""
     if is_lm_eval_output(path):
@@ -212,7 +212,7 @@ def load_run(path: Path, partial: bool = False) -> RunResults:
     return load_results(path, partial)
 
 
-def lm_eval_notes(runs: list[RunResults]) -> list[str]:
+def lm_eval_notes(runs: list[RunRecord]) -> list[str]:
     """The report's lines on runs read from lm-eval: where from, what was left out, what the benchmark's score is."""
     notes = []
     for r in runs:

@@ -13,9 +13,6 @@ from .tables import ScoresError
 
 PERCENT = 100.0  # report tables are in percent, as the paper's
 
-# One run, checked and typed (record/model.py): what every report, compare and publishing command reads.
-RunResults = RunRecord
-
 # (metric name, samples, task=entry name) -> score; the default resolves the name through the task's declaration.
 ScoreSamples = Callable[..., float]
 

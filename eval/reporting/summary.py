@@ -7,10 +7,11 @@ from typing import Sequence
 
 import numpy as np
 
+from ..record.model import RunRecord
 from . import stats
 from .facts import NOT_COMPARABLE, run_rows
 from .worth import MIN_ITEMS, NOT_A_MEASUREMENT
-from .runs import PERCENT, RunResults
+from .runs import PERCENT
 from .tables import TextTable, fmt
 from .unparsed_flag import none_read_prompts, none_read_summary
 from .task_report import TaskReport
@@ -124,7 +125,7 @@ def euroeval_table(rep: TaskReport) -> TextTable:
     return _bootstrap_table(rep, euroeval_cell)
 
 
-def runs_table(runs: Sequence[RunResults]) -> TextTable:
+def runs_table(runs: Sequence[RunRecord]) -> TextTable:
     """One row per run: the model and everything that changes its numbers (report_facts.run_rows)."""
     rows, headers = [], []
     for r in runs:
@@ -136,7 +137,7 @@ def runs_table(runs: Sequence[RunResults]) -> TextTable:
     return TextTable(headers, rows, text_cols=len(headers))
 
 
-def run_notes(runs: Sequence[RunResults]) -> list[str]:
+def run_notes(runs: Sequence[RunRecord]) -> list[str]:
     """Report-wide warnings: unfinished runs, non-official splits, the Summary's averages over prompts with no answer
     read."""
     notes = [f"{r.display}: {r.status_text} (report --partial): its other tasks are missing" for r in runs if r.partial]

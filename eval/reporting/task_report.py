@@ -8,14 +8,15 @@ from typing import Sequence
 
 import numpy as np
 
+from ..record.model import RunRecord
 from . import stats
 from ..metrics import higher_is_better
 from .recorded import recorded_headline, recorded_metric, version_notes
-from .runs import PERCENT, RunResults
+from .runs import PERCENT
 from .tables import ScoreRow, ScoresError, TaskTable, TextTable, build_tables, natural_key, resolve_scale
 
 
-def headline_metric(task: str, available: Sequence[str], runs: Sequence[RunResults] = ()) -> tuple[str, str | None]:
+def headline_metric(task: str, available: Sequence[str], runs: Sequence[RunRecord] = ()) -> tuple[str, str | None]:
     """(metric, note): the headline the runs recorded (reporting/recorded.py); for files without
     that record, the first metric of the installed task's declaration, else the first reported one."""
     from evalita_data.registry import task_of_entry
@@ -59,7 +60,7 @@ class TaskReport:
     higher_is_better: bool = True  # the headline metric's direction, as the runs recorded it (else as declared now)
 
 
-def build_task_report(task: str, runs: Sequence[RunResults]) -> TaskReport:
+def build_task_report(task: str, runs: Sequence[RunRecord]) -> TaskReport:
     task_runs = [r for r in runs if task in r.results]
     available = list(dict.fromkeys(m for r in task_runs for p in r.results[task].values()
                                    for m in p if m not in ("n", "unparsed")))
@@ -85,7 +86,7 @@ def build_task_report(task: str, runs: Sequence[RunResults]) -> TaskReport:
                       if recorded is not None else higher_is_better(task, metric))
 
 
-def _check_comparable(task: str, runs: Sequence[RunResults], table: TaskTable) -> None:
+def _check_comparable(task: str, runs: Sequence[RunRecord], table: TaskTable) -> None:
     """Scores of different data or settings are not comparable: say so in the report."""
     shas = {json.dumps(r.data.manifest_sha256.get(task), sort_keys=True) for r in runs}
     if len(shas) > 1:
