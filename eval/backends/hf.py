@@ -140,6 +140,9 @@ class HFBackend(OnHFModel, Backend):
             raise ValueError(f"batch size must be at least 1, got {batch_size}")
         self.model, self.tokenizer, self.max_length = model, tokenizer, max_length
         self.num_parameters = model.num_parameters()  # as lm-eval's HFLM records them
+        layers, width = (getattr(model.config, k, 0) for k in ("num_hidden_layers", "hidden_size"))
+        if layers and width:
+            self.attention_span = model.num_parameters(exclude_embeddings=True) // (4 * layers * width) or None
         self.batch_size = batch_size  # None (--batch-size auto): batches sized by tokens to fit the memory budget
         self._identify(name_or_path)
         # Inputs go where the first layer is (device_map="auto" dispatches the rest).

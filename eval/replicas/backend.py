@@ -63,7 +63,8 @@ class Replica:
         except Exception:  # an engine's tokenizer that does not travel: the driver does without
             tokenizer = None
         return {"identity": b.cache_identity(), "dtype": b.dtype, "capabilities": b.capabilities, "pid": os.getpid(),
-                "tokenizer": tokenizer, "num_parameters": b.num_parameters, "requests_per_call": b.requests_per_call,
+                "tokenizer": tokenizer, "num_parameters": b.num_parameters,
+                "attention_span": b.attention_span, "requests_per_call": b.requests_per_call,
                 "merges_units": self._prefix_cached,
                 "mixes_prompts": b.mixes_prompts, "loaded": self.loaded, "node": node_name(), "problem": self.problem}
 
@@ -157,7 +158,7 @@ class ReplicaBackend(Backend):
         self.timeline["first_ready"] = time.time()
         self._identity, self.dtype = described["identity"], described["dtype"]
         self.capabilities, self.tokenizer = described["capabilities"], described["tokenizer"]
-        self.num_parameters = described["num_parameters"]
+        self.num_parameters, self.attention_span = described["num_parameters"], described["attention_span"]
         # The wrapped engine's call size and prompt mixing, for the runner (plan.chunk_size, running/stream.py).
         self.requests_per_call, self.mixes_prompts = described["requests_per_call"], described["mixes_prompts"]
         self._merges_units = described["merges_units"]
