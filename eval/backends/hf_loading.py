@@ -1,4 +1,4 @@
-"""Loading a transformers model and tokenizer as lm-eval's ``HFLM`` sets them up, and its rule for the max length."""
+"""Loading a transformers model and tokenizer as lm-eval's ``HFLM`` sets them up."""
 
 from __future__ import annotations
 
@@ -6,22 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..api import BackendOptions
-
-DEFAULT_MAX_LENGTH = 2048  # lm-eval's default when neither config nor tokenizer says
-_TOKENIZER_INFINITY = 1000000000000000019884624838656
-
-
-def resolve_max_length(config: Any, tokenizer: Any) -> int:
-    """lm-eval's ``resolve_max_length``: config n_positions/max_position_embeddings/n_ctx, else tokenizer."""
-    cfg = getattr(config, "text_config", None) or config
-    for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
-        value = getattr(cfg, attr, None)
-        if value is not None:
-            return int(value)
-    mml = getattr(tokenizer, "model_max_length", None)
-    if mml is not None and mml != _TOKENIZER_INFINITY:
-        return int(mml)
-    return DEFAULT_MAX_LENGTH
+from .engine_common import load_tokenizer, resolve_max_length
 
 
 @dataclass
@@ -48,7 +33,7 @@ def load_hf(options: BackendOptions) -> LoadedModel:
     ``options.model`` is a Hub id. ``device="auto"``: accelerate's ``device_map="auto"`` over every visible GPU (and the
     CPU); ``threads``: torch's intra-op threads; a GGUF file is dequantized by transformers (docs/evaluator.md)."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     from ..backend_support.gguf import gguf_model, pretrained_source, require_gguf
 
@@ -57,13 +42,11 @@ def load_hf(options: BackendOptions) -> LoadedModel:
     device = options.device
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError("--device cuda was asked for but torch sees no CUDA device")
-    common: dict[str, Any] = {"revision": options.revision, "trust_remote_code": options.trust_remote_code}
     # The typed options (HFOptions.gguf_file); a direct call with options not resolved yet: the --backend-arg as given.
     gguf = gguf_model(options.model, asdict(options.engine) if options.engine is not None else options.extra)
     if gguf is not None:
         require_gguf(options.model)
     source, files = pretrained_source(options.model, gguf)
-    common.update(files)
     placement: dict[str, Any] = {}
     if device == "auto":
         import importlib.util
@@ -71,13 +54,12 @@ def load_hf(options: BackendOptions) -> LoadedModel:
         if importlib.util.find_spec("accelerate") is None:
             raise RuntimeError("--device auto needs accelerate: pip install accelerate")
         placement["device_map"] = "auto"
-    tokenizer = AutoTokenizer.from_pretrained(source, **common)
-    model = AutoModelForCausalLM.from_pretrained(source, dtype=_torch_dtype(options.dtype), **common, **placement)
+    tokenizer = load_tokenizer(options.model, options.revision, options.trust_remote_code, gguf)
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=_torch_dtype(options.dtype), revision=options.revision,
+                                                 trust_remote_code=options.trust_remote_code, **files, **placement)
     if not placement:
         model = model.to(device)
     model.eval()
-    if gguf is not None:  # built from the file, not the folder holding it (as engine_common.load_tokenizer names it)
-        tokenizer.name_or_path = str(gguf.local_path or f"{gguf.source}/{gguf.file}")
     if tokenizer.pad_token_id is None:  # lm-eval's configure_pad_token: pad with unk, else eos
         tokenizer.pad_token_id = tokenizer.unk_token_id if tokenizer.unk_token is not None else tokenizer.eos_token_id
     max_length = options.max_length or resolve_max_length(model.config, tokenizer)
