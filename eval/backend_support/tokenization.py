@@ -1,6 +1,5 @@
 """The one tokenisation of every token-level backend (``hf``, ``vllm``, ``openai`` with a local tokenizer):
-lm-evaluation-harness 0.4.x's HF rules, as its ``TemplateLM`` keeps them in one place (docs/evaluator.md).
-"""
+lm-evaluation-harness 0.4.x's HF rules, as its ``TemplateLM`` keeps them in one place (docs/evaluator.md)."""
 
 from __future__ import annotations
 

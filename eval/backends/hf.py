@@ -1,13 +1,10 @@
-"""The plain Hugging Face transformers backend (``--backend hf``), as lm-eval's ``HFLM._loglikelihood_tokens`` and
-``HFLM.generate_until`` (memory: docs/evaluator.md#memory).
-
-``plain_loglikelihood`` is the reference: one request at a time, full forward pass, no cache; every faster path is
-tested against it.
-"""
+"""The plain Hugging Face transformers backend (``--backend hf``), as lm-eval's ``HFLM`` loads the model and runs
+``_loglikelihood_tokens`` and ``generate_until`` (memory: docs/evaluator.md#memory). ``plain_loglikelihood`` is the
+reference: one request at a time, full forward pass, no cache; every faster path is tested against it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any, Callable, Sequence
 
@@ -17,14 +14,68 @@ from ..backend_support.memory import (CPU_PASS_TOKENS, forward_bytes, kv_bytes_p
                                       return_freed_memory)
 from ..backend_support.tokenization import default_add_special_tokens, encode_request, render_chat
 from ..backend_support.logits import logits_at, plain_head
-from ..backend_support.gguf import gguf_file_option
+from ..backend_support.gguf import gguf_file_option, gguf_model, pretrained_source, require_gguf
 from ..backend_support.identity import model_identity
 from ..backend_support.options import engine_fields
 from ..backend_support.phase_clock import GenerationPhases, PhaseClock
 from . import register_backend
-from .engine_common import stop_strings
+from .engine_common import load_tokenizer, resolve_max_length, stop_strings
 from .hf_batches import chunks, longest_first, scoring_groups, token_budget_batches
-from .hf_loading import load_hf
+
+
+@dataclass
+class LoadedModel:
+    model: Any
+    tokenizer: Any
+    max_length: int
+    name_or_path: str
+
+
+def _torch_dtype(dtype: str) -> Any:
+    import torch
+
+    if dtype == "auto":
+        return "auto"
+    try:
+        return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+    except KeyError:
+        raise ValueError(f"unknown dtype {dtype!r}; use auto, float32, float16 or bfloat16") from None
+
+
+def load_hf(options: BackendOptions) -> LoadedModel:
+    """Tokenizer and ``AutoModelForCausalLM`` as lm-eval's HFLM sets them up; loads nothing remote unless
+    ``options.model`` is a Hub id. ``device="auto"``: accelerate's ``device_map="auto"`` over every visible GPU (and the
+    CPU); ``threads``: torch's intra-op threads; a GGUF file is dequantized by transformers (docs/evaluator.md)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if options.threads is not None:
+        torch.set_num_threads(options.threads)
+    device = options.device
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError("--device cuda was asked for but torch sees no CUDA device")
+    # The typed options (HFOptions.gguf_file); a direct call with options not resolved yet: the --backend-arg as given.
+    gguf = gguf_model(options.model, asdict(options.engine) if options.engine is not None else options.extra)
+    if gguf is not None:
+        require_gguf(options.model)
+    source, files = pretrained_source(options.model, gguf)
+    placement: dict[str, Any] = {}
+    if device == "auto":
+        import importlib.util
+
+        if importlib.util.find_spec("accelerate") is None:
+            raise RuntimeError("--device auto needs accelerate: pip install accelerate")
+        placement["device_map"] = "auto"
+    tokenizer = load_tokenizer(options.model, options.revision, options.trust_remote_code, gguf)
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=_torch_dtype(options.dtype), revision=options.revision,
+                                                 trust_remote_code=options.trust_remote_code, **files, **placement)
+    if not placement:
+        model = model.to(device)
+    model.eval()
+    if tokenizer.pad_token_id is None:  # lm-eval's configure_pad_token: pad with unk, else eos
+        tokenizer.pad_token_id = tokenizer.unk_token_id if tokenizer.unk_token is not None else tokenizer.eos_token_id
+    max_length = options.max_length or resolve_max_length(model.config, tokenizer)
+    return LoadedModel(model, tokenizer, max_length, options.model)
 
 
 def plain_loglikelihood(model: Any, tokenizer: Any, requests: Sequence[LLRequest], max_length: int) -> list[LLResult]:

@@ -1,8 +1,6 @@
-"""Backends on an OpenAI-compatible HTTP server (vLLM, SGLang, TGI, llama.cpp, hosted APIs; docs/engines.md).
-
+"""Backends on an OpenAI-compatible HTTP server (vLLM, SGLang, TGI, llama.cpp, hosted APIs; docs/engines.md):
 ``openai-completions``: log-likelihoods from the echoed prompt's token log-probs, prompts as token ids tokenised
-locally with the HF path's rules. ``openai-chat``: generation only, under the server's chat template.
-"""
+locally with the HF path's rules. ``openai-chat``: generation only, under the server's chat template."""
 
 from __future__ import annotations
 
@@ -108,9 +106,6 @@ class _OpenAIBase(Backend):
                         max_length=getattr(self, "max_length", None))
         identity.get("options", {}).pop("base_url", None)  # normalised above: a trailing "/" is the same server
         return identity
-
-    def close(self) -> None:
-        self.client.close()
 
 
 @register_backend("openai-completions")

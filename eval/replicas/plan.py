@@ -1,8 +1,6 @@
-"""How one backend call is cut into units for the replicas, and how units are spread (docs/parallel.md#replicas).
-
-A unit's inner calls are exactly those one replica would receive or form itself, so every request lands in the same
-batch, beside the same requests, as on one replica: the numbers are bitwise those of one replica.
-"""
+"""How one backend call is cut into units for the replicas, and how units are spread (docs/parallel.md#replicas). A
+unit's inner calls are exactly those one replica would receive or form itself, so every request lands in the same
+batch, beside the same requests, as on one replica: the numbers are bitwise those of one replica."""
 
 from __future__ import annotations
 
