@@ -1,9 +1,5 @@
-"""``ReplicaBackend``: N replicas of a backend as Ray actors, behind the ``Backend`` protocol (docs/parallel.md).
-
-A call is cut into units (``plan.py``, ``prefix_groups.py``), spread over the replicas by counted tokens, each result
-handed to ``on_result`` as its unit finishes (the driver alone writes the resume cache). A replica that dies is started
-again and given only its units without a result: nothing is lost or counted twice.
-"""
+"""``ReplicaBackend``: N replicas of a backend as Ray actors, behind the ``Backend`` protocol (docs/parallel.md): units
+(``plan.py``) shared by counted tokens, results streamed to ``on_result``, a dead replica's unfinished units rerun."""
 
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ from evalita_eval.backends.vllm import engine_kwargs
 from evalita_eval.cli import main
 from evalita_eval.cli.support import default_device
 from evalita_eval.running.estimate import GEN, LL, TaskPlan, TimeEstimate, TokenCounter, fit_cost, scoring_work
-from evalita_eval.backend_support.gguf import gguf_identity, gguf_model
+from evalita_eval.backend_support.gguf import gguf_model
+from evalita_eval.backend_support.identity import gguf_identity
 
 from paths import TESTS
 
