@@ -91,13 +91,6 @@ def rank_descending(values: Sequence[float], higher_is_better: bool = True) -> l
     return ranks
 
 
-def sharpe_ranks(per_model_scores: Sequence[Sequence[float]], alphas: Sequence[float] = ALPHAS,
-                 scale: float = 1.0, higher_is_better: bool = True) -> np.ndarray:
-    """ranks[a, m]: rank of model m by Sharpe score at alphas[a] (1 = best in the metric's direction)."""
-    return np.array([rank_descending([sharpe_score(s, a, scale) for s in per_model_scores], higher_is_better)
-                     for a in alphas])
-
-
 # ---------------------------------------------------------------- bootstrap
 
 
