@@ -8,7 +8,8 @@ import numpy as np
 
 from ..record.model import RunRecord
 from . import stats
-from .runs import PERCENT, ScoreSamples
+from .runs import ScoreSamples
+from .tables import PERCENT
 from .task_report import TaskReport
 
 

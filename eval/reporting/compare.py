@@ -16,19 +16,19 @@ from typing import Callable, Sequence
 
 from evalita_data.scoring.metric import HITS
 
+from ..record import NOT_COMPARABLE
 from ..record.model import RunRecord
 from . import stats
 from .lm_eval_runs import is_lm_eval_output, lm_eval_notes, load_run
-from .recorded import differing_prompts, recorded_metric, task_record, version_notes
+from .recorded import differing_prompts, recorded_metric, version_notes
 
 from ..record.model import SampleLine
 from .task_report import headline_metric, task_order
 from .settings_view import setting_label
-from .tables import ScoresError, TextTable, fmt, md_text
-from .worth import MIN_ITEMS, NOT_A_MEASUREMENT, NOT_COMPARABLE
+from .tables import PERCENT, ScoresError, TextTable, fmt, md_text
+from .worth import MIN_ITEMS, NOT_A_MEASUREMENT
 from .unparsed_flag import none_read, untested_avgp_reason, untested_reason
 
-PERCENT = 100.0
 # Why a prompt of the same name is not tested: the runs recorded different definitions (task_versions hashes).
 CHANGED_PROMPT = "the prompt differs between the runs (another definition under the same name): not tested"
 
@@ -200,7 +200,7 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
         available = [m for m in a.results[task][next(iter(a.results[task]))] if m not in ("n", "unparsed")]
         metric, note = headline_metric(task, available, [a, b])
         notes += ([note] if note else []) + version_notes(task, [a, b])
-        changed = differing_prompts([task_record(a, task), task_record(b, task)])
+        changed = differing_prompts([a.task_versions.get(task), b.task_versions.get(task)])
         recorded = recorded_metric(task, metric, [a, b])
         paired: dict[str, tuple[list[SampleLine], list[SampleLine]]] = {}
         for prompt in sorted(set(a.results[task]) & set(b.results[task])):

@@ -27,10 +27,10 @@ from .lm_eval_folder import (LmEvalResults, chosen_run, gen_kwargs, is_results_f
                              read_results, results_files, samples_file)
 from .lm_eval_samples import read_task_samples
 from .lm_eval_tasks import FAMILIES, LM_EVAL_PREFIX, entry_and_prompt, lm_eval_sample
+from ..record import limit_reason
 from ..record.model import ConfigRecord, DataRecord, ModelRecord, RunRecord, SourceTool
 from .runs import load_results, parse_results
 from .tables import ScoresError
-from .worth import limit_reason
 
 __all__ = ["LM_EVAL_PREFIX", "LM_EVAL_GROUP_NOTE", "entry_and_prompt", "is_lm_eval_output", "lm_eval_notes",
            "lm_eval_sample", "load_run"]

@@ -14,10 +14,10 @@ from .plots import heatmap_png, rank_vs_alpha_png
 from .render import render_context, slug, to_html, to_markdown
 from .lm_eval_runs import lm_eval_notes, load_run
 from ..record.model import plain
-from .runs import PERCENT, ScoreSamples, assign_display_names
+from .runs import ScoreSamples, assign_display_names
 from .settings_view import labels_of, setting_label, settings_table
 from .summary import run_notes, summarize
-from .tables import ScoresError, table_json
+from .tables import PERCENT, ScoresError, table_json
 from .task_report import build_task_report, headline_metric, task_order
 from .unparsed_flag import flag_notes, none_read, none_read_text
 

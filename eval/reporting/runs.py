@@ -11,8 +11,6 @@ from ..record import RecordError, RunRecord, parse_record, read_run
 from ..record.model import ModelRecord
 from .tables import ScoresError
 
-PERCENT = 100.0  # report tables are in percent, as the paper's
-
 # (metric name, samples, task=entry name) -> score; the default resolves the name through the task's declaration.
 ScoreSamples = Callable[..., float]
 

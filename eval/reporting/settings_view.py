@@ -14,9 +14,7 @@ from typing import Any, Callable, Sequence
 
 from ..record.model import ConfigRecord
 from . import stats
-from .tables import TextTable
-
-PERCENT = 100.0
+from .tables import PERCENT, TextTable
 
 
 def setting_label(config: ConfigRecord) -> str:

@@ -11,8 +11,7 @@ from ..record.model import RunRecord
 from . import stats
 from .facts import NOT_COMPARABLE, run_rows
 from .worth import MIN_ITEMS, NOT_A_MEASUREMENT
-from .runs import PERCENT
-from .tables import TextTable, fmt
+from .tables import PERCENT, TextTable, fmt
 from .unparsed_flag import none_read_prompts, none_read_summary
 from .task_report import TaskReport
 

@@ -21,6 +21,7 @@ from .stats import TableStats, table_stats
 
 ScaleName = Literal["auto", "percent", "fraction"]
 SCORE_COLUMNS = ("model", "task", "prompt", "score")
+PERCENT = 100.0  # report tables are in percent, as the paper's
 
 
 class ScoresError(ValueError):

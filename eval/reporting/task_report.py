@@ -12,8 +12,7 @@ from ..record.model import RunRecord
 from . import stats
 from ..metrics import higher_is_better
 from .recorded import recorded_headline, recorded_metric, version_notes
-from .runs import PERCENT
-from .tables import ScoreRow, ScoresError, TaskTable, TextTable, build_tables, natural_key, resolve_scale
+from .tables import PERCENT, ScoreRow, ScoresError, TaskTable, TextTable, build_tables, natural_key, resolve_scale
 
 
 def headline_metric(task: str, available: Sequence[str], runs: Sequence[RunRecord] = ()) -> tuple[str, str | None]:

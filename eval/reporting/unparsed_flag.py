@@ -22,14 +22,15 @@ NONE_READ_WHY = ("none of its answers could be read in the task's answer format;
                  "empty where nothing fits, right on an item whose gold is empty), not a measure of answers read")
 
 
-def _count(value: object) -> float | None:
+def finite_number(value: object) -> float | None:
+    """``value`` as a float when it is a finite number (not a bool), else None."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     return float(value) if ok else None  # type: ignore[arg-type]
 
 
 def unparsed_share(scores: Mapping) -> float | None:
     """unparsed / n of one prompt's scores; None where the prompt has no such count (or a malformed one)."""
-    unparsed, n = _count(scores.get("unparsed")), _count(scores.get("n"))
+    unparsed, n = finite_number(scores.get("unparsed")), finite_number(scores.get("n"))
     if unparsed is None or n is None or n <= 0:
         return None
     return unparsed / n
