@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import re
 
-from .summary import ci_table, euroeval_table, measurement_notes, runs_table, summary_table
+from .summary import bootstrap_table, euroeval_cell, interval_cell, measurement_notes, runs_table, summary_table
 from .tables import md_text, paper_table, transposed
 
 
@@ -19,7 +19,8 @@ def render_context(runs, reports, summary, alpha, k, seed, notes) -> dict:
         t = rep.table
         sections.append({
             "task": t.task, "metric": rep.metric, "table": paper_table(t, alpha),
-            "ci": ci_table(rep) if rep.cells else None, "euroeval": euroeval_table(rep) if rep.cells else None,
+            "ci": bootstrap_table(rep, interval_cell) if rep.cells else None,
+            "euroeval": bootstrap_table(rep, euroeval_cell) if rep.cells else None,
             "notes": t.notes + measurement_notes(rep), "items_table": rep.items,
             "heatmap": f"heatmap_{slug(t.task)}.png",
             "rank_basis": rep.rank_basis if len(t.models) > 1 else None,  # a rank needs another model on the task
@@ -105,16 +106,13 @@ def to_html(c: dict, images: dict[str, bytes]) -> str:
                                                  euroeval_explain=EUROEVAL_EXPLAIN)
 
 
-TABLE_MACRO = """{% macro table(t) -%}
+HTML_TEMPLATE = """{% macro table(t) -%}
 <table><thead><tr>{% for h in t.headers %}<th>{{ h }}</th>{% endfor %}</tr></thead><tbody>
 {% for row in t.rows %}<tr{% if t.summary_from is not none and loop.index0 >= t.summary_from %} class="summary
 {%- if loop.index0 == t.summary_from %} first-summary{% endif %}"{% endif %}>
 {%- for cell in row %}<td{% if loop.index0 < t.text_cols %} class="text"{% endif %}>{{ cell }}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table>
-{%- endmacro %}"""
-
-
-HTML_TEMPLATE = """<!DOCTYPE html>
+{%- endmacro %}<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Evalita-LLM report</title>
 <style>
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2rem auto; max-width: 1300px;
@@ -175,5 +173,3 @@ dl.facts dt { color: #555; white-space: nowrap; } dl.facts dd { margin: 0; overf
 {% endfor %}
 </body></html>
 """
-
-HTML_TEMPLATE = TABLE_MACRO + HTML_TEMPLATE

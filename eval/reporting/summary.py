@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -87,22 +87,18 @@ def euroeval_cell(b: stats.BootstrapResult) -> str:
 
 
 def model_items(rep: TaskReport) -> dict[str, str]:
-    """Per model, the items its scores of the task rest on (the items table's n column)."""
+    """Per model, the items its scores of the task rest on (the items table's n column: '40' or '30–40')."""
     return {row[0]: row[1] for row in rep.items.rows} if rep.items is not None else {}
-
-
-def _fewest(n: str) -> int | None:
-    first = n.split("–")[0]
-    return int(first) if first.isdigit() else None
 
 
 def measurement_notes(rep: TaskReport) -> list[str]:
     """'not a measurement' for each model whose scores of the task rest on fewer than MIN_ITEMS items."""
-    small = [m for m, n in model_items(rep).items() if (fewest := _fewest(n)) is not None and fewest < MIN_ITEMS]
-    return [f"{m}: n={model_items(rep)[m]}, {NOT_A_MEASUREMENT}" for m in small]
+    return [f"{m}: n={n}, {NOT_A_MEASUREMENT}" for m, n in model_items(rep).items()
+            if (fewest := n.split("–")[0]).isdigit() and int(fewest) < MIN_ITEMS]
 
 
-def _bootstrap_table(rep: TaskReport, cell) -> TextTable:
+def bootstrap_table(rep: TaskReport, cell: Callable[[stats.BootstrapResult], str]) -> TextTable:
+    """Per prompt and AvgP, each model's bootstrap as ``cell`` states it (interval_cell, euroeval_cell)."""
     t = rep.table
     items = model_items(rep)
     rows = [[p] + [t.cell(p, m, cell(rep.cells[(m, p)])) for m in t.models] for p in t.prompts]
@@ -114,18 +110,8 @@ def _bootstrap_table(rep: TaskReport, cell) -> TextTable:
     return TextTable(headers, rows, summary_from=len(t.prompts))
 
 
-def ci_table(rep: TaskReport) -> TextTable:
-    """Per prompt and AvgP: the point score and the percentile interval of its bootstrap resamples."""
-    return _bootstrap_table(rep, interval_cell)
-
-
-def euroeval_table(rep: TaskReport) -> TextTable:
-    """The same resamples as EuroEval states them: bootstrap mean ± 1.96·SE."""
-    return _bootstrap_table(rep, euroeval_cell)
-
-
 def runs_table(runs: Sequence[RunRecord]) -> TextTable:
-    """One row per run: the model and everything that changes its numbers (report_facts.run_rows)."""
+    """One row per run: the model and everything that changes its numbers (facts.run_rows)."""
     rows, headers = [], []
     for r in runs:
         facts = run_rows(r)
