@@ -17,7 +17,7 @@ from ..record.model import plain
 from .runs import ScoreSamples, assign_display_names
 from .settings_view import labels_of, setting_label, settings_table
 from .summary import run_notes, summarize
-from .tables import PERCENT, ScoresError, table_json
+from .tables import PERCENT, ScoresError, TextTable, table_json
 from .task_report import build_task_report, headline_metric, task_order
 from .unparsed_flag import flag_notes, none_read, none_read_text
 
@@ -81,22 +81,19 @@ def _write_plots(plots_dir: Path, models: list[str], reports: list, summary) -> 
 
 def _report_json(runs: list, reports: list, summary, context: dict, alpha: float, k: int, seed: int,
                  notes: list[str]) -> dict:
-    return {
-        "alpha": alpha, "bootstrap": {"k": k, "seed": seed}, "scale": PERCENT,
-        "models": {r.display: {"model": plain(r.model), "results_file": str(r.path)} for r in runs},  # as recorded
-        "tasks": {rep.table.task: {"metric": rep.metric, "rank_basis": rep.rank_basis, **table_json(rep.table, alpha),
-                                   "items": {"headers": rep.items.headers, "rows": rep.items.rows}
-                                   if rep.items else None,
-                                   "bootstrap": {f"{m}/{p}": {"point": b.point, "mean": b.mean, "ci_low": b.ci_low,
-                                                              "ci_high": b.ci_high,
-                                                              "pct_low": b.pct_low, "pct_high": b.pct_high}
-                                                 for (m, p), b in rep.cells.items()}}
-                  for rep in reports},
-        "mean_rank_score": summary.rank_scores,
-        "settings": {"headers": context["settings"].headers, "rows": context["settings"].rows}
-        if context["settings"] else None,
-        "notes": notes,
-    }
+    def table(t: TextTable | None) -> dict | None:
+        return {"headers": t.headers, "rows": t.rows} if t else None
+
+    interval = ("point", "mean", "ci_low", "ci_high", "pct_low", "pct_high")
+    tasks = {rep.table.task: {"metric": rep.metric, "rank_basis": rep.rank_basis, **table_json(rep.table, alpha),
+                              "items": table(rep.items),
+                              "bootstrap": {f"{m}/{p}": {key: getattr(b, key) for key in interval}
+                                            for (m, p), b in rep.cells.items()}}
+             for rep in reports}
+    return {"alpha": alpha, "bootstrap": {"k": k, "seed": seed}, "scale": PERCENT,
+            "models": {r.display: {"model": plain(r.model), "results_file": str(r.path)} for r in runs},  # as recorded
+            "tasks": tasks, "mean_rank_score": summary.rank_scores, "settings": table(context["settings"]),
+            "notes": notes}
 
 
 def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, alpha: float = 1.0,

@@ -96,16 +96,9 @@ def _make_row(rec: dict, where: str) -> ScoreRow:
 
 
 def resolve_scale(rows: Sequence[ScoreRow], scale: ScaleName = "auto") -> float:
-    """100 for percentages, 1 for fractions. 'auto': percent if any score is above 1.
-
-    Every score must lie in [0, scale]."""
-    if scale == "auto":
-        value = 100.0 if any(r.score > 1.0 for r in rows) else 1.0
-    elif scale == "percent":
-        value = 100.0
-    elif scale == "fraction":
-        value = 1.0
-    else:
+    """100 for percentages, 1 for fractions ('auto': percent if any score is above 1); every score in [0, scale]."""
+    value = {"auto": 100.0 if any(r.score > 1.0 for r in rows) else 1.0, "percent": 100.0, "fraction": 1.0}.get(scale)
+    if value is None:
         raise ValueError(f"unknown scale {scale!r}; expected auto, percent or fraction")
     for r in rows:
         if not 0.0 <= r.score <= value:
@@ -201,19 +194,14 @@ class TextTable:
         return "\n".join([line(self.headers), line(align)] + [line(r) for r in self.rows])
 
 
-def digits_for(scale: float) -> int:
-    """Two decimals in percent (as the paper prints), four in fractions: same precision."""
-    return 2 if scale == 100.0 else 4
-
-
 def fmt(value: float, scale: float) -> str:
-    """Round half up, as the paper's tables (spreadsheets) do: 71.925 -> 71.93.
-
-    Rounding to 9 decimals first removes binary noise (71.925 is 71.92499999... as a float)."""
+    """Round half up, as the paper's tables (spreadsheets) do: 71.925 -> 71.93. Rounding to 9 decimals
+    first removes binary noise (71.925 is 71.92499999... as a float)."""
     if value is None or math.isnan(value):
         return ""
     exact = Decimal(repr(round(float(value), 9)))
-    return str(exact.quantize(Decimal(1).scaleb(-digits_for(scale)), rounding=ROUND_HALF_UP))
+    digits = 2 if scale == 100.0 else 4  # two decimals in percent (as the paper prints), four in fractions
+    return str(exact.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
 
 
 def transposed(table: TextTable) -> TextTable:
