@@ -54,8 +54,7 @@ class LmEvalResults(BaseModel):
 
     def group_acc(self) -> float | None:
         """lm-eval's own ``evalita-mp`` group ``acc`` (not the benchmark's score: lm_eval_runs.LM_EVAL_GROUP_NOTE)."""
-        group = self.results["evalita-mp"] if "evalita-mp" in self.results else {}
-        value = group["acc,none"] if "acc,none" in group else None
+        value = self.results.get("evalita-mp", {}).get("acc,none")
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 

@@ -68,9 +68,7 @@ def is_flagged(scores: Mapping) -> bool:
 
 def flag_mark(scores: Mapping) -> str:
     """' (!)' after a flagged prompt's scores (' (!) no answer read (2/2 unparsed)' where none was read), else ''."""
-    if none_read(scores):
-        return f" {MARK} {none_read_text(scores)}"
-    return f" {MARK}" if is_flagged(scores) else ""
+    return f" {flag_text(scores)}" if none_read(scores) else f" {MARK}" if is_flagged(scores) else ""
 
 
 def flag_legend(results: Mapping[str, Mapping[str, Mapping]]) -> str:
@@ -113,10 +111,9 @@ def untested_reason(prompt: str, scores_a: Mapping | None, scores_b: Mapping | N
              for side, s in (("A", scores_a), ("B", scores_b)) if s is not None and is_flagged(s)]
     if not sides:
         return None
-    if any(s is not None and none_read(s) for s in (scores_a, scores_b)):
-        return (f"{prompt} has >= 10 % unparsed answers ({', '.join(sides)}): a score of unread answers alone is not "
-                "tested")
-    return f"{prompt} has >= 10 % unparsed answers ({', '.join(sides)}): its score rests on the others"
+    unread = any(s is not None and none_read(s) for s in (scores_a, scores_b))
+    why = "a score of unread answers alone is not tested" if unread else "its score rests on the others"
+    return f"{prompt} has >= 10 % unparsed answers ({', '.join(sides)}): {why}"
 
 
 def untested_avgp_reason(flagged: list[str], unread: list[str] = ()) -> str | None:
