@@ -4,15 +4,12 @@ are shown under."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from ..naming import display_name, given_name, is_local_model
 from ..record import RecordError, RunRecord, parse_record, read_run
 from ..record.model import ModelRecord
 from .tables import ScoresError
-
-# (metric name, samples, task=entry name) -> score; the default resolves the name through the task's declaration.
-ScoreSamples = Callable[..., float]
 
 
 def load_results(path: Path, partial: bool = False) -> RunRecord:
