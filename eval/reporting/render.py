@@ -35,28 +35,18 @@ def render_context(runs, reports, summary, alpha, k, seed, notes) -> dict:
     }
 
 
-EXPLAIN = (
-    "Scores in percent. Per prompt (rows) across models and per model (columns) across prompts: "
-    "MinP, MaxP, AvgP; Sat = 1 - (MaxP - AvgP) / 100; CPS = Sat × MaxP (Combined Performance Score). "
-    "Sharpe = mean / (α × std / 100 + 1), population std over prompts. "
-    "Rank score (EuroEval): per task, 1 for the best model, each next model adds |Δmean| / std of the models' means "
-    "when a one-sided Welch t-test (p < 0.05) finds it worse; averaged over the tasks the model shares with another "
-    "run (lower is better; – when it shares none)."
-)
-
-
-ITEMS_EXPLAIN = (
-    "Items evaluated per prompt (n) and the limit; baselines of the headline metric on the same gold labels, in "
-    "percent: "
-    "chance (uniform random choice) and majority (always the most frequent gold class); generated answers that no rule "
-    "could parse (counted wrong) as k / n per prompt, and how many each answer rule read (docs/settings.md)."
-)
-
-
-SETTINGS_EXPLAIN = (
-    "Per model and task, each evaluation setting (docs/settings.md) with the multi-prompt statistics of the task's "
-    "headline metric: AvgP [MinP–MaxP] CPS, and the answers no rule could parse (counted wrong)."
-)
+EXPLAIN = ("Scores in percent. Per prompt (rows) across models and per model (columns) across prompts: MinP, MaxP, "
+           "AvgP; Sat = 1 - (MaxP - AvgP) / 100; CPS = Sat × MaxP (Combined Performance Score). Sharpe = mean / (α × "
+           "std / 100 + 1), population std over prompts. Rank score (EuroEval): per task, 1 for the best model, each "
+           "next model adds |Δmean| / std of the models' means when a one-sided Welch t-test (p < 0.05) finds it "
+           "worse; averaged over the tasks the model shares with another run (lower is better; – when it shares none).")
+ITEMS_EXPLAIN = ("Items evaluated per prompt (n) and the limit; baselines of the headline metric on the same gold "
+                 "labels, in percent: chance (uniform random choice) and majority (always the most frequent gold "
+                 "class); generated answers that no rule could parse (counted wrong) as k / n per prompt, and how many "
+                 "each answer rule read (docs/settings.md).")
+SETTINGS_EXPLAIN = ("Per model and task, each evaluation setting (docs/settings.md) with the multi-prompt statistics "
+                    "of the task's headline metric: AvgP [MinP–MaxP] CPS, and the answers no rule could parse (counted "
+                    "wrong).")
 
 
 def interval_explain(k: int, seed: int) -> str:
@@ -66,11 +56,9 @@ def interval_explain(k: int, seed: int) -> str:
             "prompts, resampled with the same items for every prompt.")
 
 
-EUROEVAL_EXPLAIN = (
-    "EuroEval's interval, for comparison with EuroEval only: the mean of the same k bootstrap scores ± 1.96 × their "
-    "std / √k (the standard error of that mean). It shrinks as k grows: it says how well k resamples pin down their "
-    "mean, not how far the score could move."
-)
+EUROEVAL_EXPLAIN = ("EuroEval's interval, for comparison with EuroEval only: the mean of the same k bootstrap scores ± "
+                    "1.96 × their std / √k (the standard error of that mean). It shrinks as k grows: it says how well "
+                    "k resamples pin down their mean, not how far the score could move.")
 
 
 def to_markdown(c: dict) -> str:

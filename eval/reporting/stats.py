@@ -224,11 +224,7 @@ def paired_bootstrap(a: Sequence[T], b: Sequence[T], metric: Callable[[list[T]],
     observed = float(metric(list(a)) - metric(list(b)))
     diffs = np.array([metric([a[i] for i in row]) - metric([b[i] for i in row])
                       for row in bootstrap_indices(len(a), k, seed)])
-    if observed > 0:
-        other = float(np.mean(diffs <= 0))
-    elif observed < 0:
-        other = float(np.mean(diffs >= 0))
-    else:
-        other = 0.5  # no observed difference: p = 1
+    # the share of resampled differences on the other side of 0; no observed difference: p = 1
+    other = float(np.mean(diffs <= 0)) if observed > 0 else float(np.mean(diffs >= 0)) if observed < 0 else 0.5
     return PairedBootstrap(observed, min(1.0, 2.0 * other), float(np.percentile(diffs, 2.5)),
                            float(np.percentile(diffs, 97.5)))

@@ -26,24 +26,20 @@ class Summary:
 
 
 def summarize(reports: Sequence[TaskReport], models: list[str]) -> Summary:
-    rank_input = {}
-    for rep in reports:
-        t = rep.table
-        if len(t.models) < 2:
-            continue  # a rank needs another model on the same task: alone, every run would be "best"
-        rank_input[t.task] = rep.avg_scores or {m: t.model_scores(m) for m in t.models}
+    # a rank needs another model on the same task: alone, every run would be "best"
+    rank_input = {rep.table.task: rep.avg_scores or {m: rep.table.model_scores(m) for m in rep.table.models}
+                  for rep in reports if len(rep.table.models) > 1}
     direction = {rep.table.task: rep.higher_is_better for rep in reports}  # as recorded or declared, not assumed
     rank_scores = stats.mean_rank_scores(rank_input, higher_is_better=direction)
     common = [rep for rep in reports if set(rep.table.models) == set(models)]
-    if common:
-        sign = {rep.table.task: 1.0 if direction[rep.table.task] else -1.0 for rep in common}
-        ranks = np.array([
-            stats.rank_descending([np.mean([sign[rep.table.task] * stats.sharpe_score(rep.table.model_scores(m), a,
-                                                                                      PERCENT) for rep in common])
-                                   for m in models])
-            for a in stats.ALPHAS])
-    else:
-        ranks = np.zeros((len(stats.ALPHAS), 0))
+    sign = {rep.table.task: 1.0 if direction[rep.table.task] else -1.0 for rep in common}
+
+    def mean_sharpe(model: str, alpha: float) -> float:  # over the tasks every model has, in the metrics' direction
+        return np.mean([sign[rep.table.task] * stats.sharpe_score(rep.table.model_scores(model), alpha, PERCENT)
+                        for rep in common])
+
+    ranks = (np.array([stats.rank_descending([mean_sharpe(m, a) for m in models]) for a in stats.ALPHAS]) if common
+             else np.zeros((len(stats.ALPHAS), 0)))
     return Summary(models, [r.table.task for r in reports], rank_scores, [r.table.task for r in common], ranks)
 
 

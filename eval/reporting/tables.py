@@ -230,12 +230,7 @@ def paper_table(table: TaskTable, alpha: float = 1.0) -> TextTable:
 
 def table_json(table: TaskTable, alpha: float = 1.0) -> dict:
     st = table.stats(alpha)
-    return {
-        "models": table.models,
-        "prompts": table.prompts,
-        "scores": table.scores.tolist(),
-        "per_prompt": {p: st.per_prompt[i].as_dict() for i, p in enumerate(table.prompts)},
-        "per_model": {m: st.per_model[j].as_dict() for j, m in enumerate(table.models)},
-        "sharpe": {m: st.sharpe[j] for j, m in enumerate(table.models)},
-        "notes": table.notes,
-    }
+    return {"models": table.models, "prompts": table.prompts, "scores": table.scores.tolist(),
+            "per_prompt": {p: st.per_prompt[i].as_dict() for i, p in enumerate(table.prompts)},
+            "per_model": {m: st.per_model[j].as_dict() for j, m in enumerate(table.models)},
+            "sharpe": {m: st.sharpe[j] for j, m in enumerate(table.models)}, "notes": table.notes}
