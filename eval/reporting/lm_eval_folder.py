@@ -9,7 +9,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
@@ -17,6 +17,7 @@ from .lm_eval_tasks import is_choice_task, lm_eval_sample
 from .tables import ScoresError
 
 _RESULTS_NAME = re.compile(r"^results_(.+)\.json$")
+Args = TypeVar("Args", bound=BaseModel)
 
 
 class LmEvalConfig(BaseModel):
@@ -141,26 +142,16 @@ def samples_file(root: Path, results_file: Path, task: str) -> Path | None:
     return inside(root, path) if path.is_file() else None
 
 
-def _key_values(value: str | dict[str, Any] | None) -> dict[str, Any]:
-    """lm-eval's ``k=v,k=v`` argument strings (simple_parse_args_string), or the object they were given as."""
-    if isinstance(value, dict):
-        return dict(value)
-    return dict(kv.split("=", 1) for kv in (value or "").split(",") if "=" in kv)
-
-
-def model_args(path: Path, config: LmEvalConfig) -> ModelArgs:
+def arguments(path: Path, config: LmEvalConfig, key: str, model: type[Args]) -> Args:
+    """``config.<key>`` (``model_args``, ``gen_kwargs``) checked by ``model``: lm-eval's ``k=v,k=v`` argument string
+    (simple_parse_args_string) or the object it was given as; model arguments are read as texts."""
+    value = getattr(config, key)
+    pairs = dict(value) if isinstance(value, dict) else dict(kv.split("=", 1) for kv in (value or "").split(",")
+                                                             if "=" in kv)
     try:
-        return ModelArgs.model_validate({str(k): str(v) for k, v in _key_values(config.model_args).items()})
+        return model.model_validate({str(k): str(v) for k, v in pairs.items()} if model is ModelArgs else pairs)
     except ValidationError as err:
-        raise ScoresError(f"{path}: config.model_args.{invalid_key(err)}") from None
-
-
-def gen_kwargs(path: Path, config: LmEvalConfig) -> GenKwargs:
-    """``--gen_kwargs``: what changes every generation of the run (no field set when none)."""
-    try:
-        return GenKwargs.model_validate(_key_values(config.gen_kwargs))
-    except ValidationError as err:
-        raise ScoresError(f"{path}: config.gen_kwargs.{invalid_key(err)}") from None
+        raise ScoresError(f"{path}: config.{key}.{invalid_key(err)}") from None
 
 
 def item_limit(path: Path, config: LmEvalConfig) -> int | float | None:

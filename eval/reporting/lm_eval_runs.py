@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .lm_eval_folder import (LmEvalResults, chosen_run, gen_kwargs, is_results_file, item_limit, model_args,
+from .lm_eval_folder import (GenKwargs, LmEvalResults, ModelArgs, arguments, chosen_run, is_results_file, item_limit,
                              read_results, read_task_samples, results_files, samples_file)
 from .lm_eval_tasks import FAMILIES, entry_and_prompt
 from ..record import limit_reason
@@ -66,7 +66,7 @@ def _reasons(limit: int | float | None, generation: dict, results: dict) -> list
 
 
 def _model_record(path: Path, doc: LmEvalResults) -> ModelRecord:
-    args = model_args(path, doc.config)
+    args = arguments(path, doc.config, "model_args", ModelArgs)
     loaded = (doc.config.model_dtype or "").removeprefix("torch.")  # the dtype loaded (hf's get_model_info)
     return ModelRecord(doc.model_name or args.pretrained or "lm-eval model",
                        revision=args.revision or doc.config.model_revision or None,
@@ -101,7 +101,7 @@ def _other_rule(task: str, theirs: dict[str, Any], ours: dict[str, float]) -> li
 
 def _config(path: Path, doc: LmEvalResults, shots: int | None) -> ConfigRecord:
     """What lm-eval ran with, as our record's config (each can change a number)."""
-    generation = gen_kwargs(path, doc.config)
+    generation = arguments(path, doc.config, "gen_kwargs", GenKwargs)
     return ConfigRecord(num_fewshot=shots, limit=item_limit(path, doc.config),
                         apply_chat_template=bool(doc.chat_template),
                         fewshot_as_multiturn=doc.fewshot_as_multiturn, system_instruction=doc.system_instruction,

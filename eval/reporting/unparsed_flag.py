@@ -1,11 +1,6 @@
-"""The flag of a score that rests on few parsed answers (issue 28; EuroEval flags the same share).
-
-A prompt is flagged when 10 % or more of its answers could not be read (``unparsed`` / ``n``); those
-are scored as wrong, so the score says more about the answer format than the task. Every place
-that shows a prompt's score marks it (results.json ``unparsed_flags``, the reports, the console,
-``compare``, the push-results card). A prompt none of whose answers could be read keeps lm-eval's
-score for such answers, shown with "no answer read (k/k unparsed)" beside it (issues 40, 47).
-"""
+"""The flag of a score that rests on few parsed answers (issues 28, 40, 47; docs/settings.md, "Scores and unparseable
+answers"): 10 % or more of a prompt's answers unparsed, scored as wrong, so the score says more about the answer format
+than the task."""
 
 from __future__ import annotations
 
