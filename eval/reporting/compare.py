@@ -1,11 +1,5 @@
-"""``evalita-eval compare A B``: per task and prompt, the score difference of two runs and a paired test.
-
-The items both runs scored are compared (paired by ``doc_id``, or for lm-eval output by the
-rendered document) and must have the same gold answers; items only one run scored are left out
-with a note. Accuracies: the exact McNemar test on the discordant items; any other metric: a paired
-bootstrap (``k`` resamples, ``numpy.random.default_rng(seed)``); per task a last row ``AvgP``
-compares the mean over the prompts the same way (docs/statistics.md).
-"""
+"""``evalita-eval compare A B``: per task and prompt, the score difference of two runs on the items both scored and a
+paired test (exact McNemar for accuracies, else a paired bootstrap): docs/statistics.md, "compare"."""
 
 from __future__ import annotations
 

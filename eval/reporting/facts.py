@@ -50,17 +50,12 @@ def fewshot_text(config: ConfigRecord) -> str:
     return f"{k}, {'one user turn' if config.fewshot_as_multiturn is False else 'multi-turn'}"
 
 
-def split_text(config: ConfigRecord) -> str:
-    return "official" if not config.split else f"{config.split} ({NOT_COMPARABLE})"
-
-
 def limit_text(config: ConfigRecord) -> str:
     return "all" if config.limit is None else str(config.limit)
 
 
 def evaluated_n(results: dict) -> str:
-    """Items per prompt over the run's tasks: one number, or the range (``n`` is a count: record/results.schema.json).
-    """
+    """Items per prompt over the run's tasks: one number or the range (``n``: a count, record/results.schema.json)."""
     ns = sorted({p["n"] for prompts in results.values() for p in prompts.values()})
     if not ns:
         return "–"
@@ -84,7 +79,7 @@ def run_rows(run: RunRecord) -> list[tuple[str, str]]:
         ("system instruction", config.system_instruction or "none"),
         ("chat template", chat_text(config)),
         ("few-shot", fewshot_text(config)),
-        ("split", split_text(config)),
+        ("split", "official" if not config.split else f"{config.split} ({NOT_COMPARABLE})"),
         ("comparable with the paper", comparability_text(run.not_comparable_reasons)),
         ("n per prompt", evaluated_n(run.results)),
         ("limit", limit_text(config)),

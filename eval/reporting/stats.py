@@ -64,10 +64,7 @@ def table_stats(scores: np.ndarray, scale: float = 1.0, alpha: float = 1.0) -> T
 
 
 def sharpe_score(scores: Sequence[float], alpha: float = 1.0, scale: float = 1.0, ddof: int = SHARPE_DDOF) -> float:
-    """mean / (alpha * std / scale + 1): the mean, penalised by the spread across prompts.
-
-    alpha = 0 gives the plain mean; larger alpha penalises variance more.
-    """
+    """mean / (alpha * std / scale + 1): the mean, penalised by the spread across prompts (alpha = 0: the mean)."""
     arr = _finite_1d(scores, "scores")
     if alpha < 0:
         raise ValueError(f"alpha must be >= 0, got {alpha}")

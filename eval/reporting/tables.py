@@ -1,8 +1,5 @@
-"""Score tables: (model, task, prompt, score) rows -> the paper's per-task tables.
-
-Shared by ``evalita-eval aggregate`` (rows from a CSV/JSON of any harness) and
-``evalita-eval report`` (rows from results.json files).
-"""
+"""Score tables: (model, task, prompt, score) rows -> the paper's per-task tables, for ``aggregate`` (rows of a scores
+file of any harness) and ``report`` (rows of results.json files)."""
 
 from __future__ import annotations
 

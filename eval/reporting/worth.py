@@ -1,10 +1,6 @@
-"""What a score is worth: how many items it rests on (comparability: record/comparable.py).
-
-``MIN_ITEMS``: a score on fewer items is printed with "not a measurement". Below 30 items the
-95 % interval of an accuracy near 50 % is wider than ±18 points (1.96·√(0.25/30) = 0.179), more
-than the differences between models the benchmark exists to show; the quickstart's
-``--limit 2`` runs are checks that the pipeline works, never numbers to quote.
-"""
+"""What a score is worth: how many items it rests on (comparability: record/comparable.py). A score on fewer than
+``MIN_ITEMS`` is "not a measurement": below 30 items the 95 % interval of an accuracy near 50 % is wider than ±18 points
+(1.96·√(0.25/30) = 0.179), more than the differences between models the benchmark exists to show."""
 
 from __future__ import annotations
 
