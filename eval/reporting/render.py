@@ -14,25 +14,19 @@ def slug(text: str) -> str:
 
 
 def render_context(runs, reports, summary, alpha, k, seed, notes) -> dict:
-    sections = []
-    for rep in reports:
-        t = rep.table
-        sections.append({
-            "task": t.task, "metric": rep.metric, "table": paper_table(t, alpha),
-            "ci": bootstrap_table(rep, interval_cell) if rep.cells else None,
-            "euroeval": bootstrap_table(rep, euroeval_cell) if rep.cells else None,
-            "notes": t.notes + measurement_notes(rep), "items_table": rep.items,
-            "heatmap": f"heatmap_{slug(t.task)}.png",
-            "rank_basis": rep.rank_basis if len(t.models) > 1 else None,  # a rank needs another model on the task
-        })
+    sections = [{"task": rep.table.task, "metric": rep.metric, "table": paper_table(rep.table, alpha),
+                 "ci": bootstrap_table(rep, interval_cell) if rep.cells else None,
+                 "euroeval": bootstrap_table(rep, euroeval_cell) if rep.cells else None,
+                 "notes": rep.table.notes + measurement_notes(rep), "items_table": rep.items,
+                 "heatmap": f"heatmap_{slug(rep.table.task)}.png",
+                 # a rank needs another model on the task
+                 "rank_basis": rep.rank_basis if len(rep.table.models) > 1 else None} for rep in reports]
     runs_rows = runs_table(runs)
-    return {
-        "runs": transposed(runs_rows),
-        "run_facts": [(row[0], list(zip(runs_rows.headers[1:], row[1:]))) for row in runs_rows.rows],
-        "summary": summary_table(reports, summary, alpha), "sections": sections,
-        "alpha": alpha, "k": k, "seed": seed, "notes": notes, "common_tasks": summary.common_tasks,
-        "rank_plot": "rank_vs_alpha.png" if len(runs) > 1 and summary.common_tasks else None,
-    }
+    return {"runs": transposed(runs_rows),
+            "run_facts": [(row[0], list(zip(runs_rows.headers[1:], row[1:]))) for row in runs_rows.rows],
+            "summary": summary_table(reports, summary, alpha), "sections": sections,
+            "alpha": alpha, "k": k, "seed": seed, "notes": notes, "common_tasks": summary.common_tasks,
+            "rank_plot": "rank_vs_alpha.png" if len(runs) > 1 and summary.common_tasks else None}
 
 
 EXPLAIN = ("Scores in percent. Per prompt (rows) across models and per model (columns) across prompts: MinP, MaxP, "

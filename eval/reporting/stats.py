@@ -56,11 +56,9 @@ def table_stats(scores: np.ndarray, scale: float = 1.0, alpha: float = 1.0) -> T
     table = np.asarray(scores, dtype=float)
     if table.ndim != 2 or 0 in table.shape:
         raise ValueError(f"expected a non-empty prompts x models table, got shape {table.shape}")
-    return TableStats(
-        per_prompt=[spread_stats(row, scale) for row in table],
-        per_model=[spread_stats(col, scale) for col in table.T],
-        sharpe=[sharpe_score(col, alpha, scale) for col in table.T],
-    )
+    return TableStats(per_prompt=[spread_stats(row, scale) for row in table],
+                      per_model=[spread_stats(col, scale) for col in table.T],
+                      sharpe=[sharpe_score(col, alpha, scale) for col in table.T])
 
 
 def sharpe_score(scores: Sequence[float], alpha: float = 1.0, scale: float = 1.0, ddof: int = SHARPE_DDOF) -> float:
@@ -115,10 +113,8 @@ def summarize_bootstrap(scores: Sequence[float], point: float = math.nan) -> Boo
     mean = float(arr.mean())
     std = float(arr.std(ddof=1)) if arr.size > 1 else 0.0
     half = 1.96 * std / math.sqrt(arr.size)
-    return BootstrapResult(
-        point=point, mean=mean, std=std, ci_low=mean - half, ci_high=mean + half,
-        pct_low=float(np.percentile(arr, 2.5)), pct_high=float(np.percentile(arr, 97.5)), scores=arr,
-    )
+    return BootstrapResult(point=point, mean=mean, std=std, ci_low=mean - half, ci_high=mean + half,
+                           pct_low=float(np.percentile(arr, 2.5)), pct_high=float(np.percentile(arr, 97.5)), scores=arr)
 
 
 def bootstrap(samples: Sequence[T], metric: Callable[[list[T]], float], k: int = 1000, seed: int = 0,
