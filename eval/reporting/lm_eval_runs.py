@@ -47,7 +47,7 @@ def _tasks(results_path: Path, doc: LmEvalResults) -> tuple[dict[str, tuple[str,
 
 
 def _reasons(limit: int | float | None, generation: dict, results: dict) -> list[str]:
-    """Why the run is not the paper's evaluation, in the words of running/comparability.py where they apply."""
+    """Why the run is not the paper's evaluation, in the words of record/comparable.py where they apply."""
     from evalita_data.registry import task_of_entry
 
     reasons = []

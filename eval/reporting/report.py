@@ -66,7 +66,7 @@ def add_bootstrap(rep: TaskReport, runs: Sequence[RunRecord], score_samples: Sco
 
 def _labelled_runs(paths: Sequence[Path], partial: bool) -> tuple[list, list[str]]:
     """The runs, each named for its tables, and their setting labels: one table per (task, setting
-    label); the same model in several settings side by side (settings_report)."""
+    label); the same model in several settings side by side (settings_view.settings_table)."""
     runs = [load_run(Path(p), partial) for p in paths]  # results.json, run folder or lm-eval output folder
     labels = labels_of(runs)
     for label in labels:
