@@ -22,10 +22,10 @@ def open_source(data: str | Path | None = None, hub_org: str | None = None) -> S
         from .hub import HubSource
 
         return HubSource(hub_org)
-    from .official import OfficialSource, is_official
+    from .official import PREFIX, OfficialSource, is_official
 
     if is_official(str(data)):
-        return OfficialSource.from_spec(str(data))
+        return OfficialSource(str(data).removeprefix(PREFIX))
     if not Path(data).is_dir():
         raise FileNotFoundError(f"{data!r} is not a folder (nor hf:ORG)")
     from .folder import FolderSource

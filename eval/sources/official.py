@@ -10,10 +10,9 @@ from pathlib import Path
 
 from evalita_data.hub.names import check_org
 from evalita_data.network import NETWORK_ERRORS, unreachable
-from evalita_data.schema_check import record_problems
 from evalita_data.taskspec import HubSplits
 
-from .base import HubUnreachable
+from .base import HubUnreachable, first_problem
 from .entries import TaskEntry
 
 PREFIX = "hf:"
@@ -65,10 +64,6 @@ class OfficialSource:
         self._revisions: dict[str, str] = {}  # repo id -> commit sha read
         self._missing: dict[tuple[str, str], str] = {}  # (entry, split) -> why has_split said no
 
-    @classmethod
-    def from_spec(cls, data: str) -> "OfficialSource":
-        return cls(data[len(PREFIX):])
-
     @property
     def description(self) -> str:
         return f"{PREFIX}{self.org}"
@@ -114,13 +109,8 @@ class OfficialSource:
                 raise
         return self._revisions[repo_id]
 
-    @property
-    def revisions(self) -> dict[str, str]:
-        """Repo id -> commit sha of every dataset read so far (written to results.json)."""
-        return dict(self._revisions)
-
     def provenance(self) -> dict:
-        return {"revisions": self.revisions}
+        return {"revisions": dict(self._revisions)}  # repo id -> commit sha of every dataset read so far
 
     # -- the Source protocol ------------------------------------------------------------
     def has_split(self, entry: TaskEntry, split: str) -> bool:
@@ -153,14 +143,9 @@ class OfficialSource:
         # wrote has ours under its own name instead: read it when the official one is absent.
         fallback = split if split == entry.spec.fewshot_split and self._hub(entry).fewshot_not_ours else None
         records = [dict(r) for r in self._dataset(entry, repo_id, where, official, fallback)]
-        for i, rec in enumerate(records):
-            problems = record_problems(entry.task_id, rec)
-            if problems:
-                raise OfficialDataError(
-                    f"{where} split {official} row {i}: does not match the {entry.task_id} schema: "
-                    f"{'; '.join(problems[:3])}"
-                    + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
-                )
+        if (bad := first_problem(entry, records)) is not None:
+            raise OfficialDataError(f"{where} split {official} row {bad[0]}: does not match the "
+                                    f"{entry.task_id} schema: {bad[1]}")
         return records
 
     def _dataset(self, entry: TaskEntry, repo_id: str, where: str, official: str, fallback: str | None):
