@@ -26,8 +26,6 @@ _WRONG = frozenset({"sbagliata", "sbagliato", "errata", "errato", "falsa", "fals
                     "incorrect"})
 _CLAUSE_BREAKS = frozenset({",", ";", ".", "!", "?", ":", "\n", "ma", "bensì", "bensi", "però", "pero", "invece"})
 _BOTH = frozenset({"entrambe", "entrambi", "ambedue", "both"})
-LETTER_RULES = ("letter", "label", "in_text")
-OPTION_RULES = ("exact", "start", "in_text")
 UNPARSED_REASONS = ("echo", "label_contradicts_text", "several", "negated", "no_option")
 
 

@@ -45,4 +45,5 @@ def refuse_unformatted(names: Sequence[str]) -> None:
 
 
 def choice_constraint(choices: Sequence[str]) -> Constraint:
+    """--constrained: the model writes exactly one of the choices (letters, or answer texts)."""
     return Constraint("choice", choices=tuple(choices))

@@ -14,8 +14,6 @@ from evalita_data.registry import get_task
 from evalita_data.taskspec import InstructPrompts, MCPrompt, Metric, TaskSpec
 
 from .answers import match_option_rule, parse_letter_rule
-from ..api import Constraint
-from .constrained import choice_constraint
 from ..metrics import BLEU_ANSWER, ROUGE_L_ANSWER
 
 SETTINGS = ("loglikelihood", "ce", "ce-ni", "oe")
@@ -98,11 +96,6 @@ def setting_task(task_id: str, setting: str) -> CompiledTask:
     """The task with the prompts of ``setting`` in place of its log-likelihood prompts."""
     spec = get_task(task_id)
     return compile_task(replace(spec, prompts=setting_prompts(spec, setting)))
-
-
-def answer_constraint(choices: Sequence[str]) -> Constraint:
-    """--constrained: the model writes exactly one of the choices (letters, or answer texts)."""
-    return choice_constraint(choices)
 
 
 def parse_answer_rule(setting: str, generation: str, choices: Sequence[str],
