@@ -21,7 +21,7 @@ from ..settings.thinking import UNFINISHED
 from ..naming import display_name, is_local_model
 from evalita_data.registry import task_of_entry
 from .eee_terms import LM_EVAL_OWN_F1, OUR_NAMESPACE, deployment, item_score, metric_config, sample_hash
-from .model_page import model_id as page_model_id, official_datasets
+from .model_page import official_datasets
 from .public import check_publishable, public_record
 
 SCHEMAS = Path(__file__).parent / "eee_schemas"
@@ -54,15 +54,10 @@ def _ids(run: RunRecord) -> tuple[str, str, str]:
     """(developer, model, model id): a Hub id's organisation, name and id; a local model "local", its name
     (naming.display_name: --model-name, else folder and weights hash) and the id its model-index names it by."""
     if is_local_model(run.model):
-        return "local", _segment(display_name(run.model)), page_model_id(run)
+        return "local", _segment(display_name(run.model)), display_name(run.model)
     hub_id = run.model.name_or_path
     developer = hub_id.split("/", 1)[0] if "/" in hub_id else "unknown"
     return _segment(developer), _segment(hub_id.rsplit("/", 1)[-1]), hub_id
-
-
-def _uuid(run: RunRecord, data: bytes) -> str:
-    digest = hashlib.sha256(data).digest()
-    return str(uuid.UUID(bytes=digest[:16], version=4))
 
 
 def _source_data(run: RunRecord, task: str) -> dict:
@@ -216,7 +211,7 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown",
     checked = load_results(path, partial=True)  # its checks and messages
     run, replacements = public_record(checked, model_name, path.parent)
     developer, model, model_id = _ids(run)
-    run_id = _uuid(run, record_text(checked).encode("utf-8"))
+    run_id = str(uuid.UUID(bytes=hashlib.sha256(record_text(checked).encode("utf-8")).digest()[:16], version=4))
     stamp = str(int(path.stat().st_mtime))
     folder = out / "data" / BENCHMARK / developer / model
     rel = f"data/{BENCHMARK}/{developer}/{model}/{run_id}_samples.jsonl"

@@ -26,7 +26,7 @@ from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
 from ..reporting.worth import small_n_note
 from .front_page import render_front_page
-from .model_page import model_id, model_page_files, model_page_refusal
+from .model_page import model_page_files, model_page_refusal
 from .public import LocalPathLeft, check_publishable, model_label, public_lines, public_record
 from ..reporting.unparsed_flag import EXPLAIN, flag_mark, flag_notes, none_read, none_read_summary
 
@@ -112,7 +112,7 @@ def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = 
     files = [RepoFile(CARD, render_front_page(repo_id, {**(other_runs or {}), folder: run}).encode("utf-8")),
              RepoFile(f"{folder}/{CARD}", render_card(run, folder, repo_id).encode("utf-8")),
              RepoFile(f"{folder}/results.json", record_text(run).encode("utf-8"))]
-    files += model_page_files(run, folder, repo_id, model_id(run))
+    files += model_page_files(run, folder, repo_id)
     for note in run.notes:  # what the reader found: a stored flag its config contradicts
         echo(f"note: {results_dir / 'results.json'}: {note}")
     refusal = model_page_refusal(run)
@@ -121,7 +121,7 @@ def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = 
     missing = []
     for task, prompts in run.results.items():
         for prompt in prompts:
-            lines = run.samples_of(task, prompt)
+            lines = run.samples.get((task, prompt))
             if lines is not None:  # read and checked with the run
                 name = run.samples_path(task, prompt).name
                 files.append(RepoFile(f"{folder}/samples/{name}", public_lines(lines, replacements)))

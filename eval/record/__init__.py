@@ -11,5 +11,4 @@ from .read import RESULTS_SCHEMA, SAMPLE_SCHEMA, parse_record, read_run
 
 __all__ = ["FORMAT_VERSION", "NOT_COMPARABLE", "NOT_COMPARABLE_KEY", "RESULTS_SCHEMA", "SAMPLE_SCHEMA", "RecordError",
            "RecordedMetric", "RunRecord", "comparability_text", "limit_reason", "paper_reasons", "parse_record",
-           "read_run",
-           "run_id", "split_reason"]
+           "read_run", "run_id", "split_reason"]
