@@ -74,28 +74,20 @@ def instruct_setting(name: str) -> InstructSetting:
     return INSTRUCT_SETTINGS[name]
 
 
-def _answers_expr(spec: TaskSpec) -> str:
-    answers = spec.instruct.answers  # type: ignore[union-attr]
-    return repr(list(answers)) if isinstance(answers, list) else answers
-
-
-def setting_prompts(spec: TaskSpec, setting: str) -> list[MCPrompt]:
-    """The two prompts (p1, p2) of ``setting`` for a multiple-choice task, as MCPrompts."""
+@lru_cache(maxsize=None)
+def setting_task(task_id: str, setting: str) -> CompiledTask:
+    """The task with the two prompts (p1, p2) of ``setting`` in place of its log-likelihood prompts."""
+    spec = get_task(task_id)
     ins = spec.instruct
     if ins is None:
         raise ValueError(f"task {spec.id} declares no instruct prompts (TaskSpec.instruct): --setting {setting} needs "
                          "them")
-    declared, answers = instruct_setting(setting), _answers_expr(spec)
+    declared = instruct_setting(setting)
+    answers = repr(list(ins.answers)) if isinstance(ins.answers, list) else ins.answers
     body = ins.question + declared.options_block(answers) + "\n" + declared.request(ins) + ANSWER_CUE
     choices = declared.choices(answers)
-    return [MCPrompt("p1", body, choices), MCPrompt("p2", ins.description + body, choices)]
-
-
-@lru_cache(maxsize=None)
-def setting_task(task_id: str, setting: str) -> CompiledTask:
-    """The task with the prompts of ``setting`` in place of its log-likelihood prompts."""
-    spec = get_task(task_id)
-    return compile_task(replace(spec, prompts=setting_prompts(spec, setting)))
+    return compile_task(replace(spec, prompts=[MCPrompt("p1", body, choices),
+                                               MCPrompt("p2", ins.description + body, choices)]))
 
 
 def parse_answer_rule(setting: str, generation: str, choices: Sequence[str],
