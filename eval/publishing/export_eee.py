@@ -1,7 +1,6 @@
 """``evalita-eval export-eee RUN OUT``: one run in the Every Eval Ever schema (docs/push-results.md, "Every Eval
 Ever"): the aggregate ``<uuid>.json`` and ``<uuid>_samples.jsonl``, validated against ``eee_schemas/`` before they are
-written. Exported as published (public.py); deterministic: the uuid derives from the run's contents.
-"""
+written. Exported as published (public.py); deterministic: the uuid derives from the run's contents."""
 
 from __future__ import annotations
 

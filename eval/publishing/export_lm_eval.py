@@ -1,8 +1,7 @@
 """``evalita-eval export-lm-eval``: lm-evaluation-harness task YAMLs for our datasets (docs/lm-eval-export.md).
 
 The prompts are our registry's Jinja templates, rendered by lm-eval itself; a ``utils.py`` written next to the YAMLs
-points ``process_results`` and the aggregations at this module, so lm-eval reports the numbers ``run`` reports.
-"""
+points ``process_results`` and the aggregations at this module, so lm-eval reports the numbers ``run`` reports."""
 
 from __future__ import annotations
 

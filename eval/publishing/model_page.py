@@ -1,7 +1,6 @@
 """Scores a model page may carry: ``.eval_results/*.yaml`` (the Hub's format) and the older ``model-index``, written
 only for a run that is *the* model's score (docs/push-results.md, "Model-page files"); :func:`model_page_refusal`
-says why another run gets none. One file per setting, one entry per task: the CPS of its headline metric.
-"""
+says why another run gets none. One file per setting, one entry per task: the CPS of its headline metric."""
 
 from __future__ import annotations
 

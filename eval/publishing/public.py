@@ -1,6 +1,5 @@
 """What a published run may say of where it ran: nothing of the machine's paths (docs/push-results.md, "Nothing
-local is published"); :func:`check_publishable` refuses a file that still holds one.
-"""
+local is published"); :func:`check_publishable` refuses a file that still holds one."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""``evalita-eval push-results``: one run's results, samples and a card as a Hub dataset.
-
-As lm-eval's ``--hf_hub_log_args``: the run goes under ``<model>/<setting>-<run id>/`` of the repository, the name of
-its default local folder, so a second run of the same model and setting never replaces the first. One commit, only
-additions and changes: nothing is deleted, other models' folders are left alone. The publishing mechanics (plan,
-retries, one commit, the token never printed) are those of ``evalita-data push``; the card: docs/push-results.md.
-"""
+"""``evalita-eval push-results``: one run's results, samples and a card as a Hub dataset, under its default folder name,
+one commit of additions only, the mechanics of ``evalita-data push`` (docs/push-results.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Whether a run is comparable with the Evalita-LLM paper, and if not, why: one function of the record
 (``not_comparable_reasons``), which the runner writes and every reader recomputes (docs/run-record.md,
 "Comparability"). Each departure is one reason, in the words every output shows; ``--limit N`` counts even for an N
-past the split's size: the flag is a promise about the command.
-"""
+past the split's size: the flag is a promise about the command."""
 
 from __future__ import annotations
 

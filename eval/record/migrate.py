@@ -1,6 +1,5 @@
 """Reading older record formats: each version's document is brought to the current one by an explicit step before
-the schema sees it (what each step does: docs/run-record.md, "Format and version"); a newer version is refused.
-"""
+the schema sees it (what each step does: docs/run-record.md, "Format and version"); a newer version is refused."""
 
 from __future__ import annotations
 

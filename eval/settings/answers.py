@@ -1,7 +1,6 @@
 """Matching a generated answer to the options of a multiple-choice item (instruct settings): the procedure and its
 examples are in docs/settings.md, "Matching answers". Both rules return ``(index, rule)`` for a credited reply and
-``(None, reason)`` for an unparsed one (the reason one of ``UNPARSED_REASONS``); they never raise.
-"""
+``(None, reason)`` for an unparsed one (the reason one of ``UNPARSED_REASONS``); they never raise."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Evaluation settings of the multiple-choice tasks (``--setting``: ``loglikelihood``, ``ce``, ``ce-ni``, ``oe``;
 docs/settings.md, "The settings"). Each setting's two prompts are built from the registry's ``TaskSpec.instruct``,
-compiled as ordinary ``MCPrompt`` s; each generative setting is declared once, as an ``InstructSetting``.
-"""
+compiled as ordinary ``MCPrompt`` s; each generative setting is declared once, as an ``InstructSetting``."""
 
 from __future__ import annotations
 

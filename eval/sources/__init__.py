@@ -4,8 +4,7 @@
 - ``HubSource``: the repositories ``evalita-data push`` published (``--hub-org ORG``);
 - ``OfficialSource``: the official Evalita-LLM copies on the Hub (``--data hf:ORG``).
 
-``open_source`` picks one from the command line's options.
-"""
+``open_source`` picks one from the command line's options."""
 
 from __future__ import annotations
 

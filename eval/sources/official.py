@@ -1,6 +1,5 @@
 """The official Evalita-LLM splits on the Hub (``--data hf:ORG``, or ``hf:PATH`` for the same layout in a local
-folder) as a data source of ``run``: docs/official-splits.md. Every record is checked against our schema.
-"""
+folder) as a data source of ``run``: docs/official-splits.md. Every record is checked against our schema."""
 
 from __future__ import annotations
 
