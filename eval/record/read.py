@@ -57,14 +57,10 @@ def inside(path: Path, folder: Path) -> bool:
     return path.resolve().is_relative_to(folder.resolve())
 
 
-def results_path(path: Path) -> Path:
-    return path / RESULTS_FILE if path.is_dir() else path
-
-
 def read_run(path: Path, partial: bool = False, samples: bool = True) -> RunRecord:
     """The checked record of a run folder or its results.json, with its samples (without: ``samples`` False, for a
     glance at a run still writing them); an unfinished run only with ``partial``."""
-    path = results_path(Path(path))
+    path = Path(path) / RESULTS_FILE if Path(path).is_dir() else Path(path)
     if not inside(path, path.parent):
         raise RecordError(f"{path}: a symbolic link to {path.resolve()}, outside the run folder; copy the file instead")
     try:
