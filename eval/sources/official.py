@@ -25,22 +25,17 @@ def is_official(data: str | None) -> bool:
     return data is not None and data.startswith(PREFIX)
 
 
-def is_unreachable(err: BaseException) -> bool:
-    """Whether ``err`` (or what caused it) says the Hub could not be reached: offline mode, no
+def check_reachable(what: str, err: BaseException) -> None:
+    """``HubUnreachable`` where ``err`` (or what caused it) says the Hub could not be reached: offline mode, no
     network, a refused connection, a timeout; not a missing repository or split."""
     seen: set[int] = set()
     current: BaseException | None = err
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if isinstance(current, NETWORK_ERRORS):
-            return True
+            raise HubUnreachable(f"{unreachable(what, err)}; check the network, HF_ENDPOINT and HF_HUB_OFFLINE, or "
+                                 "evaluate a local folder with --data") from None
         current = current.__cause__ or current.__context__
-    return False
-
-
-def unreachable_error(what: str, err: BaseException) -> HubUnreachable:
-    return HubUnreachable(f"{unreachable(what, err)}; check the network, HF_ENDPOINT and HF_HUB_OFFLINE, or evaluate a "
-                          "local folder with --data")
 
 
 class OfficialSource:
@@ -103,8 +98,7 @@ class OfficialSource:
             try:
                 self._revisions[repo_id] = HfApi().dataset_info(repo_id).sha
             except Exception as err:
-                if is_unreachable(err):
-                    raise unreachable_error(f"the dataset {repo_id} ({PREFIX}{self.org})", err) from None
+                check_reachable(f"the dataset {repo_id} ({PREFIX}{self.org})", err)
                 raise
         return self._revisions[repo_id]
 
@@ -159,8 +153,7 @@ class OfficialSource:
             except HubUnreachable:
                 raise
             except Exception as err:  # unknown repository, config or split, or the Hub unreachable
-                if is_unreachable(err):
-                    raise unreachable_error(f"the dataset {where}, split {name} ({entry.name})", err) from None
+                check_reachable(f"the dataset {where}, split {name} ({entry.name})", err)
                 if i + 1 < len(names):
                     continue  # the official split is absent: try ours
                 first = str(err).splitlines()[0] if str(err) else type(err).__name__
