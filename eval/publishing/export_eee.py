@@ -233,12 +233,9 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown",
             "checksum": hashlib.sha256(samples_bytes).hexdigest(), "total_rows": len(lines)}
     validate(aggregate, "eval.schema.json", str(folder / f"{run_id}.json"))
     aggregate_bytes = (json.dumps(aggregate, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode("utf-8")
-    check_publishable([(str(folder / f"{run_id}.json"), aggregate_bytes), (str(out / rel), samples_bytes)],
-                      replacements)
+    files = {folder / f"{run_id}.json": aggregate_bytes, **({out / rel: samples_bytes} if lines else {})}
+    check_publishable([(str(p), data) for p, data in files.items()], replacements)
     folder.mkdir(parents=True, exist_ok=True)
-    written = [folder / f"{run_id}.json"]
-    written[0].write_bytes(aggregate_bytes)
-    if lines:
-        written.append(out / rel)
-        written[1].write_bytes(samples_bytes)
-    return written
+    for p, data in files.items():
+        p.write_bytes(data)
+    return list(files)

@@ -30,11 +30,7 @@ UNPARSED_REASONS = ("echo", "label_contradicts_text", "several", "negated", "no_
 
 def normalize(text: str, keep_accents: bool = False) -> str:
     """Case folded, punctuation to spaces, whitespace collapsed; accents removed unless ``keep_accents``."""
-    if keep_accents:
-        bare = unicodedata.normalize("NFKC", text)
-    else:
-        decomposed = unicodedata.normalize("NFKD", text)
-        bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    bare = unicodedata.normalize("NFKC", text) if keep_accents else _strip_accents(text)
     return _SPACES.sub(" ", _NOT_WORD.sub(" ", bare.casefold())).strip()
 
 

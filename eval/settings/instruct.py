@@ -25,8 +25,7 @@ ANSWER_CUE = "\nRisposta:"
 STOP = ("\n\n",)
 UNPARSED = "unparsed"  # per-prompt count of unparseable answers in results.json
 
-# (generation, choices, the texts behind the choices or None) -> (index of the choice read or None, the rule or why
-# not).
+# (generation, choices, the texts behind the choices or None) -> (the choice read or None, the rule or why not).
 Reader = Callable[[str, Sequence[str], "Sequence[str] | None"], "tuple[int | None, str]"]
 
 
@@ -91,10 +90,8 @@ def setting_task(task_id: str, setting: str) -> CompiledTask:
 
 def parse_answer_rule(setting: str, generation: str, choices: Sequence[str],
                       option_texts: Sequence[str] | None = None) -> tuple[int | None, str]:
-    """(index of the choice the generation gives, the answer rule that read it), or (None, why it is unparsed).
-
-    ``option_texts``: in CE, the texts behind the letters (a letter given with another option's text is contradictory).
-    """
+    """(index of the choice the generation gives, the answer rule that read it), or (None, why it is unparsed);
+    ``option_texts``: in CE, the texts behind the letters (a letter given with another option's text contradicts)."""
     return instruct_setting(setting).read(generation, choices, option_texts)
 
 
@@ -115,13 +112,9 @@ def rule_counts(samples: Sequence[dict]) -> dict[str, int]:
 
 
 def scored_prediction(parsed: int | None, gold: int, n_choices: int, unparsed_as: Sequence[int] | None = None) -> int:
-    """The class an answer counts as: the parsed one, or for an unparseable answer a wrong one.
-
-    Wrong means: the class the task declares for the gold one (``InstructPrompts.unparsed_as``;
-    SENTIPOLC: the polarity with both axes flipped), else the other class of a binary task
-    (so both F1 metrics count it as an error of that item), otherwise -1 (no class:
-    accuracy counts it wrong).
-    """
+    """The class an answer counts as: the parsed one, or for an unparseable answer a wrong one: the class the task
+    declares for the gold one (``InstructPrompts.unparsed_as``), else the other class of a binary task, otherwise -1
+    (docs/settings.md, "Scores and unparseable answers")."""
     if parsed is not None:
         return parsed
     if unparsed_as is not None:
