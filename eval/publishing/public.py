@@ -16,10 +16,6 @@ from ..record.build import run_id
 from ..record.model import ModelRecord, RunRecord
 from ..record.read import parse_record
 
-# Sources ``run --data`` names that are not folders (eval/sources: hf://ORG, hf:ORG).
-HUB_DATA_PREFIXES = ("hf://", "hf:")
-
-
 class LocalPathLeft(ValueError):
     """A file about to be published still holds a path of this machine."""
 
@@ -39,9 +35,10 @@ def local_replacements(run: RunRecord, results_dir: Path | None = None) -> dict[
         if isinstance(value, str) and value.startswith(("/", "~", "./", "../")):
             found[value] = _local_name(value)
     source = run.data.source or ""
-    # hf:PATH is the official layout in a local folder (an organisation name never holds a '/'): its path is local
-    folder = source.removeprefix("hf:") if source.startswith("hf:") and not source.startswith("hf://") else source
-    if folder and (not source.startswith(HUB_DATA_PREFIXES) or "/" in folder):
+    # hf://ORG and hf:ORG name Hub organisations (eval/sources); hf:PATH (an organisation name never holds a '/') is the
+    # official layout in a local folder: its path is local.
+    hub = source.startswith("hf://") or (source.startswith("hf:") and "/" not in source)
+    if folder := "" if hub else source.removeprefix("hf:"):
         found[folder] = _local_name(folder)
     if results_dir is not None:  # absolute only: a relative "." or "out" is no path of this machine
         form = str(results_dir.resolve())
