@@ -126,11 +126,8 @@ def _instance(run: RunRecord, ids: dict, task: str, prompt: str, metric: str, sa
 
     mc = sample.multiple_choice
     score = item_score(metric_of(task, metric), sample.line)  # as our lm-eval tasks log it: EEE's converter agrees
-    correct = score == 1.0
-    if mc:
-        shown = sample.choices[sample.prediction] if 0 <= sample.prediction < len(sample.choices) else "?"
-    else:
-        shown = str(sample.prediction)
+    shown = ((sample.choices[sample.prediction] if 0 <= sample.prediction < len(sample.choices) else "?") if mc
+             else str(sample.prediction))
     raw = sample.generation if isinstance(sample.generation, str) else shown
     gold = str(sample.gold) if mc else sample.target  # as EEE's lm-eval converter: a choice's gold index
     prompt_text = sample.prompt or ""
@@ -138,31 +135,23 @@ def _instance(run: RunRecord, ids: dict, task: str, prompt: str, metric: str, sa
     unread = (str(sample.line.get("unparsed_reason") or "no rule read it")
               if "parsed" in sample.line and sample.line["parsed"] is None
               else UNFINISHED if sample.line.get("reasoning_unfinished") is True else None)
+    meta = {"doc_id": str(sample.doc_id), "prompt": prompt}  # and a scored choice's per-choice log-likelihoods
+    meta.update({k: json.dumps(v) for k in ("loglikelihoods", "is_greedy") if (v := getattr(sample, k)) is not None})
     record = {"schema_version": SCHEMA_VERSION, **ids, "evaluation_name": f"{task} {prompt}",
               "evaluation_result_id": f"{task}/{prompt}/{metric}", "sample_id": f"{task}/{sample.doc_id}",
               # as EEE's lm-eval converter hashes (prompt, target): a multiple-choice target is the gold index
               "sample_hash": sample_hash(prompt_text, sample.gold if mc else sample.target),
-              "metadata": _instance_metadata(sample, prompt), "interaction_type": "single_turn",
+              "metadata": meta, "interaction_type": "single_turn",
               "input": {"raw": prompt_text,
                         "reference": [json.dumps(gold, ensure_ascii=False) if not isinstance(gold, str) else gold]},
               "output": {"raw": [raw]},
               "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": "" if unread else shown,
                                       "extraction_method": f"unparsed: {unread}" if unread else sample.parsed_by
                                       or ("loglikelihood argmax" if mc else "generation"), "is_terminal": True}],
-              "evaluation": {"score": score, "is_correct": bool(correct)}}
+              "evaluation": {"score": score, "is_correct": score == 1.0}}
     if mc:
         record["input"]["choices"] = [str(c) for c in sample.choices]
     return record
-
-
-def _instance_metadata(sample: SampleLine, prompt: str) -> dict[str, str]:
-    """The item's doc_id and prompt, and a scored choice's per-choice log-likelihoods (JSON lists; values: strings)."""
-    meta = {"doc_id": str(sample.doc_id), "prompt": prompt}
-    if sample.loglikelihoods is not None:
-        meta["loglikelihoods"] = json.dumps(sample.loglikelihoods)
-    if sample.is_greedy is not None:
-        meta["is_greedy"] = json.dumps(sample.is_greedy)
-    return meta
 
 
 def _instance_lines(run: RunRecord, ids: dict) -> list[str]:
@@ -179,15 +168,11 @@ def _instance_lines(run: RunRecord, ids: dict) -> list[str]:
     return lines
 
 
-def _model_args(run: RunRecord, model_id: str) -> str:
-    """How the model was loaded, in lm-eval's ``--model_args`` form (EEE's converter copies that string)."""
-    args = {"pretrained": model_id, "revision": run.model.revision, "dtype": run.model.dtype, **run.model.options}
-    return ",".join(f"{k}={v}" for k, v in args.items() if v is not None)
-
-
 def _model_info(run: RunRecord, developer: str, model_id: str) -> dict:
     """The model as EEE names it: its name (naming.display_name), id, developer, and where and with what it ran
     (a local folder is ``inference_platform: local``, never the Hub's)."""
+    # How the model was loaded, in lm-eval's --model_args form (EEE's converter copies that string).
+    args = {"pretrained": model_id, "revision": run.model.revision, "dtype": run.model.dtype, **run.model.options}
     local = is_local_model(run.model)
     platform, deployed, engine = deployment(run.model.backend, run.package_versions, local)
     info = {"name": display_name(run.model), "id": model_id, "developer": developer, "inference_platform": platform,
@@ -196,7 +181,7 @@ def _model_info(run: RunRecord, developer: str, model_id: str) -> dict:
                                    **{k: str(v) for k in ("revision", "dtype", "backend", "files_sha256", "file_sha256",
                                                           "num_parameters")
                                       if (v := getattr(run.model, k)) is not None},
-                                   "model_args": _model_args(run, model_id)}}
+                                   "model_args": ",".join(f"{k}={v}" for k, v in args.items() if v is not None)}}
     return {**info, "inference_engine": engine} if engine else info
 
 
