@@ -85,11 +85,10 @@ def read_jsonl_file(path: Path) -> LoadedSplit:
     records = []
     for lineno, line in enumerate(data.decode("utf-8").splitlines(), 1):
         try:
-            rec = loads_strict(line)
+            records.append(loads_strict(line))
         except ValueError as err:
             raise DataMismatch(f"{path}:{lineno}: {getattr(err, 'msg', err)}; expected one JSON record per "
                                "line") from None
-        records.append(rec)
     return LoadedSplit(records, hashlib.sha256(data).hexdigest(), str(path))
 
 
