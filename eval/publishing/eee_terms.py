@@ -1,14 +1,7 @@
-"""Every Eval Ever's vocabulary, as its own lm-eval converter writes it, so that our exports join theirs.
-
-``metric_id`` is the field EEE joins on across sources: the eval-card registry's canonical slug
-where the registry has one (``acc`` -> ``accuracy``, ``rouge1`` -> ``rouge-1``), else
-``lm-evaluation-harness.<name>``, the namespace EEE's converter gives a metric of an lm-eval run
-(our exported lm-eval tasks report our metrics under our names, so an lm-eval run of them
-converts to the same ids). Copied from ``every_eval_ever/converters/common/metrics.py`` of the
-``every-eval-ever`` 0.3.0 package (registry revision below); ``sample_hash`` is computed as its
-``converters/lm_eval/instance_level_adapter.py`` computes it (sha256 of the JSON of the prompt and
-the reference, the gold index for a multiple-choice item, as lm-eval logs ``target``).
-"""
+"""Every Eval Ever's vocabulary, as its own lm-eval converter writes it, so that our exports join theirs
+(docs/push-results.md, "Every Eval Ever"): ``metric_id`` as ``every_eval_ever/converters/common/metrics.py`` of the
+``every-eval-ever`` 0.3.0 package (registry revision below), ``sample_hash`` as its
+``converters/lm_eval/instance_level_adapter.py`` computes it."""
 
 from __future__ import annotations
 
@@ -20,22 +13,19 @@ METRIC_ID_REGISTRY_REVISION = "8b83e9c"
 HARNESS_NAMESPACE = "lm-evaluation-harness"
 OUR_NAMESPACE = "evalita-eval"  # the CPS: no harness reports it
 
-CANONICAL_METRIC_IDS = {
-    "acc": "accuracy", "accuracy": "accuracy", "bleu": "bleu", "em": "exact-match", "exact_match": "exact-match",
-    "f1": "f1", "f1_score": "f1", "precision": "precision", "recall": "recall",
-    "rouge1": "rouge-1", "rouge2": "rouge-2", "rougeL": "rouge-l", "rouge_l": "rouge-l",
-}
-# lm-eval's own evalita_llm tasks (0.4.13) report each F1 as "f1" (EEE's id "f1"), computed as the metric of ours named
-# here (tests/eval/test_eval_metrics.py checks each against lm-eval's function); export-eee writes it under that id too,
-# so that an export joins EEE's conversion of lm-eval's own tasks as well as of ours (whose ids are our names).
+CANONICAL_METRIC_IDS = {"acc": "accuracy", "accuracy": "accuracy", "bleu": "bleu", "f1": "f1", "f1_score": "f1",
+                        "em": "exact-match", "exact_match": "exact-match", "precision": "precision", "recall": "recall",
+                        "rouge1": "rouge-1", "rouge2": "rouge-2", "rougeL": "rouge-l", "rouge_l": "rouge-l"}
+# lm-eval's own evalita_llm tasks (0.4.13) report as "f1" the metric of ours named here (tests/eval/test_eval_metrics.py
+# checks each against lm-eval's function); export-eee writes it under that id too (docs/push-results.md).
 LM_EVAL_OWN_F1 = {"wic": "f1_binary", "hs": "f1_binary", "sa": "sentipolc_f1", "ls": "ls_f1", "ner": "ner_f1",
                   "rel": "rel_f1"}
 METRIC_KINDS = {"acc": "accuracy", "acc_norm": "accuracy", "accuracy": "accuracy", "f1": "f1",
                 **dict.fromkeys(("rouge1", "rouge2", "rougeL", "rougeLsum"), "text_overlap")}
 
-# results.json's model.backend -> where EEE says the model ran: inference_platform, deployment_type and the engine
-# (name, the package whose version results.json records). A served model's engine is the server's, not known here; a
-# backend not listed (another package's; none recorded: an older run, of hf) is taken as run here on a Hub model.
+# results.json's model.backend -> inference_platform, deployment_type and the engine (name, the package whose version
+# results.json records; a served model's is not known). A backend not listed (another package's; none recorded: an
+# older run, of hf) is taken as run here on a Hub model.
 BACKENDS: dict[str, tuple[str, str, tuple[str, str] | None]] = {
     "hf": ("huggingface", "self_deployed", ("transformers", "transformers")),
     "vllm": ("huggingface", "self_deployed", ("vllm", "vllm")),

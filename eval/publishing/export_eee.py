@@ -1,7 +1,6 @@
 """``evalita-eval export-eee RUN OUT``: one run in the Every Eval Ever schema (docs/push-results.md, "Every Eval
 Ever"): the aggregate ``<uuid>.json`` and ``<uuid>_samples.jsonl``, validated against ``eee_schemas/`` before they are
-written. Exported as published (public.py); deterministic: the uuid derives from the run's contents.
-"""
+written. Exported as published (public.py); deterministic: the uuid derives from the run's contents."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ from ..settings.thinking import UNFINISHED
 from ..naming import display_name, is_local_model
 from evalita_data.registry import task_of_entry
 from .eee_terms import LM_EVAL_OWN_F1, OUR_NAMESPACE, deployment, item_score, metric_config, sample_hash
-from .model_page import model_id as page_model_id, official_datasets
+from .model_page import official_datasets
 from .public import check_publishable, public_record
 
 SCHEMAS = Path(__file__).parent / "eee_schemas"
@@ -54,15 +53,10 @@ def _ids(run: RunRecord) -> tuple[str, str, str]:
     """(developer, model, model id): a Hub id's organisation, name and id; a local model "local", its name
     (naming.display_name: --model-name, else folder and weights hash) and the id its model-index names it by."""
     if is_local_model(run.model):
-        return "local", _segment(display_name(run.model)), page_model_id(run)
+        return "local", _segment(display_name(run.model)), display_name(run.model)
     hub_id = run.model.name_or_path
     developer = hub_id.split("/", 1)[0] if "/" in hub_id else "unknown"
     return _segment(developer), _segment(hub_id.rsplit("/", 1)[-1]), hub_id
-
-
-def _uuid(run: RunRecord, data: bytes) -> str:
-    digest = hashlib.sha256(data).digest()
-    return str(uuid.UUID(bytes=digest[:16], version=4))
 
 
 def _source_data(run: RunRecord, task: str) -> dict:
@@ -132,11 +126,8 @@ def _instance(run: RunRecord, ids: dict, task: str, prompt: str, metric: str, sa
 
     mc = sample.multiple_choice
     score = item_score(metric_of(task, metric), sample.line)  # as our lm-eval tasks log it: EEE's converter agrees
-    correct = score == 1.0
-    if mc:
-        shown = sample.choices[sample.prediction] if 0 <= sample.prediction < len(sample.choices) else "?"
-    else:
-        shown = str(sample.prediction)
+    shown = ((sample.choices[sample.prediction] if 0 <= sample.prediction < len(sample.choices) else "?") if mc
+             else str(sample.prediction))
     raw = sample.generation if isinstance(sample.generation, str) else shown
     gold = str(sample.gold) if mc else sample.target  # as EEE's lm-eval converter: a choice's gold index
     prompt_text = sample.prompt or ""
@@ -144,31 +135,23 @@ def _instance(run: RunRecord, ids: dict, task: str, prompt: str, metric: str, sa
     unread = (str(sample.line.get("unparsed_reason") or "no rule read it")
               if "parsed" in sample.line and sample.line["parsed"] is None
               else UNFINISHED if sample.line.get("reasoning_unfinished") is True else None)
+    meta = {"doc_id": str(sample.doc_id), "prompt": prompt}  # and a scored choice's per-choice log-likelihoods
+    meta.update({k: json.dumps(v) for k in ("loglikelihoods", "is_greedy") if (v := getattr(sample, k)) is not None})
     record = {"schema_version": SCHEMA_VERSION, **ids, "evaluation_name": f"{task} {prompt}",
               "evaluation_result_id": f"{task}/{prompt}/{metric}", "sample_id": f"{task}/{sample.doc_id}",
               # as EEE's lm-eval converter hashes (prompt, target): a multiple-choice target is the gold index
               "sample_hash": sample_hash(prompt_text, sample.gold if mc else sample.target),
-              "metadata": _instance_metadata(sample, prompt), "interaction_type": "single_turn",
+              "metadata": meta, "interaction_type": "single_turn",
               "input": {"raw": prompt_text,
                         "reference": [json.dumps(gold, ensure_ascii=False) if not isinstance(gold, str) else gold]},
               "output": {"raw": [raw]},
               "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": "" if unread else shown,
                                       "extraction_method": f"unparsed: {unread}" if unread else sample.parsed_by
                                       or ("loglikelihood argmax" if mc else "generation"), "is_terminal": True}],
-              "evaluation": {"score": score, "is_correct": bool(correct)}}
+              "evaluation": {"score": score, "is_correct": score == 1.0}}
     if mc:
         record["input"]["choices"] = [str(c) for c in sample.choices]
     return record
-
-
-def _instance_metadata(sample: SampleLine, prompt: str) -> dict[str, str]:
-    """The item's doc_id and prompt, and a scored choice's per-choice log-likelihoods (JSON lists; values: strings)."""
-    meta = {"doc_id": str(sample.doc_id), "prompt": prompt}
-    if sample.loglikelihoods is not None:
-        meta["loglikelihoods"] = json.dumps(sample.loglikelihoods)
-    if sample.is_greedy is not None:
-        meta["is_greedy"] = json.dumps(sample.is_greedy)
-    return meta
 
 
 def _instance_lines(run: RunRecord, ids: dict) -> list[str]:
@@ -185,15 +168,11 @@ def _instance_lines(run: RunRecord, ids: dict) -> list[str]:
     return lines
 
 
-def _model_args(run: RunRecord, model_id: str) -> str:
-    """How the model was loaded, in lm-eval's ``--model_args`` form (EEE's converter copies that string)."""
-    args = {"pretrained": model_id, "revision": run.model.revision, "dtype": run.model.dtype, **run.model.options}
-    return ",".join(f"{k}={v}" for k, v in args.items() if v is not None)
-
-
 def _model_info(run: RunRecord, developer: str, model_id: str) -> dict:
     """The model as EEE names it: its name (naming.display_name), id, developer, and where and with what it ran
     (a local folder is ``inference_platform: local``, never the Hub's)."""
+    # How the model was loaded, in lm-eval's --model_args form (EEE's converter copies that string).
+    args = {"pretrained": model_id, "revision": run.model.revision, "dtype": run.model.dtype, **run.model.options}
     local = is_local_model(run.model)
     platform, deployed, engine = deployment(run.model.backend, run.package_versions, local)
     info = {"name": display_name(run.model), "id": model_id, "developer": developer, "inference_platform": platform,
@@ -202,7 +181,7 @@ def _model_info(run: RunRecord, developer: str, model_id: str) -> dict:
                                    **{k: str(v) for k in ("revision", "dtype", "backend", "files_sha256", "file_sha256",
                                                           "num_parameters")
                                       if (v := getattr(run.model, k)) is not None},
-                                   "model_args": _model_args(run, model_id)}}
+                                   "model_args": ",".join(f"{k}={v}" for k, v in args.items() if v is not None)}}
     return {**info, "inference_engine": engine} if engine else info
 
 
@@ -216,7 +195,7 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown",
     checked = load_results(path, partial=True)  # its checks and messages
     run, replacements = public_record(checked, model_name, path.parent)
     developer, model, model_id = _ids(run)
-    run_id = _uuid(run, record_text(checked).encode("utf-8"))
+    run_id = str(uuid.UUID(bytes=hashlib.sha256(record_text(checked).encode("utf-8")).digest()[:16], version=4))
     stamp = str(int(path.stat().st_mtime))
     folder = out / "data" / BENCHMARK / developer / model
     rel = f"data/{BENCHMARK}/{developer}/{model}/{run_id}_samples.jsonl"
@@ -239,12 +218,9 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown",
             "checksum": hashlib.sha256(samples_bytes).hexdigest(), "total_rows": len(lines)}
     validate(aggregate, "eval.schema.json", str(folder / f"{run_id}.json"))
     aggregate_bytes = (json.dumps(aggregate, ensure_ascii=False, indent=2, sort_keys=True) + "\n").encode("utf-8")
-    check_publishable([(str(folder / f"{run_id}.json"), aggregate_bytes), (str(out / rel), samples_bytes)],
-                      replacements)
+    files = {folder / f"{run_id}.json": aggregate_bytes, **({out / rel: samples_bytes} if lines else {})}
+    check_publishable([(str(p), data) for p, data in files.items()], replacements)
     folder.mkdir(parents=True, exist_ok=True)
-    written = [folder / f"{run_id}.json"]
-    written[0].write_bytes(aggregate_bytes)
-    if lines:
-        written.append(out / rel)
-        written[1].write_bytes(samples_bytes)
-    return written
+    for p, data in files.items():
+        p.write_bytes(data)
+    return list(files)

@@ -1,8 +1,7 @@
 """``evalita-eval export-lm-eval``: lm-evaluation-harness task YAMLs for our datasets (docs/lm-eval-export.md).
 
 The prompts are our registry's Jinja templates, rendered by lm-eval itself; a ``utils.py`` written next to the YAMLs
-points ``process_results`` and the aggregations at this module, so lm-eval reports the numbers ``run`` reports.
-"""
+points ``process_results`` and the aggregations at this module, so lm-eval reports the numbers ``run`` reports."""
 
 from __future__ import annotations
 
@@ -16,11 +15,9 @@ import yaml
 from evalita_data.hub.names import check_org
 from evalita_data.taskspec import MCPrompt
 
-from ..reporting.lm_eval_tasks import LM_EVAL_PREFIX, lm_eval_sample  # no pydantic: lm-eval imports this module
+from ..reporting.lm_eval_tasks import LM_EVAL_PREFIX as PREFIX, lm_eval_sample  # no pydantic: lm-eval imports this
 from ..sources.entries import TaskEntry, all_entries
 from .eee_terms import item_score
-
-PREFIX = LM_EVAL_PREFIX
 
 
 @dataclass(frozen=True)
@@ -149,11 +146,8 @@ def export(out: Path, org: str | None = None, data_dir: Path | None = None, offi
 
 
 def _held_by(data_dir: Path, entries: list[TaskEntry], echo: Callable[[str], None]) -> tuple[list[TaskEntry], set[str]]:
-    """The entries whose evaluation split ``data_dir`` holds, and those of them without their few-shot split.
-
-    lm-eval would fail on a missing split, or draw few-shot examples from another split
-    than ours: what the folder does not hold is left out, and said.
-    """
+    """The entries whose evaluation split ``data_dir`` holds, and those of them without their few-shot split (lm-eval
+    would fail on a missing split, or draw few-shot examples from another split than ours): the rest left out, said."""
     from ..sources.folder import FolderSource
 
     source = FolderSource(data_dir)

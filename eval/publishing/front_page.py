@@ -1,10 +1,5 @@
-"""The results repository's front page (its root ``README.md``): every run pushed there.
-
-Each run keeps its own card (``<model>/<setting>-<run id>/README.md``); the front page lists all of
-them, read back from their ``results.json`` at every push, with the setting, split, limit,
-status and whether the run may go on a model page (and if not, why). It also carries the
-dataset viewer's YAML header: one config per run folder.
-"""
+"""The results repository's front page (its root ``README.md``): every run pushed there, read back from its
+``results.json`` at every push, and the dataset viewer's YAML header (docs/push-results.md)."""
 
 from __future__ import annotations
 

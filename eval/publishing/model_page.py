@@ -1,7 +1,6 @@
 """Scores a model page may carry: ``.eval_results/*.yaml`` (the Hub's format) and the older ``model-index``, written
 only for a run that is *the* model's score (docs/push-results.md, "Model-page files"); :func:`model_page_refusal`
-says why another run gets none. One file per setting, one entry per task: the CPS of its headline metric.
-"""
+says why another run gets none. One file per setting, one entry per task: the CPS of its headline metric."""
 
 from __future__ import annotations
 
@@ -62,11 +61,6 @@ def model_page_refusal(run: RunRecord) -> str | None:
     return None
 
 
-def run_date(run: RunRecord) -> str:
-    """The day the run's results.json was last written (UTC): when the run finished."""
-    return datetime.fromtimestamp(run.path.stat().st_mtime, tz=timezone.utc).strftime("%Y-%m-%d")
-
-
 # Our entries are the tasks of the benchmark's eval.yaml (written in each pushed dataset by `evalita-data push`).
 BENCHMARK_TASK_IDS = ("wic", "te", "sa", "hs", "faq", "at", "ls", "ner_adg", "ner_fic", "ner_wn", "rel", "sum")
 # Our headline metrics as Hub metric ids (hf.co/metrics); the CPS has none: "cps", documented in docs/push-results.md.
@@ -116,14 +110,11 @@ def _task_scores(run: RunRecord) -> list[dict]:
     return rows
 
 
-def _setting_text(run: RunRecord) -> str:
-    return f"Evalita-LLM {setting_label(run.config)}, {run.config.num_fewshot or 0}-shot"
-
-
 def _note(run: RunRecord, row: dict, date: str) -> str:
-    return (f"{_setting_text(run)}: CPS (combined performance score) of {row['metric']} over {row['prompts']} prompts, "
-            f"n={row['n']} items per prompt, complete run on the official split ({row['config']}/{row['split']}), "
-            f"evaluated {date} (evalita-eval)" + (f"; the CPS includes {row['unread']}" if row["unread"] else ""))
+    return (f"Evalita-LLM {setting_label(run.config)}, {run.config.num_fewshot or 0}-shot: CPS (combined performance "
+            f"score) of {row['metric']} over {row['prompts']} prompts, n={row['n']} items per prompt, complete run on "
+            f"the official split ({row['config']}/{row['split']}), evaluated {date} (evalita-eval)"
+            + (f"; the CPS includes {row['unread']}" if row["unread"] else ""))
 
 
 def eval_results_yaml(run: RunRecord, url: str, date: str) -> str:
@@ -136,9 +127,10 @@ def eval_results_yaml(run: RunRecord, url: str, date: str) -> str:
     return yaml.safe_dump(eval_result_entries_to_yaml(entries), sort_keys=False, allow_unicode=True, width=10_000)
 
 
-def model_index_yaml(run: RunRecord, model: str, url: str, date: str) -> str:
+def model_index_yaml(run: RunRecord, url: str, date: str) -> str:
     """The ``model-index`` block of a model card's YAML header (paste it there; huggingface_hub's EvalResult): per
-    task, its CPS (custom type ``cps``) and the headline metric of each prompt (the Hub's metric ids)."""
+    task, its CPS (custom type ``cps``) and the headline metric of each prompt (the Hub's metric ids). The model is
+    named as every output names it (a local folder: by --model-name; give the Hub id it will be published as)."""
     from huggingface_hub import EvalResult
     from huggingface_hub.repocard_data import eval_results_to_model_index
 
@@ -154,22 +146,17 @@ def model_index_yaml(run: RunRecord, model: str, url: str, date: str) -> str:
                                metric_name=f"{row['metric']} {prompt}", metric_value=value,
                                metric_args={"average": "macro"} if row["metric"] == "f1_macro" else None)
                     for prompt, value in row["by_prompt"].items()]
-    index = {"model-index": eval_results_to_model_index(model, results)}
+    index = {"model-index": eval_results_to_model_index(display_name(run.model), results)}
     return yaml.safe_dump(index, sort_keys=False, allow_unicode=True, width=10_000)
 
 
-def model_page_files(run: RunRecord, folder: str, repo_id: str, model: str) -> list[RepoFile]:
+def model_page_files(run: RunRecord, folder: str, repo_id: str) -> list[RepoFile]:
     """``<folder>/.eval_results/evalita-llm_<setting>-<run id>.yaml``, ``<folder>/model-index.yaml``; [] if refused."""
     if model_page_refusal(run) is not None:
         return []
     url = f"https://huggingface.co/datasets/{repo_id}/tree/main/{folder}"
-    date = run_date(run)
+    # The day (UTC) results.json was last written: when the run finished.
+    date = datetime.fromtimestamp(run.path.stat().st_mtime, tz=timezone.utc).strftime("%Y-%m-%d")
     setting = folder.split("/", 1)[-1]
     return [RepoFile(f"{folder}/.eval_results/evalita-llm_{setting}.yaml", eval_results_yaml(run, url, date).encode()),
-            RepoFile(f"{folder}/model-index.yaml", model_index_yaml(run, model, url, date).encode())]
-
-
-def model_id(run: RunRecord) -> str:
-    """The model as a model page's ``model-index`` names it: the Hub id (no ``@revision``), or for a local folder
-    the name given with ``--model-name`` (give the Hub id the folder will be published as)."""
-    return display_name(run.model)
+            RepoFile(f"{folder}/model-index.yaml", model_index_yaml(run, url, date).encode())]

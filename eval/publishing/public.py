@@ -1,6 +1,5 @@
 """What a published run may say of where it ran: nothing of the machine's paths (docs/push-results.md, "Nothing
-local is published"); :func:`check_publishable` refuses a file that still holds one.
-"""
+local is published"); :func:`check_publishable` refuses a file that still holds one."""
 
 from __future__ import annotations
 
@@ -8,6 +7,7 @@ import getpass
 import json
 import re
 from pathlib import Path
+from contextlib import suppress
 from dataclasses import replace
 from typing import Any, Iterable
 
@@ -15,10 +15,6 @@ from ..naming import display_name, is_local, is_local_model
 from ..record.build import run_id
 from ..record.model import ModelRecord, RunRecord
 from ..record.read import parse_record
-
-# Sources ``run --data`` names that are not folders (eval/sources: hf://ORG, hf:ORG).
-HUB_DATA_PREFIXES = ("hf://", "hf:")
-
 
 class LocalPathLeft(ValueError):
     """A file about to be published still holds a path of this machine."""
@@ -39,9 +35,10 @@ def local_replacements(run: RunRecord, results_dir: Path | None = None) -> dict[
         if isinstance(value, str) and value.startswith(("/", "~", "./", "../")):
             found[value] = _local_name(value)
     source = run.data.source or ""
-    # hf:PATH is the official layout in a local folder (an organisation name never holds a '/'): its path is local
-    folder = source.removeprefix("hf:") if source.startswith("hf:") and not source.startswith("hf://") else source
-    if folder and (not source.startswith(HUB_DATA_PREFIXES) or "/" in folder):
+    # hf://ORG and hf:ORG name Hub organisations (eval/sources); hf:PATH (an organisation name never holds a '/') is the
+    # official layout in a local folder: its path is local.
+    hub = source.startswith("hf://") or (source.startswith("hf:") and "/" not in source)
+    if folder := "" if hub else source.removeprefix("hf:"):
         found[folder] = _local_name(folder)
     if results_dir is not None:  # absolute only: a relative "." or "out" is no path of this machine
         form = str(results_dir.resolve())
@@ -109,14 +106,6 @@ def public_lines(lines: list[dict], replacements: dict[str, str]) -> bytes:
     return text.encode("utf-8", errors="surrogateescape")
 
 
-def check_no_local_paths(files: Iterable[tuple[str, bytes]], replacements: dict[str, str]) -> None:
-    """Refuse to publish a file still holding one of the local paths (a field this module does not know yet)."""
-    for name, data in files:
-        for path in (p for p in replacements if not _bare(p)):  # a bare name inside words is no path
-            if path.encode("utf-8") in data or json.dumps(path)[1:-1].encode("utf-8") in data:
-                raise LocalPathLeft(f"{name}: still contains the local path {path!r}; not published")
-
-
 # A path of some machine: absolute POSIX (two parts at least, after a space, quote, bracket or the start of
 # the text: "tokens/s", "</s>" or a URL are not), a home folder (~, ~user), or a Windows drive path.
 _LOCAL_PATH = re.compile(
@@ -125,22 +114,17 @@ _LOCAL_PATH = re.compile(
 _GENERIC_USERS = {"root", "user", "admin", "runner", "ubuntu", "jovyan", "nobody", "app"}  # words a text may hold
 
 
-def _user_name() -> str | None:
-    """This machine's user name when it would identify someone (not a generic account name)."""
-    try:
-        name = getpass.getuser()
-    except (KeyError, OSError):
-        return None
-    return name if len(name) >= 3 and name.lower() not in _GENERIC_USERS else None
-
-
 def local_trace(text: str) -> str | None:
     """The local path, home folder or user name ``text`` holds, or None."""
     found = _LOCAL_PATH.search(text)
     if found:
         return found.group(0)
-    user = _user_name()
-    return user if user and re.search(rf"(?<![A-Za-z0-9]){re.escape(user)}(?![A-Za-z0-9])", text) else None
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        return None
+    identifies = len(user) >= 3 and user.lower() not in _GENERIC_USERS  # not a generic account name
+    return user if identifies and re.search(rf"(?<![A-Za-z0-9]){re.escape(user)}(?![A-Za-z0-9])", text) else None
 
 
 def _json_strings(value: Any, where: str) -> Iterable[tuple[str, str]]:
@@ -159,11 +143,9 @@ def _traces(name: str, data: bytes) -> Iterable[tuple[str, str]]:
     """(field or line, text) of a published file: every string of a JSON file, every line of a card or YAML."""
     text = data.decode("utf-8", errors="replace")
     if name.endswith(".json"):
-        try:
+        with suppress(ValueError):  # not JSON: read as lines
             yield from _json_strings(json.loads(text), "")
             return
-        except ValueError:
-            pass
     for i, line in enumerate(text.splitlines(), 1):
         yield f"line {i}", line
 
@@ -173,7 +155,10 @@ def check_publishable(files: Iterable[tuple[str, bytes]], replacements: dict[str
     results.json, the aggregate and the cards (not the samples: generations and data are texts of their own),
     any other local absolute path, home folder or this user's name."""
     files = list(files)
-    check_no_local_paths(files, replacements)
+    for name, data in files:  # a known local path, in a field this module does not know yet
+        for path in (p for p in replacements if not _bare(p)):  # a bare name inside words is no path
+            if path.encode("utf-8") in data or json.dumps(path)[1:-1].encode("utf-8") in data:
+                raise LocalPathLeft(f"{name}: still contains the local path {path!r}; not published")
     # the record first: a trace in results.json is named by its field, not by the card line rendered from it
     for name, data in sorted(files, key=lambda f: (not f[0].endswith(".json"), f[0])):
         if name.endswith(".jsonl"):

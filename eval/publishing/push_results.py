@@ -1,10 +1,5 @@
-"""``evalita-eval push-results``: one run's results, samples and a card as a Hub dataset.
-
-As lm-eval's ``--hf_hub_log_args``: the run goes under ``<model>/<setting>-<run id>/`` of the repository, the name of
-its default local folder, so a second run of the same model and setting never replaces the first. One commit, only
-additions and changes: nothing is deleted, other models' folders are left alone. The publishing mechanics (plan,
-retries, one commit, the token never printed) are those of ``evalita-data push``; the card: docs/push-results.md.
-"""
+"""``evalita-eval push-results``: one run's results, samples and a card as a Hub dataset, under its default folder name,
+one commit of additions only, the mechanics of ``evalita-data push`` (docs/push-results.md)."""
 
 from __future__ import annotations
 
@@ -16,9 +11,8 @@ from evalita_data.hub.layout import RepoFile, TaskRepo, write_repo_dir
 from evalita_data.hub.push import (DEFAULT_BRANCH, RETRY_DELAYS, HubUnreachable, PushError, RepoPlan, commit_plan,
                                    describe_plan, dry_plan, plan_repo, remote_state, with_retries)
 
-from ..record.model import RunRecord
 from ..naming import run_folder
-from ..record import run_id
+from ..record import RunRecord, run_id
 from ..record.read import json_document, record_text
 from ..reporting.runs import load_results, parse_results
 from ..reporting.tables import ScoresError, TextTable, fmt, md_text
@@ -26,7 +20,7 @@ from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
 from ..reporting.worth import small_n_note
 from .front_page import render_front_page
-from .model_page import model_id, model_page_files, model_page_refusal
+from .model_page import model_page_files, model_page_refusal
 from .public import LocalPathLeft, check_publishable, model_label, public_lines, public_record
 from ..reporting.unparsed_flag import EXPLAIN, flag_mark, flag_notes, none_read, none_read_summary
 
@@ -35,26 +29,18 @@ STAT_COLUMNS = ("MinP", "MaxP", "AvgP", "CPS")
 CARD = "README.md"
 
 
-def model_folder(run: RunRecord) -> str:
-    """The repository folder of one run as published (naming.run_folder): the run id its published identity hashes
-    to, as the run's default folder name; a record with none (older) is named by the hash of its published content."""
-    return run_folder(run.model, run.config, run.run_id if run.identity is not None else run_id(run.to_json()))
-
-
 def render_card(run: RunRecord, folder: str, repo_id: str) -> str:
     """The run's own card (``<folder>/README.md``): its settings and one row per task (``run``: its published form)."""
     run.display = model_label(run.model)
-    title = f"# Evalita-LLM results: {md_text(run.display)}" + (f" ({NOT_COMPARABLE})" if run.not_comparable_reasons
-                                                                  else "")
-    lines = [title, "", f"Written by `evalita-eval push-results` to `{repo_id}`. Files of this run are under "
-             f"`{folder}/`: "
+    flag = f" ({NOT_COMPARABLE})" if run.not_comparable_reasons else ""
+    lines = [f"# Evalita-LLM results: {md_text(run.display)}{flag}", "",
+             f"Written by `evalita-eval push-results` to `{repo_id}`. Files of this run are under `{folder}/`: "
              "`results.json` (scores as fractions, settings, data hashes, baselines, answer rules) and "
              "`samples/<task>_<prompt>.jsonl` (every prediction). Every run of the repository: its front page "
              "(`README.md`).", "", "| setting | value |", "|---|---|"]
     data = run.data.source + (" (local folder)" if run.data.local_folder else "") if run.data.source else None
     settings = [("model", run.display), ("dtype", run.model.dtype), ("backend", run.model.backend), ("data", data)]
-    settings += run_rows(run)
-    settings += [("seed", run.config.seed), ("max_new_tokens", run.config.max_new_tokens)]
+    settings += run_rows(run) + [("seed", run.config.seed), ("max_new_tokens", run.config.max_new_tokens)]
     settings += [(f"data revision {repo}", sha) for repo, sha in sorted(run.data.revisions.items())]
     refusal = model_page_refusal(run)
     lines += [f"| {md_text(k)} | {'–' if v is None else md_text(v)} |" for k, v in settings]
@@ -93,35 +79,30 @@ def render_card(run: RunRecord, folder: str, repo_id: str) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _public_run(results_dir: Path, model_name: str | None = None) -> tuple[RunRecord, dict[str, str], str]:
-    """The run as published (no local path; the model named ``model_name``, else as recorded), the replacements
-    made and its folder in the repository."""
-    path = results_dir / "results.json"
-    if not path.is_file():
-        raise PushError(f"{path}: no results.json; run `evalita-eval run --output-dir {results_dir}` first")
-    checked = load_results(path, partial=True)  # every check of the run record (record/read.py), with its messages
-    published, replacements = public_record(checked, model_name, results_dir)
-    return published, replacements, model_folder(published)
-
-
 def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = print,
                  other_runs: Mapping[str, RunRecord | str] | None = None, model_name: str | None = None) -> TaskRepo:
     """Every file to publish for one run folder; ``other_runs``: those already in the repository (folder -> its
     record, or why it cannot be read), listed on the front page."""
-    run, replacements, folder = _public_run(results_dir, model_name)
+    path = results_dir / "results.json"
+    if not path.is_file():
+        raise PushError(f"{path}: no results.json; run `evalita-eval run --output-dir {results_dir}` first")
+    checked = load_results(path, partial=True)  # every check of the run record (record/read.py), with its messages
+    run, replacements = public_record(checked, model_name, results_dir)  # no local path; the model as named
+    # The run's default folder name (naming.run_folder): the run id its published identity hashes to; a record with
+    # none (older) is named by the hash of its published content.
+    folder = run_folder(run.model, run.config, run.run_id if run.identity is not None else run_id(run.to_json()))
     files = [RepoFile(CARD, render_front_page(repo_id, {**(other_runs or {}), folder: run}).encode("utf-8")),
              RepoFile(f"{folder}/{CARD}", render_card(run, folder, repo_id).encode("utf-8")),
              RepoFile(f"{folder}/results.json", record_text(run).encode("utf-8"))]
-    files += model_page_files(run, folder, repo_id, model_id(run))
+    files += model_page_files(run, folder, repo_id)
     for note in run.notes:  # what the reader found: a stored flag its config contradicts
-        echo(f"note: {results_dir / 'results.json'}: {note}")
-    refusal = model_page_refusal(run)
-    if refusal is not None:
+        echo(f"note: {path}: {note}")
+    if (refusal := model_page_refusal(run)) is not None:
         echo(f"note: no .eval_results or model-index.yaml for {folder}: {refusal}")
     missing = []
     for task, prompts in run.results.items():
         for prompt in prompts:
-            lines = run.samples_of(task, prompt)
+            lines = run.samples.get((task, prompt))
             if lines is not None:  # read and checked with the run
                 name = run.samples_path(task, prompt).name
                 files.append(RepoFile(f"{folder}/samples/{name}", public_lines(lines, replacements)))
@@ -130,7 +111,7 @@ def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = 
     if missing:  # scores without their samples (e.g. results.json from elsewhere): publish, but say so
         echo(f"note: {results_dir / 'samples'} has no samples of {', '.join(missing)}; only their scores are published")
     if run.partial:
-        echo(f"note: {results_dir / 'results.json'}: {run.status_text}; its finished tasks are published, "
+        echo(f"note: {path}: {run.status_text}; its finished tasks are published, "
              "marked partial")
     try:
         check_publishable([(f.path, f.data) for f in files], replacements)
@@ -156,12 +137,6 @@ def _read_run(folder: str, read: Callable[[], bytes]) -> RunRecord | str:
         return f"not a results.json of evalita-eval ({str(err)[:80]})"
 
 
-def local_runs(to_dir: Path) -> dict[str, RunRecord | str]:
-    """The runs already in a ``--to-dir`` folder: folder -> its record (or why it cannot be read)."""
-    paths = [str(p.relative_to(to_dir)) for p in to_dir.rglob("results.json")] if to_dir.is_dir() else []
-    return {f: _read_run(f, (to_dir / f / "results.json").read_bytes) for f in run_folders(paths)}
-
-
 def remote_runs(api, repo_id: str, head: str | None, paths: Iterable[str],
                 delays: Sequence[float]) -> dict[str, RunRecord | str]:
     """The runs already in the Hub repository: folder -> its record (or why it cannot be read), read at ``head``."""
@@ -182,8 +157,10 @@ def push_results(results_dir: Path, repo_id: str, private: bool = False, revisio
                  model_name: str | None = None) -> RepoPlan | None:
     """Publish one run; with ``to_dir`` write the repository layout there instead (offline)."""
     check_repo_id(repo_id)
-    if to_dir is not None:
-        repo = results_repo(results_dir, repo_id, echo, local_runs(to_dir), model_name)
+    if to_dir is not None:  # the runs already there: listed on the front page
+        paths = [str(p.relative_to(to_dir)) for p in to_dir.rglob("results.json")] if to_dir.is_dir() else []
+        others = {f: _read_run(f, (to_dir / f / "results.json").read_bytes) for f in run_folders(paths)}
+        repo = results_repo(results_dir, repo_id, echo, others, model_name)
         written = write_repo_dir(repo, to_dir)
         echo(f"{to_dir}: {len(written)} file(s), {sum(len(f.data) for f in repo.files)} bytes")
         return None
@@ -192,23 +169,20 @@ def push_results(results_dir: Path, repo_id: str, private: bool = False, revisio
     api = api or HfApi()
     if not dry_run and (api.token or get_token()) is None:
         raise PushError("no Hub token: set HF_TOKEN or run 'hf auth login' (the token is never printed)")
-    if dry_run:  # one attempt: a dry run without the Hub lists the local files at once
-        try:
-            _exists, parent, remote = remote_state(api, repo_id, revision, delays=())
-        except HubUnreachable as err:
-            plan = dry_plan(api, results_repo(results_dir, repo_id, echo, {}, model_name), revision, err.reason)
-            describe_plan(plan, revision, dry_run, echo)
-            echo(f"dry run without the Hub: the local files listed, none compared with {api.endpoint}; nothing sent")
-            return plan
-        others = remote_runs(api, repo_id, parent, remote, ())
-        plan = dry_plan(api, results_repo(results_dir, repo_id, echo, others, model_name), revision, None)
+    delays = () if dry_run else delays  # one attempt: a dry run without the Hub lists the local files at once
+    try:
+        _exists, parent, remote = remote_state(api, repo_id, revision, delays)
+    except HubUnreachable as err:
+        if not dry_run:
+            raise
+        plan = dry_plan(api, results_repo(results_dir, repo_id, echo, {}, model_name), revision, err.reason)
         describe_plan(plan, revision, dry_run, echo)
+        echo(f"dry run without the Hub: the local files listed, none compared with {api.endpoint}; nothing sent")
         return plan
-    _exists, parent, remote = remote_state(api, repo_id, revision, delays)
     repo = results_repo(results_dir, repo_id, echo, remote_runs(api, repo_id, parent, remote, delays), model_name)
-    plan = plan_repo(api, repo, revision, delays)
+    plan = dry_plan(api, repo, revision, None) if dry_run else plan_repo(api, repo, revision, delays)
     describe_plan(plan, revision, dry_run, echo)
     if not dry_run:
-        folder = _public_run(results_dir, model_name)[2]
+        [folder] = run_folders(f.path for f in repo.files)
         commit_plan(api, plan, revision, private, message or f"evalita-eval push-results: {folder}", delays, echo)
     return plan

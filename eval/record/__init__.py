@@ -3,13 +3,10 @@
 docs/run-record.md."""
 
 from .build import run_id
-from .comparable import (NOT_COMPARABLE, NOT_COMPARABLE_KEY, comparability_text, limit_reason, paper_reasons,
-                         split_reason)
+from .comparable import NOT_COMPARABLE, comparability_text
 from .migrate import RecordError
 from .model import FORMAT_VERSION, RecordedMetric, RunRecord
 from .read import RESULTS_SCHEMA, SAMPLE_SCHEMA, parse_record, read_run
 
-__all__ = ["FORMAT_VERSION", "NOT_COMPARABLE", "NOT_COMPARABLE_KEY", "RESULTS_SCHEMA", "SAMPLE_SCHEMA", "RecordError",
-           "RecordedMetric", "RunRecord", "comparability_text", "limit_reason", "paper_reasons", "parse_record",
-           "read_run",
-           "run_id", "split_reason"]
+__all__ = ["FORMAT_VERSION", "NOT_COMPARABLE", "RESULTS_SCHEMA", "SAMPLE_SCHEMA", "RecordError", "RecordedMetric",
+           "RunRecord", "comparability_text", "parse_record", "read_run", "run_id"]

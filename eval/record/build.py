@@ -7,6 +7,7 @@ import reprlib
 from pathlib import Path
 from typing import Any
 
+from ..naming import check_given_name
 from .migrate import RecordError
 from .model import (finished_text, Asked, ChatTemplate, ConfigRecord, DataRecord, ModelRecord, RecordedMetric,
                     RunRecord, SourceTool, TaskRecord, Timing, TraceSummary)
@@ -35,16 +36,6 @@ def task_record(doc: dict) -> TaskRecord:
                       budget_recorded="max_new_tokens" in doc, max_new_tokens=doc.get("max_new_tokens"))
 
 
-def timing_record(entry: Any) -> Timing:
-    return Timing(**entry) if isinstance(entry, dict) else Timing(wall_s=entry)  # older: wall seconds only
-
-
-def asked_record(doc: dict) -> Asked:
-    until = doc.get("until")
-    return Asked(request=doc["request"], max_new_tokens=doc.get("max_new_tokens"),
-                 until=None if until is None else tuple(until))
-
-
 # The config keys the run identity holds too (running/identity.py run_identity): a reader takes them from the config.
 IDENTITY_CONFIG = ("setting", "num_fewshot", "limit", "split", "max_new_tokens", "seed", "apply_chat_template",
                    "system_instruction", "fewshot_as_multiturn", "constrained")
@@ -65,17 +56,6 @@ def check_identity(path: Path, doc: dict) -> None:
         if key in doc[section] and doc[section][key] != value:
             raise RecordError(f"{path}: key {section}.{key}: {reprlib.repr(doc[section][key])}, but the run identity "
                               f"(run {doc['run_id']}) records {reprlib.repr(value)}: edited after the run")
-
-
-def check_name(path: Path, model: dict) -> None:
-    """``model.name`` passes the rule of ``--model-name`` (naming.check_given_name): what outputs show is one line."""
-    from ..naming import check_given_name
-
-    if model.get("name") is not None:
-        try:
-            check_given_name(model["name"], "key model.name")
-        except ValueError as err:
-            raise RecordError(f"{path}: {err}") from None
 
 
 def check_scores(record: RunRecord) -> None:
@@ -115,20 +95,26 @@ def _agree(record: RunRecord, task: str, prompt: str, name: str, recorded: float
 def build_record(path: Path, doc: dict, written: int) -> RunRecord:
     """The record of a schema-valid, migrated ``doc``; ``written``: the format version of the file."""
     check_identity(path, doc)
-    check_name(path, doc["model"])
+    if doc["model"].get("name") is not None:  # the rule of --model-name: what outputs show is one line
+        try:
+            check_given_name(doc["model"]["name"], "key model.name")
+        except ValueError as err:
+            raise RecordError(f"{path}: {err}") from None
     tasks, tool = doc.get("tasks") or {}, doc.get("source_tool")
     record = RunRecord(
         path=path, format_version=written, status=doc["status"], run_id=doc["run_id"], identity=doc["run_identity"],
         model=model_record(doc["model"]), config=config_record(doc["config"], doc["run_identity"]),
         data=DataRecord(**_set(doc["data"])), results=doc["results"],
         task_versions={t: task_record(v) for t, v in (doc.get("task_versions") or {}).items()},
-        timing={t: timing_record(v) for t, v in (doc.get("timing") or {}).items()},
+        timing={t: Timing(**v) if isinstance(v, dict) else Timing(wall_s=v)  # older: wall seconds only
+                for t, v in (doc.get("timing") or {}).items()},
         planned=list(tasks["planned"]) if tasks.get("planned") is not None else None,
         skipped_tasks=list(tasks.get("skipped") or []), skipped=doc.get("skipped") or {},
         parsed_by=doc.get("parsed_by") or {}, baselines=doc.get("baselines") or {},
         package_versions=doc.get("versions") or {}, resources=doc.get("resources") or {},
         unparsed_flags=doc.get("unparsed_flags") or {}, task_config=doc.get("task_config"),
-        asked={t: asked_record(v) for t, v in (doc.get("asked") or {}).items()},
+        asked={t: Asked(v["request"], v.get("max_new_tokens"), None if v.get("until") is None else tuple(v["until"]))
+               for t, v in (doc.get("asked") or {}).items()},
         reasoning={t: {p: TraceSummary(**v) for p, v in prompts.items()}
                    for t, prompts in (doc.get("reasoning") or {}).items()},
         source_tool=SourceTool(**tool) if tool is not None else None,

@@ -1,6 +1,5 @@
 """Reading older record formats: each version's document is brought to the current one by an explicit step before
-the schema sees it (what each step does: docs/run-record.md, "Format and version"); a newer version is refused.
-"""
+the schema sees it (what each step does: docs/run-record.md, "Format and version"); a newer version is refused."""
 
 from __future__ import annotations
 
@@ -27,29 +26,17 @@ def format_version(path: Path, doc: dict) -> int:
 
 def migrate_v0(doc: dict) -> dict:
     """Version 0 -> 1: the sections version 1 requires, empty where the older file has none."""
-    out = dict(doc)
-    out["format_version"] = 1
-    out.setdefault("status", "complete")
-    for key in ("config", "data"):
-        out.setdefault(key, {})
-    out.setdefault("run_id", None)
-    out.setdefault("run_identity", None)
-    return out
+    return {"status": "complete", "config": {}, "data": {}, "run_id": None, "run_identity": None, **doc}
 
 
-def migrate_v1(doc: dict) -> dict:
-    """Version 1 -> 2: the closed schema; the keys are those of version 1."""
-    return {**doc, "format_version": 2}
-
-
-MIGRATIONS = {0: migrate_v0, 1: migrate_v1}  # version -> the step to the next one
+MIGRATIONS = {0: migrate_v0, 1: dict}  # version -> the step to the next one (1 -> 2: the closed schema, the same keys)
 
 
 def migrate_results(path: Path, doc: dict) -> tuple[dict, int]:
     """``doc`` in the current format, and the version it was written in."""
     written = version = format_version(path, doc)
     while version < FORMAT_VERSION:
-        doc = MIGRATIONS[version](doc)
+        doc = {**MIGRATIONS[version](doc), "format_version": version + 1}
         version += 1
     return doc, written
 

@@ -292,10 +292,6 @@ class RunRecord:
             return self.sample_sources.get((task, prompt)) or self.path.parent / f"samples_*{task}*{prompt}*.jsonl"
         return self.path.parent / "samples" / f"{task}_{prompt}.jsonl"
 
-    def samples_of(self, task: str, prompt: str) -> list[dict] | None:
-        """The checked lines of ``samples/<task>_<prompt>.jsonl``; None where the run has no such file."""
-        return self.samples.get((task, prompt))
-
     def sample_lines(self, task: str, prompt: str) -> list[SampleLine] | None:
         """The checked lines of a prompt's samples file as ``SampleLine``s; None where the run has no such file."""
         lines = self.samples.get((task, prompt))

@@ -45,12 +45,10 @@ def schema_problem(schema: Path, doc: object) -> str | None:
         return None
     err, where = errors[0], ".".join(str(p) for p in errors[0].absolute_path)
     if err.validator == "required":
-        missing = next(
-            (k for k in err.validator_value if isinstance(err.instance, dict) and k not in err.instance), "?"
-        )
-        return (
-            f"key {where + '.' if where else ''}{missing}: missing, a required key of format_version {FORMAT_VERSION}"
-        )
+        missing = next((k for k in err.validator_value if isinstance(err.instance, dict) and k not in err.instance),
+                       "?")
+        key = f"{where}.{missing}" if where else missing
+        return f"key {key}: missing, a required key of format_version {FORMAT_VERSION}"
     return f"key {where or '(top)'}: {err.message[:200]}"
 
 
@@ -59,14 +57,10 @@ def inside(path: Path, folder: Path) -> bool:
     return path.resolve().is_relative_to(folder.resolve())
 
 
-def results_path(path: Path) -> Path:
-    return path / RESULTS_FILE if path.is_dir() else path
-
-
 def read_run(path: Path, partial: bool = False, samples: bool = True) -> RunRecord:
     """The checked record of a run folder or its results.json, with its samples (without: ``samples`` False, for a
     glance at a run still writing them); an unfinished run only with ``partial``."""
-    path = results_path(Path(path))
+    path = Path(path) / RESULTS_FILE if Path(path).is_dir() else Path(path)
     if not inside(path, path.parent):
         raise RecordError(f"{path}: a symbolic link to {path.resolve()}, outside the run folder; copy the file instead")
     try:
@@ -102,10 +96,8 @@ def json_document(where: str, text: str | bytes, decoder: json.JSONDecoder | Non
     try:
         return (decoder or UNIQUE_JSON).decode(text if isinstance(text, str) else text.decode("utf-8"))
     except _DuplicateKey as err:
-        raise RecordError(
-            f"{where}: key {err.args[0]}: given twice in one object (read, the last would win in silence); "
-            "each key is given once"
-        ) from None
+        raise RecordError(f"{where}: key {err.args[0]}: given twice in one object (read, the last would win "
+                          "in silence); each key is given once") from None
     except RecursionError:
         raise RecordError(f"{where}: nested too deeply to be read (arrays or objects inside each other)") from None
     except json.JSONDecodeError as err:
@@ -205,10 +197,8 @@ def memory_samples(record: RunRecord, written: int, samples: dict[tuple[str, str
         if scores is None:
             raise RecordError(f"{where}: samples of a prompt the record has no scores of")
         first_line: dict[int, int] = {}
-        lines = [
-            checked_line(f"{where}, sample {k}", line, written, record.run_id, k, first_line)
-            for k, line in enumerate(given, 1)
-        ]
+        lines = [checked_line(f"{where}, sample {k}", line, written, record.run_id, k, first_line)
+                 for k, line in enumerate(given, 1)]
         if len(lines) != scores["n"]:
             raise RecordError(f"{where}: {len(lines)} sample(s), but the record has n={scores['n']}")
         yield (task, prompt), lines
@@ -225,10 +215,9 @@ def checked_line(where: str, line: object, written: int, run_id: str | None, num
         raise RecordError(f"{where}: key run_id: {line['run_id']!r} is another run's (the results.json beside it "
                           f"is run {run_id}): a samples file of another run placed in this folder")
     if version is not None and "task_version" in line and line["task_version"] != version:
-        raise RecordError(
-            f"{where}: key task_version: {line['task_version']} is another version of the task than the "
-            f"results.json beside it records ({version}): a samples file of another run placed in this folder"
-        )
+        raise RecordError(f"{where}: key task_version: {line['task_version']} is another version of the task than the "
+                          f"results.json beside it records ({version}): a samples file of another run placed in this "
+                          "folder")
     if (doc := line["doc_id"]) in first_line:
         raise RecordError(f"{where}: key doc_id: document {doc} appears again (first on line {first_line[doc]}); "
                           "each document is scored once per prompt")
@@ -273,9 +262,8 @@ def sample_lines(path: Path, written: int, run_id: str | None, version: dict | N
             try:
                 line = json_document(f"{path}:{number}", text, FINITE_JSON, one_line=True)
             except _NonFinite:  # the key of the number, read again as Python's json reads it
-                raise RecordError(
-                    f"{path}:{number}: key {non_finite(json.loads(text))}: not a finite number (NaN or Infinity)"
-                ) from None
+                raise RecordError(f"{path}:{number}: key {non_finite(json.loads(text))}: not a finite number "
+                                  "(NaN or Infinity)") from None
             try:
                 lines.append(checked_line(f"{path}:{number}", line, written, run_id, number, first_line, finite=True,
                                           version=version))

@@ -46,7 +46,7 @@ def add_bootstrap(rep: TaskReport, runs: Sequence[RunRecord], score_samples: Sco
     todo = [(m, p) for m in t.models for p in t.prompts]
     for model, prompt in tqdm(todo, desc=f"bootstrap {t.task}", disable=not progress, leave=False):
         run = by_name[model]
-        samples = run.samples_of(t.task, prompt)  # read and checked with the run (record/read.py)
+        samples = run.samples.get((t.task, prompt))  # read and checked with the run (record/read.py)
         if samples is None:
             t.notes.append(f"bootstrap omitted: no samples file {run.samples_path(t.task, prompt)}")
             return

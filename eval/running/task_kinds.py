@@ -15,7 +15,7 @@ from ..api import GenRequest, LLRequest, RequestKind, check_ll_result, cut_at_st
 from ..metrics import BERTSCORE_F1, SETTING_METRICS
 from .bertscore import bertscore_f1
 from ..settings import instruct as st
-from ..settings.constrained import format_failures, task_constraint
+from ..settings.constrained import choice_constraint, format_failures, task_constraint
 from ..settings import thinking as th
 from ..reporting.baselines import generative_baselines, task_baselines
 from ..sources.entries import TaskEntry
@@ -194,7 +194,7 @@ class InstructChoice(TaskKind):
     def requests(self, prompt: str, docs: list[dict], contexts: list[str], turns: Turns,
                  delimiter: str) -> list[GenRequest]:
         return [self.gen_request(ctx, self.stops,
-                                 st.answer_constraint(self.task.choices(prompt, d)) if self._constrained else None, tt)
+                                 choice_constraint(self.task.choices(prompt, d)) if self._constrained else None, tt)
                 for ctx, d, tt in zip(contexts, docs, turns)]
 
     def samples(self, prompt: str, docs: list[dict], contexts: list[str], values: list[Any]) -> list[dict]:

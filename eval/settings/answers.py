@@ -1,7 +1,6 @@
 """Matching a generated answer to the options of a multiple-choice item (instruct settings): the procedure and its
 examples are in docs/settings.md, "Matching answers". Both rules return ``(index, rule)`` for a credited reply and
-``(None, reason)`` for an unparsed one (the reason one of ``UNPARSED_REASONS``); they never raise.
-"""
+``(None, reason)`` for an unparsed one (the reason one of ``UNPARSED_REASONS``); they never raise."""
 
 from __future__ import annotations
 
@@ -26,18 +25,12 @@ _WRONG = frozenset({"sbagliata", "sbagliato", "errata", "errato", "falsa", "fals
                     "incorrect"})
 _CLAUSE_BREAKS = frozenset({",", ";", ".", "!", "?", ":", "\n", "ma", "bensì", "bensi", "però", "pero", "invece"})
 _BOTH = frozenset({"entrambe", "entrambi", "ambedue", "both"})
-LETTER_RULES = ("letter", "label", "in_text")
-OPTION_RULES = ("exact", "start", "in_text")
 UNPARSED_REASONS = ("echo", "label_contradicts_text", "several", "negated", "no_option")
 
 
 def normalize(text: str, keep_accents: bool = False) -> str:
     """Case folded, punctuation to spaces, whitespace collapsed; accents removed unless ``keep_accents``."""
-    if keep_accents:
-        bare = unicodedata.normalize("NFKC", text)
-    else:
-        decomposed = unicodedata.normalize("NFKD", text)
-        bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    bare = unicodedata.normalize("NFKC", text) if keep_accents else _strip_accents(text)
     return _SPACES.sub(" ", _NOT_WORD.sub(" ", bare.casefold())).strip()
 
 

@@ -1,13 +1,5 @@
-"""Constrained decoding (``--constrained``): the constraint of each task and setting (docs/settings.md),
-enforced by the engines (xgrammar on a local model: eval/backends/grammar.py; vLLM and servers:
-structured outputs).
-
-Multiple-choice settings use a ``choice`` set (letters for CE, answer texts for CE-NI and OE); a
-generative task the ``regex`` of the answer format it declares (``TaskSpec.output_pattern``), with
-its closing rule for the token budget carried by the constraint (so the cache key changes with it).
-A task without a format (SUM) cannot be constrained (``TaskKind.unformatted``,
-``refuse_unformatted``). Every gold answer of the test data must be accepted (tests check it).
-"""
+"""Constrained decoding (``--constrained``): the constraint of each task and setting, enforced by the engines
+(docs/settings.md, "Constrained decoding"). A task without an answer format (SUM) cannot be constrained."""
 
 from __future__ import annotations
 
@@ -45,4 +37,5 @@ def refuse_unformatted(names: Sequence[str]) -> None:
 
 
 def choice_constraint(choices: Sequence[str]) -> Constraint:
+    """--constrained: the model writes exactly one of the choices (letters, or answer texts)."""
     return Constraint("choice", choices=tuple(choices))

@@ -1,11 +1,5 @@
-"""Prompt contexts with k few-shot examples, as lm-evaluation-harness builds them (docs/settings.md).
-
-Plain text: example prompts each followed by " " and its answer, joined by "\n\n", then the
-document's prompt; chat mode: user/assistant turns under the tokenizer's chat template (one user
-message unless ``multiturn``, lm-eval's ``--fewshot_as_multiturn``). Examples are drawn with one
-``random.Random(seed)`` per (task, prompt), in document order, as lm-eval's sampler does; a system
-instruction goes first (plain text) or is the system message (chat).
-"""
+"""Prompt contexts with k few-shot examples, as lm-evaluation-harness builds them (docs/evaluator.md, "Prompts, targets
+and few-shot"; docs/settings.md, "System instruction and multi-turn few-shot")."""
 
 from __future__ import annotations
 
@@ -47,9 +41,7 @@ def build_contexts(task: CompiledTask, prompt: str, docs: Sequence[dict], fewsho
 def build_chat_messages(task: CompiledTask, prompt: str, docs: Sequence[dict], fewshot_pool: Sequence[dict], k: int,
                         seed: int, pool_is_eval_split: bool = False, system_instruction: str | None = None,
                         multiturn: bool = True) -> list[list[dict[str, str]]]:
-    """Per document: the system instruction (if any), the examples as user/assistant turns
-    (or, with ``multiturn=False``, joined with the question in one user turn), then the
-    document as the last user turn. Chat templates (local or a server's) render these."""
+    """Per document: its chat messages, which chat templates (local or a server's) render (module docstring)."""
     out = []
     for turns, question in _turns(task, prompt, docs, fewshot_pool, k, seed, pool_is_eval_split):
         messages = [{"role": "system", "content": system_instruction}] if system_instruction else []

@@ -1,7 +1,6 @@
 """Evaluation settings of the multiple-choice tasks (``--setting``: ``loglikelihood``, ``ce``, ``ce-ni``, ``oe``;
 docs/settings.md, "The settings"). Each setting's two prompts are built from the registry's ``TaskSpec.instruct``,
-compiled as ordinary ``MCPrompt`` s; each generative setting is declared once, as an ``InstructSetting``.
-"""
+compiled as ordinary ``MCPrompt`` s; each generative setting is declared once, as an ``InstructSetting``."""
 
 from __future__ import annotations
 
@@ -14,8 +13,6 @@ from evalita_data.registry import get_task
 from evalita_data.taskspec import InstructPrompts, MCPrompt, Metric, TaskSpec
 
 from .answers import match_option_rule, parse_letter_rule
-from ..api import Constraint
-from .constrained import choice_constraint
 from ..metrics import BLEU_ANSWER, ROUGE_L_ANSWER
 
 SETTINGS = ("loglikelihood", "ce", "ce-ni", "oe")
@@ -28,8 +25,7 @@ ANSWER_CUE = "\nRisposta:"
 STOP = ("\n\n",)
 UNPARSED = "unparsed"  # per-prompt count of unparseable answers in results.json
 
-# (generation, choices, the texts behind the choices or None) -> (index of the choice read or None, the rule or why
-# not).
+# (generation, choices, the texts behind the choices or None) -> (the choice read or None, the rule or why not).
 Reader = Callable[[str, Sequence[str], "Sequence[str] | None"], "tuple[int | None, str]"]
 
 
@@ -76,41 +72,26 @@ def instruct_setting(name: str) -> InstructSetting:
     return INSTRUCT_SETTINGS[name]
 
 
-def _answers_expr(spec: TaskSpec) -> str:
-    answers = spec.instruct.answers  # type: ignore[union-attr]
-    return repr(list(answers)) if isinstance(answers, list) else answers
-
-
-def setting_prompts(spec: TaskSpec, setting: str) -> list[MCPrompt]:
-    """The two prompts (p1, p2) of ``setting`` for a multiple-choice task, as MCPrompts."""
+@lru_cache(maxsize=None)
+def setting_task(task_id: str, setting: str) -> CompiledTask:
+    """The task with the two prompts (p1, p2) of ``setting`` in place of its log-likelihood prompts."""
+    spec = get_task(task_id)
     ins = spec.instruct
     if ins is None:
         raise ValueError(f"task {spec.id} declares no instruct prompts (TaskSpec.instruct): --setting {setting} needs "
                          "them")
-    declared, answers = instruct_setting(setting), _answers_expr(spec)
+    declared = instruct_setting(setting)
+    answers = repr(list(ins.answers)) if isinstance(ins.answers, list) else ins.answers
     body = ins.question + declared.options_block(answers) + "\n" + declared.request(ins) + ANSWER_CUE
     choices = declared.choices(answers)
-    return [MCPrompt("p1", body, choices), MCPrompt("p2", ins.description + body, choices)]
-
-
-@lru_cache(maxsize=None)
-def setting_task(task_id: str, setting: str) -> CompiledTask:
-    """The task with the prompts of ``setting`` in place of its log-likelihood prompts."""
-    spec = get_task(task_id)
-    return compile_task(replace(spec, prompts=setting_prompts(spec, setting)))
-
-
-def answer_constraint(choices: Sequence[str]) -> Constraint:
-    """--constrained: the model writes exactly one of the choices (letters, or answer texts)."""
-    return choice_constraint(choices)
+    return compile_task(replace(spec, prompts=[MCPrompt("p1", body, choices),
+                                               MCPrompt("p2", ins.description + body, choices)]))
 
 
 def parse_answer_rule(setting: str, generation: str, choices: Sequence[str],
                       option_texts: Sequence[str] | None = None) -> tuple[int | None, str]:
-    """(index of the choice the generation gives, the answer rule that read it), or (None, why it is unparsed).
-
-    ``option_texts``: in CE, the texts behind the letters (a letter given with another option's text is contradictory).
-    """
+    """(index of the choice the generation gives, the answer rule that read it), or (None, why it is unparsed);
+    ``option_texts``: in CE, the texts behind the letters (a letter given with another option's text contradicts)."""
     return instruct_setting(setting).read(generation, choices, option_texts)
 
 
@@ -131,13 +112,9 @@ def rule_counts(samples: Sequence[dict]) -> dict[str, int]:
 
 
 def scored_prediction(parsed: int | None, gold: int, n_choices: int, unparsed_as: Sequence[int] | None = None) -> int:
-    """The class an answer counts as: the parsed one, or for an unparseable answer a wrong one.
-
-    Wrong means: the class the task declares for the gold one (``InstructPrompts.unparsed_as``;
-    SENTIPOLC: the polarity with both axes flipped), else the other class of a binary task
-    (so both F1 metrics count it as an error of that item), otherwise -1 (no class:
-    accuracy counts it wrong).
-    """
+    """The class an answer counts as: the parsed one, or for an unparseable answer a wrong one: the class the task
+    declares for the gold one (``InstructPrompts.unparsed_as``), else the other class of a binary task, otherwise -1
+    (docs/settings.md, "Scores and unparseable answers")."""
     if parsed is not None:
         return parsed
     if unparsed_as is not None:

@@ -1,6 +1,5 @@
 """Reasoning models (``--thinking on|off``): the trace kept apart from the answer, which is what follows the *last*
-end marker of the reply (docs/settings.md, "Reasoning models and the study's text metrics").
-"""
+end marker of the reply (docs/settings.md, "Reasoning models and the study's text metrics")."""
 
 from __future__ import annotations
 

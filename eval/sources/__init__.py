@@ -4,8 +4,7 @@
 - ``HubSource``: the repositories ``evalita-data push`` published (``--hub-org ORG``);
 - ``OfficialSource``: the official Evalita-LLM copies on the Hub (``--data hf:ORG``).
 
-``open_source`` picks one from the command line's options.
-"""
+``open_source`` picks one from the command line's options."""
 
 from __future__ import annotations
 
@@ -22,10 +21,10 @@ def open_source(data: str | Path | None = None, hub_org: str | None = None) -> S
         from .hub import HubSource
 
         return HubSource(hub_org)
-    from .official import OfficialSource, is_official
+    from .official import PREFIX, OfficialSource, is_official
 
     if is_official(str(data)):
-        return OfficialSource.from_spec(str(data))
+        return OfficialSource(str(data).removeprefix(PREFIX))
     if not Path(data).is_dir():
         raise FileNotFoundError(f"{data!r} is not a folder (nor hf:ORG)")
     from .folder import FolderSource

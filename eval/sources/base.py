@@ -7,10 +7,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Callable, Protocol, TypeVar, runtime_checkable
 
 from evalita_data.jsonl import dumps
-from evalita_data.manifest import MANIFEST_FILE, BuildManifest, BuiltTask, ManifestError, read_published
+from evalita_data.manifest import MANIFEST_FILE, ManifestError
 from evalita_data.schema_check import record_problems
 
 from .entries import TaskEntry
@@ -80,28 +80,15 @@ def read_parquet_file(path: Path | str, origin: str) -> LoadedSplit:
 class ManifestVerifiedSource:
     """A source whose splits a ``manifest.json`` vouches for by sha256 (a build, a Hub layout, a
     pushed organisation): each split is read once, verified, and kept. Subclasses say how a
-    split is read (``_read``) and where the task's manifest entry is (``_manifest_entry``)."""
+    split is read (``_read``) and where the task's manifest entry is (``_manifest_entry``: the entry or None, and
+    where it was read; ``DataMismatch`` for a malformed manifest)."""
 
     def __init__(self) -> None:
         self._splits: dict[tuple[str, str], LoadedSplit] = {}
 
     @property
-    def description(self) -> str:
-        raise NotImplementedError
-
-    @property
     def folder(self) -> Path | None:
         return None
-
-    def _read(self, entry: TaskEntry, split: str) -> LoadedSplit:
-        raise NotImplementedError
-
-    def _manifest_entry(self, entry: TaskEntry) -> tuple[BuiltTask | None, str]:
-        """(the task's manifest entry or None, where it was read); ``DataMismatch`` for a malformed manifest."""
-        raise NotImplementedError
-
-    def has_split(self, entry: TaskEntry, split: str) -> bool:
-        raise NotImplementedError
 
     def why_missing(self, entry: TaskEntry, split: str) -> str:
         return f"{self.description} has no split {split!r}"
@@ -127,40 +114,32 @@ class ManifestVerifiedSource:
         manifest, where = self._manifest_entry(entry)
         listed = manifest.splits.get(entry.split_key(split)) if manifest is not None else None
         expected = listed.sha256 if listed is not None else None
-        if expected is None:
+        if expected is None and (bad := first_problem(entry, loaded.records)) is not None:
             # No manifest vouches for these bytes: every record must match the task's schema.
-            check_records(entry, loaded)
-            return
-        if expected != loaded.sha256:
-            raise DataMismatch(
-                f"{loaded.origin}: sha256 of the data read ({loaded.sha256[:12]}...) differs from {where} "
-                f"({expected[:12]}...); the data changed after the build: build (or push) again, nothing was evaluated"
-            )
+            raise DataMismatch(f"{loaded.origin}: record {bad[0] + 1}: {bad[1]}; without a {MANIFEST_FILE} to verify "
+                               f"the data by hash, every record must match the {entry.task_id} schema: nothing was "
+                               "evaluated")
+        if expected is not None and expected != loaded.sha256:
+            raise DataMismatch(f"{loaded.origin}: sha256 of the data read ({loaded.sha256[:12]}...) differs from "
+                               f"{where} ({expected[:12]}...); the data changed after the build: build (or push) "
+                               "again, nothing was evaluated")
 
 
-def check_records(entry: TaskEntry, loaded: LoadedSplit) -> None:
-    """Refuse the first record that does not match the task's JSON Schema (and its own checks)."""
-    for number, record in enumerate(loaded.records, 1):
-        problems = record_problems(entry.task_id, record)
-        if problems:
-            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-            raise DataMismatch(
-                f"{loaded.origin}: record {number}: {'; '.join(problems[:3])}{more}; without a {MANIFEST_FILE} to "
-                f"verify the data by hash, every record must match the {entry.task_id} schema: nothing was evaluated"
-            )
+T = TypeVar("T")
 
 
-def read_build_manifest(path: Path) -> BuildManifest:
-    """A build's manifest; a malformed one refuses the data (``DataMismatch``), it vouches for nothing."""
+def first_problem(entry: TaskEntry, records: list[dict]) -> tuple[int, str] | None:
+    """(index, its first problems) of the first record that does not match the task's JSON Schema (and its own
+    checks); None when all do."""
+    for i, record in enumerate(records):
+        if problems := record_problems(entry.task_id, record):
+            return i, "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
+    return None
+
+
+def vouching(read: Callable[..., T], *args: object) -> T:
+    """A manifest as ``read`` reads it; a malformed one refuses the data (``DataMismatch``), it vouches for nothing."""
     try:
-        return BuildManifest.read(path)
-    except ManifestError as err:
-        raise DataMismatch(f"{err}; nothing was evaluated") from None
-
-
-def read_task_manifest(path: Path, where: str | None = None) -> BuiltTask:
-    """A task's manifest of the Hub layout; a malformed one refuses the data (``DataMismatch``)."""
-    try:
-        return read_published(path, where)
+        return read(*args)
     except ManifestError as err:
         raise DataMismatch(f"{err}; nothing was evaluated") from None

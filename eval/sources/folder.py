@@ -10,11 +10,10 @@ from pathlib import Path
 
 from evalita_data.jsonl import loads_strict
 from evalita_data.hub.benchmark import EVAL_YAML
-from evalita_data.manifest import MANIFEST_FILE, BuiltTask
+from evalita_data.manifest import MANIFEST_FILE, BuildManifest, BuiltTask, read_published
 from evalita_data.registry import task_ids
 
-from .base import (DataMismatch, LoadedSplit, ManifestVerifiedSource, read_build_manifest, read_parquet_file,
-                   read_task_manifest)
+from .base import DataMismatch, LoadedSplit, ManifestVerifiedSource, read_parquet_file, vouching
 from .entries import TaskEntry
 
 
@@ -54,25 +53,22 @@ class FolderSource(ManifestVerifiedSource):
             return read_jsonl_file(path)
         if parquet.is_file():
             return read_parquet_file(parquet, str(parquet))
-        raise FileNotFoundError(
-            f"{entry.name}: no split {split!r} in {self.data_dir}{self._not_built(entry, split)}: expected {path} "
-            f"(evalita-data build) or {parquet} (Hub layout)"
-        )
+        raise FileNotFoundError(f"{entry.name}: no split {split!r} in {self.data_dir}{self._not_built(entry, split)}: "
+                                f"expected {path} (evalita-data build) or {parquet} (Hub layout)")
 
     def _manifest_entry(self, entry: TaskEntry) -> tuple[BuiltTask | None, str]:
         build = self.data_dir / MANIFEST_FILE
         if build.is_file():
-            return read_build_manifest(build).tasks.get(entry.task_id), str(build)
+            return vouching(BuildManifest.read, build).tasks.get(entry.task_id), str(build)
         published = self.data_dir / entry.task_id / MANIFEST_FILE
-        return (read_task_manifest(published) if published.is_file() else None), str(published)
+        return (vouching(read_published, published) if published.is_file() else None), str(published)
 
     def _not_built(self, entry: TaskEntry, split: str) -> str:
-        """Why the build has no such split, from its manifest (e.g. the test gold is not public, or no original at all).
-        """
+        """Why the build has no such split, from its manifest (the test gold not public, no original at all)."""
         try:
             manifest, _ = self._manifest_entry(entry)
             build = self.data_dir / MANIFEST_FILE
-            whole = read_build_manifest(build).not_built.get(entry.task_id) if build.is_file() else None
+            whole = vouching(BuildManifest.read, build).not_built.get(entry.task_id) if build.is_file() else None
         except DataMismatch:
             return ""
         if whole is not None and whole.message:  # the task's originals are missing: the build's words
@@ -89,11 +85,10 @@ def read_jsonl_file(path: Path) -> LoadedSplit:
     records = []
     for lineno, line in enumerate(data.decode("utf-8").splitlines(), 1):
         try:
-            rec = loads_strict(line)
+            records.append(loads_strict(line))
         except ValueError as err:
             raise DataMismatch(f"{path}:{lineno}: {getattr(err, 'msg', err)}; expected one JSON record per "
                                "line") from None
-        records.append(rec)
     return LoadedSplit(records, hashlib.sha256(data).hexdigest(), str(path))
 
 
@@ -113,7 +108,5 @@ def check_data_folder(folder: Path) -> None:
     held = sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
     why = f"{foreign} is not a split file" if foreign else (f"no <task>/ folder of {', '.join(task_ids())}; it holds "
                                                             f"{', '.join(held) or 'no folder'}")
-    raise FileNotFoundError(
-        f"{folder} is not a build folder (no {MANIFEST_FILE}; {why}): --data takes the output of `evalita-data build` "
-        "(or of `push --to-dir`); raw originals must be built first"
-    )
+    raise FileNotFoundError(f"{folder} is not a build folder (no {MANIFEST_FILE}; {why}): --data takes the output of "
+                            "`evalita-data build` (or of `push --to-dir`); raw originals must be built first")

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalita_data.manifest import MANIFEST_FILE, BuiltTask
+from evalita_data.manifest import MANIFEST_FILE, BuiltTask, read_published
 from evalita_data.network import hub_endpoint
 from evalita_data.safepaths import UnsafePath, check_hub_name
 
-from .base import HubUnreachable, LoadedSplit, ManifestVerifiedSource, read_parquet_file, read_task_manifest
+from .base import HubUnreachable, LoadedSplit, ManifestVerifiedSource, read_parquet_file, vouching
 from .entries import TaskEntry
 
 
@@ -46,7 +46,7 @@ class HubSource(ManifestVerifiedSource):
         where = f"hf://datasets/{repo}/{MANIFEST_FILE}"
         if repo not in self._manifests:
             try:
-                self._manifests[repo] = read_task_manifest(Path(hub_file(repo, MANIFEST_FILE)), where)
+                self._manifests[repo] = vouching(read_published, Path(hub_file(repo, MANIFEST_FILE)), where)
             except HubUnreachable:
                 raise
             except FileNotFoundError:

@@ -1,6 +1,5 @@
 """The official Evalita-LLM splits on the Hub (``--data hf:ORG``, or ``hf:PATH`` for the same layout in a local
-folder) as a data source of ``run``: docs/official-splits.md. Every record is checked against our schema.
-"""
+folder) as a data source of ``run``: docs/official-splits.md. Every record is checked against our schema."""
 
 from __future__ import annotations
 
@@ -10,10 +9,9 @@ from pathlib import Path
 
 from evalita_data.hub.names import check_org
 from evalita_data.network import NETWORK_ERRORS, unreachable
-from evalita_data.schema_check import record_problems
 from evalita_data.taskspec import HubSplits
 
-from .base import HubUnreachable
+from .base import HubUnreachable, first_problem
 from .entries import TaskEntry
 
 PREFIX = "hf:"
@@ -27,22 +25,17 @@ def is_official(data: str | None) -> bool:
     return data is not None and data.startswith(PREFIX)
 
 
-def is_unreachable(err: BaseException) -> bool:
-    """Whether ``err`` (or what caused it) says the Hub could not be reached: offline mode, no
+def check_reachable(what: str, err: BaseException) -> None:
+    """``HubUnreachable`` where ``err`` (or what caused it) says the Hub could not be reached: offline mode, no
     network, a refused connection, a timeout; not a missing repository or split."""
     seen: set[int] = set()
     current: BaseException | None = err
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if isinstance(current, NETWORK_ERRORS):
-            return True
+            raise HubUnreachable(f"{unreachable(what, err)}; check the network, HF_ENDPOINT and HF_HUB_OFFLINE, or "
+                                 "evaluate a local folder with --data") from None
         current = current.__cause__ or current.__context__
-    return False
-
-
-def unreachable_error(what: str, err: BaseException) -> HubUnreachable:
-    return HubUnreachable(f"{unreachable(what, err)}; check the network, HF_ENDPOINT and HF_HUB_OFFLINE, or evaluate a "
-                          "local folder with --data")
 
 
 class OfficialSource:
@@ -64,10 +57,6 @@ class OfficialSource:
         self._records: dict[tuple[str, str], list[dict]] = {}
         self._revisions: dict[str, str] = {}  # repo id -> commit sha read
         self._missing: dict[tuple[str, str], str] = {}  # (entry, split) -> why has_split said no
-
-    @classmethod
-    def from_spec(cls, data: str) -> "OfficialSource":
-        return cls(data[len(PREFIX):])
 
     @property
     def description(self) -> str:
@@ -109,18 +98,12 @@ class OfficialSource:
             try:
                 self._revisions[repo_id] = HfApi().dataset_info(repo_id).sha
             except Exception as err:
-                if is_unreachable(err):
-                    raise unreachable_error(f"the dataset {repo_id} ({PREFIX}{self.org})", err) from None
+                check_reachable(f"the dataset {repo_id} ({PREFIX}{self.org})", err)
                 raise
         return self._revisions[repo_id]
 
-    @property
-    def revisions(self) -> dict[str, str]:
-        """Repo id -> commit sha of every dataset read so far (written to results.json)."""
-        return dict(self._revisions)
-
     def provenance(self) -> dict:
-        return {"revisions": self.revisions}
+        return {"revisions": dict(self._revisions)}  # repo id -> commit sha of every dataset read so far
 
     # -- the Source protocol ------------------------------------------------------------
     def has_split(self, entry: TaskEntry, split: str) -> bool:
@@ -153,14 +136,9 @@ class OfficialSource:
         # wrote has ours under its own name instead: read it when the official one is absent.
         fallback = split if split == entry.spec.fewshot_split and self._hub(entry).fewshot_not_ours else None
         records = [dict(r) for r in self._dataset(entry, repo_id, where, official, fallback)]
-        for i, rec in enumerate(records):
-            problems = record_problems(entry.task_id, rec)
-            if problems:
-                raise OfficialDataError(
-                    f"{where} split {official} row {i}: does not match the {entry.task_id} schema: "
-                    f"{'; '.join(problems[:3])}"
-                    + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
-                )
+        if (bad := first_problem(entry, records)) is not None:
+            raise OfficialDataError(f"{where} split {official} row {bad[0]}: does not match the "
+                                    f"{entry.task_id} schema: {bad[1]}")
         return records
 
     def _dataset(self, entry: TaskEntry, repo_id: str, where: str, official: str, fallback: str | None):
@@ -175,8 +153,7 @@ class OfficialSource:
             except HubUnreachable:
                 raise
             except Exception as err:  # unknown repository, config or split, or the Hub unreachable
-                if is_unreachable(err):
-                    raise unreachable_error(f"the dataset {where}, split {name} ({entry.name})", err) from None
+                check_reachable(f"the dataset {where}, split {name} ({entry.name})", err)
                 if i + 1 < len(names):
                     continue  # the official split is absent: try ours
                 first = str(err).splitlines()[0] if str(err) else type(err).__name__

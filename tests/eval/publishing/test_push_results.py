@@ -289,6 +289,20 @@ def test_public_names_replace_local_paths_only(tmp_path: Path, monkeypatch) -> N
     assert public["data"] == {"source": "/", "manifest_sha256": {}, "revisions": {}}  # a bare root is never replaced
 
 
+def test_a_hub_organisation_is_published_as_named_never_as_a_local_folder(tmp_path: Path) -> None:
+    """--hub-org ORG (hf://ORG) and --data hf:ORG: the data source stays the organisation (it was once published as
+    'ORG', a local folder); hf:PATH, the official layout in a local folder, loses its path."""
+    from evalita_eval.publishing.public import public_record
+    from evalita_eval.record import parse_record
+
+    for source, published in (("hf://myorg", "hf://myorg"), ("hf:evalitahf", "hf:evalitahf"),
+                              (f"hf:{tmp_path}/hub", "hf:hub")):
+        doc = {"model": {"name_or_path": "org/m", "revision": None}, "data": {"source": source}, "config": {},
+               "results": {"te": {"p1": {"acc": 0.5, "n": 2}}}}
+        run = parse_record(tmp_path / "results.json", doc, samples=False)
+        assert public_record(run)[0].to_json()["data"] == {"source": published, "manifest_sha256": {}, "revisions": {}}
+
+
 def test_a_local_path_a_plugin_backend_resolved_is_published_by_its_name(tmp_path: Path) -> None:
     from evalita_eval.publishing.public import public_record
     from evalita_eval.record import parse_record

@@ -60,7 +60,7 @@ def test_what_run_writes_passes_the_shipped_schemas(runs: tuple[Path, Path]) -> 
     assert json.loads(SAMPLE_SCHEMA.read_text("utf-8"))["properties"]["loglikelihoods"]["items"]["maximum"] == LOGPROB_ROUNDING
     record = read_run(a)
     assert (record.run_id, record.format_version, record.config.limit, record.config.prompts) == (doc["run_id"], 2, 3, ["p1", "p2"])
-    assert [len(record.samples_of("te", p)) for p in ("p1", "p2")] == [3, 3]
+    assert [len(record.samples.get(("te", p))) for p in ("p1", "p2")] == [3, 3]
     # the reader derives what the runner wrote, and the second run is another run
     assert record.not_comparable_reasons == doc["not_comparable_with_paper"] == [LIMIT_REASON, PROMPTS_REASON]
     assert record.notes == [] and read_run(b).run_id != record.run_id
@@ -285,7 +285,7 @@ def test_an_older_record_is_read_through_its_migration(runs: tuple[Path, Path], 
     _as_version_0(folder)
     old, new = read_run(folder), read_run(runs[0])
     assert old.format_version == 0 and old.results == new.results and old.not_comparable_reasons == new.not_comparable_reasons
-    assert old.samples_of("te", "p1") == new.samples_of("te", "p1")  # the migration gives each line the run's id
+    assert old.samples.get(("te", "p1")) == new.samples.get(("te", "p1"))  # the migration gives each line the run's id
 
 
 def _as_version_0(folder: Path) -> None:
@@ -302,7 +302,7 @@ def test_a_run_resumed_over_an_older_record_writes_the_current_one(runs: tuple[P
     _run(tiny_model, folder, tasks="wic")
     record = read_run(folder)
     assert (record.format_version, sorted(record.results)) == (FORMAT_VERSION, ["te", "wic"])
-    assert {s["run_id"] for p in ("p1", "p2") for s in record.samples_of("te", p)} == {record.run_id}
+    assert {s["run_id"] for p in ("p1", "p2") for s in record.samples.get(("te", p))} == {record.run_id}
 
 
 def test_a_hand_edited_comparability_flag_changes_nothing(runs: tuple[Path, Path], tmp_path: Path) -> None:

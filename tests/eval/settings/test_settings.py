@@ -223,8 +223,8 @@ def grammars(tiny_model: Path):
 
 
 def test_every_gold_answer_is_accepted_by_its_constraint(grammars) -> None:
-    from evalita_eval.settings.constrained import task_constraint
-    from evalita_eval.settings.instruct import answer_constraint, setting_task
+    from evalita_eval.settings.constrained import choice_constraint, task_constraint
+    from evalita_eval.settings.instruct import setting_task
 
     cache, tok = grammars
     checked = 0
@@ -236,7 +236,7 @@ def test_every_gold_answer_is_accepted_by_its_constraint(grammars) -> None:
                     for setting in SETTINGS:
                         task = setting_task(entry.task_id, setting)
                         choices = task.choices("p1", doc)
-                        assert accepts(cache, answer_constraint(choices), choices[task.target(doc)], tok), (entry.name, setting, doc)
+                        assert accepts(cache, choice_constraint(choices), choices[task.target(doc)], tok), (entry.name, setting, doc)
                         checked += 1
                 elif task_constraint(spec) is not None:
                     gold = entry.compiled.target(doc)
@@ -248,7 +248,7 @@ def test_every_gold_answer_is_accepted_by_its_constraint(grammars) -> None:
                        ("rel", "9,8 g/dl$Hb%31,9%$ematocrito%10,66 × 10³/μl$neutrofili"), ("rel", "3.2 mg%$Cr")):
         assert accepts(cache, task_constraint(TASKS[task]), gold, tok), gold
     assert not accepts(cache, task_constraint(TASKS["ner"]), "Verdi$XYZ", tok)
-    assert not accepts(cache, answer_constraint(["Sì", "No"]), "Si", tok)
+    assert not accepts(cache, choice_constraint(["Sì", "No"]), "Si", tok)
 
 
 def test_cache_key_without_constraint_is_unchanged() -> None:
@@ -263,7 +263,8 @@ def test_ce_constrained_one_token_equals_loglikelihood(tiny_model: Path) -> None
     letters' log-likelihoods, log_softmax being monotone with one normaliser per position."""
     from evalita_eval.api import BackendOptions, LLRequest
     from evalita_eval.backends import create_backend
-    from evalita_eval.settings.instruct import answer_constraint, setting_task
+    from evalita_eval.settings.constrained import choice_constraint
+    from evalita_eval.settings.instruct import setting_task
 
     backend = create_backend("hf", BackendOptions(str(tiny_model)))
     compared = 0
@@ -275,7 +276,7 @@ def test_ce_constrained_one_token_equals_loglikelihood(tiny_model: Path) -> None
                 assert all(len(backend.tokenizer.encode(x, add_special_tokens=False)) == 1 for x in letters)
                 ctx = backend.apply_chat_template([{"role": "user", "content": task.render(prompt, doc)}])
                 lls = [r.logprob for r in backend.loglikelihood([LLRequest(ctx, x) for x in letters])]
-                [gen] = backend.generate_until([GenRequest(ctx, ("\n\n",), 1, answer_constraint(letters))])
+                [gen] = backend.generate_until([GenRequest(ctx, ("\n\n",), 1, choice_constraint(letters))])
                 assert gen == letters[max(range(len(lls)), key=lambda i: (lls[i], -i))]
                 compared += 1
     assert compared == 2 * sum(len(_records(t, None, TASKS[t].eval_split)) for t in MC_TASKS)
