@@ -6,7 +6,7 @@ work left. The CLI prints it (``estimate.announce``) and hands the same plan to 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from ..api import GenRequest, LLRequest, RequestKind
 from ..sources.entries import TaskEntry
@@ -89,18 +89,3 @@ class RunPlan:
         count = self.token_counter(tokenizer)
         return [e.work(count) for e in self.entries.values()]
 
-
-def build_plan(runner: Any, entries: Sequence[TaskEntry], selection: Selection) -> RunPlan:
-    """The plan of ``entries`` under the runner's configuration (its prompts, few-shot examples,
-    setting, limit and chat template), with what its resume cache already holds."""
-    plan = RunPlan(selection, [e for e in entries if e.name not in selection.unaskable])
-    for entry in selection.runnable:
-        docs, pool = runner.load_docs(entry)
-        asked, prompts = runner.entry_kind(entry), []
-        for name in runner.prompt_names(asked):
-            contexts, messages = runner.prompt_contexts(entry, asked.task, name, docs, pool)
-            requests = runner.prompt_requests(asked, name, docs, contexts, messages)
-            prompts.append(PromptPlan(name, contexts, asked.request_kind, requests,
-                                      [runner.is_cached(asked.request_kind, r) for r in requests]))
-        plan.entries[entry.name] = EntryPlan(entry, asked, docs, prompts)
-    return plan

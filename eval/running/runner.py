@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, RequestKind, request_payload
 from .cache import RequestCache, request_key
-from .plan import EntryPlan, RunPlan, build_plan
+from .plan import EntryPlan, PromptPlan, RunPlan
 from .stream import RunStream
 from .task_kinds import TaskKind, as_turns, kind_for_run
 from .thinking_run import forced_values, refuse_forcing_on_chat_messages, thinking_chat, token_counter
@@ -68,14 +68,6 @@ class RunResult:
     cached: int = 0  # requests read back from the resume cache
     requests: int = 0  # every request of the run (a request repeated within it counts each time)
 
-    @property
-    def results(self) -> dict[str, dict[str, dict[str, float]]]:
-        return self.record.results
-
-    @property
-    def status(self) -> str:  # "partial" while running; then "complete", or "empty" when no task was evaluated
-        return self.record.status
-
 
 class Runner:
     def __init__(self, backend: Backend, model: ModelInfo, source: Source, config: Any, output_dir: str | Path,
@@ -94,7 +86,6 @@ class Runner:
         self._counts: Counter = Counter()  # requests / cached / computed, over the run and per task ("computed:TASK")
         self._stream: RunStream | None = None  # the run's requests, computed before the tasks are assembled
         self._computing: str | None = None  # the kind being computed: with nothing saved, interrupt_summary names it
-        self._compute_s = 0.0  # seconds inside the backend's compute calls, over the whole invocation
         # Told of every finished request (kind, requests, seconds they took): the time estimate. The runner times its
         # own calls: the backend's methods are never wrapped, so one reporting each request (on_result) keeps doing so.
         self.timer: Callable[[str, list[Any], float], None] | None = None
@@ -131,10 +122,6 @@ class Runner:
     def entry_kind(self, entry: TaskEntry) -> TaskKind:
         """How this run asks the entry (running/task_kinds.py)."""
         return kind_for_run(entry, self.config, token_counter(self.backend))
-
-    def prompt_names(self, asked: TaskKind) -> list[str]:
-        """The prompts of the entry this run asks (--prompts, else every one)."""
-        return [p for p in asked.task.prompts if self.config.prompts is None or p in self.config.prompts]
 
     def prompt_contexts(self, entry: TaskEntry, task: Any, name: str, docs: list[dict],
                         pool: list[dict]) -> tuple[list[str], list[list[dict]] | None]:
@@ -175,8 +162,21 @@ class Runner:
         return per_prompt, stream.task_counts(planned.name)["computed"]
 
     def plan(self, entries: Sequence[TaskEntry]) -> RunPlan:
-        """The run's plan (running/plan.py), built once: ``announce`` prints it and ``run`` executes it."""
-        return build_plan(self, entries, select(entries, self.source, self.config))
+        """The run's plan (running/plan.py), built once: ``announce`` prints it and ``run`` executes it. Per entry its
+        prompts (--prompts, else every one), their requests and which of those the resume cache already holds."""
+        selection = select(entries, self.source, self.config)
+        plan = RunPlan(selection, [e for e in entries if e.name not in selection.unaskable])
+        for entry in selection.runnable:
+            docs, pool = self.load_docs(entry)
+            asked, prompts = self.entry_kind(entry), []
+            for name in (p for p in asked.task.prompts if self.config.prompts is None or p in self.config.prompts):
+                contexts, messages = self.prompt_contexts(entry, asked.task, name, docs, pool)
+                requests = self.prompt_requests(asked, name, docs, contexts, messages)
+                keys = (request_key(self.model.cache_key, asked.request_kind, request_payload(r)) for r in requests)
+                prompts.append(PromptPlan(name, contexts, asked.request_kind, requests,
+                                          [self.cache.get(k, asked.request_kind) is not None for k in keys]))
+            plan.entries[entry.name] = EntryPlan(entry, asked, docs, prompts)
+        return plan
 
     def prompt_requests(self, asked: TaskKind, prompt: str, docs: list[dict], contexts: list[str],
                         messages: list[list[dict]] | None = None) -> list[LLRequest] | list[GenRequest]:
@@ -184,10 +184,6 @@ class Runner:
         # Between a context and each choice: lm-eval's space, or nothing in chat mode (after the generation prompt).
         delimiter = "" if self.chat is not None else " "
         return asked.requests(prompt, docs, contexts, as_turns(messages, len(contexts)), delimiter)
-
-    def is_cached(self, kind: str, request: LLRequest | GenRequest) -> bool:
-        """Whether the resume cache holds a usable value for the request (it will be read back, not computed)."""
-        return self.cache.get(request_key(self.model.cache_key, kind, request_payload(request)), kind) is not None
 
     # -- everything --------------------------------------------------------------------
     def check_capabilities(self, entries: Sequence[TaskEntry]) -> None:

@@ -143,7 +143,6 @@ class RunStream:
 
     def _attribute(self, kind: str, requests: Sequence[Any], tasks: Sequence[str], seconds: float) -> None:
         """A call's seconds, shared by its tasks in proportion to their prompt tokens."""
-        self.runner._compute_s += seconds
         weights: dict[str, int] = defaultdict(int)
         for request, task in zip(requests, tasks):
             texts = (request.context, request.continuation) if kind == LL else (request.context,)
