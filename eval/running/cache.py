@@ -1,8 +1,5 @@
-"""Append-only cache of per-request results, so that a killed run resumes where it stopped (docs/evaluator.md).
-
-One JSON line per finished request: ``{"key": sha256, "value": ...}``, the key the hash of the model identity and the
-request. Read back untrusted: a damaged line or a value of the wrong shape for its kind (``loglikelihood``:
-``[finite number, bool]``, ``generate_until``: a string) counts as missing, and ``damage_note`` says how many.
+"""Append-only cache of per-request results, so that a killed run resumes where it stopped: one JSON line per finished
+request, ``{"key": sha256, "value": ...}``, read back untrusted (docs/evaluator.md#resume).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The run's identity: every input that can change a number, its short hash, and the output folder it owns.
-
-Two invocations with equal identities are one run (the second resumes or extends the first); two with different
-identities never share a folder: the default folder is named by the model and the hash of the identity, and a run into a
-folder that holds another identity's results refuses, naming the first difference (``--overwrite`` replaces them).
+"""The run's identity: every input that can change a number, its short hash, and the output folder it owns; equal
+identities are one run, different ones never share a folder (docs/evaluator.md#run-identity).
 """
 
 from __future__ import annotations
