@@ -31,16 +31,13 @@ def folder_lock(out: Path) -> Iterator[None]:
     from ..running.identity import LOCKED, RUN_LOCK
 
     out.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(out / RUN_LOCK, blocking=False)
     try:
-        lock.acquire()
+        held = FileLock(out / RUN_LOCK, blocking=False).acquire()
     except Timeout:
         click.echo(f"Error: {out} is being run by another process (another sweep or run): not started", err=True)
         sys.exit(LOCKED)
-    try:
+    with held:
         yield
-    finally:
-        lock.release()
 
 
 def execute(options, source, spec, entries: list):

@@ -45,10 +45,6 @@ class TokenCounter:
         self.tokenizer = tokenizer
         self._seen: dict[str, int] = {}
 
-    @property
-    def exact(self) -> bool:
-        return self.tokenizer is not None
-
     def __call__(self, text: str) -> int:
         if text not in self._seen:
             if self.tokenizer is None:

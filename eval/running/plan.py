@@ -39,14 +39,10 @@ class EntryPlan:
     def name(self) -> str:
         return self.entry.name
 
-    @property
-    def requests(self) -> int:
-        return sum(len(p.requests) for p in self.prompts)
-
     def work(self, count: TokenCounter) -> TaskPlan:
         """The entry's requests, tokens read and new-token budget, and what the cache already holds."""
         kind = self.asked.request_kind
-        plan, left = TaskPlan(self.name, kind, 0, 0, counted=count.exact), []
+        plan, left = TaskPlan(self.name, kind, 0, 0, counted=count.tokenizer is not None), []
         # Budget forcing sends each request twice: its trace, then the answer after it (running/thinking_run.py).
         sent, trace_budget = (2, self.asked.thinking.trace_budget) if self.asked.forcing else (1, 0)
         for prompt in self.prompts:

@@ -73,12 +73,8 @@ class Runner:
     def __init__(self, backend: Backend, model: ModelInfo, source: Source, config: Any, output_dir: str | Path,
                  echo: Callable[[str], None] = print) -> None:
         """``config``: the run's ``RunSpec`` (eval/run_config.py, above this layer: the runner only reads it)."""
-        self.backend = backend
+        self.backend, self.source, self.config, self.out, self.echo = backend, source, config, Path(output_dir), echo
         self.model = model if model.identity is not None else replace(model, identity=backend.cache_identity())
-        self.source = source
-        self.config = config
-        self.out = Path(output_dir)
-        self.echo = echo
         self.cache = RequestCache(self.out / "cache.jsonl")
         # Generations (string values) found in the cache from earlier runs, for the interrupt message.
         self.earlier_generations = sum(isinstance(v, str) for v in self.cache.values.values())
