@@ -119,7 +119,7 @@ def run_spec(spec) -> None:
     """``run`` of a checked ``RunSpec``: its inputs checked before the model loads, the run, its tables."""
     from ..run_config import backend_options
     from ..running.console import run_counts, summary_table, task_summary_table
-    from ..running.selection import nothing_evaluated
+    from ..running.plan import nothing_evaluated
 
     check_data_dir(spec.data)  # before any heavy import: a wrong folder fails at once
     check_model_name(spec.model, tuple(f"{k}={v}" for k, v in spec.backend_args.items() if v is not None))

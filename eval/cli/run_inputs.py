@@ -69,10 +69,10 @@ def open_data(data_dir: str | None, hub_org: str | None):
 
 
 def check_data(entries: list, source, config, named_tasks: bool) -> None:
-    """Before the model loads: the entries the run evaluates (running/selection.py, the decisions the runner and the
+    """Before the model loads: the entries the run evaluates (running/plan.py select, the decisions the runner and the
     plan read), every evaluation split read and verified, and nothing to evaluate refused."""
     from ..settings.constrained import refuse_unformatted
-    from ..running.selection import nothing_evaluated, select
+    from ..running.plan import nothing_evaluated, select
     from ..running.task_kinds import task_kind
 
     try:

@@ -15,12 +15,11 @@ from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, RequestKind, request_payload
 from .cache import RequestCache, request_key
-from .plan import EntryPlan, PromptPlan, RunPlan
+from .plan import EntryPlan, PromptPlan, RunPlan, eval_split, select
 from .stream import RunStream
 from .task_kinds import TaskKind, as_turns, kind_for_run
 from .thinking_run import forced_values, refuse_forcing_on_chat_messages, thinking_chat, token_counter
 from ..settings.thinking import trace_summary
-from .selection import eval_split, select
 from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of, run_id
 from .results_file import (asked_record, carry_over, earlier_record, new_record, sample_task_version, task_versions,
                            write_results_file, write_samples)
