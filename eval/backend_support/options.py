@@ -133,13 +133,3 @@ def engine_fields(backend: Backend) -> dict[str, Any] | None:
     engine = backend.engine_options
     return None if engine is None else asdict(engine)
 
-
-def options_table(backend: type[Backend]) -> str:
-    """A backend's options as ``evalita-eval backends`` prints them: name, type, default, help."""
-    rows = [(o.name, o.type, f"default {o.default!r}" if o.default is not None else "default none",
-             o.help + ("" if o.changes_numbers else " [cannot change a number: not in the cache key]"))
-            for o in describe_options(backend)]
-    if not rows:
-        return "    no options of its own"
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return "\n".join(f"    {r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}" for r in rows)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import textwrap
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -34,14 +35,18 @@ main.add_command(run_command)
 def backends() -> None:
     """List the backends (built-in and installed through the evalita_llm.backends entry point) and each one's
     options, given to `run` as --backend-arg NAME=VALUE."""
-    from ..backend_support.options import options_table
+    from ..backend_support.options import describe_options
     from ..backends import get_backend_class
+    from ..running.console import columns
 
     for name in backend_names():
         cls = get_backend_class(name)
         doc = (cls.__doc__ or "").strip().splitlines()
         click.echo(f"{name}  ({cls.__module__}.{cls.__qualname__})" + (f": {doc[0]}" if doc else ""))
-        click.echo(options_table(cls))
+        rows = [(o.name, o.type, f"default {o.default!r}" if o.default is not None else "default none",
+                 o.help + ("" if o.changes_numbers else " [cannot change a number: not in the cache key]"))
+                for o in describe_options(cls)]
+        click.echo(textwrap.indent(columns(rows, text={0, 1, 2, 3}), "    ") if rows else "    no options of its own")
 
 
 @main.command()
