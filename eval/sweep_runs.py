@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .record import RecordError, RunRecord, read_run
-from .run_config import RunSpec, RunSpecError, build_spec
+from .run_config import RunSpec, RunSpecError, backend_options, build_spec
 
 
 @dataclass(frozen=True)
@@ -65,13 +65,10 @@ def run_reservation(spec: RunSpec, gpus_there: bool) -> dict[str, float]:
     """What a run's Ray task reserves: a CPU per replica and its replicas' GPUs as its backend declares them
     (``Backend.reservation``). A run without ``device`` takes CUDA where there is one (``run``'s default), so it
     reserves its GPUs wherever the Ray it runs on has GPUs (``gpus_there``)."""
-    from .api import BackendOptions
     from .backends import get_backend_class
     from .replicas import replica_settings
 
-    device = spec.device or ("cuda" if gpus_there else "cpu")
-    replicas, _, one = replica_settings(BackendOptions(model=spec.model, device=device, threads=spec.threads,
-                                                       extra=dict(spec.backend_args)))
+    replicas, _, one = replica_settings(backend_options(spec, spec.device or ("cuda" if gpus_there else "cpu")))
     gpus = get_backend_class(spec.backend).reservation(one)["num_gpus"]
     return {"num_cpus": float(replicas), "num_gpus": gpus * replicas}
 

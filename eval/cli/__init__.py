@@ -129,11 +129,9 @@ def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float
     require("report", STATS_NEEDS)
     from ..reporting.report import write_report
 
-    if progress is None:
-        progress = sys.stderr.isatty()
     with exit_1_on(ValueError):
-        written = write_report(list(results), out, k=k, seed=seed, alpha=alpha, progress=progress, echo=click.echo,
-                               partial=partial)
+        written = write_report(list(results), out, k=k, seed=seed, alpha=alpha, echo=click.echo, partial=partial,
+                               progress=sys.stderr.isatty() if progress is None else progress)
     click.echo("written: " + ", ".join(str(p) for p in written))
 
 

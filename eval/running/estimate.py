@@ -47,10 +47,8 @@ class TokenCounter:
 
     def __call__(self, text: str) -> int:
         if text not in self._seen:
-            if self.tokenizer is None:
-                self._seen[text] = -(-len(text) // CHARS_PER_TOKEN)
-            else:
-                self._seen[text] = len(self.tokenizer.encode(text, add_special_tokens=False))
+            self._seen[text] = (-(-len(text) // CHARS_PER_TOKEN) if self.tokenizer is None
+                                else len(self.tokenizer.encode(text, add_special_tokens=False)))
         return self._seen[text]
 
 
