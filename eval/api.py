@@ -229,11 +229,10 @@ class Backend(ABC):
 
         The base gives what every backend shares: its name and dtype and the options it was built from that can change
         a number (model, revision, --trust-remote-code, --max-length, --device, and its ``Options`` declared
-        ``changes_numbers``). A backend extends
-        ``super().cache_identity()`` with what it resolved (a model folder's fingerprint, the max length, the chat
-        template, the server...): the keys results.json declares for ``model``, anything else under ``"resolved"``
-        (docs/adding-a-backend.md). Options that only change speed (batch size, threads, concurrency, timeouts,
-        retries, progress) stay out; so do secrets (an API key)."""
+        ``changes_numbers``). A backend extends ``super().cache_identity()`` with what it resolved (a model folder's
+        fingerprint, the max length, the chat template, the server...): the keys results.json declares for ``model``,
+        anything else under ``"resolved"`` (docs/adding-a-backend.md). Options that only change speed (batch size,
+        threads, concurrency, timeouts, retries, progress) stay out; so do secrets (an API key)."""
         identity: dict[str, Any] = {"backend": self.name, "dtype": self.dtype}
         options = self.options
         if options is not None:

@@ -32,7 +32,6 @@ class ModelPathError(ValueError):
 
 def check_model_path(model: str, backend_args: Sequence[str] = ()) -> None:
     """Raise ModelPathError when ``model`` cannot be what ``--model`` loads; a Hub id is left to the Hub.
-
     ``backend_args``: the run's ``--backend-arg KEY=VALUE`` list (``gguf_file=`` names the GGUF inside a folder)."""
     from .backend_support.gguf import is_gguf_path
 
