@@ -131,7 +131,7 @@ class Runner:
             return [messages_as_text(m) for m in messages], messages
         return build_contexts(*fewshot_args, self.chat, **fewshot_kw), None
 
-    def run_entry(self, planned: EntryPlan) -> tuple[dict[str, dict[str, float]], int]:
+    def run_entry(self, planned: EntryPlan) -> dict[str, dict[str, float]]:
         """One entry's samples, scores and baselines, from the values the stream left in the cache (a prompt under
         budget forcing: computed now, its two rounds through ``RunStream.cached``)."""
         asked, docs, stream = planned.asked, planned.docs, self._stream
@@ -154,7 +154,7 @@ class Runner:
             scores["n"] = len(samples)
             per_prompt[prompt.name] = scores
         self.record.baselines[planned.name] = asked.baselines(docs, [p.name for p in planned.prompts])
-        return per_prompt, stream.task_counts(planned.name)["computed"]
+        return per_prompt
 
     def plan(self, entries: Sequence[TaskEntry]) -> RunPlan:
         """The run's plan (running/plan.py), built once: ``announce`` prints it and ``run`` executes it. Per entry its
@@ -208,7 +208,6 @@ class Runner:
         plan = work if isinstance(work, RunPlan) else self.plan(work)
         selection = plan.selection  # decided once: the plan and the run read the same
         record = self.record
-        result = RunResult(record)
         for name, why in selection.unaskable.items():  # a run over every task: the others go on
             record.skipped[name] = why
             self.echo(f"{name}: skipped, {why}")
@@ -236,7 +235,7 @@ class Runner:
                 self._write_results()
                 raise
             for entry in (e for e in entries if e.name in plan.entries):
-                self._assemble(plan.entries[entry.name], result, before)
+                self._assemble(plan.entries[entry.name], before)
             if (note := self.cache.damage_note()) is not None:
                 self.echo(note)  # damaged or wrong-shape cache values, computed again
             # A run that evaluated nothing is no success: results.json says so, and the CLI exits 1.
@@ -244,9 +243,9 @@ class Runner:
             self._write_results()
         finally:
             self.cache.close()
-        return result
+        return RunResult(record, self._counts["computed"], self._counts["cached"], self._counts["requests"])
 
-    def _assemble(self, planned: EntryPlan, result: RunResult, before: RunRecord | None) -> None:
+    def _assemble(self, planned: EntryPlan, before: RunRecord | None) -> None:
         """One entry's results from the cache, into the record, written to results.json."""
         began, entry, record = time.perf_counter(), planned.entry, self.record
         streamed_s = self._stream.seconds[entry.name]  # its share of the stream's calls
@@ -255,14 +254,12 @@ class Runner:
         if self.config.constrained:  # it applies to generations with a format only: say to which tasks
             record.task_config = {**(record.task_config or {}), entry.name: {"constrained": planned.asked.constrained}}
         try:
-            record.results[entry.name], n = self.run_entry(planned)
+            record.results[entry.name] = self.run_entry(planned)
         except KeyboardInterrupt:
             record.timing[entry.name] = self._task_timing(entry.name, streamed_s + time.perf_counter() - began, before,
                                                           finished=False)
             self._write_results()
             raise
-        result.computed += n
-        result.cached, result.requests = self._counts["cached"], self._counts["requests"]
         record.timing[entry.name] = self._task_timing(entry.name, streamed_s + time.perf_counter() - began, before,
                                                       finished=True)
         record.resources[entry.name] = peak_memory()
