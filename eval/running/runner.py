@@ -7,7 +7,6 @@ the others are computed as one stream over the whole run (``stream.py``); then e
 from __future__ import annotations
 
 import time
-from collections import Counter
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -78,7 +77,6 @@ class Runner:
         # Generations (string values) found in the cache from earlier runs, for the interrupt message.
         self.earlier_generations = sum(isinstance(v, str) for v in self.cache.values.values())
         self.earlier_loglikelihoods = len(self.cache) - self.earlier_generations
-        self._counts: Counter = Counter()  # requests / cached / computed, over the run and per task ("computed:TASK")
         self._stream: RunStream | None = None  # the run's requests, computed before the tasks are assembled
         self._computing: str | None = None  # the kind being computed: with nothing saved, interrupt_summary names it
         # Told of every finished request (kind, requests, seconds they took): the time estimate. The runner times its
@@ -243,7 +241,8 @@ class Runner:
             self._write_results()
         finally:
             self.cache.close()
-        return RunResult(record, self._counts["computed"], self._counts["cached"], self._counts["requests"])
+        counts = self._stream.counts
+        return RunResult(record, counts["computed"], counts["cached"], counts["requests"])
 
     def _assemble(self, planned: EntryPlan, before: RunRecord | None) -> None:
         """One entry's results from the cache, into the record, written to results.json."""
