@@ -126,7 +126,7 @@ def run_spec(spec) -> None:
     progress = sys.stderr.isatty() if spec.progress is None else spec.progress
     # The spec the run reads: its device and whether it shows progress bars decided.
     spec = spec.model_copy(update={"device": spec.device or default_device(), "progress": progress})
-    entries, prompt_names = entries_and_prompts(spec.tasks, spec.prompts, spec.setting)
+    entries = entries_and_prompts(spec.tasks, spec.prompts, spec.setting)
     source = open_data(spec.data, spec.hub_org)
     check_data(entries, source, spec, named_tasks=spec.tasks is not None)
     result, runner = execute(backend_options(spec, spec.device), source, spec, entries)

@@ -10,10 +10,9 @@ import click
 from evalita_data.cli.errors import one_line
 
 
-def entries_and_prompts(tasks: list[str] | None, prompt_names: list[str] | None,
-                        setting: str) -> tuple[list, list[str] | None]:
-    """--tasks and --prompts checked against the registry (every template compiled) before any model work; the prompts
-    known are those each task kind declares under --setting (running/task_kinds.py)."""
+def entries_and_prompts(tasks: list[str] | None, prompt_names: list[str] | None, setting: str) -> list:
+    """The entries of --tasks, checked with --prompts against the registry (every template compiled) before any model
+    work; the prompts known are those each task kind declares under --setting (running/task_kinds.py)."""
     from evalita_data.prompts import PromptError
 
     from ..running.task_kinds import task_kind
@@ -34,7 +33,7 @@ def entries_and_prompts(tasks: list[str] | None, prompt_names: list[str] | None,
         if unknown:
             raise click.BadParameter(f"unknown prompt(s) {', '.join(unknown)}; the tasks have "
                                      f"{', '.join(sorted(known))}", param_hint="--prompts")
-    return entries, prompt_names
+    return entries
 
 
 def check_data_dir(data_dir: str | None) -> None:
