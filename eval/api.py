@@ -294,4 +294,3 @@ def prompt_room(max_length: int, max_new_tokens: int) -> int:
     if room <= 0:
         raise ValueError(f"max_new_tokens {max_new_tokens} leaves no room for the prompt in max length {max_length}")
     return room
-

@@ -132,4 +132,3 @@ def engine_fields(backend: Backend) -> dict[str, Any] | None:
     """The typed ``Options`` of a built backend as a dict; None for a backend without them."""
     engine = backend.engine_options
     return None if engine is None else asdict(engine)
-

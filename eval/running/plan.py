@@ -19,6 +19,8 @@ from ..sources.base import Source
 from ..sources.entries import TaskEntry
 from .estimate import LL, TaskPlan, TokenCounter, scoring_work
 from .task_kinds import TaskKind, task_kind
+
+
 def eval_split(entry: TaskEntry, config: Any) -> str:
     """The split evaluated: --split, else the task's official evaluation split."""
     return config.split or entry.spec.eval_split
@@ -138,4 +140,3 @@ class RunPlan:
         ``tokenizer``, else estimated from characters)."""
         count = self.token_counter(tokenizer)
         return [e.work(count) for e in self.entries.values()]
-
