@@ -16,7 +16,7 @@ from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, RequestKin
 from .cache import RequestCache, request_key
 from .plan import EntryPlan, PromptPlan, RunPlan, eval_split, select
 from .stream import RunStream
-from .task_kinds import TaskKind, as_turns, kind_for_run
+from .task_kinds import TaskKind, kind_for_run
 from .thinking_run import forced_values, refuse_forcing_on_chat_messages, thinking_chat, token_counter
 from ..settings.thinking import trace_summary
 from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of, run_id
@@ -176,7 +176,9 @@ class Runner:
         """The requests of one prompt, built once, for the plan (running/plan.py) the run executes."""
         # Between a context and each choice: lm-eval's space, or nothing in chat mode (after the generation prompt).
         delimiter = "" if self.chat is not None else " "
-        return asked.requests(prompt, docs, contexts, as_turns(messages, len(contexts)), delimiter)
+        # GenRequest.messages per request: the chat turns (chat APIs), or None (a rendered context).
+        turns = [tuple(m) for m in messages] if messages is not None else [None] * len(contexts)
+        return asked.requests(prompt, docs, contexts, turns, delimiter)
 
     # -- everything --------------------------------------------------------------------
     def check_capabilities(self, entries: Sequence[TaskEntry]) -> None:

@@ -274,8 +274,3 @@ def kind_for_run(entry: TaskEntry, config: Any, count_tokens: Callable[[str], in
     kind = task_kind(entry, config.setting, config.constrained, config.max_new_tokens, config.reasoning, count_tokens)
     kind.bertscore_model = config.bertscore_model
     return kind
-
-
-def as_turns(messages: list[list[dict]] | None, n: int) -> list[tuple[dict, ...] | None]:
-    """GenRequest.messages per request: the chat turns (chat APIs) or None (a rendered context)."""
-    return [tuple(m) for m in messages] if messages is not None else [None] * n
