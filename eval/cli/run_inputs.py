@@ -71,7 +71,7 @@ def check_data(entries: list, source, config, named_tasks: bool) -> None:
     """Before the model loads: the entries the run evaluates (running/plan.py select, the decisions the runner and the
     plan read), every evaluation split read and verified, and nothing to evaluate refused."""
     from ..settings.constrained import refuse_unformatted
-    from ..running.plan import nothing_evaluated, select
+    from ..running.plan import eval_split, nothing_evaluated, select
     from ..running.task_kinds import task_kind
 
     try:
@@ -79,7 +79,7 @@ def check_data(entries: list, source, config, named_tasks: bool) -> None:
             refuse_unformatted([e.name for e in entries if task_kind(e, config.setting).unformatted])
         selection = select(entries, source, config)
         for entry in selection.runnable:
-            source.load(entry, config.split or entry.spec.eval_split)
+            source.load(entry, eval_split(entry, config))
     except (FileNotFoundError, ValueError) as err:
         raise click.ClickException(one_line(err)) from None
     # nothing to evaluate: say why, before loading the model
