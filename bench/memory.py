@@ -133,7 +133,7 @@ def plain_reference(model_dir: Path, requests: list[tuple[str, str]], threads: i
 
     from evalita_eval.api import LLRequest
     from evalita_eval.backends.hf import plain_loglikelihood
-    from evalita_eval.backends.hf_loading import resolve_max_length
+    from evalita_eval.backends.engine_common import resolve_max_length
 
     if threads:
         torch.set_num_threads(threads)

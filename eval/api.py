@@ -180,6 +180,11 @@ class Backend(ABC):
     # The model's parameter count where the backend knows it (lm-eval's model_num_parameters, EEE's num_parameters):
     # recorded in results.json's model, outside the identity (the weights' fingerprint already identifies them).
     num_parameters: int | None = None
+    # Where the backend knows the model's shape: the context length at which a token's attention costs as much as
+    # its linear layers (non-embedding parameters / (4 x layers x hidden size): twice attention's share of the FLOPs,
+    # its score matrices being memory-bound); the time estimate prices a row of n tokens as n + n^2 / span
+    # (running/estimate.py, docs/evaluator.md), so WiC's short rows do not underprice FAQ's long ones.
+    attention_span: int | None = None
     # The request kinds whose method takes ``on_result(index, value)`` and calls it as each request finishes
     # (then the runner hands it whole groups and saves each result at once); the others return a list at the end.
     streams: ClassVar[frozenset[RequestKind]] = frozenset()

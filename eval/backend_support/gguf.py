@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..api import backend_option
-from .identity import file_sha256
 
 SUFFIX = ".gguf"
 
@@ -25,6 +24,11 @@ class GGUFModel:
     @property
     def from_pretrained_kwargs(self) -> dict[str, str]:
         return {"gguf_file": self.file}
+
+    @property
+    def location(self) -> str:
+        """The file itself: its path, or ``source/file`` on the Hub (a tokenizer built from it is named so)."""
+        return str(self.local_path or f"{self.source}/{self.file}")
 
 
 def is_gguf_path(model: str) -> bool:
@@ -61,22 +65,6 @@ def require_gguf(model: str) -> None:
     if importlib.util.find_spec("gguf") is None:
         raise RuntimeError(f"--model {model} needs the gguf package: pip install -e '.[gguf]' (in a clone of "
                            "evalita-llm)")
-
-
-def gguf_identity(model: str, revision: str | None, extra: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
-    """``{"gguf_file", "gguf_sha256"}`` of a GGUF file on the Hub, looked up in the local Hub cache only (loading the
-    model downloaded it; ``gguf_sha256`` is None when it is not there); None otherwise: a local .gguf or a folder
-    holding one is identified by its content already (``identity.model_source_identity``)."""
-    found = gguf_model(model, extra)
-    if found is None or found.local_path is not None:
-        return None
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        cached = try_to_load_from_cache(found.source, found.file, revision=revision)
-    except Exception:  # noqa: BLE001 - not a Hub repository name: nothing cached to hash
-        cached = None
-    return {"gguf_file": found.file, "gguf_sha256": file_sha256(Path(cached)) if isinstance(cached, str) else None}
 
 
 def gguf_file_option() -> Any:

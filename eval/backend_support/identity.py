@@ -1,9 +1,5 @@
-"""What identifies the numbers a backend returns: the resume-cache key and ``results.json``'s ``model``.
-
-A backend's ``cache_identity()`` (``api.Backend``) is a JSON-able dict of every input that can change a number;
-``identity_key`` hashes it into the key of every cached request. A local model folder is identified by the content of
-its files (``folder_fingerprint``), a Hub model by its id, revision and, once downloaded, the commit of its snapshot.
-"""
+"""What identifies the numbers a backend returns: the resume-cache key and ``results.json``'s ``model``
+(``Backend.cache_identity()``; docs/evaluator.md#resume)."""
 
 from __future__ import annotations
 
@@ -13,14 +9,14 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-# The files of a model folder that can change a number: weights, configuration, tokenizer
-# (vocabularies, merges, sentencepiece models), chat templates, remote code. READMEs,
-# images and licences cannot, and are left out so that editing them keeps the cache.
-MODEL_FILE_SUFFIXES = frozenset({
-    ".safetensors", ".bin", ".pt", ".pth", ".gguf", ".json", ".model", ".txt", ".jinja", ".py", ".tiktoken", ".vocab",
-})
+from .gguf import gguf_model
+
+# The files of a model folder that can change a number: weights, configuration, tokenizer (vocabularies, merges,
+# sentencepiece models), chat templates, remote code; not READMEs, images, licences (editing them keeps the cache).
+MODEL_FILE_SUFFIXES = frozenset({".safetensors", ".bin", ".pt", ".pth", ".gguf", ".json", ".model", ".txt", ".jinja",
+                                 ".py", ".tiktoken", ".vocab"})
 _READ_CHUNK = 1 << 20
 
 
@@ -28,11 +24,6 @@ def identity_key(identity: dict[str, Any]) -> str:
     """sha256 of the identity as canonical JSON (sorted keys): the model part of every cache key."""
     blob = json.dumps(identity, ensure_ascii=False, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-def text_sha256(text: str | None) -> str | None:
-    """sha256 of a text such as a chat template (None stays None: no template)."""
-    return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def file_sha256(path: str | Path) -> str:
@@ -45,11 +36,8 @@ def file_sha256(path: str | Path) -> str:
 
 
 class Sha256Memo:
-    """The sha256 of files already hashed, keyed by path and by what any write to the file changes:
-    size, modification and status-change times (``st_ctime`` cannot be set back by a user: writing
-    or replacing the file always moves it), inode and device. A rerun then does not read a model's
-    gigabytes again to find the same fingerprint. Kept in ``$XDG_CACHE_HOME/evalita-llm`` (default
-    ``~/.cache``); an unreadable or damaged memo is ignored and rewritten, never trusted.
+    """The sha256 of files already hashed, keyed by path, size, modification and status-change times, inode and device
+    (docs/evaluator.md#resume); an unreadable or damaged memo is ignored and rewritten, never trusted.
 
     A file changed less than ``racy_s`` seconds ago is hashed but not remembered: file times tick coarsely, so a
     second write within the same tick could leave every stamp as it was (git's "racy" entries)."""
@@ -104,10 +92,9 @@ def _memo_entry_ok(value: Any) -> bool:
 
 
 def folder_fingerprint(folder: str | Path, memo: Sha256Memo | None = None) -> str:
-    """sha256 over the sorted relative paths, sizes and contents of the files of ``folder`` that
-    can change a number (``MODEL_FILE_SUFFIXES``; hidden files and folders left out). Content is
-    hashed, not modification times: weights replaced in place change it, a ``touch`` does not.
-    ``memo`` (default: the user's ``Sha256Memo``) skips files hashed before and unchanged since."""
+    """sha256 over the sorted relative paths, sizes and contents of the files of ``folder`` that can change a number
+    (``MODEL_FILE_SUFFIXES``; hidden files and folders left out): weights replaced in place change it, a ``touch``
+    does not. ``memo`` (default: the user's ``Sha256Memo``) skips files hashed before and unchanged since."""
     root = Path(folder)
     memo = memo or Sha256Memo()
     files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in MODEL_FILE_SUFFIXES
@@ -121,8 +108,8 @@ def folder_fingerprint(folder: str | Path, memo: Sha256Memo | None = None) -> st
 
 
 def hub_snapshot_commit(repo_id: str, revision: str | None) -> str | None:
-    """The commit of the locally cached snapshot of a Hub model (offline), or None when there is none
-    (not downloaded, or not a Hub id at all: a hosted API model name)."""
+    """The commit of the locally cached snapshot of a Hub model (offline), or None when there is none (not downloaded,
+    or not a Hub id at all: a hosted API model name)."""
     try:
         from huggingface_hub import try_to_load_from_cache
 
@@ -136,8 +123,8 @@ def hub_snapshot_commit(repo_id: str, revision: str | None) -> str | None:
 
 
 def model_source_identity(name_or_path: str, revision: str | None) -> dict[str, Any]:
-    """Which model files: a local folder's content fingerprint (a single local file, e.g. a GGUF, its
-    sha256), else the Hub id, revision and snapshot commit."""
+    """Which model files: a local folder's content fingerprint (a single local file's sha256), else the Hub id,
+    revision and snapshot commit."""
     local = Path(name_or_path).expanduser()
     if name_or_path and local.is_dir():
         return {"name_or_path": name_or_path, "files_sha256": folder_fingerprint(local)}
@@ -159,7 +146,34 @@ def tokenizer_identity(tokenizer: Any, model_name_or_path: str) -> dict[str, Any
     if name and name != model_name_or_path and Path(name).expanduser().is_dir():
         out["tokenizer_files_sha256"] = folder_fingerprint(Path(name).expanduser())
     template = getattr(tokenizer, "chat_template", None)
-    out["chat_template_sha256"] = text_sha256(template
-                                              if isinstance(template, str) else json.dumps(template, sort_keys=True)
-                                              if template else None)
+    text = template if isinstance(template, str) else json.dumps(template, sort_keys=True) if template else None
+    out["chat_template_sha256"] = None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
     return out
+
+
+def gguf_identity(model: str, revision: str | None, extra: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """``{"gguf_file", "gguf_sha256"}`` of a GGUF file on the Hub, looked up in the local Hub cache only (loading the
+    model downloaded it; ``gguf_sha256`` is None when it is not there); None otherwise: a local .gguf or a folder
+    holding one is identified by its content already (``model_source_identity``)."""
+    found = gguf_model(model, extra)
+    if found is None or found.local_path is not None:
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(found.source, found.file, revision=revision)
+    except Exception:  # noqa: BLE001 - not a Hub repository name: nothing cached to hash
+        cached = None
+    return {"gguf_file": found.file, "gguf_sha256": file_sha256(Path(cached)) if isinstance(cached, str) else None}
+
+
+def model_identity(identity: dict[str, Any], name_or_path: str, tokenizer: Any,
+                   gguf_args: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``identity`` (``Backend.cache_identity()``'s, less ``device``: an engine's or a server's is its own) with the
+    model's files and its tokenizer's; given the typed options of a backend that loads GGUF files, a Hub GGUF file's."""
+    identity.pop("device", None)
+    identity.update(model_source_identity(name_or_path, identity.get("revision")))
+    identity.update(tokenizer_identity(tokenizer, name_or_path))
+    if gguf_args is not None:
+        identity.update(gguf_identity(name_or_path, identity.get("revision"), gguf_args) or {})
+    return identity

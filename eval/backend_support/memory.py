@@ -1,12 +1,5 @@
-"""Memory budgets of one forward pass (``--batch-size auto``, ``--max-memory``) and the peak memory a run records in
-results.json. A batch of ``rows`` sequences padded to ``width`` tokens, ``scored`` of whose positions are projected onto
-the vocabulary, is taken to need (docs/evaluator.md explains each term; an upper estimate for inference)
-
-    rows x width x itemsize x (6 x hidden + 3 x intermediate + (heads + 1) x width)
-    + scored x vocab x (itemsize + 8)
-
-bytes beyond the weights; ``--max-memory`` is the budget it must fit.
-"""
+"""Memory budgets of one forward pass (``--batch-size auto``, ``--max-memory``; the formula of ``forward_bytes``:
+docs/evaluator.md#memory, an upper estimate for inference) and the peak memory a run records in results.json."""
 
 from __future__ import annotations
 
@@ -44,17 +37,12 @@ def _text_config(config: Any) -> Any:
     return config.get_text_config() if hasattr(config, "get_text_config") else config
 
 
-def token_bytes(config: Any, itemsize: int, width: int) -> int:
-    """Activation bytes of one token in a row of ``width`` tokens (this module's formula)."""
+def forward_bytes(config: Any, itemsize: int, rows: int, width: int, scored: int) -> int:
+    """Working memory of one pass of ``rows`` x ``width`` tokens, ``scored`` of them projected onto the vocabulary."""
     cfg = _text_config(config)
     intermediate = getattr(cfg, "intermediate_size", None) or 4 * cfg.hidden_size
-    return itemsize * (6 * cfg.hidden_size + 3 * intermediate + (cfg.num_attention_heads + 1) * width)
-
-
-def forward_bytes(config: Any, itemsize: int, rows: int, width: int, scored: int) -> int:
-    """Working memory of one forward pass (the formula of this module's docstring)."""
-    vocab = _text_config(config).vocab_size
-    return rows * width * token_bytes(config, itemsize, width) + scored * vocab * (itemsize + 8)
+    per_token = itemsize * (6 * cfg.hidden_size + 3 * intermediate + (cfg.num_attention_heads + 1) * width)
+    return rows * width * per_token + scored * cfg.vocab_size * (itemsize + 8)
 
 
 def kv_bytes_per_token(model: Any) -> int:

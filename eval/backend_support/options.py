@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import types
 import typing
-from dataclasses import MISSING, Field, asdict, dataclass, fields, replace
+from dataclasses import MISSING, asdict, fields, replace
 from typing import Any
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
@@ -21,17 +21,6 @@ _NONE_WORDS = frozenset({"none", "null"})
 
 class BackendOptionError(ValueError):
     """A --backend-arg the backend does not have, or a value of the wrong type."""
-
-
-@dataclass(frozen=True)
-class OptionInfo:
-    """One option of a backend, as ``evalita-eval backends`` lists it."""
-
-    name: str
-    type: str
-    default: Any
-    help: str
-    changes_numbers: bool
 
 
 _WORDS = {"int_parsing": "an integer", "int_type": "an integer", "int_from_float": "a whole number",
@@ -85,19 +74,6 @@ def _from_text(value: Any, tp: Any) -> Any:
     return value
 
 
-def describe_options(backend: type[Backend]) -> list[OptionInfo]:
-    """The options of a backend, in declaration order (none for a backend without ``Options``)."""
-    if backend.Options is None:
-        return []
-    hints = typing.get_type_hints(backend.Options)
-    return [OptionInfo(f.name, _type_name(hints[f.name]), _default(f), f.metadata.get("help", ""),
-                       f.metadata.get("changes_numbers", True)) for f in fields(backend.Options)]
-
-
-def _default(f: Field) -> Any:
-    return f.default_factory() if f.default_factory is not MISSING else f.default  # type: ignore[misc]
-
-
 def resolve_options(backend: type[Backend], options: BackendOptions) -> tuple[BackendOptions, Any]:
     """(the BackendOptions to build ``backend`` from, ``engine`` set to its ``Options`` instance, which
     ``from_options`` reads; that instance or None). An unknown name or a value of the wrong type is an error."""
@@ -132,3 +108,15 @@ def engine_fields(backend: Backend) -> dict[str, Any] | None:
     """The typed ``Options`` of a built backend as a dict; None for a backend without them."""
     engine = backend.engine_options
     return None if engine is None else asdict(engine)
+
+
+def option_rows(backend: type[Backend]) -> list[tuple[str, str, str, str]]:
+    """A backend's options as ``evalita-eval backends`` lists them, in declaration order: name, type, default, help."""
+    hints = typing.get_type_hints(backend.Options) if backend.Options is not None else {}
+    rows = []
+    for f in fields(backend.Options) if backend.Options is not None else ():
+        default = f.default_factory() if f.default_factory is not MISSING else f.default  # type: ignore[misc]
+        keyed = "" if f.metadata.get("changes_numbers", True) else " [cannot change a number: not in the cache key]"
+        rows.append((f.name, _type_name(hints[f.name]), "default none" if default is None else f"default {default!r}",
+                     f.metadata.get("help", "") + keyed))
+    return rows

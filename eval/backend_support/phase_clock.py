@@ -1,10 +1,6 @@
-"""Where a generation batch's time goes: the pass over its prompts, then one step per new token.
-
-A batch's time is not proportional to its budget tokens (a decode step costs nearly a whole forward for one token per
-row; bench/README.md measured 59 s said for 140 s of work). ``PhaseClock`` is a transformers streamer
-(``generate(streamer=...)`` calls it with the prompt's ids, then once per new token) that only reads the clock;
-``GenerationPhases`` adds up what it measured, and running/estimate.py prices the prompts and the steps left apart.
-"""
+"""Where a generation batch's time goes: the pass over its prompts, then one step per new token (docs/evaluator.md,
+the time estimate). ``PhaseClock``, a transformers streamer, only reads the clock; ``GenerationPhases`` adds up what it
+measured, and running/estimate.py prices the prompts and the steps left apart."""
 
 from __future__ import annotations
 

@@ -1,15 +1,11 @@
 """The one tokenisation of every token-level backend (``hf``, ``vllm``, ``openai`` with a local tokenizer):
-lm-evaluation-harness 0.4.x's HF rules, as its ``TemplateLM`` keeps them in one place (docs/evaluator.md).
-"""
+lm-evaluation-harness 0.4.x's HF rules, as its ``TemplateLM`` keeps them in one place (docs/evaluator.md)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from ..api import LLRequest
-
-Key = tuple[str, bool]  # (text, add special tokens)
-EncodeTexts = Callable[[list[Key]], dict[Key, list[int]]]
 
 
 def prefix_token_id(tokenizer: Any) -> int:
@@ -23,58 +19,32 @@ def default_add_special_tokens(tokenizer: Any, text: str) -> bool:
     return not text.startswith(tokenizer.decode([prefix_token_id(tokenizer)]))
 
 
-def one_text_at_a_time(tokenizer: Any) -> EncodeTexts:
-    """``EncodeTexts`` by ``tokenizer.encode``, each distinct text once."""
-    return lambda keys: {key: tokenizer.encode(key[0], add_special_tokens=key[1]) for key in dict.fromkeys(keys)}
-
-
-def _pair_keys(tokenizer: Any, context: str, continuation: str, add_special_tokens: bool | None) -> tuple[Key, Key]:
-    """(context, context + continuation) to encode: trailing whitespace moved to the continuation."""
+def encode_pair(tokenizer: Any, context: str, continuation: str, add_special_tokens: bool | None = None
+                ) -> tuple[list[int], list[int]]:
+    """(context ids, continuation ids) as lm-eval 0.4.x computes them: the context's trailing whitespace moved to the
+    continuation, whose tokens are those of ``encode(context + continuation)`` after ``len(encode(context))``;
+    ``add_special_tokens=None``: ``default_add_special_tokens``."""
     n_spaces = len(context) - len(context.rstrip())
     if n_spaces > 0:
         continuation = context[-n_spaces:] + continuation
         context = context[:-n_spaces]
     if add_special_tokens is None:
         add_special_tokens = default_add_special_tokens(tokenizer, context + continuation)
-    return (context, add_special_tokens), (context + continuation, add_special_tokens)
-
-
-def encode_pair(tokenizer: Any, context: str, continuation: str, add_special_tokens: bool | None = None
-                ) -> tuple[list[int], list[int]]:
-    """(context ids, continuation ids) as lm-eval 0.4.x computes them: the context's trailing whitespace moved to the
-    continuation, whose tokens are those of ``encode(context + continuation)`` after ``len(encode(context))``;
-    ``add_special_tokens=None``: ``default_add_special_tokens``."""
-    ctx_key, whole_key = _pair_keys(tokenizer, context, continuation, add_special_tokens)
-    ids = one_text_at_a_time(tokenizer)([ctx_key, whole_key])
-    ctx = list(ids[ctx_key])
-    return ctx, list(ids[whole_key][len(ctx):])
-
-
-def encode_requests(tokenizer: Any, requests: Sequence[LLRequest],
-                    encode_texts: EncodeTexts | None = None) -> list[tuple[list[int], list[int]]]:
-    """(context ids, continuation ids) per request: ``encode_pair``, and an empty context becomes lm-eval's prefix
-    token. ``encode_texts`` (default: one text at a time) encodes every distinct text the requests need in one call,
-    so that a scorer may call its tokenizer in batches and still apply exactly these rules."""
-    plans: list[tuple[Key | None, Key]] = []
-    for req in requests:
-        if req.context == "":
-            plans.append((None, (req.continuation, default_add_special_tokens(tokenizer, req.continuation))))
-        else:
-            plans.append(_pair_keys(tokenizer, req.context, req.continuation, None))
-    ids = (encode_texts or one_text_at_a_time(tokenizer))([key for plan in plans for key in plan if key is not None])
-    out = []
-    for ctx_key, whole_key in plans:
-        if ctx_key is None:
-            out.append(([prefix_token_id(tokenizer)], list(ids[whole_key])))
-            continue
-        ctx = list(ids[ctx_key])
-        out.append((ctx, list(ids[whole_key][len(ctx):])))
-    return out
+    ctx = tokenizer.encode(context, add_special_tokens=add_special_tokens)
+    return ctx, tokenizer.encode(context + continuation, add_special_tokens=add_special_tokens)[len(ctx):]
 
 
 def encode_request(tokenizer: Any, req: LLRequest) -> tuple[list[int], list[int]]:
-    """(context ids, continuation ids) of one request (``encode_requests``)."""
-    return encode_requests(tokenizer, [req])[0]
+    """(context ids, continuation ids) of one request: ``encode_pair``, and an empty context becomes lm-eval's prefix
+    token."""
+    if req.context == "":
+        special = default_add_special_tokens(tokenizer, req.continuation)
+        return [prefix_token_id(tokenizer)], tokenizer.encode(req.continuation, add_special_tokens=special)
+    return encode_pair(tokenizer, req.context, req.continuation)
+
+
+def encode_requests(tokenizer: Any, requests: Sequence[LLRequest]) -> list[tuple[list[int], list[int]]]:
+    return [encode_request(tokenizer, r) for r in requests]
 
 
 def render_chat(tokenizer: Any, model_name: str, messages: list[dict[str, str]], **template_kwargs: Any) -> str:

@@ -1,11 +1,6 @@
-"""A vLLM logits processor that forces given continuation tokens (``--backend vllm``).
-
-Loaded into the engine by name (``logits_processors=["evalita_eval.backend_support.vllm_force:ForceTokens"]``,
-``backends/vllm.py``); a request opts in with ``SamplingParams.extra_args = {"evalita_force_tokens": [t1, ..., tn]}``:
-at its k-th generated position every token but ``t_k`` gets -inf, so greedy sampling takes ``t_k``. The log-probs vLLM
-returns are computed before any processor (``logprobs_mode="raw_logprobs"``), so they are the model's own. Requests
-without the key are left untouched. This module imports vLLM: only the engine loads it.
-"""
+"""A vLLM logits processor that forces given continuation tokens (``--backend vllm``, docs/engines.md): a request
+with ``SamplingParams.extra_args = {"evalita_force_tokens": [t1, ..., tn]}`` gets -inf for every token but ``t_k`` at
+its k-th generated position; requests without the key are left untouched. It imports vLLM: only the engine loads it."""
 
 from __future__ import annotations
 

@@ -31,9 +31,8 @@ def register_backend(name: str):
 
 
 def _discover() -> None:
-    """Import every module of this package, then every entry point of the group ``evalita_llm.backends`` (other
-    distributions' backends): a module that registers its backends with ``@register_backend``, or a Backend subclass,
-    registered under the entry point's name unless it registered itself."""
+    """Import every module of this package, then every entry point of ``ENTRY_POINT_GROUP``: a module that registers its
+    backends, or a Backend subclass, registered under the entry point's name unless it registered itself."""
     global _DISCOVERED
     if _DISCOVERED:
         return

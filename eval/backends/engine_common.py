@@ -9,7 +9,22 @@ from typing import Any, Sequence
 from ..api import GenRequest, LLRequest
 from ..backend_support.gguf import GGUFModel, pretrained_source
 from ..backend_support.tokenization import default_add_special_tokens, encode_request
-from .hf_loading import resolve_max_length
+
+DEFAULT_MAX_LENGTH = 2048  # lm-eval's default when neither config nor tokenizer says
+_TOKENIZER_INFINITY = 1000000000000000019884624838656
+
+
+def resolve_max_length(config: Any, tokenizer: Any) -> int:
+    """lm-eval's ``resolve_max_length``: config n_positions/max_position_embeddings/n_ctx, else tokenizer."""
+    cfg = getattr(config, "text_config", None) or config
+    for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
+        value = getattr(cfg, attr, None)
+        if value is not None:
+            return int(value)
+    mml = getattr(tokenizer, "model_max_length", None)
+    if mml is not None and mml != _TOKENIZER_INFINITY:
+        return int(mml)
+    return DEFAULT_MAX_LENGTH
 
 
 @dataclass(frozen=True)
@@ -77,5 +92,5 @@ def load_tokenizer(model: str, revision: str | None, trust_remote_code: bool, gg
     source, files = pretrained_source(model, gguf)
     tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code, **files)
     if gguf is not None:
-        tokenizer.name_or_path = str(gguf.local_path or f"{gguf.source}/{gguf.file}")
+        tokenizer.name_or_path = gguf.location
     return tokenizer

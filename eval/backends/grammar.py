@@ -1,10 +1,6 @@
 """Constrained decoding on a local model (the ``hf`` backend): an ``api.Constraint`` compiled by xgrammar and enforced
-as a ``transformers`` logits processor.
-
-Why xgrammar: vLLM uses the same pinned version for structured outputs, so both backends enforce one grammar with one
-library; outlines-core and llguidance lack a maintained ``transformers`` path of that version, lm-format-enforcer is
-slower. The budget rule (docs/settings.md) reads the closings the constraint carries, never the task registry.
-"""
+as a ``transformers`` logits processor (why xgrammar: docs/settings.md). The budget rule (docs/settings.md) reads the
+closings the constraint carries, never the task registry."""
 
 from __future__ import annotations
 
@@ -23,15 +19,6 @@ def closing_rule(constraint: Constraint) -> tuple[tuple[str, ...], tuple[str, ..
     return ((constraint.empty_answer,) if constraint.empty_answer else ()) + window, window
 
 
-def ebnf(constraint: Constraint) -> str:
-    """The constraint as an xgrammar EBNF grammar (choices as quoted alternatives)."""
-    if constraint.kind == "choice":
-        if not constraint.choices:
-            raise ValueError("a choice constraint needs at least one choice")
-        return "root ::= " + " | ".join(json.dumps(c, ensure_ascii=False) for c in constraint.choices)
-    raise ValueError(f"constraint kind {constraint.kind!r} has no EBNF form; compile it as a regex")
-
-
 class GrammarCache:
     """Compiles each distinct constraint once per tokenizer."""
 
@@ -47,8 +34,11 @@ class GrammarCache:
         if constraint not in self._compiled:
             if constraint.kind == "regex":
                 self._compiled[constraint] = self.compiler.compile_regex(constraint.pattern)
-            elif constraint.kind == "choice":
-                self._compiled[constraint] = self.compiler.compile_grammar(ebnf(constraint))
+            elif constraint.kind == "choice":  # an xgrammar EBNF grammar of quoted alternatives
+                if not constraint.choices:
+                    raise ValueError("a choice constraint needs at least one choice")
+                alternatives = " | ".join(json.dumps(c, ensure_ascii=False) for c in constraint.choices)
+                self._compiled[constraint] = self.compiler.compile_grammar("root ::= " + alternatives)
             else:
                 raise ValueError(f"unknown constraint kind {constraint.kind!r}; expected choice or regex")
         return self._compiled[constraint]

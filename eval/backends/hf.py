@@ -1,13 +1,10 @@
-"""The plain Hugging Face transformers backend (``--backend hf``), as lm-eval's ``HFLM._loglikelihood_tokens`` and
-``HFLM.generate_until`` (memory: docs/evaluator.md#memory).
-
-``plain_loglikelihood`` is the reference: one request at a time, full forward pass, no cache; every faster path is
-tested against it.
-"""
+"""The plain Hugging Face transformers backend (``--backend hf``), as lm-eval's ``HFLM`` loads the model and runs
+``_loglikelihood_tokens`` and ``generate_until`` (memory: docs/evaluator.md#memory). ``plain_loglikelihood`` is the
+reference: one request at a time, full forward pass, no cache; every faster path is tested against it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any, Callable, Sequence
 
@@ -17,12 +14,68 @@ from ..backend_support.memory import (CPU_PASS_TOKENS, forward_bytes, kv_bytes_p
                                       return_freed_memory)
 from ..backend_support.tokenization import default_add_special_tokens, encode_request, render_chat
 from ..backend_support.logits import logits_at, plain_head
-from ..backend_support.gguf import gguf_file_option
+from ..backend_support.gguf import gguf_file_option, gguf_model, pretrained_source, require_gguf
+from ..backend_support.identity import model_identity
+from ..backend_support.options import engine_fields
 from ..backend_support.phase_clock import GenerationPhases, PhaseClock
 from . import register_backend
-from .engine_common import stop_strings
-from .hf_batches import longest_first, scoring_groups, token_budget_batches
-from .hf_loading import load_hf
+from .engine_common import load_tokenizer, resolve_max_length, stop_strings
+from .hf_batches import chunks, longest_first, scoring_groups, token_budget_batches
+
+
+@dataclass
+class LoadedModel:
+    model: Any
+    tokenizer: Any
+    max_length: int
+    name_or_path: str
+
+
+def _torch_dtype(dtype: str) -> Any:
+    import torch
+
+    if dtype == "auto":
+        return "auto"
+    try:
+        return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+    except KeyError:
+        raise ValueError(f"unknown dtype {dtype!r}; use auto, float32, float16 or bfloat16") from None
+
+
+def load_hf(options: BackendOptions) -> LoadedModel:
+    """Tokenizer and ``AutoModelForCausalLM`` as lm-eval's HFLM sets them up; loads nothing remote unless
+    ``options.model`` is a Hub id. ``device="auto"``: accelerate's ``device_map="auto"`` over every visible GPU (and the
+    CPU); ``threads``: torch's intra-op threads; a GGUF file is dequantized by transformers (docs/evaluator.md)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if options.threads is not None:
+        torch.set_num_threads(options.threads)
+    device = options.device
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError("--device cuda was asked for but torch sees no CUDA device")
+    # The typed options (HFOptions.gguf_file); a direct call with options not resolved yet: the --backend-arg as given.
+    gguf = gguf_model(options.model, asdict(options.engine) if options.engine is not None else options.extra)
+    if gguf is not None:
+        require_gguf(options.model)
+    source, files = pretrained_source(options.model, gguf)
+    placement: dict[str, Any] = {}
+    if device == "auto":
+        import importlib.util
+
+        if importlib.util.find_spec("accelerate") is None:
+            raise RuntimeError("--device auto needs accelerate: pip install accelerate")
+        placement["device_map"] = "auto"
+    tokenizer = load_tokenizer(options.model, options.revision, options.trust_remote_code, gguf)
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=_torch_dtype(options.dtype), revision=options.revision,
+                                                 trust_remote_code=options.trust_remote_code, **files, **placement)
+    if not placement:
+        model = model.to(device)
+    model.eval()
+    if tokenizer.pad_token_id is None:  # lm-eval's configure_pad_token: pad with unk, else eos
+        tokenizer.pad_token_id = tokenizer.unk_token_id if tokenizer.unk_token is not None else tokenizer.eos_token_id
+    max_length = options.max_length or resolve_max_length(model.config, tokenizer)
+    return LoadedModel(model, tokenizer, max_length, options.model)
 
 
 def plain_loglikelihood(model: Any, tokenizer: Any, requests: Sequence[LLRequest], max_length: int) -> list[LLResult]:
@@ -86,38 +139,6 @@ def continuation_scores(model: Any, ids: Any, keep: Any, targets: Sequence[Seque
     return out
 
 
-class OnHFModel:
-    """What every backend on a loaded transformers model and tokenizer shares: its cache identity and chat template."""
-
-    model: Any
-    tokenizer: Any
-    max_length: int
-
-    def _identify(self, name_or_path: str) -> None:
-        self.name_or_path = name_or_path or getattr(self.model, "name_or_path", "")
-        self.dtype = str(self.model.dtype).removeprefix("torch.")
-
-    def cache_identity(self) -> dict[str, Any]:
-        from ..backend_support.gguf import gguf_identity
-        from ..backend_support.options import engine_fields
-        from ..backend_support.identity import model_source_identity, tokenizer_identity
-
-        identity = super().cache_identity()  # type: ignore[misc]  # Backend's, next in every subclass's MRO
-        identity.update(model_source_identity(self.name_or_path, identity.get("revision")))
-        identity.update(tokenizer_identity(self.tokenizer, self.name_or_path))
-        identity.update(gguf_identity(self.name_or_path, identity.get("revision"), engine_fields(self)) or {})
-        # The device type: CPU and GPU kernels round differently (a device index does not matter). The batch size
-        # stays out, by measurement on the tiny model (64 requests, float32, CPU): batch sizes 1/3/8/32 give
-        # bitwise-different log-likelihoods for up to half of them (at most 7.6e-6 apart), but so does the batch's
-        # composition at one batch size (6 of 32 differ when every other request is scored alone), and a resumed run
-        # batches only the requests still missing: no key makes a rerun bitwise-equal.
-        identity.update(dtype=self.dtype, max_length=self.max_length, device=self.model.device.type)
-        return identity
-
-    def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
-        return render_chat(self.tokenizer, self.name_or_path, messages)
-
-
 @dataclass(frozen=True)
 class HFOptions:
     """Beyond the common options (--batch-size, --device, --dtype...): a GGUF file (eval/backend_support/gguf.py)."""
@@ -126,7 +147,7 @@ class HFOptions:
 
 
 @register_backend("hf")
-class HFBackend(OnHFModel, Backend):
+class HFBackend(Backend):
     """Batched plain transformers forward passes; parity-tested against lm-eval's ``hf`` model."""
 
     # Constrained requests: an xgrammar logits processor in generate (eval/settings/constrained.py).
@@ -140,8 +161,12 @@ class HFBackend(OnHFModel, Backend):
             raise ValueError(f"batch size must be at least 1, got {batch_size}")
         self.model, self.tokenizer, self.max_length = model, tokenizer, max_length
         self.num_parameters = model.num_parameters()  # as lm-eval's HFLM records them
+        layers, width = (getattr(model.config, k, 0) for k in ("num_hidden_layers", "hidden_size"))
+        if layers and width:
+            self.attention_span = model.num_parameters(exclude_embeddings=True) // (4 * layers * width) or None
         self.batch_size = batch_size  # None (--batch-size auto): batches sized by tokens to fit the memory budget
-        self._identify(name_or_path)
+        self.name_or_path = name_or_path or getattr(model, "name_or_path", "")
+        self.dtype = str(model.dtype).removeprefix("torch.")
         # Inputs go where the first layer is (device_map="auto" dispatches the rest).
         self.device, self._itemsize = model.device, model.dtype.itemsize
         self._budget = memory_budget(max_memory, self.device) if batch_size is None else 0
@@ -153,6 +178,20 @@ class HFBackend(OnHFModel, Backend):
         loaded = load_hf(options)
         return cls(loaded.model, loaded.tokenizer, max_length=loaded.max_length, batch_size=options.batch_size,
                    name_or_path=options.model, max_memory=options.max_memory)
+
+    def cache_identity(self) -> dict[str, Any]:
+        identity = model_identity(super().cache_identity(), self.name_or_path, self.tokenizer,
+                                  engine_fields(self) or {})
+        # The device type: CPU and GPU kernels round differently (a device index does not matter). The batch size
+        # stays out, by measurement on the tiny model (64 requests, float32, CPU): batch sizes 1/3/8/32 give
+        # bitwise-different log-likelihoods for up to half of them (at most 7.6e-6 apart), but so does the batch's
+        # composition at one batch size (6 of 32 differ when every other request is scored alone), and a resumed run
+        # batches only the requests still missing: no key makes a rerun bitwise-equal.
+        identity.update(dtype=self.dtype, max_length=self.max_length, device=self.model.device.type)
+        return identity
+
+    def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
+        return render_chat(self.tokenizer, self.name_or_path, messages)
 
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
         """One forward row per group of requests that read the same input (lm-eval's grouping: the one-token choices
@@ -202,7 +241,7 @@ class HFBackend(OnHFModel, Backend):
     def _scoring_batches(self, order: list[int], lengths: list[int], scored: list[int]) -> list[list[int]]:
         """``order`` cut into forward passes: ``batch_size`` rows each, or as many as fit the memory budget."""
         if self.batch_size is not None:
-            return [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
+            return chunks(order, self.batch_size)
         need = partial(forward_bytes, self.model.config, self._itemsize)  # bytes of (rows, width, scored)
         return token_budget_batches(order, lengths, scored, need, self._budget)
 
@@ -262,7 +301,7 @@ class HFBackend(OnHFModel, Backend):
         """``order`` cut into ``generate`` calls: ``batch_size`` requests each, or as many as fit the budget with their
         key/value cache (``lengths``: context + new tokens)."""
         if self.batch_size is not None:
-            return [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
+            return chunks(order, self.batch_size)
         kv = kv_bytes_per_token(self.model)
 
         def cost(rows: int, width: int, _scored: int) -> int:

@@ -1,21 +1,18 @@
-"""How the ``hf`` backend cuts log-likelihood requests into forward passes (pure, no torch).
-
-``scoring_groups`` is lm-eval 0.4.13's one-forward-per-context rule (``HFLM`` with its
-``Collator(group_by="contexts")``): requests whose ``context + continuation[:-1]`` tokens are equal read exactly the
-same model input, so one forward pass of the group's longest continuation scores them all (a one-token choice reads the
-last position, a longer one the last ``len(continuation)`` positions). ``token_budget_batches`` cuts an order into
-passes within a memory budget. bench/work.py counts the model tokens with these same functions.
-"""
+"""How the ``hf`` backend cuts log-likelihood requests into forward passes (pure, no torch; bench/work.py counts the
+model tokens with these same functions)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
+
+T = TypeVar("T")
 
 
 def scoring_groups(encoded: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[list[int]]:
-    """Request indices grouped by ``context + continuation[:-1]`` tokens, groups in order of first appearance, each
-    group's first index the first of its longest continuations (the one whose forward pass scores the group, as
-    lm-eval's ``Collator.get_batched``); the other indices follow in request order."""
+    """lm-eval 0.4.13's one forward pass per context (``HFLM``, ``Collator(group_by="contexts")``): request indices
+    grouped by ``context + continuation[:-1]`` tokens (the same model input), groups in order of first appearance, each
+    group's first index the first of its longest continuations (whose pass scores it: ``Collator.get_batched``), the
+    others in request order."""
     groups: dict[tuple[int, ...], list[int]] = {}
     for i, (ctx, cont) in enumerate(encoded):
         groups.setdefault(tuple(ctx) + tuple(cont[:-1]), []).append(i)
@@ -50,3 +47,8 @@ def token_budget_batches(order: Sequence[int], lengths: Any, scored: Any, cost: 
     if cur:
         batches.append(cur)
     return batches
+
+
+def chunks(items: list[T], size: int) -> list[list[T]]:
+    """``items`` cut, in order, into runs of ``size`` (the last one shorter)."""
+    return [items[s : s + size] for s in range(0, len(items), size)]

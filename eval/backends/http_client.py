@@ -233,6 +233,3 @@ class OpenAIClient:
             return [fn(x) for x in items]
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             return list(pool.map(fn, items))
-
-    def close(self) -> None:
-        """Nothing held between requests (one connection per request)."""

@@ -1,8 +1,6 @@
-"""Backends on an OpenAI-compatible HTTP server (vLLM, SGLang, TGI, llama.cpp, hosted APIs; docs/engines.md).
-
+"""Backends on an OpenAI-compatible HTTP server (vLLM, SGLang, TGI, llama.cpp, hosted APIs; docs/engines.md):
 ``openai-completions``: log-likelihoods from the echoed prompt's token log-probs, prompts as token ids tokenised
-locally with the HF path's rules. ``openai-chat``: generation only, under the server's chat template.
-"""
+locally with the HF path's rules. ``openai-chat``: generation only, under the server's chat template."""
 
 from __future__ import annotations
 
@@ -18,25 +16,13 @@ from ..api import (LOGPROB_ROUNDING, Backend, BackendOptions, BackendUnsupported
 from . import register_backend
 from .http_client import (BACKOFF_BASE_S, MAX_BODY_BYTES, MalformedAnswer, OpenAIClient, ServerError, excerpt,
                           json_type)
+from .hf_batches import chunks
 from .engine_common import generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
+from ..backend_support.identity import model_identity
 from ..backend_support.options import engine_of
 from ..backend_support.tokenization import render_chat
 
 T = TypeVar("T")
-
-
-def _api_key(server: "ServerOptions") -> str | None:
-    if not server.api_key_env:
-        return None
-    key = os.environ.get(server.api_key_env)
-    if not key:
-        raise ValueError(f"--backend-arg api_key_env names the environment variable {server.api_key_env}, which is not "
-                         "set or empty")
-    return key
-
-
-def _chunks(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 @dataclass(frozen=True)
@@ -73,9 +59,13 @@ class _OpenAIBase(Backend):
             raise ValueError("--batch-size auto sizes batches by the model's memory; a server backend takes a number "
                              "(requests per HTTP request)")
         self.model_name, self.batch_size = options.model, options.batch_size
+        key = os.environ.get(server.api_key_env) if server.api_key_env else None
+        if server.api_key_env and not key:
+            raise ValueError(f"--backend-arg api_key_env names the environment variable {server.api_key_env}, which is "
+                             "not set or empty")
         # The answer bound and the backoff are read here, at construction (module settings tests lower).
-        self.client = OpenAIClient(server.base_url, _api_key(server), server.timeout_s, server.max_retries,
-                                   server.concurrency, MAX_BODY_BYTES, BACKOFF_BASE_S)
+        self.client = OpenAIClient(server.base_url, key, server.timeout_s, server.max_retries, server.concurrency,
+                                   MAX_BODY_BYTES, BACKOFF_BASE_S)
         self.dtype, self.base_url = "server", server.base_url.rstrip("/")  # dtype: the server's choice
         # Token ids decoded here as the HF path does (the server's text holds back a trailing incomplete UTF-8 char).
         self.server_token_ids = server.server_token_ids
@@ -111,19 +101,11 @@ class _OpenAIBase(Backend):
     def cache_identity(self) -> dict[str, Any]:
         """The server, its model, the local tokenizer, the max length, every --backend-arg that changes a number;
         never the API key nor its variable's name (another key to the same server gives the same numbers)."""
-        from ..backend_support.identity import model_source_identity, tokenizer_identity
-
-        identity = super().cache_identity()
-        identity.pop("device", None)  # the server's device, not ours
-        identity.update(model_source_identity(self.model_name, identity.get("revision")))
-        identity.update(tokenizer_identity(self.tokenizer, self.model_name))
+        identity = model_identity(super().cache_identity(), self.model_name, self.tokenizer)
         identity.update(base_url=self.base_url, served_model=self.model_name,
                         max_length=getattr(self, "max_length", None))
         identity.get("options", {}).pop("base_url", None)  # normalised above: a trailing "/" is the same server
         return identity
-
-    def close(self) -> None:
-        self.client.close()
 
 
 @register_backend("openai-completions")
@@ -145,7 +127,7 @@ class OpenAICompletionsBackend(_OpenAIBase):
         return render_chat(self.tokenizer, self.model_name, messages)
 
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
-        batches = _chunks(ll_windows(self.tokenizer, requests, self.max_length), self.batch_size)
+        batches = chunks(ll_windows(self.tokenizer, requests, self.max_length), self.batch_size)
 
         def score(job: tuple[int, Sequence[Any]]) -> list[LLResult]:
             number, batch = job
@@ -166,7 +148,7 @@ class OpenAICompletionsBackend(_OpenAIBase):
         groups: dict[tuple, list[int]] = {}
         for i, r in enumerate(requests):
             groups.setdefault((r.stop, r.max_new_tokens, r.constraint), []).append(i)
-        order = [part for idx in groups.values() for part in _chunks(idx, self.batch_size)]
+        order = [part for idx in groups.values() for part in chunks(idx, self.batch_size)]
 
         def gen(job: tuple[int, Sequence[int]]) -> list[str]:
             number, part = job

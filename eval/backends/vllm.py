@@ -11,7 +11,8 @@ from typing import Any, Iterator, Sequence
 from ..api import Backend, BackendOptions, Capabilities, GenRequest, LLRequest, LLResult, backend_option, cut_at_stop
 from . import register_backend
 from .engine_common import LLWindow, generation_prompt, ll_windows, load_tokenizer, model_max_length, stop_strings
-from ..backend_support.gguf import GGUFModel, gguf_file_option, gguf_identity, gguf_model, require_gguf
+from ..backend_support.gguf import gguf_file_option, gguf_model, require_gguf
+from ..backend_support.identity import model_identity
 from .vllm_scoring import check_mode, plan_loglikelihood
 from ..backend_support.options import engine_fields, engine_of
 from ..backend_support.tokenization import render_chat
@@ -20,7 +21,7 @@ from ..backend_support.tokenization import render_chat
 FORCE_PROCESSOR = "evalita_eval.backend_support.vllm_force:ForceTokens"
 # vLLM's counters read by ``engine_counters`` (computed prompt tokens: the first minus the second).
 ENGINE_COUNTERS = ("vllm:prompt_tokens", "vllm:prompt_tokens_cached", "vllm:generation_tokens", "vllm:request_success")
-DTYPES = {"auto": "auto", "float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
+DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
 def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "prefill") -> dict[str, Any]:
@@ -28,10 +29,13 @@ def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "pref
     engine = engine_of(VLLMBackend, options)
     if options.dtype not in DTYPES:
         raise ValueError(f"unknown dtype {options.dtype!r}; use auto, float32, float16 or bfloat16")
+    gguf = gguf_model(options.model, asdict(engine))
     # max_model_len: one more than the model reads, room for the one token vLLM samples after the longest
     # log-likelihood window (never computed). Prefix caching computes each context once. raw_logprobs: log-probs of
-    # the model's logits, before any processor (forced continuations, allowed_token_ids).
-    kw: dict[str, Any] = {**gguf_engine_source(options), "revision": options.revision, "dtype": DTYPES[options.dtype],
+    # the model's logits, before any processor (forced continuations, allowed_token_ids). A GGUF model: the .gguf
+    # itself as model and tokenizer, so that vLLM's tokenizer is the file's, as ours (vLLM >= 0.24: vllm-gguf-plugin).
+    source = options.model if gguf is None else gguf.location
+    kw: dict[str, Any] = {"model": source, "tokenizer": source, "revision": options.revision, "dtype": options.dtype,
                           "trust_remote_code": options.trust_remote_code,
                           "tensor_parallel_size": engine.tensor_parallel_size,
                           "max_model_len": engine.max_model_len or max_length + 1,
@@ -50,43 +54,9 @@ def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "pref
     return kw
 
 
-def gguf_engine_source(options: BackendOptions) -> dict[str, str]:
-    """``model`` and ``tokenizer`` of ``vllm.LLM``: the model folder or Hub id for both, or for a GGUF model the .gguf
-    itself for both, so that vLLM's tokenizer is the file's, as ours is (vLLM >= 0.24: ``vllm-gguf-plugin``)."""
-    gguf = gguf_model(options.model, asdict(engine_of(VLLMBackend, options)))
-    if gguf is None:
-        return {"model": options.model, "tokenizer": options.model}
-    path = str(gguf.local_path) if gguf.local_path is not None else f"{gguf.source}/{gguf.file}"
-    return {"model": path, "tokenizer": path}
-
-
-def engine_max_length(options: BackendOptions, tokenizer: Any, gguf: GGUFModel | None = None) -> int:
-    """The most tokens the model reads (lm-eval's max_length): the option, else what max_model_len leaves room for,
-    else lm-eval's rule on the model's config."""
-    if options.max_length is not None:
-        return options.max_length
-    if engine_of(VLLMBackend, options).max_model_len is not None:
-        return engine_of(VLLMBackend, options).max_model_len - 1
-    return model_max_length(options.model, tokenizer, options.revision, options.trust_remote_code, gguf)
-
-
 @contextmanager
-def _scoped_env(values: dict[str, str]) -> Iterator[None]:
-    """Set environment variables for the engine's construction only (vLLM reads them then)."""
-    before = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
-def construction_env(options: BackendOptions, scoring: str) -> dict[str, str]:
-    """What the engine's construction needs in the environment."""
+def construction_env(options: BackendOptions, scoring: str) -> Iterator[None]:
+    """The environment the engine's construction needs (vLLM reads it then), restored after."""
     env = {}
     if engine_of(VLLMBackend, options).max_model_len is None:
         # Let vLLM accept max_model_len = the config's limit + 1 (see engine_kwargs).
@@ -98,7 +68,16 @@ def construction_env(options: BackendOptions, scoring: str) -> dict[str, str]:
             raise ValueError("VLLM_USE_V2_MODEL_RUNNER=1: the forced continuations of --backend vllm need the V1 model "
                              "runner; unset it, or pass --backend-arg vllm_loglikelihood=prompt_logprobs")
         env["VLLM_USE_V2_MODEL_RUNNER"] = "0"
-    return env
+    before = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @dataclass(frozen=True)
@@ -157,17 +136,21 @@ class VLLMBackend(Backend):
         except ImportError as err:
             raise EngineMissing("--backend vllm needs vLLM: pip install -e '.[vllm]' in a clone of evalita-llm (CPU "
                                 "build), or pip install vllm (GPU)") from err
-        scoring = check_mode(engine_of(cls, options).vllm_loglikelihood)  # before the engine loads
-        gguf = gguf_model(options.model, asdict(engine_of(cls, options)))
+        engine = engine_of(cls, options)
+        scoring = check_mode(engine.vllm_loglikelihood)  # before the engine loads
+        gguf = gguf_model(options.model, asdict(engine))
         if gguf is not None:
             require_gguf(options.model)
         tokenizer = load_tokenizer(options.model, options.revision, options.trust_remote_code, gguf)
-        max_length = engine_max_length(options, tokenizer, gguf)
+        max_length = options.max_length  # lm-eval's: the option, else what max_model_len leaves room for, else its rule
+        if max_length is None:
+            max_length = engine.max_model_len - 1 if engine.max_model_len is not None else model_max_length(
+                options.model, tokenizer, options.revision, options.trust_remote_code, gguf)
         kwargs = engine_kwargs(options, max_length, scoring)
         if kwargs["max_model_len"] < max_length + 1:
             raise ValueError(f"--backend-arg max_model_len={kwargs['max_model_len']} must be at least the maximum "
                              f"length {max_length} + 1")
-        with _scoped_env(construction_env(options, scoring)):
+        with construction_env(options, scoring):
             llm = LLM(**kwargs)
         dtype = str(llm.llm_engine.model_config.dtype).removeprefix("torch.")
         return cls(llm, tokenizer, options.model, max_length, dtype, scoring)
@@ -175,13 +158,8 @@ class VLLMBackend(Backend):
     def cache_identity(self) -> dict[str, Any]:
         """The model's files, resolved dtype and max length, the chat template, and the options
         that change numbers (``VLLMOptions``); not --device (vLLM picks its platform)."""
-        from ..backend_support.identity import model_source_identity, tokenizer_identity
-
-        identity = super().cache_identity()
-        identity.pop("device", None)
-        identity.update(model_source_identity(self.name_or_path, identity.get("revision")))
-        identity.update(tokenizer_identity(self.tokenizer, self.name_or_path))
-        identity.update(gguf_identity(self.name_or_path, identity.get("revision"), engine_fields(self)) or {})
+        identity = model_identity(super().cache_identity(), self.name_or_path, self.tokenizer,
+                                  engine_fields(self) or {})
         identity.update(dtype=self.dtype, max_length=self.max_length)
         return identity
 

@@ -35,7 +35,7 @@ main.add_command(run_command)
 def backends() -> None:
     """List the backends (built-in and installed through the evalita_llm.backends entry point) and each one's
     options, given to `run` as --backend-arg NAME=VALUE."""
-    from ..backend_support.options import describe_options
+    from ..backend_support.options import option_rows
     from ..backends import get_backend_class
     from ..running.console import columns
 
@@ -43,9 +43,7 @@ def backends() -> None:
         cls = get_backend_class(name)
         doc = (cls.__doc__ or "").strip().splitlines()
         click.echo(f"{name}  ({cls.__module__}.{cls.__qualname__})" + (f": {doc[0]}" if doc else ""))
-        rows = [(o.name, o.type, f"default {o.default!r}" if o.default is not None else "default none",
-                 o.help + ("" if o.changes_numbers else " [cannot change a number: not in the cache key]"))
-                for o in describe_options(cls)]
+        rows = option_rows(cls)
         click.echo(textwrap.indent(columns(rows, text={0, 1, 2, 3}), "    ") if rows else "    no options of its own")
 
 

@@ -1,9 +1,5 @@
-"""``ReplicaBackend``: N replicas of a backend as Ray actors, behind the ``Backend`` protocol (docs/parallel.md).
-
-A call is cut into units (``plan.py``, ``prefix_groups.py``), spread over the replicas by counted tokens, each result
-handed to ``on_result`` as its unit finishes (the driver alone writes the resume cache). A replica that dies is started
-again and given only its units without a result: nothing is lost or counted twice.
-"""
+"""``ReplicaBackend``: N replicas of a backend as Ray actors, behind the ``Backend`` protocol (docs/parallel.md): units
+(``plan.py``) shared by counted tokens, results streamed to ``on_result``, a dead replica's unfinished units rerun."""
 
 from __future__ import annotations
 
@@ -63,7 +59,8 @@ class Replica:
         except Exception:  # an engine's tokenizer that does not travel: the driver does without
             tokenizer = None
         return {"identity": b.cache_identity(), "dtype": b.dtype, "capabilities": b.capabilities, "pid": os.getpid(),
-                "tokenizer": tokenizer, "num_parameters": b.num_parameters, "requests_per_call": b.requests_per_call,
+                "tokenizer": tokenizer, "num_parameters": b.num_parameters,
+                "attention_span": b.attention_span, "requests_per_call": b.requests_per_call,
                 "merges_units": self._prefix_cached,
                 "mixes_prompts": b.mixes_prompts, "loaded": self.loaded, "node": node_name(), "problem": self.problem}
 
@@ -157,7 +154,7 @@ class ReplicaBackend(Backend):
         self.timeline["first_ready"] = time.time()
         self._identity, self.dtype = described["identity"], described["dtype"]
         self.capabilities, self.tokenizer = described["capabilities"], described["tokenizer"]
-        self.num_parameters = described["num_parameters"]
+        self.num_parameters, self.attention_span = described["num_parameters"], described["attention_span"]
         # The wrapped engine's call size and prompt mixing, for the runner (plan.chunk_size, running/stream.py).
         self.requests_per_call, self.mixes_prompts = described["requests_per_call"], described["mixes_prompts"]
         self._merges_units = described["merges_units"]

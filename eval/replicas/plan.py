@@ -1,8 +1,6 @@
-"""How one backend call is cut into units for the replicas, and how units are spread (docs/parallel.md#replicas).
-
-A unit's inner calls are exactly those one replica would receive or form itself, so every request lands in the same
-batch, beside the same requests, as on one replica: the numbers are bitwise those of one replica.
-"""
+"""How one backend call is cut into units for the replicas, and how units are spread (docs/parallel.md#replicas). A
+unit's inner calls are exactly those one replica would receive or form itself, so every request lands in the same
+batch, beside the same requests, as on one replica: the numbers are bitwise those of one replica."""
 
 from __future__ import annotations
 
@@ -10,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..api import GenRequest, LLRequest, RequestKind
+from ..backends.hf_batches import chunks
 from ..running.stream import AUTO_BATCH, CHUNK_BATCHES
 
 
@@ -72,9 +71,7 @@ def plan_units(backend: Any, kind: str, requests: Sequence[LLRequest | GenReques
     if kind in backend.streams:  # the call whole (hf generations): the batches the backend says it forms
         calls = backend.call_batches(kind, requests)
     else:  # the runner's chunks, each one call, cut as the backend says
-        step, everything = chunk_size(backend), list(range(len(requests)))
-        chunks = [everything[s : s + step] for s in range(0, len(everything), step)]
-        calls = [[chunk[i] for i in batch] for chunk in chunks
+        calls = [[chunk[i] for i in batch] for chunk in chunks(list(range(len(requests))), chunk_size(backend))
                  for batch in backend.call_batches(kind, [requests[i] for i in chunk])]
     contexts = [r.context for r in requests]
     extra = [0 if kind == RequestKind.LOGLIKELIHOOD else r.max_new_tokens for r in requests]  # type: ignore[union-attr]

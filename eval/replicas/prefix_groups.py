@@ -1,7 +1,6 @@
 """How a call of an engine with a prefix cache (``vllm``) is cut into units for the replicas: contexts never cut,
 families (contexts sharing a first KV block) kept on one replica, a large family cut into few pieces
-(docs/parallel.md#vllm-replicas), all by the token ids the engine receives (``engine_common``).
-"""
+(docs/parallel.md#vllm-replicas), all by the token ids the engine receives (``engine_common``)."""
 
 from __future__ import annotations
 

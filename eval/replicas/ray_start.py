@@ -1,9 +1,5 @@
-"""Starting Ray, or joining a cluster, with one line when it cannot be done (docs/parallel.md, "Starting Ray"): a local
-start that times out (Ray 2.60's fixed 30 s raylet wait, ``ray/_private/node.py``) tried again until
-``EVALITA_RAY_START_WAIT_S``; token mode set before Ray is imported when joining an address with a token at hand (Ray
->= 2.52 turns token authentication on for ``ray start --head``, but only ``address=None/"auto"`` sends it:
-``ray/_private/worker.py``).
-"""
+"""Starting Ray, or joining a cluster, with one line when it cannot be done (docs/parallel.md, "Starting Ray": the
+retried local start, token mode set before Ray is imported; Ray's side: ``ray/_private/node.py``, ``worker.py``)."""
 
 from __future__ import annotations
 

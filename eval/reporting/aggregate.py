@@ -8,13 +8,6 @@ from pathlib import Path
 from .tables import ScaleName, TaskTable, build_tables, paper_table, read_scores, resolve_scale, table_json
 
 
-def load_tables(path: Path, scale: ScaleName = "auto") -> list[TaskTable]:
-    rows = read_scores(path)
-    if not rows:
-        raise ValueError(f"{path}: no score rows")
-    return build_tables(rows, resolve_scale(rows, scale))
-
-
 def aggregate_markdown(tables: list[TaskTable], alpha: float = 1.0, source: str = "") -> str:
     scale = tables[0].scale
     unit = "percent" if scale == 100.0 else "fractions in [0, 1]"
@@ -27,9 +20,11 @@ def aggregate_markdown(tables: list[TaskTable], alpha: float = 1.0, source: str 
 
 
 def run_aggregate(path: Path, out: Path | None, scale: ScaleName = "auto", alpha: float = 1.0) -> str:
-    """Build the tables of ``path``; write aggregate.md and aggregate.json into ``out``
-    (when given); return the Markdown."""
-    tables = load_tables(path, scale)
+    """The tables of ``path`` as Markdown; also aggregate.md and aggregate.json in ``out`` when given."""
+    rows = read_scores(path)
+    if not rows:
+        raise ValueError(f"{path}: no score rows")
+    tables = build_tables(rows, resolve_scale(rows, scale))
     text = aggregate_markdown(tables, alpha, path.name)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

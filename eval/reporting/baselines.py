@@ -1,14 +1,5 @@
-"""Chance and majority-class baselines of a multiple-choice task, from the evaluated gold labels.
-
-* chance: the expected score of picking one of the item's choices uniformly at random.
-  Per-item hits (``Metric.kind == HITS``: the accuracies): exactly the mean of 1/K over the
-  items (K = the item's number of choices).
-  F1 metrics (not linear in the items): the mean score over ``CHANCE_DRAWS`` random
-  draws from ``numpy.random.default_rng(CHANCE_SEED)``, so the number is reproducible.
-* majority: the score of predicting the most frequent gold class for every item (ties:
-  the lowest class index).
-
-Generative tasks (NER, REL, LS, SUM) have neither: their entry says ``n/a``.
+"""Chance and majority-class baselines of a multiple-choice task, from the evaluated gold labels (docs/statistics.md,
+"Baselines"); generative tasks have neither: their entry says ``n/a``.
 """
 
 from __future__ import annotations
@@ -45,12 +36,9 @@ def task_baselines(metrics: Sequence[Metric], golds: Sequence[int], n_choices: S
         raise ValueError("baselines need at least one gold label")
     counts = Counter(golds)
     majority = min(counts, key=lambda c: (-counts[c], c))
-    return {
-        "n": len(golds),
-        "majority_class": majority,
-        "chance": {m.name: chance_score(m, golds, n_choices) for m in metrics},
-        "majority": {m.name: _score(m, golds, [majority] * len(golds)) for m in metrics},
-    }
+    return {"n": len(golds), "majority_class": majority,
+            "chance": {m.name: chance_score(m, golds, n_choices) for m in metrics},
+            "majority": {m.name: _score(m, golds, [majority] * len(golds)) for m in metrics}}
 
 
 def generative_baselines(n: int) -> dict:

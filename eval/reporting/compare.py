@@ -1,11 +1,5 @@
-"""``evalita-eval compare A B``: per task and prompt, the score difference of two runs and a paired test.
-
-The items both runs scored are compared (paired by ``doc_id``, or for lm-eval output by the
-rendered document) and must have the same gold answers; items only one run scored are left out
-with a note. Accuracies: the exact McNemar test on the discordant items; any other metric: a paired
-bootstrap (``k`` resamples, ``numpy.random.default_rng(seed)``); per task a last row ``AvgP``
-compares the mean over the prompts the same way (docs/statistics.md).
-"""
+"""``evalita-eval compare A B``: per task and prompt, the score difference of two runs on the items both scored and a
+paired test (exact McNemar for accuracies, else a paired bootstrap): docs/statistics.md, "compare"."""
 
 from __future__ import annotations
 
@@ -16,19 +10,19 @@ from typing import Callable, Sequence
 
 from evalita_data.scoring.metric import HITS
 
+from ..record import NOT_COMPARABLE
 from ..record.model import RunRecord
 from . import stats
 from .lm_eval_runs import is_lm_eval_output, lm_eval_notes, load_run
-from .recorded import differing_prompts, recorded_metric, task_record, version_notes
+from .recorded import differing_prompts, recorded_metric, version_notes
 
 from ..record.model import SampleLine
 from .task_report import headline_metric, task_order
 from .settings_view import setting_label
-from .tables import ScoresError, TextTable, fmt, md_text
-from .worth import MIN_ITEMS, NOT_A_MEASUREMENT, NOT_COMPARABLE
+from .tables import PERCENT, ScoresError, TextTable, fmt, md_text
+from .worth import MIN_ITEMS, NOT_A_MEASUREMENT
 from .unparsed_flag import none_read, untested_avgp_reason, untested_reason
 
-PERCENT = 100.0
 # Why a prompt of the same name is not tested: the runs recorded different definitions (task_versions hashes).
 CHANGED_PROMPT = "the prompt differs between the runs (another definition under the same name): not tested"
 
@@ -113,40 +107,38 @@ def paired_samples(a: RunRecord, b: RunRecord, task: str,
     note = None
     if len(common) != len(ia) or len(common) != len(ib):
         note = (f"{task} {prompt}: compared on the {len(common)} item(s) both runs scored ({len(ia)} in A, {len(ib)} "
-                "in B: "
-                "another --limit or data); the scores in this table are over those items")
+                "in B: another --limit or data); the scores in this table are over those items")
     ids = sorted(common, key=lambda x: (str(type(x)), x))
     for i in ids:
         if ia[i].gold != ib[i].gold:
-            name = f"doc_id {i!r}" if not by_document else (f"doc_id {ia[i].doc_id!r} of A (doc_id {ib[i].doc_id!r} of "
-                                                            "B)")
+            name = f"doc_id {ia[i].doc_id!r} of A (doc_id {ib[i].doc_id!r} of B)" if by_document else f"doc_id {i!r}"
             raise ScoresError(f"{task} {prompt}: {name} has different gold answers in {path_a} and {path_b}: not the "
                               "same data")
     return [ia[i] for i in ids], [ib[i] for i in ids], note
 
 
-def _differing(sa: list[SampleLine], sb: list[SampleLine]) -> int:
-    return sum(1 for x, y in zip(sa, sb) if x.prediction != y.prediction)
+def _bootstrapped(task: str, prompt: str, metric: str, items_a: list, items_b: list, metric_fn, k: int, seed: int,
+                  differing: int | None = None) -> Comparison:
+    """A against B by a paired bootstrap of ``metric_fn`` over the items (the same resampled items on both sides)."""
+    res = stats.paired_bootstrap(items_a, items_b, metric_fn, k=k, seed=seed)
+    ci = f"95% CI [{fmt(res.ci_low * PERCENT, PERCENT)}, {fmt(res.ci_high * PERCENT, PERCENT)}]"
+    return Comparison(task, prompt, metric, len(items_a), metric_fn(items_a), metric_fn(items_b), res.difference,
+                      f"paired bootstrap (k={k}, seed {seed})", res.p_value, ci, k, differing)
 
 
 def compare_prompt(task: str, prompt: str, metric: str, lines_a: list[SampleLine], lines_b: list[SampleLine],
                    metric_fn, k: int, seed: int, kind: str | None = None) -> Comparison:
     """A against B on one prompt; ``kind``: the metric's kind as the runs recorded it (else the function's own)."""
     sa, sb = [s.line for s in lines_a], [s.line for s in lines_b]  # the scoring functions read samples as dicts
-    score_a, score_b = metric_fn(sa), metric_fn(sb)
+    differing = sum(x.prediction != y.prediction for x, y in zip(lines_a, lines_b))
     if (kind or getattr(metric_fn, "kind", None)) == HITS:  # per-item 0/1 hits: McNemar on the discordant items
+        score_a, score_b = metric_fn(sa), metric_fn(sb)
         hits_a, hits_b = [metric_fn.sample(s) for s in sa], [metric_fn.sample(s) for s in sb]
         only_a = sum(1 for x, y in zip(hits_a, hits_b) if x and not y)
         only_b = sum(1 for x, y in zip(hits_a, hits_b) if y and not x)
         return Comparison(task, prompt, metric, len(sa), score_a, score_b, score_a - score_b, "mcnemar",
-                          stats.mcnemar_exact_pvalue(only_a, only_b), f"b={only_a} c={only_b}",
-                          differing=_differing(lines_a, lines_b))
-    res = stats.paired_bootstrap(sa, sb, metric_fn, k=k, seed=seed)
-    return Comparison(task, prompt, metric, len(sa), score_a, score_b, res.difference,
-                      f"paired bootstrap (k={k}, seed {seed})",
-                      res.p_value,
-                      f"95% CI [{fmt(res.ci_low * PERCENT, PERCENT)}, {fmt(res.ci_high * PERCENT, PERCENT)}]", k,
-                      _differing(lines_a, lines_b))
+                          stats.mcnemar_exact_pvalue(only_a, only_b), f"b={only_a} c={only_b}", differing=differing)
+    return _bootstrapped(task, prompt, metric, sa, sb, metric_fn, k, seed, differing)
 
 
 def compare_avgp(task: str, metric: str, paired: dict[str, tuple[list[SampleLine], list[SampleLine]]], metric_fn,
@@ -162,10 +154,7 @@ def compare_avgp(task: str, metric: str, paired: dict[str, tuple[list[SampleLine
     def avgp(items: list[tuple]) -> float:
         return sum(metric_fn([item[j] for item in items]) for j in range(len(prompts))) / len(prompts)
 
-    res = stats.paired_bootstrap(items_a, items_b, avgp, k=k, seed=seed)
-    return Comparison(task, "AvgP", metric, len(items_a), avgp(items_a), avgp(items_b), res.difference,
-                      f"paired bootstrap (k={k}, seed {seed})", res.p_value,
-                      f"95% CI [{fmt(res.ci_low * PERCENT, PERCENT)}, {fmt(res.ci_high * PERCENT, PERCENT)}]", k)
+    return _bootstrapped(task, "AvgP", metric, items_a, items_b, avgp, k, seed)
 
 
 def _untested(c: Comparison, why: str | None) -> Comparison:
@@ -200,7 +189,7 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
         available = [m for m in a.results[task][next(iter(a.results[task]))] if m not in ("n", "unparsed")]
         metric, note = headline_metric(task, available, [a, b])
         notes += ([note] if note else []) + version_notes(task, [a, b])
-        changed = differing_prompts([task_record(a, task), task_record(b, task)])
+        changed = differing_prompts([a.task_versions.get(task), b.task_versions.get(task)])
         recorded = recorded_metric(task, metric, [a, b])
         paired: dict[str, tuple[list[SampleLine], list[SampleLine]]] = {}
         for prompt in sorted(set(a.results[task]) & set(b.results[task])):

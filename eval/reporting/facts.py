@@ -1,51 +1,32 @@
-"""What a run was, for every table and card built from it (report, push-results card).
-
-From one run record (record/model.py): the setting, constrained or not, system instruction, chat template
-(and its hash), few-shot count and mode, split, n evaluated and the limit, time (compute
-and wall, summed over resumed invocations, and how much came from the cache), whether the
-run is finished, and per task the baselines and the answers each rule parsed.
-"""
+"""What a run was, for every table and card built from it (report, push-results card): docs/statistics.md, "What ran"
+and "Items and answers"."""
 
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 from ..naming import is_local
 from ..record import NOT_COMPARABLE, RunRecord, comparability_text
 from ..record.model import ConfigRecord, ModelRecord, Timing, TraceSummary
 from .settings_view import setting_label
-from .tables import TextTable, fmt
-from .unparsed_flag import MARK, is_flagged
-
-PERCENT = 100.0
-
-
-def _finite(value: Any) -> float | None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    return float(value) if ok else None
-
-
-def timing_totals(timing: dict[str, Timing]) -> dict[str, float | None]:
-    """Sums over the tasks: wall_s, compute_s, requests, cached (None where the file has no such field)."""
-    totals: dict[str, float | None] = {"wall_s": None, "compute_s": None, "requests": None, "cached": None}
-    for entry in timing.values():
-        for key in totals:
-            value = getattr(entry, key)
-            if value is not None:
-                totals[key] = (totals[key] or 0.0) + value
-    return totals
+from .tables import PERCENT, TextTable, fmt
+from .unparsed_flag import MARK, finite_number, is_flagged
 
 
 def time_text(timing: dict[str, Timing]) -> str:
-    t = timing_totals(timing)
-    if t["wall_s"] is None:
+    """Minutes of wall and compute time and the requests from the cache, summed over the tasks."""
+    def total(key: str) -> float | None:  # None where the file has no such field
+        values = [value for entry in timing.values() if (value := getattr(entry, key)) is not None]
+        return sum(values) if values else None
+
+    wall, compute, requests = total("wall_s"), total("compute_s"), total("requests")
+    if wall is None:
         return "–"
-    text = f"{t['wall_s'] / 60:.1f} min wall"
-    if t["compute_s"] is not None:
-        text += f", {t['compute_s'] / 60:.1f} min compute"
-    if t["requests"]:
-        text += f", {int(t['cached'] or 0)} of {int(t['requests'])} requests from the cache"
+    text = f"{wall / 60:.1f} min wall"
+    if compute is not None:
+        text += f", {compute / 60:.1f} min compute"
+    if requests:
+        text += f", {int(total('cached') or 0)} of {int(requests)} requests from the cache"
     return text
 
 
@@ -69,17 +50,12 @@ def fewshot_text(config: ConfigRecord) -> str:
     return f"{k}, {'one user turn' if config.fewshot_as_multiturn is False else 'multi-turn'}"
 
 
-def split_text(config: ConfigRecord) -> str:
-    return "official" if not config.split else f"{config.split} ({NOT_COMPARABLE})"
-
-
 def limit_text(config: ConfigRecord) -> str:
     return "all" if config.limit is None else str(config.limit)
 
 
 def evaluated_n(results: dict) -> str:
-    """Items per prompt over the run's tasks: one number, or the range (``n`` is a count: record/results.schema.json).
-    """
+    """Items per prompt over the run's tasks: one number or the range (``n``: a count, record/results.schema.json)."""
     ns = sorted({p["n"] for prompts in results.values() for p in prompts.values()})
     if not ns:
         return "–"
@@ -103,7 +79,7 @@ def run_rows(run: RunRecord) -> list[tuple[str, str]]:
         ("system instruction", config.system_instruction or "none"),
         ("chat template", chat_text(config)),
         ("few-shot", fewshot_text(config)),
-        ("split", split_text(config)),
+        ("split", "official" if not config.split else f"{config.split} ({NOT_COMPARABLE})"),
         ("comparable with the paper", comparability_text(run.not_comparable_reasons)),
         ("n per prompt", evaluated_n(run.results)),
         ("limit", limit_text(config)),
@@ -146,7 +122,7 @@ def baseline_cell(baselines: dict | None, kind: str, metric: str) -> str:
     value = baselines.get(kind)
     if isinstance(value, str):
         return value  # "n/a (generative task)"
-    score = _finite((value or {}).get(metric)) if isinstance(value, dict) else None
+    score = finite_number((value or {}).get(metric)) if isinstance(value, dict) else None
     return "–" if score is None else fmt(score * PERCENT, PERCENT)
 
 

@@ -1,11 +1,6 @@
-"""Which lm-eval run of a folder is read, and its ``results_<time>.json`` read and checked.
-
-lm-eval (``--output_path DIR --log_samples``) writes ``DIR/<model>/results_<time>.json`` and, of the
-same run, ``samples_<task>_<time>.jsonl`` with the same ``<time>``. One run is read: the folder's only
-results file, or the one the user names (``report DIR/<model>/results_<time>.json``). A folder
-holding several runs and no choice is one line listing them: runs are never merged, and a run's
-samples are those of its own timestamp, never another run's (whose model or shot count differ).
-Nothing is read through a link that leaves the folder the user named.
+"""lm-eval's output read and checked: which run of a folder, its ``results_<time>.json`` and its
+``samples_<task>_<time>.jsonl`` as the samples our runner writes (docs/statistics.md, "lm-eval output folders as
+runs": one run at a time, what is checked). Nothing is read through a link that leaves the folder the user named.
 """
 
 from __future__ import annotations
@@ -14,13 +9,15 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
+from .lm_eval_tasks import is_choice_task, lm_eval_sample
 from .tables import ScoresError
 
 _RESULTS_NAME = re.compile(r"^results_(.+)\.json$")
+Args = TypeVar("Args", bound=BaseModel)
 
 
 class LmEvalConfig(BaseModel):
@@ -58,8 +55,7 @@ class LmEvalResults(BaseModel):
 
     def group_acc(self) -> float | None:
         """lm-eval's own ``evalita-mp`` group ``acc`` (not the benchmark's score: lm_eval_runs.LM_EVAL_GROUP_NOTE)."""
-        group = self.results["evalita-mp"] if "evalita-mp" in self.results else {}
-        value = group["acc,none"] if "acc,none" in group else None
+        value = self.results.get("evalita-mp", {}).get("acc,none")
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
@@ -146,26 +142,16 @@ def samples_file(root: Path, results_file: Path, task: str) -> Path | None:
     return inside(root, path) if path.is_file() else None
 
 
-def _key_values(value: str | dict[str, Any] | None) -> dict[str, Any]:
-    """lm-eval's ``k=v,k=v`` argument strings (simple_parse_args_string), or the object they were given as."""
-    if isinstance(value, dict):
-        return dict(value)
-    return dict(kv.split("=", 1) for kv in (value or "").split(",") if "=" in kv)
-
-
-def model_args(path: Path, config: LmEvalConfig) -> ModelArgs:
+def arguments(path: Path, config: LmEvalConfig, key: str, model: type[Args]) -> Args:
+    """``config.<key>`` (``model_args``, ``gen_kwargs``) checked by ``model``: lm-eval's ``k=v,k=v`` argument string
+    (simple_parse_args_string) or the object it was given as; model arguments are read as texts."""
+    value = getattr(config, key)
+    pairs = dict(value) if isinstance(value, dict) else dict(kv.split("=", 1) for kv in (value or "").split(",")
+                                                             if "=" in kv)
     try:
-        return ModelArgs.model_validate({str(k): str(v) for k, v in _key_values(config.model_args).items()})
+        return model.model_validate({str(k): str(v) for k, v in pairs.items()} if model is ModelArgs else pairs)
     except ValidationError as err:
-        raise ScoresError(f"{path}: config.model_args.{invalid_key(err)}") from None
-
-
-def gen_kwargs(path: Path, config: LmEvalConfig) -> GenKwargs:
-    """``--gen_kwargs``: what changes every generation of the run (no field set when none)."""
-    try:
-        return GenKwargs.model_validate(_key_values(config.gen_kwargs))
-    except ValidationError as err:
-        raise ScoresError(f"{path}: config.gen_kwargs.{invalid_key(err)}") from None
+        raise ScoresError(f"{path}: config.{key}.{invalid_key(err)}") from None
 
 
 def item_limit(path: Path, config: LmEvalConfig) -> int | float | None:
@@ -177,3 +163,106 @@ def item_limit(path: Path, config: LmEvalConfig) -> int | float | None:
     if not math.isfinite(config.limit) or config.limit <= 0 or config.limit != int(config.limit):
         raise ScoresError(f"{path}: config.limit is {config.limit}: neither a count of items nor a share below 1")
     return int(config.limit)
+
+
+class LmEvalSample(BaseModel):
+    """The keys of an lm-eval sample record that a score is computed from (others are kept, unread)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    doc_id: Union[StrictInt, StrictStr]
+    doc: dict[str, Any]
+    arguments: Union[dict[str, dict[str, Any]], list[list[Any]]]
+    resps: list[Any]
+    filtered_resps: list[Any]
+    doc_hash: Union[StrictStr, None] = None
+
+    def context(self) -> str:
+        """The prompt lm-eval sent for the first request (its first argument)."""
+        first = self.arguments["gen_args_0"]["arg_0"] if isinstance(self.arguments, dict) else self.arguments[0][0]
+        if not isinstance(first, str):
+            raise ValueError("arguments: the first request's context is not a text")
+        return first
+
+
+def log_likelihood(value: Any, key: str) -> float:
+    """A logged log-likelihood (lm-eval writes a string): a finite number ≤ 0, else a ValueError naming ``key``."""
+    try:
+        number = float(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else math.nan
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number) or number > 0:
+        raise ValueError(f"{key} is {value!r}, not a log-likelihood (a finite number ≤ 0)")
+    return number
+
+
+def choice_responses(sample: LmEvalSample) -> list[tuple[float, bool]]:
+    """(log-likelihood, is_greedy) per choice, each of ``filtered_resps`` and ``resps`` checked."""
+    pairs = []
+    for i, pair in enumerate(sample.filtered_resps):
+        if not (isinstance(pair, list) and len(pair) == 2):
+            raise ValueError(f"filtered_resps[{i}] is not [log-likelihood, is_greedy]")
+        pairs.append((log_likelihood(pair[0], f"filtered_resps[{i}][0]"), pair[1] is True or pair[1] == "True"))
+    for i, repeats in enumerate(sample.resps):
+        for j, pair in enumerate(repeats if isinstance(repeats, list) else [repeats]):
+            if not (isinstance(pair, list) and pair):
+                raise ValueError(f"resps[{i}][{j}] is not [log-likelihood, is_greedy]")
+            log_likelihood(pair[0], f"resps[{i}][{j}][0]")
+    return pairs
+
+
+def generated_text(sample: LmEvalSample) -> str:
+    if len(sample.filtered_resps) != 1 or not isinstance(sample.filtered_resps[0], str):
+        raise ValueError("filtered_resps is not [the generated text]")
+    return sample.filtered_resps[0]
+
+
+def _records(path: Path) -> list[tuple[int, LmEvalSample]]:
+    records = []
+    for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append((number, LmEvalSample.model_validate_json(line)))
+        except ValidationError as err:
+            raise ScoresError(f"{path}:{number}: not an lm-eval sample ({invalid_key(err)})") from None
+    return records
+
+
+def _check_once(path: Path, records: list[tuple[int, LmEvalSample]]) -> None:
+    first: dict[Any, tuple[int, LmEvalSample]] = {}
+    for number, record in records:
+        if record.doc_id in first:
+            line, earlier = first[record.doc_id]
+            what = "the same document again" if earlier.doc == record.doc else "another document (a different doc)"
+            raise ScoresError(f"{path}:{number}: doc_id {record.doc_id!r} logged twice (first at line {line}, "
+                              f"here {what}); each document once per samples file: not scored")
+        first[record.doc_id] = (number, record)
+
+
+def read_task_samples(path: Path, entry: str, prompt: str) -> tuple[list[dict], dict[str, float]]:
+    """Our runner's samples of an lm-eval samples file, and our metrics' scores ({metric: value, "n", "unparsed"?})."""
+    from evalita_data.registry import task_of_entry
+
+    from ..metrics import metric_of
+    spec = task_of_entry(entry)
+    process, choice_task = lm_eval_sample(entry, prompt), is_choice_task(entry)
+    records = _records(path)
+    _check_once(path, records)
+    samples = []
+    for number, record in records:
+        try:
+            responses: list = choice_responses(record) if choice_task else [generated_text(record)]
+            sample = {"doc_id": record.doc_id, "prompt": record.context(), **process(record.doc, responses)}
+        except (KeyError, IndexError, TypeError, ValueError) as err:
+            raise ScoresError(f"{path}:{number}: doc_id {record.doc_id!r}: {err}; "
+                              f"not an lm-eval sample of {entry} {prompt}") from None
+        samples.append(sample)
+    samples.sort(key=lambda s: (str(type(s["doc_id"])), s["doc_id"]))
+    scores: dict[str, float] = {**{m.name: metric_of(entry, m.name)(samples) for m in spec.metrics}, "n": len(samples)}
+    # Answers outside the declared format (NER, REL, LS) are `unparsed`, as `evalita-eval run` counts them
+    # (settings/constrained.py format_failures, which this layer may not import).
+    if not choice_task and spec.output_pattern is not None:
+        answer_format = re.compile(spec.output_pattern)
+        scores["unparsed"] = sum(answer_format.fullmatch(s["generation"]) is None for s in samples)
+    return samples, scores

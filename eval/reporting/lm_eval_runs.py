@@ -1,21 +1,7 @@
-"""lm-evaluation-harness output folders as runs for ``report`` and ``compare``.
-
-An lm-eval run (``--output_path DIR --log_samples``) leaves ``DIR/<model>/results_<time>.json``
-and one ``samples_<task>_<time>.jsonl`` per task (lm_eval_folder.py: which run is read). Its tasks
-are the Evalita-LLM prompts under lm-eval's or export-lm-eval's names (lm_eval_tasks.py). Each
-logged sample, checked (lm_eval_samples.py), becomes the sample our runner writes, through the same
-function the exported tasks score with (export_lm_eval.processor); the scores are then recomputed by
-our metrics, so that MinP/MaxP/AvgP/CPS, bootstrap intervals and paired tests come from the
-per-sample records, never from lm-eval's aggregated numbers.
-
-The run is built in memory as a ``RunRecord`` (what lm-eval recorded that changes a number included:
-limit, shots, generation arguments, model arguments, dtype, device, versions) and goes through the
-same checks as a results.json (runs.parse_results of its ``to_json``); the results file it names is
-lm-eval's, and the converted samples, checked as a samples file's lines are, are the record's own:
-nothing is written.
-
-What cannot be read is one line naming what is missing: no results file, no samples logged
-(``--log_samples``), task names of neither family.
+"""lm-evaluation-harness output folders as runs for ``report`` and ``compare`` (docs/statistics.md, "lm-eval output
+folders as runs"): built in memory as a ``RunRecord``, with what lm-eval recorded that changes a number, and checked as
+a results.json is (runs.parse_results of its ``to_json``); every score is recomputed from the logged samples by our
+metrics, never taken from lm-eval's aggregated numbers. Nothing is written.
 """
 
 from __future__ import annotations
@@ -23,17 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .lm_eval_folder import (LmEvalResults, chosen_run, gen_kwargs, is_results_file, item_limit, model_args,
-                             read_results, results_files, samples_file)
-from .lm_eval_samples import read_task_samples
-from .lm_eval_tasks import FAMILIES, LM_EVAL_PREFIX, entry_and_prompt, lm_eval_sample
+from .lm_eval_folder import (GenKwargs, LmEvalResults, ModelArgs, arguments, chosen_run, is_results_file, item_limit,
+                             read_results, read_task_samples, results_files, samples_file)
+from .lm_eval_tasks import FAMILIES, entry_and_prompt
+from ..record import limit_reason
 from ..record.model import ConfigRecord, DataRecord, ModelRecord, RunRecord, SourceTool
 from .runs import load_results, parse_results
 from .tables import ScoresError
-from .worth import limit_reason
-
-__all__ = ["LM_EVAL_PREFIX", "LM_EVAL_GROUP_NOTE", "entry_and_prompt", "is_lm_eval_output", "lm_eval_notes",
-           "lm_eval_sample", "load_run"]
 
 LM_EVAL_GROUP_NOTE = (
     "What the Evalita-LLM paper and leaderboard report per task is the Combined Performance Score (CPS) of the task's "
@@ -59,14 +41,13 @@ def _tasks(results_path: Path, doc: LmEvalResults) -> tuple[dict[str, tuple[str,
              and (not t.startswith(FAMILIES) or any(results_path.parent.glob(f"samples_{t}_*.jsonl")))]
     usable = {t: m for t, m in mapped.items() if m is not None}
     if not usable:
-        raise ScoresError(
-            f"{results_path}: no Evalita-LLM task (evalita-mp_* or evalita-llm_*) among {', '.join(names[:6])}"
-        )
+        raise ScoresError(f"{results_path}: no Evalita-LLM task (evalita-mp_* or evalita-llm_*) among "
+                          f"{', '.join(names[:6])}")
     return usable, other
 
 
 def _reasons(limit: int | float | None, generation: dict, results: dict) -> list[str]:
-    """Why the run is not the paper's evaluation, in the words of running/comparability.py where they apply."""
+    """Why the run is not the paper's evaluation, in the words of record/comparable.py where they apply."""
     from evalita_data.registry import task_of_entry
 
     reasons = []
@@ -85,16 +66,13 @@ def _reasons(limit: int | float | None, generation: dict, results: dict) -> list
 
 
 def _model_record(path: Path, doc: LmEvalResults) -> ModelRecord:
-    args = model_args(path, doc.config)
+    args = arguments(path, doc.config, "model_args", ModelArgs)
     loaded = (doc.config.model_dtype or "").removeprefix("torch.")  # the dtype loaded (hf's get_model_info)
-    return ModelRecord(
-        doc.model_name or args.pretrained or "lm-eval model",
-        revision=args.revision or doc.config.model_revision or None,
-        dtype=loaded or args.dtype or "not recorded",
-        backend=f"lm-eval {doc.config.model or ''}".strip(),
-        model_args=args.model_dump(exclude_none=True),
-        num_parameters=n if (n := doc.config.model_num_parameters) and n > 0 else None,
-    )
+    return ModelRecord(doc.model_name or args.pretrained or "lm-eval model",
+                       revision=args.revision or doc.config.model_revision or None,
+                       dtype=loaded or args.dtype or "not recorded", model_args=args.model_dump(exclude_none=True),
+                       backend=f"lm-eval {doc.config.model or ''}".strip(),
+                       num_parameters=n if (n := doc.config.model_num_parameters) and n > 0 else None)
 
 
 def _shots(doc: LmEvalResults, tasks: list[str]) -> tuple[int | None, str | None]:
@@ -103,9 +81,8 @@ def _shots(doc: LmEvalResults, tasks: list[str]) -> tuple[int | None, str | None
     values = set(counts.values())
     if len(values) == 1 and None not in values:
         return next(iter(values)), None
-    return None, "few-shot count per task: " + ", ".join(
-        f"{t} {'not recorded' if k is None else k}" for t, k in counts.items()
-    )
+    return None, "few-shot count per task: " + ", ".join(f"{t} {'not recorded' if k is None else k}"
+                                                          for t, k in counts.items())
 
 
 def _other_rule(task: str, theirs: dict[str, Any], ours: dict[str, float]) -> list[str]:
@@ -124,18 +101,12 @@ def _other_rule(task: str, theirs: dict[str, Any], ours: dict[str, float]) -> li
 
 def _config(path: Path, doc: LmEvalResults, shots: int | None) -> ConfigRecord:
     """What lm-eval ran with, as our record's config (each can change a number)."""
-    generation = gen_kwargs(path, doc.config)
-    return ConfigRecord(
-        num_fewshot=shots,
-        limit=item_limit(path, doc.config),
-        apply_chat_template=bool(doc.chat_template),
-        fewshot_as_multiturn=doc.fewshot_as_multiturn,
-        system_instruction=doc.system_instruction,
-        seed=doc.config.random_seed,
-        device=doc.config.device or "not recorded",
-        gen_kwargs=generation.model_dump(exclude_none=True),
-        max_new_tokens=generation.max_gen_toks,
-    )
+    generation = arguments(path, doc.config, "gen_kwargs", GenKwargs)
+    return ConfigRecord(num_fewshot=shots, limit=item_limit(path, doc.config),
+                        apply_chat_template=bool(doc.chat_template),
+                        fewshot_as_multiturn=doc.fewshot_as_multiturn, system_instruction=doc.system_instruction,
+                        seed=doc.config.random_seed, device=doc.config.device or "not recorded",
+                        gen_kwargs=generation.model_dump(exclude_none=True), max_new_tokens=generation.max_gen_toks)
 
 
 def lm_eval_record(root: Path, results_path: Path) -> tuple[RunRecord, Samples]:
@@ -158,15 +129,11 @@ def lm_eval_record(root: Path, results_path: Path) -> tuple[RunRecord, Samples]:
         used.append(task)
         notes += _other_rule(task, doc.results.get(task, {}), results[entry][prompt])
     if missing:
-        notes.append(
-            f"{results_path.parent}: no samples_<task>_*.jsonl of {', '.join(missing)} of the run of "
-            f"{results_path.name} "
-            "(run lm-eval with --log_samples): those prompts are left out"
-        )
+        notes.append(f"{results_path.parent}: no samples_<task>_*.jsonl of {', '.join(missing)} of the run of "
+                     f"{results_path.name} (run lm-eval with --log_samples): those prompts are left out")
     if other:
-        notes.append(
-            f"{results_path}: task(s) of neither evalita-mp nor evalita-llm names left out: {', '.join(other)}"
-        )
+        notes.append(f"{results_path}: task(s) of neither evalita-mp nor evalita-llm names left out: "
+                     f"{', '.join(other)}")
     if not results:
         raise ScoresError(notes[0])
     shots, shots_note = _shots(doc, used)
@@ -176,20 +143,11 @@ def lm_eval_record(root: Path, results_path: Path) -> tuple[RunRecord, Samples]:
     # record adds these to the reasons it derives (record/comparable.py).
     tool = SourceTool("lm-eval", doc.lm_eval_version, str(results_path), notes, doc.group_acc(),
                       _reasons(config.limit, config.gen_kwargs or {}, results))
-    record = RunRecord(
-        path=results_path,
-        status="complete",
-        run_id=None,
-        identity=None,
-        model=_model_record(results_path, doc),
-        config=config,
-        data=DataRecord(f"lm-eval output {root.name}"),
-        results=results,
-        package_versions={"lm_eval": doc.lm_eval_version, "transformers": doc.transformers_version},
-        source_tool=tool,
-        sample_sources=sources,
-        origin=root,
-    )
+    record = RunRecord(path=results_path, status="complete", run_id=None, identity=None,
+                       model=_model_record(results_path, doc), config=config,
+                       data=DataRecord(f"lm-eval output {root.name}"), results=results,
+                       package_versions={"lm_eval": doc.lm_eval_version, "transformers": doc.transformers_version},
+                       source_tool=tool, sample_sources=sources, origin=root)
     return record, samples
 
 
@@ -205,9 +163,8 @@ def load_run(path: Path, partial: bool = False) -> RunRecord:
         return run
     if path.is_dir():
         if not (path / "results.json").is_file():
-            raise ScoresError(
-                f"{path}: neither a run folder (results.json) nor an lm-eval output folder (results_*.json)"
-            )
+            raise ScoresError(f"{path}: neither a run folder (results.json) nor an lm-eval output folder "
+                              "(results_*.json)")
         path = path / "results.json"
     return load_results(path, partial)
 

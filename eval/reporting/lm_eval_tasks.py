@@ -1,9 +1,5 @@
-"""lm-eval's names of the Evalita-LLM prompts, and one logged lm-eval sample as the sample our runner writes.
-
-An lm-eval run's tasks are the Evalita-LLM prompts under one of two names: lm-eval's own
-``evalita-mp`` tasks (``evalita-mp_te_prompt-1``, ``evalita-mp_ner_adg_p1``, ``evalita-mp_re_prompt-2``,
-...) or those ``evalita-eval export-lm-eval`` writes (``evalita-llm_<entry>_<prompt>``).
-"""
+"""lm-eval's names of the Evalita-LLM prompts (its own ``evalita-mp_*`` tasks or the ``evalita-llm_<entry>_<prompt>``
+of ``export-lm-eval``), and one logged lm-eval sample as the sample our runner writes."""
 
 from __future__ import annotations
 
@@ -67,9 +63,9 @@ def from_lm_eval(names: Sequence[str]) -> tuple[list[str], list[str] | None, lis
 
 
 def is_choice_task(entry_name: str) -> bool:
-    """lm-eval asks a task of choice prompts by their log-likelihoods and any other by a generation: the
-    two kinds of running/task_kinds.py that lm-eval has (no instruct setting), told by the prompts'
-    declared type, as export_lm_eval.task_yaml writes them (reporting sits below running)."""
+    """lm-eval asks a task of choice prompts by their log-likelihoods, any other by a generation (the two kinds of
+    running/task_kinds.py it has, which reporting, below running, may not import), told by the prompts' declared type
+    as export_lm_eval.task_yaml does."""
     from evalita_data.registry import task_of_entry
     from evalita_data.taskspec import MCPrompt
 

@@ -1,11 +1,8 @@
-"""What a run recorded about each task it scored (results.json ``task_versions``): the task's
-declared version, a hash of each prompt, and the metrics it was scored with (the first is the
-headline), each with its kind and direction.
+"""What a run recorded about each task it scored (results.json ``task_versions``: version, prompt hashes, metrics).
 
-Reports and ``compare`` read these rather than the registry installed now: a run made under
-an older declaration is reported as it was run, and two runs whose task version or prompt
-differ are said to differ instead of being set side by side as equals. A results.json written
-before the record (no ``metrics`` in ``task_versions``) falls back to the installed registry.
+Reports and ``compare`` read these rather than the registry installed now: a run made under an older declaration is
+reported as it was run, and two runs whose task version or prompt differ are said to differ instead of being set side
+by side as equals. A results.json written before the record (no ``metrics``) falls back to the installed registry.
 A malformed record never gets here: the record's schema refuses it (record/read.py).
 """
 
@@ -18,14 +15,9 @@ from ..record.model import TaskRecord
 from .tables import ScoresError
 
 
-def task_record(run: Any, task: str) -> TaskRecord | None:
-    """The run's ``task_versions[task]`` (checked by the record's schema), or None for a file written before it."""
-    return run.task_versions.get(task)
-
-
 def recorded_metrics(run: Any, task: str) -> list[RecordedMetric] | None:
     """The metrics ``run`` scored ``task`` with, in declared order; None where it did not record them."""
-    record = task_record(run, task)
+    record = run.task_versions.get(task)
     return None if record is None else record.metrics
 
 
@@ -61,8 +53,7 @@ def recorded_metric(task: str, metric: str, runs: Sequence[Any]) -> RecordedMetr
 
 def version_notes(task: str, runs: Sequence[Any]) -> list[str]:
     """Notes naming what differs between the runs' records of ``task``: its version, a prompt's definition."""
-    records = [(run, task_record(run, task)) for run in runs]
-    records = [(run, rec) for run, rec in records if rec is not None]
+    records = [(run, rec) for run in runs if (rec := run.task_versions.get(task)) is not None]
     notes = []
     versions = [(run.display or str(run.path), rec.version) for run, rec in records]
     if len({repr(v) for _name, v in versions}) > 1:

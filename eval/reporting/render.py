@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import re
 
-from .summary import ci_table, euroeval_table, measurement_notes, runs_table, summary_table
+from .summary import bootstrap_table, euroeval_cell, interval_cell, measurement_notes, runs_table, summary_table
 from .tables import md_text, paper_table, transposed
 
 
@@ -14,48 +14,33 @@ def slug(text: str) -> str:
 
 
 def render_context(runs, reports, summary, alpha, k, seed, notes) -> dict:
-    sections = []
-    for rep in reports:
-        t = rep.table
-        sections.append({
-            "task": t.task, "metric": rep.metric, "table": paper_table(t, alpha),
-            "ci": ci_table(rep) if rep.cells else None, "euroeval": euroeval_table(rep) if rep.cells else None,
-            "notes": t.notes + measurement_notes(rep), "items_table": rep.items,
-            "heatmap": f"heatmap_{slug(t.task)}.png",
-            "rank_basis": rep.rank_basis if len(t.models) > 1 else None,  # a rank needs another model on the task
-        })
+    sections = [{"task": rep.table.task, "metric": rep.metric, "table": paper_table(rep.table, alpha),
+                 "ci": bootstrap_table(rep, interval_cell) if rep.cells else None,
+                 "euroeval": bootstrap_table(rep, euroeval_cell) if rep.cells else None,
+                 "notes": rep.table.notes + measurement_notes(rep), "items_table": rep.items,
+                 "heatmap": f"heatmap_{slug(rep.table.task)}.png",
+                 # a rank needs another model on the task
+                 "rank_basis": rep.rank_basis if len(rep.table.models) > 1 else None} for rep in reports]
     runs_rows = runs_table(runs)
-    return {
-        "runs": transposed(runs_rows),
-        "run_facts": [(row[0], list(zip(runs_rows.headers[1:], row[1:]))) for row in runs_rows.rows],
-        "summary": summary_table(reports, summary, alpha), "sections": sections,
-        "alpha": alpha, "k": k, "seed": seed, "notes": notes, "common_tasks": summary.common_tasks,
-        "rank_plot": "rank_vs_alpha.png" if len(runs) > 1 and summary.common_tasks else None,
-    }
+    return {"runs": transposed(runs_rows),
+            "run_facts": [(row[0], list(zip(runs_rows.headers[1:], row[1:]))) for row in runs_rows.rows],
+            "summary": summary_table(reports, summary, alpha), "sections": sections,
+            "alpha": alpha, "k": k, "seed": seed, "notes": notes, "common_tasks": summary.common_tasks,
+            "rank_plot": "rank_vs_alpha.png" if len(runs) > 1 and summary.common_tasks else None}
 
 
-EXPLAIN = (
-    "Scores in percent. Per prompt (rows) across models and per model (columns) across prompts: "
-    "MinP, MaxP, AvgP; Sat = 1 - (MaxP - AvgP) / 100; CPS = Sat × MaxP (Combined Performance Score). "
-    "Sharpe = mean / (α × std / 100 + 1), population std over prompts. "
-    "Rank score (EuroEval): per task, 1 for the best model, each next model adds |Δmean| / std of the models' means "
-    "when a one-sided Welch t-test (p < 0.05) finds it worse; averaged over the tasks the model shares with another "
-    "run (lower is better; – when it shares none)."
-)
-
-
-ITEMS_EXPLAIN = (
-    "Items evaluated per prompt (n) and the limit; baselines of the headline metric on the same gold labels, in "
-    "percent: "
-    "chance (uniform random choice) and majority (always the most frequent gold class); generated answers that no rule "
-    "could parse (counted wrong) as k / n per prompt, and how many each answer rule read (docs/settings.md)."
-)
-
-
-SETTINGS_EXPLAIN = (
-    "Per model and task, each evaluation setting (docs/settings.md) with the multi-prompt statistics of the task's "
-    "headline metric: AvgP [MinP–MaxP] CPS, and the answers no rule could parse (counted wrong)."
-)
+EXPLAIN = ("Scores in percent. Per prompt (rows) across models and per model (columns) across prompts: MinP, MaxP, "
+           "AvgP; Sat = 1 - (MaxP - AvgP) / 100; CPS = Sat × MaxP (Combined Performance Score). Sharpe = mean / (α × "
+           "std / 100 + 1), population std over prompts. Rank score (EuroEval): per task, 1 for the best model, each "
+           "next model adds |Δmean| / std of the models' means when a one-sided Welch t-test (p < 0.05) finds it "
+           "worse; averaged over the tasks the model shares with another run (lower is better; – when it shares none).")
+ITEMS_EXPLAIN = ("Items evaluated per prompt (n) and the limit; baselines of the headline metric on the same gold "
+                 "labels, in percent: chance (uniform random choice) and majority (always the most frequent gold "
+                 "class); generated answers that no rule could parse (counted wrong) as k / n per prompt, and how many "
+                 "each answer rule read (docs/settings.md).")
+SETTINGS_EXPLAIN = ("Per model and task, each evaluation setting (docs/settings.md) with the multi-prompt statistics "
+                    "of the task's headline metric: AvgP [MinP–MaxP] CPS, and the answers no rule could parse (counted "
+                    "wrong).")
 
 
 def interval_explain(k: int, seed: int) -> str:
@@ -65,11 +50,9 @@ def interval_explain(k: int, seed: int) -> str:
             "prompts, resampled with the same items for every prompt.")
 
 
-EUROEVAL_EXPLAIN = (
-    "EuroEval's interval, for comparison with EuroEval only: the mean of the same k bootstrap scores ± 1.96 × their "
-    "std / √k (the standard error of that mean). It shrinks as k grows: it says how well k resamples pin down their "
-    "mean, not how far the score could move."
-)
+EUROEVAL_EXPLAIN = ("EuroEval's interval, for comparison with EuroEval only: the mean of the same k bootstrap scores ± "
+                    "1.96 × their std / √k (the standard error of that mean). It shrinks as k grows: it says how well "
+                    "k resamples pin down their mean, not how far the score could move.")
 
 
 def to_markdown(c: dict) -> str:
@@ -105,16 +88,13 @@ def to_html(c: dict, images: dict[str, bytes]) -> str:
                                                  euroeval_explain=EUROEVAL_EXPLAIN)
 
 
-TABLE_MACRO = """{% macro table(t) -%}
+HTML_TEMPLATE = """{% macro table(t) -%}
 <table><thead><tr>{% for h in t.headers %}<th>{{ h }}</th>{% endfor %}</tr></thead><tbody>
 {% for row in t.rows %}<tr{% if t.summary_from is not none and loop.index0 >= t.summary_from %} class="summary
 {%- if loop.index0 == t.summary_from %} first-summary{% endif %}"{% endif %}>
 {%- for cell in row %}<td{% if loop.index0 < t.text_cols %} class="text"{% endif %}>{{ cell }}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table>
-{%- endmacro %}"""
-
-
-HTML_TEMPLATE = """<!DOCTYPE html>
+{%- endmacro %}<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Evalita-LLM report</title>
 <style>
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2rem auto; max-width: 1300px;
@@ -175,5 +155,3 @@ dl.facts dt { color: #555; white-space: nowrap; } dl.facts dd { margin: 0; overf
 {% endfor %}
 </body></html>
 """
-
-HTML_TEMPLATE = TABLE_MACRO + HTML_TEMPLATE

@@ -7,24 +7,66 @@ import json
 from pathlib import Path
 from typing import Callable, Sequence
 
+import numpy as np
+
 from . import stats
-from .bootstrap import add_bootstrap, load_score_samples
 from .facts import NOT_COMPARABLE, items_table
 from .plots import heatmap_png, rank_vs_alpha_png
 from .render import render_context, slug, to_html, to_markdown
 from .lm_eval_runs import lm_eval_notes, load_run
-from ..record.model import plain
-from .runs import PERCENT, ScoreSamples, assign_display_names
+from ..record.model import RunRecord, plain
+from .runs import assign_display_names
 from .settings_view import labels_of, setting_label, settings_table
 from .summary import run_notes, summarize
-from .tables import ScoresError, table_json
-from .task_report import build_task_report, headline_metric, task_order
+from .tables import PERCENT, ScoresError, TextTable, table_json
+from .task_report import TaskReport, build_task_report, headline_metric, task_order
 from .unparsed_flag import flag_notes, none_read, none_read_text
+
+# (metric name, samples, task=entry name) -> score; the default resolves the name through the task's declaration.
+ScoreSamples = Callable[..., float]
+
+
+def load_score_samples() -> ScoreSamples | None:
+    try:
+        from ..metrics import score_samples  # written by the evaluator
+    except ImportError:
+        return None
+    return score_samples
+
+
+def add_bootstrap(rep: TaskReport, runs: Sequence[RunRecord], score_samples: ScoreSamples, k: int, seed: int,
+                  progress: bool = False) -> None:
+    """Bootstrap every (model, prompt) cell from its samples file; a missing file or a
+    metric that cannot be recomputed leaves the task without CIs and says why."""
+    from tqdm import tqdm
+
+    t = rep.table
+    by_name = {r.display: r for r in runs}
+    cells = {}
+    todo = [(m, p) for m in t.models for p in t.prompts]
+    for model, prompt in tqdm(todo, desc=f"bootstrap {t.task}", disable=not progress, leave=False):
+        run = by_name[model]
+        samples = run.samples_of(t.task, prompt)  # read and checked with the run (record/read.py)
+        if samples is None:
+            t.notes.append(f"bootstrap omitted: no samples file {run.samples_path(t.task, prompt)}")
+            return
+        try:
+            res = stats.bootstrap(samples, lambda s: PERCENT * score_samples(rep.metric, s, task=t.task), k=k,
+                                  seed=seed)
+        except (KeyError, ValueError, NotImplementedError) as err:
+            t.notes.append(f"bootstrap omitted: cannot recompute {rep.metric!r} from samples ({err})")
+            return
+        cells[(model, prompt)] = res
+    rep.cells = cells
+    # Same seed and item count -> the same resampled items for every prompt, so the
+    # per-resample average over prompts is a bootstrap of AvgP.
+    rep.avg_scores = {m: np.mean([cells[(m, p)].scores for p in t.prompts], axis=0) for m in t.models}
+    rep.rank_basis = f"bootstrap of AvgP (k={k})"
 
 
 def _labelled_runs(paths: Sequence[Path], partial: bool) -> tuple[list, list[str]]:
     """The runs, each named for its tables, and their setting labels: one table per (task, setting
-    label); the same model in several settings side by side (settings_report)."""
+    label); the same model in several settings side by side (settings_view.settings_table)."""
     runs = [load_run(Path(p), partial) for p in paths]  # results.json, run folder or lm-eval output folder
     labels = labels_of(runs)
     for label in labels:
@@ -81,22 +123,19 @@ def _write_plots(plots_dir: Path, models: list[str], reports: list, summary) -> 
 
 def _report_json(runs: list, reports: list, summary, context: dict, alpha: float, k: int, seed: int,
                  notes: list[str]) -> dict:
-    return {
-        "alpha": alpha, "bootstrap": {"k": k, "seed": seed}, "scale": PERCENT,
-        "models": {r.display: {"model": plain(r.model), "results_file": str(r.path)} for r in runs},  # as recorded
-        "tasks": {rep.table.task: {"metric": rep.metric, "rank_basis": rep.rank_basis, **table_json(rep.table, alpha),
-                                   "items": {"headers": rep.items.headers, "rows": rep.items.rows}
-                                   if rep.items else None,
-                                   "bootstrap": {f"{m}/{p}": {"point": b.point, "mean": b.mean, "ci_low": b.ci_low,
-                                                              "ci_high": b.ci_high,
-                                                              "pct_low": b.pct_low, "pct_high": b.pct_high}
-                                                 for (m, p), b in rep.cells.items()}}
-                  for rep in reports},
-        "mean_rank_score": summary.rank_scores,
-        "settings": {"headers": context["settings"].headers, "rows": context["settings"].rows}
-        if context["settings"] else None,
-        "notes": notes,
-    }
+    def table(t: TextTable | None) -> dict | None:
+        return {"headers": t.headers, "rows": t.rows} if t else None
+
+    interval = ("point", "mean", "ci_low", "ci_high", "pct_low", "pct_high")
+    tasks = {rep.table.task: {"metric": rep.metric, "rank_basis": rep.rank_basis, **table_json(rep.table, alpha),
+                              "items": table(rep.items),
+                              "bootstrap": {f"{m}/{p}": {key: getattr(b, key) for key in interval}
+                                            for (m, p), b in rep.cells.items()}}
+             for rep in reports}
+    return {"alpha": alpha, "bootstrap": {"k": k, "seed": seed}, "scale": PERCENT,
+            "models": {r.display: {"model": plain(r.model), "results_file": str(r.path)} for r in runs},  # as recorded
+            "tasks": tasks, "mean_rank_score": summary.rank_scores, "settings": table(context["settings"]),
+            "notes": notes}
 
 
 def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, alpha: float = 1.0,

@@ -4,17 +4,12 @@ are shown under."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from ..naming import display_name, given_name, is_local_model
 from ..record import RecordError, RunRecord, parse_record, read_run
 from ..record.model import ModelRecord
 from .tables import ScoresError
-
-PERCENT = 100.0  # report tables are in percent, as the paper's
-
-# (metric name, samples, task=entry name) -> score; the default resolves the name through the task's declaration.
-ScoreSamples = Callable[..., float]
 
 
 def load_results(path: Path, partial: bool = False) -> RunRecord:
@@ -25,13 +20,8 @@ def load_results(path: Path, partial: bool = False) -> RunRecord:
         raise ScoresError(str(err)) from None
 
 
-def parse_results(
-    path: Path,
-    data: object,
-    partial: bool = False,
-    in_memory: dict[tuple[str, str], list[dict]] | None = None,
-    samples: bool = True,
-) -> RunRecord:
+def parse_results(path: Path, data: object, partial: bool = False,
+                  in_memory: dict[tuple[str, str], list[dict]] | None = None, samples: bool = True) -> RunRecord:
     """A results.json already read, or built in memory (an lm-eval folder, with its samples ``in_memory``): ``path``
     names it in errors and locates its samples (none read: ``samples`` False)."""
     try:
@@ -40,26 +30,18 @@ def parse_results(
         raise ScoresError(str(err)) from None
 
 
-def _widened_name(model: ModelRecord) -> str:
-    """The given name; a Hub id with its revision; a local folder by its name and weights fingerprint, not its path."""
-    if given_name(model) is not None or is_local_model(model):
-        return display_name(model)
-    return f"{model.name_or_path}@{model.revision or 'main'}"
-
-
-def _short_name(model: ModelRecord) -> str:
-    """The given name, a local folder's ``<folder>-<weights hash>``, or a Hub id's last part."""
-    if given_name(model) is not None or is_local_model(model):
-        return display_name(model)
-    return model.name_or_path.rstrip("/").split("/")[-1]
-
-
 def assign_display_names(runs: Sequence[RunRecord]) -> None:
     """The model's name (naming.display_name; a Hub id by its last part), widened where two runs share it:
     the whole Hub id, then @revision, then #i where still equal."""
-    names = [_short_name(r.model) for r in runs]
-    for widen in (lambda i: display_name(runs[i].model), lambda i: _widened_name(runs[i].model)):
-        names = [widen(i) if names.count(n) > 1 else n for i, n in enumerate(names)]
+    def name(model: ModelRecord, width: int) -> str:  # a given name or a local folder (its weights hash) as it is
+        if given_name(model) is not None or is_local_model(model):
+            return display_name(model)
+        hub_id = model.name_or_path
+        return (hub_id.rstrip("/").split("/")[-1], display_name(model), f"{hub_id}@{model.revision or 'main'}")[width]
+
+    names = [name(r.model, 0) for r in runs]
+    for width in (1, 2):
+        names = [name(runs[i].model, width) if names.count(n) > 1 else n for i, n in enumerate(names)]
     seen: dict[str, int] = {}
     for i, n in enumerate(names):
         seen[n] = seen.get(n, 0) + 1

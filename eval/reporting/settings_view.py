@@ -1,11 +1,5 @@
-"""The report's view of evaluation settings: runs of one model in several settings side by side.
-
-A run's setting label is its ``config.setting`` (``loglikelihood`` when absent: results
-written before settings existed) plus ``constrained`` when it decoded with constraints.
-Runs of different labels have different prompts (six vs two), so the report keeps one
-table per (task, label) and adds ``settings_table``: per model and task, one column per
-label with the multi-prompt statistics of the task's headline metric and the number of
-unparseable answers.
+"""The report's view of evaluation settings: runs of one model in several settings side by side (docs/settings.md,
+"Report"). Runs of different setting labels have different prompts, so the report keeps one table per (task, label).
 """
 
 from __future__ import annotations
@@ -14,13 +8,11 @@ from typing import Any, Callable, Sequence
 
 from ..record.model import ConfigRecord
 from . import stats
-from .tables import TextTable
-
-PERCENT = 100.0
+from .tables import PERCENT, TextTable
 
 
 def setting_label(config: ConfigRecord) -> str:
-    label = config.setting or "loglikelihood"
+    label = config.setting or "loglikelihood"  # absent: a results.json written before settings existed
     label = f"{label} constrained" if config.constrained else label
     return f"{label} thinking" if config.thinking else label  # --thinking on: another entry, as another setting
 
@@ -47,8 +39,7 @@ def settings_table(runs: Sequence[Any], tasks: Sequence[str],
         for task in tasks:
             cells, found = [], False
             for label in labels:
-                run = next((r
-                            for r in runs if base_name(r) == model and setting_label(r.config) == label
+                run = next((r for r in runs if base_name(r) == model and setting_label(r.config) == label
                             and task in r.results), None)
                 if run is None:
                     cells.append("–")

@@ -1,13 +1,7 @@
-"""Scores across prompts, models and test items (docs/statistics.md).
+"""Scores across prompts, models and test items: the Evalita-LLM paper's MinP/MaxP/AvgP/Sat/CPS, the Sharpe score,
+EuroEval's bootstrap and mean rank score (definitions: docs/statistics.md). Pure functions over numpy arrays; no torch.
 
-Pure functions over numpy arrays; no torch. Definitions follow the Evalita-LLM paper
-(MinP/MaxP/AvgP/Sat/CPS), the Sharpe score paper and the EuroEval methodology
-(bootstrap mean and CI, mean rank score).
-
-``scale`` is the value of a perfect score: 1 for fractions, 100 for percentages. Every
-result is on the scale of its input; the few formulas that are not scale-free (Sat, the
-``+ 1`` of the Sharpe score) divide by ``scale`` so that percent and fraction inputs give
-the same numbers up to the factor.
+``scale`` is the value of a perfect score (1 for fractions, 100 for percent); every result is on its input's scale.
 """
 
 from __future__ import annotations
@@ -62,18 +56,13 @@ def table_stats(scores: np.ndarray, scale: float = 1.0, alpha: float = 1.0) -> T
     table = np.asarray(scores, dtype=float)
     if table.ndim != 2 or 0 in table.shape:
         raise ValueError(f"expected a non-empty prompts x models table, got shape {table.shape}")
-    return TableStats(
-        per_prompt=[spread_stats(row, scale) for row in table],
-        per_model=[spread_stats(col, scale) for col in table.T],
-        sharpe=[sharpe_score(col, alpha, scale) for col in table.T],
-    )
+    return TableStats(per_prompt=[spread_stats(row, scale) for row in table],
+                      per_model=[spread_stats(col, scale) for col in table.T],
+                      sharpe=[sharpe_score(col, alpha, scale) for col in table.T])
 
 
 def sharpe_score(scores: Sequence[float], alpha: float = 1.0, scale: float = 1.0, ddof: int = SHARPE_DDOF) -> float:
-    """mean / (alpha * std / scale + 1): the mean, penalised by the spread across prompts.
-
-    alpha = 0 gives the plain mean; larger alpha penalises variance more.
-    """
+    """mean / (alpha * std / scale + 1): the mean, penalised by the spread across prompts (alpha = 0: the mean)."""
     arr = _finite_1d(scores, "scores")
     if alpha < 0:
         raise ValueError(f"alpha must be >= 0, got {alpha}")
@@ -91,31 +80,19 @@ def rank_descending(values: Sequence[float], higher_is_better: bool = True) -> l
     return ranks
 
 
-def sharpe_ranks(per_model_scores: Sequence[Sequence[float]], alphas: Sequence[float] = ALPHAS,
-                 scale: float = 1.0, higher_is_better: bool = True) -> np.ndarray:
-    """ranks[a, m]: rank of model m by Sharpe score at alphas[a] (1 = best in the metric's direction)."""
-    return np.array([rank_descending([sharpe_score(s, a, scale) for s in per_model_scores], higher_is_better)
-                     for a in alphas])
-
-
 # ---------------------------------------------------------------- bootstrap
 
 
 @dataclass(frozen=True)
 class BootstrapResult:
-    """k bootstrap scores of one metric and their summary (EuroEval convention).
-
-    ``ci_low``/``ci_high`` = mean -+ 1.96 * sample std / sqrt(k) (EuroEval's interval of
-    the mean); ``pct_low``/``pct_high`` = 2.5th/97.5th percentiles of the scores (the
-    usual percentile interval, wider).
-    """
+    """k bootstrap scores of one metric and their summary (docs/statistics.md, "Bootstrap over test items")."""
 
     point: float  # the metric on the original, not resampled, items
     mean: float
     std: float  # sample std (ddof=1) of the bootstrap scores
-    ci_low: float
+    ci_low: float  # mean -+ 1.96 * std / sqrt(k): EuroEval's interval of the mean
     ci_high: float
-    pct_low: float
+    pct_low: float  # 2.5th / 97.5th percentiles of the scores: the usual percentile interval, wider
     pct_high: float
     scores: np.ndarray
 
@@ -136,20 +113,14 @@ def summarize_bootstrap(scores: Sequence[float], point: float = math.nan) -> Boo
     mean = float(arr.mean())
     std = float(arr.std(ddof=1)) if arr.size > 1 else 0.0
     half = 1.96 * std / math.sqrt(arr.size)
-    return BootstrapResult(
-        point=point, mean=mean, std=std, ci_low=mean - half, ci_high=mean + half,
-        pct_low=float(np.percentile(arr, 2.5)), pct_high=float(np.percentile(arr, 97.5)), scores=arr,
-    )
+    return BootstrapResult(point=point, mean=mean, std=std, ci_low=mean - half, ci_high=mean + half,
+                           pct_low=float(np.percentile(arr, 2.5)), pct_high=float(np.percentile(arr, 97.5)), scores=arr)
 
 
 def bootstrap(samples: Sequence[T], metric: Callable[[list[T]], float], k: int = 1000, seed: int = 0,
               indices: np.ndarray | None = None) -> BootstrapResult:
-    """Resample the test items k times and recompute ``metric`` on each resample.
-
-    ``metric`` takes a list of per-item samples and returns one number, so corpus-level
-    metrics (F1 over all items) are recomputed, not averaged. ``indices`` (k x n) replaces
-    the seeded draw, for tests.
-    """
+    """Resample the test items k times and recompute ``metric`` (a corpus-level number of a list of samples: F1 is
+    recomputed, not averaged) on each resample; ``indices`` (k x n) replaces the seeded draw, for tests."""
     items = list(samples)
     idx = bootstrap_indices(len(items), k, seed) if indices is None else np.asarray(indices)
     scores = [float(metric([items[i] for i in row])) for row in idx]
@@ -175,31 +146,19 @@ def welch_greater_pvalue(a: Sequence[float], b: Sequence[float]) -> float:
 
 def dataset_rank_scores(model_scores: Mapping[str, Sequence[float]], significance: float = 0.05,
                         higher_is_better: bool = True) -> dict[str, float]:
-    """EuroEval rank scores of the models on one dataset (1 = best; lower is better).
-
-    Models are sorted by mean score, best first in the metric's declared direction; each next
-    model gets the previous model's rank score, plus |difference of means| / std of all models'
-    means (population std) when a one-sided Welch t-test finds it significantly worse than the
-    previous model.
-    """
+    """EuroEval rank scores of the models on one dataset (1 = best; lower is better; docs/statistics.md, "Mean rank
+    score"), the models sorted best first in the metric's declared direction."""
     means = {m: float(np.mean(_finite_1d(s, f"scores of {m}"))) for m, s in model_scores.items()}
     sign = 1.0 if higher_is_better else -1.0
     order = sorted(means, key=lambda m: -sign * means[m])  # stable: ties keep input order
     spread = float(np.std(list(means.values())))
-    ranks: dict[str, float] = {}
-    prev: str | None = None
-    for model in order:
-        if prev is None:
-            ranks[model] = 1.0
-        else:
-            step = 0.0
-            better, worse = model_scores[prev], model_scores[model]
-            if not higher_is_better:
-                better, worse = worse, better
-            if spread > 0 and welch_greater_pvalue(better, worse) < significance:
-                step = abs(means[prev] - means[model]) / spread
-            ranks[model] = ranks[prev] + step
-        prev = model
+    ranks: dict[str, float] = dict.fromkeys(order[:1], 1.0)
+    for prev, model in zip(order, order[1:]):
+        better, worse = model_scores[prev], model_scores[model]
+        if not higher_is_better:
+            better, worse = worse, better
+        significant = spread > 0 and welch_greater_pvalue(better, worse) < significance
+        ranks[model] = ranks[prev] + (abs(means[prev] - means[model]) / spread if significant else 0.0)
     return ranks
 
 
@@ -228,12 +187,8 @@ def _finite_1d(values: Sequence[float], what: str) -> np.ndarray:
 
 
 def mcnemar_exact_pvalue(b: int, c: int) -> float:
-    """Two-sided exact McNemar test on the discordant pairs.
-
-    ``b``: items only the first model got right, ``c``: items only the second got right.
-    Under H0 each discordant item is either with probability 1/2, so
-    p = min(1, 2 * P(X <= min(b, c))) for X ~ Binomial(b + c, 1/2); 1 when b + c = 0.
-    """
+    """Two-sided exact McNemar test: ``b`` items only the first model got right, ``c`` only the second;
+    p = min(1, 2 * P(X <= min(b, c))) for X ~ Binomial(b + c, 1/2); 1 when b + c = 0."""
     if b < 0 or c < 0:
         raise ValueError(f"McNemar counts must be >= 0, got b={b}, c={c}")
     n = b + c
@@ -262,11 +217,7 @@ def paired_bootstrap(a: Sequence[T], b: Sequence[T], metric: Callable[[list[T]],
     observed = float(metric(list(a)) - metric(list(b)))
     diffs = np.array([metric([a[i] for i in row]) - metric([b[i] for i in row])
                       for row in bootstrap_indices(len(a), k, seed)])
-    if observed > 0:
-        other = float(np.mean(diffs <= 0))
-    elif observed < 0:
-        other = float(np.mean(diffs >= 0))
-    else:
-        other = 0.5  # no observed difference: p = 1
+    # the share of resampled differences on the other side of 0; no observed difference: p = 1
+    other = float(np.mean(diffs <= 0)) if observed > 0 else float(np.mean(diffs >= 0)) if observed < 0 else 0.5
     return PairedBootstrap(observed, min(1.0, 2.0 * other), float(np.percentile(diffs, 2.5)),
                            float(np.percentile(diffs, 97.5)))

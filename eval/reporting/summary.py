@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -11,8 +11,7 @@ from ..record.model import RunRecord
 from . import stats
 from .facts import NOT_COMPARABLE, run_rows
 from .worth import MIN_ITEMS, NOT_A_MEASUREMENT
-from .runs import PERCENT
-from .tables import TextTable, fmt
+from .tables import PERCENT, TextTable, fmt
 from .unparsed_flag import none_read_prompts, none_read_summary
 from .task_report import TaskReport
 
@@ -27,24 +26,20 @@ class Summary:
 
 
 def summarize(reports: Sequence[TaskReport], models: list[str]) -> Summary:
-    rank_input = {}
-    for rep in reports:
-        t = rep.table
-        if len(t.models) < 2:
-            continue  # a rank needs another model on the same task: alone, every run would be "best"
-        rank_input[t.task] = rep.avg_scores or {m: t.model_scores(m) for m in t.models}
+    # a rank needs another model on the same task: alone, every run would be "best"
+    rank_input = {rep.table.task: rep.avg_scores or {m: rep.table.model_scores(m) for m in rep.table.models}
+                  for rep in reports if len(rep.table.models) > 1}
     direction = {rep.table.task: rep.higher_is_better for rep in reports}  # as recorded or declared, not assumed
     rank_scores = stats.mean_rank_scores(rank_input, higher_is_better=direction)
     common = [rep for rep in reports if set(rep.table.models) == set(models)]
-    if common:
-        sign = {rep.table.task: 1.0 if direction[rep.table.task] else -1.0 for rep in common}
-        ranks = np.array([
-            stats.rank_descending([np.mean([sign[rep.table.task] * stats.sharpe_score(rep.table.model_scores(m), a,
-                                                                                      PERCENT) for rep in common])
-                                   for m in models])
-            for a in stats.ALPHAS])
-    else:
-        ranks = np.zeros((len(stats.ALPHAS), 0))
+    sign = {rep.table.task: 1.0 if direction[rep.table.task] else -1.0 for rep in common}
+
+    def mean_sharpe(model: str, alpha: float) -> float:  # over the tasks every model has, in the metrics' direction
+        return np.mean([sign[rep.table.task] * stats.sharpe_score(rep.table.model_scores(model), alpha, PERCENT)
+                        for rep in common])
+
+    ranks = (np.array([stats.rank_descending([mean_sharpe(m, a) for m in models]) for a in stats.ALPHAS]) if common
+             else np.zeros((len(stats.ALPHAS), 0)))
     return Summary(models, [r.table.task for r in reports], rank_scores, [r.table.task for r in common], ranks)
 
 
@@ -88,22 +83,18 @@ def euroeval_cell(b: stats.BootstrapResult) -> str:
 
 
 def model_items(rep: TaskReport) -> dict[str, str]:
-    """Per model, the items its scores of the task rest on (the items table's n column)."""
+    """Per model, the items its scores of the task rest on (the items table's n column: '40' or '30–40')."""
     return {row[0]: row[1] for row in rep.items.rows} if rep.items is not None else {}
-
-
-def _fewest(n: str) -> int | None:
-    first = n.split("–")[0]
-    return int(first) if first.isdigit() else None
 
 
 def measurement_notes(rep: TaskReport) -> list[str]:
     """'not a measurement' for each model whose scores of the task rest on fewer than MIN_ITEMS items."""
-    small = [m for m, n in model_items(rep).items() if (fewest := _fewest(n)) is not None and fewest < MIN_ITEMS]
-    return [f"{m}: n={model_items(rep)[m]}, {NOT_A_MEASUREMENT}" for m in small]
+    return [f"{m}: n={n}, {NOT_A_MEASUREMENT}" for m, n in model_items(rep).items()
+            if (fewest := n.split("–")[0]).isdigit() and int(fewest) < MIN_ITEMS]
 
 
-def _bootstrap_table(rep: TaskReport, cell) -> TextTable:
+def bootstrap_table(rep: TaskReport, cell: Callable[[stats.BootstrapResult], str]) -> TextTable:
+    """Per prompt and AvgP, each model's bootstrap as ``cell`` states it (interval_cell, euroeval_cell)."""
     t = rep.table
     items = model_items(rep)
     rows = [[p] + [t.cell(p, m, cell(rep.cells[(m, p)])) for m in t.models] for p in t.prompts]
@@ -115,18 +106,8 @@ def _bootstrap_table(rep: TaskReport, cell) -> TextTable:
     return TextTable(headers, rows, summary_from=len(t.prompts))
 
 
-def ci_table(rep: TaskReport) -> TextTable:
-    """Per prompt and AvgP: the point score and the percentile interval of its bootstrap resamples."""
-    return _bootstrap_table(rep, interval_cell)
-
-
-def euroeval_table(rep: TaskReport) -> TextTable:
-    """The same resamples as EuroEval states them: bootstrap mean ± 1.96·SE."""
-    return _bootstrap_table(rep, euroeval_cell)
-
-
 def runs_table(runs: Sequence[RunRecord]) -> TextTable:
-    """One row per run: the model and everything that changes its numbers (report_facts.run_rows)."""
+    """One row per run: the model and everything that changes its numbers (facts.run_rows)."""
     rows, headers = [], []
     for r in runs:
         facts = run_rows(r)

@@ -1,8 +1,5 @@
-"""Score tables: (model, task, prompt, score) rows -> the paper's per-task tables.
-
-Shared by ``evalita-eval aggregate`` (rows from a CSV/JSON of any harness) and
-``evalita-eval report`` (rows from results.json files).
-"""
+"""Score tables: (model, task, prompt, score) rows -> the paper's per-task tables, for ``aggregate`` (rows of a scores
+file of any harness) and ``report`` (rows of results.json files)."""
 
 from __future__ import annotations
 
@@ -21,6 +18,7 @@ from .stats import TableStats, table_stats
 
 ScaleName = Literal["auto", "percent", "fraction"]
 SCORE_COLUMNS = ("model", "task", "prompt", "score")
+PERCENT = 100.0  # report tables are in percent, as the paper's
 
 
 class ScoresError(ValueError):
@@ -95,16 +93,9 @@ def _make_row(rec: dict, where: str) -> ScoreRow:
 
 
 def resolve_scale(rows: Sequence[ScoreRow], scale: ScaleName = "auto") -> float:
-    """100 for percentages, 1 for fractions. 'auto': percent if any score is above 1.
-
-    Every score must lie in [0, scale]."""
-    if scale == "auto":
-        value = 100.0 if any(r.score > 1.0 for r in rows) else 1.0
-    elif scale == "percent":
-        value = 100.0
-    elif scale == "fraction":
-        value = 1.0
-    else:
+    """100 for percentages, 1 for fractions ('auto': percent if any score is above 1); every score in [0, scale]."""
+    value = {"auto": 100.0 if any(r.score > 1.0 for r in rows) else 1.0, "percent": 100.0, "fraction": 1.0}.get(scale)
+    if value is None:
         raise ValueError(f"unknown scale {scale!r}; expected auto, percent or fraction")
     for r in rows:
         if not 0.0 <= r.score <= value:
@@ -200,19 +191,14 @@ class TextTable:
         return "\n".join([line(self.headers), line(align)] + [line(r) for r in self.rows])
 
 
-def digits_for(scale: float) -> int:
-    """Two decimals in percent (as the paper prints), four in fractions: same precision."""
-    return 2 if scale == 100.0 else 4
-
-
 def fmt(value: float, scale: float) -> str:
-    """Round half up, as the paper's tables (spreadsheets) do: 71.925 -> 71.93.
-
-    Rounding to 9 decimals first removes binary noise (71.925 is 71.92499999... as a float)."""
+    """Round half up, as the paper's tables (spreadsheets) do: 71.925 -> 71.93. Rounding to 9 decimals
+    first removes binary noise (71.925 is 71.92499999... as a float)."""
     if value is None or math.isnan(value):
         return ""
     exact = Decimal(repr(round(float(value), 9)))
-    return str(exact.quantize(Decimal(1).scaleb(-digits_for(scale)), rounding=ROUND_HALF_UP))
+    digits = 2 if scale == 100.0 else 4  # two decimals in percent (as the paper prints), four in fractions
+    return str(exact.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
 
 
 def transposed(table: TextTable) -> TextTable:
@@ -241,12 +227,7 @@ def paper_table(table: TaskTable, alpha: float = 1.0) -> TextTable:
 
 def table_json(table: TaskTable, alpha: float = 1.0) -> dict:
     st = table.stats(alpha)
-    return {
-        "models": table.models,
-        "prompts": table.prompts,
-        "scores": table.scores.tolist(),
-        "per_prompt": {p: st.per_prompt[i].as_dict() for i, p in enumerate(table.prompts)},
-        "per_model": {m: st.per_model[j].as_dict() for j, m in enumerate(table.models)},
-        "sharpe": {m: st.sharpe[j] for j, m in enumerate(table.models)},
-        "notes": table.notes,
-    }
+    return {"models": table.models, "prompts": table.prompts, "scores": table.scores.tolist(),
+            "per_prompt": {p: st.per_prompt[i].as_dict() for i, p in enumerate(table.prompts)},
+            "per_model": {m: st.per_model[j].as_dict() for j, m in enumerate(table.models)},
+            "sharpe": {m: st.sharpe[j] for j, m in enumerate(table.models)}, "notes": table.notes}

@@ -12,8 +12,7 @@ from ..record.model import RunRecord
 from . import stats
 from ..metrics import higher_is_better
 from .recorded import recorded_headline, recorded_metric, version_notes
-from .runs import PERCENT
-from .tables import ScoreRow, ScoresError, TaskTable, TextTable, build_tables, natural_key, resolve_scale
+from .tables import PERCENT, ScoreRow, ScoresError, TaskTable, TextTable, build_tables, natural_key, resolve_scale
 
 
 def headline_metric(task: str, available: Sequence[str], runs: Sequence[RunRecord] = ()) -> tuple[str, str | None]:
@@ -78,22 +77,16 @@ def build_task_report(task: str, runs: Sequence[RunRecord]) -> TaskReport:
     table = build_tables([ScoreRow(x.model, x.task, x.prompt, x.score * PERCENT, x.where) for x in rows], PERCENT)[0]
     if note:
         table.notes.append(note)
-    _check_comparable(task, task_runs, table)
+    # Scores of different data or settings are not comparable: say so in the report.
+    if len({json.dumps(r.data.manifest_sha256.get(task), sort_keys=True) for r in task_runs}) > 1:
+        table.notes.append("the models were evaluated on different data (manifest_sha256 differs): scores are not "
+                           "comparable")
+    for key in ("num_fewshot", "limit", "apply_chat_template"):
+        if len({json.dumps(getattr(r.config, key)) for r in task_runs}) > 1:
+            table.notes.append(f"config.{key} differs between models: "
+                               f"{', '.join(f'{r.display}={getattr(r.config, key)}' for r in task_runs)}")
     table.notes += version_notes(task, task_runs)
     recorded = recorded_metric(task, metric, task_runs)
     return TaskReport(table, metric,
                       higher_is_better=recorded.higher_is_better
                       if recorded is not None else higher_is_better(task, metric))
-
-
-def _check_comparable(task: str, runs: Sequence[RunRecord], table: TaskTable) -> None:
-    """Scores of different data or settings are not comparable: say so in the report."""
-    shas = {json.dumps(r.data.manifest_sha256.get(task), sort_keys=True) for r in runs}
-    if len(shas) > 1:
-        table.notes.append("the models were evaluated on different data (manifest_sha256 differs): scores are not "
-                           "comparable")
-    for key in ("num_fewshot", "limit", "apply_chat_template"):
-        values = {json.dumps(getattr(r.config, key)) for r in runs}
-        if len(values) > 1:
-            table.notes.append(f"config.{key} differs between models: "
-                               f"{', '.join(f'{r.display}={getattr(r.config, key)}' for r in runs)}")

@@ -1,11 +1,6 @@
-"""The flag of a score that rests on few parsed answers (issue 28; EuroEval flags the same share).
-
-A prompt is flagged when 10 % or more of its answers could not be read (``unparsed`` / ``n``); those
-are scored as wrong, so the score says more about the answer format than the task. Every place
-that shows a prompt's score marks it (results.json ``unparsed_flags``, the reports, the console,
-``compare``, the push-results card). A prompt none of whose answers could be read keeps lm-eval's
-score for such answers, shown with "no answer read (k/k unparsed)" beside it (issues 40, 47).
-"""
+"""The flag of a score that rests on few parsed answers (issues 28, 40, 47; docs/settings.md, "Scores and unparseable
+answers"): 10 % or more of a prompt's answers unparsed, scored as wrong, so the score says more about the answer format
+than the task."""
 
 from __future__ import annotations
 
@@ -22,14 +17,15 @@ NONE_READ_WHY = ("none of its answers could be read in the task's answer format;
                  "empty where nothing fits, right on an item whose gold is empty), not a measure of answers read")
 
 
-def _count(value: object) -> float | None:
+def finite_number(value: object) -> float | None:
+    """``value`` as a float when it is a finite number (not a bool), else None."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     return float(value) if ok else None  # type: ignore[arg-type]
 
 
 def unparsed_share(scores: Mapping) -> float | None:
     """unparsed / n of one prompt's scores; None where the prompt has no such count (or a malformed one)."""
-    unparsed, n = _count(scores.get("unparsed")), _count(scores.get("n"))
+    unparsed, n = finite_number(scores.get("unparsed")), finite_number(scores.get("n"))
     if unparsed is None or n is None or n <= 0:
         return None
     return unparsed / n
@@ -67,9 +63,7 @@ def is_flagged(scores: Mapping) -> bool:
 
 def flag_mark(scores: Mapping) -> str:
     """' (!)' after a flagged prompt's scores (' (!) no answer read (2/2 unparsed)' where none was read), else ''."""
-    if none_read(scores):
-        return f" {MARK} {none_read_text(scores)}"
-    return f" {MARK}" if is_flagged(scores) else ""
+    return f" {flag_text(scores)}" if none_read(scores) else f" {MARK}" if is_flagged(scores) else ""
 
 
 def flag_legend(results: Mapping[str, Mapping[str, Mapping]]) -> str:
@@ -112,10 +106,9 @@ def untested_reason(prompt: str, scores_a: Mapping | None, scores_b: Mapping | N
              for side, s in (("A", scores_a), ("B", scores_b)) if s is not None and is_flagged(s)]
     if not sides:
         return None
-    if any(s is not None and none_read(s) for s in (scores_a, scores_b)):
-        return (f"{prompt} has >= 10 % unparsed answers ({', '.join(sides)}): a score of unread answers alone is not "
-                "tested")
-    return f"{prompt} has >= 10 % unparsed answers ({', '.join(sides)}): its score rests on the others"
+    unread = any(s is not None and none_read(s) for s in (scores_a, scores_b))
+    why = "a score of unread answers alone is not tested" if unread else "its score rests on the others"
+    return f"{prompt} has >= 10 % unparsed answers ({', '.join(sides)}): {why}"
 
 
 def untested_avgp_reason(flagged: list[str], unread: list[str] = ()) -> str | None:

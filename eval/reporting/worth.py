@@ -1,25 +1,13 @@
-"""What a score is worth: comparable with the paper or not (and why), and how many items it rests on.
-
-``MIN_ITEMS``: a score on fewer items is printed with "not a measurement". Below 30 items the
-95 % interval of an accuracy near 50 % is wider than ±18 points (1.96·√(0.25/30) = 0.179), more
-than the differences between models the benchmark exists to show; the quickstart's
-``--limit 2`` runs are checks that the pipeline works, never numbers to quote.
-"""
+"""What a score is worth: how many items it rests on (comparability: record/comparable.py). A score on fewer than
+``MIN_ITEMS`` is "not a measurement": below 30 items the 95 % interval of an accuracy near 50 % is wider than ±18 points
+(1.96·√(0.25/30) = 0.179), more than the differences between models the benchmark exists to show."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..record import comparable as _comparable
-
 MIN_ITEMS = 30
 NOT_A_MEASUREMENT = f"not a measurement: fewer than {MIN_ITEMS} items"
-# The record's words (record/comparable.py): the runner and every reader derive the same reasons.
-NOT_COMPARABLE_KEY = _comparable.NOT_COMPARABLE_KEY
-NOT_COMPARABLE = _comparable.NOT_COMPARABLE
-comparability_text = _comparable.comparability_text
-limit_reason = _comparable.limit_reason
-split_reason = _comparable.split_reason
 
 
 def n_text(n: Any) -> str:

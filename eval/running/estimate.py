@@ -41,8 +41,8 @@ class TaskPlan:
 class TokenCounter:
     """Tokens of a text with the backend's tokenizer (each distinct text encoded once), else characters / 4."""
 
-    def __init__(self, tokenizer: Any | None) -> None:
-        self.tokenizer = tokenizer
+    def __init__(self, tokenizer: Any | None, attention_span: int | None = None) -> None:
+        self.tokenizer, self.attention_span = tokenizer, attention_span
         self._seen: dict[str, int] = {}
 
     def __call__(self, text: str) -> int:
@@ -55,14 +55,17 @@ class TokenCounter:
 def scoring_work(requests: Sequence[LLRequest], count: TokenCounter, seen: set[str]) -> tuple[int, int]:
     """The forward rows and their tokens that log-likelihood ``requests`` make the model compute: a row reads the
     context and all but the last token of the continuation, and the one-token choices of one context share a row
-    (lm-eval's grouping, backends/hf_batches.py); ``seen``: the contexts whose shared row is counted already."""
+    (lm-eval's grouping, backends/hf_batches.py); ``seen``: the contexts whose shared row is counted already. With
+    the model's ``attention_span`` a row of n tokens counts n + n^2 // span (its attention: ``Backend``)."""
     rows = tokens = 0
+    span = count.attention_span
     for r in requests:
         cont = count(r.continuation)
         if cont == 1 and r.context in seen:
             continue
         seen.update([r.context] if cont == 1 else [])
-        rows, tokens = rows + 1, tokens + count(r.context) + cont - 1
+        n = count(r.context) + cont - 1
+        rows, tokens = rows + 1, tokens + n + (n * n // span if span else 0)
     return rows, tokens
 
 
@@ -192,9 +195,12 @@ class TimeEstimate:
 
     @property
     def _ll_cost(self) -> tuple[float, float] | None:
-        """Seconds per forward row and per token (``fit_cost``), once a call with tokens was measured."""
-        measured = sum(c[1] for c in self.ll_calls) and sum(c[2] for c in self.ll_calls) > 0
-        return fit_cost(self.ll_calls) if measured else None
+        """Seconds per forward row and per token (``fit_cost``), once a call with tokens was measured. The first call
+        is left out once another is measured: it carries the run's one-time costs (the weights' pages read at their
+        first touch, the thread pool started), which priced the quickstart's first line 1.8x long on a quiet machine."""
+        calls = self.ll_calls[1:] if len(self.ll_calls) > 1 else self.ll_calls
+        measured = sum(c[1] for c in calls) and sum(c[2] for c in calls) > 0
+        return fit_cost(calls) if measured else None
 
     @property
     def _gen_left(self) -> int:
@@ -231,6 +237,8 @@ class TimeEstimate:
         return f"estimate: {head} ({'; '.join(parts)})"
 
     def _maybe_print(self, kind: str) -> None:
+        if kind == LL and len(self.ll_calls) < 2 and self.ll_left[0]:
+            return  # the first call alone is the warm-up (``_ll_cost``): priced from the next one
         now = self.clock()
         if kind in self._reported and now - self._last_print < self.every_s:
             return
@@ -242,7 +250,7 @@ class TimeEstimate:
 def announce(runner: Any, plan: Any, backend: Any, echo: Callable[[str], None], every_s: float = 300.0) -> TimeEstimate:
     """Print the run's plan (``running/plan.py``: the one ``Runner.run`` executes) and have the runner report its
     finished requests to the estimator (returned)."""
-    plans = plan.work(backend.tokenizer)
+    plans = plan.work(backend.tokenizer, backend.attention_span)
     echo(plan_table(plans))
     estimate = TimeEstimate(plans, echo, every_s=every_s, phases=getattr(backend, "generation_phases", None),
                             count=plan.token_counter(backend.tokenizer))

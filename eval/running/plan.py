@@ -129,14 +129,15 @@ class RunPlan:
     entries: dict[str, EntryPlan] = field(default_factory=dict)
     _counter: TokenCounter | None = field(default=None, repr=False)
 
-    def token_counter(self, tokenizer: Any | None) -> TokenCounter:
+    def token_counter(self, tokenizer: Any | None, attention_span: int | None = None) -> TokenCounter:
         """One counter per plan: the plan's count and the stream's time split encode each text once."""
         if self._counter is None or self._counter.tokenizer is not tokenizer:
             self._counter = TokenCounter(tokenizer)
+        self._counter.attention_span = attention_span or self._counter.attention_span
         return self._counter
 
-    def work(self, tokenizer: Any | None) -> list[TaskPlan]:
+    def work(self, tokenizer: Any | None, attention_span: int | None = None) -> list[TaskPlan]:
         """Per planned entry, the work it sends and what the cache holds (tokens counted with
-        ``tokenizer``, else estimated from characters)."""
-        count = self.token_counter(tokenizer)
+        ``tokenizer``, else estimated from characters; rows weighted by ``attention_span``: ``scoring_work``)."""
+        count = self.token_counter(tokenizer, attention_span)
         return [e.work(count) for e in self.entries.values()]

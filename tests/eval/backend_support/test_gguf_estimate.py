@@ -17,7 +17,8 @@ from evalita_eval.backends.vllm import engine_kwargs
 from evalita_eval.cli import main
 from evalita_eval.cli.support import default_device
 from evalita_eval.running.estimate import GEN, LL, TaskPlan, TimeEstimate, TokenCounter, fit_cost, scoring_work
-from evalita_eval.backend_support.gguf import gguf_identity, gguf_model
+from evalita_eval.backend_support.gguf import gguf_model
+from evalita_eval.backend_support.identity import gguf_identity
 
 from paths import TESTS
 
@@ -188,11 +189,14 @@ def test_time_estimate_from_the_first_measured_requests() -> None:
     estimate = TimeEstimate(plans, printed.append, every_s=60, clock=lambda: clock[0])
     assert estimate.line() == ("estimate: time left not known yet (40 of 40 generations left (6,560 budget tokens); "
                                "log-likelihoods and generations not measured yet)")
-    clock[0] += 5
+    clock[0] += 15
     # Characters / 4 without a tokenizer: 19 context tokens + 2 continuation tokens - the last = a row of 20 tokens.
+    estimate.record(LL, [LLRequest("x" * 76, " abcdef")] * 10, 15.0)  # 10 rows, 200 tokens: 5 s + 10 s of warm-up
+    assert printed == []  # the first call alone carries the run's one-time costs: no rate from it (1,800 tokens at 13/s)
+    clock[0] += 5
     estimate.record(LL, [LLRequest("x" * 76, " abcdef")] * 10, 5.0)  # 10 rows, 200 tokens in 5 s
-    assert printed == ["estimate: about 45 s left for the log-likelihoods (40 read tokens/s so far; 40 of 40 generations left "
-                       "(6,560 budget tokens); generations not measured yet)"]  # 1,800 tokens left at 40/s
+    assert printed == ["estimate: about 40 s left for the log-likelihoods (40 read tokens/s so far; 40 of 40 generations left "
+                       "(6,560 budget tokens); generations not measured yet)"]  # 1,600 tokens left at 40/s, not 20/s
     clock[0] += 5
     estimate.record(LL, [LLRequest("x" * 76, " abcdef")] * 10, 5.0)  # within every_s: nothing printed
     assert len(printed) == 1
@@ -207,7 +211,7 @@ def test_time_estimate_from_the_first_measured_requests() -> None:
     # left: 40 x 164 - 656 - 164 (the open batch) = 5,740 budget tokens at 32.8/s = 175 s (seconds per generation said 39 x 20 s)
     assert printed[-1] == ("estimate: about 4 min left (40 read tokens/s, 33 budget tokens/s over 1 finished generation batch so far; "
                            "35 of 40 generations left (5,740 budget tokens))")
-    assert estimate.remaining_s() == (pytest.approx(1600 / 40 + 5740 * 20 / 656), [])
+    assert estimate.remaining_s() == (pytest.approx(1400 / 40 + 5740 * 20 / 656), [])
 
 
 def test_no_time_left_is_said_before_the_generations_are_measured() -> None:
@@ -242,6 +246,28 @@ def test_loglikelihoods_are_priced_by_the_rows_the_model_computes() -> None:
     assert estimate.ll_calls == [(1, 100, 1.0), (1, 100, 1.001)] and estimate.ll_left == [0, 0]
 
 
+def test_long_rows_are_priced_with_their_attention() -> None:
+    """Issue 47: a row of n tokens counts n + n^2 / span (the model's ``attention_span``), so the rate of WiC's short
+    rows prices FAQ's long ones higher per token, as they run. On the quickstart's model (span 1,536) a 1,300-token
+    row counts 1.85 tokens per token, a 200-token row 1.13."""
+    from evalita_eval.api import LLRequest
+
+    count = TokenCounter(None, attention_span=50)  # characters / 4
+    short, long = LLRequest("s" * 40, " " + "x" * 3), LLRequest("l" * 400, " " + "x" * 3)  # rows of 10 and 100 tokens
+    assert scoring_work([short], count, set()) == (1, 10 + 2)
+    assert scoring_work([long], count, set()) == (1, 100 + 200)
+    assert scoring_work([long], TokenCounter(None), set()) == (1, 100)  # no span known (a server): tokens alone
+
+
+def test_hf_backend_knows_its_attention_span(tiny_model: Path) -> None:
+    from evalita_eval.backends import create_backend
+
+    backend = create_backend("hf", BackendOptions(model=str(tiny_model), device="cpu"))
+    config = backend.model.config
+    span = backend.model.num_parameters(exclude_embeddings=True) // (4 * config.num_hidden_layers * config.hidden_size)
+    assert backend.attention_span == span > 0
+
+
 def test_a_fixed_cost_per_row_is_told_apart_from_the_cost_per_token() -> None:
     """seconds = a x rows + b x tokens, fitted by least squares once the calls' tokens per row differ by 2x or more."""
     assert fit_cost([(2, 200, 2 * 0.5 + 200 * 0.01), (8, 400, 8 * 0.5 + 400 * 0.01)]) == (pytest.approx(0.5), pytest.approx(0.01))
@@ -252,7 +278,9 @@ def test_a_fixed_cost_per_row_is_told_apart_from_the_cost_per_token() -> None:
     from evalita_eval.api import LLRequest
 
     printed: list[str] = []
-    estimate = TimeEstimate([TaskPlan("faq", LL, 19, 0, rows=19, row_tokens=61 + 96 + 10_000)], printed.append, every_s=0)
+    estimate = TimeEstimate([TaskPlan("faq", LL, 20, 0, rows=20, row_tokens=2 * 61 + 96 + 10_000)], printed.append, every_s=0)
+    estimate.record(LL, [LLRequest("v" * 240, " abcde")], 5.0)  # the first call, with the warm-up: left out of the fit
+    assert estimate.remaining_s()[0] == pytest.approx((61 + 10_096) * 5.0 / 61) and printed == []
     estimate.record(LL, [LLRequest("w" * 240, " abcde")], 0.5 + 0.01 * 61)
     assert estimate.remaining_s()[0] == pytest.approx(10_096 * 1.11 / 61)
     estimate.record(LL, [LLRequest("w" * 40 + str(i), " abcde") for i in range(8)], 8 * 0.5 + 0.01 * 8 * 12)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evalita_eval.reporting.lm_eval_runs import entry_and_prompt
+from evalita_eval.reporting.lm_eval_tasks import entry_and_prompt
 from publish_fixtures import sample_build  # noqa: F401 - fixture
 from test_export_lm_eval import cli, offline_env
 

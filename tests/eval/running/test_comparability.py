@@ -11,7 +11,8 @@ import pytest
 from evalita_eval.record import parse_record
 from evalita_eval.record.build import config_record
 from evalita_eval.record.model import DataRecord, ModelRecord, RunRecord
-from evalita_eval.reporting.worth import comparability_text, n_text
+from evalita_eval.record import comparability_text
+from evalita_eval.reporting.worth import n_text
 from evalita_eval.running.results_file import config_json, task_versions
 from evalita_eval.run_config import RunSpec
 from evalita_eval.sources.entries import select_entries
