@@ -41,7 +41,7 @@ def side(args: argparse.Namespace, name: str, out: Path) -> dict[str, Any]:
     run = counted_run(args, backend, out)
     samples = {p.name: p.read_text("utf-8") for p in sorted((out / "samples").iterdir())}
     return {"side": name, "counters": run["counters"], "computed": run["computed"], "seconds": run["seconds"], "load_1min": run["load_1min"],
-            "requests": run["result"].computed, "samples": samples, "scores": run["result"].results}
+            "requests": run["result"].computed, "samples": samples, "scores": run["result"].record.results}
 
 
 def _numbers(value: Any, path: str = "") -> dict[str, float]:

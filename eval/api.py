@@ -1,9 +1,8 @@
 """The contract between the evaluator and its scoring backends.
 
-Requests and results, what a backend can do (``Capabilities``), what it is built from
-(``BackendOptions``), the ``Backend`` base class, and the rules every backend shares:
-``cut_at_stop`` (generations) and ``scoring_input`` (log-likelihood truncation).
-Backends live in ``backends/`` (see docs/adding-a-backend.md).
+Requests and results, what a backend can do (``Capabilities``), what it is built from (``BackendOptions``), the
+``Backend`` base class, and the rules every backend shares: ``cut_at_stop`` (generations) and ``scoring_input``
+(log-likelihood truncation). Backends live in ``backends/`` (see docs/adding-a-backend.md).
 """
 
 from __future__ import annotations
@@ -16,8 +15,8 @@ from typing import Any, ClassVar, Sequence
 
 
 class RequestKind(StrEnum):
-    """The kinds of request a backend serves; each value is the name of the ``Backend`` method serving it
-    (and the kind the resume cache keys a request by: a string, so keys written before the enum still hold)."""
+    """The kinds of request a backend serves; each value is the name of the ``Backend`` method serving it (and the
+    kind the resume cache keys a request by: a string, so keys written before the enum still hold)."""
 
     LOGLIKELIHOOD = "loglikelihood"
     GENERATE = "generate_until"
@@ -43,9 +42,9 @@ LOGPROB_ROUNDING = 1e-4
 
 
 def check_ll_result(result: Any, backend: str) -> LLResult:
-    """``result`` itself when it is an LLResult a score can be made of: a finite log-prob <= 0
-    (within rounding), a bool ``is_greedy`` and an int ``n_tokens`` > 0. Anything else is a fault
-    of the backend (a server that lied, an engine that overflowed): a ValueError, never a score."""
+    """``result`` itself when it is an LLResult a score can be made of: a finite log-prob <= 0 (within rounding), a
+    bool ``is_greedy`` and an int ``n_tokens`` > 0. Anything else is a fault of the backend (a server that lied, an
+    engine that overflowed): a ValueError, never a score."""
     problem = None
     if not isinstance(result, LLResult):
         problem = f"a {type(result).__name__}, not an LLResult"
@@ -67,16 +66,14 @@ def check_ll_result(result: Any, backend: str) -> LLResult:
 class Constraint:
     """What a constrained generation may write (``--constrained``; docs/settings.md).
 
-    ``kind`` "choice": exactly one of the strings in ``choices``; "regex": a full match of
-    ``pattern`` (the subset of regular expressions that vLLM's and xgrammar's structured
-    outputs share: literals, classes, groups, alternation, ``? * + {m,n}``). An engine with
-    structured outputs takes it as they are: vLLM ``StructuredOutputsParams(choice=...)`` or
-    ``(regex=...)``, see ``as_structured_outputs``.
+    ``kind`` "choice": exactly one of the strings in ``choices``; "regex": a full match of ``pattern`` (the subset of
+    regular expressions that vLLM's and xgrammar's structured outputs share: literals, classes, groups, alternation,
+    ``? * + {m,n}``). An engine with structured outputs takes it as they are: vLLM
+    ``StructuredOutputsParams(choice=...)`` or ``(regex=...)``, see ``as_structured_outputs``.
 
-    A regex constraint carries its task's closing rule (``TaskSpec.output_closings`` and
-    ``output_empty``): the answers a local engine forces when the token budget runs out
-    (docs/settings.md). They are part of the request, so of the resume cache's key: an edit
-    of a task's closings changes the key as it changes the generations.
+    A regex constraint carries its task's closing rule (``TaskSpec.output_closings`` and ``output_empty``): the answers
+    a local engine forces when the token budget runs out (docs/settings.md). They are part of the request, so of the
+    resume cache's key: an edit of a task's closings changes the key as it changes the generations.
     """
 
     kind: str  # "choice" | "regex"
@@ -86,8 +83,8 @@ class Constraint:
     empty_answer: str = ""  # the "nothing found" answer, also a closing (regex only)
 
     def as_structured_outputs(self) -> dict[str, Any]:
-        """The keyword arguments of vLLM's ``StructuredOutputsParams`` (and the server's
-        ``structured_outputs`` request field) for this constraint."""
+        """The keyword arguments of vLLM's ``StructuredOutputsParams`` (and the server's ``structured_outputs``
+        request field) for this constraint."""
         return {"choice": list(self.choices)} if self.kind == "choice" else {"regex": self.pattern}
 
 
@@ -96,14 +93,14 @@ class GenRequest:
     context: str
     stop: tuple[str, ...]
     max_new_tokens: int
-    # None: free generation. Left out of the resume-cache key when None (request_payload),
-    # so caches written before constraints existed stay valid.
+    # None: free generation. Left out of the resume-cache key when None (request_payload), so caches written before
+    # constraints existed stay valid.
     constraint: Constraint | None = None
-    # The chat turns behind ``context`` for backends that take messages (chat APIs), else None
-    # (also left out of the cache key when None).
+    # The chat turns behind ``context`` for backends that take messages (chat APIs), else None (also left out of the
+    # cache key when None).
     messages: tuple[dict[str, str], ...] | None = None
-    # --thinking on: the trace's (start, end) markers; a chat API is asked to think (vLLM's
-    # chat_template_kwargs) and joins a separate trace field back with them. None: off (left out of the key).
+    # --thinking on: the trace's (start, end) markers; a chat API is asked to think (vLLM's chat_template_kwargs) and
+    # joins a separate trace field back with them. None: off (left out of the key).
     thinking: tuple[str, str] | None = None
 
 
@@ -124,10 +121,10 @@ class Capabilities:
 
 @dataclass
 class BackendOptions:
-    """What a backend is built from: the options every backend shares, and ``engine``, the
-    backend's own typed ``Options`` (``resolve_options`` fills it from ``extra`` before
-    ``from_options`` is called; a backend reads its engine settings there only). ``run`` builds
-    it from its ``RunSpec`` (eval/run_config.py ``backend_options``), its backend_args as ``extra``."""
+    """What a backend is built from: the options every backend shares, and ``engine``, the backend's own typed
+    ``Options`` (``resolve_options`` fills it from ``extra`` before ``from_options`` is called; a backend reads its
+    engine settings there only). ``run`` builds it from its ``RunSpec`` (eval/run_config.py ``backend_options``), its
+    backend_args as ``extra``."""
 
     model: str
     revision: str | None = None
@@ -145,11 +142,9 @@ class BackendOptions:
 
 
 def backend_option(default: Any, help: str, *, changes_numbers: bool = True) -> Any:
-    """A field of a backend's ``Options`` dataclass (filled from ``--backend-arg NAME=VALUE``, validated by
-    pydantic against the field's type).
-
-    ``help`` is what ``evalita-eval backends`` prints; ``changes_numbers``: whether another value
-    can change a number the backend returns (then it is part of the backend's cache identity)."""
+    """A field of a backend's ``Options`` dataclass (filled from ``--backend-arg NAME=VALUE``, validated by pydantic
+    against the field's type). ``help`` is what ``evalita-eval backends`` prints; ``changes_numbers``: whether another
+    value can change a number the backend returns (then it is part of the backend's cache identity)."""
     return field(default=default, metadata={"help": help, "changes_numbers": changes_numbers})
 
 
@@ -164,21 +159,19 @@ class Backend(ABC):
     capabilities: ClassVar[Capabilities] = Capabilities()
     # Requests the runner hands over per call (one resume-cache write each); None: batch_size * 4.
     requests_per_call: ClassVar[int | None] = None
-    # Whether the runner may put requests of different prompts and tasks in one call: an engine
-    # that schedules what it is given (vllm), whose numbers do not hinge on a call's other requests
-    # beyond float rounding. False (hf): each call holds one prompt's requests, as batched alone,
-    # so a row's padded batch and float rounding are those of a run of that prompt
-    # (running/stream.py).
+    # Whether the runner may put requests of different prompts and tasks in one call: an engine that schedules what it
+    # is given (vllm), whose numbers do not hinge on a call's other requests beyond float rounding. False (hf): each
+    # call holds one prompt's requests, as batched alone, so a row's padded batch and float rounding are those of a run
+    # of that prompt (running/stream.py).
     mixes_prompts: ClassVar[bool] = False
-    # The weights' dtype as loaded ("unknown": the backend does not say; then the --dtype option
-    # asked for is in its identity).
+    # The weights' dtype as loaded ("unknown": the backend does not say; then the --dtype option asked for is in its
+    # identity).
     dtype: str = "unknown"
-    # The backend's own settings: a dataclass of ``backend_option`` fields, filled from
-    # ``--backend-arg NAME=VALUE`` (typed, unknown names refused) and listed by
-    # ``evalita-eval backends``. None: the backend has no options of its own.
+    # The backend's own settings: a dataclass of ``backend_option`` fields, filled from ``--backend-arg NAME=VALUE``
+    # (typed, unknown names refused) and listed by ``evalita-eval backends``. None: it has no options of its own.
     Options: ClassVar[type | None] = None
-    # What the backend was built from (its typed ``Options`` in ``options.engine``);
-    # ``create_backend`` sets it (None for one built directly).
+    # What the backend was built from (its typed ``Options`` in ``options.engine``); ``create_backend`` sets it (None
+    # for one built directly).
     options: BackendOptions | None = None
     # The model's tokenizer (a transformers tokenizer, picklable) where the backend has one: the runner counts
     # tokens with it (estimates, trace lengths, time shares), renders chat templates and names the template by
@@ -206,8 +199,8 @@ class Backend(ABC):
     @classmethod
     @abstractmethod
     def from_options(cls, options: BackendOptions) -> "Backend":
-        """Build the backend from resolved options: the shared fields and ``options.engine``, its
-        typed ``Options`` (import heavy libraries here, not at module level)."""
+        """Build the backend from resolved options: the shared fields and ``options.engine``, its typed ``Options``
+        (import heavy libraries here, not at module level)."""
 
     @classmethod
     def reservation(cls, options: BackendOptions) -> dict[str, float]:
@@ -236,31 +229,26 @@ class Backend(ABC):
         """Release engines, servers' sessions, GPU memory. Idempotent."""
 
     def cache_identity(self) -> dict[str, Any]:
-        """Every input that can change a number this backend returns, as a JSON-able dict: the
-        resume cache keys each request by its hash, and results.json records it as ``model``.
+        """Every input that can change a number this backend returns, as a JSON-able dict: the resume cache keys each
+        request by its hash, and results.json records it as ``model``.
 
-        The base gives what every backend shares: its name and dtype and the options it was
-        built from that can change a number (model, revision, --trust-remote-code, --max-length,
-        --device, and its ``Options`` declared ``changes_numbers``). A backend extends
-        ``super().cache_identity()`` with what it resolved (a model folder's fingerprint, the max length, the chat
-        template, the server...): the keys results.json declares for ``model``, anything else under ``"resolved"``
-        (docs/adding-a-backend.md). Options that only change speed (batch size, threads, concurrency, timeouts,
-        retries, progress) stay out; so do secrets (an API key)."""
+        The base gives what every backend shares: its name and dtype and the options it was built from that can change
+        a number (model, revision, --trust-remote-code, --max-length, --device, and its ``Options`` declared
+        ``changes_numbers``). A backend extends ``super().cache_identity()`` with what it resolved (a model folder's
+        fingerprint, the max length, the chat template, the server...): the keys results.json declares for ``model``,
+        anything else under ``"resolved"`` (docs/adding-a-backend.md). Options that only change speed (batch size,
+        threads, concurrency, timeouts, retries, progress) stay out; so do secrets (an API key)."""
         identity: dict[str, Any] = {"backend": self.name, "dtype": self.dtype}
         options = self.options
         if options is not None:
-            identity.update({
-                "name_or_path": options.model, "revision": options.revision,
-                "trust_remote_code": options.trust_remote_code,
-                "max_length": options.max_length, "device": options.device,
-            })
+            identity.update({"name_or_path": options.model, "revision": options.revision,
+                             "trust_remote_code": options.trust_remote_code, "max_length": options.max_length,
+                             "device": options.device})
             if self.dtype == "unknown":
                 identity["dtype"] = options.dtype
         if self.engine_options is not None:
-            identity["options"] = {
-                f.name: getattr(self.engine_options, f.name)
-                for f in fields(self.engine_options) if f.metadata.get("changes_numbers", True)
-            }
+            identity["options"] = {f.name: getattr(self.engine_options, f.name)
+                                   for f in fields(self.engine_options) if f.metadata.get("changes_numbers", True)}
         return identity
 
 
@@ -271,8 +259,8 @@ def method_of(backend: Any, kind: RequestKind) -> Any:
 
 
 def request_payload(request: LLRequest | GenRequest) -> dict[str, Any]:
-    """The request as the resume cache keys it; optional fields left at None (or, in a
-    constraint, empty) are omitted, so that adding one keeps existing caches valid."""
+    """The request as the resume cache keys it; optional fields left at None (or, in a constraint, empty) are
+    omitted, so that adding one keeps existing caches valid."""
     payload = asdict(request)
     for optional in ("constraint", "messages", "thinking"):
         if optional in payload and payload[optional] is None:
@@ -294,8 +282,8 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> str:
 
 
 def scoring_input(ctx: list[int], cont: list[int], max_length: int, continuation: str = "") -> list[int]:
-    """The tokens a model reads to score ``cont`` after ``ctx``: all but the last token of
-    ``ctx + cont``, left-truncated to ``max_length`` (lm-eval's rule; every token-level backend uses it)."""
+    """The tokens a model reads to score ``cont`` after ``ctx``: all but the last token of ``ctx + cont``,
+    left-truncated to ``max_length`` (lm-eval's rule; every token-level backend uses it)."""
     if not cont:
         raise ValueError(f"continuation {continuation!r} encodes to no tokens")
     if len(cont) > max_length:
@@ -305,11 +293,9 @@ def scoring_input(ctx: list[int], cont: list[int], max_length: int, continuation
 
 
 def prompt_room(max_length: int, max_new_tokens: int) -> int:
-    """How many prompt tokens a generation may keep: ``max_length - max_new_tokens`` (the
-    prompt is left-truncated to it, lm-eval's rule; every token-level backend uses it).
-    Raises when nothing is left for the prompt."""
+    """How many prompt tokens a generation may keep: ``max_length - max_new_tokens`` (the prompt is left-truncated to
+    it, lm-eval's rule; every token-level backend uses it). Raises when nothing is left for the prompt."""
     room = max_length - max_new_tokens
     if room <= 0:
         raise ValueError(f"max_new_tokens {max_new_tokens} leaves no room for the prompt in max length {max_length}")
     return room
-

@@ -1,10 +1,9 @@
-"""The evaluator's metrics: those the generative settings add (``ROUGE_L_ANSWER``...) beside the task
-declarations' own (``evalita_data.scoring.metrics``), and the lookup of a metric by name through a
-task's own declaration.
+"""The evaluator's metrics: those the generative settings add (``ROUGE_L_ANSWER``...) beside the task declarations'
+own (``evalita_data.scoring.metrics``), and the lookup of a metric by name through a task's own declaration.
 
-There is no table of metric names: ``metric_of(task, name)`` reads the ``Metric`` objects
-the task's ``TaskSpec`` lists (an added task's own metrics included), so that ``evalita-eval
-report`` can recompute any declared metric from the samples for its bootstrap.
+There is no table of metric names: ``metric_of(task, name)`` reads the ``Metric`` objects the task's ``TaskSpec`` lists
+(an added task's own metrics included), so that ``evalita-eval report`` can recompute any declared metric from the
+samples for its bootstrap.
 """
 
 from __future__ import annotations
@@ -43,11 +42,8 @@ SETTING_METRICS = (ROUGE_L_ANSWER, BLEU_ANSWER, BERTSCORE_F1)
 
 
 def metric_of(task: str | None, name: str) -> Metric:
-    """The metric ``name`` as task (or evaluation entry, ``ner_adg``) ``task`` declares it.
-
-    ``task`` None: the one metric of that name over every registered task; two different
-    declarations of one name are ambiguous (KeyError, naming the tasks).
-    """
+    """The metric ``name`` as task (or evaluation entry, ``ner_adg``) ``task`` declares it; ``task`` None: the one
+    metric of that name over every registered task (two different declarations of one name: a KeyError naming them)."""
     for m in SETTING_METRICS:
         if m.name == name:
             return m
@@ -78,6 +74,5 @@ def higher_is_better(task: str, name: str) -> bool:
 
 
 def score_samples(metric: str, samples: list[dict], task: str | None = None) -> float:
-    """The corpus-level ``metric`` (a name, resolved by ``metric_of``) over ``samples`` (the dicts of samples/*.jsonl).
-    """
+    """The corpus-level ``metric`` (a name: ``metric_of``) over ``samples`` (the dicts of samples/*.jsonl)."""
     return metric_of(task, metric)(samples)

@@ -32,7 +32,6 @@ class ModelPathError(ValueError):
 
 def check_model_path(model: str, backend_args: Sequence[str] = ()) -> None:
     """Raise ModelPathError when ``model`` cannot be what ``--model`` loads; a Hub id is left to the Hub.
-
     ``backend_args``: the run's ``--backend-arg KEY=VALUE`` list (``gguf_file=`` names the GGUF inside a folder)."""
     from .backend_support.gguf import is_gguf_path
 
@@ -42,8 +41,12 @@ def check_model_path(model: str, backend_args: Sequence[str] = ()) -> None:
             raise ModelPathError(f"{model}: no such GGUF file")
         _require_gguf(model)
         return
+    if path.is_file() and (path.parent / CONFIG).is_file():  # the folder that holds it is what to pass
+        raise ModelPathError(f"{model} is a file: pass the model folder that holds it and its {CONFIG}: --model "
+                             f"{Path(model).parent}")
     if path.is_file():
-        raise ModelPathError(_file_advice(model, path))
+        raise ModelPathError(f"{model} is a file, not a model: pass a model folder (with {CONFIG} and the weights), a "
+                             ".gguf file or a Hub id")
     if path.is_dir():
         if any(a.startswith("gguf_file=") for a in backend_args):
             _require_gguf(model)
@@ -61,15 +64,6 @@ def _require_gguf(model: str) -> None:
     if missing:
         raise ModelPathError(f"--model {model} needs {', '.join(missing)} (transformers loads GGUF files with it): "
                              f"{GGUF_INSTALL}", usage=False)
-
-
-def _file_advice(model: str, path: Path) -> str:
-    """A file that is not a .gguf: the folder that holds it is what to pass, when that folder is a model."""
-    folder = path.parent
-    if (folder / CONFIG).is_file():
-        return f"{model} is a file: pass the model folder that holds it and its {CONFIG}: --model {Path(model).parent}"
-    return (f"{model} is a file, not a model: pass a model folder (with {CONFIG} and the weights), a .gguf file or a "
-            "Hub id")
 
 
 def _check_folder(model: str, path: Path) -> None:

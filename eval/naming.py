@@ -4,10 +4,8 @@
 counts or splits never share a folder, so none overwrites another. ``<model>`` is a Hub id with ``/`` as ``__``
 (``org__name``), or a local folder's own name.
 
-A model as every output names it (:func:`display_name`): the name given with ``--model-name`` (recorded as
-``model.name`` in results.json; ``push-results``/``export-eee --model-name`` override it), else the Hub id, else, for a
-local folder, its folder name and the first 8 hex digits of its weights' fingerprint (``plain-3f2a9c1e``): ``plain``
-alone would name every converted model alike.
+A model as every output names it (``display_name``): docs/push-results.md (the model's name); a local folder's name
+carries its weights' hash, as ``plain`` alone would name every converted model alike.
 """
 
 from __future__ import annotations

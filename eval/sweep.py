@@ -133,8 +133,7 @@ def run_one(config: str, log: str, cwd: str, board: Any = None, run: int = 0,
 
 
 class Lines:
-    """The driver's console: a line per run when it is queued, starts, finishes a task, ends (and at most every
-    ``STATUS_EVERY_S`` while its count of saved requests moves)."""
+    """The driver's console: a line per run as it stands (docs/parallel.md#sweeps)."""
 
     def __init__(self, runs: list[SweepRun], echo: Callable[[str], None]) -> None:
         self.runs, self.echo = runs, echo
@@ -199,8 +198,7 @@ def write_configs(runs: list[SweepRun], out: Path) -> list[Path]:
 
 def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | None,
               out: Path) -> dict[int, tuple[str, Path | None]]:
-    """Every run not yet complete as a Ray task; a line per run as it is queued, starts, goes on and ends. Returns run
-    index -> (state, its folder)."""
+    """Every run not yet complete as a Ray task, said as it goes (``Lines``): run index -> (state, its folder)."""
     from .replicas.ray_start import start_ray, use_token_if_present
 
     use_token_if_present(address)  # before Ray reads its configuration
@@ -254,9 +252,8 @@ def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | 
 
 def report_groups(runs: list[SweepRun], states: dict[int, tuple[str, Path | None]],
                   out: Path) -> dict[Path, list[Path]]:
-    """The results files of the complete runs, by the folder of their report: one report in OUT when the runs evaluate
-    the same prompts, else one per prompt set (OUT/prompts-p1-p3, OUT/prompts-all): a report compares every model on
-    every prompt of a task."""
+    """The results files of the complete runs, by the folder of their report: OUT, or one per prompt set
+    (OUT/prompts-p1-p3, OUT/prompts-all) when the runs evaluate different prompts (docs/parallel.md#sweeps)."""
     groups: dict[str, list[Path]] = {}
     for i, (state, folder) in sorted(states.items()):
         if state.startswith("complete") and folder is not None:
@@ -267,8 +264,7 @@ def report_groups(runs: list[SweepRun], states: dict[int, tuple[str, Path | None
 
 
 def report_sweep(runs: list[SweepRun], out: Path, address: str | None, echo: Callable[[str], None]) -> int:
-    """Run the sweep, then write one report (reporting/report.py, as `evalita-eval report`) of every complete run (one
-    per prompt set when the runs evaluate different prompts); the number of runs that are not complete."""
+    """Run the sweep, then the report of its complete runs (``report_groups``); the number of runs not complete."""
     from .reporting.report import write_report
 
     for run in runs:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .record import RecordError, RunRecord, read_run
-from .run_config import RunSpec, RunSpecError, build_spec
+from .run_config import RunSpec, RunSpecError, backend_options, build_spec
 
 
 @dataclass(frozen=True)
@@ -27,9 +27,11 @@ class SweepRun:
         return f"run {self.number} ({self.name})"
 
 
-def _read(path: Path) -> tuple[dict[str, Any], list[Any]]:
-    """(defaults, runs) of a sweep file; a ValueError naming the file otherwise."""
+def load_sweep(path: Path) -> list[SweepRun]:
+    """The runs of a sweep file, each checked as ``run --config`` checks its file; one line naming the file, the run and
+    the key otherwise (a ValueError)."""
     from .config_file import load_file
+    from .naming import setting_slug
 
     doc = load_file(path)  # its ConfigFileError is a ValueError naming the file
     defaults: Any = {}
@@ -37,15 +39,6 @@ def _read(path: Path) -> tuple[dict[str, Any], list[Any]]:
         defaults, doc = doc.get("defaults") or {}, doc.get("runs")
     if not isinstance(doc, list) or not doc or not isinstance(defaults, dict):
         raise ValueError(f"{path}: expected a non-empty list of runs, or {{defaults: {{...}}, runs: [...]}}")
-    return defaults, doc
-
-
-def load_sweep(path: Path) -> list[SweepRun]:
-    """The runs of a sweep file, each checked as ``run --config`` checks its file; one line naming the file, the run and
-    the key otherwise (a ValueError)."""
-    from .naming import setting_slug
-
-    defaults, doc = _read(path)
     runs = []
     for n, raw in enumerate(doc, 1):
         if not isinstance(raw, dict) or "model" not in {**defaults, **raw}:
@@ -63,8 +56,7 @@ def load_sweep(path: Path) -> list[SweepRun]:
     unnamed = [run.name for run, raw in zip(runs, doc) if "name" not in {**defaults, **raw}]
     # Runs without a name that would share one (same model and setting, other keys): told apart by their place.
     runs = [replace(run, name=f"{run.name} #{run.number}") if "name" not in {**defaults, **raw}
-            and unnamed.count(run.name) > 1 else run
-            for run, raw in zip(runs, doc)]
+            and unnamed.count(run.name) > 1 else run for run, raw in zip(runs, doc)]
     check_runs(path, runs)
     return runs
 
@@ -73,13 +65,10 @@ def run_reservation(spec: RunSpec, gpus_there: bool) -> dict[str, float]:
     """What a run's Ray task reserves: a CPU per replica and its replicas' GPUs as its backend declares them
     (``Backend.reservation``). A run without ``device`` takes CUDA where there is one (``run``'s default), so it
     reserves its GPUs wherever the Ray it runs on has GPUs (``gpus_there``)."""
-    from .api import BackendOptions
     from .backends import get_backend_class
     from .replicas import replica_settings
 
-    device = spec.device or ("cuda" if gpus_there else "cpu")
-    replicas, _, one = replica_settings(BackendOptions(model=spec.model, device=device, threads=spec.threads,
-                                                       extra=dict(spec.backend_args)))
+    replicas, _, one = replica_settings(backend_options(spec, spec.device or ("cuda" if gpus_there else "cpu")))
     gpus = get_backend_class(spec.backend).reservation(one)["num_gpus"]
     return {"num_cpus": float(replicas), "num_gpus": gpus * replicas}
 
@@ -150,20 +139,15 @@ def identity_difference(record: RunRecord, spec: RunSpec) -> str | None:
     return None
 
 
-def candidate_folders(run: SweepRun) -> list[Path]:
-    """Where a complete run of ``run`` can be: its output_dir, else ``run``'s default folders of its model, setting."""
+def complete_folder(run: SweepRun) -> Path | None:
+    """The folder holding a complete run of ``run`` (its recorded identity equal to the run's), or None: its output_dir,
+    else one of ``run``'s default folders of its model and setting."""
     from .naming import model_slug, setting_slug
 
-    if run.output_dir is not None:
-        return [run.output_dir]
     spec = run.spec
     stem = setting_slug(spec.setting, spec.constrained, spec.num_fewshot, spec.split)
-    return sorted((Path("results") / model_slug(spec.model, spec.revision)).glob(f"{stem}-*"))
-
-
-def complete_folder(run: SweepRun) -> Path | None:
-    """The folder holding a complete run of ``run`` (its recorded identity equal to the run's), or None."""
-    for folder in candidate_folders(run):
+    default = Path("results") / model_slug(spec.model, spec.revision)
+    for folder in [run.output_dir] if run.output_dir is not None else sorted(default.glob(f"{stem}-*")):
         if not (folder / "results.json").is_file():
             continue
         try:

@@ -154,11 +154,11 @@ def test_evaluate_every_task_with_every_backend(task_id: str, backend_name: str,
     runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, backend_name), source,
                     RunSpec(model="m", data="data", limit=LIMIT, max_new_tokens=4, progress=False), tmp_path, echo=lambda _m: None)
     result = runner.run(entries)
-    assert list(result.results) == [name for name, _config in spec.entries()]
+    assert list(result.record.results) == [name for name, _config in spec.entries()]
     for entry in entries:
         n = min(LIMIT, len(source.load(entry, spec.eval_split)))
-        assert list(result.results[entry.name]) == [p.name for p in spec.prompts]
-        for prompt, scores in result.results[entry.name].items():
+        assert list(result.record.results[entry.name]) == [p.name for p in spec.prompts]
+        for prompt, scores in result.record.results[entry.name].items():
             formatted = spec.output_pattern is not None  # NER/REL/LS, capitals_yesno: answers outside the format are counted
             assert set(scores) == set(spec.metric_names()) | {"n"} | ({"unparsed"} if formatted else set()) and scores["n"] == n
             assert all(0.0 <= v <= 1.0 for m, v in scores.items() if m not in ("n", "unparsed"))
@@ -196,8 +196,8 @@ def test_a_generative_setting_on_every_instruct_task(backend_name: str, extra_re
         out = tmp_path / task_id
         result = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, backend_name), source, config, out, echo=lambda _m: None).run([entry])
         n = min(LIMIT, len(source.load(entry, spec.eval_split)))
-        assert list(result.results[task_id]) == ["p1", "p2"]
-        for prompt, scores in result.results[task_id].items():
+        assert list(result.record.results[task_id]) == ["p1", "p2"]
+        for prompt, scores in result.record.results[task_id].items():
             assert set(scores) == {m.name for m in setting_metrics(spec, "ce")} | {"unparsed", "n"}
             assert scores["n"] == n and scores["unparsed"] == 0
             samples = [json.loads(x) for x in (out / "samples" / f"{task_id}_{prompt}.jsonl").read_text("utf-8").splitlines()]
@@ -215,7 +215,7 @@ def test_a_generative_setting_on_every_instruct_task(backend_name: str, extra_re
     notes: list[str] = []
     runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, backend_name), FolderSource(built),
                     config, tmp_path / "all", echo=notes.append)
-    assert runner.run([entry]).results == {}
+    assert runner.run([entry]).record.results == {}
     assert notes == ["capitals: skipped, the task declares no instruct prompts for --setting ce"]
 
 

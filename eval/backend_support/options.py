@@ -110,8 +110,8 @@ def engine_fields(backend: Backend) -> dict[str, Any] | None:
     return None if engine is None else asdict(engine)
 
 
-def options_table(backend: type[Backend]) -> str:
-    """A backend's options as ``evalita-eval backends`` prints them, in declaration order: name, type, default, help."""
+def option_rows(backend: type[Backend]) -> list[tuple[str, str, str, str]]:
+    """A backend's options as ``evalita-eval backends`` lists them, in declaration order: name, type, default, help."""
     hints = typing.get_type_hints(backend.Options) if backend.Options is not None else {}
     rows = []
     for f in fields(backend.Options) if backend.Options is not None else ():
@@ -119,7 +119,4 @@ def options_table(backend: type[Backend]) -> str:
         keyed = "" if f.metadata.get("changes_numbers", True) else " [cannot change a number: not in the cache key]"
         rows.append((f.name, _type_name(hints[f.name]), "default none" if default is None else f"default {default!r}",
                      f.metadata.get("help", "") + keyed))
-    if not rows:
-        return "    no options of its own"
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return "\n".join(f"    {r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}" for r in rows)
+    return rows

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import textwrap
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -34,14 +35,16 @@ main.add_command(run_command)
 def backends() -> None:
     """List the backends (built-in and installed through the evalita_llm.backends entry point) and each one's
     options, given to `run` as --backend-arg NAME=VALUE."""
-    from ..backend_support.options import options_table
+    from ..backend_support.options import option_rows
     from ..backends import get_backend_class
+    from ..running.console import columns
 
     for name in backend_names():
         cls = get_backend_class(name)
         doc = (cls.__doc__ or "").strip().splitlines()
         click.echo(f"{name}  ({cls.__module__}.{cls.__qualname__})" + (f": {doc[0]}" if doc else ""))
-        click.echo(options_table(cls))
+        rows = option_rows(cls)
+        click.echo(textwrap.indent(columns(rows, text={0, 1, 2, 3}), "    ") if rows else "    no options of its own")
 
 
 @main.command()
@@ -124,11 +127,9 @@ def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float
     require("report", STATS_NEEDS)
     from ..reporting.report import write_report
 
-    if progress is None:
-        progress = sys.stderr.isatty()
     with exit_1_on(ValueError):
-        written = write_report(list(results), out, k=k, seed=seed, alpha=alpha, progress=progress, echo=click.echo,
-                               partial=partial)
+        written = write_report(list(results), out, k=k, seed=seed, alpha=alpha, echo=click.echo, partial=partial,
+                               progress=sys.stderr.isatty() if progress is None else progress)
     click.echo("written: " + ", ".join(str(p) for p in written))
 
 

@@ -31,16 +31,13 @@ def folder_lock(out: Path) -> Iterator[None]:
     from ..running.identity import LOCKED, RUN_LOCK
 
     out.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(out / RUN_LOCK, blocking=False)
     try:
-        lock.acquire()
+        held = FileLock(out / RUN_LOCK, blocking=False).acquire()
     except Timeout:
         click.echo(f"Error: {out} is being run by another process (another sweep or run): not started", err=True)
         sys.exit(LOCKED)
-    try:
+    with held:
         yield
-    finally:
-        lock.release()
 
 
 def execute(options, source, spec, entries: list):
@@ -122,20 +119,20 @@ def run_spec(spec) -> None:
     """``run`` of a checked ``RunSpec``: its inputs checked before the model loads, the run, its tables."""
     from ..run_config import backend_options
     from ..running.console import run_counts, summary_table, task_summary_table
-    from ..running.selection import nothing_evaluated
+    from ..running.plan import nothing_evaluated
 
     check_data_dir(spec.data)  # before any heavy import: a wrong folder fails at once
     check_model_name(spec.model, tuple(f"{k}={v}" for k, v in spec.backend_args.items() if v is not None))
     progress = sys.stderr.isatty() if spec.progress is None else spec.progress
     # The spec the run reads: its device and whether it shows progress bars decided.
     spec = spec.model_copy(update={"device": spec.device or default_device(), "progress": progress})
-    entries, prompt_names = entries_and_prompts(spec.tasks, spec.prompts, spec.setting)
+    entries = entries_and_prompts(spec.tasks, spec.prompts, spec.setting)
     source = open_data(spec.data, spec.hub_org)
     check_data(entries, source, spec, named_tasks=spec.tasks is not None)
     result, runner = execute(backend_options(spec, spec.device), source, spec, entries)
-    if result.status == "empty":  # every task skipped by the runner (e.g. none declares the --setting's prompts)
+    if result.record.status == "empty":  # every task skipped by the runner (e.g. none declares the --setting's prompts)
         raise click.ClickException(nothing_evaluated(result.record.skipped, source))
     click.echo(f"model: {display_name({**runner.model.record, NAME_FIELD: spec.model_name})}")
-    click.echo(summary_table(result.results))
-    click.echo(task_summary_table(result.results, runner.record.baselines))
+    click.echo(summary_table(result.record.results))
+    click.echo(task_summary_table(result.record.results, result.record.baselines))
     click.echo(run_counts(result, runner.cache.path, runner.out))

@@ -10,10 +10,9 @@ import click
 from evalita_data.cli.errors import one_line
 
 
-def entries_and_prompts(tasks: list[str] | None, prompt_names: list[str] | None,
-                        setting: str) -> tuple[list, list[str] | None]:
-    """--tasks and --prompts checked against the registry (every template compiled) before any model work; the prompts
-    known are those each task kind declares under --setting (running/task_kinds.py)."""
+def entries_and_prompts(tasks: list[str] | None, prompt_names: list[str] | None, setting: str) -> list:
+    """The entries of --tasks, checked with --prompts against the registry (every template compiled) before any model
+    work; the prompts known are those each task kind declares under --setting (running/task_kinds.py)."""
     from evalita_data.prompts import PromptError
 
     from ..running.task_kinds import task_kind
@@ -34,7 +33,7 @@ def entries_and_prompts(tasks: list[str] | None, prompt_names: list[str] | None,
         if unknown:
             raise click.BadParameter(f"unknown prompt(s) {', '.join(unknown)}; the tasks have "
                                      f"{', '.join(sorted(known))}", param_hint="--prompts")
-    return entries, prompt_names
+    return entries
 
 
 def check_data_dir(data_dir: str | None) -> None:
@@ -69,10 +68,10 @@ def open_data(data_dir: str | None, hub_org: str | None):
 
 
 def check_data(entries: list, source, config, named_tasks: bool) -> None:
-    """Before the model loads: the entries the run evaluates (running/selection.py, the decisions the runner and the
+    """Before the model loads: the entries the run evaluates (running/plan.py select, the decisions the runner and the
     plan read), every evaluation split read and verified, and nothing to evaluate refused."""
     from ..settings.constrained import refuse_unformatted
-    from ..running.selection import nothing_evaluated, select
+    from ..running.plan import eval_split, nothing_evaluated, select
     from ..running.task_kinds import task_kind
 
     try:
@@ -80,7 +79,7 @@ def check_data(entries: list, source, config, named_tasks: bool) -> None:
             refuse_unformatted([e.name for e in entries if task_kind(e, config.setting).unformatted])
         selection = select(entries, source, config)
         for entry in selection.runnable:
-            source.load(entry, config.split or entry.spec.eval_split)
+            source.load(entry, eval_split(entry, config))
     except (FileNotFoundError, ValueError) as err:
         raise click.ClickException(one_line(err)) from None
     # nothing to evaluate: say why, before loading the model

@@ -1,9 +1,5 @@
-"""BERTScore F1 of the answers of OE and CE-NI (``--bertscore-model PATH_OR_ID``, the ``bertscore`` extra).
-
-Each sample gets its ``bertscore_f1`` (the answer after any trace, against the gold answer text), computed with the
-``bert-score`` package on the given model; the prompt's ``bertscore_f1`` is their mean (metrics.BERTSCORE_F1), so that
-reports recompute and bootstrap it from the samples without the model. The model is recorded with its files' fingerprint
-(a local folder) or its Hub commit; without the option no sample and no score says anything of BERTScore.
+"""BERTScore F1 of the answers of OE and CE-NI (``--bertscore-model PATH_OR_ID``): each sample's ``bertscore_f1`` (the
+answer after any trace, against the gold answer text); docs/settings.md (the study's text metrics).
 """
 
 from __future__ import annotations

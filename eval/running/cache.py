@@ -1,8 +1,5 @@
-"""Append-only cache of per-request results, so that a killed run resumes where it stopped (docs/evaluator.md).
-
-One JSON line per finished request: ``{"key": sha256, "value": ...}``, the key the hash of the model identity and the
-request. Read back untrusted: a damaged line or a value of the wrong shape for its kind (``loglikelihood``:
-``[finite number, bool]``, ``generate_until``: a string) counts as missing, and ``damage_note`` says how many.
+"""Append-only cache of per-request results, so that a killed run resumes where it stopped: one JSON line per finished
+request, ``{"key": sha256, "value": ...}``, read back untrusted (docs/evaluator.md#resume).
 """
 
 from __future__ import annotations
@@ -36,18 +33,6 @@ def value_fits(kind: str, value: object) -> bool:
     raise ValueError(f"unknown request kind {kind!r}")
 
 
-def _parse_line(raw: bytes) -> tuple[str, Any] | None:
-    """(key, value) of one cache line, or None if the line is damaged."""
-    try:
-        rec = json.loads(raw.decode("utf-8"))
-        key, value = rec["key"], rec["value"]
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError, IndexError):
-        return None
-    if not isinstance(key, str) or value is None:
-        return None
-    return key, value
-
-
 def _plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
@@ -63,11 +48,15 @@ class RequestCache:
                 for raw in fh:
                     if not raw.strip():
                         continue  # the fresh line started after a killed run's cut
-                    parsed = _parse_line(raw)
-                    if parsed is None:
-                        self.damaged_lines += 1
+                    try:
+                        rec = json.loads(raw.decode("utf-8"))
+                        key, value = rec["key"], rec["value"]
+                    except (UnicodeDecodeError, ValueError, KeyError, TypeError, IndexError):
+                        key = value = None
+                    if isinstance(key, str) and value is not None:
+                        self.values[key] = value
                     else:
-                        self.values[parsed[0]] = parsed[1]
+                        self.damaged_lines += 1
         self._fh = None
 
     def get(self, key: str, kind: str) -> Any | None:

@@ -45,16 +45,10 @@ class TokenCounter:
         self.tokenizer, self.attention_span = tokenizer, attention_span
         self._seen: dict[str, int] = {}
 
-    @property
-    def exact(self) -> bool:
-        return self.tokenizer is not None
-
     def __call__(self, text: str) -> int:
         if text not in self._seen:
-            if self.tokenizer is None:
-                self._seen[text] = -(-len(text) // CHARS_PER_TOKEN)
-            else:
-                self._seen[text] = len(self.tokenizer.encode(text, add_special_tokens=False))
+            self._seen[text] = (-(-len(text) // CHARS_PER_TOKEN) if self.tokenizer is None
+                                else len(self.tokenizer.encode(text, add_special_tokens=False)))
         return self._seen[text]
 
 
@@ -181,13 +175,6 @@ class TimeEstimate:
         """The backend timed prompt passes and decode steps apart (``generation_phases``)."""
         return self.phases is not None and self.phases.measured
 
-    def _generations_left_s(self) -> float:
-        """The prompt tokens left at the measured prompt rate, plus the decode steps left at the measured step time."""
-        p = self.phases
-        assert p is not None
-        steps_left = self.gen_new_left / p.rows_per_batch
-        return self.gen_prompt_left * p.prompt_s / p.prompt_tokens + steps_left * p.step_s / p.steps
-
     def remaining_s(self) -> tuple[float, list[str]]:
         """Seconds the measured kinds' rest should take at the rates measured so far, and the kinds not measured yet."""
         total, unmeasured = 0.0, []
@@ -196,8 +183,10 @@ class TimeEstimate:
         elif self.ll_left[0]:
             a, b = self._ll_cost
             total += a * self.ll_left[0] + b * self.ll_left[1]
-        if self._gen_left and self._phased:
-            total += self._generations_left_s()
+        if self._gen_left and self._phased:  # the prompt tokens and the decode steps left, each at its measured rate
+            p: Any = self.phases
+            total += (self.gen_prompt_left * p.prompt_s / p.prompt_tokens
+                      + self.gen_new_left / p.rows_per_batch * p.step_s / p.steps)
         elif self._gen_left and self.done and self.seconds > 0:
             total += self._gen_left * self.seconds / self.done
         elif self._gen_left:
@@ -230,8 +219,7 @@ class TimeEstimate:
             a, b = cost
             rates.append(" + ".join(x for x in (a and f"{a:.2f} s per row", b and f"{1 / b:,.0f} read tokens/s") if x))
         if self._phased:
-            p = self.phases
-            assert p is not None
+            p: Any = self.phases
             rates.append(f"{p.prompt_tokens / p.prompt_s:,.0f} prompt tokens/s and {p.step_s / p.steps:.2f} s per "
                          f"decode step (~{p.rows_per_batch:.0f} rows) over {p.batches} finished generation "
                          f"batch{'es' if p.batches > 1 else ''}")

@@ -1,8 +1,5 @@
-"""The run's identity: every input that can change a number, its short hash, and the output folder it owns.
-
-Two invocations with equal identities are one run (the second resumes or extends the first); two with different
-identities never share a folder: the default folder is named by the model and the hash of the identity, and a run into a
-folder that holds another identity's results refuses, naming the first difference (``--overwrite`` replaces them).
+"""The run's identity: every input that can change a number, its short hash, and the output folder it owns; equal
+identities are one run, different ones never share a folder (docs/evaluator.md#run-identity).
 """
 
 from __future__ import annotations
@@ -24,6 +21,7 @@ IDENTITY_FIELD = "run_identity"  # what results.json calls the identity
 # Held (filelock) by the process computing a run's folder (eval/cli/run.py): two never compute one at once.
 RUN_LOCK = ".run.lock"
 LOCKED = 75  # the exit code of a run whose folder another process holds (EX_TEMPFAIL)
+REPLACE = "; pass --overwrite to replace it, or choose another --output-dir"  # how a results.json in the way is told
 
 
 def chat_template_identity(backend: Any) -> dict:
@@ -104,17 +102,12 @@ def claim_folder(out: Path, identity: dict[str, Any], overwrite: bool) -> dict |
     try:  # an unreadable results.json is an error naming it
         doc = json.loads(path.read_text("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise FolderOfAnotherRun(f"{path} is unreadable ({one_line(err)}); pass --overwrite to replace it, or choose "
-                                 "another --output-dir") from None
+        raise FolderOfAnotherRun(f"{path} is unreadable ({one_line(err)}){REPLACE}") from None
     if not isinstance(doc, dict):
-        raise FolderOfAnotherRun(f"{path} is not a results.json object; pass --overwrite to replace it, or choose "
-                                 "another --output-dir")
-    theirs = doc.get(IDENTITY_FIELD)
-    if not isinstance(theirs, dict):
-        raise FolderOfAnotherRun(f"{path} records no run identity (an older evalita-eval); pass "
-                                 "--overwrite to replace it, or choose another --output-dir")
-    difference = first_difference(theirs, identity)
-    if difference is not None:
+        raise FolderOfAnotherRun(f"{path} is not a results.json object{REPLACE}")
+    if not isinstance(doc.get(IDENTITY_FIELD), dict):
+        raise FolderOfAnotherRun(f"{path} records no run identity (an older evalita-eval){REPLACE}")
+    if (difference := first_difference(doc[IDENTITY_FIELD], identity)) is not None:
         raise FolderOfAnotherRun(f"{out} holds the results of another run ({difference}); choose another --output-dir, "
                                  "or pass --overwrite to replace them")
     return doc

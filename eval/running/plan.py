@@ -1,18 +1,74 @@
 """The run as one plan, built once before the first request (``Runner.plan``): the entries it evaluates (and why the
 others are not), per entry its documents, prompts and requests, which of those the resume cache already holds, and the
 work left. The CLI prints it (``estimate.announce``) and hands the same plan to ``Runner.run``: never computed twice.
+
+Which entries a run evaluates is decided once (``select``): the CLI (before the model loads), the plan and the runner
+read the same ``Selection``. An entry is left out when the ``--setting`` cannot ask it (a multiple-choice task that
+declares no instruct prompts) or, in a run over every task (``skip_missing``), when the data lack its evaluation split.
+In a run of named tasks both are errors, raised where they are found.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 from ..api import GenRequest, LLRequest, RequestKind
+from ..sources.base import Source
 from ..sources.entries import TaskEntry
 from .estimate import LL, TaskPlan, TokenCounter, scoring_work
-from .selection import Selection
-from .task_kinds import TaskKind
+from .task_kinds import TaskKind, task_kind
+
+
+def eval_split(entry: TaskEntry, config: Any) -> str:
+    """The split evaluated: --split, else the task's official evaluation split."""
+    return config.split or entry.spec.eval_split
+
+
+@dataclass
+class Selection:
+    runnable: list[TaskEntry]
+    # entry -> why it is not evaluated: no instruct prompts for the setting / no such split in the data
+    unaskable: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+def select(entries: Sequence[TaskEntry], source: Source, config: Any) -> Selection:
+    """The entries the run evaluates and why the others are not (the module docstring)."""
+    # Multiple-choice entries that a generative setting cannot ask: they declare no ``TaskSpec.instruct``.
+    unaskable = [e for e in entries if not task_kind(e, config.setting).askable]
+    if unaskable and not config.skip_missing:
+        raise ValueError(f"--setting {config.setting} needs the instruct prompts (TaskSpec.instruct) that "
+                         f"{', '.join(e.name for e in unaskable)} do(es) not declare")
+    out = Selection([], {e.name: f"the task declares no instruct prompts for --setting {config.setting}"
+                         for e in unaskable})
+    for entry in entries:
+        if entry in unaskable:
+            continue
+        if config.skip_missing and not source.has_split(entry, eval_split(entry, config)):
+            out.missing[entry.name] = source.why_missing(entry, eval_split(entry, config))
+        else:
+            out.runnable.append(entry)
+    return out
+
+
+def nothing_evaluated(skipped: dict[str, str], source: Source) -> str:
+    """The one-line error of a run that evaluated nothing (the reasons per task are printed before it); a local
+    folder's task folders that no registered task reads are named."""
+    text = (f"nothing was evaluated: every one of the {len(skipped)} task entries was skipped "
+            f"({'; '.join(sorted(set(skipped.values())))[:300]})")
+    folder = source.folder
+    if folder is not None and Path(folder).is_dir():
+        from evalita_data.registry import task_ids
+
+        known = set(task_ids())
+        unknown = sorted(p.name for p in Path(folder).iterdir()
+                         if p.is_dir() and not p.name.startswith(".") and p.name not in known)
+        if unknown:
+            text += (f"; {folder} holds folders of tasks that are not registered here: {', '.join(unknown)} (an "
+                     "out-of-tree task is registered by EVALITA_TASK_PATH or its installed package)")
+    return text
 
 
 @dataclass
@@ -39,14 +95,10 @@ class EntryPlan:
     def name(self) -> str:
         return self.entry.name
 
-    @property
-    def requests(self) -> int:
-        return sum(len(p.requests) for p in self.prompts)
-
     def work(self, count: TokenCounter) -> TaskPlan:
         """The entry's requests, tokens read and new-token budget, and what the cache already holds."""
         kind = self.asked.request_kind
-        plan, left = TaskPlan(self.name, kind, 0, 0, counted=count.exact), []
+        plan, left = TaskPlan(self.name, kind, 0, 0, counted=count.tokenizer is not None), []
         # Budget forcing sends each request twice: its trace, then the answer after it (running/thinking_run.py).
         sent, trace_budget = (2, self.asked.thinking.trace_budget) if self.asked.forcing else (1, 0)
         for prompt in self.prompts:
@@ -89,19 +141,3 @@ class RunPlan:
         ``tokenizer``, else estimated from characters; rows weighted by ``attention_span``: ``scoring_work``)."""
         count = self.token_counter(tokenizer, attention_span)
         return [e.work(count) for e in self.entries.values()]
-
-
-def build_plan(runner: Any, entries: Sequence[TaskEntry], selection: Selection) -> RunPlan:
-    """The plan of ``entries`` under the runner's configuration (its prompts, few-shot examples,
-    setting, limit and chat template), with what its resume cache already holds."""
-    plan = RunPlan(selection, [e for e in entries if e.name not in selection.unaskable])
-    for entry in selection.runnable:
-        docs, pool = runner.load_docs(entry)
-        asked, prompts = runner.entry_kind(entry), []
-        for name in runner.prompt_names(asked):
-            contexts, messages = runner.prompt_contexts(entry, asked.task, name, docs, pool)
-            requests = runner.prompt_requests(asked, name, docs, contexts, messages)
-            prompts.append(PromptPlan(name, contexts, asked.request_kind, requests,
-                                      [runner.is_cached(asked.request_kind, r) for r in requests]))
-        plan.entries[entry.name] = EntryPlan(entry, asked, docs, prompts)
-    return plan

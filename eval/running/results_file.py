@@ -20,7 +20,7 @@ from ..record.migrate import RecordError
 from ..record.model import Asked, DataRecord, RecordedMetric, RunRecord, TaskRecord
 from ..record.read import checked_document, checked_sample, record_text
 from ..sources.entries import TaskEntry
-from .identity import FolderOfAnotherRun, RESULTS_FILE, run_id, thinking_values
+from .identity import REPLACE, RESULTS_FILE, FolderOfAnotherRun, run_id, thinking_values
 from .task_kinds import task_kind
 
 VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score",
@@ -59,7 +59,7 @@ def earlier_record(doc: dict | None, path: Path) -> RunRecord | None:
         checked, written = checked_document(path, doc)
         return build_record(path, checked, written)
     except RecordError as err:
-        raise FolderOfAnotherRun(f"{err}; pass --overwrite to replace it, or choose another --output-dir") from None
+        raise FolderOfAnotherRun(f"{err}{REPLACE}") from None
 
 
 def carry_over(before: RunRecord | None, running: set[str], record: RunRecord, doc: dict | None) -> list[str]:

@@ -7,7 +7,6 @@ the others are computed as one stream over the whole run (``stream.py``); then e
 from __future__ import annotations
 
 import time
-from collections import Counter
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -15,12 +14,11 @@ from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, RequestKind, request_payload
 from .cache import RequestCache, request_key
-from .plan import EntryPlan, RunPlan, build_plan
+from .plan import EntryPlan, PromptPlan, RunPlan, eval_split, select
 from .stream import RunStream
-from .task_kinds import TaskKind, as_turns, kind_for_run
+from .task_kinds import TaskKind, kind_for_run
 from .thinking_run import forced_values, refuse_forcing_on_chat_messages, thinking_chat, token_counter
 from ..settings.thinking import trace_summary
-from .selection import eval_split, select
 from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of, run_id
 from .results_file import (asked_record, carry_over, earlier_record, new_record, sample_task_version, task_versions,
                            write_results_file, write_samples)
@@ -68,33 +66,19 @@ class RunResult:
     cached: int = 0  # requests read back from the resume cache
     requests: int = 0  # every request of the run (a request repeated within it counts each time)
 
-    @property
-    def results(self) -> dict[str, dict[str, dict[str, float]]]:
-        return self.record.results
-
-    @property
-    def status(self) -> str:  # "partial" while running; then "complete", or "empty" when no task was evaluated
-        return self.record.status
-
 
 class Runner:
     def __init__(self, backend: Backend, model: ModelInfo, source: Source, config: Any, output_dir: str | Path,
                  echo: Callable[[str], None] = print) -> None:
         """``config``: the run's ``RunSpec`` (eval/run_config.py, above this layer: the runner only reads it)."""
-        self.backend = backend
+        self.backend, self.source, self.config, self.out, self.echo = backend, source, config, Path(output_dir), echo
         self.model = model if model.identity is not None else replace(model, identity=backend.cache_identity())
-        self.source = source
-        self.config = config
-        self.out = Path(output_dir)
-        self.echo = echo
         self.cache = RequestCache(self.out / "cache.jsonl")
         # Generations (string values) found in the cache from earlier runs, for the interrupt message.
         self.earlier_generations = sum(isinstance(v, str) for v in self.cache.values.values())
         self.earlier_loglikelihoods = len(self.cache) - self.earlier_generations
-        self._counts: Counter = Counter()  # requests / cached / computed, over the run and per task ("computed:TASK")
         self._stream: RunStream | None = None  # the run's requests, computed before the tasks are assembled
         self._computing: str | None = None  # the kind being computed: with nothing saved, interrupt_summary names it
-        self._compute_s = 0.0  # seconds inside the backend's compute calls, over the whole invocation
         # Told of every finished request (kind, requests, seconds they took): the time estimate. The runner times its
         # own calls: the backend's methods are never wrapped, so one reporting each request (on_result) keeps doing so.
         self.timer: Callable[[str, list[Any], float], None] | None = None
@@ -132,10 +116,6 @@ class Runner:
         """How this run asks the entry (running/task_kinds.py)."""
         return kind_for_run(entry, self.config, token_counter(self.backend))
 
-    def prompt_names(self, asked: TaskKind) -> list[str]:
-        """The prompts of the entry this run asks (--prompts, else every one)."""
-        return [p for p in asked.task.prompts if self.config.prompts is None or p in self.config.prompts]
-
     def prompt_contexts(self, entry: TaskEntry, task: Any, name: str, docs: list[dict],
                         pool: list[dict]) -> tuple[list[str], list[list[dict]] | None]:
         """The prompt of every document under prompt ``name`` (few-shot examples, chat template applied), and the
@@ -149,7 +129,7 @@ class Runner:
             return [messages_as_text(m) for m in messages], messages
         return build_contexts(*fewshot_args, self.chat, **fewshot_kw), None
 
-    def run_entry(self, planned: EntryPlan) -> tuple[dict[str, dict[str, float]], int]:
+    def run_entry(self, planned: EntryPlan) -> dict[str, dict[str, float]]:
         """One entry's samples, scores and baselines, from the values the stream left in the cache (a prompt under
         budget forcing: computed now, its two rounds through ``RunStream.cached``)."""
         asked, docs, stream = planned.asked, planned.docs, self._stream
@@ -172,22 +152,33 @@ class Runner:
             scores["n"] = len(samples)
             per_prompt[prompt.name] = scores
         self.record.baselines[planned.name] = asked.baselines(docs, [p.name for p in planned.prompts])
-        return per_prompt, stream.task_counts(planned.name)["computed"]
+        return per_prompt
 
     def plan(self, entries: Sequence[TaskEntry]) -> RunPlan:
-        """The run's plan (running/plan.py), built once: ``announce`` prints it and ``run`` executes it."""
-        return build_plan(self, entries, select(entries, self.source, self.config))
+        """The run's plan (running/plan.py), built once: ``announce`` prints it and ``run`` executes it. Per entry its
+        prompts (--prompts, else every one), their requests and which of those the resume cache already holds."""
+        selection = select(entries, self.source, self.config)
+        plan = RunPlan(selection, [e for e in entries if e.name not in selection.unaskable])
+        for entry in selection.runnable:
+            docs, pool = self.load_docs(entry)
+            asked, prompts = self.entry_kind(entry), []
+            for name in (p for p in asked.task.prompts if self.config.prompts is None or p in self.config.prompts):
+                contexts, messages = self.prompt_contexts(entry, asked.task, name, docs, pool)
+                requests = self.prompt_requests(asked, name, docs, contexts, messages)
+                keys = (request_key(self.model.cache_key, asked.request_kind, request_payload(r)) for r in requests)
+                prompts.append(PromptPlan(name, contexts, asked.request_kind, requests,
+                                          [self.cache.get(k, asked.request_kind) is not None for k in keys]))
+            plan.entries[entry.name] = EntryPlan(entry, asked, docs, prompts)
+        return plan
 
     def prompt_requests(self, asked: TaskKind, prompt: str, docs: list[dict], contexts: list[str],
                         messages: list[list[dict]] | None = None) -> list[LLRequest] | list[GenRequest]:
         """The requests of one prompt, built once, for the plan (running/plan.py) the run executes."""
         # Between a context and each choice: lm-eval's space, or nothing in chat mode (after the generation prompt).
         delimiter = "" if self.chat is not None else " "
-        return asked.requests(prompt, docs, contexts, as_turns(messages, len(contexts)), delimiter)
-
-    def is_cached(self, kind: str, request: LLRequest | GenRequest) -> bool:
-        """Whether the resume cache holds a usable value for the request (it will be read back, not computed)."""
-        return self.cache.get(request_key(self.model.cache_key, kind, request_payload(request)), kind) is not None
+        # GenRequest.messages per request: the chat turns (chat APIs), or None (a rendered context).
+        turns = [tuple(m) for m in messages] if messages is not None else [None] * len(contexts)
+        return asked.requests(prompt, docs, contexts, turns, delimiter)
 
     # -- everything --------------------------------------------------------------------
     def check_capabilities(self, entries: Sequence[TaskEntry]) -> None:
@@ -217,7 +208,6 @@ class Runner:
         plan = work if isinstance(work, RunPlan) else self.plan(work)
         selection = plan.selection  # decided once: the plan and the run read the same
         record = self.record
-        result = RunResult(record)
         for name, why in selection.unaskable.items():  # a run over every task: the others go on
             record.skipped[name] = why
             self.echo(f"{name}: skipped, {why}")
@@ -245,7 +235,7 @@ class Runner:
                 self._write_results()
                 raise
             for entry in (e for e in entries if e.name in plan.entries):
-                self._assemble(plan.entries[entry.name], result, before)
+                self._assemble(plan.entries[entry.name], before)
             if (note := self.cache.damage_note()) is not None:
                 self.echo(note)  # damaged or wrong-shape cache values, computed again
             # A run that evaluated nothing is no success: results.json says so, and the CLI exits 1.
@@ -253,9 +243,10 @@ class Runner:
             self._write_results()
         finally:
             self.cache.close()
-        return result
+        counts = self._stream.counts
+        return RunResult(record, counts["computed"], counts["cached"], counts["requests"])
 
-    def _assemble(self, planned: EntryPlan, result: RunResult, before: RunRecord | None) -> None:
+    def _assemble(self, planned: EntryPlan, before: RunRecord | None) -> None:
         """One entry's results from the cache, into the record, written to results.json."""
         began, entry, record = time.perf_counter(), planned.entry, self.record
         streamed_s = self._stream.seconds[entry.name]  # its share of the stream's calls
@@ -264,14 +255,12 @@ class Runner:
         if self.config.constrained:  # it applies to generations with a format only: say to which tasks
             record.task_config = {**(record.task_config or {}), entry.name: {"constrained": planned.asked.constrained}}
         try:
-            record.results[entry.name], n = self.run_entry(planned)
+            record.results[entry.name] = self.run_entry(planned)
         except KeyboardInterrupt:
             record.timing[entry.name] = self._task_timing(entry.name, streamed_s + time.perf_counter() - began, before,
                                                           finished=False)
             self._write_results()
             raise
-        result.computed += n
-        result.cached, result.requests = self._counts["cached"], self._counts["requests"]
         record.timing[entry.name] = self._task_timing(entry.name, streamed_s + time.perf_counter() - began, before,
                                                       finished=True)
         record.resources[entry.name] = peak_memory()

@@ -41,7 +41,7 @@ class RunStream:
     def __init__(self, runner: Any, plan: RunPlan) -> None:
         self.runner, self.plan = runner, plan
         self.keys: dict[tuple[str, str], list[str]] = {}  # (task, prompt) -> the key of each of its requests
-        self.counts: Counter = runner._counts  # requests, cached, computed (also per task: "KEY:TASK")
+        self.counts: Counter = Counter()  # requests, cached, computed, over the run and per task ("KEY:TASK")
         self.seconds: dict[str, float] = defaultdict(float)  # task -> backend seconds attributed to it
         self.tokens = plan.token_counter(runner.backend.tokenizer)  # the plan's: each text encoded once
 
@@ -143,7 +143,6 @@ class RunStream:
 
     def _attribute(self, kind: str, requests: Sequence[Any], tasks: Sequence[str], seconds: float) -> None:
         """A call's seconds, shared by its tasks in proportion to their prompt tokens."""
-        self.runner._compute_s += seconds
         weights: dict[str, int] = defaultdict(int)
         for request, task in zip(requests, tasks):
             texts = (request.context, request.continuation) if kind == LL else (request.context,)

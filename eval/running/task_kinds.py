@@ -52,11 +52,6 @@ class TaskKind:
         return self.spec.max_new_tokens
 
     @property
-    def answer_budget(self) -> int:
-        """The answer's generation limit: --max-new-tokens, else the budget."""
-        return self._max_new_override if self._max_new_override else self.budget  # type: ignore[return-value]
-
-    @property
     def stops(self) -> tuple[str, ...]:
         """The stop strings of its generations (none when it generates nothing)."""
         return tuple(self.spec.stop) if self.request_kind is RequestKind.GENERATE else ()
@@ -74,9 +69,10 @@ class TaskKind:
 
     @property
     def max_new_tokens(self) -> int:
-        """The generation limit of the requests: the answer budget, plus the trace's default budget when thinking
-        without --max-thinking-tokens (the trace then forced apart, with the answer budget alone)."""
-        return self.answer_budget + (th.DEFAULT_TRACE_BUDGET if self.thinking.on and not self.forcing else 0)
+        """The generation limit of the requests: the answer's (--max-new-tokens, else the budget), plus the trace's
+        default budget when thinking without --max-thinking-tokens (the trace then forced apart, with the answer's)."""
+        answer: int = self._max_new_override or self.budget  # type: ignore[assignment]
+        return answer + (th.DEFAULT_TRACE_BUDGET if self.thinking.on and not self.forcing else 0)
 
     def gen_request(self, context: str, stop: Sequence[str], constraint: Any, turns: Any) -> GenRequest:
         """One generation request. Thinking: the markers ride on it, and without forcing neither stop strings (the
@@ -278,8 +274,3 @@ def kind_for_run(entry: TaskEntry, config: Any, count_tokens: Callable[[str], in
     kind = task_kind(entry, config.setting, config.constrained, config.max_new_tokens, config.reasoning, count_tokens)
     kind.bertscore_model = config.bertscore_model
     return kind
-
-
-def as_turns(messages: list[list[dict]] | None, n: int) -> list[tuple[dict, ...] | None]:
-    """GenRequest.messages per request: the chat turns (chat APIs) or None (a rendered context)."""
-    return [tuple(m) for m in messages] if messages is not None else [None] * n

@@ -1,11 +1,5 @@
-"""What a run does differently with ``--thinking on`` (settings/thinking.py, docs/settings.md): the chat template's
-``enable_thinking`` switch, the trace's token count, and budget forcing.
-
-Budget forcing (``--max-thinking-tokens N``, as s1 and NeMo Evaluator): the trace is generated first, up to N tokens or
-the end marker; then every trace is closed with the end marker and the answer is generated after it with the task's own
-answer budget, its stop strings and its constraint. A trace the model did not close within N tokens (or ended without
-the end marker) is *forced* closed. Both steps are ordinary generation requests on a rendered prompt, so every backend
-that takes prompts (hf, vllm, openai-completions) does it, through the resume cache.
+"""What a run does differently with ``--thinking on`` (settings/thinking.py): the chat template's ``enable_thinking``
+switch, the trace's token count, and budget forcing (``--max-thinking-tokens N``; docs/settings.md, reasoning models).
 """
 
 from __future__ import annotations
@@ -78,7 +72,7 @@ def refuse_forcing_on_chat_messages(thinking: Thinking, chat_messages: bool, bac
 
 def forced_values(cached: Callable[[Sequence[GenRequest]], tuple[list[Any], int]], requests: Sequence[GenRequest],
                   thinking: Thinking) -> tuple[list[str], int]:
-    """Each request's reply as trace, end marker and answer (a ``ClosedTrace``), by budget forcing (module docstring).
+    """Each request's reply as trace, end marker and answer (a ``ClosedTrace``), by budget forcing (docs/settings.md).
     ``cached(requests)``: the runner's resume-cached generation of the requests, (values, computed). The trace is
     generated without stop strings, so that whether the model wrote the end marker is read from the text (what it wrote
     after it is dropped: the answer is generated again with its own budget)."""

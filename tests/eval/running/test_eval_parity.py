@@ -73,7 +73,7 @@ def _ours(tmp: Path, model: Path, pairs: list[str], chat: bool = False) -> dict[
                                   max_new_tokens=MAX_NEW_TOKENS, apply_chat_template=chat), folder, echo=lambda _m: None)
         res = runner.run(select_entries([entry]))
         samples = [json.loads(line) for line in open(folder / "samples" / f"{entry}_{prompt}.jsonl", encoding="utf-8")]
-        out[pair] = {"samples": samples, "metrics": res.results[entry][prompt]}
+        out[pair] = {"samples": samples, "metrics": res.record.results[entry][prompt]}
     return out
 
 

@@ -96,7 +96,7 @@ def test_results_of_a_run_that_evaluated_nothing_say_empty_with_the_reasons(tmp_
     result = Runner(_Scorer(), ModelInfo("m", None, "none", "scorer"), FolderSource(build), RunSpec(model="m", data="data", progress=False),
                     out, echo=lambda _m: None).run(select_entries(["te", "wic"]))
     doc = json.loads((out / "results.json").read_text("utf-8"))
-    assert result.status == doc["status"] == "empty" and doc["results"] == {}
+    assert result.record.status == doc["status"] == "empty" and doc["results"] == {}
     assert doc["skipped"] == {"te": f"{build} has no split 'test'", "wic": f"{build} has no split 'test'"}
     from evalita_eval.reporting.runs import load_results
     from evalita_eval.reporting.tables import ScoresError

@@ -46,7 +46,7 @@ def test_the_runner_executes_the_plan_it_was_given(tiny_model: Path, tmp_path: P
     monkeypatch.undo()
     # The same run from its entries (the plan built inside run) gives the same numbers, byte for byte.
     direct = _runner(tiny_model, tmp_path / "direct").run(entries)
-    assert direct.results == result.results
+    assert direct.record.results == result.record.results
     for name in ("te_p1", "te_p2", "ner_fic_p1", "ner_fic_p2"):
         assert ((tmp_path / "planned" / "samples" / f"{name}.jsonl").read_bytes()
                 == (tmp_path / "direct" / "samples" / f"{name}.jsonl").read_bytes())

@@ -39,7 +39,7 @@ def _ours(tmp: Path, model: Path, pair: str) -> dict:
                     config, folder, echo=lambda _m: None)
     res = runner.run(select_entries([entry]))
     samples = [json.loads(line) for line in open(folder / "samples" / f"{entry}_{prompt}.jsonl", encoding="utf-8")]
-    return {"samples": samples, "metrics": res.results[entry][prompt]}
+    return {"samples": samples, "metrics": res.record.results[entry][prompt]}
 
 
 def test_system_instruction_and_multiturn_parity_with_lm_eval(tiny_model: Path, tmp_path: Path) -> None:

@@ -93,7 +93,7 @@ def _stream_calls(model: Path, out: Path, mixes: bool) -> list[tuple[str, int]]:
     config = RunSpec(model="m", data="data", limit=3, batch_size=2, prompts=PROMPTS, max_new_tokens=4, progress=False)
     runner = Runner(backend, ModelInfo(str(model), None, "float32", "hf"), FolderSource(str(DATA)), config, out)
     result = runner.run(select_entries(TASKS))
-    assert result.status == "complete" and result.computed == sum(n for _, n, _ in recorder.calls)
+    assert result.record.status == "complete" and result.computed == sum(n for _, n, _ in recorder.calls)
     return [(kind, n) for kind, n, _ in recorder.calls]
 
 
@@ -119,12 +119,12 @@ def test_hf_gets_each_prompt_alone_and_a_mixing_engine_the_whole_run(tiny_model:
 
 
 def test_a_shared_call_is_timed_by_prompt_tokens() -> None:
-    runner = SimpleNamespace(_counts={}, _compute_s=0.0, backend=SimpleNamespace(tokenizer=None))
+    runner = SimpleNamespace(_counts={}, backend=SimpleNamespace(tokenizer=None))
     stream = RunStream(runner, RunPlan(None, []))  # type: ignore[arg-type]  (no selection: nothing is planned)
     # No tokenizer: characters / 4, rounded up. a: 8 + 4 characters (2 + 1 tokens); b: 20 (5 tokens).
     lls = [LLRequest("x" * 8, "yyyy"), LLRequest("z" * 20, "")]
     stream._attribute("loglikelihood", lls, ["a", "b"], 8.0)
-    assert dict(stream.seconds) == {"a": 8.0 * 3 / 8, "b": 8.0 * 5 / 8} and runner._compute_s == 8.0
+    assert dict(stream.seconds) == {"a": 8.0 * 3 / 8, "b": 8.0 * 5 / 8}
     # Generations: the context only.
     stream._attribute("generate_until", [GenRequest("w" * 4, ("\n",), 10), GenRequest("v" * 12, ("\n",), 10)], ["b", "c"], 4.0)
-    assert dict(stream.seconds) == {"a": 3.0, "b": 5.0 + 1.0, "c": 3.0} and runner._compute_s == 12.0
+    assert dict(stream.seconds) == {"a": 3.0, "b": 5.0 + 1.0, "c": 3.0}
