@@ -12,7 +12,7 @@ DEFAULT_CPU_BUDGET = 1 << 30
 # Padded tokens (rows x longest row) of one scoring forward pass on CPU at most (docs/evaluator.md#memory): a pass's
 # activations grow with its tokens (SmolLM2-135M, float32: about 25 KB per token in the MLP), and on CPU a wider pass
 # is not faster.
-CPU_PASS_TOKENS = 4096
+CPU_PASS_TOKENS = 2048
 # On CUDA without --max-memory: this share of the memory free once the model is loaded.
 CUDA_FREE_SHARE = 0.8
 

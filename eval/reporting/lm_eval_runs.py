@@ -12,7 +12,7 @@ from typing import Any
 from .lm_eval_folder import (GenKwargs, LmEvalResults, ModelArgs, arguments, chosen_run, is_results_file, item_limit,
                              read_results, read_task_samples, results_files, samples_file)
 from .lm_eval_tasks import FAMILIES, entry_and_prompt
-from ..record import limit_reason
+from ..record.comparable import limit_reason
 from ..record.model import ConfigRecord, DataRecord, ModelRecord, RunRecord, SourceTool
 from .runs import load_results, parse_results
 from .tables import ScoresError
