@@ -71,7 +71,7 @@ def rerun(baseline: Path, model_copy: Path, tiny_model: Path, tmp_path: Path):
                          ids=["same", "batch-size", "threads", "dtype-resolved-equal", "seed-default", "device-auto-on-cpu"])
 def test_same_numbers_read_everything_back(rerun, args: tuple[str, ...]) -> None:
     """Identical options, or options that cannot change a number (batch size and threads: see
-    OnHFModel.cache_identity for the measurement), read every request back."""
+    HFBackend.cache_identity for the measurement), read every request back."""
     assert rerun(*args) == (0, TE_REQUESTS)
 
 
