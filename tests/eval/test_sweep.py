@@ -217,6 +217,20 @@ def _signal(pids: list[int], sig: int) -> None:
             pass
 
 
+def _wait_stopped(pids: list[int], timeout_s: float = 10.0) -> None:
+    """Until every process of ``pids`` is stopped (state T in /proc/PID/stat) or gone."""
+    deadline = time.monotonic() + timeout_s
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                state = Path("/proc", str(pid), "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):  # gone
+                break
+            if state in ("T", "t", "Z", "X"):
+                break
+            time.sleep(0.001)
+
+
 def _kill_everything(sweep: subprocess.Popen, mark: str) -> None:
     """SIGKILL the sweep's process group, then every process it started (Ray's are in other groups), by pid, until none is left."""
     try:
@@ -285,6 +299,7 @@ def _kill_mid_sweep(file: Path, runs: Path, names: list[str], report: Path, ray_
                 while new := [p for p in _processes(mark) if p not in frozen]:  # a process started meanwhile too
                     _signal(new, signal.SIGSTOP)
                     frozen += new
+                _wait_stopped(frozen)  # SIGSTOP is asynchronous: a write under way when it was sent ends first
                 state = _state(runs, names)
                 if _mid_sweep(state):
                     return state
