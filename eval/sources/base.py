@@ -1,13 +1,13 @@
-"""The ``Source`` protocol, its errors, and what the sources verified by a manifest share: files read directly, never
-through the ``datasets`` cache, hashed and compared with their manifest (docs/evaluator.md, "Data are read directly").
-"""
+"""The ``Source`` class every data source is, its errors, and what the sources verified by a manifest share: files read
+directly, never through the ``datasets`` cache, hashed and compared with their manifest (docs/evaluator.md, "Data are
+read directly")."""
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Protocol, TypeVar, runtime_checkable
+from typing import Callable, TypeVar
 
 from evalita_data.jsonl import dumps
 from evalita_data.manifest import MANIFEST_FILE, ManifestError
@@ -22,34 +22,6 @@ class DataMismatch(ValueError):
 
 class HubUnreachable(FileNotFoundError):
     """The Hub cannot be reached (offline, refused, timed out) and the file is not cached."""
-
-
-@runtime_checkable
-class Source(Protocol):
-    """Where the splits of an evaluation are read. The runner and the commands use only this."""
-
-    @property
-    def description(self) -> str:
-        """What results.json and messages name as the data (a folder, ``hf://ORG``, ``hf:ORG``)."""
-
-    @property
-    def folder(self) -> Path | None:
-        """The local folder read, if any (a run that evaluated nothing names its unknown task folders)."""
-
-    def has_split(self, entry: TaskEntry, split: str) -> bool:
-        """Whether the split can be read; an unreachable Hub raises ``HubUnreachable``, it is not a missing split."""
-
-    def why_missing(self, entry: TaskEntry, split: str) -> str:
-        """Why ``has_split`` said no, true for this source (the run's skip message)."""
-
-    def load(self, entry: TaskEntry, split: str) -> list[dict]:
-        """The split's records, verified (by hash against a manifest, or record by record)."""
-
-    def sha256(self, entry: TaskEntry, split: str) -> str:
-        """sha256 of the split as read and evaluated (results.json)."""
-
-    def provenance(self) -> dict:
-        """What else results.json records about the data (e.g. the dataset revisions read)."""
 
 
 @dataclass(frozen=True)
@@ -77,29 +49,43 @@ def read_parquet_file(path: Path | str, origin: str) -> LoadedSplit:
     return LoadedSplit(records, canonical_sha256(records), origin)
 
 
-class ManifestVerifiedSource:
-    """A source whose splits a ``manifest.json`` vouches for by sha256 (a build, a Hub layout, a
-    pushed organisation): each split is read once, verified, and kept. Subclasses say how a
-    split is read (``_read``) and where the task's manifest entry is (``_manifest_entry``: the entry or None, and
-    where it was read; ``DataMismatch`` for a malformed manifest)."""
+class Source:
+    """Where the splits of an evaluation are read; the runner and the commands use only this. Each split is read once
+    (``_read``), verified (``_verify``: by sha256 against the task's ``manifest.json`` entry, ``_manifest_entry``: the
+    entry or None, and where it was read, ``DataMismatch`` for a malformed manifest; else record by record) and kept.
+    """
 
     def __init__(self) -> None:
         self._splits: dict[tuple[str, str], LoadedSplit] = {}
 
     @property
+    def description(self) -> str:
+        """What results.json and messages name as the data (a folder, ``hf://ORG``, ``hf:ORG``)."""
+        raise NotImplementedError
+
+    @property
     def folder(self) -> Path | None:
+        """The local folder read, if any (a run that evaluated nothing names its unknown task folders)."""
         return None
 
+    def has_split(self, entry: TaskEntry, split: str) -> bool:
+        """Whether the split can be read; an unreachable Hub raises ``HubUnreachable``, it is not a missing split."""
+        raise NotImplementedError
+
     def why_missing(self, entry: TaskEntry, split: str) -> str:
+        """Why ``has_split`` said no, true for this source (the run's skip message)."""
         return f"{self.description} has no split {split!r}"
 
     def provenance(self) -> dict:
+        """What else results.json records about the data (e.g. the dataset revisions read)."""
         return {}
 
     def load(self, entry: TaskEntry, split: str) -> list[dict]:
+        """The split's records, verified."""
         return self._loaded(entry, split).records
 
     def sha256(self, entry: TaskEntry, split: str) -> str:
+        """sha256 of the split as read and evaluated (results.json)."""
         return self._loaded(entry, split).sha256
 
     def _loaded(self, entry: TaskEntry, split: str) -> LoadedSplit:

@@ -13,11 +13,11 @@ from evalita_data.hub.benchmark import EVAL_YAML
 from evalita_data.manifest import MANIFEST_FILE, BuildManifest, BuiltTask, read_published
 from evalita_data.registry import task_ids
 
-from .base import DataMismatch, LoadedSplit, ManifestVerifiedSource, read_parquet_file, vouching
+from .base import DataMismatch, LoadedSplit, Source, read_parquet_file, vouching
 from .entries import TaskEntry
 
 
-class FolderSource(ManifestVerifiedSource):
+class FolderSource(Source):
     def __init__(self, data_dir: str | Path) -> None:
         super().__init__()
         self.data_dir = Path(data_dir)

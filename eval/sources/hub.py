@@ -10,11 +10,11 @@ from evalita_data.manifest import MANIFEST_FILE, BuiltTask, read_published
 from evalita_data.network import hub_endpoint
 from evalita_data.safepaths import UnsafePath, check_hub_name
 
-from .base import HubUnreachable, LoadedSplit, ManifestVerifiedSource, read_parquet_file, vouching
+from .base import HubUnreachable, LoadedSplit, Source, read_parquet_file, vouching
 from .entries import TaskEntry
 
 
-class HubSource(ManifestVerifiedSource):
+class HubSource(Source):
     def __init__(self, org: str) -> None:
         super().__init__()
         try:

@@ -11,7 +11,7 @@ from evalita_data.hub.names import check_org
 from evalita_data.network import NETWORK_ERRORS, unreachable
 from evalita_data.taskspec import HubSplits
 
-from .base import HubUnreachable, first_problem
+from .base import HubUnreachable, LoadedSplit, Source, first_problem
 from .entries import TaskEntry
 
 PREFIX = "hf:"
@@ -38,11 +38,12 @@ def check_reachable(what: str, err: BaseException) -> None:
         current = current.__cause__ or current.__context__
 
 
-class OfficialSource:
-    """A ``Source`` whose splits are the official ones, named as the runner names ours; it also
-    records the dataset revisions read (``provenance``)."""
+class OfficialSource(Source):
+    """A ``Source`` whose splits are the official ones, named as the runner names ours, each record checked against
+    our schema (no manifest vouches for them); it also records the dataset revisions read (``provenance``)."""
 
     def __init__(self, org: str) -> None:
+        super().__init__()
         if not org:
             raise ValueError(f"hf:ORG needs a Hub organisation name, got {org!r}")
         # A path (an organisation name never holds a '/'): the official layout in a local folder, resolved, so that a
@@ -54,17 +55,12 @@ class OfficialSource:
         if self.local is None:
             check_org(org, "hf:ORG organisation")
         self.org = org
-        self._records: dict[tuple[str, str], list[dict]] = {}
         self._revisions: dict[str, str] = {}  # repo id -> commit sha read
         self._missing: dict[tuple[str, str], str] = {}  # (entry, split) -> why has_split said no
 
     @property
     def description(self) -> str:
         return f"{PREFIX}{self.org}"
-
-    @property
-    def folder(self) -> None:
-        return None
 
     # -- the official names of an entry's split -----------------------------------------
     def _hub(self, entry: TaskEntry) -> HubSplits:
@@ -105,7 +101,7 @@ class OfficialSource:
     def provenance(self) -> dict:
         return {"revisions": dict(self._revisions)}  # repo id -> commit sha of every dataset read so far
 
-    # -- the Source protocol ------------------------------------------------------------
+    # -- reading (Source) -----------------------------------------------------------------
     def has_split(self, entry: TaskEntry, split: str) -> bool:
         if entry.spec.hub_splits is None:  # a registered task without an official copy: skipped like a missing split
             self._missing[(entry.name, split)] = "the task declares no official Hub copy (TaskSpec.hub_splits)"
@@ -120,16 +116,9 @@ class OfficialSource:
         return True
 
     def why_missing(self, entry: TaskEntry, split: str) -> str:
-        """Why ``has_split`` said no (the run's skip message)."""
-        return self._missing.get((entry.name, split), f"{self.description} has no split {split!r}")
+        return self._missing.get((entry.name, split), super().why_missing(entry, split))
 
-    def load(self, entry: TaskEntry, split: str) -> list[dict]:
-        key = (entry.name, split)
-        if key not in self._records:
-            self._records[key] = self._load(entry, split)
-        return self._records[key]
-
-    def _load(self, entry: TaskEntry, split: str) -> list[dict]:
+    def _read(self, entry: TaskEntry, split: str) -> LoadedSplit:
         repo_id, official = self.repo_id(entry), self.official_split(entry, split)
         where = f"{repo_id}" + (f" config {self.config(entry)}" if self.config(entry) else "")
         # Where the official few-shot split is not ours (REL, SUM), a copy that `push --layout official`
@@ -139,7 +128,14 @@ class OfficialSource:
         if (bad := first_problem(entry, records)) is not None:
             raise OfficialDataError(f"{where} split {official} row {bad[0]}: does not match the "
                                     f"{entry.task_id} schema: {bad[1]}")
-        return records
+        # One canonical JSON line a record (sorted keys): the Hub's rows, not a build's bytes.
+        h = hashlib.sha256()
+        for rec in records:
+            h.update(json.dumps(rec, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
+        return LoadedSplit(records, h.hexdigest(), where)
+
+    def _verify(self, entry: TaskEntry, split: str, loaded: LoadedSplit) -> None:
+        """Nothing more: each record was checked as read (``_read``)."""
 
     def _dataset(self, entry: TaskEntry, repo_id: str, where: str, official: str, fallback: str | None):
         import datasets  # here only: 88 MiB of imports (pandas, pyarrow) that a local folder's run never needs
@@ -159,10 +155,3 @@ class OfficialSource:
                 first = str(err).splitlines()[0] if str(err) else type(err).__name__
                 raise FileNotFoundError(f"{entry.name}: cannot read {where} split {official} ({first[:300]})") from None
         raise AssertionError("unreachable")
-
-    def sha256(self, entry: TaskEntry, split: str) -> str:
-        """sha256 of the records loaded, one canonical JSON line each (sorted keys)."""
-        h = hashlib.sha256()
-        for rec in self.load(entry, split):
-            h.update(json.dumps(rec, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
-        return h.hexdigest()
