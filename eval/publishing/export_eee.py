@@ -10,12 +10,12 @@ import re
 import uuid
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-from ..record.model import RunRecord
-from ..record.model import SampleLine
+from ..record.model import RunRecord, SampleLine
 from ..record.read import record_text
 from ..reporting.runs import load_results
-from ..reporting.task_report import build_task_report, task_order
+from ..reporting.task_report import TaskReport, build_task_report, task_order
 from ..settings.thinking import UNFINISHED
 from ..naming import display_name, is_local_model
 from evalita_data.registry import task_of_entry
@@ -25,21 +25,19 @@ from .public import check_publishable, public_record
 
 SCHEMAS = Path(__file__).parent / "eee_schemas"
 BENCHMARK = "evalita-llm"
+SCHEMA_VERSION = "0.3.0"  # eee_schemas/SOURCE.md
 
 
 @lru_cache(maxsize=None)
-def schema(name: str) -> dict:
-    return json.loads((SCHEMAS / name).read_text("utf-8"))
+def _validator(name: str) -> Any:
+    from jsonschema import Draft7Validator
 
-
-SCHEMA_VERSION = "0.3.0"  # eee_schemas/SOURCE.md
+    return Draft7Validator(json.loads((SCHEMAS / name).read_text("utf-8")))
 
 
 def validate(doc: dict, name: str, where: str) -> None:
     """One line naming the file and the first schema violation."""
-    from jsonschema import Draft7Validator
-
-    error = next(iter(sorted(Draft7Validator(schema(name)).iter_errors(doc), key=lambda e: list(e.path))), None)
+    error = min(_validator(name).iter_errors(doc), key=lambda e: list(e.path), default=None)
     if error is not None:
         path = "/".join(str(p) for p in error.path) or "(top)"
         raise ValueError(f"{where}: not valid against {name} at {path}: {error.message[:200]}")
@@ -93,10 +91,9 @@ def _score(value: float, n: object, **details: str) -> dict:
     return {**out, **({"details": details} if details else {})}
 
 
-def _results(run: RunRecord, timestamp: str) -> list[dict]:
+def _results(run: RunRecord, reports: dict[str, TaskReport], timestamp: str) -> list[dict]:
     rows = []
-    for task in task_order(set(run.results)):
-        rep = build_task_report(task, [run])
+    for task, rep in reports.items():
         common = {"source_data": _source_data(run, task), "evaluation_timestamp": timestamp,
                   "generation_config": _generation_config(run, task)}
         spec = task_of_entry(task)
@@ -154,15 +151,14 @@ def _instance(run: RunRecord, ids: dict, task: str, prompt: str, metric: str, sa
     return record
 
 
-def _instance_lines(run: RunRecord, ids: dict) -> list[str]:
+def _instance_lines(run: RunRecord, reports: dict[str, TaskReport], ids: dict) -> list[str]:
     """One validated JSON line per item and prompt (the task's headline metric)."""
     lines = []
-    for task in task_order(set(run.results)):
-        metric = build_task_report(task, [run]).metric
+    for task, rep in reports.items():
         for prompt in sorted(run.results[task]):
             samples_path = run.samples_path(task, prompt)
             for sample in run.sample_lines(task, prompt) or []:  # read and checked with the run (record/read.py)
-                record = _instance(run, ids, task, prompt, metric, sample)
+                record = _instance(run, ids, task, prompt, rep.metric, sample)
                 validate(record, "instance_level_eval.schema.json", f"{samples_path}: doc_id {sample.doc_id!r}")
                 lines.append(json.dumps(record, ensure_ascii=False, sort_keys=True))
     return lines
@@ -200,7 +196,8 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown",
     folder = out / "data" / BENCHMARK / developer / model
     rel = f"data/{BENCHMARK}/{developer}/{model}/{run_id}_samples.jsonl"
     evaluation_id = f"{BENCHMARK}/{model_id}/{stamp}"
-    lines = _instance_lines(run, {"evaluation_id": evaluation_id, "model_id": model_id})
+    reports = {task: build_task_report(task, [run]) for task in task_order(set(run.results))}
+    lines = _instance_lines(run, reports, {"evaluation_id": evaluation_id, "model_id": model_id})
     samples_bytes = ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
     aggregate = {
         "schema_version": SCHEMA_VERSION, "evaluation_id": evaluation_id, "evaluation_timestamp": stamp,
@@ -211,7 +208,7 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown",
                 "num_fewshot": str(run.config.num_fewshot or 0), "limit": str(run.config.limit),
                 "split": run.config.split or "official"}},
         "eval_library": {"name": "evalita-eval", "version": run.package_versions.get("evalita-llm") or "unknown"},
-        "model_info": _model_info(run, developer, model_id), "evaluation_results": _results(run, stamp)}
+        "model_info": _model_info(run, developer, model_id), "evaluation_results": _results(run, reports, stamp)}
     if lines:
         aggregate["detailed_evaluation_results"] = {
             "format": "jsonl", "file_path": rel, "hash_algorithm": "sha256",
