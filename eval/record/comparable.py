@@ -12,10 +12,6 @@ NOT_COMPARABLE = "not comparable with the paper"
 NOT_COMPARABLE_KEY = "not_comparable_with_paper"
 
 
-def split_reason(split: str) -> str:
-    return f"--split {split}: not the tasks' evaluation split"
-
-
 def limit_reason(limit: int) -> str:
     return f"--limit {limit}: only the first {limit} items of each task"
 
@@ -25,7 +21,7 @@ def not_comparable_reasons(record: Any) -> list[str]:
     and task records; a run read from another tool adds what that tool recorded and the config cannot show (its
     reader derives them)."""
     config, scored = record.config, [record.task_versions.get(t) for t in record.results]
-    reasons = [split_reason(config.split)] if config.split is not None else []
+    reasons = [f"--split {config.split}: not the tasks' evaluation split"] if config.split is not None else []
     reasons += [limit_reason(config.limit)] if config.limit is not None else []
     if (max_new_tokens := config.max_new_tokens) is not None:
         if not all(r is not None and r.budget_recorded for r in scored):  # an older file: the budgets not recorded

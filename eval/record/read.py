@@ -144,10 +144,6 @@ class _NonFinite(ValueError):
     """A JSON text holds NaN, Infinity or a number too large for a float (Python's json reads all three)."""
 
 
-def _refuse_constant(name: str) -> float:
-    raise _NonFinite(name)
-
-
 def _finite_float(text: str) -> float:
     if math.isfinite(value := float(text)):
         return value
@@ -155,9 +151,9 @@ def _finite_float(text: str) -> float:
 
 
 UNIQUE_JSON = json.JSONDecoder(object_pairs_hook=_unique_keys)
-# Reads only finite numbers: the hooks run for NaN/Infinity and for numbers with a fraction or exponent only.
-FINITE_JSON = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float,
-                               object_pairs_hook=_unique_keys)
+# Reads only finite numbers: the hooks run for NaN/Infinity (float() reads them too) and for numbers with a fraction
+# or exponent only.
+FINITE_JSON = json.JSONDecoder(parse_constant=_finite_float, parse_float=_finite_float, object_pairs_hook=_unique_keys)
 
 
 def checked_sample(where: str, line: object, finite: bool = False) -> None:
