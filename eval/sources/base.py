@@ -70,7 +70,13 @@ class Source:
 
     def has_split(self, entry: TaskEntry, split: str) -> bool:
         """Whether the split can be read; an unreachable Hub raises ``HubUnreachable``, it is not a missing split."""
-        raise NotImplementedError
+        try:
+            self.load(entry, split)
+        except HubUnreachable:
+            raise  # no Hub at all is an error, not a missing split
+        except Exception:  # noqa: BLE001 - a missing repository or file: the split is not there
+            return False
+        return True
 
     def why_missing(self, entry: TaskEntry, split: str) -> str:
         """Why ``has_split`` said no, true for this source (the run's skip message)."""

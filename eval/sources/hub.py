@@ -28,15 +28,6 @@ class HubSource(Source):
     def description(self) -> str:
         return f"hf://{self.hub_org}"
 
-    def has_split(self, entry: TaskEntry, split: str) -> bool:
-        try:
-            self.load(entry, split)
-        except HubUnreachable:
-            raise  # no Hub at all is an error, not a missing split
-        except Exception:  # noqa: BLE001 - a missing repository or file: the split is not there
-            return False
-        return True
-
     def _read(self, entry: TaskEntry, split: str) -> LoadedSplit:
         repo, name = f"{self.hub_org}/{entry.task_id}", f"data/{entry.split_key(split)}.parquet"
         return read_parquet_file(hub_file(repo, name), f"hf://datasets/{repo}/{name}")
