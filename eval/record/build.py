@@ -117,9 +117,8 @@ def build_record(path: Path, doc: dict, written: int) -> RunRecord:
                for t, v in (doc.get("asked") or {}).items()},
         reasoning={t: {p: TraceSummary(**v) for p, v in prompts.items()}
                    for t, prompts in (doc.get("reasoning") or {}).items()},
-        source_tool=SourceTool(**tool) if tool is not None else None,
-        stored_comparable=doc.get("comparable_with_paper"))
-    stored = record.stored_comparable
+        source_tool=SourceTool(**tool) if tool is not None else None)
+    stored = doc.get("comparable_with_paper")  # compared with the one derived from the config, never believed
     if stored is not None and stored != record.comparable_with_paper:
         # No path in the words: a note goes on published cards too (push-results).
         record.notes.append(f"results.json says comparable_with_paper: {str(stored).lower()}, but its recorded config "

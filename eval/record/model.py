@@ -238,7 +238,6 @@ class RunRecord:
     asked: dict[str, Asked] = field(default_factory=dict)  # task -> how it was asked (none recorded: an older run)
     task_config: dict[str, dict[str, bool]] | None = None  # --constrained: the tasks it applies to
     source_tool: SourceTool | None = None  # a run read from another tool's output
-    stored_comparable: bool | None = None  # the file's comparable_with_paper, compared with the derived one on read
     notes: list[str] = field(default_factory=list)  # what the reader found and said (a hand-edited flag)
     samples: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # (task, prompt) -> checked lines
     sample_sources: dict[tuple[str, str], Path] = field(default_factory=dict)  # read from another tool's files
