@@ -177,9 +177,8 @@ def parse_record(path: Path, doc: object, partial: bool = False, samples: bool =
     check_status(record, partial)
     if not samples:
         return record
-    found = read_samples(record, written) if in_memory is None else memory_samples(record, written, in_memory)
-    for (task, prompt), lines in found:
-        record.samples[(task, prompt)] = lines
+    record.samples.update(read_samples(record, written) if in_memory is None
+                          else memory_samples(record, written, in_memory))
     check_scores(record)
     return record
 
