@@ -1,6 +1,5 @@
-"""``evalita-eval export-lm-eval``: lm-evaluation-harness task YAMLs for our datasets (docs/lm-eval-export.md).
-
-The prompts are our registry's Jinja templates, rendered by lm-eval itself; a ``utils.py`` written next to the YAMLs
+"""``evalita-eval export-lm-eval``: lm-evaluation-harness task YAMLs for our datasets (docs/lm-eval-export.md). The
+prompts are our registry's Jinja templates, rendered by lm-eval itself; a ``utils.py`` written next to the YAMLs
 points ``process_results`` and the aggregations at this module, so lm-eval reports the numbers ``run`` reports."""
 
 from __future__ import annotations
@@ -13,11 +12,10 @@ from typing import Callable
 import yaml
 
 from evalita_data.hub.names import check_org
-from evalita_data.taskspec import MCPrompt
+from evalita_data.taskspec import MCPrompt, Metric
 
 from ..reporting.lm_eval_tasks import LM_EVAL_PREFIX as PREFIX, lm_eval_sample  # no pydantic: lm-eval imports this
 from ..sources.entries import TaskEntry, all_entries
-from .eee_terms import item_score
 
 
 @dataclass(frozen=True)
@@ -165,6 +163,19 @@ def _held_by(data_dir: Path, entries: list[TaskEntry], echo: Callable[[str], Non
 
 
 # ---------------------------------------------------------------- called by lm-eval (utils.py)
+
+
+def item_score(metric: Metric, sample: dict) -> float:
+    """One item's score on ``metric``, the number EEE reads ``is_correct`` from (``== 1``): a hit metric's own 0/1
+    for the item; for a corpus metric (an F1, a ROUGE) a scored choice's correctness (prediction == gold), else the
+    metric over this item alone."""
+    from evalita_data.scoring.metric import HITS
+
+    if metric.kind == HITS:
+        return float(metric.sample(sample))
+    if "choices" in sample and isinstance(sample.get("prediction"), int):
+        return float(sample["prediction"] == sample.get("gold"))
+    return float(metric([sample]))
 
 
 class ScoredSample(float):
