@@ -1,9 +1,5 @@
-"""The run record: one typed ``RunRecord`` that the runner builds during the run and writes by serialising it
-(``to_json``), and that ``read_run`` (record/read.py) returns once a results.json and its samples have passed the
-closed schema and the checks JSON Schema cannot express (docs/run-record.md). Everything reports, ``compare``,
-``push-results``, ``export-eee``, the front page and sweeps read of a run is an attribute here.
-``comparable_with_paper`` and its reasons are derived from the recorded config (record/comparable.py), never believed.
-"""
+"""The run record: one typed ``RunRecord`` the runner builds and writes by serialising it (``to_json``), and the one
+reader (record/read.py) returns once checked; its comparability is derived, never believed (docs/run-record.md)."""
 
 from __future__ import annotations
 

@@ -82,20 +82,14 @@ def _echo(lines: list[str], letters: Sequence[str], texts: Sequence[str]) -> boo
     return sum(_is_option_line(line, i == len(lines) - 1, letters, texts) for i, line in enumerate(lines)) >= 2
 
 
-def _agrees(text: str, option: str) -> bool:
-    """The text after a label agrees with its option: equal, or one a prefix of the other (normalised)."""
-    said, opt = normalize(text), normalize(option)
-    return bool(opt) and (said == opt or opt.startswith(said) or said.startswith(opt + " "))
-
-
 def _label_contradicts(text: str, index: int, texts: Sequence[str]) -> bool:
-    """The label's text is not its option's, or is exactly another option's text."""
+    """The label's text is not its option's (equal, or one a prefix of the other, normalised), or is exactly another
+    option's text."""
     if not text.strip(_EDGE_PUNCT) or index >= len(texts):
         return False
-    said = normalize(text)
-    other = any(said == normalize(t)
-                for j, t in enumerate(texts) if j != index and normalize(t) != normalize(texts[index]))
-    return other or not _agrees(text, texts[index])
+    said, opt = normalize(text), normalize(texts[index])
+    other = any(said == normalize(t) for j, t in enumerate(texts) if j != index and normalize(t) != opt)
+    return other or not (bool(opt) and (said == opt or opt.startswith(said) or said.startswith(opt + " ")))
 
 
 class _Named(NamedTuple):
@@ -177,11 +171,6 @@ def parse_letter_rule(answer: str, letters: Sequence[str],
     return (index, rule) if index is not None else (None, reason or "no_option")
 
 
-def _accent_bound(option: str) -> bool:
-    """One accented word (Sì): its accent-free form is another word (si), so accents count inside a text."""
-    return " " not in normalize(option) and normalize(option) != normalize(option, keep_accents=True)
-
-
 def _strip_accents(token: str) -> str:
     return "".join(ch for ch in unicodedata.normalize("NFKD", token) if not unicodedata.combining(ch))
 
@@ -224,7 +213,8 @@ def _occurrences(words: _Words, options: Sequence[str]) -> list[tuple[int, int, 
     """(start, end, option index) in ``words`` of every whole-word occurrence, those inside a longer one dropped."""
     found: list[tuple[int, int, int]] = []
     for i, option in enumerate(options):
-        keep = _accent_bound(option)
+        # One accented word (Sì): its accent-free form is another word (si), so accents count inside a text.
+        keep = " " not in normalize(option) and normalize(option) != normalize(option, keep_accents=True)
         needle = _words(option).words if keep else _words(option).bare
         hay = words.words if keep else words.bare
         k = len(needle)

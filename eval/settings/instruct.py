@@ -16,7 +16,6 @@ from .answers import match_option_rule, parse_letter_rule
 from ..metrics import BLEU_ANSWER, ROUGE_L_ANSWER
 
 SETTINGS = ("loglikelihood", "ce", "ce-ni", "oe")
-GENERATIVE_SETTINGS = SETTINGS[1:]
 LETTERS = "ABCDEFGHIJ"
 # What the model is asked to write, per setting (OE: the task's own ``oe_hint``).
 CE_REQUEST = "Rispondi solo con la lettera della risposta corretta."
@@ -68,7 +67,7 @@ INSTRUCT_SETTINGS = {s.name: s for s in (CLOSED_ENDED, CLOSED_ENDED_NO_IDS, OPEN
 def instruct_setting(name: str) -> InstructSetting:
     """The declaration of the generative setting ``name`` (ce, ce-ni, oe); a ValueError for another name."""
     if name not in INSTRUCT_SETTINGS:
-        raise ValueError(f"unknown generative setting {name!r}; known: {', '.join(GENERATIVE_SETTINGS)}")
+        raise ValueError(f"unknown generative setting {name!r}; known: {', '.join(INSTRUCT_SETTINGS)}")
     return INSTRUCT_SETTINGS[name]
 
 

@@ -1,10 +1,6 @@
-"""Where the data of an evaluation come from; each kind of place is one ``Source`` class:
-
-- ``FolderSource``: a build folder, or a folder in the Hub layout (``--data DIR``);
-- ``HubSource``: the repositories ``evalita-data push`` published (``--hub-org ORG``);
-- ``OfficialSource``: the official Evalita-LLM copies on the Hub (``--data hf:ORG``).
-
-``open_source`` picks one from the command line's options."""
+"""Where the data of an evaluation come from: one ``Source`` class per kind of place, ``FolderSource`` (a build folder,
+or one in the Hub layout: ``--data DIR``), ``HubSource`` (what ``evalita-data push`` published: ``--hub-org ORG``) and
+``OfficialSource`` (the official Evalita-LLM copies: ``--data hf:ORG``); ``open_source`` picks one from the options."""
 
 from __future__ import annotations
 

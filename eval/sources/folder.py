@@ -32,10 +32,7 @@ class FolderSource(Source):
         return self.data_dir
 
     def _jsonl(self, entry: TaskEntry, split: str) -> Path:
-        folder = self.data_dir / entry.task_id
-        if entry.config:
-            folder = folder / entry.config
-        return folder / f"{split}.jsonl"
+        return self.data_dir / entry.task_id / (entry.config or "") / f"{split}.jsonl"  # NER: ner/<domain>/
 
     def _parquet(self, entry: TaskEntry, split: str) -> Path:
         """The split's file in a folder of the Hub layout (``push --to-dir``)."""
