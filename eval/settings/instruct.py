@@ -24,9 +24,6 @@ ANSWER_CUE = "\nRisposta:"
 STOP = ("\n\n",)
 UNPARSED = "unparsed"  # per-prompt count of unparseable answers in results.json
 
-# (generation, choices, the texts behind the choices or None) -> (the choice read or None, the rule or why not).
-Reader = Callable[[str, Sequence[str], "Sequence[str] | None"], "tuple[int | None, str]"]
-
 
 @dataclass(frozen=True)
 class InstructSetting:
@@ -38,7 +35,8 @@ class InstructSetting:
     options_block: Callable[[str], str]  # the answers expression -> the template listing the options
     choices: Callable[[str], str]  # the answers expression -> the choices expression (what the model writes)
     request: Callable[[InstructPrompts], str]
-    read: Reader
+    # (generation, choices, the texts behind the choices or None) -> (the choice read or None, the rule or why not)
+    read: Callable[[str, Sequence[str], Sequence[str] | None], tuple[int | None, str]]
     extra_metrics: tuple[Metric, ...] = ()
 
 
