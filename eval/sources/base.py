@@ -31,11 +31,12 @@ class LoadedSplit:
     origin: str  # the file (or Hub file) read
 
 
-def canonical_sha256(records: list[dict]) -> str:
-    """sha256 of the records written as the build writes its JSONL: equal to the build file's hash."""
+def canonical_sha256(records: list[dict], dump: Callable[[dict], str] = dumps) -> str:
+    """sha256 of the records, one ``dump`` line each: by default as the build writes its JSONL (equal to the build
+    file's hash)."""
     h = hashlib.sha256()
     for rec in records:
-        h.update((dumps(rec) + "\n").encode("utf-8"))
+        h.update((dump(rec) + "\n").encode("utf-8"))
     return h.hexdigest()
 
 

@@ -3,7 +3,6 @@ folder) as a data source of ``run``: docs/official-splits.md. Every record is ch
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from evalita_data.hub.names import check_org
 from evalita_data.network import NETWORK_ERRORS, unreachable
 from evalita_data.taskspec import HubSplits
 
-from .base import HubUnreachable, LoadedSplit, Source, first_problem
+from .base import HubUnreachable, LoadedSplit, Source, canonical_sha256, first_problem
 from .entries import TaskEntry
 
 PREFIX = "hf:"
@@ -129,10 +128,8 @@ class OfficialSource(Source):
             raise OfficialDataError(f"{where} split {official} row {bad[0]}: does not match the "
                                     f"{entry.task_id} schema: {bad[1]}")
         # One canonical JSON line a record (sorted keys): the Hub's rows, not a build's bytes.
-        h = hashlib.sha256()
-        for rec in records:
-            h.update(json.dumps(rec, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n")
-        return LoadedSplit(records, h.hexdigest(), where)
+        sha = canonical_sha256(records, lambda rec: json.dumps(rec, ensure_ascii=False, sort_keys=True))
+        return LoadedSplit(records, sha, where)
 
     def _verify(self, entry: TaskEntry, split: str, loaded: LoadedSplit) -> None:
         """Nothing more: each record was checked as read (``_read``)."""
