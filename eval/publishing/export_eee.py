@@ -74,18 +74,6 @@ def sample_hash(prompt: str, reference: object) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def deployment(backend: str | None, versions: dict, local: bool) -> tuple[str, str, dict | None]:
-    """``inference_platform``, ``deployment_type`` and ``inference_engine`` (``{name, version}``, None where not
-    known) of a run on ``backend``; ``local``: the weights are a local folder (``inference_platform: local`` unless
-    served)."""
-    platform, deployed, engine = BACKENDS.get(str(backend), ("huggingface", "self_deployed", None))
-    platform = "local" if local and deployed == "self_deployed" else platform
-    if engine is None:
-        return platform, deployed, None
-    version = versions.get(engine[1])
-    return platform, deployed, {"name": engine[0], **({"version": str(version)} if version else {})}
-
-
 @lru_cache(maxsize=None)
 def _validator(name: str) -> Any:
     from jsonschema import Draft7Validator
@@ -228,15 +216,19 @@ def _model_info(run: RunRecord, developer: str, model_id: str) -> dict:
     # How the model was loaded, in lm-eval's --model_args form (EEE's converter copies that string).
     args = {"pretrained": model_id, "revision": run.model.revision, "dtype": run.model.dtype, **run.model.options}
     local = is_local_model(run.model)
-    platform, deployed, engine = deployment(run.model.backend, run.package_versions, local)
-    info = {"name": display_name(run.model), "id": model_id, "developer": developer, "inference_platform": platform,
+    platform, deployed, engine = BACKENDS.get(str(run.model.backend), ("huggingface", "self_deployed", None))
+    info = {"name": display_name(run.model), "id": model_id, "developer": developer,
+            "inference_platform": "local" if local and deployed == "self_deployed" else platform,  # unless served
             "additional_details": {"deployment_type": deployed,
                                    "model_availability": "unknown", **({"local_folder": "true"} if local else {}),
                                    **{k: str(v) for k in ("revision", "dtype", "backend", "files_sha256", "file_sha256",
                                                           "num_parameters")
                                       if (v := getattr(run.model, k)) is not None},
                                    "model_args": ",".join(f"{k}={v}" for k, v in args.items() if v is not None)}}
-    return {**info, "inference_engine": engine} if engine else info
+    if engine is None:  # a served model's engine is not known
+        return info
+    version = run.package_versions.get(engine[1])
+    return {**info, "inference_engine": {"name": engine[0], **({"version": str(version)} if version else {})}}
 
 
 def export_eee(results_dir: Path, out: Path, organization: str = "unknown",
