@@ -70,12 +70,13 @@ class Source:
         return None
 
     def has_split(self, entry: TaskEntry, split: str) -> bool:
-        """Whether the split can be read; an unreachable Hub raises ``HubUnreachable``, it is not a missing split."""
+        """Whether the split can be read. Only a missing repository or file is a missing split: an unreachable Hub
+        (``HubUnreachable``) and data that differ from their manifest (``DataMismatch``) are errors of the run."""
         try:
             self.load(entry, split)
         except HubUnreachable:
-            raise  # no Hub at all is an error, not a missing split
-        except Exception:  # noqa: BLE001 - a missing repository or file: the split is not there
+            raise
+        except FileNotFoundError:
             return False
         return True
 
