@@ -3,7 +3,7 @@ lm-evaluation-harness 0.4.x's HF rules, as its ``TemplateLM`` keeps them in one 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 from ..api import LLRequest
 
@@ -41,10 +41,6 @@ def encode_request(tokenizer: Any, req: LLRequest) -> tuple[list[int], list[int]
         special = default_add_special_tokens(tokenizer, req.continuation)
         return [prefix_token_id(tokenizer)], tokenizer.encode(req.continuation, add_special_tokens=special)
     return encode_pair(tokenizer, req.context, req.continuation)
-
-
-def encode_requests(tokenizer: Any, requests: Sequence[LLRequest]) -> list[tuple[list[int], list[int]]]:
-    return [encode_request(tokenizer, r) for r in requests]
 
 
 def render_chat(tokenizer: Any, model_name: str, messages: list[dict[str, str]], **template_kwargs: Any) -> str:

@@ -82,10 +82,6 @@ class Replica:
         return [[Unit(tuple(tuple(call[i] for i in inner) for inner in unit.calls), unit.tokens)
                  for unit in self.plan(kind, [requests[i] for i in call], replicas)] for call in calls]
 
-    def engine_counters(self) -> dict[str, float]:
-        """The engine's own cumulative counters (vllm: prompt tokens, of them from the prefix cache...)."""
-        return self.backend.engine_counters()
-
     def run_unit(self, kind: RequestKind, requests: Sequence[Any], calls: Sequence[Sequence[int]]
                  ) -> tuple[list, float, float]:
         """The values of the unit's requests, call after call, in ``Unit.indices`` order; when it began and ended."""
@@ -330,17 +326,6 @@ class ReplicaBackend(Backend):
                 return ray.get(call(self.actors[0]))
             except ray.exceptions.RayActorError:
                 self._restart(0)
-
-    def replica_engine_counters(self) -> list[dict[str, float]]:
-        """Each replica's engine counters (vllm: ``VLLMBackend.engine_counters``)."""
-        import ray
-
-        return ray.get([actor.engine_counters.remote() for actor in self.actors])
-
-    def engine_counters(self) -> dict[str, float]:
-        """The replicas' engine counters summed: the engine work of the whole call, as one replica reports it."""
-        each = self.replica_engine_counters()
-        return {name: sum(c[name] for c in each) for name in each[0]}
 
     def nodes(self) -> list[str]:
         """The Ray node of each replica as started (IP and id), once its model is loaded."""
