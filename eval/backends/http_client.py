@@ -32,13 +32,6 @@ class MalformedAnswer(ValueError):
     """An answer of the wrong shape, type, length or value (retried: a server may recover)."""
 
 
-class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
-    """Follows no redirect: it would carry the ``Authorization`` header to another address."""
-
-    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
-        return None  # urllib then raises the 3xx as an HTTPError
-
-
 class _Deadline:
     """One request's deadline: at it the connection's socket is shut down, which ends a read in progress (a socket
     timeout bounds each read, not the request: a server may drip forever)."""
@@ -84,12 +77,16 @@ class _WatchedHTTPS(_WatchedConnection, http.client.HTTPSConnection):
     pass
 
 
-class _DeadlineHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
-    """Both schemes' connections watched by ``deadline`` (build_opener then adds neither default handler)."""
+class _DeadlineHandler(urllib.request.HTTPRedirectHandler, urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
+    """Both schemes' connections watched by ``deadline``, and no redirect followed: it would carry the ``Authorization``
+    header to another address (build_opener then adds none of the three default handlers)."""
 
     def __init__(self, deadline: _Deadline) -> None:
         super().__init__()
         self.deadline = deadline
+
+    def redirect_request(self, *args: Any) -> None:
+        return None  # urllib then raises the 3xx as an HTTPError
 
     def http_open(self, req: Any) -> Any:
         return self.do_open(partial(_WatchedHTTP, deadline=self.deadline), req)
@@ -175,7 +172,7 @@ class OpenAIClient:
             headers["Authorization"] = f"Bearer {self._secret}"
         req = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST")
         deadline = _Deadline(self.timeout_s)
-        opener = urllib.request.build_opener(_RefuseRedirects(), _DeadlineHandler(deadline))
+        opener = urllib.request.build_opener(_DeadlineHandler(deadline))
         try:
             try:
                 with opener.open(req, timeout=self.timeout_s) as resp:
