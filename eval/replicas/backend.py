@@ -14,8 +14,9 @@ from ..api import Backend, BackendOptions, GenRequest, LLRequest, RequestKind, m
 from .plan import Unit, assign, plan_units
 from .prefix_groups import prefix_units
 from .ray_start import start_ray, use_token_if_present
+from ..backends import get_backend_class
 from .resources import (NotEnoughResources, check_replicas_room, cluster_resources, driver_threads, machine_resources,
-                        node_name, replica_resources, unreadable)
+                        unreadable)
 
 # Restarts of one replica within a run before the run fails (a replica that keeps dying is a bug, not bad luck).
 MAX_RESTARTS = 3
@@ -48,7 +49,7 @@ class Replica:
         self.loaded = (began, time.time())  # wall clock: the driver's timeline of the run (``ReplicaBackend.timeline``)
 
     def describe(self) -> dict[str, Any]:
-        """What the driver shows of the backend: identity, dtype, capabilities, chat template, pid."""
+        """What the driver shows of the backend: identity, dtype, capabilities, chat template."""
         if self.problem is not None:
             return {"problem": self.problem}
         import pickle
@@ -58,11 +59,10 @@ class Replica:
             pickle.dumps(tokenizer)
         except Exception:  # an engine's tokenizer that does not travel: the driver does without
             tokenizer = None
-        return {"identity": b.cache_identity(), "dtype": b.dtype, "capabilities": b.capabilities, "pid": os.getpid(),
-                "tokenizer": tokenizer, "num_parameters": b.num_parameters,
-                "attention_span": b.attention_span, "requests_per_call": b.requests_per_call,
-                "merges_units": self._prefix_cached,
-                "mixes_prompts": b.mixes_prompts, "loaded": self.loaded, "node": node_name(), "problem": self.problem}
+        return {"identity": b.cache_identity(), "dtype": b.dtype, "capabilities": b.capabilities, "loaded": self.loaded,
+                "tokenizer": tokenizer, "num_parameters": b.num_parameters, "attention_span": b.attention_span,
+                "requests_per_call": b.requests_per_call, "mixes_prompts": b.mixes_prompts,
+                "merges_units": self._prefix_cached, "problem": self.problem}
 
     @property
     def _prefix_cached(self) -> bool:
@@ -116,7 +116,7 @@ class ReplicaBackend(Backend):
         self.name, self.replicas, self._inner_options = name, size, options  # replicas: results.json's config
         self._threads = options.threads or driver_threads() if options.device == "cpu" else None
         self._started_ray = not ray.is_initialized()
-        resources = replica_resources(name, options)
+        self._resources = resources = get_backend_class(name).reservation(options)  # what one replica reserves
         # Checked before Ray starts: a local Ray sized to the request would spawn them.
         if self._started_ray and not address:
             check_replicas_room(size, resources, machine_resources(), "this machine")
@@ -164,10 +164,9 @@ class ReplicaBackend(Backend):
         import ray
 
         self.loads += 1
-        resources = replica_resources(self.name, self._inner_options)
         # The model folder the driver sees (a path, not a hub id): every replica must see it too.
         paths = {"model folder": self._inner_options.model} if os.path.exists(self._inner_options.model) else {}
-        actor = ray.remote(Replica).options(max_restarts=0, **resources)
+        actor = ray.remote(Replica).options(max_restarts=0, **self._resources)
         self.actors[replica] = actor.remote(self.name, self._inner_options, self._threads, paths)
         self._described[replica] = self.actors[replica].describe.remote()
         self._loading[self._described[replica]] = replica
@@ -326,12 +325,6 @@ class ReplicaBackend(Backend):
                 return ray.get(call(self.actors[0]))
             except ray.exceptions.RayActorError:
                 self._restart(0)
-
-    def nodes(self) -> list[str]:
-        """The Ray node of each replica as started (IP and id), once its model is loaded."""
-        import ray
-
-        return [d["node"] for d in ray.get(self._described)]
 
     @staticmethod
     def _died(future: Any) -> bool:
