@@ -15,6 +15,7 @@ from .plan import Unit, assign, plan_units
 from .prefix_groups import prefix_units
 from .ray_start import start_ray, use_token_if_present
 from ..backends import get_backend_class
+from ..backends.hf_batches import token_budget_batches
 from .resources import (NotEnoughResources, check_replicas_room, cluster_resources, driver_threads, machine_resources,
                         unreadable)
 
@@ -293,24 +294,13 @@ class ReplicaBackend(Backend):
     def _queues(self, units: Sequence[Unit]) -> list[deque[list[int]]]:
         """Each replica's queue, then the shared one, of packs (unit lists) to run (docs/parallel.md#replicas): vllm's
         shares (``assign``) merged into calls; else every unit shared, largest first, for whichever replica is free."""
-        if self._merges_units:
-            shares = assign([u.tokens for u in units], self.replicas)
-            return [deque(self._packs(units, share)) for share in shares] + [deque()]
+        if self._merges_units:  # a replica's units merged into calls of requests_per_call requests at most
+            shares, sizes = assign([u.tokens for u in units], self.replicas), [len(u.indices) for u in units]
+            calls = [token_budget_batches(s, sizes, sizes, lambda rows, width, n: n, self.requests_per_call or 1)
+                     for s in shares]
+            return [deque(packs) for packs in calls] + [deque()]
         order = sorted(range(len(units)), key=lambda u: (-units[u].tokens, u))
         return [deque() for _ in range(self.replicas)] + [deque([u] for u in order)]
-
-    def _packs(self, units: Sequence[Unit], todo: Sequence[int]) -> list[list[int]]:
-        """A replica's units (vllm) merged into calls of ``requests_per_call`` at most."""
-        packs: list[list[int]] = []
-        size, limit = 0, self.requests_per_call or 1
-        for u in todo:
-            n = len(units[u].indices)
-            if not packs or size + n > limit:
-                packs.append([])
-                size = 0
-            packs[-1].append(u)
-            size += n
-        return packs
 
     def _call(self, call: Callable[[Any], Any]) -> Any:
         """``call(actor)`` on replica 0, once loaded, started again if it died (up to MAX_RESTARTS times)."""
