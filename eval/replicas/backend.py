@@ -8,6 +8,7 @@ import logging
 import os
 import time
 from collections import deque
+from functools import partial
 from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendOptions, GenRequest, LLRequest, RequestKind, method_of
@@ -70,18 +71,14 @@ class Replica:
         """An engine with a prefix cache (vllm): units by shared first blocks, merged into large calls."""
         return hasattr(self.backend, "prefix_block_size")
 
-    def plan(self, kind: str, requests: Sequence[Any], replicas: int = 1) -> list[Unit]:
-        if self.problem is not None:  # a replica the driver did not ask first: its line at its first call
-            raise RuntimeError(self.problem)
-        if self._prefix_cached:
-            return prefix_units(self.backend, kind, requests, replicas)
-        return plan_units(self.backend, kind, requests)
-
     def plan_calls(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]], replicas: int = 1
                    ) -> list[list[Unit]]:
         """The units of each of ``calls`` (request indices), planned as for a call of those requests alone."""
+        if self.problem is not None:  # a replica the driver did not ask first: its line at its first call
+            raise RuntimeError(self.problem)
+        plan = partial(prefix_units, replicas=replicas) if self._prefix_cached else plan_units
         return [[Unit(tuple(tuple(call[i] for i in inner) for inner in unit.calls), unit.tokens)
-                 for unit in self.plan(kind, [requests[i] for i in call], replicas)] for call in calls]
+                 for unit in plan(self.backend, kind, [requests[i] for i in call])] for call in calls]
 
     def run_unit(self, kind: RequestKind, requests: Sequence[Any], calls: Sequence[Sequence[int]]
                  ) -> tuple[list, float, float]:
