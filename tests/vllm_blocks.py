@@ -12,6 +12,11 @@ from evalita_eval.backends.vllm_scoring import LLCall
 ENGINE_COUNTERS = ("vllm:prompt_tokens", "vllm:prompt_tokens_cached", "vllm:generation_tokens", "vllm:request_success")
 
 
+def prompt_logprobs(call: LLCall) -> bool:
+    """Whether the request asks for prompt log-probs."""
+    return call.kind in ("prompt", "cached")
+
+
 def reads_prefix_cache(call: LLCall) -> bool:
     """Whether vLLM serves this request's prompt from its prefix cache."""
     return call.kind != "prompt" and call.reads_cache

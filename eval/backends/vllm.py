@@ -158,8 +158,7 @@ class VLLMBackend(Backend):
         that change numbers (``VLLMOptions``); not --device (vLLM picks its platform)."""
         identity = model_identity(super().cache_identity(), self.name_or_path, self.tokenizer,
                                   engine_fields(self) or {})
-        identity.update(dtype=self.dtype, max_length=self.max_length)
-        return identity
+        return {**identity, "dtype": self.dtype, "max_length": self.max_length}
 
     def close(self) -> None:
         llm, self.llm = self.llm, None

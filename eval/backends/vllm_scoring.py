@@ -31,10 +31,6 @@ class LLCall:
     context_len: int = 0  # "cached": the context's length in ``prompt``
     reads_cache: bool = True  # "cached": False for the resend of ``cache_too_deep``
 
-    @property
-    def prompt_logprobs(self) -> bool:
-        return self.kind in ("prompt", "cached")
-
     def cache_too_deep(self, out: Any) -> bool:
         """A "cached" request whose cache hit covered a position it scores (vLLM returns
         prompt log-probs only for the positions it computed): to be sent again without it."""

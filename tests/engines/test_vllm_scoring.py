@@ -8,7 +8,7 @@ import pytest
 
 from evalita_eval.backends.engine_common import LLWindow
 from evalita_eval.backends.vllm_scoring import MAX_TRACKED_TOKENS, plan_loglikelihood
-from vllm_blocks import computed_prompt_tokens, generated, reads_prefix_cache, submitted_calls
+from vllm_blocks import computed_prompt_tokens, generated, prompt_logprobs, reads_prefix_cache, submitted_calls
 
 
 def _windows() -> list[LLWindow]:
@@ -33,7 +33,7 @@ def test_prefix_mode_one_request_per_context_and_per_longer_choice() -> None:
     ]
     plan = [x for wave in waves for x in wave]
     # The prompt of every request is its context: nothing asks for prompt log-probs.
-    assert not any(c.prompt_logprobs for c, _ in plan)
+    assert not any(prompt_logprobs(c) for c, _ in plan)
     assert [generated(c) for c, _ in plan] == [1, 1, 2, 3, 2]
 
 
@@ -49,7 +49,7 @@ def test_prefill_mode_reads_every_first_token_after_its_context_then_the_rest_fr
          ("cached", b + (20,), (21,), 4, [b + (20, 21)])],
     ]
     plan = [c for wave in waves for c, _ in wave]
-    assert all(reads_prefix_cache(c) for c in plan) and [c.prompt_logprobs for c in plan] == [False] * 2 + [True] * 3
+    assert all(reads_prefix_cache(c) for c in plan) and [prompt_logprobs(c) for c in plan] == [False] * 2 + [True] * 3
 
 
 class _Out:
