@@ -207,9 +207,7 @@ def count_tokens(engine: str, row: Row, tokenizer: Any, max_length: int, batch: 
     """Model tokens ``engine`` computes for the row (bench/work.py's rules; no padding, no cache hits),
     plus the tokens of its answers for a generation (re-encoded from the returned text)."""
     if row.kind == "ll":
-        from evalita_eval.backend_support.tokenization import encode_requests
-
-        pairs = encode_requests(tokenizer, row.requests)
+        pairs = work.encode_requests(tokenizer, row.requests)
         counters = {"ours-hf": lambda: work.ours_hf(pairs, max_length, batch), "ours-hf-auto": lambda: work.ours_hf(pairs, max_length, batch),
                     "lmeval-hf": lambda: work.lmeval_hf(pairs, max_length, batch),
                     "ours-vllm": lambda: work.ours_vllm(pairs, max_length, BLOCK_SIZE), "lmeval-vllm": lambda: work.lmeval_vllm(pairs, max_length)}
@@ -222,9 +220,7 @@ def count_tokens(engine: str, row: Row, tokenizer: Any, max_length: int, batch: 
 def prompt_tokens(row: Row, tokenizer: Any, max_length: int) -> int:
     """Tokens of the row's requests as written (log-likelihood: context + continuation; generation: the cut prompt)."""
     if row.kind == "ll":
-        from evalita_eval.backend_support.tokenization import encode_requests
-
-        return sum(len(c) + len(x) for c, x in encode_requests(tokenizer, row.requests))
+        return sum(len(c) + len(x) for c, x in work.encode_requests(tokenizer, row.requests))
     return sum(map(len, work.gen_prompts(tokenizer, row.requests, max_length)))
 
 

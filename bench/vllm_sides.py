@@ -14,6 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.append(str(Path(__file__).resolve().parent.parent / "tests"))
+from vllm_blocks import engine_counters, replica_counters  # noqa: E402  (tests/vllm_blocks.py)
+
 
 def run_parser(doc: str | None, tasks: str, limit: int) -> argparse.ArgumentParser:
     """The options of a vllm comparison bench (``--side``/``--side-out``: one side, internal)."""
@@ -46,10 +49,10 @@ def counted_run(args: argparse.Namespace, backend: Any, out: Path) -> dict[str, 
         config = RunSpec(model=args.model, data=str(args.build), backend="vllm", tasks=args.tasks.split(","), progress=False,
                          limit=args.limit, num_fewshot=args.num_fewshot, max_new_tokens=args.max_new_tokens)
         runner = Runner(backend, ModelInfo(args.model, None, backend.dtype, "vllm"), FolderSource(args.build), config, out, echo=lambda s: None)
-        load_before, before, start = os.getloadavg()[0], backend.engine_counters(), time.perf_counter()
+        load_before, before, start = os.getloadavg()[0], engine_counters(backend), time.perf_counter()
         result = runner.run(select_entries(args.tasks.split(",")))
-        seconds, after = time.perf_counter() - start, backend.engine_counters()
-        extra = {"per_replica": backend.replica_engine_counters()} if hasattr(backend, "replica_engine_counters") else {}
+        seconds, after = time.perf_counter() - start, engine_counters(backend)
+        extra = {"per_replica": replica_counters(backend)} if hasattr(backend, "actors") else {}
     finally:
         backend.close()
     counted = {k: after[k] - before[k] for k in after}

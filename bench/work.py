@@ -52,16 +52,17 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.append(str(Path(__file__).resolve().parent.parent / "tests"))  # vllm_blocks
 
 import data  # noqa: E402  (bench/ is on sys.path when run as a script)
 from evalita_data.registry import TASK_IDS  # noqa: E402
 from evalita_eval.api import GenRequest, LLRequest, prompt_room, scoring_input  # noqa: E402
 from evalita_eval.backends.hf import default_add_special_tokens, encode_request  # noqa: E402
 from evalita_eval.backends.hf_batches import longest_first, scoring_groups  # noqa: E402
-from evalita_eval.backends.vllm_scoring import plan_loglikelihood, prefix_cache_hits, submitted_calls  # noqa: E402
-from evalita_eval.backend_support.tokenization import encode_requests  # noqa: E402
+from evalita_eval.backends.vllm_scoring import plan_loglikelihood  # noqa: E402
 from evalita_eval.settings.fewshot import build_contexts  # noqa: E402
 from evalita_eval.sources.entries import TaskEntry, select_entries  # noqa: E402
+from vllm_blocks import generated, prefix_cache_hits, reads_prefix_cache, submitted_calls  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "data" / "build"
@@ -196,15 +197,19 @@ def lmeval_vllm(pairs: Sequence[tuple[list[int], list[int]]], max_length: int) -
     return work
 
 
+def encode_requests(tokenizer: Any, requests: Sequence[LLRequest]) -> list[tuple[list[int], list[int]]]:
+    return [encode_request(tokenizer, r) for r in requests]
+
+
 def ours_vllm(pairs: Sequence[tuple[list[int], list[int]]], max_length: int, block_size: int, mode: str = "prefill") -> Work:
     """``--backend vllm``'s log-likelihood requests, in the order it submits them."""
     from evalita_eval.backends.engine_common import LLWindow
 
     windows = dict.fromkeys(LLWindow(tuple((c + x)[-(max_length + 1) :]), len(x)) for c, x in pairs)
     calls = submitted_calls([c for wave in plan_loglikelihood(list(windows), mode) for c, _ in wave], block_size)
-    hits = prefix_cache_hits(((c.prompt, c.reads_prefix_cache) for c in calls), block_size)
+    hits = prefix_cache_hits(((c.prompt, reads_prefix_cache(c)) for c in calls), block_size)
     # The prompt less its cached blocks, then a decode step per generated token but the last.
-    return _cached_work([(len(c.prompt), hit, c.generated - 1) for c, hit in zip(calls, hits)])
+    return _cached_work([(len(c.prompt), hit, generated(c) - 1) for c, hit in zip(calls, hits)])
 
 
 def _cached_work(runs: Sequence[tuple[int, int, int]]) -> Work:

@@ -22,10 +22,6 @@ class GGUFModel:
     local_path: Path | None
 
     @property
-    def from_pretrained_kwargs(self) -> dict[str, str]:
-        return {"gguf_file": self.file}
-
-    @property
     def location(self) -> str:
         """The file itself: its path, or ``source/file`` on the Hub (a tokenizer built from it is named so)."""
         return str(self.local_path or f"{self.source}/{self.file}")
@@ -57,7 +53,7 @@ def gguf_model(model: str, extra: Mapping[str, Any] | None = None) -> GGUFModel 
 
 def pretrained_source(model: str, gguf: GGUFModel | None) -> tuple[str, dict[str, str]]:
     """What ``from_pretrained`` takes for ``--model``: its name, or a GGUF file's folder or Hub id and ``gguf_file``."""
-    return (model, {}) if gguf is None else (gguf.source, gguf.from_pretrained_kwargs)
+    return (model, {}) if gguf is None else (gguf.source, {"gguf_file": gguf.file})
 
 
 def require_gguf(model: str) -> None:

@@ -107,18 +107,22 @@ def folder_fingerprint(folder: str | Path, memo: Sha256Memo | None = None) -> st
     return total.hexdigest()
 
 
-def hub_snapshot_commit(repo_id: str, revision: str | None) -> str | None:
-    """The commit of the locally cached snapshot of a Hub model (offline), or None when there is none (not downloaded,
-    or not a Hub id at all: a hosted API model name)."""
+def hub_cached(repo_id: str, filename: str, revision: str | None) -> str | None:
+    """The path of a Hub file in the local Hub cache (offline), or None when it is not there (not downloaded, or not a
+    Hub id at all: a hosted API model name)."""
     try:
         from huggingface_hub import try_to_load_from_cache
 
-        found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
+        found = try_to_load_from_cache(repo_id, filename, revision=revision)
     except Exception:  # noqa: BLE001 - an id that is no Hub repository name, huggingface_hub absent
         return None
-    if not isinstance(found, str):
-        return None
-    parts = Path(found).parts
+    return found if isinstance(found, str) else None
+
+
+def hub_snapshot_commit(repo_id: str, revision: str | None) -> str | None:
+    """The commit of the locally cached snapshot of a Hub model, or None when there is none."""
+    found = hub_cached(repo_id, "config.json", revision)
+    parts = Path(found).parts if found is not None else ()
     return parts[-2] if len(parts) >= 2 and parts[-3] == "snapshots" else None
 
 
@@ -158,13 +162,8 @@ def gguf_identity(model: str, revision: str | None, extra: Mapping[str, Any] | N
     found = gguf_model(model, extra)
     if found is None or found.local_path is not None:
         return None
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        cached = try_to_load_from_cache(found.source, found.file, revision=revision)
-    except Exception:  # noqa: BLE001 - not a Hub repository name: nothing cached to hash
-        cached = None
-    return {"gguf_file": found.file, "gguf_sha256": file_sha256(Path(cached)) if isinstance(cached, str) else None}
+    cached = hub_cached(found.source, found.file, revision)
+    return {"gguf_file": found.file, "gguf_sha256": file_sha256(Path(cached)) if cached is not None else None}
 
 
 def model_identity(identity: dict[str, Any], name_or_path: str, tokenizer: Any,

@@ -3,7 +3,7 @@ lm-evaluation-harness 0.4.x's HF rules, as its ``TemplateLM`` keeps them in one 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 from ..api import LLRequest
 
@@ -19,19 +19,17 @@ def default_add_special_tokens(tokenizer: Any, text: str) -> bool:
     return not text.startswith(tokenizer.decode([prefix_token_id(tokenizer)]))
 
 
-def encode_pair(tokenizer: Any, context: str, continuation: str, add_special_tokens: bool | None = None
-                ) -> tuple[list[int], list[int]]:
+def encode_pair(tokenizer: Any, context: str, continuation: str) -> tuple[list[int], list[int]]:
     """(context ids, continuation ids) as lm-eval 0.4.x computes them: the context's trailing whitespace moved to the
-    continuation, whose tokens are those of ``encode(context + continuation)`` after ``len(encode(context))``;
-    ``add_special_tokens=None``: ``default_add_special_tokens``."""
+    continuation, whose tokens are those of ``encode(context + continuation)`` after ``len(encode(context))``, special
+    tokens by ``default_add_special_tokens``."""
     n_spaces = len(context) - len(context.rstrip())
     if n_spaces > 0:
         continuation = context[-n_spaces:] + continuation
         context = context[:-n_spaces]
-    if add_special_tokens is None:
-        add_special_tokens = default_add_special_tokens(tokenizer, context + continuation)
-    ctx = tokenizer.encode(context, add_special_tokens=add_special_tokens)
-    return ctx, tokenizer.encode(context + continuation, add_special_tokens=add_special_tokens)[len(ctx):]
+    special = default_add_special_tokens(tokenizer, context + continuation)
+    ctx = tokenizer.encode(context, add_special_tokens=special)
+    return ctx, tokenizer.encode(context + continuation, add_special_tokens=special)[len(ctx):]
 
 
 def encode_request(tokenizer: Any, req: LLRequest) -> tuple[list[int], list[int]]:
@@ -41,10 +39,6 @@ def encode_request(tokenizer: Any, req: LLRequest) -> tuple[list[int], list[int]
         special = default_add_special_tokens(tokenizer, req.continuation)
         return [prefix_token_id(tokenizer)], tokenizer.encode(req.continuation, add_special_tokens=special)
     return encode_pair(tokenizer, req.context, req.continuation)
-
-
-def encode_requests(tokenizer: Any, requests: Sequence[LLRequest]) -> list[tuple[list[int], list[int]]]:
-    return [encode_request(tokenizer, r) for r in requests]
 
 
 def render_chat(tokenizer: Any, model_name: str, messages: list[dict[str, str]], **template_kwargs: Any) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..api import GenRequest, LLRequest
+from ..api import GenRequest, LLRequest, prompt_room, scoring_input
 from ..backend_support.gguf import GGUFModel, pretrained_source
 from ..backend_support.tokenization import default_add_special_tokens, encode_request
 
@@ -41,17 +41,12 @@ class LLWindow:
 
 
 def ll_windows(tokenizer: Any, requests: Sequence[LLRequest], max_length: int) -> list[LLWindow]:
-    """Each request's tokens exactly as the HF path computes them (``encode_request``), cut on the left so that the
-    model reads at most ``max_length`` tokens; the same errors for unscorable requests."""
+    """Each request's tokens exactly as the HF path computes them (``encode_request``, ``scoring_input``: what the
+    model reads, then the last continuation token), with the same errors for unscorable requests."""
     out = []
     for req in requests:
         ctx, cont = encode_request(tokenizer, req)
-        if not cont:
-            raise ValueError(f"continuation {req.continuation!r} encodes to no tokens")
-        if len(cont) > max_length:
-            raise ValueError(f"continuation {req.continuation[:40]!r}... has {len(cont)} tokens, more than the model's "
-                             f"maximum length {max_length}")
-        out.append(LLWindow(tuple((ctx + cont)[-(max_length + 1) :]), len(cont)))
+        out.append(LLWindow(tuple(scoring_input(ctx, cont, max_length, req.continuation)) + (cont[-1],), len(cont)))
     return out
 
 
@@ -63,10 +58,7 @@ def stop_strings(tokenizer: Any, stop: Sequence[str]) -> list[str]:
 
 def generation_prompt(tokenizer: Any, req: GenRequest, max_length: int) -> list[int]:
     """The prompt ids of a generation request, left-truncated to leave room for ``max_new_tokens``."""
-    max_ctx = max_length - req.max_new_tokens
-    if max_ctx <= 0:
-        raise ValueError(f"max_new_tokens {req.max_new_tokens} leaves no room for the prompt in max length "
-                         f"{max_length}")
+    max_ctx = prompt_room(max_length, req.max_new_tokens)
     ids = tokenizer.encode(req.context, add_special_tokens=default_add_special_tokens(tokenizer, req.context))
     return ids[-max_ctx:]
 

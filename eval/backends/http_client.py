@@ -32,13 +32,6 @@ class MalformedAnswer(ValueError):
     """An answer of the wrong shape, type, length or value (retried: a server may recover)."""
 
 
-class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
-    """Follows no redirect: it would carry the ``Authorization`` header to another address."""
-
-    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
-        return None  # urllib then raises the 3xx as an HTTPError
-
-
 class _Deadline:
     """One request's deadline: at it the connection's socket is shut down, which ends a read in progress (a socket
     timeout bounds each read, not the request: a server may drip forever)."""
@@ -84,36 +77,22 @@ class _WatchedHTTPS(_WatchedConnection, http.client.HTTPSConnection):
     pass
 
 
-class _DeadlineHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
-    """Both schemes' connections watched by ``deadline`` (build_opener then adds neither default handler)."""
+class _DeadlineHandler(urllib.request.HTTPRedirectHandler, urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
+    """Both schemes' connections watched by ``deadline``, and no redirect followed: it would carry the ``Authorization``
+    header to another address (build_opener then adds none of the three default handlers)."""
 
     def __init__(self, deadline: _Deadline) -> None:
         super().__init__()
         self.deadline = deadline
+
+    def redirect_request(self, *args: Any) -> None:
+        return None  # urllib then raises the 3xx as an HTTPError
 
     def http_open(self, req: Any) -> Any:
         return self.do_open(partial(_WatchedHTTP, deadline=self.deadline), req)
 
     def https_open(self, req: Any) -> Any:
         return self.do_open(partial(_WatchedHTTPS, deadline=self.deadline), req, context=self._context)
-
-
-def _read_body(resp: Any, limit: int) -> bytes:
-    """The body, in chunks, at most ``limit`` bytes (a ``_TooLarge`` past it)."""
-    declared = resp.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise _TooLarge(f"declared {int(declared)} bytes")
-    chunks, size = [], 0
-    while chunk := resp.read(READ_CHUNK_BYTES):
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge(f"more than {size - len(chunk)} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def parse_json_answer(data: bytes) -> dict:
@@ -168,6 +147,19 @@ class OpenAIClient:
         text = " ".join(self._scrub(data.decode("utf-8", "replace")).split())
         return text if len(text) <= ERROR_TEXT_CHARS else text[:ERROR_TEXT_CHARS] + "..."
 
+    def _read_body(self, resp: Any, url: str, request: str) -> bytes:
+        """The body, in chunks, at most ``max_body_bytes`` bytes: past it a ServerError (not retried)."""
+        declared, limit, chunks, size = resp.headers.get("Content-Length", ""), self.max_body_bytes, [], 0
+        too_large = f"declared {int(declared)} bytes" if declared.isdigit() and int(declared) > limit else None
+        while too_large is None and (chunk := resp.read(READ_CHUNK_BYTES)):
+            size += len(chunk)
+            too_large = f"more than {size - len(chunk)} bytes" if size > limit else None
+            chunks.append(chunk)
+        if too_large is not None:
+            raise ServerError(f"server {url} sent an answer larger than the {limit}-byte bound ({too_large}) "
+                              f"[{request}]") from None
+        return b"".join(chunks)
+
     def _send(self, url: str, body: dict, request: str) -> tuple[int, bytes, str | None]:
         """(status, body, Retry-After) of one POST, within ``timeout_s`` from start to the body's last byte."""
         headers = {"Content-Type": "application/json"}
@@ -175,11 +167,11 @@ class OpenAIClient:
             headers["Authorization"] = f"Bearer {self._secret}"
         req = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST")
         deadline = _Deadline(self.timeout_s)
-        opener = urllib.request.build_opener(_RefuseRedirects(), _DeadlineHandler(deadline))
+        opener = urllib.request.build_opener(_DeadlineHandler(deadline))
         try:
             try:
                 with opener.open(req, timeout=self.timeout_s) as resp:
-                    answer = resp.status, _read_body(resp, self.max_body_bytes), None
+                    answer = resp.status, self._read_body(resp, url, request), None
             except urllib.error.HTTPError as err:
                 with err:
                     if 300 <= err.code < 400:
@@ -187,10 +179,7 @@ class OpenAIClient:
                         raise ServerError(f"server {url} redirected the request to {location!r} (HTTP {err.code}); "
                                           "redirects are not followed, so that the API key goes to no other address: "
                                           f"give the final address as --backend-arg base_url [{request}]") from None
-                    answer = err.code, _read_body(err, self.max_body_bytes), err.headers.get("Retry-After")
-        except _TooLarge as err:
-            raise ServerError(f"server {url} sent an answer larger than the {self.max_body_bytes}-byte bound ({err}) "
-                              f"[{request}]") from None
+                    answer = err.code, self._read_body(err, url, request), err.headers.get("Retry-After")
         except (OSError, http.client.HTTPException):
             if deadline.expired:
                 raise TimeoutError(f"no complete answer within --timeout {self.timeout_s:g} s") from None

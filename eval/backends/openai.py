@@ -204,9 +204,8 @@ def _choices(payload: dict, n: int) -> list[dict]:
 
 def _logprob(value: Any, where: str) -> float:
     """A log-prob as a server may send it: a finite number <= 0 (within rounding)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or (
-            value > LOGPROB_ROUNDING):
-
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value > LOGPROB_ROUNDING:
         raise MalformedAnswer(f"{where} is {excerpt(json.dumps(value))}, not a finite log-prob <= 0")
     return float(value)
 

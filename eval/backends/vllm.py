@@ -19,8 +19,6 @@ from ..backend_support.tokenization import render_chat
 
 # The logits processor of forced continuations, by name (vLLM imports it in its workers).
 FORCE_PROCESSOR = "evalita_eval.backend_support.vllm_force:ForceTokens"
-# vLLM's counters read by ``engine_counters`` (computed prompt tokens: the first minus the second).
-ENGINE_COUNTERS = ("vllm:prompt_tokens", "vllm:prompt_tokens_cached", "vllm:generation_tokens", "vllm:request_success")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
@@ -160,8 +158,7 @@ class VLLMBackend(Backend):
         that change numbers (``VLLMOptions``); not --device (vLLM picks its platform)."""
         identity = model_identity(super().cache_identity(), self.name_or_path, self.tokenizer,
                                   engine_fields(self) or {})
-        identity.update(dtype=self.dtype, max_length=self.max_length)
-        return identity
+        return {**identity, "dtype": self.dtype, "max_length": self.max_length}
 
     def close(self) -> None:
         llm, self.llm = self.llm, None
@@ -177,17 +174,6 @@ class VLLMBackend(Backend):
     def prefix_block_size(self) -> int:
         """Tokens per KV block of the prefix cache: prompts share cached blocks only past a whole first one."""
         return self.llm.llm_engine.vllm_config.cache_config.block_size
-
-    def engine_counters(self) -> dict[str, float]:
-        """vLLM's own cumulative counters in this process (``ENGINE_COUNTERS``; needs the engine argument
-        ``disable_log_stats=false``): prompt tokens, of them served from the prefix cache..."""
-        if not self.llm.llm_engine.log_stats:
-            raise ValueError('vLLM\'s counters need --backend-arg \'vllm_engine_args={"disable_log_stats": false}\'')
-        got = dict.fromkeys(ENGINE_COUNTERS, 0.0)
-        for metric in self.llm.get_metrics():
-            if metric.name in got:
-                got[metric.name] += getattr(metric, "value", 0.0)
-        return got
 
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
         return render_chat(self.tokenizer, self.name_or_path, messages)

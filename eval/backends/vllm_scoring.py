@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
-from typing import Any, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 from ..api import LLResult
 from .engine_common import LLWindow
@@ -31,15 +31,6 @@ class LLCall:
     context_len: int = 0  # "cached": the context's length in ``prompt``
     reads_cache: bool = True  # "cached": False for the resend of ``cache_too_deep``
 
-    @property
-    def prompt_logprobs(self) -> bool:
-        return self.kind in ("prompt", "cached")
-
-    @property
-    def reads_prefix_cache(self) -> bool:
-        """Whether vLLM serves this request's prompt from its prefix cache."""
-        return self.kind != "prompt" and self.reads_cache
-
     def cache_too_deep(self, out: Any) -> bool:
         """A "cached" request whose cache hit covered a position it scores (vLLM returns
         prompt log-probs only for the positions it computed): to be sent again without it."""
@@ -49,11 +40,6 @@ class LLCall:
         if not isinstance(hit, int) or not 0 <= hit <= len(self.prompt):
             raise RuntimeError(f"vLLM returned num_cached_tokens={hit!r} for a prompt of {len(self.prompt)} tokens")
         return hit > self.context_len
-
-    @property
-    def generated(self) -> int:
-        """Tokens the engine samples: the forced continuation, else one."""
-        return len(self.tokens) if self.kind == "forced" else 1
 
     def sampling_params(self) -> Any:
         from vllm import SamplingParams
@@ -163,40 +149,3 @@ def plan_loglikelihood(windows: Sequence[LLWindow], mode: str) -> list[list[tupl
                     longer.append((LLCall(w.ids[:-1], "prompt", (w.ids[-1],)), [w]))
     return [wave for wave in (last, longer) if wave]
 
-
-def prefix_cache_hits(prompts: Iterable[tuple[Sequence[int], bool]], block_size: int) -> Iterator[int]:
-    """Per ``(prompt, reads the prefix cache)`` submitted in this order, the tokens vLLM takes
-    from its prefix cache, by its rule: the longest run of whole KV blocks already cached (a
-    block is identified by the whole prefix up to its end), never the prompt's last token,
-    none when the request does not read it (prompt log-probs by vLLM's default); every prompt's whole blocks are cached
-    after it. From an empty cache, without eviction (bench/work.py, the tests)."""
-    cached: set[int] = set()
-    for prompt, reads in prompts:
-        # A block's key hashes its parent's key with its tokens, as vLLM's block hashes do.
-        keys, parent = [], 0
-        for end in range(block_size, len(prompt) + 1, block_size):
-            parent = hash((parent, tuple(prompt[end - block_size : end])))
-            keys.append(parent)
-        hit = 0
-        if reads:
-            while hit + block_size <= len(prompt) - 1 and keys[hit // block_size] in cached:
-                hit += block_size
-        cached.update(keys)
-        yield hit
-
-
-def computed_prompt_tokens(prompts: Iterable[tuple[Sequence[int], bool]], block_size: int) -> int:
-    """The prompt tokens vLLM computes (``prefix_cache_hits``'s rule). The calls of a plan:
-    ``((c.prompt, c.reads_prefix_cache) for c in calls)`` (no resend of ``cache_too_deep``)."""
-    prompts = list(prompts)
-    return sum(len(p) for p, _ in prompts) - sum(prefix_cache_hits(prompts, block_size))
-
-
-def submitted_calls(calls: Sequence[LLCall], block_size: int) -> list[LLCall]:
-    """The requests vLLM gets for a plan's ``calls`` (in order, from an empty cache): those,
-    then the resends of the "cached" ones whose cache hit (``prefix_cache_hits``'s rule)
-    reaches past their context (``LLCall.cache_too_deep``; they are in the last wave)."""
-    hits = prefix_cache_hits(((c.prompt, c.reads_prefix_cache) for c in calls), block_size)
-    deep = [replace(c, reads_cache=False)
-            for c, hit in zip(calls, hits) if c.kind == "cached" and c.reads_cache and hit > c.context_len]
-    return [*calls, *deep]

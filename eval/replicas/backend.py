@@ -8,14 +8,17 @@ import logging
 import os
 import time
 from collections import deque
+from functools import partial
 from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendOptions, GenRequest, LLRequest, RequestKind, method_of
 from .plan import Unit, assign, plan_units
 from .prefix_groups import prefix_units
 from .ray_start import start_ray, use_token_if_present
+from ..backends import get_backend_class
+from ..backends.hf_batches import token_budget_batches
 from .resources import (NotEnoughResources, check_replicas_room, cluster_resources, driver_threads, machine_resources,
-                        node_name, replica_resources, unreadable)
+                        unreadable)
 
 # Restarts of one replica within a run before the run fails (a replica that keeps dying is a bug, not bad luck).
 MAX_RESTARTS = 3
@@ -48,7 +51,7 @@ class Replica:
         self.loaded = (began, time.time())  # wall clock: the driver's timeline of the run (``ReplicaBackend.timeline``)
 
     def describe(self) -> dict[str, Any]:
-        """What the driver shows of the backend: identity, dtype, capabilities, chat template, pid."""
+        """What the driver shows of the backend: identity, dtype, capabilities, chat template."""
         if self.problem is not None:
             return {"problem": self.problem}
         import pickle
@@ -58,33 +61,24 @@ class Replica:
             pickle.dumps(tokenizer)
         except Exception:  # an engine's tokenizer that does not travel: the driver does without
             tokenizer = None
-        return {"identity": b.cache_identity(), "dtype": b.dtype, "capabilities": b.capabilities, "pid": os.getpid(),
-                "tokenizer": tokenizer, "num_parameters": b.num_parameters,
-                "attention_span": b.attention_span, "requests_per_call": b.requests_per_call,
-                "merges_units": self._prefix_cached,
-                "mixes_prompts": b.mixes_prompts, "loaded": self.loaded, "node": node_name(), "problem": self.problem}
+        return {"identity": b.cache_identity(), "dtype": b.dtype, "capabilities": b.capabilities, "loaded": self.loaded,
+                "tokenizer": tokenizer, "num_parameters": b.num_parameters, "attention_span": b.attention_span,
+                "requests_per_call": b.requests_per_call, "mixes_prompts": b.mixes_prompts,
+                "merges_units": self._prefix_cached, "problem": self.problem}
 
     @property
     def _prefix_cached(self) -> bool:
         """An engine with a prefix cache (vllm): units by shared first blocks, merged into large calls."""
         return hasattr(self.backend, "prefix_block_size")
 
-    def plan(self, kind: str, requests: Sequence[Any], replicas: int = 1) -> list[Unit]:
-        if self.problem is not None:  # a replica the driver did not ask first: its line at its first call
-            raise RuntimeError(self.problem)
-        if self._prefix_cached:
-            return prefix_units(self.backend, kind, requests, replicas)
-        return plan_units(self.backend, kind, requests)
-
     def plan_calls(self, kind: str, requests: Sequence[Any], calls: Sequence[Sequence[int]], replicas: int = 1
                    ) -> list[list[Unit]]:
         """The units of each of ``calls`` (request indices), planned as for a call of those requests alone."""
+        if self.problem is not None:  # a replica the driver did not ask first: its line at its first call
+            raise RuntimeError(self.problem)
+        plan = partial(prefix_units, replicas=replicas) if self._prefix_cached else plan_units
         return [[Unit(tuple(tuple(call[i] for i in inner) for inner in unit.calls), unit.tokens)
-                 for unit in self.plan(kind, [requests[i] for i in call], replicas)] for call in calls]
-
-    def engine_counters(self) -> dict[str, float]:
-        """The engine's own cumulative counters (vllm: prompt tokens, of them from the prefix cache...)."""
-        return self.backend.engine_counters()
+                 for unit in plan(self.backend, kind, [requests[i] for i in call])] for call in calls]
 
     def run_unit(self, kind: RequestKind, requests: Sequence[Any], calls: Sequence[Sequence[int]]
                  ) -> tuple[list, float, float]:
@@ -120,7 +114,7 @@ class ReplicaBackend(Backend):
         self.name, self.replicas, self._inner_options = name, size, options  # replicas: results.json's config
         self._threads = options.threads or driver_threads() if options.device == "cpu" else None
         self._started_ray = not ray.is_initialized()
-        resources = replica_resources(name, options)
+        self._resources = resources = get_backend_class(name).reservation(options)  # what one replica reserves
         # Checked before Ray starts: a local Ray sized to the request would spawn them.
         if self._started_ray and not address:
             check_replicas_room(size, resources, machine_resources(), "this machine")
@@ -168,10 +162,9 @@ class ReplicaBackend(Backend):
         import ray
 
         self.loads += 1
-        resources = replica_resources(self.name, self._inner_options)
         # The model folder the driver sees (a path, not a hub id): every replica must see it too.
         paths = {"model folder": self._inner_options.model} if os.path.exists(self._inner_options.model) else {}
-        actor = ray.remote(Replica).options(max_restarts=0, **resources)
+        actor = ray.remote(Replica).options(max_restarts=0, **self._resources)
         self.actors[replica] = actor.remote(self.name, self._inner_options, self._threads, paths)
         self._described[replica] = self.actors[replica].describe.remote()
         self._loading[self._described[replica]] = replica
@@ -298,24 +291,13 @@ class ReplicaBackend(Backend):
     def _queues(self, units: Sequence[Unit]) -> list[deque[list[int]]]:
         """Each replica's queue, then the shared one, of packs (unit lists) to run (docs/parallel.md#replicas): vllm's
         shares (``assign``) merged into calls; else every unit shared, largest first, for whichever replica is free."""
-        if self._merges_units:
-            shares = assign([u.tokens for u in units], self.replicas)
-            return [deque(self._packs(units, share)) for share in shares] + [deque()]
+        if self._merges_units:  # a replica's units merged into calls of requests_per_call requests at most
+            shares, sizes = assign([u.tokens for u in units], self.replicas), [len(u.indices) for u in units]
+            calls = [token_budget_batches(s, sizes, sizes, lambda rows, width, n: n, self.requests_per_call or 1)
+                     for s in shares]
+            return [deque(packs) for packs in calls] + [deque()]
         order = sorted(range(len(units)), key=lambda u: (-units[u].tokens, u))
         return [deque() for _ in range(self.replicas)] + [deque([u] for u in order)]
-
-    def _packs(self, units: Sequence[Unit], todo: Sequence[int]) -> list[list[int]]:
-        """A replica's units (vllm) merged into calls of ``requests_per_call`` at most."""
-        packs: list[list[int]] = []
-        size, limit = 0, self.requests_per_call or 1
-        for u in todo:
-            n = len(units[u].indices)
-            if not packs or size + n > limit:
-                packs.append([])
-                size = 0
-            packs[-1].append(u)
-            size += n
-        return packs
 
     def _call(self, call: Callable[[Any], Any]) -> Any:
         """``call(actor)`` on replica 0, once loaded, started again if it died (up to MAX_RESTARTS times)."""
@@ -330,23 +312,6 @@ class ReplicaBackend(Backend):
                 return ray.get(call(self.actors[0]))
             except ray.exceptions.RayActorError:
                 self._restart(0)
-
-    def replica_engine_counters(self) -> list[dict[str, float]]:
-        """Each replica's engine counters (vllm: ``VLLMBackend.engine_counters``)."""
-        import ray
-
-        return ray.get([actor.engine_counters.remote() for actor in self.actors])
-
-    def engine_counters(self) -> dict[str, float]:
-        """The replicas' engine counters summed: the engine work of the whole call, as one replica reports it."""
-        each = self.replica_engine_counters()
-        return {name: sum(c[name] for c in each) for name in each[0]}
-
-    def nodes(self) -> list[str]:
-        """The Ray node of each replica as started (IP and id), once its model is loaded."""
-        import ray
-
-        return [d["node"] for d in ray.get(self._described)]
 
     @staticmethod
     def _died(future: Any) -> bool:

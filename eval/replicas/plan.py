@@ -23,11 +23,9 @@ class Unit:
 
 
 def chunk_size(backend: Any) -> int:
-    """The requests the runner hands a non-streaming backend per call (``RunStream._calls``)."""
-    per_call = backend.requests_per_call
-    options = backend.options  # the run's --batch-size, as the runner reads it
-    batch = options.batch_size if options is not None else getattr(backend, "batch_size", None)
-    return per_call or max(1, (batch or AUTO_BATCH) * CHUNK_BATCHES)
+    """The requests the runner hands a non-streaming backend per call (``RunStream._calls``; the run's --batch-size)."""
+    batch = backend.options.batch_size if backend.options is not None else getattr(backend, "batch_size", None)
+    return backend.requests_per_call or max(1, (batch or AUTO_BATCH) * CHUNK_BATCHES)
 
 
 def merge_shared_contexts(calls: Sequence[Sequence[int]], contexts: Sequence[str]) -> list[list[list[int]]]:
@@ -55,28 +53,21 @@ def merge_shared_contexts(calls: Sequence[Sequence[int]], contexts: Sequence[str
     return list(groups.values())
 
 
-def request_tokens(backend: Any, kind: str, requests: Sequence[LLRequest | GenRequest]) -> list[int]:
-    """Counted tokens per request with the backend's tokenizer (characters / 4 without one): a log-likelihood's
-    context + continuation, a generation's context (``plan_units`` adds its new-token limit)."""
-    tokenizer = backend.tokenizer
-    count = (lambda text: len(tokenizer.encode(text))) if tokenizer is not None else (lambda t: max(1, len(t) // 4))
-    if kind == RequestKind.LOGLIKELIHOOD:
-        return [count(r.context + r.continuation) for r in requests]
-    return [count(r.context) for r in requests]
-
-
 def plan_units(backend: Any, kind: str, requests: Sequence[LLRequest | GenRequest]) -> list[Unit]:
-    """The units of one call of ``kind`` on ``backend`` (the wrapped backend, on a replica)."""
-    lengths = request_tokens(backend, kind, requests)
+    """The units of one call of ``kind`` on ``backend`` (the wrapped backend, on a replica). Their tokens, counted with
+    the backend's tokenizer (characters / 4 without one): a log-likelihood's context + continuation, a generation's
+    context + its new-token limit."""
+    tokenizer, ll = backend.tokenizer, kind == RequestKind.LOGLIKELIHOOD
+    count = (lambda text: len(tokenizer.encode(text))) if tokenizer is not None else (lambda t: max(1, len(t) // 4))
+    lengths = [count(r.context + r.continuation) if ll else count(r.context) + r.max_new_tokens  # type: ignore[union-attr]
+               for r in requests]
     if kind in backend.streams:  # the call whole (hf generations): the batches the backend says it forms
         calls = backend.call_batches(kind, requests)
     else:  # the runner's chunks, each one call, cut as the backend says
         calls = [[chunk[i] for i in batch] for chunk in chunks(list(range(len(requests))), chunk_size(backend))
                  for batch in backend.call_batches(kind, [requests[i] for i in chunk])]
-    contexts = [r.context for r in requests]
-    extra = [0 if kind == RequestKind.LOGLIKELIHOOD else r.max_new_tokens for r in requests]  # type: ignore[union-attr]
-    return [Unit(tuple(tuple(c) for c in group), sum(lengths[i] + extra[i] for c in group for i in c))
-            for group in merge_shared_contexts(calls, contexts)]
+    return [Unit(tuple(tuple(c) for c in group), sum(lengths[i] for c in group for i in c))
+            for group in merge_shared_contexts(calls, [r.context for r in requests])]
 
 
 def assign(tokens: Sequence[int], replicas: int) -> list[list[int]]:

@@ -21,10 +21,8 @@ class RayStartError(ConnectionError):
 
 def start_wait_s() -> float:
     raw = os.environ.get(START_WAIT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_START_WAIT_S
     try:
-        value = float(raw)
+        value = float(raw) if raw else DEFAULT_START_WAIT_S
     except ValueError:
         value = -1.0
     if value < 0:

@@ -8,8 +8,6 @@ import importlib.util
 import os
 from typing import Any
 
-from ..api import BackendOptions
-
 
 class NotEnoughResources(ValueError):
     """More CPUs or GPUs asked for than there are."""
@@ -56,13 +54,6 @@ def unreadable(paths: dict[str, str]) -> str | None:
             return (f"node {node_name()} cannot read the {what} {path}: every node of the cluster needs it at that "
                     "path (shared storage)")
     return None
-
-
-def replica_resources(name: str, options: BackendOptions) -> dict[str, Any]:
-    """Ray resources of one replica: what its backend declares (``Backend.reservation``)."""
-    from ..backends import get_backend_class
-
-    return get_backend_class(name).reservation(options)
 
 
 def check_replicas_room(size: int, resources: dict[str, Any], have: dict[str, float], where: str) -> None:

@@ -115,10 +115,11 @@ def _measured(engine, reqs: list[LLRequest]) -> tuple[list, dict[str, float]]:
 
 def test_prefix_mode_computes_each_context_once(engine, hf32) -> None:
     """Long contexts with multi-token choices: with prefix reuse vLLM computes each context
-    once (its counters say so, to the token, as vllm_scoring.computed_prompt_tokens predicts);
+    once (its counters say so, to the token, as vllm_blocks.computed_prompt_tokens predicts);
     with prompt log-probs every choice recomputes it. Same numbers as hf either way."""
     from evalita_eval.backends.engine_common import ll_windows
-    from evalita_eval.backends.vllm_scoring import computed_prompt_tokens, plan_loglikelihood, submitted_calls
+    from evalita_eval.backends.vllm_scoring import plan_loglikelihood
+    from vllm_blocks import computed_prompt_tokens, generated, reads_prefix_cache, submitted_calls
 
     words = "il medico ha prescritto una terapia antibiotica per dieci giorni e la paziente sta meglio".split()
     contexts = [" ".join(words[i:] + words[:i]) * 12 + f" Domanda {i}: cosa è successo? Risposta:" for i in range(3)]
@@ -139,8 +140,8 @@ def test_prefix_mode_computes_each_context_once(engine, hf32) -> None:
             assert (a.n_tokens, a.is_greedy) == (b.n_tokens, b.is_greedy) and ll_close(a.logprob, b.logprob), (mode, a, b)
         calls = submitted_calls([c for wave in plan_loglikelihood(windows, mode) for c, _ in wave], block)
         computed = counted["vllm:prompt_tokens"] - counted["vllm:prompt_tokens_cached"]
-        assert computed == computed_prompt_tokens(((c.prompt, c.reads_prefix_cache) for c in calls), block), (mode, counted, block)
-        assert counted["vllm:generation_tokens"] == sum(c.generated for c in calls)
+        assert computed == computed_prompt_tokens(((c.prompt, reads_prefix_cache(c)) for c in calls), block), (mode, counted, block)
+        assert counted["vllm:generation_tokens"] == sum(generated(c) for c in calls)
         work[mode] = computed + counted["vllm:generation_tokens"] - len(calls)  # decode steps: all generated tokens but each request's last
         steps[mode] = counted["steps"]
     context_tokens = sum(len(w.context) for w in windows if w.n_cont > 1)

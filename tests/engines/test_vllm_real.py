@@ -92,7 +92,8 @@ def test_real_model_both_plans_equal_hf_and_prefix_computes_less(real_pair) -> N
         assert _predictions(reqs, want) == _predictions(reqs, got), mode
     # vLLM's counters: exactly the prefix-cache rule's prediction for both plans, and less with prefix reuse.
     from evalita_eval.backends.engine_common import ll_windows
-    from evalita_eval.backends.vllm_scoring import computed_prompt_tokens, plan_loglikelihood, submitted_calls
+    from evalita_eval.backends.vllm_scoring import plan_loglikelihood
+    from vllm_blocks import computed_prompt_tokens, generated, reads_prefix_cache, submitted_calls
 
     windows = list(dict.fromkeys(ll_windows(engine.tokenizer, reqs, engine.max_length)))
     block = ENGINE_ARGS["block_size"]
@@ -100,8 +101,8 @@ def test_real_model_both_plans_equal_hf_and_prefix_computes_less(real_pair) -> N
     for mode, got in counted.items():
         calls = submitted_calls([c for wave in plan_loglikelihood(windows, mode) for c, _ in wave], block)
         computed = got["vllm:prompt_tokens"] - got["vllm:prompt_tokens_cached"]
-        assert computed == computed_prompt_tokens(((c.prompt, c.reads_prefix_cache) for c in calls), block), (mode, counted)
-        assert got["vllm:generation_tokens"] == sum(c.generated for c in calls), (mode, counted)
+        assert computed == computed_prompt_tokens(((c.prompt, reads_prefix_cache(c)) for c in calls), block), (mode, counted)
+        assert got["vllm:generation_tokens"] == sum(generated(c) for c in calls), (mode, counted)
         # Model tokens: the computed prompt tokens, and a decode step per generated token but each request's last.
         work[mode] = computed + got["vllm:generation_tokens"] - len(calls)
     # Exact counts (no timing), with blocks of 32 on the test build's short contexts (a context's

@@ -19,6 +19,7 @@ import pytest
 
 from .engine_helpers import assert_same_run, requires_vllm, run_in_process
 from evalita_eval.api import BackendOptions
+from vllm_blocks import engine_counters
 
 pytestmark = requires_vllm
 if importlib.util.find_spec("ray") is None and os.environ.get("EVALITA_REQUIRE_VLLM") == "1":
@@ -64,9 +65,9 @@ def _run_counted(model: Path, replicas: int, out: Path) -> tuple[dict, dict[str,
     backend = _backend(model, replicas)
     try:
         assert getattr(backend, "replicas", 1) == replicas
-        before = backend.engine_counters()
+        before = engine_counters(backend)
         results = run_in_process(backend, "vllm", model, out, TASKS, **CONFIG)
-        after = backend.engine_counters()
+        after = engine_counters(backend)
         units = list(getattr(backend, "units_done", []))
         if replicas > 1:
             assert backend.loads == replicas  # each replica loaded its model once, for the whole run

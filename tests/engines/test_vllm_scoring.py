@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 
 from evalita_eval.backends.engine_common import LLWindow
-from evalita_eval.backends.vllm_scoring import MAX_TRACKED_TOKENS, computed_prompt_tokens, plan_loglikelihood, submitted_calls
+from evalita_eval.backends.vllm_scoring import MAX_TRACKED_TOKENS, plan_loglikelihood
+from vllm_blocks import computed_prompt_tokens, generated, prompt_logprobs, reads_prefix_cache, submitted_calls
 
 
 def _windows() -> list[LLWindow]:
@@ -32,8 +33,8 @@ def test_prefix_mode_one_request_per_context_and_per_longer_choice() -> None:
     ]
     plan = [x for wave in waves for x in wave]
     # The prompt of every request is its context: nothing asks for prompt log-probs.
-    assert not any(c.prompt_logprobs for c, _ in plan)
-    assert [c.generated for c, _ in plan] == [1, 1, 2, 3, 2]
+    assert not any(prompt_logprobs(c) for c, _ in plan)
+    assert [generated(c) for c, _ in plan] == [1, 1, 2, 3, 2]
 
 
 def test_prefill_mode_reads_every_first_token_after_its_context_then_the_rest_from_the_cache() -> None:
@@ -48,7 +49,7 @@ def test_prefill_mode_reads_every_first_token_after_its_context_then_the_rest_fr
          ("cached", b + (20,), (21,), 4, [b + (20, 21)])],
     ]
     plan = [c for wave in waves for c, _ in wave]
-    assert all(c.reads_prefix_cache for c in plan) and [c.prompt_logprobs for c in plan] == [False] * 2 + [True] * 3
+    assert all(reads_prefix_cache(c) for c in plan) and [prompt_logprobs(c) for c in plan] == [False] * 2 + [True] * 3
 
 
 class _Out:
@@ -63,7 +64,7 @@ def test_a_cache_hit_past_the_context_is_sent_again_without_the_cache() -> None:
     assert (call.prompt, call.context_len) == ((1, 2, 3, 4, 5), 3)
     assert [call.cache_too_deep(_Out(hit)) for hit in (0, 2, 3, 4)] == [False, False, False, True]
     again = dataclasses.replace(call, reads_cache=False)
-    assert not again.cache_too_deep(_Out(4)) and not again.reads_prefix_cache
+    assert not again.cache_too_deep(_Out(4)) and not reads_prefix_cache(again)
     for bad in (None, -1, 6, 2.0):
         with pytest.raises(RuntimeError, match="num_cached_tokens"):
             call.cache_too_deep(_Out(bad))
@@ -105,5 +106,5 @@ def test_submitted_calls_add_the_resends_the_block_rule_predicts() -> None:
     sent = submitted_calls(calls, 4)
     assert sent[:4] == calls and [(c.prompt, c.reads_cache) for c in sent[4:]] == [(ctx + (9, 9, 9), False)]
     # 3 (the context) | 6 | 6 - 4 (the block [1, 2, 3, 9]) | 4 - 0 ([1, 2, 3, 7] is new) | 6 again, no read
-    assert computed_prompt_tokens(((c.prompt, c.reads_prefix_cache) for c in sent), 4) == 3 + 6 + 2 + 4 + 6
+    assert computed_prompt_tokens(((c.prompt, reads_prefix_cache(c)) for c in sent), 4) == 3 + 6 + 2 + 4 + 6
     assert submitted_calls(calls, 8) == calls  # blocks of 8: no hit past the context

@@ -17,7 +17,7 @@ from evalita_eval.backends.vllm import engine_kwargs
 from evalita_eval.cli import main
 from evalita_eval.cli.support import default_device
 from evalita_eval.running.estimate import GEN, LL, TaskPlan, TimeEstimate, TokenCounter, fit_cost, scoring_work
-from evalita_eval.backend_support.gguf import gguf_model
+from evalita_eval.backend_support.gguf import gguf_model, pretrained_source
 from evalita_eval.backend_support.identity import gguf_identity
 
 from paths import TESTS
@@ -38,7 +38,7 @@ def fake_gguf(tmp_path: Path) -> Path:
 def test_gguf_model_names_the_folder_and_file(fake_gguf: Path, tmp_path: Path) -> None:
     found = gguf_model(str(fake_gguf))
     assert (found.source, found.file, found.local_path) == (str(fake_gguf.parent), "Model.Q4_1.gguf", fake_gguf)
-    assert found.from_pretrained_kwargs == {"gguf_file": "Model.Q4_1.gguf"}
+    assert pretrained_source(str(fake_gguf), found) == (str(fake_gguf.parent), {"gguf_file": "Model.Q4_1.gguf"})
     hub = gguf_model("org/Model-GGUF", {"gguf_file": "model.Q8_0.gguf"})
     assert (hub.source, hub.file, hub.local_path) == ("org/Model-GGUF", "model.Q8_0.gguf", None)
     local = gguf_model(str(fake_gguf.parent), {"gguf_file": fake_gguf.name})

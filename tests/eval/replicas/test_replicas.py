@@ -21,6 +21,7 @@ from evalita_eval.replicas import create_backend, replica_settings
 from evalita_eval.replicas.plan import assign, merge_shared_contexts
 
 from paths import TEST_DATA
+from replica_nodes import replica_nodes
 
 ray = pytest.importorskip("ray")
 
@@ -160,7 +161,7 @@ def test_small_calls_of_the_whole_run_are_shared(local_ray, tiny_model: Path, tm
             # every replica loaded first: one still loading takes no unit (the others take its work), so on a loaded
             # machine the spread would be the load's, not the planner's
             if size > 1:
-                backend.nodes()
+                replica_nodes(backend)
             runner = Runner(backend, ModelInfo(str(tiny_model), None, backend.dtype, "hf"), open_source(str(DATA), None), config, tmp_path / str(size))
             runner.run(select_entries(["te", "sa", "ls"]))
             done = list(getattr(backend, "units_done", [0]))
@@ -180,7 +181,10 @@ def test_replica_settings_and_errors() -> None:
 
 
 def test_a_replica_takes_the_gpus_of_its_tensor_parallel_size() -> None:
-    from evalita_eval.replicas.resources import replica_resources
+    from evalita_eval.backends import get_backend_class
+
+    def replica_resources(name: str, options: BackendOptions) -> dict:  # a replica reserves what its backend declares
+        return get_backend_class(name).reservation(options)
 
     assert replica_resources("vllm", BackendOptions("m", device="cuda", extra={"tensor_parallel_size": "2"})) == {"num_cpus": 1, "num_gpus": 2}
     assert replica_resources("vllm", options_as_run_builds("vllm", model="m", device="cuda", tensor_parallel_size=4)) == {"num_cpus": 1, "num_gpus": 4}
@@ -230,7 +234,7 @@ def _generate(name: str, model: Path, data: Path, out: Path, extra: dict[str, st
     backend = create_backend(name, BackendOptions(model=str(model), batch_size=2, max_length=64, extra=dict(extra)))
     try:
         if "data_parallel_size" in extra:
-            backend.nodes()  # every replica loaded: one still loading takes no unit (the spread would be the load's)
+            replica_nodes(backend)  # every replica loaded: one still loading takes no unit (the spread would be the load's)
         config = RunSpec(model="m", data="data", device="cpu", batch_size=2, max_new_tokens=4, progress=False)
         Runner(backend, ModelInfo(str(model), None, backend.dtype, name), open_source(str(data), None), config, out).run(select_entries(["ls"]))
         return list(getattr(backend, "units_done", []))

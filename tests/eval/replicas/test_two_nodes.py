@@ -19,6 +19,7 @@ from evalita_eval.api import BackendOptions
 from evalita_eval.replicas import create_backend
 
 from paths import TEST_DATA
+from replica_nodes import replica_nodes
 
 ray = pytest.importorskip("ray")
 DATA = TEST_DATA / "build"
@@ -69,7 +70,7 @@ def test_replicas_spread_over_both_nodes_and_equal_one(cluster, tiny_model: Path
     nodes, gpu, cpu = cluster
     backend = create_backend("hf", BackendOptions(model=str(tiny_model), batch_size=2, extra={"data_parallel_size": "2", "ray_address": nodes.address}))
     try:
-        where = {n.split()[1] for n in backend.nodes()}
+        where = {n.split()[1] for n in replica_nodes(backend)}
         two = _runner_run(backend, tiny_model, tmp_path / "two")
         done = list(backend.units_done)
     finally:
