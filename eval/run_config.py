@@ -1,5 +1,5 @@
 """The one type of a run's options (``RunSpec``): ``evalita-eval run``'s options are its fields
-(eval/cli/run_options.py derives them), ``run --config FILE`` a mapping of its keys (options given on the command line
+(eval/cli/run.py derives them), ``run --config FILE`` a mapping of its keys (options given on the command line
 override it, as lm-eval's ``--config``), each run of a sweep file (eval/sweep.py) one of them, and the runner reads it
 (its device and progress bars decided: eval/cli/run.py).
 
@@ -41,7 +41,7 @@ class RunSpecError(ValueError):
 
 
 def _help(text: str, **extra: Any) -> Any:
-    """A field's ``--help`` text (and ``metavar``, ``flag``: how eval/cli/run_options.py spells its option)."""
+    """A field's ``--help`` text (and ``metavar``, ``flag``: how eval/cli/run.py spells its option)."""
     return {"description": text, "json_schema_extra": extra or None}
 
 

@@ -1,6 +1,5 @@
-"""The ``evalita-eval`` command: the table of its subcommands. ``run`` lives in eval/cli/run.py (its
-options in eval/cli/run_options.py, their checks in eval/cli/run_inputs.py); what the commands share in
-eval/cli/support.py. ``python -m evalita_eval.cli`` runs it (eval/cli/__main__.py)."""
+"""The ``evalita-eval`` command: the table of its subcommands. ``run`` lives in eval/cli/run.py (with its options and
+input checks); what the commands share in eval/cli/support.py. ``python -m evalita_eval.cli`` runs it (__main__.py)."""
 
 from __future__ import annotations
 
