@@ -94,7 +94,7 @@ def entry_identity(spec: RunSpec) -> dict[str, Any]:
     """What the identity of a run of ``spec`` holds beyond its model (running/identity.py), from its keys."""
     from .running.identity import run_identity
 
-    identity = run_identity({}, spec, None)
+    identity = run_identity({}, spec)
     return {k: v for k, v in identity.items() if k not in _NOT_ENTRY_KEYS}
 
 

@@ -185,7 +185,7 @@ def execute(options, source, spec, entries: list):
     it; (the RunResult, the Runner). Ctrl-C: what was kept, exit 130."""
     from ..replicas import create_backend  # the backend, or its replicas on Ray (data_parallel_size)
     from ..running.estimate import announce
-    from ..running.identity import default_output_dir, identity_of
+    from ..running.identity import default_output_dir, run_identity
     from ..running.runner import ModelInfo, Runner
     from ..running.thinking_run import budget_line, refuse_thinking_without_traces
 
@@ -197,7 +197,7 @@ def execute(options, source, spec, entries: list):
             model_info = ModelInfo(options.model, options.revision, backend.dtype, spec.backend,
                                    backend.cache_identity(), spec.model_name)
             # Named by the model and the run's identity unless given: two runs never share one.
-            output_dir = spec.output_dir or str(default_output_dir(identity_of(backend, model_info.record, spec)))
+            output_dir = spec.output_dir or str(default_output_dir(run_identity(model_info.record, spec, backend)))
             split = f" (split {spec.split}: not comparable with the paper)" if spec.split else ""
             click.echo(f"writing to {output_dir}{split}", err=True)
             if os.environ.get(FOLDER_FILE_ENV):

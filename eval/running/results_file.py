@@ -128,7 +128,7 @@ def new_record(runner: Any, planned: list[str]) -> RunRecord:
                           "(docs/adding-a-backend.md)") from None
     recorded.name = display_name(recorded if model.given_name is None else {"name": model.given_name})
     recorded.num_parameters = runner.backend.num_parameters
-    config = config_json(runner.config, runner.chat_template, getattr(runner.backend, "replicas", 1))
+    config = config_json(runner.config, runner.identity["chat_template"], getattr(runner.backend, "replicas", 1))
     return RunRecord(path=runner.out / RESULTS_FILE, status="partial", run_id=run_id(identity), identity=identity,
                      model=recorded, config=config_record(config, identity), planned=planned,
                      data=DataRecord(source=runner.source.description, **runner.source.provenance()),

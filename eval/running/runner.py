@@ -14,12 +14,13 @@ from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, RequestKind, request_payload
 from .cache import RequestCache, request_key
+from .estimate import TokenCounter
 from .plan import EntryPlan, PromptPlan, RunPlan, eval_split, select
 from .stream import RunStream
-from .task_kinds import TaskKind, kind_for_run
-from .thinking_run import forced_values, refuse_forcing_on_chat_messages, thinking_chat, token_counter
+from .task_kinds import TaskKind, task_kind
+from .thinking_run import forced_values, refuse_forcing_on_chat_messages, thinking_chat
 from ..settings.thinking import trace_summary
-from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of, run_id
+from .identity import RESULTS_FILE, claim_folder, run_identity, run_id
 from .results_file import (asked_record, carry_over, earlier_record, new_record, sample_task_version, task_versions,
                            write_results_file, write_samples)
 from ..record.model import RunRecord, Timing, TraceSummary
@@ -82,9 +83,8 @@ class Runner:
         # Told of every finished request (kind, requests, seconds they took): the time estimate. The runner times its
         # own calls: the backend's methods are never wrapped, so one reporting each request (on_result) keeps doing so.
         self.timer: Callable[[str, list[Any], float], None] | None = None
-        self.chat_template = chat_template_identity(backend) if config.apply_chat_template else None
         # Every input that can change a number: two invocations with equal identities are one run.
-        self.identity = identity_of(backend, self.model.record, config)
+        self.identity = run_identity(self.model.record, config, backend)
         self.record = new_record(self, [])  # results.json, filled as the run goes (a model key it lacks: refused now)
         self.chat = None
         if config.constrained and not backend.capabilities.constrained:
@@ -113,8 +113,13 @@ class Runner:
         return docs, pool
 
     def entry_kind(self, entry: TaskEntry) -> TaskKind:
-        """How this run asks the entry (running/task_kinds.py)."""
-        return kind_for_run(entry, self.config, token_counter(self.backend))
+        """How this run asks the entry (running/task_kinds.py); trace tokens counted by the backend's tokenizer (None
+        without one: a hosted model)."""
+        config, tokenizer = self.config, self.backend.tokenizer
+        kind = task_kind(entry, config.setting, config.constrained, config.max_new_tokens, config.reasoning,
+                         None if tokenizer is None else TokenCounter(tokenizer))
+        kind.bertscore_model = config.bertscore_model
+        return kind
 
     def prompt_contexts(self, entry: TaskEntry, task: Any, name: str, docs: list[dict],
                         pool: list[dict]) -> tuple[list[str], list[list[dict]] | None]:
@@ -251,7 +256,7 @@ class Runner:
         began, entry, record = time.perf_counter(), planned.entry, self.record
         streamed_s = self._stream.seconds[entry.name]  # its share of the stream's calls
         record.task_versions[entry.name] = task_versions(entry, self.config.setting)
-        record.asked[entry.name] = asked_record(kind_for_run(entry, self.config))
+        record.asked[entry.name] = asked_record(planned.asked)
         if self.config.constrained:  # it applies to generations with a format only: say to which tasks
             record.task_config = {**(record.task_config or {}), entry.name: {"constrained": planned.asked.constrained}}
         try:

@@ -55,14 +55,6 @@ def budget_line(max_thinking_tokens: int | None) -> str:
             "generated after it: two requests per item")
 
 
-def token_counter(backend: Any) -> Callable[[str], int] | None:
-    """Tokens of a trace by the backend's local tokenizer; None without one (a hosted model)."""
-    tokenizer = backend.tokenizer
-    if tokenizer is None or not hasattr(tokenizer, "encode"):
-        return None
-    return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
-
-
 def refuse_forcing_on_chat_messages(thinking: Thinking, chat_messages: bool, backend_name: str) -> None:
     if thinking.on and thinking.max_tokens is not None and chat_messages:
         raise ValueError("--max-thinking-tokens needs a rendered prompt to close the trace in; backend "
