@@ -153,41 +153,26 @@ class BackendUnsupported(ValueError):
 
 
 class Backend(ABC):
-    """One inference engine. Subclasses register under a name (``evalita_eval.backends``)."""
+    """One inference engine. Subclasses register under a name (``evalita_eval.backends``); each member below is
+    described in docs/adding-a-backend.md (what to implement)."""
 
     name: ClassVar[str] = ""
     capabilities: ClassVar[Capabilities] = Capabilities()
-    # Requests the runner hands over per call (one resume-cache write each); None: batch_size * 4.
-    requests_per_call: ClassVar[int | None] = None
-    # Whether the runner may put requests of different prompts and tasks in one call: an engine that schedules what it
-    # is given (vllm), whose numbers do not hinge on a call's other requests beyond float rounding. False (hf): each
-    # call holds one prompt's requests, as batched alone, so a row's padded batch and float rounding are those of a run
-    # of that prompt (running/stream.py).
+    requests_per_call: ClassVar[int | None] = None  # requests per call (one resume-cache write each); None: batch x 4
+    # Whether one call may hold requests of different prompts and tasks (vllm); False (hf): a row's padded batch and
+    # float rounding stay those of a run of its prompt alone (running/stream.py).
     mixes_prompts: ClassVar[bool] = False
-    # The weights' dtype as loaded ("unknown": the backend does not say; then the --dtype option asked for is in its
-    # identity).
-    dtype: str = "unknown"
-    # The backend's own settings: a dataclass of ``backend_option`` fields, filled from ``--backend-arg NAME=VALUE``
-    # (typed, unknown names refused) and listed by ``evalita-eval backends``. None: it has no options of its own.
-    Options: ClassVar[type | None] = None
-    # What the backend was built from (its typed ``Options`` in ``options.engine``); ``create_backend`` sets it (None
-    # for one built directly).
-    options: BackendOptions | None = None
-    # The model's tokenizer (a transformers tokenizer, picklable) where the backend has one: the runner counts
-    # tokens with it (estimates, trace lengths, time shares), renders chat templates and names the template by
-    # its hash. None: the backend has none here (a chat API renders its own template).
-    tokenizer: Any = None
-    # The model's parameter count where the backend knows it (lm-eval's model_num_parameters, EEE's num_parameters):
-    # recorded in results.json's model, outside the identity (the weights' fingerprint already identifies them).
-    num_parameters: int | None = None
+    dtype: str = "unknown"  # the weights' dtype as loaded ("unknown": the --dtype asked for goes in the identity)
+    Options: ClassVar[type | None] = None  # a dataclass of ``backend_option`` fields (--backend-arg); None: no options
+    options: BackendOptions | None = None  # what it was built from (``create_backend`` sets it)
+    tokenizer: Any = None  # the model's transformers tokenizer (picklable) where the backend has one
+    num_parameters: int | None = None  # recorded in results.json's model, outside the identity
     # Where the backend knows the model's shape: the context length at which a token's attention costs as much as
     # its linear layers (non-embedding parameters / (4 x layers x hidden size): twice attention's share of the FLOPs,
     # its score matrices being memory-bound); the time estimate prices a row of n tokens as n + n^2 / span
     # (running/estimate.py, docs/evaluator.md), so WiC's short rows do not underprice FAQ's long ones.
     attention_span: int | None = None
-    # The request kinds whose method takes ``on_result(index, value)`` and calls it as each request finishes
-    # (then the runner hands it whole groups and saves each result at once); the others return a list at the end.
-    streams: ClassVar[frozenset[RequestKind]] = frozenset()
+    streams: ClassVar[frozenset[RequestKind]] = frozenset()  # kinds whose method takes ``on_result(index, value)``
     # Whether its methods take ``calls`` (the runner's calls, as request indices) and plan them itself (replicas).
     plans_calls: ClassVar[bool] = False
 
@@ -229,15 +214,9 @@ class Backend(ABC):
         """Release engines, servers' sessions, GPU memory. Idempotent."""
 
     def cache_identity(self) -> dict[str, Any]:
-        """Every input that can change a number this backend returns, as a JSON-able dict: the resume cache keys each
-        request by its hash, and results.json records it as ``model``.
-
-        The base gives what every backend shares: its name and dtype and the options it was built from that can change
-        a number (model, revision, --trust-remote-code, --max-length, --device, and its ``Options`` declared
-        ``changes_numbers``). A backend extends ``super().cache_identity()`` with what it resolved (a model folder's
-        fingerprint, the max length, the chat template, the server...): the keys results.json declares for ``model``,
-        anything else under ``"resolved"`` (docs/adding-a-backend.md). Options that only change speed (batch size,
-        threads, concurrency, timeouts, retries, progress) stay out; so do secrets (an API key)."""
+        """Every input that can change a number this backend returns, as a JSON-able dict (the resume cache's key,
+        results.json's ``model``): the base gives the name, dtype and the options that can; a backend extends it with
+        what it resolved, speed-only options and secrets left out (docs/adding-a-backend.md)."""
         identity: dict[str, Any] = {"backend": self.name, "dtype": self.dtype}
         options = self.options
         if options is not None:
