@@ -135,13 +135,6 @@ def new_record(runner: Any, planned: list[str]) -> RunRecord:
                      package_versions=package_versions())
 
 
-def sample_task_version(entry: TaskEntry, setting: str, prompt: str) -> dict:
-    """What a sample line records of its task (``task_version``): the version and the prompt's hash that results.json
-    ``task_versions`` records, so that a samples file of another version of the task is never read as this run's."""
-    versions = task_versions(entry, setting)
-    return {"version": versions.version, "prompt": versions.prompts[prompt]}
-
-
 def write_samples(out: Path, entry: str, prompt: str, samples: list[dict], rid: str,
                   task_version: dict | None = None) -> None:
     """Write ``OUT/samples/<entry>_<prompt>.jsonl`` whole (a temporary file renamed over it); each line carries the run

@@ -18,10 +18,10 @@ from .estimate import TokenCounter
 from .plan import EntryPlan, PromptPlan, RunPlan, eval_split, select
 from .stream import RunStream
 from .task_kinds import TaskKind, task_kind
-from .thinking_run import forced_values, refuse_forcing_on_chat_messages, thinking_chat
+from .thinking_run import forced_values, thinking_chat
 from ..settings.thinking import trace_summary
 from .identity import RESULTS_FILE, claim_folder, run_identity, run_id
-from .results_file import (asked_record, carry_over, earlier_record, new_record, sample_task_version, task_versions,
+from .results_file import (asked_record, carry_over, earlier_record, new_record, task_versions,
                            write_results_file, write_samples)
 from ..record.model import RunRecord, Timing, TraceSummary
 from ..reporting.unparsed_flag import flagged_prompts
@@ -96,7 +96,10 @@ class Runner:
                 raise BackendUnsupported(f"backend {backend.name!r} cannot apply a chat template; run without "
                                          "--apply-chat-template")
             self.chat = thinking_chat(backend, config.reasoning, echo)  # enable_thinking where the template reads it
-        refuse_forcing_on_chat_messages(config.reasoning, backend.capabilities.chat_messages, backend.name)
+        if config.thinking and config.max_thinking_tokens is not None and backend.capabilities.chat_messages:
+            raise ValueError("--max-thinking-tokens needs a rendered prompt to close the trace in; backend "
+                             f"{backend.name!r} sends chat messages to a server that renders them (use "
+                             "openai-completions, hf or vllm)")
 
     # -- one task entry ----------------------------------------------------------------
     def load_docs(self, entry: TaskEntry) -> tuple[list[dict], list[dict]]:
@@ -138,6 +141,7 @@ class Runner:
         """One entry's samples, scores and baselines, from the values the stream left in the cache (a prompt under
         budget forcing: computed now, its two rounds through ``RunStream.cached``)."""
         asked, docs, stream = planned.asked, planned.docs, self._stream
+        versions = self.record.task_versions[planned.name]  # each sample line names them: never read as another's
         per_prompt: dict[str, dict[str, float]] = {}
         for prompt in planned.prompts:
             if asked.forcing:
@@ -148,7 +152,7 @@ class Runner:
                 values = [self.cache[k] for k in stream.keys[(planned.name, prompt.name)]]
             samples = asked.samples(prompt.name, docs, prompt.contexts, values)
             write_samples(self.out, planned.entry.name, prompt.name, samples, run_id(self.identity),
-                          sample_task_version(planned.entry, self.config.setting, prompt.name))
+                          {"version": versions.version, "prompt": versions.prompts[prompt.name]})
             scores, rules = asked.scores(samples)
             if rules is not None:  # how an instruct setting's answers were read
                 self.record.parsed_by.setdefault(planned.name, {})[prompt.name] = rules
@@ -278,7 +282,7 @@ class Runner:
         earlier invocation computed are read back from the cache now, and count as computed (by the run), not as
         cached. Its compute time is its share of the calls that held its requests (``stream.py``: by prompt tokens);
         ``wall_s``: the stream's share and its assembly."""
-        now = self._stream.task_counts(task)
+        now = {k: self._stream.counts[f"{k}:{task}"] for k in ("requests", "computed", "cached")}
         timing = earlier.timing.get(task) if earlier else None
         before = {k: v for k, v in vars(timing).items() if v is not None} if timing else {}
         computed = now["computed"] + before.get("computed", 0)

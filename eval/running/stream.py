@@ -70,9 +70,6 @@ class RunStream:
     def _bar(self, total: int, label: str) -> tqdm:
         return tqdm(total=total, desc=label, unit="req", disable=not self.runner.config.progress, dynamic_ncols=True)
 
-    def task_counts(self, task: str) -> dict[str, int]:
-        return {k: self.counts[f"{k}:{task}"] for k in ("requests", "computed", "cached")}
-
     def _segments(self, kind: str) -> list[Segment]:
         """The pending requests of every prompt of ``kind`` in the stream, prompt by prompt."""
         runner, out, seen = self.runner, [], set()

@@ -55,13 +55,6 @@ def budget_line(max_thinking_tokens: int | None) -> str:
             "generated after it: two requests per item")
 
 
-def refuse_forcing_on_chat_messages(thinking: Thinking, chat_messages: bool, backend_name: str) -> None:
-    if thinking.on and thinking.max_tokens is not None and chat_messages:
-        raise ValueError("--max-thinking-tokens needs a rendered prompt to close the trace in; backend "
-                         f"{backend_name!r} sends chat messages to a server that renders them (use openai-completions, "
-                         "hf or vllm)")
-
-
 def forced_values(cached: Callable[[Sequence[GenRequest]], tuple[list[Any], int]], requests: Sequence[GenRequest],
                   thinking: Thinking) -> tuple[list[str], int]:
     """Each request's reply as trace, end marker and answer (a ``ClosedTrace``), by budget forcing (docs/settings.md).
