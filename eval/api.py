@@ -1,9 +1,5 @@
-"""The contract between the evaluator and its scoring backends.
-
-Requests and results, what a backend can do (``Capabilities``), what it is built from (``BackendOptions``), the
-``Backend`` base class, and the rules every backend shares: ``cut_at_stop`` (generations) and ``scoring_input``
-(log-likelihood truncation). Backends live in ``backends/`` (see docs/adding-a-backend.md).
-"""
+"""The contract between the evaluator and its scoring backends (docs/adding-a-backend.md): requests and results,
+``Capabilities``, ``BackendOptions``, the ``Backend`` base class and the rules every backend shares."""
 
 from __future__ import annotations
 
@@ -64,17 +60,10 @@ def check_ll_result(result: Any, backend: str) -> LLResult:
 
 @dataclass(frozen=True)
 class Constraint:
-    """What a constrained generation may write (``--constrained``; docs/settings.md).
-
-    ``kind`` "choice": exactly one of the strings in ``choices``; "regex": a full match of ``pattern`` (the subset of
-    regular expressions that vLLM's and xgrammar's structured outputs share: literals, classes, groups, alternation,
-    ``? * + {m,n}``). An engine with structured outputs takes it as they are: vLLM
-    ``StructuredOutputsParams(choice=...)`` or ``(regex=...)``, see ``as_structured_outputs``.
-
-    A regex constraint carries its task's closing rule (``TaskSpec.output_closings`` and ``output_empty``): the answers
-    a local engine forces when the token budget runs out (docs/settings.md). They are part of the request, so of the
-    resume cache's key: an edit of a task's closings changes the key as it changes the generations.
-    """
+    """What a constrained generation may write (``--constrained``; docs/settings.md): "choice", one of ``choices``;
+    "regex", a full match of ``pattern`` (the subset vLLM's and xgrammar's structured outputs share).
+    A regex carries its task's closing rule (``TaskSpec.output_closings``, ``output_empty``), the answers a local engine
+    forces when the budget runs out: part of the request, so of the resume cache's key, as they change generations."""
 
     kind: str  # "choice" | "regex"
     choices: tuple[str, ...] = ()

@@ -1,10 +1,6 @@
-"""The evaluator's metrics: those the generative settings add (``ROUGE_L_ANSWER``...) beside the task declarations'
-own (``evalita_data.scoring.metrics``), and the lookup of a metric by name through a task's own declaration.
-
-There is no table of metric names: ``metric_of(task, name)`` reads the ``Metric`` objects the task's ``TaskSpec`` lists
-(an added task's own metrics included), so that ``evalita-eval report`` can recompute any declared metric from the
-samples for its bootstrap.
-"""
+"""The metrics the generative settings add (``ROUGE_L_ANSWER``...) and the lookup of a metric by name: no table of
+names, ``metric_of`` reads the ``Metric`` objects a task's ``TaskSpec`` lists (an added task's too), so ``report``
+recomputes any declared metric from the samples for its bootstrap."""
 
 from __future__ import annotations
 

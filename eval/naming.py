@@ -1,12 +1,7 @@
-"""Folder names of a run, shared by ``run``'s default ``--output-dir`` and ``push-results``.
-
-``<model>[@<revision>]/<setting>[-constrained][-<k>shot][-<split>]``: runs of one model in different settings, few-shot
-counts or splits never share a folder, so none overwrites another. ``<model>`` is a Hub id with ``/`` as ``__``
-(``org__name``), or a local folder's own name.
-
-A model as every output names it (``display_name``): docs/push-results.md (the model's name); a local folder's name
-carries its weights' hash, as ``plain`` alone would name every converted model alike.
-"""
+"""Folder names of a run (``run_folder``: ``run``'s default ``--output-dir`` and ``push-results``), never shared by
+runs of one model in different settings, few-shot counts or splits; and the model as every output names it
+(``display_name``, docs/push-results.md): a local folder's name carries its weights' hash, as ``plain`` alone would
+name every converted model alike."""
 
 from __future__ import annotations
 

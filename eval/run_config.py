@@ -1,11 +1,7 @@
-"""The one type of a run's options (``RunSpec``): ``evalita-eval run``'s options are its fields
-(eval/cli/run.py derives them), ``run --config FILE`` a mapping of its keys (options given on the command line
-override it, as lm-eval's ``--config``), each run of a sweep file (eval/sweep.py) one of them, and the runner reads it
-(its device and progress bars decided: eval/cli/run.py).
-
-Every value and every rule between values is checked here, once; each error is one line naming where the values came
-from (the file, and the run of a sweep), the key and what was expected.
-"""
+"""The one type of a run's options (``RunSpec``, docs/evaluator.md): ``run``'s options (eval/cli/run.py derives them),
+a ``--config FILE`` mapping (the command line overrides it, as lm-eval's) and each run of a sweep file. Every value and
+rule between values is checked here, once; each error one line naming the file (and run of a sweep), key and what was
+expected."""
 
 from __future__ import annotations
 

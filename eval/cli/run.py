@@ -1,9 +1,6 @@
-"""``evalita-eval run``: its options, derived from the fields of ``RunSpec`` (eval/run_config.py), which declares each
-one once, with its type, default and help (an option here is a string handed to the spec, which validates it; a removed
-engine flag is one line naming its ``--backend-arg`` spelling), and ``--config FILE``; its inputs checked before the
-model loads (--tasks and --prompts against the registry, --data / --hub-org, the data the run would evaluate; each bad
-input one line naming the option); and the run itself: the backend loaded, the folder locked, the plan announced and
-executed."""
+"""``evalita-eval run``: its options, derived from ``RunSpec``'s fields (eval/run_config.py, which validates them;
+a removed engine flag is one line naming its ``--backend-arg``), and ``--config FILE``; its inputs checked before the
+model loads, each bad one a line naming the option; and the run: backend loaded, folder locked, plan announced, run."""
 
 from __future__ import annotations
 

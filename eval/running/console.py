@@ -1,9 +1,5 @@
-"""What ``evalita-eval run`` prints when it is done: the scores per prompt, per task (with the items they rest on and
-the chance and majority baselines beside them), and what was computed.
-
-Every score carries its n; a score on fewer than ``worth.MIN_ITEMS`` items says it is not a measurement (the
-quickstart's ``--limit 2`` checks the pipeline, it measures nothing).
-"""
+"""What ``run`` prints when it is done: the scores per prompt and per task (their n, the chance and majority
+baselines) and what was computed; a score on fewer than ``worth.MIN_ITEMS`` items says it is not a measurement."""
 
 from __future__ import annotations
 

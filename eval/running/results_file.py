@@ -1,9 +1,6 @@
-"""results.json: the run's ``RunRecord`` (record/model.py), built when the run starts and filled as it goes, and
-what an earlier invocation of the same run recorded that the next one carries over.
-
-Written whole, by serialising the record, to a temporary file renamed after each task, so a killed run leaves the
-last complete version, marked ``"status": "partial"``.
-"""
+"""results.json: the run's ``RunRecord`` (record/model.py), built when the run starts, filled as it goes, written whole
+after each task (a temporary file renamed: a killed run leaves the last complete version, ``"status": "partial"``);
+and what an earlier invocation of the same run recorded that the next one carries over."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Runs tasks x prompts on any ``Backend`` and writes results.json and samples/*.jsonl.
-
-Every request goes through the resume cache (``cache.py``): a request already in ``OUTPUT/cache.jsonl`` is read back,
-the others are computed as one stream over the whole run (``stream.py``); then each task is assembled from the cache.
-"""
+"""Runs tasks x prompts on any ``Backend`` and writes results.json and samples/*.jsonl: the requests the resume cache
+(``cache.py``) lacks computed as one stream (``stream.py``), then each task assembled from the cache."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""The run's work as one stream: every request of the plan that the resume cache lacks, computed before any task is
-assembled, one request kind after the other, each finished request saved as it arrives (``ResultSaver``); how calls
-are cut per backend and a call's time shared among its tasks: docs/evaluator.md. Budget-forced prompts
-(``TaskKind.forcing``) are left out and computed when their task is assembled.
-"""
+"""The run's work as one stream (docs/evaluator.md): every request of the plan the resume cache lacks, computed before
+any task is assembled, kind after kind, each saved as it arrives (``ResultSaver``); budget-forced prompts
+(``TaskKind.forcing``) are computed when their task is assembled."""
 
 from __future__ import annotations
 
