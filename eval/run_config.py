@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from pydantic_core import PydanticCustomError
 
 from .backend_support.options import expected
-from .config_file import ConfigFileError, load_file, short
+from .config_file import load_file, short
 from .settings.instruct import SETTINGS
 from .settings.thinking import DEFAULT_MARKERS, Thinking
 
@@ -289,12 +289,8 @@ def lm_eval_tasks(values: dict[str, Any], where: str | None) -> tuple[dict[str, 
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
-    """A --config file: a YAML (or JSON) mapping, read by eval/config_file.py's rules; one line naming the file
-    otherwise."""
-    try:
-        doc = load_file(path)
-    except ConfigFileError as err:
-        raise RunSpecError(str(err)) from None
+    """A --config file: a YAML (or JSON) mapping read by config_file's rules; an error naming the file otherwise."""
+    doc = load_file(path)  # a ConfigFileError
     if not isinstance(doc, dict):
         raise RunSpecError(f"{path}: expected a mapping of run options (model: ..., limit: ...), got "
                            f"{type(doc).__name__}")

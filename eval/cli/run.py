@@ -18,6 +18,7 @@ import click
 from evalita_data.cli.errors import one_line
 
 from .support import RUN_NEEDS, backend_names, check_model_name, default_device, require
+from ..config_file import ConfigFileError
 from ..naming import NAME_FIELD, display_name
 from ..run_config import (REMOVED_FLAGS, RunSpec, RunSpecError, backend_options, build_spec, cli_values,
                           read_config_file, removed_flag)
@@ -137,7 +138,7 @@ def open_data(data_dir: str | None, hub_org: str | None):
         raise click.ClickException(one_line(err)) from None
 
 
-def check_data(entries: list, source, config, named_tasks: bool) -> None:
+def check_data(entries: list, source, config) -> None:
     """Before the model loads: the entries the run evaluates (running/plan.py select, the decisions the runner and the
     plan read), every evaluation split read and verified, and nothing to evaluate refused."""
     from ..settings.constrained import refuse_unformatted
@@ -145,7 +146,7 @@ def check_data(entries: list, source, config, named_tasks: bool) -> None:
     from ..running.task_kinds import task_kind
 
     try:
-        if config.constrained and named_tasks:  # named tasks: refused before the model loads (a run over all warns)
+        if config.constrained and not config.skip_missing:  # named tasks: refused now (a run over all warns)
             refuse_unformatted([e.name for e in entries if task_kind(e, config.setting).unformatted])
         selection = select(entries, source, config)
         for entry in selection.runnable:
@@ -232,7 +233,7 @@ def spec_of(ctx: click.Context, given: dict):
         values = cli_values(given, explicit, read_config_file(config) if config else {})
         spec, notes = build_spec(values, str(config) if config else None,  # None: the options name themselves
                                  frozenset(explicit), frozenset(a.split("=", 1)[0] for a in given["backend_args"]))
-    except RunSpecError as err:
+    except (RunSpecError, ConfigFileError) as err:
         if config is None:  # a bad option, as click's own errors: usage, exit 2
             raise click.UsageError(str(err)) from None
         raise click.ClickException(str(err)) from None
@@ -264,7 +265,7 @@ def run_spec(spec) -> None:
     spec = spec.model_copy(update={"device": spec.device or default_device(), "progress": progress})
     entries = entries_and_prompts(spec.tasks, spec.prompts, spec.setting)
     source = open_data(spec.data, spec.hub_org)
-    check_data(entries, source, spec, named_tasks=spec.tasks is not None)
+    check_data(entries, source, spec)
     result, runner = execute(backend_options(spec, spec.device), source, spec, entries)
     if result.record.status == "empty":  # every task skipped by the runner (e.g. none declares the --setting's prompts)
         raise click.ClickException(nothing_evaluated(result.record.skipped, source))
