@@ -38,9 +38,8 @@ LOGPROB_ROUNDING = 1e-4
 
 
 def check_ll_result(result: Any, backend: str) -> LLResult:
-    """``result`` itself when it is an LLResult a score can be made of: a finite log-prob <= 0 (within rounding), a
-    bool ``is_greedy`` and an int ``n_tokens`` > 0. Anything else is a fault of the backend (a server that lied, an
-    engine that overflowed): a ValueError, never a score."""
+    """``result`` itself when a score can be made of it (docs/adding-a-backend.md); anything else is a fault of the
+    backend (a server that lied, an engine that overflowed): a ValueError, never a score."""
     problem = None
     if not isinstance(result, LLResult):
         problem = f"a {type(result).__name__}, not an LLResult"
@@ -82,15 +81,10 @@ class GenRequest:
     context: str
     stop: tuple[str, ...]
     max_new_tokens: int
-    # None: free generation. Left out of the resume-cache key when None (request_payload), so caches written before
-    # constraints existed stay valid.
-    constraint: Constraint | None = None
-    # The chat turns behind ``context`` for backends that take messages (chat APIs), else None (also left out of the
-    # cache key when None).
-    messages: tuple[dict[str, str], ...] | None = None
-    # --thinking on: the trace's (start, end) markers; a chat API is asked to think (vLLM's chat_template_kwargs) and
-    # joins a separate trace field back with them. None: off (left out of the key).
-    thinking: tuple[str, str] | None = None
+    # Each optional field left at None is left out of the resume cache's key (``request_payload``).
+    constraint: Constraint | None = None  # None: free generation
+    messages: tuple[dict[str, str], ...] | None = None  # the chat turns behind ``context`` (chat APIs take them)
+    thinking: tuple[str, str] | None = None  # --thinking on: the trace's markers (a chat API joins its trace with them)
 
 
 @dataclass(frozen=True)
@@ -110,10 +104,8 @@ class Capabilities:
 
 @dataclass
 class BackendOptions:
-    """What a backend is built from: the options every backend shares, and ``engine``, the backend's own typed
-    ``Options`` (``resolve_options`` fills it from ``extra`` before ``from_options`` is called; a backend reads its
-    engine settings there only). ``run`` builds it from its ``RunSpec`` (eval/run_config.py ``backend_options``), its
-    backend_args as ``extra``."""
+    """What a backend is built from: the options every backend shares, ``extra`` (backend_args) and ``engine``, the
+    backend's typed ``Options`` that ``resolve_options`` fills from ``extra`` (docs/adding-a-backend.md)."""
 
     model: str
     revision: str | None = None
@@ -131,9 +123,8 @@ class BackendOptions:
 
 
 def backend_option(default: Any, help: str, *, changes_numbers: bool = True) -> Any:
-    """A field of a backend's ``Options`` dataclass (filled from ``--backend-arg NAME=VALUE``, validated by pydantic
-    against the field's type). ``help`` is what ``evalita-eval backends`` prints; ``changes_numbers``: whether another
-    value can change a number the backend returns (then it is part of the backend's cache identity)."""
+    """A field of a backend's ``Options`` dataclass (docs/adding-a-backend.md); ``changes_numbers``: another value can
+    change a number the backend returns (then it is part of its cache identity)."""
     return field(default=default, metadata={"help": help, "changes_numbers": changes_numbers})
 
 
@@ -156,10 +147,8 @@ class Backend(ABC):
     options: BackendOptions | None = None  # what it was built from (``create_backend`` sets it)
     tokenizer: Any = None  # the model's transformers tokenizer (picklable) where the backend has one
     num_parameters: int | None = None  # recorded in results.json's model, outside the identity
-    # Where the backend knows the model's shape: the context length at which a token's attention costs as much as
-    # its linear layers (non-embedding parameters / (4 x layers x hidden size): twice attention's share of the FLOPs,
-    # its score matrices being memory-bound); the time estimate prices a row of n tokens as n + n^2 / span
-    # (running/estimate.py, docs/evaluator.md), so WiC's short rows do not underprice FAQ's long ones.
+    # The context length at which a token's attention costs as much as its linear layers, where the backend knows the
+    # model's shape: the time estimate prices a row of n tokens as n + n^2 / span (docs/evaluator.md, the estimate).
     attention_span: int | None = None
     streams: ClassVar[frozenset[RequestKind]] = frozenset()  # kinds whose method takes ``on_result(index, value)``
     # Whether its methods take ``calls`` (the runner's calls, as request indices) and plan them itself (replicas).
@@ -185,9 +174,8 @@ class Backend(ABC):
         return {"num_cpus": 1.0, "num_gpus": 1.0}  # cuda, cuda:N, auto (accelerate's spread: one GPU reserved)
 
     def call_batches(self, kind: RequestKind, requests: Sequence[Any]) -> list[list[int]]:
-        """How one call of ``kind`` (``requests``, in order) is cut into batches whose numbers hang only on their own
-        requests (request indices): replicas run each batch whole, so it is computed as on one replica. The base:
-        the whole call is one batch."""
+        """How one call of ``kind`` is cut into batches (request indices) whose numbers hang only on their own requests:
+        replicas run each batch whole, as on one replica. The base: the whole call is one batch."""
         return [list(range(len(requests)))] if requests else []
 
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:

@@ -84,9 +84,8 @@ def setting_slug(setting: str | None, constrained: bool = False, num_fewshot: in
 
 
 def run_folder(model: Mapping[str, Any] | Any, config: Mapping[str, Any] | Any, rid: str) -> str:
-    """``<model>[@rev]/<setting>[-constrained][-<k>shot][-<split>][-thinking]-<run id>`` of a run identity or of a
-    results.json's ``model`` and ``config``: a local run's default folder and its folder in a results repository,
-    never shared by two runs that differ in anything that can change a number."""
+    """``<model>[@rev]/<setting>[-constrained][-<k>shot][-<split>][-thinking]-<run id>`` of a run identity or a
+    results.json's ``model`` and ``config``: a local run's default folder and its folder in a results repository."""
     setting = setting_slug(_field(config, "setting"), bool(_field(config, "constrained")),
                            int(_field(config, "num_fewshot") or 0), _field(config, "split"))
     thinking = "-thinking" if _field(config, "thinking") else ""

@@ -25,8 +25,6 @@ def main() -> None:
     """Evaluate language models on the Evalita-LLM tasks and report multi-prompt scores."""
 
 
-# ---------------------------------------------------------------- run (eval/cli/run.py), backends, sweep
-
 main.add_command(run_command)
 
 
@@ -75,9 +73,6 @@ def sweep(sweep_file: Path, out: Path, ray_address: str | None) -> None:
     if failed:
         raise click.ClickException(f"{failed} of {len(runs)} runs failed (see each one's log in {out / 'logs'}); rerun "
                                    "the sweep to resume them")
-
-
-# ---------------------------------------------------------------- aggregate / report
 
 
 @contextmanager
@@ -149,9 +144,6 @@ def compare(run_a: Path, run_b: Path, k: int, seed: int, out: Path | None) -> No
 
     with exit_1_on(ScoresError):
         click.echo(write_comparison(run_a, run_b, out, k=k, seed=seed))
-
-
-# ---------------------------------------------------------------- push-results / export-lm-eval
 
 
 # --model-name of push-results and export-eee.

@@ -49,9 +49,8 @@ def baseline_text(baselines: dict[str, Any] | None, kind: str, metric: str) -> s
 
 
 def task_summary_table(results: Results, baselines: dict[str, dict] | None = None) -> str:
-    """Per task, the headline metric over its prompts: AvgP, MaxP and CPS in % (SPEC: CPS = (1 - (MaxP - AvgP)) * MaxP),
-    with its items n, the chance and majority baselines (reporting/baselines.py), and a note below ``MIN_ITEMS`` items.
-    """
+    """Per task, the headline metric over its prompts: AvgP, MaxP and CPS in % (SPEC), its items n, the chance and
+    majority baselines (reporting/baselines.py), and a note below ``MIN_ITEMS`` items."""
     from evalita_data.registry import task_of_entry
 
     from ..reporting.stats import spread_stats

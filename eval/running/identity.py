@@ -58,9 +58,7 @@ def run_identity(model_record: dict[str, Any], config: Any, backend: Any = None)
 
 
 def default_output_dir(identity: dict[str, Any]) -> Path:
-    """``results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>][-thinking]-<run id>``: readable, and
-    never shared by two identities (a chat template, a system instruction, a dtype or another model folder of the same
-    name change the hash)."""
+    """``results/`` and the identity's ``run_folder``: readable, never shared by two identities (its run id)."""
     return Path("results") / run_folder(identity["model"], identity, run_id(identity))
 
 

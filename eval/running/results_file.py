@@ -37,9 +37,8 @@ def package_versions() -> dict[str, str]:
 
 
 def task_versions(entry: TaskEntry, setting: str) -> TaskRecord:
-    """The task's declared version, a short hash of each prompt it is asked with (an edited prompt shows in results.json
-    even where the version was not raised) and the metrics it is scored with, headline first, with kind and direction:
-    what reports read (reporting/recorded.py)."""
+    """The task's version, a short hash of each prompt it is asked with (an edited prompt shows even where the version
+    was not raised) and its metrics, headline first, with kind and direction (reporting/recorded.py reads them)."""
     kind = task_kind(entry, setting)
     return TaskRecord(version=entry.spec.version,
                       prompts={name: hashlib.sha256(repr(p).encode("utf-8")).hexdigest()[:12]
@@ -134,9 +133,8 @@ def new_record(runner: Any, planned: list[str]) -> RunRecord:
 
 def write_samples(out: Path, entry: str, prompt: str, samples: list[dict], rid: str,
                   task_version: dict | None = None) -> None:
-    """Write ``OUT/samples/<entry>_<prompt>.jsonl`` whole (a temporary file renamed over it); each line carries the run
-    id ``rid`` and the task's ``task_version`` (it belongs to the results.json beside it) and is checked: its reader
-    accepts it (docs/run-record.md)."""
+    """Write ``OUT/samples/<entry>_<prompt>.jsonl`` whole (a temporary file renamed over it), each line with the run id
+    and the task's ``task_version`` (it belongs to the results.json beside it), checked as its reader checks it."""
     folder = out / "samples"
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{entry}_{prompt}.jsonl.tmp"

@@ -98,7 +98,6 @@ class Runner:
                              f"{backend.name!r} sends chat messages to a server that renders them (use "
                              "openai-completions, hf or vllm)")
 
-    # -- one task entry ----------------------------------------------------------------
     def load_docs(self, entry: TaskEntry) -> tuple[list[dict], list[dict]]:
         spec = entry.spec
         docs = self.source.load(entry, eval_split(entry, self.config))
@@ -186,7 +185,6 @@ class Runner:
         turns = [tuple(m) for m in messages] if messages is not None else [None] * len(contexts)
         return asked.requests(prompt, docs, contexts, turns, delimiter)
 
-    # -- everything --------------------------------------------------------------------
     def check_capabilities(self, entries: Sequence[TaskEntry]) -> None:
         """Refuse, before any work, entries whose request kind the backend cannot serve."""
         needs = {e.name: self.entry_kind(e).request_kind for e in entries}
@@ -275,10 +273,9 @@ class Runner:
         self._write_results()
 
     def _task_timing(self, task: str, wall_s: float, earlier: RunRecord | None, finished: bool) -> Timing:
-        """One task's time and requests over every invocation of the run, each request counted once: the requests an
-        earlier invocation computed are read back from the cache now, and count as computed (by the run), not as
-        cached. Its compute time is its share of the calls that held its requests (``stream.py``: by prompt tokens);
-        ``wall_s``: the stream's share and its assembly."""
+        """One task's time and requests over every invocation of the run, each request counted once: what an earlier
+        invocation computed, read back now, counts as computed, not cached. Compute time: its share (by prompt tokens)
+        of the calls that held its requests (``stream.py``); ``wall_s``: the stream's share and its assembly."""
         now = {k: self._stream.counts[f"{k}:{task}"] for k in ("requests", "computed", "cached")}
         timing = earlier.timing.get(task) if earlier else None
         before = {k: v for k, v in vars(timing).items() if v is not None} if timing else {}

@@ -93,9 +93,8 @@ class RunStream:
         return Segment(task, [requests[i] for i in pending], [keys[i] for i in pending], to_json)
 
     def _calls(self, segments: Sequence[Segment], streams: bool) -> list[list[int]]:
-        """The backend calls (indices into the kind's pending requests, segment after segment): one group per segment,
-        or one for all of them (``mixes_prompts``); a streaming method gets each group whole, another in chunks of
-        ``requests_per_call`` (or batch size x 4)."""
+        """The backend calls (indices into the kind's pending requests): one group per segment, or one for all
+        (``mixes_prompts``); whole to a streaming method, else in chunks of ``requests_per_call`` (or batch x 4)."""
         backend, groups, start = self.runner.backend, [], 0
         for s in segments:
             groups.append(list(range(start, start + len(s.requests))))

@@ -33,7 +33,6 @@ class TaskKind:
                  thinking: th.Thinking = th.Thinking(), count_tokens: Callable[[str], int] | None = None) -> None:
         self.entry, self.spec, self.setting = entry, entry.spec, setting
         self._constrained, self._max_new_override = constrained, max_new_tokens
-        # --thinking (settings/thinking.py); trace token counts
         self.thinking, self.count_tokens = thinking, count_tokens
         self.bertscore_model: str | None = None  # --bertscore-model (running/bertscore.py)
 
@@ -182,7 +181,6 @@ class InstructChoice(TaskKind):
         return self._constrained
 
     def declared_prompts(self) -> dict[str, Any]:
-        # the instruct settings' prompts
         return {name: (name, self.setting, self.spec.instruct) for name in ("p1", "p2")}
 
     def requests(self, prompt: str, docs: list[dict], contexts: list[str], turns: Turns,

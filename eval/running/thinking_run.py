@@ -57,10 +57,9 @@ def budget_line(max_thinking_tokens: int | None) -> str:
 
 def forced_values(cached: Callable[[Sequence[GenRequest]], tuple[list[Any], int]], requests: Sequence[GenRequest],
                   thinking: Thinking) -> tuple[list[str], int]:
-    """Each request's reply as trace, end marker and answer (a ``ClosedTrace``), by budget forcing (docs/settings.md).
-    ``cached(requests)``: the runner's resume-cached generation of the requests, (values, computed). The trace is
-    generated without stop strings, so that whether the model wrote the end marker is read from the text (what it wrote
-    after it is dropped: the answer is generated again with its own budget)."""
+    """Each request's reply as trace, end marker and answer (a ``ClosedTrace``), by budget forcing (docs/settings.md);
+    ``cached(requests)``: the runner's resume-cached generation, (values, computed). The trace is generated without stop
+    strings: whether the model wrote the end marker is read from the text (the answer after it is generated again)."""
     end = thinking.markers[1]
     firsts, computed = cached([replace(r, stop=(), max_new_tokens=thinking.trace_budget, constraint=None)
                                for r in requests])
