@@ -1,9 +1,5 @@
-"""The contract between the evaluator and its scoring backends.
-
-Requests and results, what a backend can do (``Capabilities``), what it is built from (``BackendOptions``), the
-``Backend`` base class, and the rules every backend shares: ``cut_at_stop`` (generations) and ``scoring_input``
-(log-likelihood truncation). Backends live in ``backends/`` (see docs/adding-a-backend.md).
-"""
+"""The contract between the evaluator and its scoring backends (docs/adding-a-backend.md): requests and results,
+``Capabilities``, ``BackendOptions``, the ``Backend`` base class and the rules every backend shares."""
 
 from __future__ import annotations
 
@@ -42,9 +38,8 @@ LOGPROB_ROUNDING = 1e-4
 
 
 def check_ll_result(result: Any, backend: str) -> LLResult:
-    """``result`` itself when it is an LLResult a score can be made of: a finite log-prob <= 0 (within rounding), a
-    bool ``is_greedy`` and an int ``n_tokens`` > 0. Anything else is a fault of the backend (a server that lied, an
-    engine that overflowed): a ValueError, never a score."""
+    """``result`` itself when a score can be made of it (docs/adding-a-backend.md); anything else is a fault of the
+    backend (a server that lied, an engine that overflowed): a ValueError, never a score."""
     problem = None
     if not isinstance(result, LLResult):
         problem = f"a {type(result).__name__}, not an LLResult"
@@ -64,17 +59,10 @@ def check_ll_result(result: Any, backend: str) -> LLResult:
 
 @dataclass(frozen=True)
 class Constraint:
-    """What a constrained generation may write (``--constrained``; docs/settings.md).
-
-    ``kind`` "choice": exactly one of the strings in ``choices``; "regex": a full match of ``pattern`` (the subset of
-    regular expressions that vLLM's and xgrammar's structured outputs share: literals, classes, groups, alternation,
-    ``? * + {m,n}``). An engine with structured outputs takes it as they are: vLLM
-    ``StructuredOutputsParams(choice=...)`` or ``(regex=...)``, see ``as_structured_outputs``.
-
-    A regex constraint carries its task's closing rule (``TaskSpec.output_closings`` and ``output_empty``): the answers
-    a local engine forces when the token budget runs out (docs/settings.md). They are part of the request, so of the
-    resume cache's key: an edit of a task's closings changes the key as it changes the generations.
-    """
+    """What a constrained generation may write (``--constrained``; docs/settings.md): "choice", one of ``choices``;
+    "regex", a full match of ``pattern`` (the subset vLLM's and xgrammar's structured outputs share).
+    A regex carries its task's closing rule (``TaskSpec.output_closings``, ``output_empty``), the answers a local engine
+    forces when the budget runs out: part of the request, so of the resume cache's key, as they change generations."""
 
     kind: str  # "choice" | "regex"
     choices: tuple[str, ...] = ()
@@ -93,15 +81,10 @@ class GenRequest:
     context: str
     stop: tuple[str, ...]
     max_new_tokens: int
-    # None: free generation. Left out of the resume-cache key when None (request_payload), so caches written before
-    # constraints existed stay valid.
-    constraint: Constraint | None = None
-    # The chat turns behind ``context`` for backends that take messages (chat APIs), else None (also left out of the
-    # cache key when None).
-    messages: tuple[dict[str, str], ...] | None = None
-    # --thinking on: the trace's (start, end) markers; a chat API is asked to think (vLLM's chat_template_kwargs) and
-    # joins a separate trace field back with them. None: off (left out of the key).
-    thinking: tuple[str, str] | None = None
+    # Each optional field left at None is left out of the resume cache's key (``request_payload``).
+    constraint: Constraint | None = None  # None: free generation
+    messages: tuple[dict[str, str], ...] | None = None  # the chat turns behind ``context`` (chat APIs take them)
+    thinking: tuple[str, str] | None = None  # --thinking on: the trace's markers (a chat API joins its trace with them)
 
 
 @dataclass(frozen=True)
@@ -121,10 +104,8 @@ class Capabilities:
 
 @dataclass
 class BackendOptions:
-    """What a backend is built from: the options every backend shares, and ``engine``, the backend's own typed
-    ``Options`` (``resolve_options`` fills it from ``extra`` before ``from_options`` is called; a backend reads its
-    engine settings there only). ``run`` builds it from its ``RunSpec`` (eval/run_config.py ``backend_options``), its
-    backend_args as ``extra``."""
+    """What a backend is built from: the options every backend shares, ``extra`` (backend_args) and ``engine``, the
+    backend's typed ``Options`` that ``resolve_options`` fills from ``extra`` (docs/adding-a-backend.md)."""
 
     model: str
     revision: str | None = None
@@ -142,9 +123,8 @@ class BackendOptions:
 
 
 def backend_option(default: Any, help: str, *, changes_numbers: bool = True) -> Any:
-    """A field of a backend's ``Options`` dataclass (filled from ``--backend-arg NAME=VALUE``, validated by pydantic
-    against the field's type). ``help`` is what ``evalita-eval backends`` prints; ``changes_numbers``: whether another
-    value can change a number the backend returns (then it is part of the backend's cache identity)."""
+    """A field of a backend's ``Options`` dataclass (docs/adding-a-backend.md); ``changes_numbers``: another value can
+    change a number the backend returns (then it is part of its cache identity)."""
     return field(default=default, metadata={"help": help, "changes_numbers": changes_numbers})
 
 
@@ -153,41 +133,24 @@ class BackendUnsupported(ValueError):
 
 
 class Backend(ABC):
-    """One inference engine. Subclasses register under a name (``evalita_eval.backends``)."""
+    """One inference engine. Subclasses register under a name (``evalita_eval.backends``); each member below is
+    described in docs/adding-a-backend.md (what to implement)."""
 
     name: ClassVar[str] = ""
     capabilities: ClassVar[Capabilities] = Capabilities()
-    # Requests the runner hands over per call (one resume-cache write each); None: batch_size * 4.
-    requests_per_call: ClassVar[int | None] = None
-    # Whether the runner may put requests of different prompts and tasks in one call: an engine that schedules what it
-    # is given (vllm), whose numbers do not hinge on a call's other requests beyond float rounding. False (hf): each
-    # call holds one prompt's requests, as batched alone, so a row's padded batch and float rounding are those of a run
-    # of that prompt (running/stream.py).
+    requests_per_call: ClassVar[int | None] = None  # requests per call (one resume-cache write each); None: batch x 4
+    # Whether one call may hold requests of different prompts and tasks (vllm); False (hf): a row's padded batch and
+    # float rounding stay those of a run of its prompt alone (running/stream.py).
     mixes_prompts: ClassVar[bool] = False
-    # The weights' dtype as loaded ("unknown": the backend does not say; then the --dtype option asked for is in its
-    # identity).
-    dtype: str = "unknown"
-    # The backend's own settings: a dataclass of ``backend_option`` fields, filled from ``--backend-arg NAME=VALUE``
-    # (typed, unknown names refused) and listed by ``evalita-eval backends``. None: it has no options of its own.
-    Options: ClassVar[type | None] = None
-    # What the backend was built from (its typed ``Options`` in ``options.engine``); ``create_backend`` sets it (None
-    # for one built directly).
-    options: BackendOptions | None = None
-    # The model's tokenizer (a transformers tokenizer, picklable) where the backend has one: the runner counts
-    # tokens with it (estimates, trace lengths, time shares), renders chat templates and names the template by
-    # its hash. None: the backend has none here (a chat API renders its own template).
-    tokenizer: Any = None
-    # The model's parameter count where the backend knows it (lm-eval's model_num_parameters, EEE's num_parameters):
-    # recorded in results.json's model, outside the identity (the weights' fingerprint already identifies them).
-    num_parameters: int | None = None
-    # Where the backend knows the model's shape: the context length at which a token's attention costs as much as
-    # its linear layers (non-embedding parameters / (4 x layers x hidden size): twice attention's share of the FLOPs,
-    # its score matrices being memory-bound); the time estimate prices a row of n tokens as n + n^2 / span
-    # (running/estimate.py, docs/evaluator.md), so WiC's short rows do not underprice FAQ's long ones.
+    dtype: str = "unknown"  # the weights' dtype as loaded ("unknown": the --dtype asked for goes in the identity)
+    Options: ClassVar[type | None] = None  # a dataclass of ``backend_option`` fields (--backend-arg); None: no options
+    options: BackendOptions | None = None  # what it was built from (``create_backend`` sets it)
+    tokenizer: Any = None  # the model's transformers tokenizer (picklable) where the backend has one
+    num_parameters: int | None = None  # recorded in results.json's model, outside the identity
+    # The context length at which a token's attention costs as much as its linear layers, where the backend knows the
+    # model's shape: the time estimate prices a row of n tokens as n + n^2 / span (docs/evaluator.md, the estimate).
     attention_span: int | None = None
-    # The request kinds whose method takes ``on_result(index, value)`` and calls it as each request finishes
-    # (then the runner hands it whole groups and saves each result at once); the others return a list at the end.
-    streams: ClassVar[frozenset[RequestKind]] = frozenset()
+    streams: ClassVar[frozenset[RequestKind]] = frozenset()  # kinds whose method takes ``on_result(index, value)``
     # Whether its methods take ``calls`` (the runner's calls, as request indices) and plan them itself (replicas).
     plans_calls: ClassVar[bool] = False
 
@@ -211,9 +174,8 @@ class Backend(ABC):
         return {"num_cpus": 1.0, "num_gpus": 1.0}  # cuda, cuda:N, auto (accelerate's spread: one GPU reserved)
 
     def call_batches(self, kind: RequestKind, requests: Sequence[Any]) -> list[list[int]]:
-        """How one call of ``kind`` (``requests``, in order) is cut into batches whose numbers hang only on their own
-        requests (request indices): replicas run each batch whole, so it is computed as on one replica. The base:
-        the whole call is one batch."""
+        """How one call of ``kind`` is cut into batches (request indices) whose numbers hang only on their own requests:
+        replicas run each batch whole, as on one replica. The base: the whole call is one batch."""
         return [list(range(len(requests)))] if requests else []
 
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
@@ -229,15 +191,9 @@ class Backend(ABC):
         """Release engines, servers' sessions, GPU memory. Idempotent."""
 
     def cache_identity(self) -> dict[str, Any]:
-        """Every input that can change a number this backend returns, as a JSON-able dict: the resume cache keys each
-        request by its hash, and results.json records it as ``model``.
-
-        The base gives what every backend shares: its name and dtype and the options it was built from that can change
-        a number (model, revision, --trust-remote-code, --max-length, --device, and its ``Options`` declared
-        ``changes_numbers``). A backend extends ``super().cache_identity()`` with what it resolved (a model folder's
-        fingerprint, the max length, the chat template, the server...): the keys results.json declares for ``model``,
-        anything else under ``"resolved"`` (docs/adding-a-backend.md). Options that only change speed (batch size,
-        threads, concurrency, timeouts, retries, progress) stay out; so do secrets (an API key)."""
+        """Every input that can change a number this backend returns, as a JSON-able dict (the resume cache's key,
+        results.json's ``model``): the base gives the name, dtype and the options that can; a backend extends it with
+        what it resolved, speed-only options and secrets left out (docs/adding-a-backend.md)."""
         identity: dict[str, Any] = {"backend": self.name, "dtype": self.dtype}
         options = self.options
         if options is not None:

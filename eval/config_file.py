@@ -1,8 +1,5 @@
-"""The one reader of the files a user hands the evaluator as options: ``run --config FILE`` and a sweep file
-(eval/run_config.py, eval/sweep_runs.py), YAML or JSON, by the strict rules of docs/settings.md (files of options).
-Values are never converted here: the run's keys are typed strictly (``RunSpec``), so a ``true`` is never a limit of 1.
-``short`` is how every message shows a value.
-"""
+"""The one reader of the files of options (``run --config FILE``, a sweep file), YAML or JSON, by the strict rules of
+docs/settings.md (files of options); values are never converted here (``RunSpec`` types them strictly)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The evaluator's metrics: those the generative settings add (``ROUGE_L_ANSWER``...) beside the task declarations'
-own (``evalita_data.scoring.metrics``), and the lookup of a metric by name through a task's own declaration.
-
-There is no table of metric names: ``metric_of(task, name)`` reads the ``Metric`` objects the task's ``TaskSpec`` lists
-(an added task's own metrics included), so that ``evalita-eval report`` can recompute any declared metric from the
-samples for its bootstrap.
-"""
+"""The metrics the generative settings add (``ROUGE_L_ANSWER``...) and the lookup of a metric by name: no table of
+names, ``metric_of`` reads the ``Metric`` objects a task's ``TaskSpec`` lists (an added task's too), so ``report``
+recomputes any declared metric from the samples for its bootstrap."""
 
 from __future__ import annotations
 
@@ -30,9 +26,8 @@ def corpus_bleu(pairs: list[tuple[str, str]]) -> float:
     return sacrebleu.corpus_bleu(list(answers), [list(references)]).score / 100
 
 
-# The closed-ended study's (Musacchio et al.) text metrics of OE and CE-NI, beside ROUGE-L: corpus BLEU,
-# and BERTScore F1 (the mean of each sample's ``bertscore_f1``, written only with --bertscore-model:
-# running/bertscore.py; without it the metric is absent, never zero).
+# The closed-ended study's (Musacchio et al.) text metrics of OE and CE-NI beside ROUGE-L: corpus BLEU, and BERTScore
+# F1, the mean of each sample's ``bertscore_f1`` (running/bertscore.py; without --bertscore-model absent, never zero).
 BLEU_ANSWER = Metric("bleu_answer", lambda s: (s["generation"], s["gold_answer"]), corpus_bleu,
                      description="corpus BLEU (sacrebleu, 13a) of the answers against the gold answer texts, / 100")
 BERTSCORE_F1 = Metric("bertscore_f1", lambda s: float(s["bertscore_f1"]), lambda xs: sum(xs) / len(xs) if xs else 0.0,

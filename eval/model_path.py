@@ -1,11 +1,6 @@
-"""``--model`` checked before anything heavy: one line saying what to pass, without loading torch or reading weights.
-
-What it catches (each seen from users, issue 32): a folder that is not a model (``raw/sa``: no ``config.json``), a
-weights or config file given instead of its folder (``.../model.safetensors``, which transformers would read whole as a
-config), a GGUF file that is missing or whose loader's packages (``gguf``, and ``accelerate``, which transformers 5
-requires for ``gguf_file=``) are not installed, and a name that is neither a local path nor a Hub id. Only the directory
-listing and a ``config.json`` of at most ``CONFIG_MAX_BYTES`` are read.
-"""
+"""``--model`` checked before anything heavy (no torch, no weights read): one line saying what to pass for what users
+gave (issue 32): a folder that is not a model (``raw/sa``), a weights file given for its folder (transformers would read
+it whole as a config), a GGUF file missing or without its loader's packages, a name neither a path nor a Hub id."""
 
 from __future__ import annotations
 

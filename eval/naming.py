@@ -1,12 +1,7 @@
-"""Folder names of a run, shared by ``run``'s default ``--output-dir`` and ``push-results``.
-
-``<model>[@<revision>]/<setting>[-constrained][-<k>shot][-<split>]``: runs of one model in different settings, few-shot
-counts or splits never share a folder, so none overwrites another. ``<model>`` is a Hub id with ``/`` as ``__``
-(``org__name``), or a local folder's own name.
-
-A model as every output names it (``display_name``): docs/push-results.md (the model's name); a local folder's name
-carries its weights' hash, as ``plain`` alone would name every converted model alike.
-"""
+"""Folder names of a run (``run_folder``: ``run``'s default ``--output-dir`` and ``push-results``), never shared by
+runs of one model in different settings, few-shot counts or splits; and the model as every output names it
+(``display_name``, docs/push-results.md): a local folder's name carries its weights' hash, as ``plain`` alone would
+name every converted model alike."""
 
 from __future__ import annotations
 
@@ -89,9 +84,8 @@ def setting_slug(setting: str | None, constrained: bool = False, num_fewshot: in
 
 
 def run_folder(model: Mapping[str, Any] | Any, config: Mapping[str, Any] | Any, rid: str) -> str:
-    """``<model>[@rev]/<setting>[-constrained][-<k>shot][-<split>][-thinking]-<run id>`` of a run identity or of a
-    results.json's ``model`` and ``config``: a local run's default folder and its folder in a results repository,
-    never shared by two runs that differ in anything that can change a number."""
+    """``<model>[@rev]/<setting>[-constrained][-<k>shot][-<split>][-thinking]-<run id>`` of a run identity or a
+    results.json's ``model`` and ``config``: a local run's default folder and its folder in a results repository."""
     setting = setting_slug(_field(config, "setting"), bool(_field(config, "constrained")),
                            int(_field(config, "num_fewshot") or 0), _field(config, "split"))
     thinking = "-thinking" if _field(config, "thinking") else ""

@@ -1,11 +1,7 @@
-"""The one type of a run's options (``RunSpec``): ``evalita-eval run``'s options are its fields
-(eval/cli/run_options.py derives them), ``run --config FILE`` a mapping of its keys (options given on the command line
-override it, as lm-eval's ``--config``), each run of a sweep file (eval/sweep.py) one of them, and the runner reads it
-(its device and progress bars decided: eval/cli/run.py).
-
-Every value and every rule between values is checked here, once; each error is one line naming where the values came
-from (the file, and the run of a sweep), the key and what was expected.
-"""
+"""The one type of a run's options (``RunSpec``, docs/evaluator.md): ``run``'s options (eval/cli/run.py derives them),
+a ``--config FILE`` mapping (the command line overrides it, as lm-eval's) and each run of a sweep file. Every value and
+rule between values is checked here, once; each error one line naming the file (and run of a sweep), key and what was
+expected."""
 
 from __future__ import annotations
 
@@ -17,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from pydantic_core import PydanticCustomError
 
 from .backend_support.options import expected
-from .config_file import ConfigFileError, load_file, short
+from .config_file import load_file, short
 from .settings.instruct import SETTINGS
 from .settings.thinking import DEFAULT_MARKERS, Thinking
 
@@ -41,7 +37,7 @@ class RunSpecError(ValueError):
 
 
 def _help(text: str, **extra: Any) -> Any:
-    """A field's ``--help`` text (and ``metavar``, ``flag``: how eval/cli/run_options.py spells its option)."""
+    """A field's ``--help`` text (and ``metavar``, ``flag``: how eval/cli/run.py spells its option)."""
     return {"description": text, "json_schema_extra": extra or None}
 
 
@@ -293,12 +289,8 @@ def lm_eval_tasks(values: dict[str, Any], where: str | None) -> tuple[dict[str, 
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
-    """A --config file: a YAML (or JSON) mapping, read by eval/config_file.py's rules; one line naming the file
-    otherwise."""
-    try:
-        doc = load_file(path)
-    except ConfigFileError as err:
-        raise RunSpecError(str(err)) from None
+    """A --config file: a YAML (or JSON) mapping read by config_file's rules; an error naming the file otherwise."""
+    doc = load_file(path)  # a ConfigFileError
     if not isinstance(doc, dict):
         raise RunSpecError(f"{path}: expected a mapping of run options (model: ..., limit: ...), got "
                            f"{type(doc).__name__}")

@@ -1,8 +1,5 @@
-"""``evalita-eval sweep FILE``: many runs (models x settings ...) as Ray tasks, then one report.
-
-Each run is the real ``run --config`` of its keys (eval/sweep_runs.py reads and checks them all first) in its own
-process; what a sweep prints, resumes, refuses and reports: docs/parallel.md#sweeps.
-"""
+"""``evalita-eval sweep FILE``: each run (eval/sweep_runs.py) the real ``run --config`` of its keys in its own process,
+as a Ray task, then one report (docs/parallel.md#sweeps)."""
 
 from __future__ import annotations
 

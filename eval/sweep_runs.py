@@ -1,7 +1,5 @@
-"""The runs of a sweep file (``evalita-eval sweep FILE``; eval/sweep.py runs them): each run a typed ``RunSpec``
-(eval/run_config.py, the keys of ``run --config``), and whether a run is complete, decided by comparing the identity
-its folder records with the one the run's keys give (docs/parallel.md#sweeps: folders and identity).
-"""
+"""The runs of a sweep file (eval/sweep.py runs them), each a typed ``RunSpec`` (the keys of ``run --config``), and
+whether a run is complete: the identity its folder records equal to the one its keys give (docs/parallel.md#sweeps)."""
 
 from __future__ import annotations
 
@@ -94,7 +92,7 @@ def entry_identity(spec: RunSpec) -> dict[str, Any]:
     """What the identity of a run of ``spec`` holds beyond its model (running/identity.py), from its keys."""
     from .running.identity import run_identity
 
-    identity = run_identity({}, spec, None)
+    identity = run_identity({}, spec)
     return {k: v for k, v in identity.items() if k not in _NOT_ENTRY_KEYS}
 
 

@@ -48,10 +48,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("evalita_eval.run_config",),
     ("evalita_eval.sweep_runs",),
     ("evalita_eval.sweep",),
-    # The `evalita-eval` command (the package eval/cli/): what the commands share; run's options and its input checks; run
-    # itself; the command table.
+    # The `evalita-eval` command (the package eval/cli/): what the commands share; run (its options
+    # and input checks); the command table.
     ("evalita_eval.cli.support",),
-    ("evalita_eval.cli.run_options", "evalita_eval.cli.run_inputs"),
     ("evalita_eval.cli.run",),
     ("evalita_eval.cli",),  # the package: the command table (__init__) and ``python -m`` (__main__)
 ]

@@ -1,6 +1,5 @@
-"""The ``evalita-eval`` command: the table of its subcommands. ``run`` lives in eval/cli/run.py (its
-options in eval/cli/run_options.py, their checks in eval/cli/run_inputs.py); what the commands share in
-eval/cli/support.py. ``python -m evalita_eval.cli`` runs it (eval/cli/__main__.py)."""
+"""The ``evalita-eval`` command: the table of its subcommands. ``run`` lives in eval/cli/run.py (with its options and
+input checks); what the commands share in eval/cli/support.py. ``python -m evalita_eval.cli`` runs it (__main__.py)."""
 
 from __future__ import annotations
 
@@ -25,8 +24,6 @@ from .support import RUN_NEEDS, STATS_NEEDS, backend_names, require
 def main() -> None:
     """Evaluate language models on the Evalita-LLM tasks and report multi-prompt scores."""
 
-
-# ---------------------------------------------------------------- run (eval/cli/run.py), backends, sweep
 
 main.add_command(run_command)
 
@@ -76,9 +73,6 @@ def sweep(sweep_file: Path, out: Path, ray_address: str | None) -> None:
     if failed:
         raise click.ClickException(f"{failed} of {len(runs)} runs failed (see each one's log in {out / 'logs'}); rerun "
                                    "the sweep to resume them")
-
-
-# ---------------------------------------------------------------- aggregate / report
 
 
 @contextmanager
@@ -150,9 +144,6 @@ def compare(run_a: Path, run_b: Path, k: int, seed: int, out: Path | None) -> No
 
     with exit_1_on(ScoresError):
         click.echo(write_comparison(run_a, run_b, out, k=k, seed=seed))
-
-
-# ---------------------------------------------------------------- push-results / export-lm-eval
 
 
 # --model-name of push-results and export-eee.

@@ -122,10 +122,9 @@ class RequestCache:
 
 
 class ResultSaver:
-    """The ``on_result`` callback of one backend call: each finished request goes to the resume cache as it arrives
-    (``running/stream.py``) and is reported to the run's ``timer`` with the seconds since the previous one; ``finish``
-    writes the rest. ``to_json[i]`` turns request i's result into what the cache stores, ``tasks[i]`` names the task
-    it is counted to (``counts["computed:TASK"]``): a call may hold several tasks' requests."""
+    """The ``on_result`` callback of one backend call: each finished request saved as it arrives and reported to the
+    run's ``timer`` with the seconds since the previous one; ``finish`` writes the rest. ``to_json[i]``: request i's
+    result as the cache stores it; ``tasks[i]``: the task it counts to (a call may hold several tasks' requests)."""
 
     def __init__(self, cache: RequestCache, keys: list[str], requests: list[Any],
                  to_json: Sequence[Callable[[Any], Any]], bar: Any, counts: Any, kind: str,

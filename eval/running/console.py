@@ -1,9 +1,5 @@
-"""What ``evalita-eval run`` prints when it is done: the scores per prompt, per task (with the items they rest on and
-the chance and majority baselines beside them), and what was computed.
-
-Every score carries its n; a score on fewer than ``worth.MIN_ITEMS`` items says it is not a measurement (the
-quickstart's ``--limit 2`` checks the pipeline, it measures nothing).
-"""
+"""What ``run`` prints when it is done: the scores per prompt and per task (their n, the chance and majority
+baselines) and what was computed; a score on fewer than ``worth.MIN_ITEMS`` items says it is not a measurement."""
 
 from __future__ import annotations
 
@@ -53,9 +49,8 @@ def baseline_text(baselines: dict[str, Any] | None, kind: str, metric: str) -> s
 
 
 def task_summary_table(results: Results, baselines: dict[str, dict] | None = None) -> str:
-    """Per task, the headline metric over its prompts: AvgP, MaxP and CPS in % (SPEC: CPS = (1 - (MaxP - AvgP)) * MaxP),
-    with its items n, the chance and majority baselines (reporting/baselines.py), and a note below ``MIN_ITEMS`` items.
-    """
+    """Per task, the headline metric over its prompts: AvgP, MaxP and CPS in % (SPEC), its items n, the chance and
+    majority baselines (reporting/baselines.py), and a note below ``MIN_ITEMS`` items."""
     from evalita_data.registry import task_of_entry
 
     from ..reporting.stats import spread_stats

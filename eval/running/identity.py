@@ -40,9 +40,11 @@ def thinking_values(config: Any) -> dict[str, Any]:
             "trace_budget": config.max_thinking_tokens or DEFAULT_TRACE_BUDGET}
 
 
-def run_identity(model_record: dict[str, Any], config: Any, chat_template: dict | None) -> dict[str, Any]:
+def run_identity(model_record: dict[str, Any], config: Any, backend: Any = None) -> dict[str, Any]:
     """Every input of a run that can change a number: the model and backend (``ModelInfo.record``, the backend's
-    ``cache_identity()``) and the run's options (its ``RunSpec``)."""
+    ``cache_identity()``), the run's options (its ``RunSpec``) and the chat template read from ``backend`` when applied
+    (None without a backend: a sweep's entry, before its run starts)."""
+    chat_template = chat_template_identity(backend) if config.apply_chat_template and backend is not None else None
     return {
         "model": model_record, "setting": config.setting, "apply_chat_template": config.apply_chat_template,
         "chat_template": chat_template, "system_instruction": config.system_instruction,
@@ -55,15 +57,8 @@ def run_identity(model_record: dict[str, Any], config: Any, chat_template: dict 
     }
 
 
-def identity_of(backend: Any, model_record: dict[str, Any], config: Any) -> dict[str, Any]:
-    """The identity of a run of ``config`` on ``backend`` (the chat template read from it when applied)."""
-    return run_identity(model_record, config, chat_template_identity(backend) if config.apply_chat_template else None)
-
-
 def default_output_dir(identity: dict[str, Any]) -> Path:
-    """``results/<model>[@revision]/<setting>[-constrained][-<k>shot][-<split>][-thinking]-<run id>``: readable, and
-    never shared by two identities (a chat template, a system instruction, a dtype or another model folder of the same
-    name change the hash)."""
+    """``results/`` and the identity's ``run_folder``: readable, never shared by two identities (its run id)."""
     return Path("results") / run_folder(identity["model"], identity, run_id(identity))
 
 

@@ -1,12 +1,7 @@
-"""The run as one plan, built once before the first request (``Runner.plan``): the entries it evaluates (and why the
-others are not), per entry its documents, prompts and requests, which of those the resume cache already holds, and the
-work left. The CLI prints it (``estimate.announce``) and hands the same plan to ``Runner.run``: never computed twice.
-
-Which entries a run evaluates is decided once (``select``): the CLI (before the model loads), the plan and the runner
-read the same ``Selection``. An entry is left out when the ``--setting`` cannot ask it (a multiple-choice task that
-declares no instruct prompts) or, in a run over every task (``skip_missing``), when the data lack its evaluation split.
-In a run of named tasks both are errors, raised where they are found.
-"""
+"""The run as one plan, built once before the first request (``Runner.plan``), printed (``estimate.announce``) and
+executed (``Runner.run``), never computed twice: docs/evaluator.md. ``select`` decides once, for the CLI (before the
+model loads), the plan and the runner, which entries a run evaluates: one the ``--setting`` cannot ask (no instruct
+prompts) or, over every task (``skip_missing``), whose split the data lack is left out; named, either is an error."""
 
 from __future__ import annotations
 

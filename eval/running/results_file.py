@@ -1,9 +1,6 @@
-"""results.json: the run's ``RunRecord`` (record/model.py), built when the run starts and filled as it goes, and
-what an earlier invocation of the same run recorded that the next one carries over.
-
-Written whole, by serialising the record, to a temporary file renamed after each task, so a killed run leaves the
-last complete version, marked ``"status": "partial"``.
-"""
+"""results.json: the run's ``RunRecord`` (record/model.py), built when the run starts, filled as it goes, written whole
+after each task (a temporary file renamed: a killed run leaves the last complete version, ``"status": "partial"``);
+and what an earlier invocation of the same run recorded that the next one carries over."""
 
 from __future__ import annotations
 
@@ -40,9 +37,8 @@ def package_versions() -> dict[str, str]:
 
 
 def task_versions(entry: TaskEntry, setting: str) -> TaskRecord:
-    """The task's declared version, a short hash of each prompt it is asked with (an edited prompt shows in results.json
-    even where the version was not raised) and the metrics it is scored with, headline first, with kind and direction:
-    what reports read (reporting/recorded.py)."""
+    """The task's version, a short hash of each prompt it is asked with (an edited prompt shows even where the version
+    was not raised) and its metrics, headline first, with kind and direction (reporting/recorded.py reads them)."""
     kind = task_kind(entry, setting)
     return TaskRecord(version=entry.spec.version,
                       prompts={name: hashlib.sha256(repr(p).encode("utf-8")).hexdigest()[:12]
@@ -128,25 +124,17 @@ def new_record(runner: Any, planned: list[str]) -> RunRecord:
                           "(docs/adding-a-backend.md)") from None
     recorded.name = display_name(recorded if model.given_name is None else {"name": model.given_name})
     recorded.num_parameters = runner.backend.num_parameters
-    config = config_json(runner.config, runner.chat_template, getattr(runner.backend, "replicas", 1))
+    config = config_json(runner.config, runner.identity["chat_template"], getattr(runner.backend, "replicas", 1))
     return RunRecord(path=runner.out / RESULTS_FILE, status="partial", run_id=run_id(identity), identity=identity,
                      model=recorded, config=config_record(config, identity), planned=planned,
                      data=DataRecord(source=runner.source.description, **runner.source.provenance()),
                      package_versions=package_versions())
 
 
-def sample_task_version(entry: TaskEntry, setting: str, prompt: str) -> dict:
-    """What a sample line records of its task (``task_version``): the version and the prompt's hash that results.json
-    ``task_versions`` records, so that a samples file of another version of the task is never read as this run's."""
-    versions = task_versions(entry, setting)
-    return {"version": versions.version, "prompt": versions.prompts[prompt]}
-
-
 def write_samples(out: Path, entry: str, prompt: str, samples: list[dict], rid: str,
                   task_version: dict | None = None) -> None:
-    """Write ``OUT/samples/<entry>_<prompt>.jsonl`` whole (a temporary file renamed over it); each line carries the run
-    id ``rid`` and the task's ``task_version`` (it belongs to the results.json beside it) and is checked: its reader
-    accepts it (docs/run-record.md)."""
+    """Write ``OUT/samples/<entry>_<prompt>.jsonl`` whole (a temporary file renamed over it), each line with the run id
+    and the task's ``task_version`` (it belongs to the results.json beside it), checked as its reader checks it."""
     folder = out / "samples"
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{entry}_{prompt}.jsonl.tmp"

@@ -1,8 +1,5 @@
-"""Runs tasks x prompts on any ``Backend`` and writes results.json and samples/*.jsonl.
-
-Every request goes through the resume cache (``cache.py``): a request already in ``OUTPUT/cache.jsonl`` is read back,
-the others are computed as one stream over the whole run (``stream.py``); then each task is assembled from the cache.
-"""
+"""Runs tasks x prompts on any ``Backend`` and writes results.json and samples/*.jsonl: the requests the resume cache
+(``cache.py``) lacks computed as one stream (``stream.py``), then each task assembled from the cache."""
 
 from __future__ import annotations
 
@@ -14,13 +11,14 @@ from typing import Any, Callable, Sequence
 
 from ..api import Backend, BackendUnsupported, GenRequest, LLRequest, RequestKind, request_payload
 from .cache import RequestCache, request_key
+from .estimate import TokenCounter
 from .plan import EntryPlan, PromptPlan, RunPlan, eval_split, select
 from .stream import RunStream
-from .task_kinds import TaskKind, kind_for_run
-from .thinking_run import forced_values, refuse_forcing_on_chat_messages, thinking_chat, token_counter
+from .task_kinds import TaskKind, task_kind
+from .thinking_run import forced_values, thinking_chat
 from ..settings.thinking import trace_summary
-from .identity import RESULTS_FILE, chat_template_identity, claim_folder, identity_of, run_id
-from .results_file import (asked_record, carry_over, earlier_record, new_record, sample_task_version, task_versions,
+from .identity import RESULTS_FILE, claim_folder, run_identity, run_id
+from .results_file import (asked_record, carry_over, earlier_record, new_record, task_versions,
                            write_results_file, write_samples)
 from ..record.model import RunRecord, Timing, TraceSummary
 from ..reporting.unparsed_flag import flagged_prompts
@@ -82,9 +80,8 @@ class Runner:
         # Told of every finished request (kind, requests, seconds they took): the time estimate. The runner times its
         # own calls: the backend's methods are never wrapped, so one reporting each request (on_result) keeps doing so.
         self.timer: Callable[[str, list[Any], float], None] | None = None
-        self.chat_template = chat_template_identity(backend) if config.apply_chat_template else None
         # Every input that can change a number: two invocations with equal identities are one run.
-        self.identity = identity_of(backend, self.model.record, config)
+        self.identity = run_identity(self.model.record, config, backend)
         self.record = new_record(self, [])  # results.json, filled as the run goes (a model key it lacks: refused now)
         self.chat = None
         if config.constrained and not backend.capabilities.constrained:
@@ -96,9 +93,11 @@ class Runner:
                 raise BackendUnsupported(f"backend {backend.name!r} cannot apply a chat template; run without "
                                          "--apply-chat-template")
             self.chat = thinking_chat(backend, config.reasoning, echo)  # enable_thinking where the template reads it
-        refuse_forcing_on_chat_messages(config.reasoning, backend.capabilities.chat_messages, backend.name)
+        if config.thinking and config.max_thinking_tokens is not None and backend.capabilities.chat_messages:
+            raise ValueError("--max-thinking-tokens needs a rendered prompt to close the trace in; backend "
+                             f"{backend.name!r} sends chat messages to a server that renders them (use "
+                             "openai-completions, hf or vllm)")
 
-    # -- one task entry ----------------------------------------------------------------
     def load_docs(self, entry: TaskEntry) -> tuple[list[dict], list[dict]]:
         spec = entry.spec
         docs = self.source.load(entry, eval_split(entry, self.config))
@@ -113,8 +112,13 @@ class Runner:
         return docs, pool
 
     def entry_kind(self, entry: TaskEntry) -> TaskKind:
-        """How this run asks the entry (running/task_kinds.py)."""
-        return kind_for_run(entry, self.config, token_counter(self.backend))
+        """How this run asks the entry (running/task_kinds.py); trace tokens counted by the backend's tokenizer (None
+        without one: a hosted model)."""
+        config, tokenizer = self.config, self.backend.tokenizer
+        kind = task_kind(entry, config.setting, config.constrained, config.max_new_tokens, config.reasoning,
+                         None if tokenizer is None else TokenCounter(tokenizer))
+        kind.bertscore_model = config.bertscore_model
+        return kind
 
     def prompt_contexts(self, entry: TaskEntry, task: Any, name: str, docs: list[dict],
                         pool: list[dict]) -> tuple[list[str], list[list[dict]] | None]:
@@ -133,6 +137,7 @@ class Runner:
         """One entry's samples, scores and baselines, from the values the stream left in the cache (a prompt under
         budget forcing: computed now, its two rounds through ``RunStream.cached``)."""
         asked, docs, stream = planned.asked, planned.docs, self._stream
+        versions = self.record.task_versions[planned.name]  # each sample line names them: never read as another's
         per_prompt: dict[str, dict[str, float]] = {}
         for prompt in planned.prompts:
             if asked.forcing:
@@ -143,7 +148,7 @@ class Runner:
                 values = [self.cache[k] for k in stream.keys[(planned.name, prompt.name)]]
             samples = asked.samples(prompt.name, docs, prompt.contexts, values)
             write_samples(self.out, planned.entry.name, prompt.name, samples, run_id(self.identity),
-                          sample_task_version(planned.entry, self.config.setting, prompt.name))
+                          {"version": versions.version, "prompt": versions.prompts[prompt.name]})
             scores, rules = asked.scores(samples)
             if rules is not None:  # how an instruct setting's answers were read
                 self.record.parsed_by.setdefault(planned.name, {})[prompt.name] = rules
@@ -180,7 +185,6 @@ class Runner:
         turns = [tuple(m) for m in messages] if messages is not None else [None] * len(contexts)
         return asked.requests(prompt, docs, contexts, turns, delimiter)
 
-    # -- everything --------------------------------------------------------------------
     def check_capabilities(self, entries: Sequence[TaskEntry]) -> None:
         """Refuse, before any work, entries whose request kind the backend cannot serve."""
         needs = {e.name: self.entry_kind(e).request_kind for e in entries}
@@ -251,7 +255,7 @@ class Runner:
         began, entry, record = time.perf_counter(), planned.entry, self.record
         streamed_s = self._stream.seconds[entry.name]  # its share of the stream's calls
         record.task_versions[entry.name] = task_versions(entry, self.config.setting)
-        record.asked[entry.name] = asked_record(kind_for_run(entry, self.config))
+        record.asked[entry.name] = asked_record(planned.asked)
         if self.config.constrained:  # it applies to generations with a format only: say to which tasks
             record.task_config = {**(record.task_config or {}), entry.name: {"constrained": planned.asked.constrained}}
         try:
@@ -269,11 +273,10 @@ class Runner:
         self._write_results()
 
     def _task_timing(self, task: str, wall_s: float, earlier: RunRecord | None, finished: bool) -> Timing:
-        """One task's time and requests over every invocation of the run, each request counted once: the requests an
-        earlier invocation computed are read back from the cache now, and count as computed (by the run), not as
-        cached. Its compute time is its share of the calls that held its requests (``stream.py``: by prompt tokens);
-        ``wall_s``: the stream's share and its assembly."""
-        now = self._stream.task_counts(task)
+        """One task's time and requests over every invocation of the run, each request counted once: what an earlier
+        invocation computed, read back now, counts as computed, not cached. Compute time: its share (by prompt tokens)
+        of the calls that held its requests (``stream.py``); ``wall_s``: the stream's share and its assembly."""
+        now = {k: self._stream.counts[f"{k}:{task}"] for k in ("requests", "computed", "cached")}
         timing = earlier.timing.get(task) if earlier else None
         before = {k: v for k, v in vars(timing).items() if v is not None} if timing else {}
         computed = now["computed"] + before.get("computed", 0)

@@ -1,8 +1,6 @@
-"""The run's work as one stream: every request of the plan that the resume cache lacks, computed before any task is
-assembled, one request kind after the other, each finished request saved as it arrives (``ResultSaver``); how calls
-are cut per backend and a call's time shared among its tasks: docs/evaluator.md. Budget-forced prompts
-(``TaskKind.forcing``) are left out and computed when their task is assembled.
-"""
+"""The run's work as one stream (docs/evaluator.md): every request of the plan the resume cache lacks, computed before
+any task is assembled, kind after kind, each saved as it arrives (``ResultSaver``); budget-forced prompts
+(``TaskKind.forcing``) are computed when their task is assembled."""
 
 from __future__ import annotations
 
@@ -70,9 +68,6 @@ class RunStream:
     def _bar(self, total: int, label: str) -> tqdm:
         return tqdm(total=total, desc=label, unit="req", disable=not self.runner.config.progress, dynamic_ncols=True)
 
-    def task_counts(self, task: str) -> dict[str, int]:
-        return {k: self.counts[f"{k}:{task}"] for k in ("requests", "computed", "cached")}
-
     def _segments(self, kind: str) -> list[Segment]:
         """The pending requests of every prompt of ``kind`` in the stream, prompt by prompt."""
         runner, out, seen = self.runner, [], set()
@@ -98,9 +93,8 @@ class RunStream:
         return Segment(task, [requests[i] for i in pending], [keys[i] for i in pending], to_json)
 
     def _calls(self, segments: Sequence[Segment], streams: bool) -> list[list[int]]:
-        """The backend calls (indices into the kind's pending requests, segment after segment): one group per segment,
-        or one for all of them (``mixes_prompts``); a streaming method gets each group whole, another in chunks of
-        ``requests_per_call`` (or batch size x 4)."""
+        """The backend calls (indices into the kind's pending requests): one group per segment, or one for all
+        (``mixes_prompts``); whole to a streaming method, else in chunks of ``requests_per_call`` (or batch x 4)."""
         backend, groups, start = self.runner.backend, [], 0
         for s in segments:
             groups.append(list(range(start, start + len(s.requests))))

@@ -33,7 +33,6 @@ class TaskKind:
                  thinking: th.Thinking = th.Thinking(), count_tokens: Callable[[str], int] | None = None) -> None:
         self.entry, self.spec, self.setting = entry, entry.spec, setting
         self._constrained, self._max_new_override = constrained, max_new_tokens
-        # --thinking (settings/thinking.py); trace token counts
         self.thinking, self.count_tokens = thinking, count_tokens
         self.bertscore_model: str | None = None  # --bertscore-model (running/bertscore.py)
 
@@ -78,11 +77,9 @@ class TaskKind:
         """One generation request. Thinking: the markers ride on it, and without forcing neither stop strings (the
         trace's own blank lines must not end it: the answer is cut at them once split) nor a constraint (it would forbid
         the trace; --constrained applies to the forced answer)."""
-        if not self.thinking.on:
-            return GenRequest(context, tuple(stop), self.max_new_tokens, constraint, turns)
-        if self.forcing:
-            return GenRequest(context, tuple(stop), self.max_new_tokens, constraint, turns, self.thinking.markers)
-        return GenRequest(context, (), self.max_new_tokens, None, turns, self.thinking.markers)
+        free = self.thinking.on and not self.forcing
+        return GenRequest(context, () if free else tuple(stop), self.max_new_tokens, None if free else constraint,
+                          turns, self.thinking.markers if self.thinking.on else None)
 
     def answer_of(self, context: str, generation: str, stop: Sequence[str]) -> tuple[str, dict[str, Any]]:
         """The answer the rules and metrics read (the reply after its trace, cut at the stop strings), and the sample's
@@ -184,7 +181,6 @@ class InstructChoice(TaskKind):
         return self._constrained
 
     def declared_prompts(self) -> dict[str, Any]:
-        # the instruct settings' prompts
         return {name: (name, self.setting, self.spec.instruct) for name in ("p1", "p2")}
 
     def requests(self, prompt: str, docs: list[dict], contexts: list[str], turns: Turns,
@@ -267,10 +263,3 @@ def task_kind(entry: TaskEntry, setting: str, constrained: bool = False, max_new
                          "it in a generated setting (--setting ce, ce-ni or oe) or run with --thinking off")
     kind = ScoredChoice if setting == LOGLIKELIHOOD_SETTING else InstructChoice
     return kind(entry, setting, constrained, max_new_tokens, thinking, count_tokens)
-
-
-def kind_for_run(entry: TaskEntry, config: Any, count_tokens: Callable[[str], int] | None = None) -> TaskKind:
-    """The kind of ``entry`` in a run of ``config`` (a RunSpec); ``count_tokens``: the backend's, for trace lengths."""
-    kind = task_kind(entry, config.setting, config.constrained, config.max_new_tokens, config.reasoning, count_tokens)
-    kind.bertscore_model = config.bertscore_model
-    return kind

@@ -55,27 +55,11 @@ def budget_line(max_thinking_tokens: int | None) -> str:
             "generated after it: two requests per item")
 
 
-def token_counter(backend: Any) -> Callable[[str], int] | None:
-    """Tokens of a trace by the backend's local tokenizer; None without one (a hosted model)."""
-    tokenizer = backend.tokenizer
-    if tokenizer is None or not hasattr(tokenizer, "encode"):
-        return None
-    return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
-
-
-def refuse_forcing_on_chat_messages(thinking: Thinking, chat_messages: bool, backend_name: str) -> None:
-    if thinking.on and thinking.max_tokens is not None and chat_messages:
-        raise ValueError("--max-thinking-tokens needs a rendered prompt to close the trace in; backend "
-                         f"{backend_name!r} sends chat messages to a server that renders them (use openai-completions, "
-                         "hf or vllm)")
-
-
 def forced_values(cached: Callable[[Sequence[GenRequest]], tuple[list[Any], int]], requests: Sequence[GenRequest],
                   thinking: Thinking) -> tuple[list[str], int]:
-    """Each request's reply as trace, end marker and answer (a ``ClosedTrace``), by budget forcing (docs/settings.md).
-    ``cached(requests)``: the runner's resume-cached generation of the requests, (values, computed). The trace is
-    generated without stop strings, so that whether the model wrote the end marker is read from the text (what it wrote
-    after it is dropped: the answer is generated again with its own budget)."""
+    """Each request's reply as trace, end marker and answer (a ``ClosedTrace``), by budget forcing (docs/settings.md);
+    ``cached(requests)``: the runner's resume-cached generation, (values, computed). The trace is generated without stop
+    strings: whether the model wrote the end marker is read from the text (the answer after it is generated again)."""
     end = thinking.markers[1]
     firsts, computed = cached([replace(r, stop=(), max_new_tokens=thinking.trace_budget, constraint=None)
                                for r in requests])
