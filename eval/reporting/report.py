@@ -10,6 +10,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import stats
+from .. import metrics
 from .facts import NOT_COMPARABLE, items_table
 from .plots import heatmap_png, rank_vs_alpha_png
 from .render import render_context, slug, to_html, to_markdown
@@ -24,14 +25,6 @@ from .unparsed_flag import flag_notes, none_read, none_read_text
 
 # (metric name, samples, task=entry name) -> score; the default resolves the name through the task's declaration.
 ScoreSamples = Callable[..., float]
-
-
-def load_score_samples() -> ScoreSamples | None:
-    try:
-        from ..metrics import score_samples  # written by the evaluator
-    except ImportError:
-        return None
-    return score_samples
 
 
 def add_bootstrap(rep: TaskReport, runs: Sequence[RunRecord], score_samples: ScoreSamples, k: int, seed: int,
@@ -80,18 +73,14 @@ def _labelled_runs(paths: Sequence[Path], partial: bool) -> tuple[list, list[str
 
 
 def _task_reports(runs: list, labels: list[str], tasks: list[str], k: int, seed: int, progress: bool,
-                  score_samples: ScoreSamples | None, general_notes: list[str]) -> list:
+                  score_samples: ScoreSamples) -> list:
     """One report per (task, setting label) some run has, with its bootstrap cells (k > 0), items and notes."""
     grouped = [(t, label, [r for r in runs if setting_label(r.config) == label]) for t in tasks for label in labels]
     present = [g for g in grouped if any(g[0] in r.results for r in g[2])]
     reports = [build_task_report(t, group) for t, _label, group in present]
     if k > 0:
-        scorer = score_samples or load_score_samples()
-        if scorer is None:
-            general_notes.append("bootstrap CIs omitted: evalita_eval.metrics.score_samples is not available")
-        else:
-            for rep in reports:
-                add_bootstrap(rep, runs, scorer, k, seed, progress)
+        for rep in reports:
+            add_bootstrap(rep, runs, score_samples, k, seed, progress)
     for rep, (t, label, group) in zip(reports, present):
         rep.items = items_table(t, rep.metric, group)
         # issue 28
@@ -140,7 +129,7 @@ def _report_json(runs: list, reports: list, summary, context: dict, alpha: float
 
 def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, alpha: float = 1.0,
                  progress: bool = False, echo: Callable[[str], None] = print,
-                 score_samples: ScoreSamples | None = None, partial: bool = False) -> list[Path]:
+                 score_samples: ScoreSamples = metrics.score_samples, partial: bool = False) -> list[Path]:
     """Write report.md, report.html (self-contained), report.json and plots/*.png into ``out``.
 
     ``partial``: an unfinished run's finished tasks are reported, marked as such."""
@@ -150,7 +139,7 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
     if not tasks:
         raise ScoresError("no task results in the given files")
     general_notes = run_notes(runs) + lm_eval_notes(runs)
-    reports = _task_reports(runs, labels, tasks, k, seed, progress, score_samples, general_notes)
+    reports = _task_reports(runs, labels, tasks, k, seed, progress, score_samples)
     summary = summarize(reports, models)
     plots_dir = out / "plots"
     images = _write_plots(plots_dir, models, reports, summary)

@@ -146,12 +146,11 @@ def test_report_is_deterministic(report_dir, tmp_path):
 
 
 @pytest.mark.smoke
-def test_report_cli_without_score_samples(tmp_path, monkeypatch):
-    monkeypatch.setattr(report_mod, "load_score_samples", lambda: None)
+def test_report_cli_bootstraps_with_the_declared_metrics(tmp_path):
     res = CliRunner().invoke(main, ["report", *map(str, FILES[:2]), "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     md = (tmp_path / "report.md").read_text()
-    assert "bootstrap CIs omitted: evalita_eval.metrics.score_samples is not available" in md
+    assert md.count("Score and 95% percentile interval (bootstrap, k=100, seed 0)") == 2  # te and hs, not ner
     assert "| beta-8b |" in md and "alpha2" not in md
 
 
