@@ -1,6 +1,6 @@
 """lm-evaluation-harness output folders as runs for ``report`` and ``compare`` (docs/statistics.md, "lm-eval output
 folders as runs"): built in memory as a ``RunRecord``, with what lm-eval recorded that changes a number, and checked as
-a results.json is (runs.parse_results of its ``to_json``); every score is recomputed from the logged samples by our
+a results.json is (record.parse_record of its ``to_json``); every score is recomputed from the logged samples by our
 metrics, never taken from lm-eval's aggregated numbers. Nothing is written.
 """
 
@@ -13,8 +13,8 @@ from .lm_eval_folder import (GenKwargs, LmEvalResults, ModelArgs, arguments, cho
                              read_results, read_task_samples, results_files, samples_file)
 from .lm_eval_tasks import FAMILIES, entry_and_prompt
 from ..record.comparable import limit_reason
+from ..record import parse_record, read_run
 from ..record.model import ConfigRecord, DataRecord, ModelRecord, RunRecord, SourceTool
-from .runs import load_results, parse_results
 from .tables import ScoresError
 
 LM_EVAL_GROUP_NOTE = (
@@ -158,7 +158,7 @@ def load_run(path: Path, partial: bool = False) -> RunRecord:
         root, results_path = chosen_run(path)
         built, samples = lm_eval_record(root, results_path)
         # checked as a results.json is, the samples as a file's lines
-        run = parse_results(results_path, built.to_json(), partial, in_memory=samples)
+        run = parse_record(results_path, built.to_json(), partial, in_memory=samples)
         run.sample_sources, run.origin = built.sample_sources, built.origin
         return run
     if path.is_dir():
@@ -166,7 +166,7 @@ def load_run(path: Path, partial: bool = False) -> RunRecord:
             raise ScoresError(f"{path}: neither a run folder (results.json) nor an lm-eval output folder "
                               "(results_*.json)")
         path = path / "results.json"
-    return load_results(path, partial)
+    return read_run(path, partial)
 
 
 def lm_eval_notes(runs: list[RunRecord]) -> list[str]:

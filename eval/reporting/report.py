@@ -15,8 +15,8 @@ from .. import metrics
 from .facts import NOT_COMPARABLE, items_table
 from .render import render_context, run_notes, slug, summarize, to_html, to_markdown
 from .lm_eval_runs import lm_eval_notes, load_run
-from ..record.model import RunRecord, plain
-from .runs import assign_display_names
+from ..naming import display_name, given_name, is_local_model
+from ..record.model import ModelRecord, RunRecord, plain
 from .settings_view import labels_of, setting_label, settings_table
 from .tables import PERCENT, ScoresError, TaskTable, TextTable, table_json
 from .task_report import TaskReport, build_task_report, headline_metric, task_order
@@ -54,6 +54,24 @@ def add_bootstrap(rep: TaskReport, runs: Sequence[RunRecord], score_samples: Sco
     # per-resample average over prompts is a bootstrap of AvgP.
     rep.avg_scores = {m: np.mean([cells[(m, p)].scores for p in t.prompts], axis=0) for m in t.models}
     rep.rank_basis = f"bootstrap of AvgP (k={k})"
+
+
+def assign_display_names(runs: Sequence[RunRecord]) -> None:
+    """The model's name (naming.display_name; a Hub id by its last part), widened where two runs share it:
+    the whole Hub id, then @revision, then #i where still equal."""
+    def name(model: ModelRecord, width: int) -> str:  # a given name or a local folder (its weights hash) as it is
+        if given_name(model) is not None or is_local_model(model):
+            return display_name(model)
+        hub_id = model.name_or_path
+        return (hub_id.rstrip("/").split("/")[-1], display_name(model), f"{hub_id}@{model.revision or 'main'}")[width]
+
+    names = [name(r.model, 0) for r in runs]
+    for width in (1, 2):
+        names = [name(runs[i].model, width) if names.count(n) > 1 else n for i, n in enumerate(names)]
+    seen: dict[str, int] = {}
+    for i, n in enumerate(names):
+        seen[n] = seen.get(n, 0) + 1
+        runs[i].display = n if names.count(n) == 1 else f"{n} #{seen[n]}"
 
 
 def _labelled_runs(paths: Sequence[Path], partial: bool) -> tuple[list, list[str]]:

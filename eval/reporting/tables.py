@@ -14,6 +14,7 @@ from typing import Iterable, Literal, Sequence
 
 import numpy as np
 
+from ..record import RecordError
 from .stats import TableStats, table_stats
 
 ScaleName = Literal["auto", "percent", "fraction"]
@@ -21,8 +22,9 @@ SCORE_COLUMNS = ("model", "task", "prompt", "score")
 PERCENT = 100.0  # report tables are in percent, as the paper's
 
 
-class ScoresError(ValueError):
-    """A scores file or results file that cannot be read as documented."""
+# A scores file or results file that cannot be read as documented: the record reader's error, so that a run read for a
+# report fails as it does everywhere else (one line naming the file and the key).
+ScoresError = RecordError
 
 
 @dataclass(frozen=True)
