@@ -101,7 +101,7 @@ def exit_1_on(*errors: type[Exception]) -> Iterator[None]:
 def aggregate(scores: Path, scale: str, alpha: float, out: Path) -> None:
     """Paper-style tables (MinP/MaxP/AvgP/CPS, Sharpe) from a CSV/JSON of (model, task, prompt, score) rows."""
     require("aggregate", STATS_NEEDS)
-    from ..reporting.aggregate import run_aggregate
+    from ..reporting.tables import run_aggregate
 
     with exit_1_on(ValueError):
         text = run_aggregate(scores, out, scale, alpha)  # type: ignore[arg-type]

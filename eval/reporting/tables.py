@@ -1,5 +1,5 @@
-"""Score tables: (model, task, prompt, score) rows -> the paper's per-task tables, for ``aggregate`` (rows of a scores
-file of any harness) and ``report`` (rows of results.json files)."""
+"""Score tables: (model, task, prompt, score) rows -> the paper's per-task tables, for ``report`` (rows of results.json
+files) and ``evalita-eval aggregate`` (rows of a scores file of any harness), which is here too."""
 
 from __future__ import annotations
 
@@ -233,3 +233,33 @@ def table_json(table: TaskTable, alpha: float = 1.0) -> dict:
             "per_prompt": {p: st.per_prompt[i].as_dict() for i, p in enumerate(table.prompts)},
             "per_model": {m: st.per_model[j].as_dict() for j, m in enumerate(table.models)},
             "sharpe": {m: st.sharpe[j] for j, m in enumerate(table.models)}, "notes": table.notes}
+
+
+# ---------------------------------------------------------------- `evalita-eval aggregate`
+
+
+def aggregate_markdown(tables: list[TaskTable], alpha: float = 1.0, source: str = "") -> str:
+    scale = tables[0].scale
+    unit = "percent" if scale == 100.0 else "fractions in [0, 1]"
+    parts = [f"# Multi-prompt scores{f' of {source}' if source else ''}", "",
+             f"Scores in {unit}. Sat = 1 - (MaxP - AvgP){' / 100' if scale == 100.0 else ''}; CPS = Sat * MaxP; "
+             f"Sharpe = mean / (α * std{' / 100' if scale == 100.0 else ''} + 1), population std over prompts.", ""]
+    for t in tables:
+        parts += [f"## {t.task}", "", paper_table(t, alpha).markdown(), ""]
+    return "\n".join(parts)
+
+
+def run_aggregate(path: Path, out: Path | None, scale: ScaleName = "auto", alpha: float = 1.0) -> str:
+    """The tables of ``path`` as Markdown; also aggregate.md and aggregate.json in ``out`` when given."""
+    rows = read_scores(path)
+    if not rows:
+        raise ValueError(f"{path}: no score rows")
+    tables = build_tables(rows, resolve_scale(rows, scale))
+    text = aggregate_markdown(tables, alpha, path.name)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "aggregate.md").write_text(text, encoding="utf-8")
+        payload = {"source": str(path), "scale": tables[0].scale, "alpha": alpha,
+                   "tasks": {t.task: table_json(t, alpha) for t in tables}}
+        (out / "aggregate.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return text
