@@ -12,7 +12,6 @@ from typing import Any
 from .lm_eval_folder import (GenKwargs, LmEvalResults, ModelArgs, arguments, chosen_run, is_results_file, item_limit,
                              read_results, read_task_samples, results_files, samples_file)
 from .lm_eval_tasks import FAMILIES, entry_and_prompt
-from ..record.comparable import limit_reason
 from ..record import parse_record, read_run
 from ..record.model import ConfigRecord, DataRecord, ModelRecord, RunRecord, SourceTool
 from .tables import ScoresError
@@ -47,14 +46,11 @@ def _tasks(results_path: Path, doc: LmEvalResults) -> tuple[dict[str, tuple[str,
 
 
 def _reasons(limit: int | float | None, generation: dict, results: dict) -> list[str]:
-    """Why the run is not the paper's evaluation, in the words of record/comparable.py where they apply."""
+    """Why the run is not the paper's evaluation that the record's own rule (record/comparable.py) cannot see: a
+    --limit that is an item count is among the reasons that rule derives from the config."""
     from evalita_data.registry import task_of_entry
 
-    reasons = []
-    if isinstance(limit, int):
-        reasons.append(limit_reason(limit))
-    elif limit is not None:
-        reasons.append(f"--limit {limit}: only that share of each task's items")
+    reasons = [f"--limit {limit}: only that share of each task's items"] if isinstance(limit, float) else []
     if generation:
         reasons.append(f"lm-eval --gen_kwargs {','.join(f'{k}={v}' for k, v in generation.items())}: "
                        "the tasks' generation arguments were changed")
