@@ -22,7 +22,6 @@ from .task_report import TaskReport
 @dataclass
 class Summary:
     models: list[str]
-    tasks: list[str]
     rank_scores: dict[str, float]
     common_tasks: list[str]
     ranks_by_alpha: np.ndarray  # [alpha, model], over common_tasks
@@ -43,7 +42,7 @@ def summarize(reports: Sequence[TaskReport], models: list[str]) -> Summary:
 
     ranks = (np.array([stats.rank_descending([mean_sharpe(m, a) for m in models]) for a in stats.ALPHAS]) if common
              else np.zeros((len(stats.ALPHAS), 0)))
-    return Summary(models, [r.table.task for r in reports], rank_scores, [r.table.task for r in common], ranks)
+    return Summary(models, rank_scores, [r.table.task for r in common], ranks)
 
 
 def summary_table(reports: Sequence[TaskReport], summary: Summary, alpha: float) -> TextTable:
