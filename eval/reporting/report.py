@@ -19,7 +19,7 @@ from ..naming import display_name, given_name, is_local_model
 from ..record.model import ModelRecord, RunRecord, plain
 from .settings_view import labels_of, setting_label, settings_table
 from .tables import PERCENT, ScoresError, TaskTable, TextTable, table_json
-from .task_report import TaskReport, build_task_report, headline_metric, task_order
+from .task_report import TaskReport, build_task_report, task_order
 from .unparsed_flag import flag_notes, none_read, none_read_text
 
 # (metric name, samples, task=entry name) -> score; the default resolves the name through the task's declaration.
@@ -223,7 +223,7 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
     plots_dir = out / "plots"
     images = _write_plots(plots_dir, models, reports, summary)
     context = render_context(runs, reports, summary, alpha, k, seed, general_notes)
-    context["settings"] = settings_table(runs, tasks, headline_metric)
+    context["settings"] = settings_table(runs, tasks)
     (out / "report.md").write_text(to_markdown(context), encoding="utf-8")
     (out / "report.html").write_text(to_html(context, images), encoding="utf-8")
     payload = _report_json(runs, reports, summary, context, alpha, k, seed, general_notes)

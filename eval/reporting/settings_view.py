@@ -4,11 +4,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from ..record.model import ConfigRecord
 from . import stats
 from .tables import PERCENT, TextTable
+from .task_report import headline_metric
 
 
 def setting_label(config: ConfigRecord) -> str:
@@ -26,8 +27,7 @@ def base_name(run: Any) -> str:
     return run.display.rsplit(" [", 1)[0]
 
 
-def settings_table(runs: Sequence[Any], tasks: Sequence[str],
-                   headline: Callable[[str, Sequence[str], Sequence[Any]], tuple[str, Any]]) -> TextTable | None:
+def settings_table(runs: Sequence[Any], tasks: Sequence[str]) -> TextTable | None:
     """Rows (model, task), columns per setting label: 'AvgP [MinP–MaxP] CPS (unparsed k / n)', n over the prompts;
     None for a single label."""
     labels = labels_of(runs)
@@ -46,8 +46,8 @@ def settings_table(runs: Sequence[Any], tasks: Sequence[str],
                     continue
                 found = True
                 prompts = run.results[task]
-                metric, _ = headline(task, [m for p in prompts.values() for m in p if m not in ("n", "unparsed")],
-                                     [run])
+                names = [m for p in prompts.values() for m in p if m not in ("n", "unparsed")]
+                metric, _ = headline_metric(task, names, [run])
                 s = stats.spread_stats([float(p[metric]) * PERCENT for p in prompts.values()], PERCENT)
                 unparsed = sum(p["unparsed"] for p in prompts.values() if "unparsed" in p)
                 answers = sum(p["n"] for p in prompts.values())
