@@ -56,11 +56,6 @@ def p_text(c: Comparison) -> str:
     return f"{c.p_value:.4g}"
 
 
-def resolve_run(path: Path) -> Path:
-    """A results.json, the run folder holding one, or an lm-eval output folder (itself)."""
-    return path / "results.json" if path.is_dir() and not is_lm_eval_output(path) else path
-
-
 def _item_key(run: RunRecord, by_document: bool):
     """How an item is named on both sides: our doc_id, or (with an lm-eval run, whose doc_id is only a position in
     its own split) the document as the prompt renders it; a repeated text counts its occurrences."""
@@ -243,10 +238,12 @@ def comparison_table(rows: Sequence[Comparison], name_a: str, name_b: str) -> Te
 def write_comparison(path_a: Path, path_b: Path, out: Path | None, k: int = 1000, seed: int = 0) -> str:
     """The Markdown of the comparison; with ``out``, also compare.md and compare.json there."""
     rows, notes = compare_runs(path_a, path_b, k, seed)
+    # a run as named: a results.json (a run folder's), an lm-eval output folder or results file
+    run_a, run_b = (p / "results.json" if p.is_dir() and not is_lm_eval_output(p) else p for p in (path_a, path_b))
     per_prompt = [r for r in rows if r.differing is not None]
     notes.append(f"items with another prediction in A than in B: {sum(r.differing for r in per_prompt)} of "
                  f"{sum(r.n for r in per_prompt)} (over {len(per_prompt)} task-prompt pair(s))")
-    text = "\n".join([f"A = {resolve_run(path_a)}", f"B = {resolve_run(path_b)}", "",
+    text = "\n".join([f"A = {run_a}", f"B = {run_b}", "",
                       "Scores in percent; p < 0.05: the difference is unlikely to be chance on these items. A prompt "
                       "with 10 % or more unparsed answers on either side is not tested (its score rests on the "
                       "others). " + AVGP_EXPLAIN, "",
@@ -254,7 +251,7 @@ def write_comparison(path_a: Path, path_b: Path, out: Path | None, k: int = 1000
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "compare.md").write_text(text + "\n", "utf-8")
-        payload = {"a": str(resolve_run(path_a)), "b": str(resolve_run(path_b)), "bootstrap": {"k": k, "seed": seed},
+        payload = {"a": str(run_a), "b": str(run_b), "bootstrap": {"k": k, "seed": seed},
                    "comparisons": [asdict(r) for r in rows], "notes": notes}
         (out / "compare.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "utf-8")
     return text

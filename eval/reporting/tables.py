@@ -41,14 +41,6 @@ def natural_key(text: str) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
 
 
-def read_scores(path: Path) -> list[ScoreRow]:
-    """Rows of a scores file: CSV with a header naming model, task, prompt, score (other
-    columns ignored), or JSON: a list of objects with those keys (or {"rows": [...]})."""
-    if path.suffix.lower() == ".json":
-        return _read_json_scores(path)
-    return _read_csv_scores(path)
-
-
 def _read_csv_scores(path: Path) -> list[ScoreRow]:
     with open(path, encoding="utf-8-sig", newline="") as fh:
         reader = csv.DictReader(fh)
@@ -251,7 +243,7 @@ def aggregate_markdown(tables: list[TaskTable], alpha: float = 1.0, source: str 
 
 def run_aggregate(path: Path, out: Path | None, scale: ScaleName = "auto", alpha: float = 1.0) -> str:
     """The tables of ``path`` as Markdown; also aggregate.md and aggregate.json in ``out`` when given."""
-    rows = read_scores(path)
+    rows = _read_json_scores(path) if path.suffix.lower() == ".json" else _read_csv_scores(path)  # docs/statistics.md
     if not rows:
         raise ValueError(f"{path}: no score rows")
     tables = build_tables(rows, resolve_scale(rows, scale))
