@@ -128,7 +128,7 @@ def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float
     from ..reporting.report import write_report
 
     with exit_1_on(ValueError):
-        written = write_report(list(results), out, k=k, seed=seed, alpha=alpha, echo=click.echo, partial=partial,
+        written = write_report(list(results), out, k=k, seed=seed, alpha=alpha, partial=partial,
                                progress=sys.stderr.isatty() if progress is None else progress)
     click.echo("written: " + ", ".join(str(p) for p in written))
 

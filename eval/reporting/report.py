@@ -207,8 +207,8 @@ def _report_json(runs: list, reports: list, summary, context: dict, alpha: float
 
 
 def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, alpha: float = 1.0,
-                 progress: bool = False, echo: Callable[[str], None] = print,
-                 score_samples: ScoreSamples = metrics.score_samples, partial: bool = False) -> list[Path]:
+                 progress: bool = False, score_samples: ScoreSamples = metrics.score_samples,
+                 partial: bool = False) -> list[Path]:
     """Write report.md, report.html (self-contained), report.json and plots/*.png into ``out``.
 
     ``partial``: an unfinished run's finished tasks are reported, marked as such."""
