@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from evalita_data.scoring.metric import HITS
 
+from ..metrics import metric_of  # (task, name) -> the task's own declaration of the metric
 from ..record import NOT_COMPARABLE
 from ..record.model import RunRecord
 from . import stats
@@ -157,12 +158,9 @@ def _untested(c: Comparison, why: str | None) -> Comparison:
     return c if why is None else replace(c, test="not tested", p_value=None, detail=why, resamples=None)
 
 
-def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
-                 metric_of: Callable[[str, str], object] | None = None) -> tuple[list[Comparison], list[str]]:
+def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0) -> tuple[list[Comparison], list[str]]:
     """Every task and prompt both runs have: the comparisons, and notes (what only one run has, setting mismatch)."""
     a, b = load_run(path_a, partial=True), load_run(path_b, partial=True)
-    if metric_of is None:
-        from ..metrics import metric_of  # (task, name) -> the task's own declaration of the metric
     a.display, b.display = "A", "B"
     notes = lm_eval_notes([a, b])
     thinking = ["on" if r.config.thinking else "off" for r in (a, b)]

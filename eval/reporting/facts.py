@@ -149,8 +149,7 @@ def items_table(task: str, metric: str, runs: Sequence[RunRecord]) -> TextTable:
             continue
         base = r.baselines.get(task)
         majority = baseline_cell(base, "majority", metric)
-        if (isinstance(base, dict) and "majority_class" in base and majority not in ("–",)
-                and not majority.startswith("n/a")):
+        if isinstance(base, dict) and "majority_class" in base and majority != "–" and not majority.startswith("n/a"):
             majority += f" ({class_label(r, task, base['majority_class'])})"
         rows.append([r.display, evaluated_n({task: r.results[task]}), limit_text(r.config),
                      baseline_cell(base, "chance", metric), majority,

@@ -43,12 +43,11 @@ def add_bootstrap(rep: TaskReport, runs: Sequence[RunRecord], score_samples: Sco
             t.notes.append(f"bootstrap omitted: no samples file {run.samples_path(t.task, prompt)}")
             return
         try:
-            res = stats.bootstrap(samples, lambda s: PERCENT * score_samples(rep.metric, s, task=t.task), k=k,
-                                  seed=seed)
+            cells[(model, prompt)] = stats.bootstrap(
+                samples, lambda s: PERCENT * score_samples(rep.metric, s, task=t.task), k=k, seed=seed)
         except (KeyError, ValueError, NotImplementedError) as err:
             t.notes.append(f"bootstrap omitted: cannot recompute {rep.metric!r} from samples ({err})")
             return
-        cells[(model, prompt)] = res
     rep.cells = cells
     # Same seed and item count -> the same resampled items for every prompt, so the
     # per-resample average over prompts is a bootstrap of AvgP.
@@ -100,11 +99,9 @@ def _task_reports(runs: list, labels: list[str], tasks: list[str], k: int, seed:
             add_bootstrap(rep, runs, score_samples, k, seed, progress)
     for rep, (t, label, group) in zip(reports, present):
         rep.items = items_table(t, rep.metric, group)
-        # issue 28
-        rep.table.notes += [n for r in group if t in r.results for n in flag_notes(t, r.results[t], r.display)]
+        rep.table.notes += [n for r in group if t in r.results for n in flag_notes(t, r.results[t], r.display)]  # #28
         rep.table.marks = {(p, r.display): none_read_text(scores) for r in group
-                           for p, scores in r.results.get(t, {}).items()
-                           if none_read(scores)}  # issue 40
+                           for p, scores in r.results.get(t, {}).items() if none_read(scores)}  # issue 40
         if any(r.config.split and t in r.results for r in group):
             rep.table.notes.append(f"evaluated on a non-official split: {NOT_COMPARABLE}")
         if len(labels) > 1:
