@@ -15,10 +15,9 @@ from ..record import NOT_COMPARABLE
 from ..record.model import RunRecord
 from . import stats
 from .lm_eval_runs import is_lm_eval_output, lm_eval_notes, load_run
-from .recorded import differing_prompts, recorded_metric, version_notes
 
 from ..record.model import SampleLine
-from .task_report import headline_metric, task_order
+from .task_report import differing_prompts, headline_metric, recorded_metric, task_order, version_notes
 from .settings_view import setting_label
 from .tables import PERCENT, ScoresError, TextTable, fmt, md_text
 from .worth import MIN_ITEMS, NOT_A_MEASUREMENT

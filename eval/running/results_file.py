@@ -42,7 +42,7 @@ def package_versions() -> dict[str, str]:
 def task_versions(entry: TaskEntry, setting: str) -> TaskRecord:
     """The task's declared version, a short hash of each prompt it is asked with (an edited prompt shows in results.json
     even where the version was not raised) and the metrics it is scored with, headline first, with kind and direction:
-    what reports read (reporting/recorded.py)."""
+    what reports read (reporting/task_report.py)."""
     kind = task_kind(entry, setting)
     return TaskRecord(version=entry.spec.version,
                       prompts={name: hashlib.sha256(repr(p).encode("utf-8")).hexdigest()[:12]
