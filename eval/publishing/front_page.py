@@ -7,7 +7,7 @@ import re
 from typing import Mapping
 
 from ..record.model import RunRecord
-from ..reporting.settings_view import setting_label
+from ..reporting.facts import setting_label
 from ..reporting.tables import Markdown, TextTable
 from .model_page import model_page_refusal, yaml_str
 from .public import model_label

@@ -12,13 +12,11 @@ from evalita_data.scoring.metric import HITS
 
 from ..metrics import metric_of  # (task, name) -> the task's own declaration of the metric
 from ..record import NOT_COMPARABLE
-from ..record.model import RunRecord
+from ..record.model import RunRecord, SampleLine
 from . import stats
+from .facts import setting_label
 from .lm_eval_runs import is_lm_eval_output, lm_eval_notes, load_run
-
-from ..record.model import SampleLine
 from .task_report import differing_prompts, headline_metric, recorded_metric, task_order, version_notes
-from .settings_view import setting_label
 from .tables import PERCENT, ScoresError, TextTable, fmt, md_text
 from .worth import MIN_ITEMS, NOT_A_MEASUREMENT
 from .unparsed_flag import none_read, untested_avgp_reason, untested_reason

@@ -12,12 +12,11 @@ import numpy as np
 
 from . import stats
 from .. import metrics
-from .facts import NOT_COMPARABLE, items_table
+from .facts import NOT_COMPARABLE, items_table, labels_of, setting_label, settings_table
 from .render import render_context, run_notes, slug, summarize, to_html, to_markdown
 from .lm_eval_runs import lm_eval_notes, load_run
 from ..naming import display_name, given_name, is_local_model
 from ..record.model import ModelRecord, RunRecord, plain
-from .settings_view import labels_of, setting_label, settings_table
 from .tables import PERCENT, ScoresError, TaskTable, TextTable, table_json
 from .task_report import TaskReport, build_task_report, task_order
 from .unparsed_flag import flag_notes, none_read, none_read_text
@@ -75,7 +74,7 @@ def assign_display_names(runs: Sequence[RunRecord]) -> None:
 
 def _labelled_runs(paths: Sequence[Path], partial: bool) -> tuple[list, list[str]]:
     """The runs, each named for its tables, and their setting labels: one table per (task, setting
-    label); the same model in several settings side by side (settings_view.settings_table)."""
+    label); the same model in several settings side by side (facts.settings_table)."""
     runs = [load_run(Path(p), partial) for p in paths]  # results.json, run folder or lm-eval output folder
     labels = labels_of(runs)
     for label in labels:
