@@ -1,8 +1,6 @@
 """lm-evaluation-harness output folders as runs for ``report`` and ``compare`` (docs/statistics.md, "lm-eval output
-folders as runs"): built in memory as a ``RunRecord``, with what lm-eval recorded that changes a number, and checked as
-a results.json is (record.parse_record of its ``to_json``); every score is recomputed from the logged samples by our
-metrics, never taken from lm-eval's aggregated numbers. Nothing is written.
-"""
+folders as runs"): a ``RunRecord`` built in memory, checked as a results.json is (record.parse_record of its
+``to_json``). Nothing is written."""
 
 from __future__ import annotations
 
