@@ -126,9 +126,8 @@ def compare_prompt(task: str, prompt: str, metric: str, lines_a: list[SampleLine
     differing = sum(x.prediction != y.prediction for x, y in zip(lines_a, lines_b))
     if (kind or getattr(metric_fn, "kind", None)) == HITS:  # per-item 0/1 hits: McNemar on the discordant items
         score_a, score_b = metric_fn(sa), metric_fn(sb)
-        hits_a, hits_b = [metric_fn.sample(s) for s in sa], [metric_fn.sample(s) for s in sb]
-        only_a = sum(1 for x, y in zip(hits_a, hits_b) if x and not y)
-        only_b = sum(1 for x, y in zip(hits_a, hits_b) if y and not x)
+        hits = [(metric_fn.sample(x), metric_fn.sample(y)) for x, y in zip(sa, sb)]
+        only_a, only_b = sum(1 for x, y in hits if x and not y), sum(1 for x, y in hits if y and not x)
         return Comparison(task, prompt, metric, len(sa), score_a, score_b, score_a - score_b, "mcnemar",
                           stats.mcnemar_exact_pvalue(only_a, only_b), f"b={only_a} c={only_b}", differing=differing)
     return _bootstrapped(task, prompt, metric, sa, sb, metric_fn, k, seed, differing)

@@ -55,20 +55,16 @@ def summary_table(reports: Sequence[TaskReport], summary: Summary, alpha: float)
     headers = ["model"] + list(by_task) + ["AvgP", "MaxP", "CPS", f"Sharpe α={alpha:g}", "rank score"]
     rows = []
     for m in summary.models:
-        per_task, avg, mx, cps, sharpe = [], [], [], [], []
+        per_task, found = [], []  # found: (AvgP, MaxP, CPS, Sharpe) of each task the model has
         for same_task in by_task.values():
             t = next((rep.table for rep in same_task if m in rep.table.models), None)
             if t is None:
                 per_task.append("–")
                 continue
-            st = t.stats(alpha)
-            j = t.models.index(m)
+            st, j = t.stats(alpha), t.models.index(m)
             per_task.append(fmt(st.per_model[j].cps, PERCENT))
-            avg.append(st.per_model[j].avg)
-            mx.append(st.per_model[j].max)
-            cps.append(st.per_model[j].cps)
-            sharpe.append(st.sharpe[j])
-        means = [fmt(float(np.mean(v)), PERCENT) if v else "–" for v in (avg, mx, cps, sharpe)]
+            found.append((st.per_model[j].avg, st.per_model[j].max, st.per_model[j].cps, st.sharpe[j]))
+        means = [fmt(float(np.mean(v)), PERCENT) for v in zip(*found)] if found else ["–"] * 4
         rank = summary.rank_scores.get(m)
         rows.append([m] + per_task + means + [f"{rank:.2f}" if rank is not None else "–"])
     return TextTable(headers, rows)
