@@ -37,17 +37,15 @@ def settings_table(runs: Sequence[Any], tasks: Sequence[str]) -> TextTable | Non
     if len(labels) < 2:
         return None
     rows = []
-    models = list(dict.fromkeys(base_name(r) for r in runs))
-    for model in models:
+    for model in dict.fromkeys(base_name(r) for r in runs):
         for task in tasks:
-            cells, found = [], False
+            cells = []
             for label in labels:
                 run = next((r for r in runs if base_name(r) == model and setting_label(r.config) == label
                             and task in r.results), None)
                 if run is None:
                     cells.append("–")
                     continue
-                found = True
                 prompts = run.results[task]
                 names = [m for p in prompts.values() for m in p if m not in ("n", "unparsed")]
                 metric, _ = headline_metric(task, names, [run])
@@ -57,7 +55,7 @@ def settings_table(runs: Sequence[Any], tasks: Sequence[str]) -> TextTable | Non
                 cell = f"{s.avg:.1f} [{s.min:.1f}–{s.max:.1f}] CPS {s.cps:.1f}"
                 cells.append(cell + (f" (unparsed {unparsed} / {answers})"
                                      if "unparsed" in next(iter(prompts.values())) else ""))
-            if found:
+            if any(c != "–" for c in cells):  # some setting has the task
                 rows.append([model, task] + cells)
     return TextTable(["model", "task"] + labels, rows, text_cols=2)
 
