@@ -273,6 +273,6 @@ def report_sweep(runs: list[SweepRun], out: Path, address: str | None, echo: Cal
         echo(f"the runs evaluate different prompts: one report per prompt set ({len(groups)})")
     for folder, paths in groups.items():
         folder.mkdir(parents=True, exist_ok=True)
-        written = write_report(paths, folder, echo=echo)
+        written = write_report(paths, folder)
         echo(f"report of {len(paths)} runs: " + ", ".join(str(p) for p in written))
     return len(runs) - sum(len(paths) for paths in groups.values())

@@ -81,7 +81,7 @@ def test_constrained_generations_match_the_declared_format(added: Path, tiny_mod
     # The report recomputes the task's own metric from the samples: bootstrap CIs, no omission.
     from evalita_eval.reporting.report import write_report
 
-    write_report([constrained / "results.json", free / "results.json"], tmp_path / "rep", k=20, seed=1, echo=lambda _s: None)
+    write_report([constrained / "results.json", free / "results.json"], tmp_path / "rep", k=20, seed=1)
     md = (tmp_path / "rep" / "report.md").read_text("utf-8")
     assert "bootstrap omitted" not in md and "bootstrap CIs omitted" not in md
     tables = json.loads((tmp_path / "rep" / "report.json").read_text("utf-8"))["tasks"]

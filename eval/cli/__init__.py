@@ -95,7 +95,7 @@ def exit_1_on(*errors: type[Exception]) -> Iterator[None]:
 def aggregate(scores: Path, scale: str, alpha: float, out: Path) -> None:
     """Paper-style tables (MinP/MaxP/AvgP/CPS, Sharpe) from a CSV/JSON of (model, task, prompt, score) rows."""
     require("aggregate", STATS_NEEDS)
-    from ..reporting.aggregate import run_aggregate
+    from ..reporting.tables import run_aggregate
 
     with exit_1_on(ValueError):
         text = run_aggregate(scores, out, scale, alpha)  # type: ignore[arg-type]
@@ -122,7 +122,7 @@ def report(results: tuple[Path, ...], out: Path, k: int, seed: int, alpha: float
     from ..reporting.report import write_report
 
     with exit_1_on(ValueError):
-        written = write_report(list(results), out, k=k, seed=seed, alpha=alpha, echo=click.echo, partial=partial,
+        written = write_report(list(results), out, k=k, seed=seed, alpha=alpha, partial=partial,
                                progress=sys.stderr.isatty() if progress is None else progress)
     click.echo("written: " + ", ".join(str(p) for p in written))
 

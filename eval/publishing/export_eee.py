@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..record.model import RunRecord, SampleLine
-from ..record.read import record_text
-from ..reporting.runs import load_results
+from ..record.read import read_run, record_text
 from ..reporting.task_report import TaskReport, build_task_report, task_order
 from ..settings.thinking import UNFINISHED
 from ..naming import display_name, is_local_model
@@ -238,7 +237,7 @@ def export_eee(results_dir: Path, out: Path, organization: str = "unknown",
     path = results_dir / "results.json" if results_dir.is_dir() else results_dir
     if not path.is_file():
         raise ValueError(f"{path}: no results.json; expected a folder of `evalita-eval run --output-dir`")
-    checked = load_results(path, partial=True)  # its checks and messages
+    checked = read_run(path, partial=True)  # its checks and messages
     run, replacements = public_record(checked, model_name, path.parent)
     developer, model, model_id = _ids(run)
     run_id = str(uuid.UUID(bytes=hashlib.sha256(record_text(checked).encode("utf-8")).digest()[:16], version=4))

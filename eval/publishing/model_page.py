@@ -13,7 +13,7 @@ from evalita_data.hub.layout import RepoFile
 
 from ..record.model import RunRecord
 from ..naming import display_name
-from ..reporting.settings_view import setting_label
+from ..reporting.facts import setting_label
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.tables import fmt
 from ..reporting.unparsed_flag import none_read, none_read_summary

@@ -15,13 +15,11 @@ from evalita_data.hub.push import (DEFAULT_BRANCH, RETRY_DELAYS, HubUnreachable,
                                    describe_plan, dry_plan, plan_repo, remote_state, with_retries)
 
 from ..naming import run_folder
-from ..record import RunRecord, run_id
+from ..record import RunRecord, parse_record, read_run, run_id
 from ..record.read import json_document, record_text
-from ..reporting.runs import load_results, parse_results
-from ..reporting.settings_view import setting_label
 from ..reporting.tables import Markdown, ScoresError, TextTable, fmt, md_text
 from ..reporting.task_report import build_task_report, task_order
-from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, unparsed_cell
+from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, setting_label, unparsed_cell
 from ..reporting.worth import small_n_note
 from .model_page import model_page_files, model_page_refusal, yaml_str
 from .public import LocalPathLeft, check_publishable, model_label, public_lines, public_record
@@ -126,7 +124,7 @@ def results_repo(results_dir: Path, repo_id: str, echo: Callable[[str], None] = 
     path = results_dir / "results.json"
     if not path.is_file():
         raise PushError(f"{path}: no results.json; run `evalita-eval run --output-dir {results_dir}` first")
-    checked = load_results(path, partial=True)  # every check of the run record (record/read.py), with its messages
+    checked = read_run(path, partial=True)  # every check of the run record (record/read.py), with its messages
     run, replacements = public_record(checked, model_name, results_dir)  # no local path; the model as named
     # The run's default folder name (naming.run_folder): the run id its published identity hashes to; a record with
     # none (older) is named by the hash of its published content.
@@ -172,7 +170,7 @@ def _read_run(folder: str, read: Callable[[], bytes]) -> RunRecord | str:
     except (OSError, ValueError):
         return "results.json unreadable"
     try:
-        return parse_results(Path(folder) / "results.json", doc, partial=True, samples=False)
+        return parse_record(Path(folder) / "results.json", doc, partial=True, samples=False)
     except ScoresError as err:
         return f"not a results.json of evalita-eval ({str(err)[:80]})"
 

@@ -6,19 +6,17 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from evalita_data.scoring.metric import HITS
 
+from ..metrics import metric_of  # (task, name) -> the task's own declaration of the metric
 from ..record import NOT_COMPARABLE
-from ..record.model import RunRecord
+from ..record.model import RunRecord, SampleLine
 from . import stats
+from .facts import setting_label
 from .lm_eval_runs import is_lm_eval_output, lm_eval_notes, load_run
-from .recorded import differing_prompts, recorded_metric, version_notes
-
-from ..record.model import SampleLine
-from .task_report import headline_metric, task_order
-from .settings_view import setting_label
+from .task_report import differing_prompts, headline_metric, recorded_metric, task_order, version_notes
 from .tables import PERCENT, ScoresError, TextTable, fmt, md_text
 from .worth import MIN_ITEMS, NOT_A_MEASUREMENT
 from .unparsed_flag import none_read, untested_avgp_reason, untested_reason
@@ -54,11 +52,6 @@ def p_text(c: Comparison) -> str:
     if c.resamples and c.p_value == 0:
         return f"< {1 / c.resamples:.2g}"
     return f"{c.p_value:.4g}"
-
-
-def resolve_run(path: Path) -> Path:
-    """A results.json, the run folder holding one, or an lm-eval output folder (itself)."""
-    return path / "results.json" if path.is_dir() and not is_lm_eval_output(path) else path
 
 
 def _item_key(run: RunRecord, by_document: bool):
@@ -133,9 +126,8 @@ def compare_prompt(task: str, prompt: str, metric: str, lines_a: list[SampleLine
     differing = sum(x.prediction != y.prediction for x, y in zip(lines_a, lines_b))
     if (kind or getattr(metric_fn, "kind", None)) == HITS:  # per-item 0/1 hits: McNemar on the discordant items
         score_a, score_b = metric_fn(sa), metric_fn(sb)
-        hits_a, hits_b = [metric_fn.sample(s) for s in sa], [metric_fn.sample(s) for s in sb]
-        only_a = sum(1 for x, y in zip(hits_a, hits_b) if x and not y)
-        only_b = sum(1 for x, y in zip(hits_a, hits_b) if y and not x)
+        hits = [(metric_fn.sample(x), metric_fn.sample(y)) for x, y in zip(sa, sb)]
+        only_a, only_b = sum(1 for x, y in hits if x and not y), sum(1 for x, y in hits if y and not x)
         return Comparison(task, prompt, metric, len(sa), score_a, score_b, score_a - score_b, "mcnemar",
                           stats.mcnemar_exact_pvalue(only_a, only_b), f"b={only_a} c={only_b}", differing=differing)
     return _bootstrapped(task, prompt, metric, sa, sb, metric_fn, k, seed, differing)
@@ -162,12 +154,9 @@ def _untested(c: Comparison, why: str | None) -> Comparison:
     return c if why is None else replace(c, test="not tested", p_value=None, detail=why, resamples=None)
 
 
-def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0,
-                 metric_of: Callable[[str, str], object] | None = None) -> tuple[list[Comparison], list[str]]:
+def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0) -> tuple[list[Comparison], list[str]]:
     """Every task and prompt both runs have: the comparisons, and notes (what only one run has, setting mismatch)."""
     a, b = load_run(path_a, partial=True), load_run(path_b, partial=True)
-    if metric_of is None:
-        from ..metrics import metric_of  # (task, name) -> the task's own declaration of the metric
     a.display, b.display = "A", "B"
     notes = lm_eval_notes([a, b])
     thinking = ["on" if r.config.thinking else "off" for r in (a, b)]
@@ -243,10 +232,12 @@ def comparison_table(rows: Sequence[Comparison], name_a: str, name_b: str) -> Te
 def write_comparison(path_a: Path, path_b: Path, out: Path | None, k: int = 1000, seed: int = 0) -> str:
     """The Markdown of the comparison; with ``out``, also compare.md and compare.json there."""
     rows, notes = compare_runs(path_a, path_b, k, seed)
+    # a run as named: a results.json (a run folder's), an lm-eval output folder or results file
+    run_a, run_b = (p / "results.json" if p.is_dir() and not is_lm_eval_output(p) else p for p in (path_a, path_b))
     per_prompt = [r for r in rows if r.differing is not None]
     notes.append(f"items with another prediction in A than in B: {sum(r.differing for r in per_prompt)} of "
                  f"{sum(r.n for r in per_prompt)} (over {len(per_prompt)} task-prompt pair(s))")
-    text = "\n".join([f"A = {resolve_run(path_a)}", f"B = {resolve_run(path_b)}", "",
+    text = "\n".join([f"A = {run_a}", f"B = {run_b}", "",
                       "Scores in percent; p < 0.05: the difference is unlikely to be chance on these items. A prompt "
                       "with 10 % or more unparsed answers on either side is not tested (its score rests on the "
                       "others). " + AVGP_EXPLAIN, "",
@@ -254,7 +245,7 @@ def write_comparison(path_a: Path, path_b: Path, out: Path | None, k: int = 1000
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "compare.md").write_text(text + "\n", "utf-8")
-        payload = {"a": str(resolve_run(path_a)), "b": str(resolve_run(path_b)), "bootstrap": {"k": k, "seed": seed},
+        payload = {"a": str(run_a), "b": str(run_b), "bootstrap": {"k": k, "seed": seed},
                    "comparisons": [asdict(r) for r in rows], "notes": notes}
         (out / "compare.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", "utf-8")
     return text

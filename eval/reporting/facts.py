@@ -1,5 +1,6 @@
 """What a run was, for every table and card built from it (report, push-results card): docs/statistics.md, "What ran"
-and "Items and answers"."""
+and "Items and answers"; its setting, and runs of one model in several settings side by side (docs/settings.md,
+"Report": runs of different setting labels have different prompts, so the report keeps one table per (task, label))."""
 
 from __future__ import annotations
 
@@ -8,9 +9,55 @@ from typing import Any, Sequence
 from ..naming import is_local
 from ..record import NOT_COMPARABLE, RunRecord, comparability_text
 from ..record.model import ConfigRecord, ModelRecord, Timing, TraceSummary
-from .settings_view import setting_label
+from . import stats
 from .tables import PERCENT, TextTable, fmt
+from .task_report import headline_metric
 from .unparsed_flag import MARK, finite_number, is_flagged
+
+
+def setting_label(config: ConfigRecord) -> str:
+    label = config.setting or "loglikelihood"  # absent: a results.json written before settings existed
+    label = f"{label} constrained" if config.constrained else label
+    return f"{label} thinking" if config.thinking else label  # --thinking on: another entry, as another setting
+
+
+def labels_of(runs: Sequence[Any]) -> list[str]:
+    return list(dict.fromkeys(setting_label(r.config) for r in runs))
+
+
+def base_name(run: Any) -> str:
+    """The model's display name without the setting suffix the report adds."""
+    return run.display.rsplit(" [", 1)[0]
+
+
+def settings_table(runs: Sequence[Any], tasks: Sequence[str]) -> TextTable | None:
+    """Rows (model, task), columns per setting label: 'AvgP [MinP–MaxP] CPS (unparsed k / n)', n over the prompts;
+    None for a single label."""
+    labels = labels_of(runs)
+    if len(labels) < 2:
+        return None
+    rows = []
+    for model in dict.fromkeys(base_name(r) for r in runs):
+        for task in tasks:
+            cells = []
+            for label in labels:
+                run = next((r for r in runs if base_name(r) == model and setting_label(r.config) == label
+                            and task in r.results), None)
+                if run is None:
+                    cells.append("–")
+                    continue
+                prompts = run.results[task]
+                names = [m for p in prompts.values() for m in p if m not in ("n", "unparsed")]
+                metric, _ = headline_metric(task, names, [run])
+                s = stats.spread_stats([float(p[metric]) * PERCENT for p in prompts.values()], PERCENT)
+                unparsed = sum(p["unparsed"] for p in prompts.values() if "unparsed" in p)
+                answers = sum(p["n"] for p in prompts.values())
+                cell = f"{s.avg:.1f} [{s.min:.1f}–{s.max:.1f}] CPS {s.cps:.1f}"
+                cells.append(cell + (f" (unparsed {unparsed} / {answers})"
+                                     if "unparsed" in next(iter(prompts.values())) else ""))
+            if any(c != "–" for c in cells):  # some setting has the task
+                rows.append([model, task] + cells)
+    return TextTable(["model", "task"] + labels, rows, text_cols=2)
 
 
 def time_text(timing: dict[str, Timing]) -> str:
@@ -149,8 +196,7 @@ def items_table(task: str, metric: str, runs: Sequence[RunRecord]) -> TextTable:
             continue
         base = r.baselines.get(task)
         majority = baseline_cell(base, "majority", metric)
-        if (isinstance(base, dict) and "majority_class" in base and majority not in ("–",)
-                and not majority.startswith("n/a")):
+        if isinstance(base, dict) and "majority_class" in base and majority != "–" and not majority.startswith("n/a"):
             majority += f" ({class_label(r, task, base['majority_class'])})"
         rows.append([r.display, evaluated_n({task: r.results[task]}), limit_text(r.config),
                      baseline_cell(base, "chance", metric), majority,

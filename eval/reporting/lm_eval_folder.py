@@ -1,7 +1,6 @@
 """lm-eval's output read and checked: which run of a folder, its ``results_<time>.json`` and its
 ``samples_<task>_<time>.jsonl`` as the samples our runner writes (docs/statistics.md, "lm-eval output folders as
-runs": one run at a time, what is checked). Nothing is read through a link that leaves the folder the user named.
-"""
+runs"). Nothing is read through a link that leaves the folder the user named."""
 
 from __future__ import annotations
 

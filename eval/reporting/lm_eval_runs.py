@@ -1,8 +1,6 @@
 """lm-evaluation-harness output folders as runs for ``report`` and ``compare`` (docs/statistics.md, "lm-eval output
-folders as runs"): built in memory as a ``RunRecord``, with what lm-eval recorded that changes a number, and checked as
-a results.json is (runs.parse_results of its ``to_json``); every score is recomputed from the logged samples by our
-metrics, never taken from lm-eval's aggregated numbers. Nothing is written.
-"""
+folders as runs"): a ``RunRecord`` built in memory, checked as a results.json is (record.parse_record of its
+``to_json``). Nothing is written."""
 
 from __future__ import annotations
 
@@ -12,9 +10,8 @@ from typing import Any
 from .lm_eval_folder import (GenKwargs, LmEvalResults, ModelArgs, arguments, chosen_run, is_results_file, item_limit,
                              read_results, read_task_samples, results_files, samples_file)
 from .lm_eval_tasks import FAMILIES, entry_and_prompt
-from ..record.comparable import limit_reason
+from ..record import parse_record, read_run
 from ..record.model import ConfigRecord, DataRecord, ModelRecord, RunRecord, SourceTool
-from .runs import load_results, parse_results
 from .tables import ScoresError
 
 LM_EVAL_GROUP_NOTE = (
@@ -47,14 +44,11 @@ def _tasks(results_path: Path, doc: LmEvalResults) -> tuple[dict[str, tuple[str,
 
 
 def _reasons(limit: int | float | None, generation: dict, results: dict) -> list[str]:
-    """Why the run is not the paper's evaluation, in the words of record/comparable.py where they apply."""
+    """Why the run is not the paper's evaluation that the record's own rule (record/comparable.py) cannot see: a
+    --limit that is an item count is among the reasons that rule derives from the config."""
     from evalita_data.registry import task_of_entry
 
-    reasons = []
-    if isinstance(limit, int):
-        reasons.append(limit_reason(limit))
-    elif limit is not None:
-        reasons.append(f"--limit {limit}: only that share of each task's items")
+    reasons = [f"--limit {limit}: only that share of each task's items"] if isinstance(limit, float) else []
     if generation:
         reasons.append(f"lm-eval --gen_kwargs {','.join(f'{k}={v}' for k, v in generation.items())}: "
                        "the tasks' generation arguments were changed")
@@ -158,7 +152,7 @@ def load_run(path: Path, partial: bool = False) -> RunRecord:
         root, results_path = chosen_run(path)
         built, samples = lm_eval_record(root, results_path)
         # checked as a results.json is, the samples as a file's lines
-        run = parse_results(results_path, built.to_json(), partial, in_memory=samples)
+        run = parse_record(results_path, built.to_json(), partial, in_memory=samples)
         run.sample_sources, run.origin = built.sample_sources, built.origin
         return run
     if path.is_dir():
@@ -166,7 +160,7 @@ def load_run(path: Path, partial: bool = False) -> RunRecord:
             raise ScoresError(f"{path}: neither a run folder (results.json) nor an lm-eval output folder "
                               "(results_*.json)")
         path = path / "results.json"
-    return load_results(path, partial)
+    return read_run(path, partial)
 
 
 def lm_eval_notes(runs: list[RunRecord]) -> list[str]:

@@ -3,6 +3,7 @@ from results.json files of ``evalita-eval run`` (format: docs/statistics.md)."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Callable, Sequence
@@ -10,28 +11,18 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import stats
-from .facts import NOT_COMPARABLE, items_table
-from .plots import heatmap_png, rank_vs_alpha_png
-from .render import render_context, slug, to_html, to_markdown
+from .. import metrics
+from .facts import NOT_COMPARABLE, items_table, labels_of, setting_label, settings_table
+from .render import render_context, run_notes, slug, summarize, to_html, to_markdown
 from .lm_eval_runs import lm_eval_notes, load_run
-from ..record.model import RunRecord, plain
-from .runs import assign_display_names
-from .settings_view import labels_of, setting_label, settings_table
-from .summary import run_notes, summarize
-from .tables import PERCENT, ScoresError, TextTable, table_json
-from .task_report import TaskReport, build_task_report, headline_metric, task_order
+from ..naming import display_name, given_name, is_local_model
+from ..record.model import ModelRecord, RunRecord, plain
+from .tables import PERCENT, ScoresError, TaskTable, TextTable, table_json
+from .task_report import TaskReport, build_task_report, task_order
 from .unparsed_flag import flag_notes, none_read, none_read_text
 
 # (metric name, samples, task=entry name) -> score; the default resolves the name through the task's declaration.
 ScoreSamples = Callable[..., float]
-
-
-def load_score_samples() -> ScoreSamples | None:
-    try:
-        from ..metrics import score_samples  # written by the evaluator
-    except ImportError:
-        return None
-    return score_samples
 
 
 def add_bootstrap(rep: TaskReport, runs: Sequence[RunRecord], score_samples: ScoreSamples, k: int, seed: int,
@@ -51,12 +42,11 @@ def add_bootstrap(rep: TaskReport, runs: Sequence[RunRecord], score_samples: Sco
             t.notes.append(f"bootstrap omitted: no samples file {run.samples_path(t.task, prompt)}")
             return
         try:
-            res = stats.bootstrap(samples, lambda s: PERCENT * score_samples(rep.metric, s, task=t.task), k=k,
-                                  seed=seed)
+            cells[(model, prompt)] = stats.bootstrap(
+                samples, lambda s: PERCENT * score_samples(rep.metric, s, task=t.task), k=k, seed=seed)
         except (KeyError, ValueError, NotImplementedError) as err:
             t.notes.append(f"bootstrap omitted: cannot recompute {rep.metric!r} from samples ({err})")
             return
-        cells[(model, prompt)] = res
     rep.cells = cells
     # Same seed and item count -> the same resampled items for every prompt, so the
     # per-resample average over prompts is a bootstrap of AvgP.
@@ -64,9 +54,27 @@ def add_bootstrap(rep: TaskReport, runs: Sequence[RunRecord], score_samples: Sco
     rep.rank_basis = f"bootstrap of AvgP (k={k})"
 
 
+def assign_display_names(runs: Sequence[RunRecord]) -> None:
+    """The model's name (naming.display_name; a Hub id by its last part), widened where two runs share it:
+    the whole Hub id, then @revision, then #i where still equal."""
+    def name(model: ModelRecord, width: int) -> str:  # a given name or a local folder (its weights hash) as it is
+        if given_name(model) is not None or is_local_model(model):
+            return display_name(model)
+        hub_id = model.name_or_path
+        return (hub_id.rstrip("/").split("/")[-1], display_name(model), f"{hub_id}@{model.revision or 'main'}")[width]
+
+    names = [name(r.model, 0) for r in runs]
+    for width in (1, 2):
+        names = [name(runs[i].model, width) if names.count(n) > 1 else n for i, n in enumerate(names)]
+    seen: dict[str, int] = {}
+    for i, n in enumerate(names):
+        seen[n] = seen.get(n, 0) + 1
+        runs[i].display = n if names.count(n) == 1 else f"{n} #{seen[n]}"
+
+
 def _labelled_runs(paths: Sequence[Path], partial: bool) -> tuple[list, list[str]]:
     """The runs, each named for its tables, and their setting labels: one table per (task, setting
-    label); the same model in several settings side by side (settings_view.settings_table)."""
+    label); the same model in several settings side by side (facts.settings_table)."""
     runs = [load_run(Path(p), partial) for p in paths]  # results.json, run folder or lm-eval output folder
     labels = labels_of(runs)
     for label in labels:
@@ -80,30 +88,86 @@ def _labelled_runs(paths: Sequence[Path], partial: bool) -> tuple[list, list[str
 
 
 def _task_reports(runs: list, labels: list[str], tasks: list[str], k: int, seed: int, progress: bool,
-                  score_samples: ScoreSamples | None, general_notes: list[str]) -> list:
+                  score_samples: ScoreSamples) -> list:
     """One report per (task, setting label) some run has, with its bootstrap cells (k > 0), items and notes."""
     grouped = [(t, label, [r for r in runs if setting_label(r.config) == label]) for t in tasks for label in labels]
     present = [g for g in grouped if any(g[0] in r.results for r in g[2])]
     reports = [build_task_report(t, group) for t, _label, group in present]
     if k > 0:
-        scorer = score_samples or load_score_samples()
-        if scorer is None:
-            general_notes.append("bootstrap CIs omitted: evalita_eval.metrics.score_samples is not available")
-        else:
-            for rep in reports:
-                add_bootstrap(rep, runs, scorer, k, seed, progress)
+        for rep in reports:
+            add_bootstrap(rep, runs, score_samples, k, seed, progress)
     for rep, (t, label, group) in zip(reports, present):
         rep.items = items_table(t, rep.metric, group)
-        # issue 28
-        rep.table.notes += [n for r in group if t in r.results for n in flag_notes(t, r.results[t], r.display)]
+        rep.table.notes += [n for r in group if t in r.results for n in flag_notes(t, r.results[t], r.display)]  # #28
         rep.table.marks = {(p, r.display): none_read_text(scores) for r in group
-                           for p, scores in r.results.get(t, {}).items()
-                           if none_read(scores)}  # issue 40
+                           for p, scores in r.results.get(t, {}).items() if none_read(scores)}  # issue 40
         if any(r.config.split and t in r.results for r in group):
             rep.table.notes.append(f"evaluated on a non-official split: {NOT_COMPARABLE}")
         if len(labels) > 1:
             rep.table.task = f"{t} [{label}]"
     return reports
+
+
+# ---------------------------------------------------------------- PNG plots (matplotlib, Agg: no display needed)
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # labels are names given by users ($x^{ is text, not mathtext)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    # No Software/date metadata: the same report gives the same bytes.
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
+    _pyplot().close(fig)
+    return buf.getvalue()
+
+
+def heatmap_png(table: TaskTable, metric: str) -> bytes:
+    """Models (rows) x prompts (columns), each cell annotated with its score."""
+    plt = _pyplot()
+    data = table.scores.T  # models x prompts
+    n_models, n_prompts = data.shape
+    fig, ax = plt.subplots(figsize=(2.2 + 1.0 * n_prompts, 1.2 + 0.55 * n_models))
+    vmax = table.scale
+    im = ax.imshow(data, cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto")
+    ax.set_xticks(range(n_prompts), table.prompts)
+    ax.set_yticks(range(n_models), table.models)
+    ax.set_xlabel("prompt")
+    ax.set_title(f"{table.task}: {metric}" + (" (%)" if table.scale == 100.0 else ""))
+    for i in range(n_models):
+        for j in range(n_prompts):
+            value = data[i, j]
+            # Dark text on the light (high) end of viridis, white on the dark end.
+            colour = "black" if value > 0.6 * vmax else "white"
+            label = f"{value:.1f}" if table.scale == 100.0 else f"{value:.3f}"
+            ax.text(j, i, label, ha="center", va="center", color=colour, fontsize=9)
+    fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
+    return _png(fig)
+
+
+def rank_vs_alpha_png(models: Sequence[str], alphas: Sequence[float], ranks: np.ndarray, title: str) -> bytes:
+    """ranks[a, m] = rank of model m at alphas[a]; one line per model, rank 1 on top."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 1.8 + 0.45 * len(models)))
+    markers = "osD^v<>ph*"
+    for m, name in enumerate(models):
+        ax.plot(alphas, ranks[:, m], marker=markers[m % len(markers)], markersize=4, label=name)
+    ax.set_xlabel("α (variance penalty of the Sharpe score)")
+    ax.set_ylabel("rank (1 = best)")
+    ax.set_yticks(range(1, len(models) + 1))
+    ax.set_ylim(len(models) + 0.5, 0.5)
+    ax.set_xlim(min(alphas) - 0.05, max(alphas) + 0.05)
+    ax.grid(alpha=0.3)
+    ax.set_title(title)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    return _png(fig)
 
 
 def _write_plots(plots_dir: Path, models: list[str], reports: list, summary) -> dict[str, bytes]:
@@ -139,8 +203,8 @@ def _report_json(runs: list, reports: list, summary, context: dict, alpha: float
 
 
 def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, alpha: float = 1.0,
-                 progress: bool = False, echo: Callable[[str], None] = print,
-                 score_samples: ScoreSamples | None = None, partial: bool = False) -> list[Path]:
+                 progress: bool = False, score_samples: ScoreSamples = metrics.score_samples,
+                 partial: bool = False) -> list[Path]:
     """Write report.md, report.html (self-contained), report.json and plots/*.png into ``out``.
 
     ``partial``: an unfinished run's finished tasks are reported, marked as such."""
@@ -150,12 +214,12 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
     if not tasks:
         raise ScoresError("no task results in the given files")
     general_notes = run_notes(runs) + lm_eval_notes(runs)
-    reports = _task_reports(runs, labels, tasks, k, seed, progress, score_samples, general_notes)
+    reports = _task_reports(runs, labels, tasks, k, seed, progress, score_samples)
     summary = summarize(reports, models)
     plots_dir = out / "plots"
     images = _write_plots(plots_dir, models, reports, summary)
     context = render_context(runs, reports, summary, alpha, k, seed, general_notes)
-    context["settings"] = settings_table(runs, tasks, headline_metric)
+    context["settings"] = settings_table(runs, tasks)
     (out / "report.md").write_text(to_markdown(context), encoding="utf-8")
     (out / "report.html").write_text(to_html(context, images), encoding="utf-8")
     payload = _report_json(runs, reports, summary, context, alpha, k, seed, general_notes)

@@ -1,8 +1,6 @@
 """Scores across prompts, models and test items: the Evalita-LLM paper's MinP/MaxP/AvgP/Sat/CPS, the Sharpe score,
-EuroEval's bootstrap and mean rank score (definitions: docs/statistics.md). Pure functions over numpy arrays; no torch.
-
-``scale`` is the value of a perfect score (1 for fractions, 100 for percent); every result is on its input's scale.
-"""
+EuroEval's bootstrap and mean rank score, on their input's ``scale`` (definitions: docs/statistics.md). Pure functions
+over numpy arrays; no torch."""
 
 from __future__ import annotations
 
@@ -14,9 +12,7 @@ import numpy as np
 
 T = TypeVar("T")
 
-# Sharpe score: population std (ddof=0) over the prompts -- the prompts are the whole
-# set being summarised, not a sample of a larger one.
-SHARPE_DDOF = 0
+SHARPE_DDOF = 0  # population std over the prompts (docs/statistics.md, "Definitions")
 ALPHAS: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(21))  # 0.0 .. 2.0
 
 
@@ -71,8 +67,7 @@ def sharpe_score(scores: Sequence[float], alpha: float = 1.0, scale: float = 1.0
 
 
 def rank_descending(values: Sequence[float], higher_is_better: bool = True) -> list[int]:
-    """1-based ranks, best first (the largest, or the smallest for a metric declared
-    ``higher_is_better=False``); ties keep input order."""
+    """1-based ranks, best first (the largest; the smallest with ``higher_is_better`` False); ties keep input order."""
     order = sorted(range(len(values)), key=lambda i: -values[i] if higher_is_better else values[i])
     ranks = [0] * len(values)
     for rank, i in enumerate(order, 1):
@@ -146,8 +141,7 @@ def welch_greater_pvalue(a: Sequence[float], b: Sequence[float]) -> float:
 
 def dataset_rank_scores(model_scores: Mapping[str, Sequence[float]], significance: float = 0.05,
                         higher_is_better: bool = True) -> dict[str, float]:
-    """EuroEval rank scores of the models on one dataset (1 = best; lower is better; docs/statistics.md, "Mean rank
-    score"), the models sorted best first in the metric's declared direction."""
+    """EuroEval rank scores of the models on one dataset, in the metric's direction (docs/statistics.md)."""
     means = {m: float(np.mean(_finite_1d(s, f"scores of {m}"))) for m, s in model_scores.items()}
     sign = 1.0 if higher_is_better else -1.0
     order = sorted(means, key=lambda m: -sign * means[m])  # stable: ties keep input order
@@ -187,8 +181,7 @@ def _finite_1d(values: Sequence[float], what: str) -> np.ndarray:
 
 
 def mcnemar_exact_pvalue(b: int, c: int) -> float:
-    """Two-sided exact McNemar test: ``b`` items only the first model got right, ``c`` only the second;
-    p = min(1, 2 * P(X <= min(b, c))) for X ~ Binomial(b + c, 1/2); 1 when b + c = 0."""
+    """Exact two-sided McNemar test: ``b`` items only model 1 got right, ``c`` only model 2 (docs/statistics.md)."""
     if b < 0 or c < 0:
         raise ValueError(f"McNemar counts must be >= 0, got b={b}, c={c}")
     n = b + c
@@ -201,17 +194,14 @@ def mcnemar_exact_pvalue(b: int, c: int) -> float:
 @dataclass(frozen=True)
 class PairedBootstrap:
     difference: float  # metric(a) - metric(b) on the original items
-    # two-sided: 2 * the share of resamples whose difference is on the other side of 0 (or 0), capped at 1
-    p_value: float
+    p_value: float  # two-sided (docs/statistics.md, "compare")
     ci_low: float  # 2.5th / 97.5th percentiles of the resampled differences
     ci_high: float
 
 
 def paired_bootstrap(a: Sequence[T], b: Sequence[T], metric: Callable[[list[T]], float], k: int = 1000,
                      seed: int = 0) -> PairedBootstrap:
-    """Resample the *same* item indices for both systems k times; the differences of the corpus metric.
-
-    ``a[i]`` and ``b[i]`` are the two systems' samples of the same item i."""
+    """The differences of the corpus metric on k resamples of the *same* items of both systems (``a[i]``, ``b[i]``)."""
     if len(a) != len(b):
         raise ValueError(f"paired bootstrap needs the same items on both sides, got {len(a)} and {len(b)}")
     observed = float(metric(list(a)) - metric(list(b)))

@@ -1,5 +1,5 @@
-"""Score tables: (model, task, prompt, score) rows -> the paper's per-task tables, for ``aggregate`` (rows of a scores
-file of any harness) and ``report`` (rows of results.json files)."""
+"""Score tables: (model, task, prompt, score) rows -> the paper's per-task tables, for ``report`` (rows of results.json
+files) and ``evalita-eval aggregate`` (rows of a scores file of any harness), which is here too."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Iterable, Literal, Sequence
 
 import numpy as np
 
+from ..record import RecordError
 from .stats import TableStats, table_stats
 
 ScaleName = Literal["auto", "percent", "fraction"]
@@ -21,8 +22,9 @@ SCORE_COLUMNS = ("model", "task", "prompt", "score")
 PERCENT = 100.0  # report tables are in percent, as the paper's
 
 
-class ScoresError(ValueError):
-    """A scores file or results file that cannot be read as documented."""
+# A scores file or results file that cannot be read as documented: the record reader's error, so that a run read for a
+# report fails as it does everywhere else (one line naming the file and the key).
+ScoresError = RecordError
 
 
 @dataclass(frozen=True)
@@ -37,14 +39,6 @@ class ScoreRow:
 def natural_key(text: str) -> list:
     """p2 before p10."""
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
-
-
-def read_scores(path: Path) -> list[ScoreRow]:
-    """Rows of a scores file: CSV with a header naming model, task, prompt, score (other
-    columns ignored), or JSON: a list of objects with those keys (or {"rows": [...]})."""
-    if path.suffix.lower() == ".json":
-        return _read_json_scores(path)
-    return _read_csv_scores(path)
 
 
 def _read_csv_scores(path: Path) -> list[ScoreRow]:
@@ -231,3 +225,33 @@ def table_json(table: TaskTable, alpha: float = 1.0) -> dict:
             "per_prompt": {p: st.per_prompt[i].as_dict() for i, p in enumerate(table.prompts)},
             "per_model": {m: st.per_model[j].as_dict() for j, m in enumerate(table.models)},
             "sharpe": {m: st.sharpe[j] for j, m in enumerate(table.models)}, "notes": table.notes}
+
+
+# ---------------------------------------------------------------- `evalita-eval aggregate`
+
+
+def aggregate_markdown(tables: list[TaskTable], alpha: float = 1.0, source: str = "") -> str:
+    scale = tables[0].scale
+    unit = "percent" if scale == 100.0 else "fractions in [0, 1]"
+    parts = [f"# Multi-prompt scores{f' of {source}' if source else ''}", "",
+             f"Scores in {unit}. Sat = 1 - (MaxP - AvgP){' / 100' if scale == 100.0 else ''}; CPS = Sat * MaxP; "
+             f"Sharpe = mean / (α * std{' / 100' if scale == 100.0 else ''} + 1), population std over prompts.", ""]
+    for t in tables:
+        parts += [f"## {t.task}", "", paper_table(t, alpha).markdown(), ""]
+    return "\n".join(parts)
+
+
+def run_aggregate(path: Path, out: Path | None, scale: ScaleName = "auto", alpha: float = 1.0) -> str:
+    """The tables of ``path`` as Markdown; also aggregate.md and aggregate.json in ``out`` when given."""
+    rows = _read_json_scores(path) if path.suffix.lower() == ".json" else _read_csv_scores(path)  # docs/statistics.md
+    if not rows:
+        raise ValueError(f"{path}: no score rows")
+    tables = build_tables(rows, resolve_scale(rows, scale))
+    text = aggregate_markdown(tables, alpha, path.name)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "aggregate.md").write_text(text, encoding="utf-8")
+        payload = {"source": str(path), "scale": tables[0].scale, "alpha": alpha,
+                   "tasks": {t.task: table_json(t, alpha) for t in tables}}
+        (out / "aggregate.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return text

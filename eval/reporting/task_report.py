@@ -1,22 +1,24 @@
-"""One task's multi-prompt table across runs, its headline metric and the rank basis; the order of tasks."""
+"""One task's multi-prompt table across runs, its headline metric and the rank basis; the order of tasks; what the runs
+recorded of each task (results.json ``task_versions``), read instead of the registry installed now (docs/evaluator.md;
+a malformed record is refused by the record's schema before it gets here)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from ..record.model import RunRecord
+from ..record import RecordedMetric
+from ..record.model import RunRecord, TaskRecord
 from . import stats
 from ..metrics import higher_is_better
-from .recorded import recorded_headline, recorded_metric, version_notes
 from .tables import PERCENT, ScoreRow, ScoresError, TaskTable, TextTable, build_tables, natural_key, resolve_scale
 
 
 def headline_metric(task: str, available: Sequence[str], runs: Sequence[RunRecord] = ()) -> tuple[str, str | None]:
-    """(metric, note): the headline the runs recorded (reporting/recorded.py); for files without
+    """(metric, note): the headline the runs recorded (recorded_headline); for files without
     that record, the first metric of the installed task's declaration, else the first reported one."""
     from evalita_data.registry import task_of_entry
 
@@ -90,3 +92,62 @@ def build_task_report(task: str, runs: Sequence[RunRecord]) -> TaskReport:
     return TaskReport(table, metric,
                       higher_is_better=recorded.higher_is_better
                       if recorded is not None else higher_is_better(task, metric))
+
+
+def recorded_metrics(run: Any, task: str) -> list[RecordedMetric] | None:
+    """The metrics ``run`` scored ``task`` with, in declared order; None where it did not record them."""
+    record = run.task_versions.get(task)
+    return None if record is None else record.metrics
+
+
+def recorded_headline(task: str, runs: Sequence[Any], available: Sequence[str]) -> tuple[str | None, list[str]]:
+    """The headline metric the runs recorded for ``task`` (None: none recorded one), and notes where they disagree."""
+    heads = {}
+    for run in runs:
+        metrics = recorded_metrics(run, task)
+        if metrics is not None:
+            heads.setdefault(metrics[0].name, []).append(run)
+    if not heads:
+        return None, []
+    chosen = next(iter(heads))
+    notes = []
+    if len(heads) > 1:
+        notes.append(f"{task}: the runs recorded different headline metrics "
+                     f"({'; '.join(f'{name}: {len(rs)} run(s)' for name, rs in heads.items())}); shown: {chosen}")
+    if chosen not in available:
+        raise ScoresError(f"task {task!r}: the recorded headline metric {chosen!r} is not in the results (has "
+                          f"{', '.join(available)})")
+    return chosen, notes
+
+
+def recorded_metric(task: str, metric: str, runs: Sequence[Any]) -> RecordedMetric | None:
+    """``metric`` of ``task`` as the runs recorded it; None where none did. Runs that recorded it
+    differently (another kind or direction) are an error: their numbers do not mean the same."""
+    found = {m for run in runs for m in (recorded_metrics(run, task) or []) if m.name == metric}
+    if len(found) > 1:
+        ways = "; ".join(f"kind {m.kind}, higher_is_better {m.higher_is_better}" for m in sorted(found, key=repr))
+        raise ScoresError(f"{task}: metric {metric!r} was recorded differently by the runs ({ways})")
+    return next(iter(found), None)
+
+
+def version_notes(task: str, runs: Sequence[Any]) -> list[str]:
+    """Notes naming what differs between the runs' records of ``task``: its version, a prompt's definition."""
+    records = [(run, rec) for run in runs if (rec := run.task_versions.get(task)) is not None]
+    notes = []
+    versions = [(run.display or str(run.path), rec.version) for run, rec in records]
+    if len({repr(v) for _name, v in versions}) > 1:
+        notes.append(f"{task}: the runs were made with different versions of the task "
+                     f"({', '.join(f'{name}: {v}' for name, v in versions)})")
+    if changed := differing_prompts([rec for _run, rec in records]):
+        notes.append(f"{task}: prompt(s) {', '.join(changed)} differ between the runs (another definition under the "
+                     "same name): their scores are not of the same prompt")
+    return notes
+
+
+def differing_prompts(records: Sequence[TaskRecord | None]) -> list[str]:
+    """The prompts whose recorded hash differs between ``records`` (each a ``task_versions[task]`` or None)."""
+    hashes: dict[str, set] = {}
+    for rec in records:
+        for name, digest in (rec.prompts if rec is not None else {}).items():
+            hashes.setdefault(name, set()).add(digest)
+    return sorted(name for name, seen in hashes.items() if len(seen) > 1)

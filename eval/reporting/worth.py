@@ -4,17 +4,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 MIN_ITEMS = 30
 NOT_A_MEASUREMENT = f"not a measurement: fewer than {MIN_ITEMS} items"
-
-
-def n_text(n: Any) -> str:
-    """An item count as shown beside a score: 'n=2 (not a measurement: fewer than 30 items)' below MIN_ITEMS."""
-    if not isinstance(n, (int, float)) or isinstance(n, bool):
-        return "n=?"
-    return f"n={int(n)}" + (f" ({NOT_A_MEASUREMENT})" if n < MIN_ITEMS else "")
 
 
 def small_n_note(label: str, prompts: dict) -> str | None:

@@ -38,7 +38,7 @@ def package_versions() -> dict[str, str]:
 
 def task_versions(entry: TaskEntry, setting: str) -> TaskRecord:
     """The task's version, a short hash of each prompt it is asked with (an edited prompt shows even where the version
-    was not raised) and its metrics, headline first, with kind and direction (reporting/recorded.py reads them)."""
+    was not raised) and its metrics, headline first, with kind and direction (reporting/task_report.py reads them)."""
     kind = task_kind(entry, setting)
     return TaskRecord(version=entry.spec.version,
                       prompts={name: hashlib.sha256(repr(p).encode("utf-8")).hexdigest()[:12]

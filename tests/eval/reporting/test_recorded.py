@@ -13,7 +13,7 @@ import pytest
 from paths import TEST_DATA
 
 from evalita_eval.reporting.compare import CHANGED_PROMPT, compare_runs
-from evalita_eval.reporting.runs import load_results
+from evalita_eval.record import read_run
 from evalita_eval.reporting.tables import ScoresError
 from evalita_eval.reporting.task_report import build_task_report
 
@@ -49,18 +49,18 @@ def te_record(version: int = 1, prompts: dict | None = None, metrics: list | Non
 
 def test_the_report_shows_the_headline_the_run_recorded_not_the_installed_one(tmp_path: Path) -> None:
     # te declares acc first today; this run recorded acc_norm as its headline: the report shows acc_norm.
-    run = load_results(copy_run("alpha", tmp_path, te_record(metrics=[metric("acc_norm"), metric("acc")])) / "results.json")
+    run = read_run(copy_run("alpha", tmp_path, te_record(metrics=[metric("acc_norm"), metric("acc")])) / "results.json")
     rep = build_task_report("te", [run])
     assert rep.metric == "acc_norm" and rep.higher_is_better is True
     gold = [json.loads(line)["gold"] for line in (RESULTS / "alpha" / "samples" / "te_p1.jsonl").read_text("utf-8").splitlines()]
     assert rep.table.model_scores(run.display) == pytest.approx([100 * gold.count(1) / len(gold)] * 6)  # not acc's
     # A file written before the record: the installed declaration (acc), as before.
-    old = load_results(copy_run("alpha", tmp_path / "old", None) / "results.json")
+    old = read_run(copy_run("alpha", tmp_path / "old", None) / "results.json")
     assert build_task_report("te", [old]).metric == "acc"
 
 
 def test_a_recorded_lower_is_better_direction_reaches_the_ranking(tmp_path: Path) -> None:
-    run = load_results(copy_run("alpha", tmp_path, te_record(metrics=[metric("acc", "hits", False)])) / "results.json")
+    run = read_run(copy_run("alpha", tmp_path, te_record(metrics=[metric("acc", "hits", False)])) / "results.json")
     assert build_task_report("te", [run]).higher_is_better is False
 
 
@@ -102,4 +102,4 @@ def test_runs_that_recorded_one_metric_differently_are_an_error(tmp_path: Path) 
 def test_a_malformed_record_is_an_error_naming_the_file_and_key(tmp_path: Path, bad: dict, where: str) -> None:
     folder = copy_run("alpha", tmp_path, bad)
     with pytest.raises(ScoresError, match=re.escape(f"{folder / 'results.json'}: {where}")):
-        build_task_report("te", [load_results(folder / "results.json")])
+        build_task_report("te", [read_run(folder / "results.json")])

@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from evalita_eval.reporting import report as report_mod
-from evalita_eval.reporting import runs as runs_mod
 from evalita_eval.reporting import task_report as task_report_mod
 from evalita_eval.cli import main
+from evalita_eval.record import read_run
 from evalita_eval.record.model import ModelRecord
 
 from browser_layout import require_chromium
@@ -61,27 +61,27 @@ def test_fixture_scores_match_their_samples():
 
 
 def test_display_names_are_disambiguated():
-    runs = [runs_mod.load_results(p) for p in FILES]
-    runs_mod.assign_display_names(runs)
+    runs = [read_run(p) for p in FILES]
+    report_mod.assign_display_names(runs)
     # both org-a and org-c publish alpha-7b
     assert [r.display for r in runs] == ["org-a/alpha-7b", "beta-8b", "org-c/alpha-7b"]
     runs[2].model = replace(runs[0].model, revision="v2")
-    runs_mod.assign_display_names(runs)
+    report_mod.assign_display_names(runs)
     assert [r.display for r in runs] == ["org-a/alpha-7b@main", "beta-8b", "org-a/alpha-7b@v2"]
     runs[2].model = replace(runs[0].model)
-    runs_mod.assign_display_names(runs)
+    report_mod.assign_display_names(runs)
     assert [r.display for r in runs] == ["org-a/alpha-7b@main #1", "beta-8b", "org-a/alpha-7b@main #2"]
     # local folders (no revision): named by the folder and the weights' fingerprint, never by their path
     runs[0].model = ModelRecord("/tmp/xyz/run1/model", revision=None, files_sha256="ab12cd34" + "0" * 56)
     runs[2].model = ModelRecord("/tmp/xyz/run2/model", revision=None, files_sha256="ef56" + "0" * 60)
-    runs_mod.assign_display_names(runs)
+    report_mod.assign_display_names(runs)
     assert [r.display for r in runs] == ["model-ab12cd34", "beta-8b", "model-ef560000"]
     runs[2].model = replace(runs[0].model, name_or_path="/tmp/xyz/run2/model")
-    runs_mod.assign_display_names(runs)
+    report_mod.assign_display_names(runs)
     assert [r.display for r in runs] == ["model-ab12cd34 #1", "beta-8b", "model-ab12cd34 #2"]
     # a name given with --model-name (results.json's model.name) is the name, whatever the folder
     runs[2].model = replace(runs[0].model, name="SmolLM2 135M")
-    runs_mod.assign_display_names(runs)
+    report_mod.assign_display_names(runs)
     assert [r.display for r in runs] == ["model-ab12cd34", "beta-8b", "SmolLM2 135M"]
 
 
@@ -146,12 +146,11 @@ def test_report_is_deterministic(report_dir, tmp_path):
 
 
 @pytest.mark.smoke
-def test_report_cli_without_score_samples(tmp_path, monkeypatch):
-    monkeypatch.setattr(report_mod, "load_score_samples", lambda: None)
+def test_report_cli_bootstraps_with_the_declared_metrics(tmp_path):
     res = CliRunner().invoke(main, ["report", *map(str, FILES[:2]), "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     md = (tmp_path / "report.md").read_text()
-    assert "bootstrap CIs omitted: evalita_eval.metrics.score_samples is not available" in md
+    assert md.count("Score and 95% percentile interval (bootstrap, k=100, seed 0)") == 2  # te and hs, not ner
     assert "| beta-8b |" in md and "alpha2" not in md
 
 

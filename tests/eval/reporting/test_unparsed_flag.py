@@ -43,14 +43,14 @@ def test_console_summary_marks_the_flagged_prompt() -> None:
 
 def test_push_results_card_marks_the_flagged_prompt(tmp_path: Path) -> None:
     from evalita_eval.publishing.push_results import render_card
-    from evalita_eval.reporting.runs import load_results
+    from evalita_eval.record import read_run
 
     run = tmp_path / "alpha"
     shutil.copytree(RESULTS / "alpha", run)
     doc = json.loads((run / "results.json").read_text("utf-8"))
     doc["results"]["te"]["p2"]["unparsed"], doc["results"]["te"]["p3"]["unparsed"] = 6, 5  # 10 % and 8.3 % of 60
     (run / "results.json").write_text(json.dumps(doc), "utf-8")
-    card = render_card(load_results(run / "results.json", partial=True), "alpha/loglikelihood", "me/results")
+    card = render_card(read_run(run / "results.json", partial=True), "alpha/loglikelihood", "me/results")
     te_row = next(line for line in card.splitlines() if line.startswith("| te "))
     assert "| p1 75.00, p2 70.00 (!), p3 81.67, p4 83.33," in te_row and te_row.endswith("| p2 6 / 60 (!), p3 5 / 60 |")
     assert "Note: te p2 (!) 6/60 unparsed: 10 % or more of its answers could not be read" in card
@@ -89,7 +89,7 @@ def _alpha_with_te_p2_unread(tmp_path: Path) -> Path:
 def test_report_and_card_say_no_answer_read(tmp_path: Path) -> None:
     from evalita_eval.publishing.push_results import render_card
     from evalita_eval.reporting.report import write_report
-    from evalita_eval.reporting.runs import load_results
+    from evalita_eval.record import read_run
 
     run = _alpha_with_te_p2_unread(tmp_path)
     write_report([run / "results.json"], tmp_path / "report", k=0)
@@ -102,7 +102,7 @@ def test_report_and_card_say_no_answer_read(tmp_path: Path) -> None:
     html = (tmp_path / "report" / "report.html").read_text("utf-8")
     assert "70.00 no answer read (60/60 unparsed)</td>" in html
 
-    card = render_card(load_results(run / "results.json", partial=True), "alpha/loglikelihood", "me/results")
+    card = render_card(read_run(run / "results.json", partial=True), "alpha/loglikelihood", "me/results")
     assert "p2 70.00 (!) no answer read (60/60 unparsed)," in card
     assert "Note: te: its MinP, MaxP, AvgP, CPS and Sharpe include 1 prompt with no answer read (p2)" in card
 

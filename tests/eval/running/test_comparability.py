@@ -12,7 +12,6 @@ from evalita_eval.record import parse_record
 from evalita_eval.record.build import config_record
 from evalita_eval.record.model import DataRecord, ModelRecord, RunRecord
 from evalita_eval.record import comparability_text
-from evalita_eval.reporting.worth import n_text
 from evalita_eval.running.results_file import config_json, task_versions
 from evalita_eval.run_config import RunSpec
 from evalita_eval.sources.entries import select_entries
@@ -80,7 +79,6 @@ def test_reasons_are_derived_from_the_recorded_config_never_from_the_flag() -> N
     # an older file (no budgets recorded): any --max-new-tokens is a reason
     assert reasons_read({"config": {"max_new_tokens": 8}}) == (["--max-new-tokens 8: the generation budget was changed"], [])
     assert comparability_text([]) == "yes" and comparability_text(["a", "b"]) == "no: a; b"
-    assert n_text(29) == "n=29 (not a measurement: fewer than 30 items)" and n_text(30) == "n=30" and n_text(None) == "n=?"
 
 
 def test_a_limited_run_says_so_in_results_report_and_card(tmp_path: Path, tiny_model: Path) -> None:

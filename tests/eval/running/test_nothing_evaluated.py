@@ -98,11 +98,11 @@ def test_results_of_a_run_that_evaluated_nothing_say_empty_with_the_reasons(tmp_
     doc = json.loads((out / "results.json").read_text("utf-8"))
     assert result.record.status == doc["status"] == "empty" and doc["results"] == {}
     assert doc["skipped"] == {"te": f"{build} has no split 'test'", "wic": f"{build} has no split 'test'"}
-    from evalita_eval.reporting.runs import load_results
+    from evalita_eval.record import read_run
     from evalita_eval.reporting.tables import ScoresError
 
     with pytest.raises(ScoresError, match=r"a run that evaluated nothing \(2 task\(s\) skipped: te: .* has no split 'test'; wic: "):
-        load_results(out / "results.json")
+        read_run(out / "results.json")
 
 
 def test_raw_folder_as_data_fails_before_torch_and_datasets_load(tmp_path: Path) -> None:

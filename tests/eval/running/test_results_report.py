@@ -98,7 +98,7 @@ def test_timing_accumulates_over_resumes(ce_run) -> None:
 
 def test_single_ce_run_report_markdown_and_html(ce_run, tmp_path: Path) -> None:
     out, _first, doc = ce_run
-    write_report([out / "results.json"], tmp_path, k=5, echo=lambda _s: None)
+    write_report([out / "results.json"], tmp_path, k=5)
     md = (tmp_path / "report.md").read_text("utf-8")
     html = (tmp_path / "report.html").read_text("utf-8")
     # The run details, transposed (issue 40): one row per detail, one column per model.
@@ -142,7 +142,7 @@ def test_single_ce_run_report_markdown_and_html(ce_run, tmp_path: Path) -> None:
 def test_single_ce_run_report_renders_in_headless_chromium(ce_run, tmp_path: Path) -> None:
     require_chromium()
     out, _first, _doc = ce_run
-    write_report([out / "results.json"], tmp_path, k=5, echo=lambda _s: None)
+    write_report([out / "results.json"], tmp_path, k=5)
     png = tmp_path / "report.png"
     subprocess.run([str(HERE.parent / "scripts" / "render_report.sh"), str(tmp_path / "report.html"), str(png), "1400,2000"],
                    check=True, capture_output=True)

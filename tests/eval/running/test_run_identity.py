@@ -86,7 +86,7 @@ def test_resuming_the_same_run_adds_tasks_and_a_prompt_subset_is_refused(tiny_mo
     assert set(doc["tasks"]["planned"]) == {"wic", "te"} and set(doc["timing"]) == {"wic", "te"}
     assert set(doc["task_versions"]) == {"wic", "te"} and doc["task_versions"]["te"]["version"] == 1
     assert set(doc["task_versions"]["te"]["prompts"]) == set(doc["results"]["te"])
-    # the metrics it was scored with, headline first, as reports read them (reporting/recorded.py)
+    # the metrics it was scored with, headline first, as reports read them (reporting/task_report.py)
     assert doc["task_versions"]["te"]["metrics"] == [{"name": n, "kind": "hits", "higher_is_better": True} for n in ("acc", "acc_norm", "acc_bytes")]
     subset = runner.invoke(main, [*base, "--tasks", "wic", "--prompts", "p1"])
     assert subset.exit_code == 1 and 'prompts: null in the folder, ["p1"] here' in subset.output

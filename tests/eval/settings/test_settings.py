@@ -368,7 +368,7 @@ def test_unconstrained_generative_format_failures_are_counted(tiny_model: Path, 
 
     _run(["--model", str(tiny_model), "--data", str(DATA), "--tasks", "ner_adg,rel,ls", "--limit", "2", "--constrained",
           "--max-new-tokens", "8", "--output-dir", str(tmp_path / "con")])
-    write_report([out / "results.json", tmp_path / "con" / "results.json"], tmp_path / "rep", k=5, echo=lambda _s: None)
+    write_report([out / "results.json", tmp_path / "con" / "results.json"], tmp_path / "rep", k=5)
     payload = json.loads((tmp_path / "rep" / "report.json").read_text("utf-8"))
     assert payload["settings"]["headers"] == ["model", "task", "loglikelihood", "loglikelihood constrained"]
     rows = {r[1]: r for r in payload["settings"]["rows"]}
@@ -419,7 +419,7 @@ def test_report_puts_settings_side_by_side(tiny_model: Path, tmp_path: Path) -> 
     runs = {"ll": [], "ce": ["--setting", "ce", "--constrained"], "oe": ["--setting", "oe", "--max-new-tokens", "2"]}
     for name, extra in runs.items():
         _run(["--model", str(tiny_model), "--data", str(DATA), "--tasks", "te", "--limit", "2", "--output-dir", str(tmp_path / name), *extra])
-    write_report([tmp_path / n / "results.json" for n in runs], tmp_path / "rep", k=5, echo=lambda _s: None)
+    write_report([tmp_path / n / "results.json" for n in runs], tmp_path / "rep", k=5)
     payload = json.loads((tmp_path / "rep" / "report.json").read_text("utf-8"))
     assert set(payload["tasks"]) == {"te [loglikelihood]", "te [ce constrained]", "te [oe]"}
     assert payload["settings"]["headers"] == ["model", "task", "loglikelihood", "ce constrained", "oe"]
