@@ -12,8 +12,11 @@ NOT_COMPARABLE = "not comparable with the paper"
 NOT_COMPARABLE_KEY = "not_comparable_with_paper"
 
 
-def limit_reason(limit: int) -> str:
-    return f"--limit {limit}: only the first {limit} items of each task"
+def limit_reason(limit: int | float) -> str:
+    """A count of items (ours, lm-eval's) or a share below 1 (lm-eval's float ``--limit``)."""
+    if limit < 1:
+        return f"--limit {limit}: only that share of each task's items"
+    return f"--limit {int(limit)}: only the first {int(limit)} items of each task"
 
 
 def not_comparable_reasons(record: Any) -> list[str]:

@@ -87,7 +87,7 @@ class ConfigRecord:
     """results.json ``config``: the run's options as given (its ``RunSpec``)."""
 
     num_fewshot: int | None = None
-    limit: int | None = None
+    limit: int | float | None = None  # a float: lm-eval's share of the items
     batch_size: int | str | None = None  # "auto", or the size given
     max_memory: int | None = None  # bytes (RunSpec parses "4GiB")
     apply_chat_template: bool = False

@@ -49,6 +49,8 @@ def schema_problem(schema: Path, doc: object) -> str | None:
                        "?")
         key = f"{where}.{missing}" if where else missing
         return f"key {key}: missing, a required key of format_version {FORMAT_VERSION}"
+    if err.validator == "anyOf" and "description" in err.schema:  # say what is expected, not "none of the schemas"
+        return f"key {where}: {err.instance!r:.60} is not {err.schema['description']}"
     return f"key {where or '(top)'}: {err.message[:200]}"
 
 

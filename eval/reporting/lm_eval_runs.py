@@ -43,12 +43,12 @@ def _tasks(results_path: Path, doc: LmEvalResults) -> tuple[dict[str, tuple[str,
     return usable, other
 
 
-def _reasons(limit: int | float | None, generation: dict, results: dict) -> list[str]:
-    """Why the run is not the paper's evaluation that the record's own rule (record/comparable.py) cannot see: a
-    --limit that is an item count is among the reasons that rule derives from the config."""
+def _reasons(generation: dict, results: dict) -> list[str]:
+    """Why the run is not the paper's evaluation that the record's own rule (record/comparable.py, ``--limit`` among
+    them) cannot see."""
     from evalita_data.registry import task_of_entry
 
-    reasons = [f"--limit {limit}: only that share of each task's items"] if isinstance(limit, float) else []
+    reasons = []
     if generation:
         reasons.append(f"lm-eval --gen_kwargs {','.join(f'{k}={v}' for k, v in generation.items())}: "
                        "the tasks' generation arguments were changed")
@@ -136,7 +136,7 @@ def lm_eval_record(root: Path, results_path: Path) -> tuple[RunRecord, Samples]:
     # What lm-eval recorded that the record's own rule cannot see (its gen_kwargs, the prompts it ran): the
     # record adds these to the reasons it derives (record/comparable.py).
     tool = SourceTool("lm-eval", doc.lm_eval_version, str(results_path), notes, doc.group_acc(),
-                      _reasons(config.limit, config.gen_kwargs or {}, results))
+                      _reasons(config.gen_kwargs or {}, results))
     record = RunRecord(path=results_path, status="complete", run_id=None, identity=None,
                        model=_model_record(results_path, doc), config=config,
                        data=DataRecord(f"lm-eval output {root.name}"), results=results,

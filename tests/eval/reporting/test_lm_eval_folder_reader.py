@@ -191,3 +191,13 @@ def test_a_number_lm_eval_computes_by_another_rule_is_noted_beside_ours(tmp_path
             "by this tool's rule")
     assert note in report_doc["notes"]
     assert note in (tmp_path / "report-lm" / "report.md").read_text("utf-8")
+
+
+def test_a_share_of_the_items_is_said_as_a_share(tmp_path: Path) -> None:
+    """lm-eval's --limit below 1 is a share of each task's items: said once, never as 'the first 0.5 items'."""
+    write_run(tmp_path / "lm", clean_samples(), limit=0.5)
+    proc, _doc = report(tmp_path / "lm", tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    comparable = models_section((tmp_path / "report-lm" / "report.md").read_text("utf-8"))["comparable with the paper"]
+    assert comparable == ["no: --limit 0.5: only that share of each task's items; prompts left out: ner_adg p2, "
+                          "wic p2, wic p3, wic p4, wic p5, wic p6"]
