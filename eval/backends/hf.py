@@ -115,7 +115,22 @@ def continuation_scores(model: Any, ids: Any, keep: Any, targets: Sequence[Seque
         rows = logits_at(model, keep, input_ids=ids)
     else:
         rows = model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state[keep]
-    step = max(1, LOGIT_CHUNK_ELEMENTS // (rows.shape[-1] if head is None else head.out_features))
+    step = min(len(rows), max(1, LOGIT_CHUNK_ELEMENTS // (rows.shape[-1] if head is None else head.out_features)))
+    # One chunk's logits and log-probabilities, written in place chunk after chunk (the same kernels, the same numbers):
+    # a fresh 32 MiB pair a chunk left each pass's peak to glibc's placement, 1,140-1,423 MiB for one shape of pass on
+    # FAQ's longest items; reused, 1,087-1,203 MiB and half the page faults (issue 48, docs/evaluator.md#memory).
+    logits = None if head is None else torch.empty((step, head.out_features), dtype=rows.dtype, device=rows.device)
+    log_probs = torch.empty((step, rows.shape[-1] if head is None else head.out_features), device=rows.device)
+
+    def chunk_log_probs(r0: int, r1: int) -> Any:
+        if head is None:
+            return torch.log_softmax(rows[r0:r1], -1, dtype=torch.float32, out=log_probs[: r1 - r0])
+        if head.bias is None:
+            torch.mm(rows[r0:r1], head.weight.t(), out=logits[: r1 - r0])
+        else:
+            torch.addmm(head.bias, rows[r0:r1], head.weight.t(), out=logits[: r1 - r0])
+        return torch.log_softmax(logits[: r1 - r0], -1, dtype=torch.float32, out=log_probs[: r1 - r0])
+
     out, first = [], 0
     for group in targets:
         run = len(group[0])
@@ -123,7 +138,7 @@ def continuation_scores(model: Any, ids: Any, keep: Any, targets: Sequence[Seque
         greedy = [True] * len(group)
         for r0 in range(first, first + run, step):
             r1 = min(r0 + step, first + run)
-            lp = torch.log_softmax((rows[r0:r1] if head is None else head(rows[r0:r1])).float(), dim=-1)
+            lp = chunk_log_probs(r0, r1)
             best = lp.argmax(dim=-1)
             for g, cont in enumerate(group):
                 start = first + run - len(cont)  # the run position of the continuation's first token
