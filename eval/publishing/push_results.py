@@ -15,9 +15,9 @@ from evalita_data.hub.push import (DEFAULT_BRANCH, RETRY_DELAYS, HubUnreachable,
                                    describe_plan, dry_plan, plan_repo, remote_state, with_retries)
 
 from ..naming import run_folder
-from ..record import RunRecord, parse_record, read_run, run_id
+from ..record import RecordError, RunRecord, parse_record, read_run, run_id
 from ..record.read import json_document, record_text
-from ..reporting.tables import Markdown, ScoresError, TextTable, fmt, md_text
+from ..reporting.tables import Markdown, TextTable, fmt, md_text
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, setting_label, unparsed_cell
 from ..reporting.worth import small_n_note
@@ -171,7 +171,7 @@ def _read_run(folder: str, read: Callable[[], bytes]) -> RunRecord | str:
         return "results.json unreadable"
     try:
         return parse_record(Path(folder) / "results.json", doc, partial=True, samples=False)
-    except ScoresError as err:
+    except RecordError as err:
         return f"not a results.json of evalita-eval ({str(err)[:80]})"
 
 

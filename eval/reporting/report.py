@@ -16,8 +16,9 @@ from .facts import NOT_COMPARABLE, items_table, labels_of, setting_label, settin
 from .render import render_context, run_notes, slug, summarize, to_html, to_markdown
 from .lm_eval_runs import lm_eval_notes, load_run
 from ..naming import display_name, given_name, is_local_model
+from ..record import RecordError
 from ..record.model import ModelRecord, RunRecord, plain
-from .tables import PERCENT, ScoresError, TaskTable, TextTable, table_json
+from .tables import PERCENT, TaskTable, TextTable, table_json
 from .task_report import TaskReport, build_task_report, task_order
 from .unparsed_flag import flag_notes, none_read, none_read_text
 
@@ -212,7 +213,7 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
     models = [r.display for r in runs]
     tasks = task_order({t for r in runs for t in r.results})
     if not tasks:
-        raise ScoresError("no task results in the given files")
+        raise RecordError("no task results in the given files")
     general_notes = run_notes(runs) + lm_eval_notes(runs)
     reports = _task_reports(runs, labels, tasks, k, seed, progress, score_samples)
     summary = summarize(reports, models)
