@@ -243,7 +243,7 @@ def read_task_samples(path: Path, entry: str, prompt: str) -> tuple[list[dict], 
     """Our runner's samples of an lm-eval samples file, and our metrics' scores ({metric: value, "n", "unparsed"?})."""
     from evalita_data.registry import task_of_entry
 
-    from ..metrics import metric_of
+    from ..metrics import format_failures, metric_of
     spec = task_of_entry(entry)
     process, choice_task = lm_eval_sample(entry, prompt), is_choice_task(entry)
     records = _records(path)
@@ -259,9 +259,7 @@ def read_task_samples(path: Path, entry: str, prompt: str) -> tuple[list[dict], 
         samples.append(sample)
     samples.sort(key=lambda s: (str(type(s["doc_id"])), s["doc_id"]))
     scores: dict[str, float] = {**{m.name: metric_of(entry, m.name)(samples) for m in spec.metrics}, "n": len(samples)}
-    # Answers outside the declared format (NER, REL, LS) are `unparsed`, as `evalita-eval run` counts them
-    # (settings/constrained.py format_failures, which this layer may not import).
+    # Answers outside the declared format (NER, REL, LS) are `unparsed`, as `evalita-eval run` counts them.
     if not choice_task and spec.output_pattern is not None:
-        answer_format = re.compile(spec.output_pattern)
-        scores["unparsed"] = sum(answer_format.fullmatch(s["generation"]) is None for s in samples)
+        scores["unparsed"] = format_failures(spec, [s["generation"] for s in samples])
     return samples, scores
