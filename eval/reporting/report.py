@@ -140,8 +140,7 @@ def heatmap_png(table: TaskTable, metric: str) -> bytes:
     im = ax.imshow(data, cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto")
     ax.set_xticks(range(n_prompts), table.prompts)
     ax.set_yticks(range(n_models), table.models)
-    ax.set_xlabel("prompt")
-    ax.set_title(f"{table.task}: {metric}" + (" (%)" if table.scale == 100.0 else ""))
+    ax.set(xlabel="prompt", title=f"{table.task}: {metric}" + (" (%)" if table.scale == 100.0 else ""))
     for i in range(n_models):
         for j in range(n_prompts):
             value = data[i, j]
@@ -160,13 +159,10 @@ def rank_vs_alpha_png(models: Sequence[str], alphas: Sequence[float], ranks: np.
     markers = "osD^v<>ph*"
     for m, name in enumerate(models):
         ax.plot(alphas, ranks[:, m], marker=markers[m % len(markers)], markersize=4, label=name)
-    ax.set_xlabel("α (variance penalty of the Sharpe score)")
-    ax.set_ylabel("rank (1 = best)")
-    ax.set_yticks(range(1, len(models) + 1))
-    ax.set_ylim(len(models) + 0.5, 0.5)
-    ax.set_xlim(min(alphas) - 0.05, max(alphas) + 0.05)
+    ax.set(xlabel="α (variance penalty of the Sharpe score)", ylabel="rank (1 = best)",
+           yticks=range(1, len(models) + 1), ylim=(len(models) + 0.5, 0.5),
+           xlim=(min(alphas) - 0.05, max(alphas) + 0.05), title=title)
     ax.grid(alpha=0.3)
-    ax.set_title(title)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return _png(fig)
 
