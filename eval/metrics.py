@@ -4,15 +4,27 @@ recomputes any declared metric from the samples for its bootstrap."""
 
 from __future__ import annotations
 
+import re
+from typing import Sequence
+
 from evalita_data.registry import task_of_entry, tasks
 from evalita_data.scoring.metric import Metric
 from evalita_data.scoring.metrics import rouge_metric
+from evalita_data.taskspec import TaskSpec
 
 from .settings.answers import normalize
 
 # Open-ended answers of MC tasks (eval/settings/instruct.py): generation vs the gold answer text.
 # Accents folded first (answers.normalize): rouge-score's tokenizer drops non-ASCII letters ("Sì" -> "s").
 ROUGE_L_ANSWER = rouge_metric("rougeL", "rougeL_answer", "gold_answer", normalize)
+
+
+def format_failures(spec: TaskSpec, generations: Sequence[str]) -> int | None:
+    """``unparsed``: the generations outside the task's answer format (its constraint's regex); None without one."""
+    if spec.output_pattern is None:
+        return None
+    compiled = re.compile(spec.output_pattern)
+    return sum(compiled.fullmatch(g) is None for g in generations)
 
 
 def corpus_bleu(pairs: list[tuple[str, str]]) -> float:

@@ -58,7 +58,7 @@ class _OpenAIBase(Backend):
         if options.batch_size is None:
             raise ValueError("--batch-size auto sizes batches by the model's memory; a server backend takes a number "
                              "(requests per HTTP request)")
-        self.model_name, self.batch_size = options.model, options.batch_size
+        self.name_or_path, self.batch_size = options.model, options.batch_size
         key = os.environ.get(server.api_key_env) if server.api_key_env else None
         if server.api_key_env and not key:
             raise ValueError(f"--backend-arg api_key_env names the environment variable {server.api_key_env}, which is "
@@ -101,8 +101,8 @@ class _OpenAIBase(Backend):
     def cache_identity(self) -> dict[str, Any]:
         """The server, its model, the local tokenizer, the max length, every --backend-arg that changes a number;
         never the API key nor its variable's name (another key to the same server gives the same numbers)."""
-        identity = model_identity(super().cache_identity(), self.model_name, self.tokenizer)
-        identity.update(base_url=self.base_url, served_model=self.model_name,
+        identity = model_identity(super().cache_identity(), self.name_or_path, self.tokenizer)
+        identity.update(base_url=self.base_url, served_model=self.name_or_path,
                         max_length=getattr(self, "max_length", None))
         identity.get("options", {}).pop("base_url", None)  # normalised above: a trailing "/" is the same server
         return identity
@@ -124,14 +124,14 @@ class OpenAICompletionsBackend(_OpenAIBase):
                                                                  options.trust_remote_code)
 
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
-        return render_chat(self.tokenizer, self.model_name, messages)
+        return render_chat(self.tokenizer, self.name_or_path, messages)
 
     def loglikelihood(self, requests: Sequence[LLRequest]) -> list[LLResult]:
         batches = chunks(ll_windows(self.tokenizer, requests, self.max_length), self.batch_size)
 
         def score(job: tuple[int, Sequence[Any]]) -> list[LLResult]:
             number, batch = job
-            body = {"model": self.model_name, "prompt": [list(w.ids) for w in batch], "echo": True, "logprobs": 1,
+            body = {"model": self.name_or_path, "prompt": [list(w.ids) for w in batch], "echo": True, "logprobs": 1,
                     "max_tokens": 0, "temperature": 0}
 
             def parse(payload: dict) -> list[LLResult]:
@@ -154,7 +154,7 @@ class OpenAICompletionsBackend(_OpenAIBase):
             number, part = job
             batch = [requests[i] for i in part]
             until = stop_strings(self.tokenizer, batch[0].stop)
-            body = {"model": self.model_name,
+            body = {"model": self.name_or_path,
                     "prompt": [generation_prompt(self.tokenizer, r, self.max_length) for r in batch],
                     "max_tokens": batch[0].max_new_tokens, "temperature": 0,
                     "stop": [s for s in until if s][:4] or None, **self._extra_body(batch[0].constraint)}
@@ -260,8 +260,8 @@ class OpenAIChatBackend(_OpenAIBase):
             user = [{"role": "user", "content": req.context}]
             messages = [dict(m) for m in req.messages] if req.messages is not None else user
             stop = [s for s in req.stop if s][:4]
-            body = {"model": self.model_name, "messages": messages, "max_tokens": req.max_new_tokens, "temperature": 0,
-                    "stop": stop or None, **self._extra_body(req.constraint)}
+            body = {"model": self.name_or_path, "messages": messages, "max_tokens": req.max_new_tokens,
+                    "temperature": 0, "stop": stop or None, **self._extra_body(req.constraint)}
             # vLLM's switch of the template (off is sent where vLLM's fields are)
             if req.thinking is not None or self.server_token_ids:
                 body["chat_template_kwargs"] = {"enable_thinking": req.thinking is not None}

@@ -19,14 +19,11 @@ from ..backend_support.tokenization import render_chat
 
 # The logits processor of forced continuations, by name (vLLM imports it in its workers).
 FORCE_PROCESSOR = "evalita_eval.backend_support.vllm_force:ForceTokens"
-DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
 def engine_kwargs(options: BackendOptions, max_length: int, scoring: str = "prefill") -> dict[str, Any]:
     """``vllm.LLM`` arguments from the shared options and ``VLLMOptions`` (``options.engine``)."""
     engine = engine_of(VLLMBackend, options)
-    if options.dtype not in DTYPES:
-        raise ValueError(f"unknown dtype {options.dtype!r}; use auto, float32, float16 or bfloat16")
     gguf = gguf_model(options.model, asdict(engine))
     # max_model_len: one more than the model reads, room for the one token vLLM samples after the longest
     # log-likelihood window (never computed). Prefix caching computes each context once. raw_logprobs: log-probs of

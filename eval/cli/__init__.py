@@ -140,9 +140,9 @@ def compare(run_a: Path, run_b: Path, k: int, seed: int, out: Path | None) -> No
     output folders or one lm-eval run's results_<time>.json)."""
     require("compare", STATS_NEEDS)
     from ..reporting.compare import write_comparison
-    from ..reporting.tables import ScoresError
+    from ..record import RecordError
 
-    with exit_1_on(ScoresError):
+    with exit_1_on(RecordError):
         click.echo(write_comparison(run_a, run_b, out, k=k, seed=seed))
 
 
@@ -182,9 +182,9 @@ def push_results(results_dir: Path, repo_id: str, private: bool, revision: str, 
     from evalita_data.errors import EvalitaDataError
 
     from ..publishing.push_results import push_results as run_push
-    from ..reporting.tables import ScoresError
+    from ..record import RecordError
 
-    with exit_1_on(EvalitaDataError, ScoresError):
+    with exit_1_on(EvalitaDataError, RecordError):
         run_push(results_dir, repo_id, private=private, revision=revision, message=message, dry_run=dry_run,
                  to_dir=to_dir, echo=click.echo, model_name=_given_name(model_name))
 
@@ -224,6 +224,6 @@ def export_eee(run_dir: Path, out_dir: Path, organization: str, model_name: str 
     require("export-eee", STATS_NEEDS)
     from ..publishing.export_eee import export_eee as run_export
 
-    with exit_1_on(ValueError):  # ScoresError included: a results.json that cannot be read
+    with exit_1_on(ValueError):  # RecordError included: a results.json that cannot be read
         written = run_export(run_dir, out_dir, organization, model_name=_given_name(model_name))
     click.echo("written: " + ", ".join(str(p) for p in written))

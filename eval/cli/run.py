@@ -11,7 +11,7 @@ import types
 import typing
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 import click
 
@@ -36,13 +36,6 @@ MORE_HELP: dict[str, Callable[[], str]] = {
     "tasks": task_help, "backend": lambda: f" The registered backends: {', '.join(backend_names())}."}
 
 
-def _base(annotation: Any) -> Any:
-    """The type of a field's values: ``int`` of ``int | None``, the Literal itself."""
-    args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    optional = typing.get_origin(annotation) in (typing.Union, types.UnionType)
-    return args[0] if optional and len(args) == 1 else annotation
-
-
 def spec_option(name: str) -> click.Option:
     """The option of ``RunSpec``'s field ``name``: --name-with-dashes, a flag for a bool that is off unless
     given (--x/--no-x when unset means 'decided by the run'), else a value the spec parses."""
@@ -50,7 +43,10 @@ def spec_option(name: str) -> click.Option:
     extra = field.json_schema_extra or {}
     flag = extra.get("flag") or "--" + name.replace("_", "-")
     help_text = (field.description or "") + (MORE_HELP[name]() if name in MORE_HELP else "")
-    kind = _base(field.annotation)
+    # The type of the field's values: ``int`` of ``int | None``, the Literal itself.
+    args = [a for a in typing.get_args(field.annotation) if a is not type(None)]
+    optional = typing.get_origin(field.annotation) in (typing.Union, types.UnionType)
+    kind = args[0] if optional and len(args) == 1 else field.annotation
     if kind is bool and "metavar" not in extra:
         if field.annotation is bool:
             return click.Option([flag, name], is_flag=True, default=False, help=help_text)

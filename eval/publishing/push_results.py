@@ -15,12 +15,12 @@ from evalita_data.hub.push import (DEFAULT_BRANCH, RETRY_DELAYS, HubUnreachable,
                                    describe_plan, dry_plan, plan_repo, remote_state, with_retries)
 
 from ..naming import run_folder
-from ..record import RunRecord, parse_record, read_run, run_id
+from ..record import RecordError, RunRecord, parse_record, read_run, run_id
 from ..record.read import json_document, record_text
-from ..reporting.tables import Markdown, ScoresError, TextTable, fmt, md_text
+from ..reporting.tables import Markdown, TextTable, fmt, md_text
 from ..reporting.task_report import build_task_report, task_order
 from ..reporting.facts import NOT_COMPARABLE, baseline_cell, evaluated_n, run_rows, setting_label, unparsed_cell
-from ..reporting.worth import small_n_note
+from ..reporting.worth import MIN_ITEMS, NOT_A_MEASUREMENT
 from .model_page import model_page_files, model_page_refusal, yaml_str
 from .public import LocalPathLeft, check_publishable, model_label, public_lines, public_record
 from ..reporting.unparsed_flag import EXPLAIN, flag_mark, flag_notes, none_read, none_read_summary
@@ -65,7 +65,9 @@ def render_card(run: RunRecord, folder: str, repo_id: str) -> str:
                     + [fmt(pm[c], t.scale) for c in STAT_COLUMNS] + [fmt(st.sharpe[0], t.scale)]
                     + [baseline_cell(base, b, rep.metric) for b in ("chance", "majority")]
                     + [unparsed_cell(run.results[task])])
-        notes += [f"{task}: {n}" for n in t.notes] + [n for n in [small_n_note(task, run.results[task])] if n]
+        notes += [f"{task}: {n}" for n in t.notes]
+        if (ns := [p["n"] for p in run.results[task].values()]) and min(ns) < MIN_ITEMS:  # the prompts' items
+            notes.append(f"{task}: n={int(min(ns))}, {NOT_A_MEASUREMENT}")
         notes += flag_notes(task, run.results[task])
         if unread := none_read_summary([p for p, scores in run.results[task].items() if none_read(scores)]):
             notes.append(f"{task}: its {', '.join(STAT_COLUMNS)} and Sharpe include {unread}")
@@ -171,7 +173,7 @@ def _read_run(folder: str, read: Callable[[], bytes]) -> RunRecord | str:
         return "results.json unreadable"
     try:
         return parse_record(Path(folder) / "results.json", doc, partial=True, samples=False)
-    except ScoresError as err:
+    except RecordError as err:
         return f"not a results.json of evalita-eval ({str(err)[:80]})"
 
 

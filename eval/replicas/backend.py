@@ -149,7 +149,7 @@ class ReplicaBackend(Backend):
         self._identity, self.dtype = described["identity"], described["dtype"]
         self.capabilities, self.tokenizer = described["capabilities"], described["tokenizer"]
         self.num_parameters, self.attention_span = described["num_parameters"], described["attention_span"]
-        # The wrapped engine's call size and prompt mixing, for the runner (plan.chunk_size, running/stream.py).
+        # The wrapped engine's call size and prompt mixing, for the runner (running/stream.py call_size).
         self.requests_per_call, self.mixes_prompts = described["requests_per_call"], described["mixes_prompts"]
         self._merges_units = described["merges_units"]
 

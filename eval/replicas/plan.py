@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from ..api import GenRequest, LLRequest, RequestKind
 from ..backends.hf_batches import chunks
-from ..running.stream import AUTO_BATCH, CHUNK_BATCHES
+from ..running.stream import call_size
 
 
 @dataclass(frozen=True)
@@ -20,12 +20,6 @@ class Unit:
     @property
     def indices(self) -> list[int]:
         return [i for call in self.calls for i in call]
-
-
-def chunk_size(backend: Any) -> int:
-    """The requests the runner hands a non-streaming backend per call (``RunStream._calls``; the run's --batch-size)."""
-    batch = backend.options.batch_size if backend.options is not None else getattr(backend, "batch_size", None)
-    return backend.requests_per_call or max(1, (batch or AUTO_BATCH) * CHUNK_BATCHES)
 
 
 def merge_shared_contexts(calls: Sequence[Sequence[int]], contexts: Sequence[str]) -> list[list[list[int]]]:
@@ -63,8 +57,9 @@ def plan_units(backend: Any, kind: str, requests: Sequence[LLRequest | GenReques
                for r in requests]
     if kind in backend.streams:  # the call whole (hf generations): the batches the backend says it forms
         calls = backend.call_batches(kind, requests)
-    else:  # the runner's chunks, each one call, cut as the backend says
-        calls = [[chunk[i] for i in batch] for chunk in chunks(list(range(len(requests))), chunk_size(backend))
+    else:  # the runner's chunks (running/stream.py), each one call, cut as the backend says
+        size = backend.options.batch_size if backend.options is not None else getattr(backend, "batch_size", None)
+        calls = [[chunk[i] for i in batch] for chunk in chunks(list(range(len(requests))), call_size(backend, size))
                  for batch in backend.call_batches(kind, [requests[i] for i in chunk])]
     return [Unit(tuple(tuple(c) for c in group), sum(lengths[i] for c in group for i in c))
             for group in merge_shared_contexts(calls, [r.context for r in requests])]

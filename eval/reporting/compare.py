@@ -11,13 +11,13 @@ from typing import Sequence
 from evalita_data.scoring.metric import HITS
 
 from ..metrics import metric_of  # (task, name) -> the task's own declaration of the metric
-from ..record import NOT_COMPARABLE
+from ..record import NOT_COMPARABLE, RecordError
 from ..record.model import RunRecord, SampleLine
 from . import stats
 from .facts import setting_label
 from .lm_eval_runs import is_lm_eval_output, lm_eval_notes, load_run
 from .task_report import differing_prompts, headline_metric, recorded_metric, task_order, version_notes
-from .tables import PERCENT, ScoresError, TextTable, fmt, md_text
+from .tables import PERCENT, TextTable, fmt, md_text
 from .worth import MIN_ITEMS, NOT_A_MEASUREMENT
 from .unparsed_flag import none_read, untested_avgp_reason, untested_reason
 
@@ -25,7 +25,7 @@ from .unparsed_flag import none_read, untested_avgp_reason, untested_reason
 CHANGED_PROMPT = "the prompt differs between the runs (another definition under the same name): not tested"
 
 
-class MissingSamples(ScoresError):
+class MissingSamples(RecordError):
     """A run without the samples file of a task and prompt: that pair is not compared (a note says so)."""
 
 
@@ -64,7 +64,7 @@ def _item_key(run: RunRecord, by_document: bool):
             return s.doc_id
         text = s.prompt
         if text is None:
-            raise ScoresError(f"{run.path}: a sample without its prompt: items cannot be matched by document")
+            raise RecordError(f"{run.path}: a sample without its prompt: items cannot be matched by document")
         seen[text] = seen.get(text, 0) + 1
         return (text, seen[text])
 
@@ -85,17 +85,17 @@ def paired_samples(a: RunRecord, b: RunRecord, task: str,
         key = _item_key(run, by_document)
         for s in samples:  # checked by the record's reader (record/read.py): doc_id once each
             if not s.has_gold:
-                raise ScoresError(f"{path}: key gold: a sample without its gold answer (doc_id {s.doc_id})")
+                raise RecordError(f"{path}: key gold: a sample without its gold answer (doc_id {s.doc_id})")
             k = key(s)
             if k in by_id:
-                raise ScoresError(f"{path}: doc_id {k!r} twice")
+                raise RecordError(f"{path}: doc_id {k!r} twice")
             by_id[k] = s
         sides.append((path, by_id))
     (path_a, ia), (path_b, ib) = sides
     common = set(ia) & set(ib)
     if not common:
         why = "; matched by the prompted document, so the few-shot examples and chat template must match too"
-        raise ScoresError(f"{task} {prompt}: the runs scored no item in common ({len(ia)} in {path_a}, {len(ib)} in "
+        raise RecordError(f"{task} {prompt}: the runs scored no item in common ({len(ia)} in {path_a}, {len(ib)} in "
                           f"{path_b}{why if by_document else ''}): not the same data")
     note = None
     if len(common) != len(ia) or len(common) != len(ib):
@@ -105,7 +105,7 @@ def paired_samples(a: RunRecord, b: RunRecord, task: str,
     for i in ids:
         if ia[i].gold != ib[i].gold:
             name = f"doc_id {ia[i].doc_id!r} of A (doc_id {ib[i].doc_id!r} of B)" if by_document else f"doc_id {i!r}"
-            raise ScoresError(f"{task} {prompt}: {name} has different gold answers in {path_a} and {path_b}: not the "
+            raise RecordError(f"{task} {prompt}: {name} has different gold answers in {path_a} and {path_b}: not the "
                               "same data")
     return [ia[i] for i in ids], [ib[i] for i in ids], note
 
@@ -206,7 +206,7 @@ def compare_runs(path_a: Path, path_b: Path, k: int = 1000, seed: int = 0) -> tu
                     [p for p in paired if any(none_read(r.results[task].get(p, {})) for r in (a, b))])
                 rows.append(_untested(compare_avgp(task, metric, paired, fn, k, seed), avgp_why))
         except (KeyError, TypeError, ValueError) as err:  # samples without the fields the metric reads
-            raise ScoresError(f"{task}: cannot score {metric} from the samples of {a.path.parent} and {b.path.parent} "
+            raise RecordError(f"{task}: cannot score {metric} from the samples of {a.path.parent} and {b.path.parent} "
                               f"({type(err).__name__}: {err})") from None
     if small := [f"{r.task} {r.prompt}" for r in rows if r.n < MIN_ITEMS]:
         notes.append(f"{NOT_A_MEASUREMENT}: {', '.join(small)}")

@@ -13,7 +13,7 @@ from typing import Any, TypeVar, Union
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from .lm_eval_tasks import is_choice_task, lm_eval_sample
-from .tables import ScoresError
+from ..record import RecordError
 
 _RESULTS_NAME = re.compile(r"^results_(.+)\.json$")
 Args = TypeVar("Args", bound=BaseModel)
@@ -106,7 +106,7 @@ def inside(root: Path, path: Path) -> Path:
     """``path`` when it (resolved, links followed) stays inside ``root``; a link leaving it is refused."""
     resolved = path.resolve()
     if not resolved.is_relative_to(root.resolve()):
-        raise ScoresError(f"{path}: a link to {resolved}, outside {root}; not read (copy the file into the folder)")
+        raise RecordError(f"{path}: a link to {resolved}, outside {root}; not read (copy the file into the folder)")
     return path
 
 
@@ -115,13 +115,13 @@ def chosen_run(path: Path) -> tuple[Path, Path]:
     if is_results_file(path):
         return path.parent, inside(path.parent, path)
     if not (files := results_files(path)):
-        raise ScoresError(f"{path}: no lm-eval results_*.json here or one folder down; "
+        raise RecordError(f"{path}: no lm-eval results_*.json here or one folder down; "
                           f"expected `lm_eval --output_path {path}`")
     if len(parents := {f.parent for f in files}) > 1:
-        raise ScoresError(f"{path}: lm-eval results of {len(parents)} models "
+        raise RecordError(f"{path}: lm-eval results of {len(parents)} models "
                           f"({', '.join(sorted(p.name for p in parents))}); name one model's folder")
     if len(files) > 1:
-        raise ScoresError(f"{path}: {len(files)} lm-eval runs ({', '.join(timestamp(f) for f in files)}); name one by "
+        raise RecordError(f"{path}: {len(files)} lm-eval runs ({', '.join(timestamp(f) for f in files)}); name one by "
                           f"its results file, e.g. {files[-1]}")
     return path, inside(path, files[0])
 
@@ -130,9 +130,9 @@ def read_results(path: Path) -> LmEvalResults:
     try:
         return LmEvalResults.model_validate(json.loads(path.read_text("utf-8")))
     except json.JSONDecodeError as err:
-        raise ScoresError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
+        raise RecordError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
     except ValidationError as err:
-        raise ScoresError(f"{path}: {invalid_key(err)}; expected the results JSON of lm-eval") from None
+        raise RecordError(f"{path}: {invalid_key(err)}; expected the results JSON of lm-eval") from None
 
 
 def samples_file(root: Path, results_file: Path, task: str) -> Path | None:
@@ -150,7 +150,7 @@ def arguments(path: Path, config: LmEvalConfig, key: str, model: type[Args]) -> 
     try:
         return model.model_validate({str(k): str(v) for k, v in pairs.items()} if model is ModelArgs else pairs)
     except ValidationError as err:
-        raise ScoresError(f"{path}: config.{key}.{invalid_key(err)}") from None
+        raise RecordError(f"{path}: config.{key}.{invalid_key(err)}") from None
 
 
 def item_limit(path: Path, config: LmEvalConfig) -> int | float | None:
@@ -160,7 +160,7 @@ def item_limit(path: Path, config: LmEvalConfig) -> int | float | None:
     if 0 < config.limit < 1:
         return config.limit
     if not math.isfinite(config.limit) or config.limit <= 0 or config.limit != int(config.limit):
-        raise ScoresError(f"{path}: config.limit is {config.limit}: neither a count of items nor a share below 1")
+        raise RecordError(f"{path}: config.limit is {config.limit}: neither a count of items nor a share below 1")
     return int(config.limit)
 
 
@@ -224,7 +224,7 @@ def _records(path: Path) -> list[tuple[int, LmEvalSample]]:
         try:
             records.append((number, LmEvalSample.model_validate_json(line)))
         except ValidationError as err:
-            raise ScoresError(f"{path}:{number}: not an lm-eval sample ({invalid_key(err)})") from None
+            raise RecordError(f"{path}:{number}: not an lm-eval sample ({invalid_key(err)})") from None
     return records
 
 
@@ -234,7 +234,7 @@ def _check_once(path: Path, records: list[tuple[int, LmEvalSample]]) -> None:
         if record.doc_id in first:
             line, earlier = first[record.doc_id]
             what = "the same document again" if earlier.doc == record.doc else "another document (a different doc)"
-            raise ScoresError(f"{path}:{number}: doc_id {record.doc_id!r} logged twice (first at line {line}, "
+            raise RecordError(f"{path}:{number}: doc_id {record.doc_id!r} logged twice (first at line {line}, "
                               f"here {what}); each document once per samples file: not scored")
         first[record.doc_id] = (number, record)
 
@@ -243,7 +243,7 @@ def read_task_samples(path: Path, entry: str, prompt: str) -> tuple[list[dict], 
     """Our runner's samples of an lm-eval samples file, and our metrics' scores ({metric: value, "n", "unparsed"?})."""
     from evalita_data.registry import task_of_entry
 
-    from ..metrics import metric_of
+    from ..metrics import format_failures, metric_of
     spec = task_of_entry(entry)
     process, choice_task = lm_eval_sample(entry, prompt), is_choice_task(entry)
     records = _records(path)
@@ -254,14 +254,12 @@ def read_task_samples(path: Path, entry: str, prompt: str) -> tuple[list[dict], 
             responses: list = choice_responses(record) if choice_task else [generated_text(record)]
             sample = {"doc_id": record.doc_id, "prompt": record.context(), **process(record.doc, responses)}
         except (KeyError, IndexError, TypeError, ValueError) as err:
-            raise ScoresError(f"{path}:{number}: doc_id {record.doc_id!r}: {err}; "
+            raise RecordError(f"{path}:{number}: doc_id {record.doc_id!r}: {err}; "
                               f"not an lm-eval sample of {entry} {prompt}") from None
         samples.append(sample)
     samples.sort(key=lambda s: (str(type(s["doc_id"])), s["doc_id"]))
     scores: dict[str, float] = {**{m.name: metric_of(entry, m.name)(samples) for m in spec.metrics}, "n": len(samples)}
-    # Answers outside the declared format (NER, REL, LS) are `unparsed`, as `evalita-eval run` counts them
-    # (settings/constrained.py format_failures, which this layer may not import).
+    # Answers outside the declared format (NER, REL, LS) are `unparsed`, as `evalita-eval run` counts them.
     if not choice_task and spec.output_pattern is not None:
-        answer_format = re.compile(spec.output_pattern)
-        scores["unparsed"] = sum(answer_format.fullmatch(s["generation"]) is None for s in samples)
+        scores["unparsed"] = format_failures(spec, [s["generation"] for s in samples])
     return samples, scores

@@ -10,9 +10,8 @@ from typing import Any
 from .lm_eval_folder import (GenKwargs, LmEvalResults, ModelArgs, arguments, chosen_run, is_results_file, item_limit,
                              read_results, read_task_samples, results_files, samples_file)
 from .lm_eval_tasks import FAMILIES, entry_and_prompt
-from ..record import parse_record, read_run
+from ..record import RecordError, parse_record, read_run
 from ..record.model import ConfigRecord, DataRecord, ModelRecord, RunRecord, SourceTool
-from .tables import ScoresError
 
 LM_EVAL_GROUP_NOTE = (
     "What the Evalita-LLM paper and leaderboard report per task is the Combined Performance Score (CPS) of the task's "
@@ -38,7 +37,7 @@ def _tasks(results_path: Path, doc: LmEvalResults) -> tuple[dict[str, tuple[str,
              and (not t.startswith(FAMILIES) or any(results_path.parent.glob(f"samples_{t}_*.jsonl")))]
     usable = {t: m for t, m in mapped.items() if m is not None}
     if not usable:
-        raise ScoresError(f"{results_path}: no Evalita-LLM task (evalita-mp_* or evalita-llm_*) among "
+        raise RecordError(f"{results_path}: no Evalita-LLM task (evalita-mp_* or evalita-llm_*) among "
                           f"{', '.join(names[:6])}")
     return usable, other
 
@@ -129,7 +128,7 @@ def lm_eval_record(root: Path, results_path: Path) -> tuple[RunRecord, Samples]:
         notes.append(f"{results_path}: task(s) of neither evalita-mp nor evalita-llm names left out: "
                      f"{', '.join(other)}")
     if not results:
-        raise ScoresError(notes[0])
+        raise RecordError(notes[0])
     shots, shots_note = _shots(doc, used)
     notes += [shots_note] if shots_note else []
     config = _config(results_path, doc, shots)
@@ -157,7 +156,7 @@ def load_run(path: Path, partial: bool = False) -> RunRecord:
         return run
     if path.is_dir():
         if not (path / "results.json").is_file():
-            raise ScoresError(f"{path}: neither a run folder (results.json) nor an lm-eval output folder "
+            raise RecordError(f"{path}: neither a run folder (results.json) nor an lm-eval output folder "
                               "(results_*.json)")
         path = path / "results.json"
     return read_run(path, partial)

@@ -16,8 +16,9 @@ from .facts import NOT_COMPARABLE, items_table, labels_of, setting_label, settin
 from .render import render_context, run_notes, slug, summarize, to_html, to_markdown
 from .lm_eval_runs import lm_eval_notes, load_run
 from ..naming import display_name, given_name, is_local_model
+from ..record import RecordError
 from ..record.model import ModelRecord, RunRecord, plain
-from .tables import PERCENT, ScoresError, TaskTable, TextTable, table_json
+from .tables import PERCENT, TaskTable, TextTable, table_json
 from .task_report import TaskReport, build_task_report, task_order
 from .unparsed_flag import flag_notes, none_read, none_read_text
 
@@ -139,8 +140,7 @@ def heatmap_png(table: TaskTable, metric: str) -> bytes:
     im = ax.imshow(data, cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto")
     ax.set_xticks(range(n_prompts), table.prompts)
     ax.set_yticks(range(n_models), table.models)
-    ax.set_xlabel("prompt")
-    ax.set_title(f"{table.task}: {metric}" + (" (%)" if table.scale == 100.0 else ""))
+    ax.set(xlabel="prompt", title=f"{table.task}: {metric}" + (" (%)" if table.scale == 100.0 else ""))
     for i in range(n_models):
         for j in range(n_prompts):
             value = data[i, j]
@@ -159,13 +159,10 @@ def rank_vs_alpha_png(models: Sequence[str], alphas: Sequence[float], ranks: np.
     markers = "osD^v<>ph*"
     for m, name in enumerate(models):
         ax.plot(alphas, ranks[:, m], marker=markers[m % len(markers)], markersize=4, label=name)
-    ax.set_xlabel("α (variance penalty of the Sharpe score)")
-    ax.set_ylabel("rank (1 = best)")
-    ax.set_yticks(range(1, len(models) + 1))
-    ax.set_ylim(len(models) + 0.5, 0.5)
-    ax.set_xlim(min(alphas) - 0.05, max(alphas) + 0.05)
+    ax.set(xlabel="α (variance penalty of the Sharpe score)", ylabel="rank (1 = best)",
+           yticks=range(1, len(models) + 1), ylim=(len(models) + 0.5, 0.5),
+           xlim=(min(alphas) - 0.05, max(alphas) + 0.05), title=title)
     ax.grid(alpha=0.3)
-    ax.set_title(title)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return _png(fig)
 
@@ -212,7 +209,7 @@ def write_report(paths: Sequence[Path], out: Path, k: int = 100, seed: int = 0, 
     models = [r.display for r in runs]
     tasks = task_order({t for r in runs for t in r.results})
     if not tasks:
-        raise ScoresError("no task results in the given files")
+        raise RecordError("no task results in the given files")
     general_notes = run_notes(runs) + lm_eval_notes(runs)
     reports = _task_reports(runs, labels, tasks, k, seed, progress, score_samples)
     summary = summarize(reports, models)

@@ -22,11 +22,6 @@ SCORE_COLUMNS = ("model", "task", "prompt", "score")
 PERCENT = 100.0  # report tables are in percent, as the paper's
 
 
-# A scores file or results file that cannot be read as documented: the record reader's error, so that a run read for a
-# report fails as it does everywhere else (one line naming the file and the key).
-ScoresError = RecordError
-
-
 @dataclass(frozen=True)
 class ScoreRow:
     model: str
@@ -46,7 +41,7 @@ def _read_csv_scores(path: Path) -> list[ScoreRow]:
         reader = csv.DictReader(fh)
         missing = [c for c in SCORE_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
-            raise ScoresError(f"{path}:1: header {reader.fieldnames} lacks column(s) {missing}; expected a header with "
+            raise RecordError(f"{path}:1: header {reader.fieldnames} lacks column(s) {missing}; expected a header with "
                               f"{', '.join(SCORE_COLUMNS)}")
         return [_make_row(rec, f"{path}:{reader.line_num}") for rec in reader]
 
@@ -55,19 +50,19 @@ def _read_json_scores(path: Path) -> list[ScoreRow]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
-        raise ScoresError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
+        raise RecordError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
     if isinstance(data, dict) and "rows" in data:
         data = data["rows"]
     if not isinstance(data, list):
-        raise ScoresError(f"{path}: expected a JSON list of {{model, task, prompt, score}} objects (or "
+        raise RecordError(f"{path}: expected a JSON list of {{model, task, prompt, score}} objects (or "
                           f"{{\"rows\": [...]}})")
     rows = []
     for i, rec in enumerate(data):
         if not isinstance(rec, dict):
-            raise ScoresError(f"{path}[{i}]: expected an object with keys {', '.join(SCORE_COLUMNS)}, got {rec!r}")
+            raise RecordError(f"{path}[{i}]: expected an object with keys {', '.join(SCORE_COLUMNS)}, got {rec!r}")
         missing = [c for c in SCORE_COLUMNS if c not in rec]
         if missing:
-            raise ScoresError(f"{path}[{i}]: missing key(s) {missing}")
+            raise RecordError(f"{path}[{i}]: missing key(s) {missing}")
         rows.append(_make_row(rec, f"{path}[{i}]"))
     return rows
 
@@ -76,13 +71,13 @@ def _make_row(rec: dict, where: str) -> ScoreRow:
     names = {c: str(rec[c]).strip() for c in ("model", "task", "prompt")}
     for col, value in names.items():
         if not value:
-            raise ScoresError(f"{where}: empty {col}")
+            raise RecordError(f"{where}: empty {col}")
     try:
         score = float(rec["score"])
     except (TypeError, ValueError):
-        raise ScoresError(f"{where}: score {rec['score']!r} is not a number") from None
+        raise RecordError(f"{where}: score {rec['score']!r} is not a number") from None
     if not math.isfinite(score):
-        raise ScoresError(f"{where}: score {rec['score']!r} is not finite")
+        raise RecordError(f"{where}: score {rec['score']!r} is not finite")
     return ScoreRow(names["model"], names["task"], names["prompt"], score, where)
 
 
@@ -94,7 +89,7 @@ def resolve_scale(rows: Sequence[ScoreRow], scale: ScaleName = "auto") -> float:
     for r in rows:
         if not 0.0 <= r.score <= value:
             unit = "percent" if value == 100.0 else "fraction"
-            raise ScoresError(f"{r.where}: score {r.score} is outside [0, {value:g}] ({unit} scale)")
+            raise RecordError(f"{r.where}: score {r.score} is outside [0, {value:g}] ({unit} scale)")
     return value
 
 
@@ -132,7 +127,7 @@ def build_tables(rows: Iterable[ScoreRow], scale: float) -> list[TaskTable]:
         task_cells = cells.setdefault(r.task, {})
         if (r.prompt, r.model) in task_cells:
             first = task_cells[(r.prompt, r.model)]
-            raise ScoresError(f"{r.where}: second score for model {r.model!r}, task {r.task!r}, prompt {r.prompt!r} "
+            raise RecordError(f"{r.where}: second score for model {r.model!r}, task {r.task!r}, prompt {r.prompt!r} "
                               f"(first at {first.where})")
         task_cells[(r.prompt, r.model)] = r
     tables = []
@@ -141,7 +136,7 @@ def build_tables(rows: Iterable[ScoreRow], scale: float) -> list[TaskTable]:
         prompts = sorted({p for p, _ in task_cells}, key=natural_key)
         missing = [f"{m}/{p}" for p in prompts for m in models if (p, m) not in task_cells]
         if missing:
-            raise ScoresError(f"task {task!r}: no score for model/prompt {', '.join(missing)}; every model needs a "
+            raise RecordError(f"task {task!r}: no score for model/prompt {', '.join(missing)}; every model needs a "
                               "score for every prompt of the task")
         scores = np.array([[task_cells[(p, m)].score for m in models] for p in prompts])
         tables.append(TaskTable(task, prompts, models, scores, scale))

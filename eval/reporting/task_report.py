@@ -10,11 +10,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..record import RecordedMetric
+from ..record import RecordedMetric, RecordError
 from ..record.model import RunRecord, TaskRecord
 from . import stats
 from ..metrics import higher_is_better
-from .tables import PERCENT, ScoreRow, ScoresError, TaskTable, TextTable, build_tables, natural_key, resolve_scale
+from .tables import PERCENT, ScoreRow, TaskTable, TextTable, build_tables, natural_key, resolve_scale
 
 
 def headline_metric(task: str, available: Sequence[str], runs: Sequence[RunRecord] = ()) -> tuple[str, str | None]:
@@ -66,13 +66,13 @@ def build_task_report(task: str, runs: Sequence[RunRecord]) -> TaskReport:
     available = list(dict.fromkeys(m for r in task_runs for p in r.results[task].values()
                                    for m in p if m not in ("n", "unparsed")))
     if not available:
-        raise ScoresError(f"task {task!r}: no metric in any results file")
+        raise RecordError(f"task {task!r}: no metric in any results file")
     metric, note = headline_metric(task, available, task_runs)
     rows = []
     for r in task_runs:
         for prompt, metrics in r.results[task].items():
             if metric not in metrics:
-                raise ScoresError(f"{r.path}: results.{task}.{prompt} has no {metric!r} (has {sorted(metrics)})")
+                raise RecordError(f"{r.path}: results.{task}.{prompt} has no {metric!r} (has {sorted(metrics)})")
             rows.append(ScoreRow(r.display, task, prompt, float(metrics[metric]),
                                  f"{r.path}: results.{task}.{prompt}.{metric}"))
     resolve_scale(rows, "fraction")  # results.json holds fractions: check, then show percent
@@ -115,7 +115,7 @@ def recorded_headline(task: str, runs: Sequence[Any], available: Sequence[str]) 
         notes.append(f"{task}: the runs recorded different headline metrics "
                      f"({'; '.join(f'{name}: {len(rs)} run(s)' for name, rs in heads.items())}); shown: {chosen}")
     if chosen not in available:
-        raise ScoresError(f"task {task!r}: the recorded headline metric {chosen!r} is not in the results (has "
+        raise RecordError(f"task {task!r}: the recorded headline metric {chosen!r} is not in the results (has "
                           f"{', '.join(available)})")
     return chosen, notes
 
@@ -126,7 +126,7 @@ def recorded_metric(task: str, metric: str, runs: Sequence[Any]) -> RecordedMetr
     found = {m for run in runs for m in (recorded_metrics(run, task) or []) if m.name == metric}
     if len(found) > 1:
         ways = "; ".join(f"kind {m.kind}, higher_is_better {m.higher_is_better}" for m in sorted(found, key=repr))
-        raise ScoresError(f"{task}: metric {metric!r} was recorded differently by the runs ({ways})")
+        raise RecordError(f"{task}: metric {metric!r} was recorded differently by the runs ({ways})")
     return next(iter(found), None)
 
 

@@ -1,9 +1,5 @@
-"""What a run will cost, printed before it starts, and a rough time left once the first batches are measured.
-
-How each kind is priced, and why (log-likelihoods by forward rows and tokens, generations by prompt pass and decode
-steps, never seconds per generation): docs/evaluator.md (the plan and the estimate). Requests the resume cache
-already holds (a rerun) are counted apart and left out of the time.
-"""
+"""What a run will cost, printed before it starts, and a rough time left once the first batches are measured; how
+each kind is priced and why, the resume cache's requests counted apart: docs/evaluator.md (the plan, the estimate)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from typing import Any
 from evalita_data.cli.errors import one_line
 
 from ..naming import run_folder
-from ..record.build import ID_LENGTH, run_id  # noqa: F401  (one hash: the writer's and the reader's)
+from ..record.build import run_id
 from ..settings.thinking import DEFAULT_TRACE_BUDGET
 
 RESULTS_FILE = "results.json"

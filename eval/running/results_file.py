@@ -12,12 +12,12 @@ from typing import Any
 
 from ..api import RequestKind
 from ..naming import display_name
-from ..record.build import build_record, config_record, model_record
+from ..record.build import build_record, config_record, model_record, run_id
 from ..record.migrate import RecordError
 from ..record.model import Asked, DataRecord, RecordedMetric, RunRecord, TaskRecord
 from ..record.read import checked_document, checked_sample, record_text
 from ..sources.entries import TaskEntry
-from .identity import REPLACE, RESULTS_FILE, FolderOfAnotherRun, run_id, thinking_values
+from .identity import REPLACE, RESULTS_FILE, FolderOfAnotherRun, thinking_values
 from .task_kinds import task_kind
 
 VERSIONED_PACKAGES = ("evalita-llm", "torch", "transformers", "datasets", "tokenizers", "numpy", "rouge-score",

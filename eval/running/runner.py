@@ -17,9 +17,10 @@ from .stream import RunStream
 from .task_kinds import TaskKind, task_kind
 from .thinking_run import forced_values, thinking_chat
 from ..settings.thinking import trace_summary
-from .identity import RESULTS_FILE, claim_folder, run_identity, run_id
+from .identity import RESULTS_FILE, claim_folder, run_identity
 from .results_file import (asked_record, carry_over, earlier_record, new_record, task_versions,
                            write_results_file, write_samples)
+from ..record import run_id
 from ..record.model import RunRecord, Timing, TraceSummary
 from ..reporting.unparsed_flag import flagged_prompts
 from ..backend_support.identity import identity_key

@@ -22,6 +22,11 @@ CHUNK_BATCHES = 4
 AUTO_BATCH = 64
 
 
+def call_size(backend: Any, batch_size: int | None) -> int:
+    """The requests a non-streaming backend gets per call: its ``requests_per_call``, else the run's batch x 4."""
+    return backend.requests_per_call or max(1, (batch_size or AUTO_BATCH) * CHUNK_BATCHES)
+
+
 @dataclass
 class Segment:
     """One prompt of one task: the requests it sends that the run has to compute."""
@@ -103,7 +108,7 @@ class RunStream:
             groups = [list(range(start))]
         if streams:
             return [g for g in groups if g]
-        step = backend.requests_per_call or max(1, (self.runner.config.batch_size or AUTO_BATCH) * CHUNK_BATCHES)
+        step = call_size(backend, self.runner.config.batch_size)
         return [g[i : i + step] for g in groups for i in range(0, len(g), step)]
 
     def _run_kind(self, kind: str, segments: list[Segment], bar: tqdm) -> None:

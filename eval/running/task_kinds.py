@@ -12,10 +12,10 @@ from typing import Any, Callable, Sequence
 from evalita_data.scoring.metrics import mc_prediction
 
 from ..api import GenRequest, LLRequest, RequestKind, check_ll_result, cut_at_stop
-from ..metrics import BERTSCORE_F1, SETTING_METRICS
+from ..metrics import BERTSCORE_F1, SETTING_METRICS, format_failures
 from .bertscore import bertscore_f1
 from ..settings import instruct as st
-from ..settings.constrained import choice_constraint, format_failures, task_constraint
+from ..settings.constrained import choice_constraint, task_constraint
 from ..settings import thinking as th
 from ..reporting.baselines import generative_baselines, task_baselines
 from ..sources.entries import TaskEntry

@@ -23,7 +23,7 @@ def thinking_chat(backend: Any, thinking: Thinking, echo: Callable[[str], None])
     """The renderer of chat prompts: the template's ``enable_thinking`` switch set where the template reads it; one line
     when thinking is on and the template has no such switch."""
     if takes_thinking(template_source(backend)):
-        name = getattr(backend, "name_or_path", "") or getattr(backend, "model_name", "")
+        name = getattr(backend, "name_or_path", "")  # a replicas' front has none (the name only labels an error)
         return partial(render_chat, backend.tokenizer, name, **{TEMPLATE_SWITCH: thinking.on})
     if thinking.on:
         echo(f"note: the chat template takes no {TEMPLATE_SWITCH} switch: the prompts are rendered as without "

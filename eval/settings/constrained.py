@@ -3,21 +3,11 @@
 
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
 from evalita_data.taskspec import TaskSpec
 
 from ..api import Constraint
-
-
-def format_failures(spec: TaskSpec, generations: Sequence[str]) -> int | None:
-    """How many generations do not match the task's answer format (``TaskSpec.output_pattern``,
-    the regex its constraint uses); None for a task without one (free text)."""
-    if spec.output_pattern is None:
-        return None
-    compiled = re.compile(spec.output_pattern)
-    return sum(compiled.fullmatch(g) is None for g in generations)
 
 
 def task_constraint(spec: TaskSpec) -> Constraint | None:

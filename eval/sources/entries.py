@@ -1,7 +1,4 @@
-"""The task entries of an evaluation: one per registered task, NER one per domain.
-
-NER is evaluated per domain: one entry per config (``ner_adg``, ``ner_fic``, ``ner_wn``),
-as lm-eval's ``evalita-mp_ner_<domain>`` tasks."""
+"""The task entries of an evaluation: one per registered task, NER one per domain (docs/evaluator.md)."""
 
 from __future__ import annotations
 

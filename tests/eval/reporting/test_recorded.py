@@ -14,7 +14,7 @@ from paths import TEST_DATA
 
 from evalita_eval.reporting.compare import CHANGED_PROMPT, compare_runs
 from evalita_eval.record import read_run
-from evalita_eval.reporting.tables import ScoresError
+from evalita_eval.record import RecordError
 from evalita_eval.reporting.task_report import build_task_report
 
 RESULTS = TEST_DATA / "results"
@@ -88,7 +88,7 @@ def test_a_recorded_kind_decides_the_test(tmp_path: Path) -> None:
 def test_runs_that_recorded_one_metric_differently_are_an_error(tmp_path: Path) -> None:
     a = copy_run("alpha", tmp_path, te_record(metrics=[metric("acc", "hits")]))
     b = copy_run("beta", tmp_path, te_record(metrics=[metric("acc", "corpus")]))
-    with pytest.raises(ScoresError, match="te: metric 'acc' was recorded differently by the runs"):
+    with pytest.raises(RecordError, match="te: metric 'acc' was recorded differently by the runs"):
         compare_runs(a, b, k=10, seed=0)
 
 
@@ -101,5 +101,5 @@ def test_runs_that_recorded_one_metric_differently_are_an_error(tmp_path: Path) 
 ])
 def test_a_malformed_record_is_an_error_naming_the_file_and_key(tmp_path: Path, bad: dict, where: str) -> None:
     folder = copy_run("alpha", tmp_path, bad)
-    with pytest.raises(ScoresError, match=re.escape(f"{folder / 'results.json'}: {where}")):
+    with pytest.raises(RecordError, match=re.escape(f"{folder / 'results.json'}: {where}")):
         build_task_report("te", [read_run(folder / "results.json")])

@@ -99,9 +99,9 @@ def test_results_of_a_run_that_evaluated_nothing_say_empty_with_the_reasons(tmp_
     assert result.record.status == doc["status"] == "empty" and doc["results"] == {}
     assert doc["skipped"] == {"te": f"{build} has no split 'test'", "wic": f"{build} has no split 'test'"}
     from evalita_eval.record import read_run
-    from evalita_eval.reporting.tables import ScoresError
+    from evalita_eval.record import RecordError
 
-    with pytest.raises(ScoresError, match=r"a run that evaluated nothing \(2 task\(s\) skipped: te: .* has no split 'test'; wic: "):
+    with pytest.raises(RecordError, match=r"a run that evaluated nothing \(2 task\(s\) skipped: te: .* has no split 'test'; wic: "):
         read_run(out / "results.json")
 
 
