@@ -31,17 +31,6 @@ class LoadedModel:
     name_or_path: str
 
 
-def _torch_dtype(dtype: str) -> Any:
-    import torch
-
-    if dtype == "auto":
-        return "auto"
-    try:
-        return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
-    except KeyError:
-        raise ValueError(f"unknown dtype {dtype!r}; use auto, float32, float16 or bfloat16") from None
-
-
 def load_hf(options: BackendOptions) -> LoadedModel:
     """Tokenizer and ``AutoModelForCausalLM`` as lm-eval's HFLM sets them up; loads nothing remote unless
     ``options.model`` is a Hub id. ``device="auto"``: accelerate's ``device_map="auto"`` over every visible GPU (and the
@@ -67,7 +56,8 @@ def load_hf(options: BackendOptions) -> LoadedModel:
             raise RuntimeError("--device auto needs accelerate: pip install accelerate")
         placement["device_map"] = "auto"
     tokenizer = load_tokenizer(options.model, options.revision, options.trust_remote_code, gguf)
-    model = AutoModelForCausalLM.from_pretrained(source, dtype=_torch_dtype(options.dtype), revision=options.revision,
+    dtype = options.dtype if options.dtype == "auto" else getattr(torch, options.dtype)  # RunSpec: a Literal of four
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, revision=options.revision,
                                                  trust_remote_code=options.trust_remote_code, **files, **placement)
     if not placement:
         model = model.to(device)
@@ -116,9 +106,8 @@ def continuation_scores(model: Any, ids: Any, keep: Any, targets: Sequence[Seque
     else:
         rows = model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state[keep]
     step = min(len(rows), max(1, LOGIT_CHUNK_ELEMENTS // (rows.shape[-1] if head is None else head.out_features)))
-    # One chunk's logits and log-probabilities, written in place chunk after chunk (the same kernels, the same numbers):
-    # a fresh 32 MiB pair a chunk left each pass's peak to glibc's placement, 1,140-1,423 MiB for one shape of pass on
-    # FAQ's longest items; reused, 1,087-1,203 MiB and half the page faults (issue 48, docs/evaluator.md#memory).
+    # One pair of chunk buffers written in place (the same kernels): a fresh 32 MiB pair a chunk left each pass's peak
+    # to glibc's placement, up to 220 MiB apart for one shape of pass (docs/evaluator.md#memory).
     logits = None if head is None else torch.empty((step, head.out_features), dtype=rows.dtype, device=rows.device)
     log_probs = torch.empty((step, rows.shape[-1] if head is None else head.out_features), device=rows.device)
 
