@@ -105,7 +105,7 @@ def continuation_scores(model: Any, ids: Any, keep: Any, targets: Sequence[Seque
         rows = logits_at(model, keep, input_ids=ids)
     else:
         rows = model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state[keep]
-    step = min(len(rows), max(1, LOGIT_CHUNK_ELEMENTS // (rows.shape[-1] if head is None else head.out_features)))
+    step = max(1, min(len(rows), LOGIT_CHUNK_ELEMENTS // (rows.shape[-1] if head is None else head.out_features)))
     # One pair of chunk buffers written in place (the same kernels): a fresh 32 MiB pair a chunk left each pass's peak
     # to glibc's placement, up to 220 MiB apart for one shape of pass (docs/evaluator.md#memory).
     logits = None if head is None else torch.empty((step, head.out_features), dtype=rows.dtype, device=rows.device)
