@@ -35,8 +35,9 @@ document in all, 320 s at ``--limit 8``, plus the model load. The ratio line rea
 
 The issue-46 check (x1.80 or more on wall, quiet machine) is the default run: ``--build`` and
 ``--time`` as above, ``--threads 1``. Under each 2-replica run, its breakdown: the start (the driver's
-own, Ray's, the loads, the first call), per request kind the units, busy and idle time and the tail,
-and the end (results, the replicas closed, Ray's shutdown, the CLI's tables and the exit).
+own, Ray's, the loads: replica 0 in the driver loads while Ray starts, the first call), per request
+kind the units, busy and idle time and the tail, and the end (results, the replicas closed, Ray's
+shutdown, the CLI's tables and the exit).
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ def breakdown(t: dict) -> list[str]:
     first = calls[0]["began"] if calls else t["closing"]
     lines = [f"  before the replicas start (interpreter, imports, options, data read): {t['began'] - t['command']:.1f} s",
              f"  Ray start: {t['ray_ready'] - t['began']:.1f} s",
-             "  model loads (in their replicas, at once): " + ", ".join(f"{b - a:.1f} s (ready at {b - t['command']:.1f} s)" for a, b in loads),
+             "  model loads (each from its start to ready; replica 0 in the driver from before Ray's start where it runs "
+             "there, the others in their Ray actors): " + ", ".join(f"{b - a:.1f} s (ready at {b - t['command']:.1f} s)" for a, b in loads),
              f"  first call at {first - t['command']:.1f} s (replica 0 ready at {t['first_ready'] - t['command']:.1f} s; "
              "then the driver names the folder and plans the run)"]
     for c in calls:

@@ -196,7 +196,7 @@ def write_configs(runs: list[SweepRun], out: Path) -> list[Path]:
 def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | None,
               out: Path) -> dict[int, tuple[str, Path | None]]:
     """Every run not yet complete as a Ray task, said as it goes (``Lines``): run index -> (state, its folder)."""
-    from .replicas.ray_start import start_ray, use_token_if_present
+    from .replicas.ray_start import start_ray, stop_ray, use_token_if_present
 
     use_token_if_present(address)  # before Ray reads its configuration
     import ray
@@ -243,7 +243,7 @@ def run_sweep(runs: list[SweepRun], echo: Callable[[str], None], address: str | 
                 lines.say(i, f"{states[i][0]} ({len(runs) - len(pending)}/{len(runs)} done; in {folder})")
     finally:
         if started_ray:
-            ray.shutdown()
+            stop_ray()
     return states
 
 

@@ -1,23 +1,27 @@
-"""``ReplicaBackend``: N replicas of a backend as Ray actors, behind the ``Backend`` protocol (docs/parallel.md): units
-(``plan.py``) shared by counted tokens, results streamed to ``on_result``, a dead replica's unfinished units rerun."""
+"""``ReplicaBackend``: N replicas of a backend, Ray actors (replica 0 in this process when the run starts its own Ray
+on CPUs), behind the ``Backend`` protocol (docs/parallel.md): units (``plan.py``) shared from one queue, results
+streamed to ``on_result``, a dead replica's unfinished units rerun."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+import queue
+import threading
 import time
 from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from functools import partial
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from ..api import Backend, BackendOptions, GenRequest, LLRequest, RequestKind, method_of
 from .plan import Unit, assign, plan_units
 from .prefix_groups import prefix_units
-from .ray_start import start_ray, use_token_if_present
+from .ray_start import start_ray, stop_ray, use_token_if_present
 from ..backends import get_backend_class
 from ..backends.hf_batches import token_budget_batches
-from .resources import (NotEnoughResources, check_replicas_room, cluster_resources, driver_threads, machine_resources,
+from .resources import (check_replicas_room, cluster_resources, driver_threads, machine_resources,
                         unreadable)
 
 # Restarts of one replica within a run before the run fails (a replica that keeps dying is a bug, not bad luck).
@@ -99,6 +103,38 @@ class Replica:
         self.backend.close()
 
 
+class Shared(NamedTuple):
+    """A call's requests: the list for the replica in this process, the object ref (one copy in Ray) for the actors."""
+
+    values: list
+    ref: Any
+
+
+class InProcess:
+    """Replica 0 in this process: its calls one at a time in a daemon thread (torch computes without the GIL), each a
+    ``Future`` the driver waits on beside the actors'; an interrupted run does not wait for the unit under way."""
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="replica-0", daemon=True).start()
+
+    def submit(self, call: Callable[[], Any]) -> Future:
+        future: Future = Future()
+        self._calls.put((future, call))
+        return future
+
+    def _serve(self) -> None:
+        while (item := self._calls.get()) is not None:
+            future, call = item
+            try:
+                future.set_result(call())
+            except BaseException as err:  # the replica's own error, raised where the driver waits for it
+                future.set_exception(err)
+
+    def stop(self) -> None:
+        self._calls.put(None)
+
+
 class ReplicaBackend(Backend):
     """The wrapped backend's name, identity and capabilities; its calls run on the replicas."""
 
@@ -118,31 +154,32 @@ class ReplicaBackend(Backend):
         # Checked before Ray starts: a local Ray sized to the request would spawn them.
         if self._started_ray and not address:
             check_replicas_room(size, resources, machine_resources(), "this machine")
-        if self._started_ray:  # a local Ray: room for every replica even on fewer cores (CPU replicas share --threads)
-            start_ray(address, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                      **({} if address else {"num_cpus": max(os.cpu_count() or 1, int(size * resources["num_cpus"]))}))
-        if address or not self._started_ray:  # a cluster (or a Ray this process joined already): what it reports
-            try:
-                where = f"the Ray cluster at {address or 'this process'}"
-                check_replicas_room(size, resources, cluster_resources(), where)
-            except NotEnoughResources:
-                if self._started_ray:
-                    ray.shutdown()
-                raise
+        # Replica 0 in this process when the run starts its own Ray and a replica holds no GPU: it loads while Ray
+        # starts and computes while the actors load (the same code and threads: the numbers of one replica).
+        self._local = InProcess() if self._started_ray and not address and not resources["num_gpus"] else None
+        # Where the run's time goes (wall clock, logged at close; bench/replicas.py --time prints it).
+        self.timeline: dict[str, Any] = {"began": began, "calls": []}
         self.loads = 0  # replicas started (N, plus one per restart): each loads its model once
         self.restarts = [0] * size
         self.units_done = [0] * size  # units each replica finished (the tests see the work spread)
-        # Where the run's time goes (wall clock, logged at close; bench/replicas.py --time prints it).
-        self.timeline: dict[str, Any] = {"began": began, "ray_ready": time.time(), "calls": []}
-        self.actors: list[Any] = [None] * size
-        self._described: list[Any] = [None] * size  # each replica's describe(): done once its model is loaded
-        self._loading: dict[Any, int] = {}  # describe future -> replica, until it is known loaded
-        for replica in range(size):  # every model loads at once, each in its replica
-            self._start(replica)
-        # Replica 0 loaded (started again if it died loading); the others go on loading while the runner plans the run.
+        self.actors: list[Any] = [None] * size  # the Ray actors (None: replica 0 in this process)
+        self._described: list[Any] = [None] * size  # each replica's describe() future: done once its model is loaded
+        self._loading: dict[Future, int] = {}  # describe future -> replica, until it is known loaded
+        if self._local is not None:
+            self._start(0)
         try:
-            described = self._call(lambda actor: actor.describe.remote())
-        except RuntimeError:  # a node that cannot read the model folder, a replica that keeps dying
+            if self._started_ray:  # a local Ray: room for every replica even on fewer cores (CPU ones share threads)
+                cpus = {} if address else {"num_cpus": max(os.cpu_count() or 1, int(size * resources["num_cpus"]))}
+                start_ray(address, include_dashboard=False, log_to_driver=False, configure_logging=False, **cpus)
+            if address or not self._started_ray:  # a cluster (or a Ray this process joined already): what it reports
+                where = f"the Ray cluster at {address or 'this process'}"
+                check_replicas_room(size, resources, cluster_resources(), where)
+            self.timeline["ray_ready"] = time.time()
+            for replica in range(0 if self._local is None else 1, size):  # the others load at once, each in its actor
+                self._start(replica)
+            # Replica 0 loaded (started again if it died loading); the others go on loading while the runner plans.
+            described = self._call("describe")
+        except BaseException:  # not enough room, a node that cannot read the model folder, a replica that keeps dying
             self.close()
             raise
         self.timeline["first_ready"] = time.time()
@@ -159,17 +196,28 @@ class ReplicaBackend(Backend):
 
     def _start(self, replica: int) -> None:
         """Start ``replica`` (again): its model loads; it takes units once its describe() is back (``_loaded``)."""
-        import ray
-
         self.loads += 1
-        # The model folder the driver sees (a path, not a hub id): every replica must see it too.
-        paths = {"model folder": self._inner_options.model} if os.path.exists(self._inner_options.model) else {}
-        actor = ray.remote(Replica).options(max_restarts=0, **self._resources)
-        self.actors[replica] = actor.remote(self.name, self._inner_options, self._threads, paths)
-        self._described[replica] = self.actors[replica].describe.remote()
+        if replica == 0 and self._local is not None:  # the driver checked its own paths
+            self._replica0 = self._local.submit(partial(Replica, self.name, self._inner_options, self._threads, {}))
+        else:
+            import ray
+
+            # The model folder the driver sees (a path, not a hub id): every replica must see it too.
+            paths = {"model folder": self._inner_options.model} if os.path.exists(self._inner_options.model) else {}
+            actor = ray.remote(Replica).options(max_restarts=0, **self._resources)
+            self.actors[replica] = actor.remote(self.name, self._inner_options, self._threads, paths)
+        self._described[replica] = self._submit(replica, "describe")
         self._loading[self._described[replica]] = replica
 
-    def _loaded(self, futures: Sequence[Any]) -> list[int]:
+    def _submit(self, replica: int, method: str, *args: Any) -> Future:
+        """``Replica.method(*args)`` on ``replica`` (a ``Shared`` argument as its list here, as its ref to an actor)."""
+        if replica == 0 and self._local is not None:
+            args = tuple(a.values if isinstance(a, Shared) else a for a in args)
+            return self._local.submit(lambda: getattr(self._replica0.result(), method)(*args))
+        args = tuple(a.ref if isinstance(a, Shared) else a for a in args)
+        return getattr(self.actors[replica], method).remote(*args).future()
+
+    def _loaded(self, futures: Sequence[Future]) -> list[int]:
         """The replicas whose describe() among ``futures`` is back: loaded (one that died loading is started again)."""
         import ray
 
@@ -177,7 +225,7 @@ class ReplicaBackend(Backend):
         for future in futures:
             replica = self._loading.pop(future)
             try:
-                problem = ray.get(future)["problem"]
+                problem = future.result()["problem"]
             except ray.exceptions.RayActorError:
                 self._restart(replica)
                 continue
@@ -197,9 +245,7 @@ class ReplicaBackend(Backend):
         return dict(self._identity)  # one replica's: replicas must not change a number
 
     def apply_chat_template(self, messages: list[dict[str, str]]) -> str:
-        import ray
-
-        return ray.get(self.actors[0].apply_chat_template.remote(messages))
+        return self._call("apply_chat_template", messages)
 
     # ``calls``: the calls the runner would make to one backend (request indices; None: one call of
     # every request). The replicas plan each as one replica would and share all their units.
@@ -217,11 +263,11 @@ class ReplicaBackend(Backend):
 
         if not requests:
             return []
-        began, shared = time.time(), ray.put(list(requests))
+        began, shared = time.time(), Shared(list(requests), ray.put(list(requests)))
         whole = [list(c) for c in calls] if calls is not None else [list(range(len(requests)))]
         loaded = set(range(self.replicas)) - set(self._loading.values())
         while not loaded:  # every replica (re)starting: the first loaded plans
-            loaded.update(self._loaded(ray.wait(list(self._loading), num_returns=1)[0]))
+            loaded.update(self._loaded(list(wait(self._loading, return_when=FIRST_COMPLETED).done)))
         units = self._plan(kind, shared, whole, sorted(loaded))
         queues, planned = self._queues(units), time.time()
         out: list[Any] = [None] * len(requests)
@@ -238,18 +284,18 @@ class ReplicaBackend(Backend):
                         pack = (queues[replica] or queues[-1]).popleft()
                         merged = (tuple(i for u in pack for i in units[u].indices),)
                         one = units[pack[0]].calls if len(pack) == 1 else merged
-                        running[self.actors[replica].run_unit.remote(kind, shared, one)] = (replica, pack)
+                        running[self._submit(replica, "run_unit", kind, shared, one)] = (replica, pack)
 
         feed()
         while running or (self._loading and any(queues)):
-            [future], _ = ray.wait(list(running) + list(self._loading), num_returns=1)
+            future = next(iter(wait([*running, *self._loading], return_when=FIRST_COMPLETED).done))
             if future in self._loading:  # a replica's model is loaded: it takes units
                 loaded.update(self._loaded([future]))
                 feed()
                 continue
             replica, pack = running.pop(future)
             try:
-                values, start, end = ray.get(future)
+                values, start, end = future.result()
             except ray.exceptions.RayActorError:
                 # The replica died: its units without a result go back to the front of the queue, a new replica starts.
                 lost = [pack] + [running.pop(f)[1] for f in [f for f, (r, _) in running.items() if r == replica]]
@@ -271,20 +317,20 @@ class ReplicaBackend(Backend):
                                        "ended": time.time(), "busy": busy, "ends": ends})
         return out
 
-    def _plan(self, kind: str, shared: Any, whole: list[list[int]], loaded: list[int]) -> list[Unit]:
+    def _plan(self, kind: str, shared: Shared, whole: list[list[int]], loaded: list[int]) -> list[Unit]:
         """The units of the calls ``whole``, the ``loaded`` replicas each planning a share at once (call order kept);
         a replica that dies meanwhile leaves its share to the first one."""
         import ray
 
         k, n = len(loaded), self.replicas
         shares = [whole[i::k] for i in range(k)]
-        futures = [self.actors[r].plan_calls.remote(kind, shared, share, n) for r, share in zip(loaded, shares)]
+        futures = [self._submit(r, "plan_calls", kind, shared, share, n) for r, share in zip(loaded, shares)]
         planned = []
         for future, share in zip(futures, shares):
             try:
-                planned.append(ray.get(future))
+                planned.append(future.result())
             except ray.exceptions.RayActorError:
-                planned.append(self._call(lambda actor, part=share: actor.plan_calls.remote(kind, shared, part, n)))
+                planned.append(self._call("plan_calls", kind, shared, share, n))
         per_call = [planned[c % k][c // k] for c in range(len(whole))]  # call c is share c % k's (c // k)th
         return [u for units in per_call for u in units]
 
@@ -299,47 +345,38 @@ class ReplicaBackend(Backend):
         order = sorted(range(len(units)), key=lambda u: (-units[u].tokens, u))
         return [deque() for _ in range(self.replicas)] + [deque([u] for u in order)]
 
-    def _call(self, call: Callable[[Any], Any]) -> Any:
-        """``call(actor)`` on replica 0, once loaded, started again if it died (up to MAX_RESTARTS times)."""
+    def _call(self, method: str, *args: Any) -> Any:
+        """``Replica.method(*args)`` on replica 0, once loaded, started again if it died (up to MAX_RESTARTS times)."""
         import ray
 
         while True:
             if self._described[0] in self._loading:
-                ray.wait([self._described[0]])
                 self._loaded([self._described[0]])
                 continue
             try:
-                return ray.get(call(self.actors[0]))
+                return self._submit(0, method, *args).result()
             except ray.exceptions.RayActorError:
                 self._restart(0)
-
-    @staticmethod
-    def _died(future: Any) -> bool:
-        import ray
-
-        try:
-            ray.get(future)
-        except ray.exceptions.RayError:
-            return True
-        return False
 
     def close(self) -> None:
         """Every replica closed at once, then stopped; the Ray this run started shut down; the timeline logged."""
         import ray
 
-        if not ray.is_initialized():
+        if self._local is None and not ray.is_initialized():
             return
-        closing, futures = time.time(), self._described
-        loaded = set(ray.wait(futures, num_returns=len(futures), timeout=0)[0]) if futures else set()
-        # The loaded replicas closed at once (a dead one holds nothing), then all stopped (a loading one not awaited).
-        loads = [ray.get(future).get("loaded") for future in futures if future in loaded and not self._died(future)]
-        for closed in [actor.close.remote() for actor, future in zip(self.actors, futures) if future in loaded]:
-            self._died(closed)
+        closing, futures = time.time(), [f for f in self._described if f is not None]
+        loaded = [f for f in futures if f.done() and f.exception() is None]  # a dead or loading replica holds nothing
+        # The loaded replicas closed at once, then all stopped (a loading one not awaited).
+        wait([self._submit(self._described.index(f), "close") for f in loaded])
         for actor in self.actors:
-            ray.kill(actor)
-        self.actors, stopped = [], time.time()
-        if self._started_ray:
-            ray.shutdown()
+            if actor is not None:
+                ray.kill(actor)
+        if self._local is not None:
+            self._local.stop()
+        self.actors, self._described, self._local, stopped = [], [], None, time.time()
+        if self._started_ray and ray.is_initialized():
+            stop_ray()
         # The run's timeline, one JSON line at INFO (``evalita_eval.replicas.backend``; bench/replicas.py --time).
-        LOG.info("replica timeline: %s", json.dumps({**self.timeline, "loads": [x for x in loads if x],
-                                                     "closing": closing, "stopped": stopped, "closed": time.time()}))
+        loads = [f.result()["loaded"] for f in loaded if "loaded" in f.result()]
+        LOG.info("replica timeline: %s", json.dumps({**self.timeline, "loads": loads, "closing": closing,
+                                                     "stopped": stopped, "closed": time.time()}))

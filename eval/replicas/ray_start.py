@@ -108,3 +108,18 @@ def start_ray(address: str | None, **init_kwargs: Any) -> None:
             if address is None and STARTUP_TIMEOUT in str(err) and waited < wait_s:
                 continue
             raise RayStartError(line) from None
+
+
+def stop_ray() -> None:
+    """``ray.shutdown()`` of the Ray this run started or joined; a local one's autoscaler monitor killed first: Ray
+    stops the monitor after the GCS, and the monitor's SIGTERM handler then waits for the gone GCS until Ray kills it
+    a second later (a local Ray of our own scales nothing; joined, this process started no monitor; Ray's side:
+    ``ray/_private/node.py``, ``kill_all_processes``)."""
+    import ray
+    from ray._private import ray_constants, worker
+
+    node = getattr(worker, "_global_node", None)
+    monitor = getattr(ray_constants, "PROCESS_TYPE_MONITOR", None)
+    if node is not None and monitor is not None and hasattr(node, "_kill_process_type"):
+        node._kill_process_type(monitor, allow_graceful=False, check_alive=False)
+    ray.shutdown()

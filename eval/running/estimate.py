@@ -14,6 +14,8 @@ from .console import columns
 LL, GEN = RequestKind.LOGLIKELIHOOD, RequestKind.GENERATE
 CHARS_PER_TOKEN = 4  # without a tokenizer (chat APIs): the usual rough rate
 BATCH_GAP_S = 0.05  # results of one generation batch arrive closer together than this
+# A log-likelihood result in under this share of the time its tokens took at the last call's rate came with it
+AT_ONCE = 0.05
 
 
 @dataclass
@@ -141,10 +143,14 @@ class TimeEstimate:
         if kind == LL:
             rows, tokens = scoring_work(requests, self.count, self._seen)  # type: ignore[arg-type]
             self.ll_left = [max(0, self.ll_left[0] - rows), max(0, self.ll_left[1] - tokens)]
-            if rows or not self.ll_calls:
+            r, t, s = self.ll_calls[-1] if self.ll_calls else (0, 0, 0.0)
+            if self.ll_calls and (not rows or seconds < AT_ONCE * tokens * s / max(t, 1)):
+                # Results of one measured call, reported apart: a row measured with an earlier result, or a replica's
+                # unit streamed at once (its first result brought the unit's seconds; alone, the rest read as ~0 s
+                # calls and made a rate of 145M read tokens/s)
+                self.ll_calls[-1] = (r + rows, t + tokens, s + seconds)
+            else:
                 self.ll_calls.append((rows, tokens, seconds))
-            else:  # results whose shared row was measured with an earlier one (a backend reporting each result)
-                self.ll_calls[-1] = (*self.ll_calls[-1][:2], self.ll_calls[-1][2] + seconds)
             self._maybe_print(LL)
             return
         prompt = sum(self.count(r.context) for r in requests)

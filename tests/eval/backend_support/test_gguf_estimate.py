@@ -246,6 +246,24 @@ def test_loglikelihoods_are_priced_by_the_rows_the_model_computes() -> None:
     assert estimate.ll_calls == [(1, 100, 1.0), (1, 100, 1.001)] and estimate.ll_left == [0, 0]
 
 
+def test_a_unit_streamed_at_once_is_one_measured_call() -> None:
+    """Replicas report a unit's results as it arrives: the first with the seconds since the previous unit, the rest
+    at once. They are one measured call: 3 units of 4 rows x 25 tokens, 2 s apart, price the rest at 50 tokens/s
+    (each result alone was a call of ~0 s: 145,672,784 read tokens/s on the bench's run)."""
+    from evalita_eval.api import LLRequest
+
+    printed: list[str] = []
+    estimate = TimeEstimate([TaskPlan("faq", LL, 20, 0, rows=20, row_tokens=500)], printed.append, every_s=0)
+    for unit in range(3):
+        rows = [LLRequest(f"{unit}{i}" + "c" * 98, " ab") for i in range(4)]  # 100 characters + 1 - 1: 25 tokens
+        estimate.record(LL, rows[:1], 2.0)
+        for row in rows[1:]:
+            estimate.record(LL, [row], 0.0001)
+    assert estimate.ll_calls == [(4, 100, pytest.approx(2.0003))] * 3
+    assert estimate.remaining_s() == (pytest.approx(200 * 2.0003 / 100), [])
+    assert printed[-1] == "estimate: about 4 s left (50 read tokens/s so far)"
+
+
 def test_long_rows_are_priced_with_their_attention() -> None:
     """Issue 47: a row of n tokens counts n + n^2 / span (the model's ``attention_span``), so the rate of WiC's short
     rows prices FAQ's long ones higher per token, as they run. On the quickstart's model (span 1,536) a 1,300-token

@@ -83,7 +83,8 @@ LOGGED_CLI = ("import logging; logging.basicConfig(); logging.getLogger('evalita
 
 def test_the_cli_with_its_own_ray_equals_one_replica_and_logs_where_the_time_went(tiny_model: Path, tmp_path: Path) -> None:
     """The real CLI with its own local Ray: a data error is one line before any replica starts (no timeline); a run
-    equals one replica and its timeline (bench/replicas.py --time) holds every replica's load and the end split."""
+    equals one replica and its timeline (bench/replicas.py --time) holds the loads and the end split. Replica 0 runs in
+    the CLI's process (its own Ray, CPU): on the tiny model it may finish the run before replica 1 has loaded."""
     command = [sys.executable, "-c", LOGGED_CLI, "run", "--model", str(tiny_model), *COMMON,
                "--backend-arg", "data_parallel_size=2"]
     env = {**os.environ, "HOME": str(tmp_path)}
@@ -97,7 +98,8 @@ def test_the_cli_with_its_own_ray_equals_one_replica_and_logs_where_the_time_wen
     assert good.returncode == 0, good.stderr[-3000:]
     [line] = [ln for ln in good.stderr.splitlines() if "replica timeline: " in ln]
     t = json.loads(line.split("replica timeline: ", 1)[1])
-    assert [c["kind"] for c in t["calls"]] == ["loglikelihood", "generate_until"] and len(t["loads"]) == 2
+    assert [c["kind"] for c in t["calls"]] == ["loglikelihood", "generate_until"] and len(t["loads"]) in (1, 2)
+    assert t["loads"][0][0] <= t["ray_ready"]  # replica 0 began loading before Ray was up
     assert t["calls"][-1]["ended"] <= t["closing"] <= t["stopped"] <= t["closed"]
     one = _run(tiny_model, tmp_path / "one")
     _same_run(one, json.loads((tmp_path / "two" / "results.json").read_text("utf-8")), tmp_path / "one", tmp_path / "two")
