@@ -197,7 +197,7 @@ class ReplicaBackend(Backend):
     def _start(self, replica: int) -> None:
         """Start ``replica`` (again): its model loads; it takes units once its describe() is back (``_loaded``)."""
         self.loads += 1
-        if replica == 0 and self._local is not None:  # the driver checked its own paths
+        if self._in_process(replica):  # the driver checked its own paths
             self._replica0 = self._local.submit(partial(Replica, self.name, self._inner_options, self._threads, {}))
         else:
             import ray
@@ -211,11 +211,14 @@ class ReplicaBackend(Backend):
 
     def _submit(self, replica: int, method: str, *args: Any) -> Future:
         """``Replica.method(*args)`` on ``replica`` (a ``Shared`` argument as its list here, as its ref to an actor)."""
-        if replica == 0 and self._local is not None:
+        if self._in_process(replica):
             args = tuple(a.values if isinstance(a, Shared) else a for a in args)
             return self._local.submit(lambda: getattr(self._replica0.result(), method)(*args))
         args = tuple(a.ref if isinstance(a, Shared) else a for a in args)
         return getattr(self.actors[replica], method).remote(*args).future()
+
+    def _in_process(self, replica: int) -> bool:
+        return replica == 0 and self._local is not None
 
     def _loaded(self, futures: Sequence[Future]) -> list[int]:
         """The replicas whose describe() among ``futures`` is back: loaded (one that died loading is started again)."""
@@ -263,7 +266,8 @@ class ReplicaBackend(Backend):
 
         if not requests:
             return []
-        began, shared = time.time(), Shared(list(requests), ray.put(list(requests)))
+        values = list(requests)
+        began, shared = time.time(), Shared(values, ray.put(values))
         whole = [list(c) for c in calls] if calls is not None else [list(range(len(requests)))]
         loaded = set(range(self.replicas)) - set(self._loading.values())
         while not loaded:  # every replica (re)starting: the first loaded plans
@@ -364,10 +368,11 @@ class ReplicaBackend(Backend):
 
         if self._local is None and not ray.is_initialized():
             return
-        closing, futures = time.time(), [f for f in self._described if f is not None]
-        loaded = [f for f in futures if f.done() and f.exception() is None]  # a dead or loading replica holds nothing
-        # The loaded replicas closed at once, then all stopped (a loading one not awaited).
-        wait([self._submit(self._described.index(f), "close") for f in loaded])
+        closing = time.time()
+        # A dead or loading replica holds nothing: the loaded ones (their describe()) closed at once, then all stopped.
+        described = {r: f.result() for r, f in enumerate(self._described)
+                     if f is not None and f.done() and f.exception() is None}
+        wait([self._submit(r, "close") for r in described])
         for actor in self.actors:
             if actor is not None:
                 ray.kill(actor)
@@ -377,6 +382,6 @@ class ReplicaBackend(Backend):
         if self._started_ray and ray.is_initialized():
             stop_ray()
         # The run's timeline, one JSON line at INFO (``evalita_eval.replicas.backend``; bench/replicas.py --time).
-        loads = [f.result()["loaded"] for f in loaded if "loaded" in f.result()]
+        loads = [d["loaded"] for d in described.values() if "loaded" in d]
         LOG.info("replica timeline: %s", json.dumps({**self.timeline, "loads": loads, "closing": closing,
                                                      "stopped": stopped, "closed": time.time()}))
